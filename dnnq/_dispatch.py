@@ -1,0 +1,90 @@
+"""Run-time CPU dispatch: detected ISA level, the DNNQ_MAX_CPU_ISA cap, OpenMP threads.
+
+Levels, lowest to highest: ``default`` (portable C), ``avx2`` (exact vpmaddwd path),
+``avx2_vnni`` (VEX vpdpbusd on ymm), ``avx512_core_vnni`` (vpdpbusd on zmm).  A primitive picks
+its kernel once, at creation, from the effective level = min(detected, cap).
+"""
+import os
+import warnings
+
+from dnnq._kernels import _cpu
+from dnnq.errors import InvalidArguments
+
+ISA_LEVELS = ("default", "avx2", "avx2_vnni", "avx512_core_vnni")
+
+# oneDNN's DNNL_MAX_CPU_ISA names mapped to the dnnq level that does not exceed them.
+_ALIASES = {
+    "default": 0, "sse41": 0, "avx": 0,
+    "avx2": 1, "avx512_core": 1,
+    "avx2_vnni": 2, "avx_vnni": 2,
+    "avx512_core_vnni": 3, "avx512_core_bf16": 3, "avx512_core_fp16": 3,
+    "avx512_core_amx": 3, "avx10_1_512": 3, "all": 3,
+}
+
+_detected_level = _cpu.best_isa_level()
+
+
+def _parse_isa(value, name):
+    key = str(value).strip().lower()
+    if key not in _ALIASES:
+        raise InvalidArguments(
+            f"{name}: got {value!r}; expected one of {', '.join(ISA_LEVELS)} "
+            "(oneDNN names such as AVX512_CORE_VNNI or ALL are accepted too)")
+    return _ALIASES[key]
+
+
+def _cap_from_env():
+    value = os.environ.get("DNNQ_MAX_CPU_ISA")
+    if value is None or value.strip() == "":
+        return 3
+    try:
+        return _parse_isa(value, "DNNQ_MAX_CPU_ISA")
+    except InvalidArguments as e:
+        warnings.warn(f"{e}; ignoring the cap", RuntimeWarning, stacklevel=2)
+        return 3
+
+
+_cap_level = _cap_from_env()
+
+
+def cpu_info():
+    """Detected CPU features (dict of bool), plus the detected and effective ISA levels."""
+    info = dict(_cpu.cpu_features())
+    info["detected_isa"] = ISA_LEVELS[_detected_level]
+    info["max_cpu_isa"] = ISA_LEVELS[_cap_level]
+    info["effective_isa"] = get_effective_cpu_isa()
+    return info
+
+
+def effective_isa_level():
+    return min(_detected_level, _cap_level)
+
+
+def get_effective_cpu_isa():
+    """The ISA level new primitives dispatch to: one of ISA_LEVELS."""
+    return ISA_LEVELS[effective_isa_level()]
+
+
+def set_max_cpu_isa(isa):
+    """Cap dispatch for primitives created from now on (like DNNQ_MAX_CPU_ISA); returns the
+    previous cap.  Existing primitives keep the kernel they chose at creation."""
+    global _cap_level
+    previous = ISA_LEVELS[_cap_level]
+    _cap_level = _parse_isa(isa, "isa")
+    return previous
+
+
+def available_isa_levels():
+    """Every level this CPU can run, lowest first (what the tests sweep)."""
+    return ISA_LEVELS[: _detected_level + 1]
+
+
+def set_num_threads(n):
+    """Number of OpenMP threads dnnq's kernels use (like omp_set_num_threads)."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise InvalidArguments(f"set_num_threads: got {n!r}; expected an int >= 1")
+    _cpu.set_num_threads(n)
+
+
+def get_num_threads():
+    return _cpu.get_num_threads()

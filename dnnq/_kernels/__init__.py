@@ -1,0 +1,1 @@
+"""Compiled kernels of dnnq (Cython + per-ISA C micro-kernels)."""

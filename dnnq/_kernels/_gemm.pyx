@@ -1,0 +1,191 @@
+"""The blocked int8 GEMM driver: weights packing, and one parallel execution of a GEMM plan.
+
+The Python side (dnnq/primitives/_gemm_plan.py) validates everything and prepares the small
+per-execution vectors (combined scales, compensation); this module only takes raw pointers
+from C-contiguous arrays, releases the GIL and runs `prange` over (batch, column panel, row
+block) work items.  Consecutive items share a column panel, so each thread keeps its packed
+weights panel hot in cache while it walks down the rows.
+"""
+from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_ANY_CONTIGUOUS, PyBUF_WRITABLE
+from libc.stdint cimport int8_t, uint8_t, int32_t, uint32_t, int64_t
+from libc.stdlib cimport malloc, free
+from libc.string cimport memset
+from cython.parallel cimport prange
+
+from dnnq._kernels._kernels cimport (
+    DNNQ_NR, dnnq_gemm_args_t, dnnq_postop_t, dnnq_gemm_block_fn, dnnq_gemm_ukr_fn,
+    dnnq_gemm_block_for_isa, dnnq_gemm_ukr_for_isa, dnnq_gemm_mr_for_isa, dnnq_pack_b,
+)
+
+import numpy as np
+
+NR = DNNQ_NR
+
+
+cdef void* _ptr(object arr, bint writable=False) except NULL:
+    """Address of a C-contiguous buffer (the caller keeps `arr` alive)."""
+    cdef Py_buffer view
+    cdef int flags = PyBUF_ANY_CONTIGUOUS | (PyBUF_WRITABLE if writable else 0)
+    PyObject_GetBuffer(arr, &view, flags)
+    cdef void* p = view.buf
+    PyBuffer_Release(&view)
+    if p == NULL:  # zero-size buffers have no address; never dereferenced then
+        return <void*>1
+    return p
+
+
+def packed_size(int64_t K, int64_t N):
+    """Bytes of the packed layout of a (K, N) s8 matrix."""
+    return ((N + DNNQ_NR - 1) // DNNQ_NR) * ((K + 3) // 4) * 4 * DNNQ_NR
+
+
+def pack_weights_vnni(w):
+    """Pack s8 weights (K, N), any strides, into dnnq's VNNI layout.
+
+    Returns (packed int8 1-D, colsum int32 (N,)). See ukernels/dnnq_kernels.h for the layout.
+    """
+    if w.dtype != np.int8 or w.ndim != 2:
+        raise TypeError("pack_weights_vnni expects a 2-D int8 array")
+    cdef int64_t K = w.shape[0], N = w.shape[1]
+    cdef const int8_t[:, :] wv = w
+    packed = np.empty(packed_size(K, N), dtype=np.int8)
+    colsum = np.empty(N, dtype=np.int32)
+    cdef int8_t[::1] pv = packed
+    cdef int32_t[::1] cv = colsum
+    if K == 0 or N == 0:
+        packed[:] = 0
+        colsum[:] = 0
+        return packed, colsum
+    with nogil:
+        dnnq_pack_b(&wv[0, 0], wv.strides[0], wv.strides[1], K, N, &pv[0], &cv[0])
+    return packed, colsum
+
+
+def micro_kernel(int isa, a, packed, int64_t K, bint s8_src):
+    """Run the raw micro-kernel on one panel: a (mr, K) u8/s8 rows -> (mr, 64) s32 (tests)."""
+    cdef int mr = a.shape[0]
+    if mr > dnnq_gemm_mr_for_isa(isa):
+        raise ValueError("too many rows for the micro-kernel")
+    out = np.zeros((mr, DNNQ_NR), dtype=np.int32)
+    a = np.ascontiguousarray(a)
+    cdef dnnq_gemm_ukr_fn fn = dnnq_gemm_ukr_for_isa(isa)
+    fn(mr, K, <const uint8_t*>_ptr(a), K, 0x80808080 if s8_src else 0,
+       <const int8_t*>_ptr(packed), <int32_t*>_ptr(out, True))
+    return out
+
+
+def micro_kernel_rows(int isa):
+    return dnnq_gemm_mr_for_isa(isa)
+
+
+cdef class GemmPlan:
+    """Everything fixed at primitive creation: shapes, ISA, dst type, post-op kinds.
+
+    `run` fills the per-execution pointers and launches the parallel loop.
+    """
+    cdef dnnq_gemm_args_t g
+    cdef dnnq_gemm_block_fn block
+    cdef dnnq_postop_t* post
+    cdef public int64_t batch, M, N, K, mc, n_mblocks
+    cdef public int isa
+    cdef public int64_t min_work_per_thread
+
+    def __cinit__(self):
+        self.post = NULL
+
+    def __dealloc__(self):
+        free(self.post)
+
+    def __init__(self, int isa, int64_t batch, int64_t M, int64_t N, int64_t K, int dst_dt,
+                 list post_ops):
+        """post_ops: list of (kind, alg, alpha, beta) with kind 1 eltwise, 2 binary, 3 sum."""
+        cdef int i
+        memset(&self.g, 0, sizeof(dnnq_gemm_args_t))
+        self.isa = isa
+        self.block = dnnq_gemm_block_for_isa(isa)
+        self.batch, self.M, self.N, self.K = batch, M, N, K
+        self.g.M, self.g.N, self.g.K = M, N, K
+        self.g.K4 = (K + 3) // 4
+        self.g.n_panels = (N + DNNQ_NR - 1) // DNNQ_NR
+        self.g.dst_dt = dst_dt
+        mr = dnnq_gemm_mr_for_isa(isa)
+        # row block: a few micro-tiles, so that small M still gives every thread work
+        self.mc = mr * 8
+        self.n_mblocks = (M + self.mc - 1) // self.mc
+        self.min_work_per_thread = 1 << 17
+        self.g.n_post = len(post_ops)
+        if self.g.n_post:
+            self.post = <dnnq_postop_t*>malloc(sizeof(dnnq_postop_t) * self.g.n_post)
+            if self.post == NULL:
+                raise MemoryError()
+            memset(self.post, 0, sizeof(dnnq_postop_t) * self.g.n_post)
+            for i, (kind, alg, alpha, beta) in enumerate(post_ops):
+                self.post[i].kind = kind
+                self.post[i].alg = alg
+                self.post[i].alpha = alpha
+                self.post[i].beta = beta
+            self.g.post = self.post
+
+    def run(self, a, int64_t a_sb, int64_t a_sm, bint s8_src,
+            packed, int64_t b_sb,
+            col_comp, int64_t c_sb,
+            wzp, int64_t wzp_sn, rowsum, int64_t r_sb,
+            bint raw_s32, scale, int64_t scale_sn,
+            bias, int64_t bias_sb, int64_t bias_sm, int64_t bias_sn,
+            list src1s,
+            float inv_dst_scale, dst_zp, int64_t dst_zp_sn,
+            dst, int64_t d_sb, int64_t d_sm, int nthreads):
+        """One execution. Every array is C-contiguous and outlives the call; strides in elements.
+
+        src1s: one (array_f32, s_b, s_m, s_n) per binary post-op, None for the others.
+        """
+        cdef dnnq_gemm_args_t g = self.g
+        cdef int i
+        g.a = <const uint8_t*>_ptr(a)
+        g.a_sb, g.a_sm = a_sb, a_sm
+        g.a_xor = 0x80808080 if s8_src else 0
+        g.b = <const int8_t*>_ptr(packed)
+        g.b_sb = b_sb
+        g.col_comp = <const int32_t*>_ptr(col_comp)
+        g.c_sb = c_sb
+        if wzp is not None:
+            g.wzp = <const int32_t*>_ptr(wzp)
+            g.wzp_sn = wzp_sn
+            g.rowsum = <const int32_t*>_ptr(rowsum)
+            g.r_sb = r_sb
+        g.raw_s32 = raw_s32
+        g.scale = <const float*>_ptr(scale)
+        g.scale_sn = scale_sn
+        if bias is not None:
+            g.bias = <const float*>_ptr(bias)
+            g.bias_sb, g.bias_sm, g.bias_sn = bias_sb, bias_sm, bias_sn
+        for i in range(g.n_post):
+            s = src1s[i]
+            if s is not None:
+                self.post[i].src1 = <const float*>_ptr(s[0])
+                self.post[i].s1_b, self.post[i].s1_m, self.post[i].s1_n = s[1], s[2], s[3]
+        g.inv_dst_scale = inv_dst_scale
+        g.dst_zp = <const float*>_ptr(dst_zp)
+        g.dst_zp_sn = dst_zp_sn
+        g.dst = _ptr(dst, True)
+        g.d_sb, g.d_sm = d_sb, d_sm
+        self._launch(&g, nthreads)
+
+    cdef void _launch(self, const dnnq_gemm_args_t* g, int nthreads):
+        cdef int64_t nmb = self.n_mblocks, npan = g.n_panels, mc = self.mc, M = self.M
+        cdef int64_t nitems = self.batch * npan * nmb
+        cdef int64_t it, b, p, mb, m0
+        cdef dnnq_gemm_block_fn fn = self.block
+        if nitems <= 0:
+            return
+        # small problems stay on one thread: a fork/join costs more than they do
+        cdef int64_t work = self.batch * M * g.N * g.K
+        if work < self.min_work_per_thread * 2 or nitems == 1:
+            nthreads = 1
+        with nogil:
+            for it in prange(nitems, schedule='static', num_threads=nthreads):
+                b = it // (npan * nmb)
+                p = (it // nmb) % npan
+                mb = it % nmb
+                m0 = mb * mc
+                fn(g, b, m0, mc if M - m0 > mc else M - m0, p)

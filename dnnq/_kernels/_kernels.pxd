@@ -1,0 +1,61 @@
+# cdef declarations of the C side of dnnq's kernels (ukernels/dnnq_kernels.h).
+from libc.stdint cimport int8_t, uint8_t, int32_t, uint32_t, int64_t
+
+cdef extern from "dnnq_kernels.h" nogil:
+    enum:
+        DNNQ_NR
+        DNNQ_ISA_DEFAULT
+        DNNQ_ISA_AVX2
+        DNNQ_ISA_AVX2_VNNI
+        DNNQ_ISA_AVX512_CORE_VNNI
+
+    ctypedef struct dnnq_cpu_features_t:
+        int sse41, avx, avx2, fma, avx512f, avx512bw, avx512vl, avx512dq, avx512_vnni, avx_vnni
+        int os_ymm, os_zmm
+
+    void dnnq_cpu_detect(dnnq_cpu_features_t *f)
+    int dnnq_cpu_best_isa(const dnnq_cpu_features_t *f)
+
+    ctypedef struct dnnq_postop_t:
+        int kind, alg
+        float alpha, beta
+        const float *src1
+        int64_t s1_b, s1_m, s1_n
+
+    ctypedef struct dnnq_gemm_args_t:
+        int64_t M, N, K, K4, n_panels
+        const uint8_t *a
+        int64_t a_sb, a_sm
+        uint32_t a_xor
+        const int8_t *b
+        int64_t b_sb
+        const int32_t *col_comp
+        int64_t c_sb
+        const int32_t *wzp
+        int64_t wzp_sn
+        const int32_t *rowsum
+        int64_t r_sb
+        int raw_s32
+        const float *scale
+        int64_t scale_sn
+        const float *bias
+        int64_t bias_sb, bias_sm, bias_sn
+        int n_post
+        const dnnq_postop_t *post
+        float inv_dst_scale
+        const float *dst_zp
+        int64_t dst_zp_sn
+        void *dst
+        int dst_dt
+        int64_t d_sb, d_sm
+
+    ctypedef void (*dnnq_gemm_block_fn)(const dnnq_gemm_args_t *g, int64_t b, int64_t m0,
+                                        int64_t mc, int64_t p)
+    ctypedef void (*dnnq_gemm_ukr_fn)(int mr, int64_t K, const uint8_t *a, int64_t lda,
+                                      uint32_t a_xor, const int8_t *bp, int32_t *c)
+
+    dnnq_gemm_block_fn dnnq_gemm_block_for_isa(int isa)
+    dnnq_gemm_ukr_fn dnnq_gemm_ukr_for_isa(int isa)
+    int dnnq_gemm_mr_for_isa(int isa)
+    void dnnq_pack_b(const int8_t *w, int64_t ldw, int64_t wn_stride, int64_t K, int64_t N,
+                     int8_t *packed, int32_t *colsum)

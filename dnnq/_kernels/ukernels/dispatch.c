@@ -1,0 +1,41 @@
+/* Kernel tables indexed by ISA level; the x86 kernels exist only in x86-64 builds. */
+#include "dnnq_kernels.h"
+
+dnnq_gemm_block_fn dnnq_gemm_block_for_isa(int isa) {
+#ifdef DNNQ_HAVE_X86_KERNELS
+    switch (isa) {
+    case DNNQ_ISA_AVX512_CORE_VNNI: return dnnq_gemm_block_avx512vnni;
+    case DNNQ_ISA_AVX2_VNNI: return dnnq_gemm_block_avxvnni;
+    case DNNQ_ISA_AVX2: return dnnq_gemm_block_avx2;
+    default: break;
+    }
+#endif
+    (void)isa;
+    return dnnq_gemm_block_portable;
+}
+
+dnnq_gemm_ukr_fn dnnq_gemm_ukr_for_isa(int isa) {
+#ifdef DNNQ_HAVE_X86_KERNELS
+    switch (isa) {
+    case DNNQ_ISA_AVX512_CORE_VNNI: return dnnq_gemm_ukr_avx512vnni;
+    case DNNQ_ISA_AVX2_VNNI: return dnnq_gemm_ukr_avxvnni;
+    case DNNQ_ISA_AVX2: return dnnq_gemm_ukr_avx2;
+    default: break;
+    }
+#endif
+    (void)isa;
+    return dnnq_gemm_ukr_portable;
+}
+
+int dnnq_gemm_mr_for_isa(int isa) {
+#ifdef DNNQ_HAVE_X86_KERNELS
+    switch (isa) {
+    case DNNQ_ISA_AVX512_CORE_VNNI: return dnnq_gemm_mr_avx512vnni();
+    case DNNQ_ISA_AVX2_VNNI: return dnnq_gemm_mr_avxvnni();
+    case DNNQ_ISA_AVX2: return dnnq_gemm_mr_avx2();
+    default: break;
+    }
+#endif
+    (void)isa;
+    return dnnq_gemm_mr_portable();
+}

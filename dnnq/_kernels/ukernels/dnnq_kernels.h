@@ -1,0 +1,104 @@
+/* Shared C declarations of dnnq's kernels: CPU features, the packed-weights layout, the
+ * f32 epilogue description and the per-ISA GEMM block entry points.
+ *
+ * Packed weights ("VNNI layout"): the (K, N) s8 matrix is cut into panels of DNNQ_NR = 64
+ * columns; inside a panel, k is grouped by 4 so that one 64-byte row holds 16 columns x 4 k,
+ * exactly one vpdpbusd operand:   packed[((p * K4 + k4) * 64 + n) * 4 + kk] = W[4*k4 + kk, 64*p + n]
+ * with zeros in the K and N padding.  K4 = ceil(K / 4).  The same layout serves every ISA.
+ */
+#ifndef DNNQ_KERNELS_H
+#define DNNQ_KERNELS_H
+#include <stdint.h>
+#include <stddef.h>
+
+#define DNNQ_NR 64
+#define DNNQ_MR_MAX 8
+
+/* ---- CPU features and ISA levels ------------------------------------------------------- */
+enum { DNNQ_ISA_DEFAULT = 0, DNNQ_ISA_AVX2 = 1, DNNQ_ISA_AVX2_VNNI = 2, DNNQ_ISA_AVX512_CORE_VNNI = 3 };
+
+typedef struct {
+    int sse41, avx, avx2, fma, avx512f, avx512bw, avx512vl, avx512dq, avx512_vnni, avx_vnni,
+        os_ymm, os_zmm;
+} dnnq_cpu_features_t;
+
+void dnnq_cpu_detect(dnnq_cpu_features_t *f);
+int dnnq_cpu_best_isa(const dnnq_cpu_features_t *f);
+
+/* ---- data types of the epilogue (numbers shared with dnnq/primitives/_epilogue.py) ------ */
+enum { DNNQ_DT_F32 = 0, DNNQ_DT_S32 = 1, DNNQ_DT_S8 = 2, DNNQ_DT_U8 = 3 };
+
+/* post-op kinds */
+enum { DNNQ_PO_ELTWISE = 1, DNNQ_PO_BINARY = 2, DNNQ_PO_SUM = 3 };
+
+/* eltwise algorithms */
+enum {
+    DNNQ_ELT_RELU = 0, DNNQ_ELT_TANH, DNNQ_ELT_ELU, DNNQ_ELT_SQUARE, DNNQ_ELT_ABS, DNNQ_ELT_SQRT,
+    DNNQ_ELT_LINEAR, DNNQ_ELT_SOFT_RELU, DNNQ_ELT_LOGISTIC, DNNQ_ELT_EXP, DNNQ_ELT_GELU_TANH,
+    DNNQ_ELT_GELU_ERF, DNNQ_ELT_SWISH, DNNQ_ELT_LOG, DNNQ_ELT_CLIP, DNNQ_ELT_CLIP_V2, DNNQ_ELT_POW,
+    DNNQ_ELT_ROUND, DNNQ_ELT_MISH, DNNQ_ELT_HARDSWISH, DNNQ_ELT_HARDSIGMOID
+};
+
+/* binary algorithms */
+enum {
+    DNNQ_BIN_ADD = 0, DNNQ_BIN_SUB, DNNQ_BIN_MUL, DNNQ_BIN_DIV, DNNQ_BIN_MIN, DNNQ_BIN_MAX,
+    DNNQ_BIN_GE, DNNQ_BIN_GT, DNNQ_BIN_LE, DNNQ_BIN_LT, DNNQ_BIN_EQ, DNNQ_BIN_NE
+};
+
+typedef struct {
+    int kind, alg;
+    float alpha, beta;          /* eltwise parameters; sum: alpha = scale, beta = zero point */
+    const float *src1;          /* binary: f32 second input */
+    int64_t s1_b, s1_m, s1_n;   /* its element strides along batch, row, column (0 = broadcast) */
+} dnnq_postop_t;
+
+/* Everything one GEMM execution needs, filled by the Cython driver. All strides in elements. */
+typedef struct {
+    int64_t M, N, K, K4, n_panels;
+    /* A: u8 or s8, rows contiguous in k */
+    const uint8_t *a; int64_t a_sb, a_sm; uint32_t a_xor;   /* 0x80808080 for s8 sources */
+    /* packed B (dnnq layout), per batch stride in bytes (0 = broadcast) */
+    const int8_t *b; int64_t b_sb;
+    /* compensation: acc = raw + col_comp[b*c_sb + n] - wzp[n*wzp_sn] * rowsum[b*r_sb + m] */
+    const int32_t *col_comp; int64_t c_sb;
+    const int32_t *wzp; int64_t wzp_sn;                     /* NULL when weights zp are 0 */
+    const int32_t *rowsum; int64_t r_sb;
+    /* f32 epilogue */
+    int raw_s32;                                            /* 1: write acc as is (s32 dst, no attrs) */
+    const float *scale; int64_t scale_sn;                   /* combined src*wei scale per column */
+    const float *bias; int64_t bias_sb, bias_sm, bias_sn;   /* NULL when no bias */
+    int n_post; const dnnq_postop_t *post;
+    float inv_dst_scale;
+    const float *dst_zp; int64_t dst_zp_sn;                 /* zero point as f32, stride 0 or 1 */
+    /* destination */
+    void *dst; int dst_dt; int64_t d_sb, d_sm;
+} dnnq_gemm_args_t;
+
+/* Computes the rows [m0, m0 + mc) of batch b for the column panel p, epilogue included. */
+typedef void (*dnnq_gemm_block_fn)(const dnnq_gemm_args_t *g, int64_t b, int64_t m0, int64_t mc,
+                                   int64_t p);
+/* Raw micro-kernel: c[mr][64] = sum_k a_u8[r][k] * B_panel[k][:] (no compensation). */
+typedef void (*dnnq_gemm_ukr_fn)(int mr, int64_t K, const uint8_t *a, int64_t lda, uint32_t a_xor,
+                                 const int8_t *bp, int32_t *c);
+
+#define DNNQ_DECLARE_ISA(isa)                                                                    \
+    void dnnq_gemm_block_##isa(const dnnq_gemm_args_t *g, int64_t b, int64_t m0, int64_t mc,     \
+                               int64_t p);                                                       \
+    void dnnq_gemm_ukr_##isa(int mr, int64_t K, const uint8_t *a, int64_t lda, uint32_t a_xor,   \
+                             const int8_t *bp, int32_t *c);                                      \
+    int dnnq_gemm_mr_##isa(void);
+
+DNNQ_DECLARE_ISA(portable)
+DNNQ_DECLARE_ISA(avx2)
+DNNQ_DECLARE_ISA(avxvnni)
+DNNQ_DECLARE_ISA(avx512vnni)
+
+dnnq_gemm_block_fn dnnq_gemm_block_for_isa(int isa);
+dnnq_gemm_ukr_fn dnnq_gemm_ukr_for_isa(int isa);
+int dnnq_gemm_mr_for_isa(int isa);
+
+/* Packing (portable): pack W (K x N, row stride ldw) into the dnnq layout and its column sums. */
+void dnnq_pack_b(const int8_t *w, int64_t ldw, int64_t wn_stride, int64_t K, int64_t N,
+                 int8_t *packed, int32_t *colsum);
+
+#endif

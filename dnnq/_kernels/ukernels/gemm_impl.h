@@ -1,0 +1,166 @@
+/* The ISA-independent part of the int8 GEMM: the block driver (micro-kernel tiles over rows)
+ * and the fused f32 epilogue.  Included once per ISA by gemm_<isa>.c after that file defined
+ *   DNNQ_ISA            the suffix (portable, avx2, avxvnni, avx512vnni)
+ *   DNNQ_MR             rows per micro-kernel call
+ *   dnnq_ukr(...)       the micro-kernel, same signature as dnnq_gemm_ukr_fn
+ * so that the epilogue is compiled (and auto-vectorised) with that ISA's flags. */
+#include <string.h>
+#include "eltwise_impl.h"
+
+#define DNNQ_CAT2(a, b) a##_##b
+#define DNNQ_CAT(a, b) DNNQ_CAT2(a, b)
+#define DNNQ_FN(name) DNNQ_CAT(name, DNNQ_ISA)
+
+/* 1.5 * 2^23: adding and subtracting it rounds an f32 of magnitude < 2^22 to the nearest
+ * integer, ties to even, in the current (default) rounding mode, and vectorises everywhere. */
+#define DNNQ_RNE_MAGIC 12582912.0f
+
+static void dnnq_store_row(const dnnq_gemm_args_t *g, const float *v, void *out, int nc) {
+    const float inv = g->inv_dst_scale;
+    float d[DNNQ_NR];
+    if (g->dst_zp_sn == 0) {
+        const float zp = g->dst_zp ? g->dst_zp[0] : 0.0f;
+        for (int n = 0; n < nc; ++n) d[n] = v[n] * inv + zp;
+    } else {
+        for (int n = 0; n < nc; ++n) d[n] = v[n] * inv + g->dst_zp[n];
+    }
+    switch (g->dst_dt) {
+    case DNNQ_DT_F32: memcpy(out, d, sizeof(float) * nc); break;
+    case DNNQ_DT_S8: {
+        int8_t *o = (int8_t *)out;
+        for (int n = 0; n < nc; ++n) {
+            float x = d[n] == d[n] ? d[n] : 127.0f; /* NaN -> +127, as oneDNN */
+            x = x < -128.0f ? -128.0f : x;
+            x = x > 127.0f ? 127.0f : x;
+            o[n] = (int8_t)(int32_t)((x + DNNQ_RNE_MAGIC) - DNNQ_RNE_MAGIC);
+        }
+        break;
+    }
+    case DNNQ_DT_U8: {
+        uint8_t *o = (uint8_t *)out;
+        for (int n = 0; n < nc; ++n) {
+            float x = d[n] == d[n] ? d[n] : 0.0f; /* NaN -> 0, as oneDNN */
+            x = x < 0.0f ? 0.0f : x;
+            x = x > 255.0f ? 255.0f : x;
+            o[n] = (uint8_t)(int32_t)((x + DNNQ_RNE_MAGIC) - DNNQ_RNE_MAGIC);
+        }
+        break;
+    }
+    default: {
+        int32_t *o = (int32_t *)out;
+        for (int n = 0; n < nc; ++n) {
+            float x = d[n] == d[n] ? d[n] : 0.0f;
+            x = x < -2147483648.0f ? -2147483648.0f : x;
+            x = x > 2147483520.0f ? 2147483520.0f : x; /* largest f32 below 2^31 */
+            o[n] = (int32_t)nearbyintf(x);
+        }
+        break;
+    }
+    }
+}
+
+static inline float dnnq_load_dst_f32(const void *base, int dt, int n) {
+    switch (dt) {
+    case DNNQ_DT_F32: return ((const float *)base)[n];
+    case DNNQ_DT_S8: return (float)((const int8_t *)base)[n];
+    case DNNQ_DT_U8: return (float)((const uint8_t *)base)[n];
+    default: return (float)((const int32_t *)base)[n];
+    }
+}
+
+/* acc (nc columns starting at n0, row m of batch b) -> dst row */
+static void dnnq_epilogue_row(const dnnq_gemm_args_t *g, int64_t b, int64_t m, int64_t n0,
+                              int nc, const int32_t *acc) {
+    int32_t ai[DNNQ_NR];
+    float v[DNNQ_NR];
+    const int32_t *cc = g->col_comp + b * g->c_sb + n0;
+    /* wrapping s32 arithmetic, as the hardware accumulators */
+    if (g->wzp) {
+        const uint32_t rs = (uint32_t)g->rowsum[b * g->r_sb + m];
+        if (g->wzp_sn)
+            for (int n = 0; n < nc; ++n)
+                ai[n] = (int32_t)((uint32_t)acc[n] + (uint32_t)cc[n] - (uint32_t)g->wzp[n0 + n] * rs);
+        else {
+            const uint32_t t = (uint32_t)g->wzp[0] * rs;
+            for (int n = 0; n < nc; ++n) ai[n] = (int32_t)((uint32_t)acc[n] + (uint32_t)cc[n] - t);
+        }
+    } else {
+        for (int n = 0; n < nc; ++n) ai[n] = (int32_t)((uint32_t)acc[n] + (uint32_t)cc[n]);
+    }
+    char *drow = (char *)g->dst;
+    const int esz = g->dst_dt == DNNQ_DT_S8 || g->dst_dt == DNNQ_DT_U8 ? 1 : 4;
+    drow += (b * g->d_sb + m * g->d_sm + n0) * esz;
+    if (g->raw_s32) {
+        memcpy(drow, ai, sizeof(int32_t) * nc);
+        return;
+    }
+    if (g->scale_sn) {
+        const float *s = g->scale + n0;
+        for (int n = 0; n < nc; ++n) v[n] = (float)ai[n] * s[n];
+    } else {
+        const float s = g->scale[0];
+        for (int n = 0; n < nc; ++n) v[n] = (float)ai[n] * s;
+    }
+    if (g->bias) {
+        const float *bs = g->bias + b * g->bias_sb + m * g->bias_sm;
+        if (g->bias_sn)
+            for (int n = 0; n < nc; ++n) v[n] += bs[n0 + n];
+        else
+            for (int n = 0; n < nc; ++n) v[n] += bs[0];
+    }
+    for (int i = 0; i < g->n_post; ++i) {
+        const dnnq_postop_t *po = &g->post[i];
+        if (po->kind == DNNQ_PO_ELTWISE) {
+            const float al = po->alpha, be = po->beta;
+            switch (po->alg) { /* the exact, common ones get vectorisable loops */
+            case DNNQ_ELT_RELU:
+                for (int n = 0; n < nc; ++n) v[n] = v[n] > 0.0f ? v[n] : v[n] * al;
+                break;
+            case DNNQ_ELT_LINEAR:
+                for (int n = 0; n < nc; ++n) v[n] = al * v[n] + be;
+                break;
+            default:
+                for (int n = 0; n < nc; ++n) v[n] = dnnq_eltwise(po->alg, v[n], al, be);
+            }
+        } else if (po->kind == DNNQ_PO_BINARY) {
+            const float *s1 = po->src1 + b * po->s1_b + m * po->s1_m;
+            if (po->s1_n) {
+                s1 += n0;
+                if (po->alg == DNNQ_BIN_ADD)
+                    for (int n = 0; n < nc; ++n) v[n] += s1[n];
+                else if (po->alg == DNNQ_BIN_MUL)
+                    for (int n = 0; n < nc; ++n) v[n] *= s1[n];
+                else
+                    for (int n = 0; n < nc; ++n) v[n] = dnnq_binary(po->alg, v[n], s1[n]);
+            } else {
+                const float x1 = s1[0];
+                for (int n = 0; n < nc; ++n) v[n] = dnnq_binary(po->alg, v[n], x1);
+            }
+        } else if (po->kind == DNNQ_PO_SUM) {
+            const float sc = po->alpha, zp = po->beta;
+            for (int n = 0; n < nc; ++n) v[n] += sc * (dnnq_load_dst_f32(drow, g->dst_dt, n) - zp);
+        }
+    }
+    dnnq_store_row(g, v, drow, nc);
+}
+
+void DNNQ_FN(dnnq_gemm_block)(const dnnq_gemm_args_t *g, int64_t b, int64_t m0, int64_t mc,
+                              int64_t p) {
+    int32_t tile[DNNQ_MR * DNNQ_NR] __attribute__((aligned(64)));
+    const int64_t n0 = p * DNNQ_NR;
+    const int nc = (int)(g->N - n0 < DNNQ_NR ? g->N - n0 : DNNQ_NR);
+    const int8_t *bp = g->b + b * g->b_sb + p * g->K4 * 4 * DNNQ_NR;
+    const uint8_t *abase = g->a + b * g->a_sb;
+    for (int64_t m = m0; m < m0 + mc; m += DNNQ_MR) {
+        const int mr = (int)(m0 + mc - m < DNNQ_MR ? m0 + mc - m : DNNQ_MR);
+        dnnq_ukr(mr, g->K, abase + m * g->a_sm, g->a_sm, g->a_xor, bp, tile);
+        for (int r = 0; r < mr; ++r) dnnq_epilogue_row(g, b, m + r, n0, nc, tile + r * DNNQ_NR);
+    }
+}
+
+void DNNQ_FN(dnnq_gemm_ukr)(int mr, int64_t K, const uint8_t *a, int64_t lda, uint32_t a_xor,
+                            const int8_t *bp, int32_t *c) {
+    dnnq_ukr(mr, K, a, lda, a_xor, bp, c);
+}
+
+int DNNQ_FN(dnnq_gemm_mr)(void) { return DNNQ_MR; }

@@ -1,0 +1,43 @@
+/* Portable micro-kernel: plain C, exact, runs on any CPU (the `default` ISA level). */
+#include "dnnq_kernels.h"
+#include "ukr_common.h"
+
+#define DNNQ_ISA portable
+#define DNNQ_MR 4
+
+static void dnnq_ukr(int mr, int64_t K, const uint8_t *a, int64_t lda, uint32_t a_xor,
+                     const int8_t *bp, int32_t *c) {
+    const int64_t K4f = K / 4, K4 = (K + 3) / 4;
+    for (int r = 0; r < mr; ++r) {
+        int32_t acc[DNNQ_NR];
+        for (int n = 0; n < DNNQ_NR; ++n) acc[n] = 0;
+        const uint8_t *ar = a + r * lda;
+        for (int64_t k4 = 0; k4 < K4; ++k4) {
+            uint32_t w = (k4 < K4f ? dnnq_load_a4(ar, k4) : dnnq_load_a_tail(ar, K)) ^ a_xor;
+            const int32_t a0 = w & 0xff, a1 = (w >> 8) & 0xff, a2 = (w >> 16) & 0xff, a3 = w >> 24;
+            const int8_t *bk = bp + k4 * 4 * DNNQ_NR;
+            for (int n = 0; n < DNNQ_NR; ++n)
+                acc[n] += a0 * bk[4 * n] + a1 * bk[4 * n + 1] + a2 * bk[4 * n + 2] + a3 * bk[4 * n + 3];
+        }
+        memcpy(c + r * DNNQ_NR, acc, sizeof(acc));
+    }
+}
+
+#include "gemm_impl.h"
+
+void dnnq_pack_b(const int8_t *w, int64_t ldw, int64_t wn_stride, int64_t K, int64_t N,
+                 int8_t *packed, int32_t *colsum) {
+    const int64_t K4 = (K + 3) / 4, P = (N + DNNQ_NR - 1) / DNNQ_NR;
+    memset(packed, 0, (size_t)(P * K4 * 4 * DNNQ_NR));
+    for (int64_t n = 0; n < N; ++n) colsum[n] = 0;
+    for (int64_t k = 0; k < K; ++k) {
+        const int8_t *row = w + k * ldw;
+        const int64_t k4 = k / 4, kk = k % 4;
+        for (int64_t n = 0; n < N; ++n) {
+            const int8_t x = row[n * wn_stride];
+            const int64_t p = n / DNNQ_NR, nn = n % DNNQ_NR;
+            packed[((p * K4 + k4) * DNNQ_NR + nn) * 4 + kk] = x;
+            colsum[n] += x;
+        }
+    }
+}

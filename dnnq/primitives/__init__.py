@@ -1,0 +1,1 @@
+"""dnnq primitives: one module per family."""
