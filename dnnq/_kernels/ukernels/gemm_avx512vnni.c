@@ -8,40 +8,65 @@
 #define DNNQ_ISA avx512vnni
 #define DNNQ_MR 6
 
+/* The accumulators are 24 named locals, not an array: gcc keeps an array of vectors on the
+ * stack (a store and a load per update), named locals stay in registers.  MR and XOR are
+ * compile-time constants at every call site, so the `if (MR > r)` guards vanish. */
+#define ACC_DECL(r) __m512i c##r##0 = _mm512_setzero_si512(), c##r##1 = c##r##0, c##r##2 = c##r##0, c##r##3 = c##r##0;
+#define ACC_ROW(r, aword)                                                                         \
+    if (MR > r) {                                                                                 \
+        __m512i av = _mm512_set1_epi32((int)(aword));                                             \
+        if (XOR) av = _mm512_xor_si512(av, vx);                                                   \
+        c##r##0 = _mm512_dpbusd_epi32(c##r##0, av, b0);                                           \
+        c##r##1 = _mm512_dpbusd_epi32(c##r##1, av, b1);                                           \
+        c##r##2 = _mm512_dpbusd_epi32(c##r##2, av, b2);                                           \
+        c##r##3 = _mm512_dpbusd_epi32(c##r##3, av, b3);                                           \
+    }
+#define ACC_STORE(r)                                                                              \
+    if (MR > r) {                                                                                 \
+        _mm512_storeu_si512((void *)(c + r * DNNQ_NR), c##r##0);                                  \
+        _mm512_storeu_si512((void *)(c + r * DNNQ_NR + 16), c##r##1);                             \
+        _mm512_storeu_si512((void *)(c + r * DNNQ_NR + 32), c##r##2);                             \
+        _mm512_storeu_si512((void *)(c + r * DNNQ_NR + 48), c##r##3);                             \
+    }
+#define LOAD_B(bk)                                                                                \
+    const __m512i b0 = _mm512_loadu_si512((const void *)(bk));                                   \
+    const __m512i b1 = _mm512_loadu_si512((const void *)((bk) + 64));                             \
+    const __m512i b2 = _mm512_loadu_si512((const void *)((bk) + 128));                            \
+    const __m512i b3 = _mm512_loadu_si512((const void *)((bk) + 192));
+
 DNNQ_ALWAYS_INLINE void tile_avx512(const int MR, const int XOR, int64_t K, const uint8_t *a,
                                     int64_t lda, const int8_t *bp, int32_t *c) {
-    __m512i acc[DNNQ_MR][4];
     const __m512i vx = _mm512_set1_epi32((int)0x80808080);
-    for (int r = 0; r < MR; ++r)
-        for (int j = 0; j < 4; ++j) acc[r][j] = _mm512_setzero_si512();
+    ACC_DECL(0) ACC_DECL(1) ACC_DECL(2) ACC_DECL(3) ACC_DECL(4) ACC_DECL(5)
+    const uint8_t *a0 = a, *a1 = a + lda, *a2 = a + 2 * lda, *a3 = a + 3 * lda, *a4 = a + 4 * lda,
+                  *a5 = a + 5 * lda;
     const int64_t K4f = K / 4;
     for (int64_t k4 = 0; k4 < K4f; ++k4) {
         const int8_t *bk = bp + k4 * 4 * DNNQ_NR;
-        const __m512i b0 = _mm512_loadu_si512((const void *)(bk));
-        const __m512i b1 = _mm512_loadu_si512((const void *)(bk + 64));
-        const __m512i b2 = _mm512_loadu_si512((const void *)(bk + 128));
-        const __m512i b3 = _mm512_loadu_si512((const void *)(bk + 192));
-        for (int r = 0; r < MR; ++r) {
-            __m512i av = _mm512_set1_epi32((int)dnnq_load_a4(a + r * lda, k4));
-            if (XOR) av = _mm512_xor_si512(av, vx);
-            acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], av, b0);
-            acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], av, b1);
-            acc[r][2] = _mm512_dpbusd_epi32(acc[r][2], av, b2);
-            acc[r][3] = _mm512_dpbusd_epi32(acc[r][3], av, b3);
+        LOAD_B(bk)
+        ACC_ROW(0, dnnq_load_a4(a0, k4)) ACC_ROW(1, dnnq_load_a4(a1, k4))
+        ACC_ROW(2, dnnq_load_a4(a2, k4)) ACC_ROW(3, dnnq_load_a4(a3, k4))
+        ACC_ROW(4, dnnq_load_a4(a4, k4)) ACC_ROW(5, dnnq_load_a4(a5, k4))
+    }
+    ACC_STORE(0) ACC_STORE(1) ACC_STORE(2) ACC_STORE(3) ACC_STORE(4) ACC_STORE(5)
+}
+
+
+/* The K % 4 tail, added into the stored tile (kept out of the main loop: with it inside,
+ * gcc 12 spills the accumulators on every iteration). */
+DNNQ_ALWAYS_INLINE void tail_avx512(int mr, const int XOR, int64_t K, const uint8_t *a,
+                                    int64_t lda, const int8_t *bp, int32_t *c) {
+    const __m512i vx = _mm512_set1_epi32((int)0x80808080);
+    const int8_t *bk = bp + (K / 4) * 4 * DNNQ_NR;
+    for (int r = 0; r < mr; ++r) {
+        __m512i av = _mm512_set1_epi32((int)dnnq_load_a_tail(a + r * lda, K));
+        if (XOR) av = _mm512_xor_si512(av, vx);
+        for (int j = 0; j < 4; ++j) {
+            __m512i acc = _mm512_loadu_si512((const void *)(c + r * DNNQ_NR + 16 * j));
+            acc = _mm512_dpbusd_epi32(acc, av, _mm512_loadu_si512((const void *)(bk + 64 * j)));
+            _mm512_storeu_si512((void *)(c + r * DNNQ_NR + 16 * j), acc);
         }
     }
-    if (K & 3) {
-        const int8_t *bk = bp + K4f * 4 * DNNQ_NR;
-        for (int r = 0; r < MR; ++r) {
-            __m512i av = _mm512_set1_epi32((int)dnnq_load_a_tail(a + r * lda, K));
-            if (XOR) av = _mm512_xor_si512(av, vx);
-            for (int j = 0; j < 4; ++j)
-                acc[r][j] = _mm512_dpbusd_epi32(acc[r][j], av,
-                                                _mm512_loadu_si512((const void *)(bk + 64 * j)));
-        }
-    }
-    for (int r = 0; r < MR; ++r)
-        for (int j = 0; j < 4; ++j) _mm512_storeu_si512((void *)(c + r * DNNQ_NR + 16 * j), acc[r][j]);
 }
 
 static void dnnq_ukr(int mr, int64_t K, const uint8_t *a, int64_t lda, uint32_t a_xor,
@@ -53,6 +78,10 @@ static void dnnq_ukr(int mr, int64_t K, const uint8_t *a, int64_t lda, uint32_t 
         break;
     switch (mr) { DNNQ_CASE(1) DNNQ_CASE(2) DNNQ_CASE(3) DNNQ_CASE(4) DNNQ_CASE(5) DNNQ_CASE(6) }
 #undef DNNQ_CASE
+    if (K & 3) {
+        if (a_xor) tail_avx512(mr, 1, K, a, lda, bp, c);
+        else tail_avx512(mr, 0, K, a, lda, bp, c);
+    }
 }
 
 #include "gemm_impl.h"

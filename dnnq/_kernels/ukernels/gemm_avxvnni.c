@@ -8,27 +8,51 @@
 #define DNNQ_ISA avxvnni
 #define DNNQ_MR 6
 
+/* Named locals, not an array, and the K % 4 tail outside the loop: otherwise gcc 12 keeps the
+ * accumulators on the stack. */
+#define ACC_DECL(r) __m256i c##r##0 = _mm256_setzero_si256(), c##r##1 = c##r##0;
+#define ACC_ROW(r, aword)                                                                         \
+    if (MR > r) {                                                                                 \
+        __m256i av = _mm256_set1_epi32((int)(aword));                                             \
+        if (XOR) av = _mm256_xor_si256(av, vx);                                                   \
+        c##r##0 = _mm256_dpbusd_avx_epi32(c##r##0, av, b0);                                       \
+        c##r##1 = _mm256_dpbusd_avx_epi32(c##r##1, av, b1);                                       \
+    }
+#define ACC_STORE(r)                                                                              \
+    if (MR > r) {                                                                                 \
+        _mm256_storeu_si256((__m256i *)(c + r * DNNQ_NR), c##r##0);                               \
+        _mm256_storeu_si256((__m256i *)(c + r * DNNQ_NR + 8), c##r##1);                           \
+    }
+
 DNNQ_ALWAYS_INLINE void strip_avxvnni(const int MR, const int XOR, int64_t K, const uint8_t *a,
                                       int64_t lda, const int8_t *bp, int32_t *c) {
-    __m256i acc[DNNQ_MR][2];
     const __m256i vx = _mm256_set1_epi32((int)0x80808080);
-    for (int r = 0; r < MR; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
-    const int64_t K4 = (K + 3) / 4, K4f = K / 4;
-    for (int64_t k4 = 0; k4 < K4; ++k4) {
+    ACC_DECL(0) ACC_DECL(1) ACC_DECL(2) ACC_DECL(3) ACC_DECL(4) ACC_DECL(5)
+    const uint8_t *a0 = a, *a1 = a + lda, *a2 = a + 2 * lda, *a3 = a + 3 * lda, *a4 = a + 4 * lda,
+                  *a5 = a + 5 * lda;
+    const int64_t K4f = K / 4;
+    for (int64_t k4 = 0; k4 < K4f; ++k4) {
         const int8_t *bk = bp + k4 * 4 * DNNQ_NR;
         const __m256i b0 = _mm256_loadu_si256((const __m256i *)bk);
         const __m256i b1 = _mm256_loadu_si256((const __m256i *)(bk + 32));
-        for (int r = 0; r < MR; ++r) {
-            const uint8_t *ar = a + r * lda;
-            __m256i av = _mm256_set1_epi32((int)(k4 < K4f ? dnnq_load_a4(ar, k4) : dnnq_load_a_tail(ar, K)));
-            if (XOR) av = _mm256_xor_si256(av, vx);
-            acc[r][0] = _mm256_dpbusd_avx_epi32(acc[r][0], av, b0);
-            acc[r][1] = _mm256_dpbusd_avx_epi32(acc[r][1], av, b1);
-        }
+        ACC_ROW(0, dnnq_load_a4(a0, k4)) ACC_ROW(1, dnnq_load_a4(a1, k4))
+        ACC_ROW(2, dnnq_load_a4(a2, k4)) ACC_ROW(3, dnnq_load_a4(a3, k4))
+        ACC_ROW(4, dnnq_load_a4(a4, k4)) ACC_ROW(5, dnnq_load_a4(a5, k4))
     }
-    for (int r = 0; r < MR; ++r) {
-        _mm256_storeu_si256((__m256i *)(c + r * DNNQ_NR), acc[r][0]);
-        _mm256_storeu_si256((__m256i *)(c + r * DNNQ_NR + 8), acc[r][1]);
+    ACC_STORE(0) ACC_STORE(1) ACC_STORE(2) ACC_STORE(3) ACC_STORE(4) ACC_STORE(5)
+}
+
+/* The K % 4 tail of one 16-column strip, added into the stored tile. */
+static void tail_avxvnni(int mr, uint32_t a_xor, int64_t K, const uint8_t *a, int64_t lda,
+                         const int8_t *bp, int32_t *c) {
+    const int8_t *bk = bp + (K / 4) * 4 * DNNQ_NR;
+    const __m256i b0 = _mm256_loadu_si256((const __m256i *)bk);
+    const __m256i b1 = _mm256_loadu_si256((const __m256i *)(bk + 32));
+    for (int r = 0; r < mr; ++r) {
+        const __m256i av = _mm256_set1_epi32((int)(dnnq_load_a_tail(a + r * lda, K) ^ a_xor));
+        __m256i *o = (__m256i *)(c + r * DNNQ_NR);
+        _mm256_storeu_si256(o, _mm256_dpbusd_avx_epi32(_mm256_loadu_si256(o), av, b0));
+        _mm256_storeu_si256(o + 1, _mm256_dpbusd_avx_epi32(_mm256_loadu_si256(o + 1), av, b1));
     }
 }
 
@@ -47,6 +71,8 @@ static void dnnq_ukr(int mr, int64_t K, const uint8_t *a, int64_t lda, uint32_t 
         break;
     switch (mr) { DNNQ_CASE(1) DNNQ_CASE(2) DNNQ_CASE(3) DNNQ_CASE(4) DNNQ_CASE(5) DNNQ_CASE(6) }
 #undef DNNQ_CASE
+    if (K & 3)
+        for (int s = 0; s < 4; ++s) tail_avxvnni(mr, a_xor, K, a, lda, bp + 64 * s, c + 16 * s);
 }
 
 #include "gemm_impl.h"

@@ -1,0 +1,77 @@
+"""Python side of the blocked GEMM pipeline shared by MatMul, InnerProduct, GEMM, convolution
+and RNN cells: weight packing into `PackedGemmWeights`, and the raw s32 product used by tests
+and by the primitives' compensation paths.
+
+Numbering shared with ukernels/dnnq_kernels.h (data types, post-op kinds, algorithms).
+"""
+import numpy as np
+
+from dnnq._kernels import _gemm
+from dnnq import _dispatch
+
+DT_CODE = {"f32": 0, "s32": 1, "s8": 2, "u8": 3}
+ISA_CODE = {name: i for i, name in enumerate(_dispatch.ISA_LEVELS)}
+ISA_IMPL_NAME = {
+    "default": "portable", "avx2": "avx2", "avx2_vnni": "avx2_vnni",
+    "avx512_core_vnni": "avx512_core_vnni",
+}
+
+PO_ELTWISE, PO_BINARY, PO_SUM = 1, 2, 3
+ELTWISE_CODE = {name: i for i, name in enumerate((
+    "relu", "tanh", "elu", "square", "abs", "sqrt", "linear", "soft_relu", "logistic", "exp",
+    "gelu_tanh", "gelu_erf", "swish", "log", "clip", "clip_v2", "pow", "round", "mish",
+    "hardswish", "hardsigmoid"))}
+BINARY_CODE = {name: i for i, name in enumerate((
+    "add", "sub", "mul", "div", "min", "max", "ge", "gt", "le", "lt", "eq", "ne"))}
+
+
+class PackedGemmWeights:
+    """s8 weights (batch, K, N) packed once into the VNNI layout, with their column sums.
+
+    `packed` is 1-D int8 (batch blocks of `batch_stride` bytes); `colsum` is int32 (batch, N).
+    """
+
+    __slots__ = ("packed", "colsum", "batch", "K", "N", "batch_stride", "owner")
+
+    def __init__(self, w, owner=None):
+        w = np.asarray(w)
+        if w.ndim == 2:
+            w = w[None]
+        self.batch, self.K, self.N = (int(d) for d in w.shape)
+        self.batch_stride = _gemm.packed_size(self.K, self.N)
+        self.packed = np.empty(self.batch * self.batch_stride, dtype=np.int8)
+        self.colsum = np.empty((self.batch, self.N), dtype=np.int32)
+        for b in range(self.batch):
+            p, c = _gemm.pack_weights_vnni(w[b])
+            self.packed[b * self.batch_stride:(b + 1) * self.batch_stride] = p
+            self.colsum[b] = c
+        self.owner = owner  # the primitive (description) these were packed for
+
+
+def s32_gemm(a, b, isa=None, num_threads=None):
+    """acc[m, n] = sum_k a[m, k] * b[k, n] with s32 accumulation (wrapping), a u8 or s8, b s8.
+
+    The raw product of the blocked pipeline (no scales, no compensation beyond the s8 shift);
+    `isa` forces a dispatch level (default: the effective one).
+    """
+    a = np.ascontiguousarray(a)
+    if a.dtype not in (np.uint8, np.int8) or a.ndim != 2:
+        raise TypeError("a must be a 2-D uint8 or int8 array")
+    b = np.asarray(b)
+    if b.dtype != np.int8 or b.ndim != 2 or b.shape[0] != a.shape[0 + 1]:
+        raise TypeError("b must be a 2-D int8 array of shape (K, N)")
+    M, K = a.shape
+    N = b.shape[1]
+    isa_name = isa if isa is not None else _dispatch.get_effective_cpu_isa()
+    pw = PackedGemmWeights(b)
+    s8 = a.dtype == np.int8
+    col_comp = (-128 * pw.colsum[0].astype(np.int64)).astype(np.int32) if s8 else \
+        np.zeros(N, np.int32)
+    out = np.empty((M, N), dtype=np.int32)
+    plan = _gemm.GemmPlan(ISA_CODE[isa_name], 1, M, N, K, DT_CODE["s32"], [])
+    one = np.ones(1, np.float32)
+    zero = np.zeros(1, np.float32)
+    plan.run(a.view(np.uint8), 0, K, s8, pw.packed, 0, col_comp, 0,
+             None, 0, None, 0, True, one, 0, None, 0, 0, 0, [], 1.0, zero, 0,
+             out, 0, N, num_threads or _dispatch.get_num_threads())
+    return out
