@@ -31,9 +31,10 @@ class PackedGemmWeights:
     `packed` is 1-D int8 (batch blocks of `batch_stride` bytes); `colsum` is int32 (batch, N).
     """
 
-    __slots__ = ("packed", "colsum", "batch", "K", "N", "batch_stride", "owner")
+    __slots__ = ("packed", "colsum", "batch", "K", "N", "batch_stride", "owner", "plain",
+                 "_comp")
 
-    def __init__(self, w, owner=None):
+    def __init__(self, w, owner=None, keep_plain=False):
         w = np.asarray(w)
         if w.ndim == 2:
             w = w[None]
@@ -45,7 +46,22 @@ class PackedGemmWeights:
             p, c = _gemm.pack_weights_vnni(w[b])
             self.packed[b * self.batch_stride:(b + 1) * self.batch_stride] = p
             self.colsum[b] = c
-        self.owner = owner  # the primitive (description) these were packed for
+        self.owner = owner  # the key of the primitive description these were packed for
+        # the plain weights, kept only for a per-K source zero point (zp @ W at execution)
+        self.plain = np.ascontiguousarray(w, dtype=np.int8) if keep_plain else None
+        self._comp = {}
+
+    def comp_for_shift(self, shift):
+        """-shift * colsum as s32 (the s8-source compensation), computed once."""
+        c = self._comp.get(shift)
+        if c is None:
+            c = (-shift * self.colsum.astype(np.int64)).astype(np.int32)
+            self._comp[shift] = c
+        return c
+
+    @property
+    def nbytes(self):
+        return self.packed.nbytes + self.colsum.nbytes
 
 
 def s32_gemm(a, b, isa=None, num_threads=None):

@@ -1,0 +1,196 @@
+"""Reference f32 formulas of the eltwise and binary algorithms (SPEC section 5), in numpy.
+
+These are the definitions oneDNN 3.x documents (``dev_guide_eltwise``) and its reference
+implementation computes, evaluated in f32 (every intermediate is rounded to f32 as the C code
+does).  They serve as the model the kernels are tested against.
+
+Exactness (what "exact" means: bit-identical to oneDNN on x86):
+
+* relu, linear, clip, clip_v2, abs, square, sqrt, round, hardsigmoid, hardswish and all binary
+  algorithms are exact.  ``linear`` is a *fused* multiply-add ``fma(alpha, x, beta)`` rounded
+  once to f32, as oneDNN's JIT injector (``vfmadd213ps``) computes it; ``hardsigmoid`` is the
+  unfused ``alpha * x`` then ``+ beta`` (oneDNN uses ``vmulps`` + ``vaddps`` there).
+* exp, log, logistic, tanh, elu, gelu_tanh, gelu_erf, swish, mish, soft_relu and pow use numpy's
+  f32 (or f64 for erf) library functions: a few f32 ulp from oneDNN's own polynomial
+  approximations, not bit-identical.
+
+Formulas (``s`` the source, ``a`` alpha, ``b`` beta)::
+
+    relu        s > 0 ? s : a*s                 linear      fma(a, s, b)
+    elu         s > 0 ? s : a*expm1(s)          soft_relu   log1p(exp(a*s)) / a  (a*s >= 88.72.. -> a*s / a)
+    square      s*s                             logistic    -s < 88.72.. ? 1/(1+exp(-s)) : 0
+    abs         |s|                             exp         exp(s)
+    sqrt        sqrt(s)                         gelu_tanh   0.5*s*(1+tanh(c1*s*(1+0.044715*s*s))), c1 = f32(sqrt(2/pi))
+    tanh        tanh(s)                         gelu_erf    0.5*s*(1+erf(s*c2)), c2 = f32(sqrt(2)/2)
+    swish       s*logistic(a*s)                 log         log(s)
+    clip        t = s > a ? s : a;  t > b ? b : t          (requires b >= a)
+    clip_v2     t = s > a ? s : a;  t < b ? t : b          (requires b >= a; equals clip forward)
+    pow         a * s**b                        round       half to even (nearbyint)
+    mish        s*tanh(log1p(exp(s)))           hardsigmoid t = a*s + b; t <= 0 ? 0 : t >= 1 ? 1 : t
+    hardswish   s * hardsigmoid(s)
+
+Binary: add, sub, mul, div, min (a < b ? a : b), max (a > b ? a : b); ge, gt, le, lt, eq, ne give
+1.0 where the comparison holds, else 0.0.
+"""
+
+import math
+
+import numpy as np
+
+from .errors import invalid
+from .post_ops import canonical_binary_alg, canonical_eltwise_alg
+
+__all__ = ["eltwise_reference", "binary_reference", "fma_f32", "ELTWISE_EXACT"]
+
+_F = np.float32
+_EXP_OVERFLOW_BOUND = _F(88.72283172607421875)
+_SQRT_2_OVER_PI = _F(0.79788458347320556640625)
+_SQRT_2_OVER_2 = _F(0.707106769084930419921875)
+_GELU_FIT = _F(0.044715)
+
+#: algorithms whose reference is bit-identical to oneDNN
+ELTWISE_EXACT = frozenset({"relu", "linear", "clip", "clip_v2", "abs", "square", "sqrt", "round",
+                           "hardsigmoid", "hardswish"})
+
+
+def fma_f32(a, x, b):
+    """``a * x + b`` rounded once to f32 (a fused multiply-add), element-wise.
+
+    The product of two f32 values is exact in f64; the f64 sum is made round-to-odd (from its
+    exact TwoSum error) so that the final rounding to f32 is correct -- no double rounding.
+    """
+    a64 = np.asarray(a, _F).astype(np.float64)
+    x64 = np.asarray(x, _F).astype(np.float64)
+    b64 = np.asarray(b, _F).astype(np.float64)
+    with np.errstate(all="ignore"):
+        p = a64 * x64                      # exact (24 + 24 bits < 53)
+        s = p + b64
+        bb = s - p
+        err = (p - (s - bb)) + (b64 - bb)  # TwoSum: p + b == s + err exactly
+        bits = s.view(np.int64)
+        fix = np.isfinite(s) & (err != 0) & ((bits & 1) == 0)
+        if np.any(fix):
+            toward = np.where(err > 0, np.inf, -np.inf)
+            s = np.where(fix, np.nextafter(s, toward), s)
+        return s.astype(_F)
+
+
+def _where_lt(a, b):
+    """x86 ``minps`` semantics: a < b ? a : b (returns b when either is NaN)."""
+    return np.where(a < b, a, b)
+
+
+def _where_gt(a, b):
+    return np.where(a > b, a, b)
+
+
+def _logistic(x):
+    with np.errstate(all="ignore"):
+        neg = -x
+        v = _F(1) / (_F(1) + np.exp(neg))
+    return np.where(neg < _EXP_OVERFLOW_BOUND, v, _F(0)).astype(_F)
+
+
+def _soft_relu(x, alpha):
+    with np.errstate(all="ignore"):
+        t = x * alpha
+        v = np.where(t < _EXP_OVERFLOW_BOUND, np.log1p(np.exp(t)), t).astype(_F)
+        return (v / alpha).astype(_F)
+
+
+def _erf_f32(x):
+    flat = np.asarray(x, np.float64).reshape(-1)
+    out = np.fromiter((math.erf(v) if not math.isnan(v) else math.nan for v in flat),
+                      np.float64, count=flat.size)
+    return out.astype(_F).reshape(np.shape(x))
+
+
+def eltwise_reference(alg, x, alpha=0.0, beta=0.0):
+    """Apply eltwise algorithm ``alg`` (with or without the ``eltwise_`` prefix) to ``x`` in f32.
+
+    ``x`` is converted to an f32 array, ``alpha`` / ``beta`` to f32 scalars.  Returns a new
+    ``np.float32`` array of ``x``'s shape.  See the module docstring for the formulas.
+    """
+    name = canonical_eltwise_alg(alg)
+    s = np.array(x, dtype=_F, copy=True)
+    a, b = _F(alpha), _F(beta)
+    with np.errstate(all="ignore"):
+        if name == "relu":
+            r = np.where(s > 0, s, s * a)
+        elif name == "tanh":
+            r = np.tanh(s)
+        elif name == "elu":
+            r = np.where(s > 0, s, a * np.expm1(s))
+        elif name == "square":
+            r = s * s
+        elif name == "abs":
+            r = np.abs(s)
+        elif name == "sqrt":
+            r = np.sqrt(s)
+        elif name == "linear":
+            r = fma_f32(a, s, b)
+        elif name == "soft_relu":
+            r = _soft_relu(s, a)
+        elif name == "logistic":
+            r = _logistic(s)
+        elif name == "exp":
+            r = np.exp(s)
+        elif name == "gelu_tanh":
+            g = _SQRT_2_OVER_PI * s * (_F(1) + _GELU_FIT * s * s)
+            r = _F(0.5) * s * (_F(1) + np.tanh(g))
+        elif name == "gelu_erf":
+            r = _F(0.5) * s * (_F(1) + _erf_f32(s * _SQRT_2_OVER_2))
+        elif name == "swish":
+            r = s * _logistic(a * s)
+        elif name == "log":
+            r = np.log(s)
+        elif name == "clip":
+            t = _where_gt(s, a)
+            r = np.where(t > b, b, t)
+        elif name == "clip_v2":
+            t = _where_gt(s, a)
+            r = np.where(t < b, t, b)
+        elif name == "pow":
+            r = a * np.power(s, b)
+        elif name == "round":
+            r = np.rint(s)
+        elif name == "mish":
+            r = s * np.tanh(_soft_relu(s, _F(1)))
+        elif name == "hardsigmoid":
+            t = s * a + b
+            r = np.where(t <= 0, _F(0), np.where(t >= 1, _F(1), t))
+        elif name == "hardswish":
+            t = s * a + b
+            r = s * np.where(t <= 0, _F(0), np.where(t >= 1, _F(1), t))
+        else:  # pragma: no cover - canonical_eltwise_alg only returns the names above
+            raise invalid("alg", repr(alg), "an eltwise algorithm")
+    return np.asarray(r, dtype=_F).reshape(s.shape)
+
+
+def binary_reference(alg, a, b):
+    """Apply binary algorithm ``alg`` (with or without the ``binary_`` prefix) in f32.
+
+    ``a`` and ``b`` are converted to f32 arrays and broadcast numpy-style.  Comparisons give
+    1.0 / 0.0.  Returns a new ``np.float32`` array.
+    """
+    name = canonical_binary_alg(alg)
+    x = np.asarray(a, dtype=_F)
+    y = np.asarray(b, dtype=_F)
+    with np.errstate(all="ignore"):
+        if name == "add":
+            r = x + y
+        elif name == "sub":
+            r = x - y
+        elif name == "mul":
+            r = x * y
+        elif name == "div":
+            r = x / y
+        elif name == "min":
+            r = _where_lt(x, y)
+        elif name == "max":
+            r = _where_gt(x, y)
+        else:
+            cmp = {"ge": np.greater_equal, "gt": np.greater, "le": np.less_equal,
+                   "lt": np.less, "eq": np.equal, "ne": np.not_equal}[name]
+            r = cmp(x, y).astype(_F)
+    return np.asarray(r, dtype=_F)

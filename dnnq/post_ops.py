@@ -1,0 +1,281 @@
+"""Post-op chains (SPEC section 5): eltwise, binary, sum and depthwise-convolution post-ops.
+
+``ops = PostOps()`` then ``ops.append_eltwise(alg, alpha, beta)``, ``ops.append_binary(alg,
+src1_desc)``, ``ops.append_sum(scale, zero_point, dt)``, ``ops.append_dw(...)``; the chain runs
+in append order on the f32 value, before the destination scale and zero point (see
+``reference/ONEDNN_FACTS.md`` section 1).  ``len(ops)``, ``ops.kind(i)`` (``"eltwise"``,
+``"binary"``, ``"sum"`` or ``"convolution"``) and ``ops[i]`` (a frozen dataclass) read it back.
+
+Algorithm names are canonicalised without their prefix: ``"eltwise_relu"`` and ``"relu"`` are
+the same algorithm, and so are ``"binary_add"`` and ``"add"``.  The order of
+:data:`ELTWISE_ALGS` / :data:`BINARY_ALGS` is the numbering of the kernels' ``DNNQ_ELT_*`` /
+``DNNQ_BIN_*`` enums (see ``alg_id``).
+
+Validation (every failure raises :class:`~dnnq.errors.InvalidArguments`, naming what was given):
+
+* alpha, beta, sum scale: real (not bool), finite and finite in f32; they are stored rounded to
+  f32, the precision oneDNN keeps;
+* clip and clip_v2 need ``beta >= alpha`` (as oneDNN's ``is_eltwise_ok``);
+* soft_relu needs ``alpha != 0`` (oneDNN 3 defines it as ``log(1 + exp(alpha*x)) / alpha``; use
+  ``alpha=1`` for the classic softplus -- the default ``alpha=0.0`` would divide by zero);
+* at most one sum and at most one depthwise post-op per chain (what oneDNN's int8
+  implementations accept); sum zero point an int in s32, sum dt None or a data type;
+* a binary post-op's ``src1_desc`` is a :class:`~dnnq.memory.MemoryDesc` (f32, s8, u8 or s32);
+  its position must be < 31 so that ``DNNL_ARG_ATTR_MULTIPLE_POST_OP(idx)`` can address it;
+* at most 32 post-ops in a chain (oneDNN's limit).
+
+``PostOps`` is mutable (append), so it is not hashable itself: ``key()`` returns a hashable
+tuple of its entries for the primitive cache, and ``==`` compares those keys.
+"""
+
+from dataclasses import dataclass
+from numbers import Integral, Real
+from typing import Optional
+
+import numpy as np
+
+from .errors import invalid
+from .memory import MemoryDesc, as_dt
+
+__all__ = [
+    "ELTWISE_ALGS", "BINARY_ALGS", "POST_OP_KINDS", "MAX_POST_OPS",
+    "canonical_eltwise_alg", "canonical_binary_alg", "eltwise_alg_id", "binary_alg_id",
+    "EltwiseOp", "BinaryOp", "SumOp", "DepthwiseOp", "PostOps",
+]
+
+#: Eltwise algorithms; the index is the kernels' DNNQ_ELT_* value.
+ELTWISE_ALGS = ("relu", "tanh", "elu", "square", "abs", "sqrt", "linear", "soft_relu",
+                "logistic", "exp", "gelu_tanh", "gelu_erf", "swish", "log", "clip", "clip_v2",
+                "pow", "round", "mish", "hardswish", "hardsigmoid")
+#: Binary algorithms; the index is the kernels' DNNQ_BIN_* value.
+BINARY_ALGS = ("add", "sub", "mul", "div", "min", "max", "ge", "gt", "le", "lt", "eq", "ne")
+POST_OP_KINDS = ("eltwise", "binary", "sum", "convolution")
+MAX_POST_OPS = 32
+_MAX_BINARY_POS = 31
+_S32_MIN, _S32_MAX = -(2 ** 31), 2 ** 31 - 1
+
+
+def _canonical(alg, prefix, algs, what):
+    if not isinstance(alg, str):
+        raise invalid(what, f"{alg!r} of type {type(alg).__name__}",
+                      f"one of {', '.join(algs)} (a '{prefix}' prefix is accepted)")
+    name = alg[len(prefix):] if alg.startswith(prefix) else alg
+    if name not in algs:
+        raise invalid(what, repr(alg), f"one of {', '.join(algs)} (a '{prefix}' prefix is "
+                      "accepted)")
+    return name
+
+
+def canonical_eltwise_alg(alg):
+    """``"eltwise_relu"`` / ``"relu"`` -> ``"relu"``; unknown names raise InvalidArguments."""
+    return _canonical(alg, "eltwise_", ELTWISE_ALGS, "eltwise algorithm")
+
+
+def canonical_binary_alg(alg):
+    """``"binary_add"`` / ``"add"`` -> ``"add"``; unknown names raise InvalidArguments."""
+    return _canonical(alg, "binary_", BINARY_ALGS, "binary algorithm")
+
+
+def eltwise_alg_id(alg):
+    """The kernels' numeric id (DNNQ_ELT_*) of an eltwise algorithm."""
+    return ELTWISE_ALGS.index(canonical_eltwise_alg(alg))
+
+
+def binary_alg_id(alg):
+    """The kernels' numeric id (DNNQ_BIN_*) of a binary algorithm."""
+    return BINARY_ALGS.index(canonical_binary_alg(alg))
+
+
+def _f32_param(value, name):
+    """A finite real parameter, returned as the Python float of its f32 rounding."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, Real):
+        raise invalid(name, f"{value!r} of type {type(value).__name__}", "a finite real number")
+    v = float(value)
+    with np.errstate(over="ignore"):
+        f = np.float32(v)
+    if not np.isfinite(v) or not np.isfinite(f):
+        raise invalid(name, repr(value), "a finite real number that fits f32 (|x| < 3.4e38)")
+    return float(f)
+
+
+def _int_param(value, name, lo, hi):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, Integral):
+        raise invalid(name, f"{value!r} of type {type(value).__name__}", "an int")
+    v = int(value)
+    if not lo <= v <= hi:
+        raise invalid(name, v, f"an int in [{lo}, {hi}]")
+    return v
+
+
+@dataclass(frozen=True)
+class EltwiseOp:
+    """An eltwise post-op: ``f = alg(f, alpha, beta)``."""
+
+    alg: str
+    alpha: float = 0.0
+    beta: float = 0.0
+    kind = "eltwise"
+
+    @property
+    def alg_id(self):
+        return ELTWISE_ALGS.index(self.alg)
+
+
+@dataclass(frozen=True)
+class BinaryOp:
+    """A binary post-op: ``f = alg(f, src1)``, src1 given at execution as
+    ``DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | DNNL_ARG_SRC_1`` (i = position in the chain)."""
+
+    alg: str
+    src1_desc: MemoryDesc
+    kind = "binary"
+
+    @property
+    def alg_id(self):
+        return BINARY_ALGS.index(self.alg)
+
+
+@dataclass(frozen=True)
+class SumOp:
+    """A sum post-op: ``f += scale * (f32(dst_prev) - zero_point)``; ``dt`` (None = the dst's)
+    is how the previous destination contents are read."""
+
+    scale: float = 1.0
+    zero_point: int = 0
+    dt: Optional[str] = None
+    kind = "sum"
+
+
+@dataclass(frozen=True)
+class DepthwiseOp:
+    """A fused depthwise-convolution post-op (oneDNN ``append_dw``); its weights, bias and
+    scales are passed as ``DNNL_ARG_ATTR_POST_OP_DW | DNNL_ARG_WEIGHTS`` etc."""
+
+    weights_dt: str
+    bias_dt: Optional[str]
+    dst_dt: str
+    kernel_size: int
+    stride_size: int
+    padding_l_size: int
+    kind = "convolution"
+
+
+class PostOps:
+    """An ordered chain of post-ops.  See the module docstring for the rules."""
+
+    __slots__ = ("_ops",)
+
+    def __init__(self):
+        self._ops = []
+
+    # --- building ------------------------------------------------------------------------------
+    def _append(self, op):
+        if len(self._ops) >= MAX_POST_OPS:
+            raise invalid("post-ops", f"a chain of {len(self._ops)} post-ops and one more",
+                          f"at most {MAX_POST_OPS} post-ops")
+        self._ops.append(op)
+        return self
+
+    def append_eltwise(self, alg, alpha=0.0, beta=0.0):
+        """Append an eltwise post-op (see :mod:`dnnq.eltwise_math` for the formulas)."""
+        name = canonical_eltwise_alg(alg)
+        a = _f32_param(alpha, f"{name} alpha")
+        b = _f32_param(beta, f"{name} beta")
+        if name in ("clip", "clip_v2") and b < a:
+            raise invalid(f"{name} alpha/beta", f"alpha={a!r}, beta={b!r}",
+                          "beta >= alpha (alpha is the lower bound, beta the upper)")
+        if name == "soft_relu" and a == 0.0:
+            raise invalid("soft_relu alpha", a, "a nonzero alpha (oneDNN 3: log(1 + exp(alpha*x))"
+                          " / alpha; alpha=1 is the classic softplus)")
+        return self._append(EltwiseOp(name, a, b))
+
+    def append_binary(self, alg, src1_desc):
+        """Append a binary post-op whose second input is described by ``src1_desc``."""
+        name = canonical_binary_alg(alg)
+        if not isinstance(src1_desc, MemoryDesc):
+            raise invalid("binary src1_desc", f"{src1_desc!r} of type "
+                          f"{type(src1_desc).__name__}", "a dnnq.MemoryDesc")
+        if len(self._ops) >= _MAX_BINARY_POS:
+            raise invalid("binary post-op position", len(self._ops),
+                          f"a position < {_MAX_BINARY_POS} (DNNL_ARG_ATTR_MULTIPLE_POST_OP(idx) "
+                          "addresses idx < 31)")
+        return self._append(BinaryOp(name, src1_desc))
+
+    def append_sum(self, scale=1.0, zero_point=0, dt=None):
+        """Append a sum post-op: ``f += scale * (dst_prev - zero_point)`` (one per chain)."""
+        for i, op in enumerate(self._ops):
+            if op.kind == "sum":
+                raise invalid("sum post-op", f"a second sum (post-op {i} is already a sum)",
+                              "at most one sum post-op per chain")
+        s = _f32_param(scale, "sum scale")
+        zp = _int_param(zero_point, "sum zero_point", _S32_MIN, _S32_MAX)
+        d = None if dt is None else as_dt(dt, "sum dt")
+        return self._append(SumOp(s, zp, d))
+
+    def append_dw(self, weights_dt, bias_dt, dst_dt, kernel_size, stride_size, padding_l_size):
+        """Append a fused depthwise convolution (one per chain).
+
+        ``bias_dt`` may be None (no bias).  ``kernel_size`` and ``stride_size`` are ints >= 1,
+        ``0 <= padding_l_size < kernel_size``.
+        """
+        for i, op in enumerate(self._ops):
+            if op.kind == "convolution":
+                raise invalid("depthwise post-op", f"a second one (post-op {i} is already one)",
+                              "at most one depthwise post-op per chain")
+        w = as_dt(weights_dt, "dw weights_dt")
+        b = None if bias_dt is None else as_dt(bias_dt, "dw bias_dt")
+        d = as_dt(dst_dt, "dw dst_dt")
+        k = _int_param(kernel_size, "dw kernel_size", 1, 2 ** 31 - 1)
+        s = _int_param(stride_size, "dw stride_size", 1, 2 ** 31 - 1)
+        p = _int_param(padding_l_size, "dw padding_l_size", 0, k - 1)
+        return self._append(DepthwiseOp(w, b, d, k, s, p))
+
+    # --- reading -------------------------------------------------------------------------------
+    def __len__(self):
+        return len(self._ops)
+
+    def __iter__(self):
+        return iter(tuple(self._ops))
+
+    def __getitem__(self, i):
+        """The i-th post-op (frozen dataclass); negative indices count from the end.
+        Out of range raises IndexError."""
+        if isinstance(i, (bool, np.bool_)) or not isinstance(i, Integral):
+            raise TypeError(f"post-op index must be an int, got {type(i).__name__}")
+        n = len(self._ops)
+        j = int(i)
+        if not -n <= j < n:
+            raise IndexError(f"post-op index {j} out of range for a chain of {n}")
+        return self._ops[j]
+
+    def kind(self, i):
+        """``"eltwise"``, ``"binary"``, ``"sum"`` or ``"convolution"`` (for append_dw).
+        An index out of range (or negative) raises InvalidArguments."""
+        n = len(self._ops)
+        if isinstance(i, (bool, np.bool_)) or not isinstance(i, Integral) or not 0 <= i < n:
+            raise invalid("post-op index", repr(i), f"an int in [0, {n})")
+        return self._ops[int(i)].kind
+
+    def binary_positions(self):
+        """Positions of the binary post-ops (their ``DNNL_ARG_ATTR_MULTIPLE_POST_OP`` index)."""
+        return [i for i, op in enumerate(self._ops) if op.kind == "binary"]
+
+    def copy(self):
+        """An independent copy (entries are immutable, so a shallow copy suffices)."""
+        new = PostOps()
+        new._ops = list(self._ops)
+        return new
+
+    def key(self):
+        """A hashable tuple describing the chain (for the primitive cache)."""
+        return tuple(self._ops)
+
+    def __eq__(self, other):
+        if not isinstance(other, PostOps):
+            return NotImplemented
+        return self.key() == other.key()
+
+    __hash__ = None  # mutable: use key()
+
+    def __repr__(self):
+        return f"PostOps({list(self._ops)!r})"

@@ -1,0 +1,248 @@
+"""The machinery every GEMM-shaped primitive shares (MatMul, InnerProduct; later convolution
+and RNN cells): attribute checks against a support table, the post-op plan, and the
+per-execution preparation of the small vectors the C epilogue reads.
+
+The quantized formula (SPEC section 2, verified against oneDNN 3.2):
+
+    acc = sum_k (src - zp_src[k]) * (wei - zp_wei[n])          exact s32 (wrapping)
+    v   = f32(acc) * f32(scale_src * scale_wei[n])
+    v   = v + f32(bias)
+    v   = post_ops(v)
+    dst = saturate(rne(v * f32(1 / scale_dst) + zp_dst[n]))   (f32 dst: no rounding)
+
+The kernel computes raw = sum_k a_u8 * w where a_u8 = src (+128 for s8 sources); then
+
+    acc = raw + col_comp[n] - zp_wei[n] * rowsum_src[m]
+    col_comp[n] = -shift * colsum[n] - (zp_src @ W)[n] + zp_wei[n] * sum_k zp_src[k]
+
+col_comp is precomputed when weights are packed if there is no source zero point.
+"""
+import numpy as np
+
+from dnnq import args as A
+from dnnq import masks as _masks
+from dnnq.errors import InvalidArguments, Unimplemented
+from dnnq.memory import MemoryDesc
+from dnnq.primitives import _plan
+from dnnq._kernels import _gemm
+from dnnq import _dispatch
+
+_ONE = np.ones(1, np.float32)
+_ZERO_F = np.zeros(1, np.float32)
+_I32 = np.iinfo(np.int32)
+
+
+def wrap_s32(x):
+    """int64 array -> int32 with two's-complement wrap (as the s32 accumulators)."""
+    return np.asarray(x, dtype=np.int64).astype(np.uint64).astype(np.uint32).view(np.int32)
+
+
+def check_desc(desc, name, allowed_dts, ndims=None):
+    if not isinstance(desc, MemoryDesc):
+        raise InvalidArguments(f"{name}: got {type(desc).__name__}; expected a dnnq.MemoryDesc")
+    if desc.dt not in allowed_dts:
+        raise Unimplemented(f"{name}: data type {desc.dt} is not supported; "
+                            f"supported: {', '.join(allowed_dts)}")
+    if ndims is not None and desc.ndims not in ndims:
+        raise InvalidArguments(f"{name}: got {desc.ndims}-D dims {desc.dims}; "
+                               f"expected {' or '.join(map(str, ndims))}-D")
+
+
+def broadcast_strides(shape, target, name):
+    """Element strides of a C-contiguous `shape` array read as `target` (right-aligned numpy
+    broadcasting; 0 on broadcast dims).  Raises if `shape` does not broadcast to `target`."""
+    shape = tuple(shape)
+    if len(shape) > len(target):
+        raise InvalidArguments(f"{name}: got dims {shape}; expected at most {len(target)} dims "
+                               f"broadcastable to {tuple(target)}")
+    full = (1,) * (len(target) - len(shape)) + shape
+    strides = []
+    acc = 1
+    for d, t in zip(reversed(full), reversed(target)):
+        if d != t and d != 1:
+            raise InvalidArguments(f"{name}: got dims {shape}; expected dims broadcastable "
+                                   f"to {tuple(target)} (each 1 or equal)")
+        strides.append(0 if d == 1 and t != 1 else acc)
+        acc *= d
+    return tuple(reversed(strides))
+
+
+def arg_name(key):
+    try:
+        return A.name(key)
+    except InvalidArguments:
+        return repr(key)
+
+
+class GemmCore:
+    """A GEMM-shaped primitive after creation: (batch, M, N, K) view, the attribute analysed
+    against a support table, the kernel plan, and the execution of validated arrays.
+
+    scale_support / zp_support: dict arg -> allowed plain masks (after `resolve`).
+    mask_meaning: dict (kind, arg, mask) -> 'common' | 'n' | 'k' — which GEMM axis a mask
+    indexes (kind 'scale' or 'zp').
+    view_strides(dims, name): element strides over (batch, M, N) of a C-contiguous tensor of
+    logical `dims` broadcast to dst (binary post-op src1, bias), or raise.
+    """
+
+    def __init__(self, prim, attr, *, batch, M, N, K, src_dt, dst_dt, scale_support,
+                 zp_support, mask_meaning, resolve, view_strides):
+        self.prim = prim
+        self.batch, self.M, self.N, self.K = batch, M, N, K
+        self.src_dt, self.dst_dt = src_dt, dst_dt
+        self.scale_axis = {}
+        self.zp_axis = {}
+        attr_scales = attr.scales_args() if attr is not None else {}
+        attr_zps = attr.zero_points_args() if attr is not None else {}
+        for kind, given, support, out in (("scale", attr_scales, scale_support, self.scale_axis),
+                                          ("zp", attr_zps, zp_support, self.zp_axis)):
+            what = "scales" if kind == "scale" else "zero points"
+            for arg, mask in given.items():
+                if arg not in support:
+                    raise Unimplemented(
+                        f"{prim}: {what} of {arg_name(arg)} are not supported; supported: "
+                        f"{what} of {', '.join(arg_name(a) for a in support) or 'nothing'}")
+                plain = resolve(arg, mask)
+                if plain not in support[arg]:
+                    raise Unimplemented(
+                        f"{prim}: {what} mask {mask} of {arg_name(arg)} is not supported; "
+                        f"supported masks: {', '.join(map(str, support[arg]))}")
+                out[arg] = mask_meaning[(kind, arg, plain)]
+        self.view_strides = view_strides
+        post_specs = []
+        self.binary = []  # (post-op index, src1 desc, (sb, sm, sn))
+        self.has_sum = False
+        ops = attr.post_ops if attr is not None else None
+        for i in range(len(ops) if ops is not None else 0):
+            kind = ops.kind(i)
+            op = ops[i]
+            if kind == "eltwise":
+                post_specs.append((_plan.PO_ELTWISE, _plan.ELTWISE_CODE[op.alg],
+                                   float(op.alpha), float(op.beta)))
+            elif kind == "binary":
+                post_specs.append((_plan.PO_BINARY, _plan.BINARY_CODE[op.alg], 0.0, 0.0))
+                name = f"post_op[{i}].src_1"
+                self.binary.append((i, op.src1_desc, view_strides(op.src1_desc.dims, name)))
+            elif kind == "sum":
+                if op.dt is not None and op.dt != dst_dt:
+                    raise Unimplemented(f"{prim}: post_op[{i}] sum with data type {op.dt} differs "
+                                        f"from the destination data type {dst_dt}; supported: "
+                                        "None or the destination data type")
+                self.has_sum = True
+                post_specs.append((_plan.PO_SUM, 0, float(op.scale), float(op.zero_point)))
+            else:
+                raise Unimplemented(f"{prim}: post_op[{i}] of kind {kind} is not supported; "
+                                    "supported: eltwise, binary, sum")
+        self.n_post = len(post_specs)
+        self.raw_s32 = (dst_dt == "s32" and not self.scale_axis and
+                        A.DNNL_ARG_DST not in self.zp_axis and not post_specs)
+        self.isa = _dispatch.get_effective_cpu_isa()
+        self.plan = _gemm.GemmPlan(_plan.ISA_CODE[self.isa], batch, M, N, K,
+                                   _plan.DT_CODE[dst_dt], post_specs)
+        self.impl_info = f"{_plan.ISA_IMPL_NAME[self.isa]}:blocked"
+        self.shift = 128 if src_dt == "s8" else 0
+
+    # ---- execution-time pieces ----------------------------------------------------------------
+    def _runtime(self, args, table, key_prefix, what, arg, check):
+        key = key_prefix | arg
+        if arg not in table:
+            if key in args:
+                raise InvalidArguments(f"{self.prim}.execute: {arg_name(key)} was given but the "
+                                       f"attribute sets no {what} mask for {arg_name(arg)}")
+            return None
+        if key not in args:
+            raise InvalidArguments(f"{self.prim}.execute: missing {arg_name(key)} (the attribute "
+                                   f"sets a {what} mask for {arg_name(arg)})")
+        axis = table[arg]
+        count = 1 if axis == "common" else (self.N if axis == "n" else self.K)
+        return check(args[key], count, arg_name(key)), axis
+
+    def scales(self, args, arg):
+        return self._runtime(args, self.scale_axis, A.DNNL_ARG_SCALE, "scales", arg,
+                             _masks.check_scales)
+
+    def zero_points(self, args, arg):
+        return self._runtime(args, self.zp_axis, A.DNNL_ARG_ATTR_ZERO_POINTS, "zero-points",
+                             arg, _masks.check_zero_points)
+
+    def run(self, args, a, a_batch, pw, bias, dst):
+        """a: C-contiguous (a_batch, M, K) u8/s8; pw: PackedGemmWeights; bias: None or
+        (f32 array, strides); dst: C-contiguous (batch, M, N) array of the dst type."""
+        N, K = self.N, self.K
+        # scales: f32(src_scale * wei_scale[n]), multiplied in f32 as oneDNN does
+        ss = self.scales(args, A.DNNL_ARG_SRC)
+        ws = self.scales(args, A.DNNL_ARG_WEIGHTS)
+        ds = self.scales(args, A.DNNL_ARG_DST)
+        scale, scale_sn = _ONE, 0
+        if ss is not None or ws is not None:
+            s = ss[0] if ss is not None else _ONE
+            w = ws[0] if ws is not None else _ONE
+            scale = np.multiply(s, w, dtype=np.float32) if ss is not None else w
+            scale_sn = 1 if scale.size > 1 else 0
+        inv_dst = float(np.float32(1.0) / ds[0][0]) if ds is not None else 1.0
+        # compensation
+        zs = self.zero_points(args, A.DNNL_ARG_SRC)
+        zw = self.zero_points(args, A.DNNL_ARG_WEIGHTS)
+        zd = self.zero_points(args, A.DNNL_ARG_DST)
+        colsum = pw.colsum  # (wb, N) int32
+        if zs is None and zw is None:
+            col_comp = pw.comp_for_shift(self.shift)
+        else:
+            comp = -self.shift * colsum.astype(np.int64)
+            zsum = 0
+            if zs is not None:
+                z, axis = zs
+                if axis == "common":
+                    comp -= int(z[0]) * colsum.astype(np.int64)
+                    zsum = int(z[0]) * K
+                else:
+                    comp -= np.einsum("k,bkn->bn", z.astype(np.int64), pw.plain.astype(np.int64))
+                    zsum = int(z.astype(np.int64).sum())
+            if zw is not None and zsum:
+                comp += zw[0].astype(np.int64) * zsum
+            col_comp = wrap_s32(comp)
+        wzp = rowsum = None
+        wzp_sn = r_sb = 0
+        if zw is not None and np.any(zw[0]):
+            wzp = zw[0]
+            wzp_sn = 1 if wzp.size > 1 else 0
+            rowsum = wrap_s32(a.sum(axis=-1, dtype=np.int64))
+            r_sb = self.M if a_batch > 1 else 0
+        if zd is not None:
+            dzp = zd[0].astype(np.float32)
+            dzp_sn = 1 if dzp.size > 1 else 0
+        else:
+            dzp, dzp_sn = _ZERO_F, 0
+        # binary post-op inputs, converted to f32 (the epilogue computes in f32)
+        src1s = [None] * self.n_post
+        for i, desc, strides in self.binary:
+            key = A.DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | A.DNNL_ARG_SRC_1
+            if key not in args:
+                raise InvalidArguments(f"{self.prim}.execute: missing {arg_name(key)} "
+                                       f"(binary post-op {i}, dims {desc.dims})")
+            x = desc.check_array(args[key], arg_name(key))
+            src1s[i] = (np.ascontiguousarray(x, dtype=np.float32),) + tuple(strides)
+        bias_arr, (bsb, bsm, bsn) = bias if bias is not None else (None, (0, 0, 0))
+        self.plan.run(a.view(np.uint8), self.M * K if a_batch > 1 else 0, K, self.shift != 0,
+                      pw.packed, pw.batch_stride if pw.batch > 1 else 0,
+                      col_comp, N if col_comp.shape[0] > 1 else 0,
+                      wzp, wzp_sn, rowsum, r_sb,
+                      self.raw_s32, scale, scale_sn,
+                      bias_arr, bsb, bsm, bsn, src1s,
+                      inv_dst, dzp, dzp_sn,
+                      dst, self.M * N, N, _dispatch.get_num_threads())
+        return dst
+
+
+def check_known_args(prim, args, known):
+    if not isinstance(args, dict):
+        raise InvalidArguments(f"{prim}.execute: got {type(args).__name__}; expected a dict "
+                               "mapping DNNL_ARG_* ids to numpy arrays")
+    for key in args:
+        if key not in known:
+            try:
+                what = A.name(key)
+            except InvalidArguments:
+                what = repr(key)
+            raise InvalidArguments(f"{prim}.execute: argument {what} is not used by this "
+                                   f"primitive; accepted: {', '.join(sorted(A.name(k) for k in known))}")

@@ -1,0 +1,288 @@
+"""MatMul and InnerProduct: int8 GEMM primitives on the blocked VNNI pipeline.
+
+Support table (masks are over the tensor's own logical dims; "ext" = beyond oneDNN 3.2):
+
+| primitive | src scale | wei scale | dst scale | src zp | wei zp | dst zp |
+|---|---|---|---|---|---|---|
+| MatMul 2-D (M,K)x(K,N) | 0 | 0, 2 (per-N) | 0 | 0, 2 (per-K) | 0, 2 (per-N, ext) | 0, 2 (per-N) |
+| MatMul 3-D (B,M,K)x(B,K,N) | 0 | 0, 4 (per-N) | 0 | 0, 4 (per-K, ext) | 0, 4 (per-N, ext) | 0, 4 (per-N, ext) |
+| InnerProduct (N,IC,...)x(OC,IC,...) | 0 | 0, 1 (per-OC) | 0 | 0 (ext) | 0, 1 (ext) | 0, 2 (per-OC, ext) |
+
+Data types: src u8 / s8, weights s8, bias f32 / s32 / s8 / u8, dst f32 / s32 / s8 / u8.
+Post-ops: eltwise (every algorithm), binary (src1 broadcastable to dst), sum (one).
+"""
+import numpy as np
+
+from dnnq import args as A
+from dnnq import masks as _masks
+from dnnq.errors import InvalidArguments, Unimplemented
+from dnnq.memory import MemoryDesc
+from dnnq.primitives._plan import PackedGemmWeights
+from dnnq.primitives._gemm_primitive import GemmCore, check_known_args, arg_name, broadcast_strides
+
+_SRC_DTS = ("u8", "s8")
+_DST_DTS = ("f32", "s32", "s8", "u8")
+_BIAS_DTS = ("f32", "s32", "s8", "u8")
+
+
+def _check_desc(prim, desc, name, dts, ndims=None, optional=False):
+    if desc is None and optional:
+        return
+    if not isinstance(desc, MemoryDesc):
+        raise InvalidArguments(f"{prim}: {name} got {type(desc).__name__}; expected a "
+                               "dnnq.MemoryDesc")
+    if desc.dt not in dts:
+        raise Unimplemented(f"{prim}: {name} data type {desc.dt} is not supported; supported: "
+                            f"{', '.join(dts)}")
+    if ndims is not None and desc.ndims not in ndims:
+        raise InvalidArguments(f"{prim}: {name} dims {desc.dims} are {desc.ndims}-D; expected "
+                               f"{' or '.join(map(str, ndims))}-D")
+    if desc.is_channels_last:
+        raise Unimplemented(f"{prim}: {name} tag {desc.tag} is not supported; supported: plain")
+
+
+def _plain_resolver(prim, dims_of):
+    def resolve(arg, mask):
+        if mask >= (1 << 12):
+            raise InvalidArguments(f"{prim}: mask {mask} of {arg_name(arg)} is a semantic "
+                                   f"(per-channel) mask, but {prim} tensors have no channel "
+                                   "semantics; give a plain mask (bit i = dimension i)")
+        _masks.scale_count(dims_of[arg], mask)  # raises for bits >= ndims
+        return mask
+    return resolve
+
+
+class _GemmPrimitive:
+    """Shared execute path of MatMul and InnerProduct."""
+
+    _name = "gemm"
+
+    def _finish_init(self, core, bias_desc):
+        self._core = core
+        self.impl_info = core.impl_info
+        self._bias_strides = None
+        if bias_desc is not None:
+            self._bias_strides = self._bias_view(bias_desc)
+        known = {A.DNNL_ARG_SRC, A.DNNL_ARG_WEIGHTS, A.DNNL_ARG_DST}
+        if bias_desc is not None:
+            known.add(A.DNNL_ARG_BIAS)
+        known |= {A.DNNL_ARG_SCALE | a for a in core.scale_axis}
+        known |= {A.DNNL_ARG_ATTR_ZERO_POINTS | a for a in core.zp_axis}
+        known |= {A.DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | A.DNNL_ARG_SRC_1 for i, _, _ in core.binary}
+        self._known = frozenset(known)
+
+    def prepare_weights(self, w):
+        """Pack weights once (VNNI blocked layout + column sums) for repeated execution."""
+        w = self.weights_desc.check_array(w, "weights")
+        return PackedGemmWeights(self._gemm_weights(w), owner=self._key,
+                                 keep_plain=self._keep_plain)
+
+    def _weights(self, w):
+        if isinstance(w, PackedGemmWeights):
+            if w.owner != self._key:
+                raise InvalidArguments(f"{self._name}.execute: weights were packed by "
+                                       "prepare_weights of a primitive with another description")
+            return w
+        return self.prepare_weights(w)
+
+    def execute(self, args):
+        """Run once. args: {DNNL_ARG_*: ndarray}; returns dst (written in place if given)."""
+        core = self._core
+        check_known_args(self._name, args, self._known)
+        for need, what in ((A.DNNL_ARG_SRC, "src"), (A.DNNL_ARG_WEIGHTS, "weights")):
+            if need not in args:
+                raise InvalidArguments(f"{self._name}.execute: missing {what} "
+                                       f"(DNNL_ARG_{what.upper()})")
+        src = self.src_desc.check_array(args[A.DNNL_ARG_SRC], "src")
+        a = self._gemm_src(src)
+        pw = self._weights(args[A.DNNL_ARG_WEIGHTS])
+        bias = None
+        if self.bias_desc is not None:
+            if A.DNNL_ARG_BIAS not in args:
+                raise InvalidArguments(f"{self._name}.execute: missing bias (DNNL_ARG_BIAS); the "
+                                       f"primitive was created with bias dims {self.bias_desc.dims}")
+            b = self.bias_desc.check_array(args[A.DNNL_ARG_BIAS], "bias")
+            bias = (np.ascontiguousarray(b, dtype=np.float32), self._bias_strides)
+        dst = args.get(A.DNNL_ARG_DST)
+        if dst is None:
+            if core.has_sum:
+                raise InvalidArguments(f"{self._name}.execute: a sum post-op reads the previous "
+                                       "destination, but no DNNL_ARG_DST array was given")
+            dst = np.empty(self.dst_desc.dims, dtype=self.dst_desc.numpy_dtype)
+        else:
+            self._check_dst(dst, src, args)
+        core.run(args, a, self._a_batch, pw, bias, dst)
+        return dst
+
+    def _check_dst(self, dst, src, args):
+        d = self.dst_desc
+        if not isinstance(dst, np.ndarray):
+            raise InvalidArguments(f"{self._name}.execute: dst got {type(dst).__name__}; "
+                                   "expected a numpy array")
+        if dst.dtype != d.numpy_dtype or dst.shape != tuple(d.dims):
+            raise InvalidArguments(f"{self._name}.execute: dst got {dst.dtype}{list(dst.shape)}; "
+                                   f"expected {d.numpy_dtype}{list(d.dims)}")
+        if not (dst.flags.c_contiguous and dst.flags.writeable):
+            raise InvalidArguments(f"{self._name}.execute: dst must be a writable C-contiguous "
+                                   "array (it is written in place)")
+        for key, value in args.items():
+            if key != A.DNNL_ARG_DST and isinstance(value, np.ndarray) and \
+                    np.may_share_memory(dst, value):
+                raise InvalidArguments(f"{self._name}.execute: dst overlaps {arg_name(key)}; "
+                                       "in-place execution is not supported")
+
+
+class MatMul(_GemmPrimitive):
+    """int8 matrix multiplication: dst = src (M, K) x weights (K, N), optionally batched
+    (B, M, K) x (B, K, N) with the batch broadcast from 1 on either side.
+
+    Masks (bit i = dim i of that tensor): src scale 0; weights scale 0 or 1 << (ndims-1)
+    (per-N); dst scale 0; src zero point 0 or 1 << (ndims-1) (per-K); weights zero point 0 or
+    per-N (extension); dst zero point 0 or per-N.  Others raise Unimplemented.
+    """
+
+    _name = "MatMul"
+
+    def __init__(self, src_desc, weights_desc, dst_desc, bias_desc=None, attr=None):
+        p = self._name
+        _check_desc(p, src_desc, "src", _SRC_DTS, (2, 3))
+        _check_desc(p, weights_desc, "weights", ("s8",), (2, 3))
+        _check_desc(p, dst_desc, "dst", _DST_DTS, (2, 3))
+        _check_desc(p, bias_desc, "bias", _BIAS_DTS, optional=True)
+        nd = src_desc.ndims
+        if weights_desc.ndims != nd or dst_desc.ndims != nd:
+            raise InvalidArguments(f"{p}: src {src_desc.dims}, weights {weights_desc.dims} and "
+                                   f"dst {dst_desc.dims} must have the same number of dims")
+        *sb, M, K = src_desc.dims
+        *wb, K2, N = weights_desc.dims
+        *db, M2, N2 = dst_desc.dims
+        if K2 != K:
+            raise InvalidArguments(f"{p}: weights dims {weights_desc.dims} have K={K2}; src dims "
+                                   f"{src_desc.dims} have K={K}")
+        if (M2, N2) != (M, N):
+            raise InvalidArguments(f"{p}: dst dims {dst_desc.dims}; expected (..., {M}, {N}) from "
+                                   f"src {src_desc.dims} and weights {weights_desc.dims}")
+        B = 1
+        if nd == 3:
+            B = db[0]
+            for name, bdim in (("src", sb[0]), ("weights", wb[0])):
+                if bdim not in (1, B):
+                    raise InvalidArguments(f"{p}: {name} batch {bdim} must be 1 or the dst batch {B}")
+            if max(sb[0], wb[0]) != B:
+                raise InvalidArguments(f"{p}: dst batch {B} must be the larger of the src and "
+                                       f"weights batches ({sb[0]}, {wb[0]})")
+        self.src_desc, self.weights_desc, self.dst_desc = src_desc, weights_desc, dst_desc
+        self.bias_desc = bias_desc
+        self.attr = attr
+        self._a_batch = sb[0] if nd == 3 else 1
+        per_last = 1 << (nd - 1)
+        dims_of = {A.DNNL_ARG_SRC: src_desc.dims, A.DNNL_ARG_WEIGHTS: weights_desc.dims,
+                   A.DNNL_ARG_DST: dst_desc.dims}
+        scale_support = {A.DNNL_ARG_SRC: (0,), A.DNNL_ARG_WEIGHTS: (0, per_last),
+                         A.DNNL_ARG_DST: (0,)}
+        zp_support = {A.DNNL_ARG_SRC: (0, per_last), A.DNNL_ARG_WEIGHTS: (0, per_last),
+                      A.DNNL_ARG_DST: (0, per_last)}
+        meaning = {}
+        for kind, table in (("scale", scale_support), ("zp", zp_support)):
+            for arg, allowed in table.items():
+                meaning[(kind, arg, 0)] = "common"
+                if per_last in allowed:
+                    meaning[(kind, arg, per_last)] = "k" if arg == A.DNNL_ARG_SRC else "n"
+        dst_dims = tuple(dst_desc.dims)
+
+        def view_strides(dims, name):
+            s = broadcast_strides(dims, dst_dims, name)
+            return (s[0], s[1], s[2]) if nd == 3 else (0, s[0], s[1])
+
+        core = GemmCore(p, attr, batch=B, M=M, N=N, K=K, src_dt=src_desc.dt,
+                        dst_dt=dst_desc.dt, scale_support=scale_support, zp_support=zp_support,
+                        mask_meaning=meaning, resolve=_plain_resolver(p, dims_of),
+                        view_strides=view_strides)
+        self._view_strides = view_strides
+        self._keep_plain = core.zp_axis.get(A.DNNL_ARG_SRC) == "k"
+        self._key = ("MatMul", src_desc, weights_desc, dst_desc, bias_desc,
+                     attr.key() if attr is not None else None)
+        self._finish_init(core, bias_desc)
+
+    def _bias_view(self, bias_desc):
+        return self._view_strides(bias_desc.dims, "bias")
+
+    def _gemm_weights(self, w):
+        return w if w.ndim == 3 else w[None]
+
+    def _gemm_src(self, src):
+        return src
+
+
+class InnerProduct(_GemmPrimitive):
+    """int8 inner product (fully connected): dst (N, OC) = src (N, IC[, *spatial]) x
+    weights (OC, IC[, *spatial])^T, with per-OC weight scales (mask 1).
+
+    Extensions beyond oneDNN (which has no zero points on inner product): source zero point
+    (common), weights zero point (common or per-OC, mask 1), destination zero point (common or
+    per-OC, mask 2).
+    """
+
+    _name = "InnerProduct"
+
+    def __init__(self, src_desc, weights_desc, dst_desc, bias_desc=None, attr=None):
+        p = self._name
+        _check_desc(p, src_desc, "src", _SRC_DTS, (2, 3, 4, 5))
+        _check_desc(p, weights_desc, "weights", ("s8",), (2, 3, 4, 5))
+        _check_desc(p, dst_desc, "dst", _DST_DTS, (2,))
+        _check_desc(p, bias_desc, "bias", _BIAS_DTS, optional=True)
+        if weights_desc.ndims != src_desc.ndims:
+            raise InvalidArguments(f"{p}: weights dims {weights_desc.dims} and src dims "
+                                   f"{src_desc.dims} must have the same number of dims")
+        Nb, *rest = src_desc.dims
+        OC, *wrest = weights_desc.dims
+        if rest != wrest:
+            raise InvalidArguments(f"{p}: weights dims {weights_desc.dims} must be (OC, "
+                                   f"{', '.join(map(str, rest))}) to match src {src_desc.dims}")
+        if tuple(dst_desc.dims) != (Nb, OC):
+            raise InvalidArguments(f"{p}: dst dims {dst_desc.dims}; expected ({Nb}, {OC})")
+        K = int(np.prod(rest))
+        self.src_desc, self.weights_desc, self.dst_desc = src_desc, weights_desc, dst_desc
+        self.bias_desc = bias_desc
+        self.attr = attr
+        self._a_batch = 1
+        dims_of = {A.DNNL_ARG_SRC: src_desc.dims, A.DNNL_ARG_WEIGHTS: weights_desc.dims,
+                   A.DNNL_ARG_DST: dst_desc.dims}
+        scale_support = {A.DNNL_ARG_SRC: (0,), A.DNNL_ARG_WEIGHTS: (0, 1), A.DNNL_ARG_DST: (0,)}
+        zp_support = {A.DNNL_ARG_SRC: (0,), A.DNNL_ARG_WEIGHTS: (0, 1), A.DNNL_ARG_DST: (0, 2)}
+        meaning = {("scale", A.DNNL_ARG_SRC, 0): "common", ("scale", A.DNNL_ARG_WEIGHTS, 0): "common",
+                   ("scale", A.DNNL_ARG_WEIGHTS, 1): "n", ("scale", A.DNNL_ARG_DST, 0): "common",
+                   ("zp", A.DNNL_ARG_SRC, 0): "common", ("zp", A.DNNL_ARG_WEIGHTS, 0): "common",
+                   ("zp", A.DNNL_ARG_WEIGHTS, 1): "n", ("zp", A.DNNL_ARG_DST, 0): "common",
+                   ("zp", A.DNNL_ARG_DST, 2): "n"}
+
+        def resolve(arg, mask):
+            if mask >= (1 << 12):
+                kind = "weights_oihw" if arg == A.DNNL_ARG_WEIGHTS else "data_nchw"
+                return _masks.resolve_mask(mask, dims_of[arg], kind)
+            _masks.scale_count(dims_of[arg], mask)
+            return mask
+
+        dst_dims = (Nb, OC)
+
+        def view_strides(dims, name):
+            s = broadcast_strides(dims, dst_dims, name)
+            return (0, s[0], s[1])
+
+        core = GemmCore(p, attr, batch=1, M=Nb, N=OC, K=K, src_dt=src_desc.dt,
+                        dst_dt=dst_desc.dt, scale_support=scale_support, zp_support=zp_support,
+                        mask_meaning=meaning, resolve=resolve, view_strides=view_strides)
+        self._view_strides = view_strides
+        self._keep_plain = False
+        self._key = ("InnerProduct", src_desc, weights_desc, dst_desc, bias_desc,
+                     attr.key() if attr is not None else None)
+        self._finish_init(core, bias_desc)
+
+    def _bias_view(self, bias_desc):
+        return self._view_strides(bias_desc.dims, "bias")
+
+    def _gemm_weights(self, w):
+        return w.reshape(w.shape[0], -1).T[None]  # (1, K, OC), strided: packing reads it so
+
+    def _gemm_src(self, src):
+        return src.reshape(src.shape[0], -1)

@@ -1,0 +1,28 @@
+"""Shared fixtures: every kernel test runs under each ISA level this CPU can execute
+(the `isa` fixture caps dispatch with dnnq.set_max_cpu_isa, as DNNQ_MAX_CPU_ISA does)."""
+import os
+
+import pytest
+
+import dnnq
+from dnnq import _dispatch
+
+ISA_LEVELS = list(_dispatch.available_isa_levels())
+# DNNQ_MAX_CPU_ISA given in the environment limits the sweep too (CI runs the suite once more
+# with DNNQ_MAX_CPU_ISA=default to prove the portable path on its own).
+_cap = _dispatch.effective_isa_level()
+ISA_LEVELS = [isa for i, isa in enumerate(ISA_LEVELS) if i <= _cap]
+
+
+@pytest.fixture(params=ISA_LEVELS)
+def isa(request):
+    previous = dnnq.set_max_cpu_isa(request.param)
+    try:
+        yield request.param
+    finally:
+        dnnq.set_max_cpu_isa(previous)
+
+
+@pytest.fixture(scope="session")
+def rng_seed():
+    return int(os.environ.get("DNNQ_TEST_SEED", "20261122"))

@@ -1,0 +1,72 @@
+"""The raw s32 GEMM of the blocked pipeline (packing + micro-kernel + driver) against numpy
+int64 math, on every dispatch level the machine has."""
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st, HealthCheck
+
+from dnnq.primitives._plan import s32_gemm, PackedGemmWeights
+from dnnq._kernels import _gemm
+from conftest import ISA_LEVELS
+
+
+def _rand(rng, dt, shape):
+    info = np.iinfo(dt)
+    return rng.integers(info.min, info.max + 1, shape, dtype=dt)
+
+
+@pytest.mark.parametrize("isa_name", ISA_LEVELS)
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(M=st.integers(1, 40), K=st.integers(1, 300), N=st.integers(1, 150),
+       s8=st.booleans(), seed=st.integers(0, 2**32 - 1))
+def test_gemm_matches_numpy(isa_name, M, K, N, s8, seed):
+    rng = np.random.default_rng(seed)
+    a = _rand(rng, np.int8 if s8 else np.uint8, (M, K))
+    b = _rand(rng, np.int8, (K, N))
+    ref = a.astype(np.int64) @ b.astype(np.int64)
+    out = s32_gemm(a, b, isa=isa_name)
+    np.testing.assert_array_equal(out, ref)
+
+
+@pytest.mark.parametrize("isa_name", ISA_LEVELS)
+@pytest.mark.parametrize("K", [1, 3, 4, 5, 63, 64, 65, 255, 1000])
+def test_extreme_values(isa_name, K):
+    # 255 x -128 everywhere: the largest-magnitude products, and no s16 saturation anywhere
+    M, N = 7, 70
+    a = np.full((M, K), 255, np.uint8)
+    b = np.full((K, N), -128, np.int8)
+    np.testing.assert_array_equal(s32_gemm(a, b, isa=isa_name), np.full((M, N), -32640 * K))
+    a8 = np.full((M, K), -128, np.int8)
+    np.testing.assert_array_equal(s32_gemm(a8, b, isa=isa_name), np.full((M, N), 16384 * K))
+    a8[:, ::2] = 127
+    ref = a8.astype(np.int64) @ b.astype(np.int64)
+    np.testing.assert_array_equal(s32_gemm(a8, b, isa=isa_name), ref)
+
+
+@pytest.mark.parametrize("isa_name", ISA_LEVELS)
+def test_multithreaded_large(isa_name):
+    rng = np.random.default_rng(7)
+    a = _rand(rng, np.uint8, (97, 517))
+    b = _rand(rng, np.int8, (517, 200))
+    ref = a.astype(np.int64) @ b.astype(np.int64)
+    for threads in (1, 2, 3):
+        np.testing.assert_array_equal(s32_gemm(a, b, isa=isa_name, num_threads=threads), ref)
+
+
+def test_packing_layout_and_colsum():
+    rng = np.random.default_rng(3)
+    K, N = 9, 70
+    w = _rand(rng, np.int8, (K, N))
+    packed, colsum = _gemm.pack_weights_vnni(w)
+    K4 = (K + 3) // 4
+    assert packed.size == 2 * K4 * 4 * 64
+    blocks = packed.reshape(2, K4, 64, 4)
+    wpad = np.zeros((K4 * 4, 128), np.int8)
+    wpad[:K, :N] = w
+    for p in range(2):
+        for k4 in range(K4):
+            np.testing.assert_array_equal(blocks[p, k4], wpad[4 * k4:4 * k4 + 4, 64 * p:64 * p + 64].T)
+    np.testing.assert_array_equal(colsum, w.astype(np.int64).sum(0))
+    # strided (transposed) input packs the same
+    p2, c2 = _gemm.pack_weights_vnni(np.ascontiguousarray(w.T).T)
+    np.testing.assert_array_equal(p2, packed)
+    assert PackedGemmWeights(w).nbytes == packed.nbytes + colsum.nbytes
