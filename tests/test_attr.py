@@ -253,7 +253,9 @@ def test_attr_rnn_qparams():
 def _f32_round_exact(q):
     """Round a Fraction to the nearest f32, ties to even (independent of the module)."""
     c = np.float32(float(q))
-    cands = {c, np.nextafter(c, F(np.inf)), np.nextafter(c, F(-np.inf))}
+    with np.errstate(over="ignore"):
+        cands = {c, np.nextafter(c, F(np.inf)), np.nextafter(c, F(-np.inf))}
+    cands = {v for v in cands if np.isfinite(v)}
     best = min(cands, key=lambda v: (abs(Fraction(float(v)) - q),
                                      int(np.array(v).view(np.uint32)) & 1))
     return best

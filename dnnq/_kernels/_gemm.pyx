@@ -165,8 +165,9 @@ cdef class GemmPlan:
                 self.post[i].src1 = <const float*>_ptr(s[0])
                 self.post[i].s1_b, self.post[i].s1_m, self.post[i].s1_n = s[1], s[2], s[3]
         g.inv_dst_scale = inv_dst_scale
-        g.dst_zp = <const float*>_ptr(dst_zp)
-        g.dst_zp_sn = dst_zp_sn
+        if dst_zp is not None:
+            g.dst_zp = <const float*>_ptr(dst_zp)
+            g.dst_zp_sn = dst_zp_sn
         g.dst = _ptr(dst, True)
         g.d_sb, g.d_sm = d_sb, d_sm
         self._launch(&g, nthreads)

@@ -212,7 +212,7 @@ class GemmCore:
             dzp = zd[0].astype(np.float32)
             dzp_sn = 1 if dzp.size > 1 else 0
         else:
-            dzp, dzp_sn = _ZERO_F, 0
+            dzp, dzp_sn = None, 0
         # binary post-op inputs, converted to f32 (the epilogue computes in f32)
         src1s = [None] * self.n_post
         for i, desc, strides in self.binary:

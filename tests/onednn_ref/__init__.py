@@ -31,13 +31,19 @@ from __future__ import annotations
 
 import pytest
 
-from ._capi import LIB, SKIP_REASON, OnednnError, arg_multiple_post_op, available, const
+from ._capi import (LIB, SKIP_REASON, OnednnError, arg_multiple_post_op, available, const, cpu_isa,
+                    has_vnni)
 from ._primitives import (binary, concat, convolution, deconvolution, eltwise, gemm_s8s8s32,
                           gemm_u8s8s32, inner_product, matmul, pooling, reorder, softmax, sum)
 from ._rnn import gru, lstm
 
 #: ``@requires_onednn`` / ``pytestmark = requires_onednn``: skip when oneDNN is absent.
 requires_onednn = pytest.mark.skipif(not available(), reason=SKIP_REASON or "oneDNN available")
+
+#: For tests comparing int8 conv / matmul / ip / gemm results with the exact model: oneDNN's
+#: kernels are exact only with VNNI (``DNNL_MAX_CPU_ISA=AVX2`` or an older CPU saturates).
+requires_vnni = pytest.mark.skipif(not (available() and has_vnni()),
+                                   reason="oneDNN int8 kernels without VNNI saturate in s16")
 
 
 def version() -> tuple:
@@ -50,7 +56,8 @@ def header_values() -> dict:
     return dict(LIB.values) if LIB is not None else {}
 
 
-__all__ = ["available", "SKIP_REASON", "requires_onednn", "OnednnError", "const",
+__all__ = ["available", "SKIP_REASON", "requires_onednn", "requires_vnni", "cpu_isa", "has_vnni",
+           "OnednnError", "const",
            "arg_multiple_post_op", "version", "header_values", "matmul", "reorder",
            "gemm_u8s8s32", "gemm_s8s8s32", "inner_product", "convolution", "deconvolution",
            "pooling", "eltwise", "binary", "sum", "concat", "softmax", "lstm", "gru"]

@@ -73,6 +73,7 @@ _PROTOTYPES = {
     "dnnl_stream_create": (None, [_PH, _H, ctypes.c_uint]),
     "dnnl_stream_wait": (None, [_H]),
     "dnnl_version": (POINTER(_DnnlVersion), []),
+    "dnnl_get_effective_cpu_isa": (c_int, []),
     "dnnl_memory_desc_create_with_strides": (None, [_PH, c_int, _D, c_int, _D]),
     "dnnl_memory_desc_create_with_tag": (None, [_PH, c_int, _D, c_int, c_int]),
     "dnnl_memory_desc_destroy": (None, [_H]),
@@ -206,6 +207,22 @@ def lib() -> _Library:
     if LIB is None:
         raise RuntimeError(SKIP_REASON)
     return LIB
+
+
+def cpu_isa() -> str:
+    """oneDNN's effective ISA (``dnnl_get_effective_cpu_isa``, honours ``DNNL_MAX_CPU_ISA``),
+    e.g. ``"avx512_core_vnni"``."""
+    value = lib().dll.dnnl_get_effective_cpu_isa()
+    names = [n for n in lib().enum_types["dnnl_cpu_isa_t"] if lib().values[n] == value]
+    return names[0][len("dnnl_cpu_isa_"):] if names else str(value)
+
+
+def has_vnni() -> bool:
+    """True when oneDNN's int8 kernels use VNNI (exact s32 dot products); without it
+    (AVX2 / AVX512 core) u8*s8 pairs go through vpmaddubsw and saturate in s16."""
+    value = lib().dll.dnnl_get_effective_cpu_isa()
+    return any((value & const(f"dnnl_cpu_isa_{isa}")) == const(f"dnnl_cpu_isa_{isa}")
+               for isa in ("avx2_vnni", "avx512_core_vnni"))
 
 
 def const(name: str) -> int:

@@ -21,13 +21,14 @@ static inline float dnnq_soft_relu(float x, float alpha) {
 
 static inline float dnnq_eltwise(int alg, float x, float alpha, float beta) {
     switch (alg) {
-    case DNNQ_ELT_RELU: return x > 0.0f ? x : x * alpha;
+    /* alpha = 0 is max(x, 0) in oneDNN: +0.0f for negative x, not x * 0 = -0.0f */
+    case DNNQ_ELT_RELU: return x > 0.0f ? x : (alpha == 0.0f ? 0.0f : x * alpha);
     case DNNQ_ELT_TANH: return tanhf(x);
     case DNNQ_ELT_ELU: return x > 0.0f ? x : alpha * expm1f(x);
     case DNNQ_ELT_SQUARE: return x * x;
     case DNNQ_ELT_ABS: return fabsf(x);
     case DNNQ_ELT_SQRT: return sqrtf(x);
-    case DNNQ_ELT_LINEAR: return alpha * x + beta;
+    case DNNQ_ELT_LINEAR: return fmaf(alpha, x, beta); /* oneDNN fuses it (vfmadd) */
     case DNNQ_ELT_SOFT_RELU: return dnnq_soft_relu(x, alpha);
     case DNNQ_ELT_LOGISTIC: return dnnq_logistic(x);
     case DNNQ_ELT_EXP: return expf(x);

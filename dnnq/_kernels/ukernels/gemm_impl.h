@@ -18,8 +18,10 @@
 static void dnnq_store_row(const dnnq_gemm_args_t *g, const float *v, void *out, int nc) {
     const float inv = g->inv_dst_scale;
     float d[DNNQ_NR];
-    if (g->dst_zp_sn == 0) {
-        const float zp = g->dst_zp ? g->dst_zp[0] : 0.0f;
+    if (!g->dst_zp) { /* no zero point: no "+ 0.0f", which would turn -0.0f into +0.0f */
+        for (int n = 0; n < nc; ++n) d[n] = v[n] * inv;
+    } else if (g->dst_zp_sn == 0) {
+        const float zp = g->dst_zp[0];
         for (int n = 0; n < nc; ++n) d[n] = v[n] * inv + zp;
     } else {
         for (int n = 0; n < nc; ++n) d[n] = v[n] * inv + g->dst_zp[n];
@@ -114,10 +116,13 @@ static void dnnq_epilogue_row(const dnnq_gemm_args_t *g, int64_t b, int64_t m, i
             const float al = po->alpha, be = po->beta;
             switch (po->alg) { /* the exact, common ones get vectorisable loops */
             case DNNQ_ELT_RELU:
-                for (int n = 0; n < nc; ++n) v[n] = v[n] > 0.0f ? v[n] : v[n] * al;
+                if (al == 0.0f)
+                    for (int n = 0; n < nc; ++n) v[n] = v[n] > 0.0f ? v[n] : 0.0f;
+                else
+                    for (int n = 0; n < nc; ++n) v[n] = v[n] > 0.0f ? v[n] : v[n] * al;
                 break;
             case DNNQ_ELT_LINEAR:
-                for (int n = 0; n < nc; ++n) v[n] = al * v[n] + be;
+                for (int n = 0; n < nc; ++n) v[n] = fmaf(al, v[n], be);
                 break;
             default:
                 for (int n = 0; n < nc; ++n) v[n] = dnnq_eltwise(po->alg, v[n], al, be);
