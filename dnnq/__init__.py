@@ -22,3 +22,4 @@ from dnnq.memory import MemoryDesc, u8, s8, s32, f32, as_dt
 from dnnq.attr import PrimitiveAttr
 from dnnq.post_ops import PostOps
 from dnnq.primitives.matmul import MatMul, InnerProduct
+from dnnq.primitives.gemm import gemm_u8s8s32, gemm_s8s8s32

@@ -1,5 +1,7 @@
 """MatMul and InnerProduct against the real oneDNN 3.2 (bit-exact) and, for the extensions
 oneDNN lacks, against the numpy model of tests/_quant_ref.py."""
+import zlib
+
 import numpy as np
 import pytest
 
@@ -89,7 +91,7 @@ def assert_same(out, ref):
 @pytest.mark.parametrize("src_dt", ["u8", "s8"])
 @pytest.mark.parametrize("dst_dt", ["s8", "u8", "s32", "f32"])
 def test_matmul_per_n_scales_zero_points_vs_onednn(isa, src_dt, dst_dt):
-    rng = np.random.default_rng(hash((src_dt, dst_dt, isa)) % 2**32)
+    rng = np.random.default_rng(zlib.crc32(repr((src_dt, dst_dt, isa)).encode()))
     M, K, N = 17, 65, 63
     src, wei = rand(rng, src_dt, (M, K)), rand(rng, "s8", (K, N))
     bias = rand(rng, "f32", (1, N))
