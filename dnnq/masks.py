@@ -191,6 +191,10 @@ def broadcast_index_strides(dims, mask):
     return tuple(strides)
 
 
+_F32 = np.dtype(np.float32)
+_I32 = np.dtype(np.int32)
+
+
 def _as_real_array(values, name, what):
     """np.asarray of ``values``, rejecting anything that is not real numbers."""
     if isinstance(values, (str, bytes)):
@@ -223,6 +227,14 @@ def check_scales(values, count, name):
     Bools, complex numbers, strings and objects are rejected.  Errors name ``name``.
     The result may share memory with ``values`` when it is already a contiguous f32 array.
     """
+    if type(values) is np.ndarray and values.dtype == _F32 and values.size == count:
+        # fast path of execute(): an f32 array of the right size; NaN fails both comparisons
+        flat = values.reshape(-1)
+        if count == 1:
+            if 0.0 < flat.item(0) < math.inf:
+                return flat
+        elif flat.min() > 0.0 and flat.max() < math.inf:
+            return np.ascontiguousarray(flat)
     arr = _as_real_array(values, name, "scales")
     _check_size(arr, count, name, "scales")
     with np.errstate(all="ignore"):
@@ -250,6 +262,8 @@ def check_zero_points(values, count, name):
     Non-integral or non-finite floats, bools, complex numbers and strings are rejected, and so
     is a wrong number of values.  Errors name ``name``.
     """
+    if type(values) is np.ndarray and values.dtype == _I32 and values.size == count:
+        return np.ascontiguousarray(values.reshape(-1))  # fast path: already s32
     if isinstance(values, Integral) and not isinstance(values, bool) \
             and not _S32_MIN <= int(values) <= _S32_MAX:
         raise invalid(name, f"zero point {int(values)}", f"values in s32 [{_S32_MIN}, {_S32_MAX}]")

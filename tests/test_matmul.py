@@ -206,7 +206,7 @@ def test_batched_matmul_broadcast_vs_onednn(isa, src_batch, wei_batch):
 @needs_onednn
 def test_matmul_per_k_src_zp_and_per_n_dst_zp_vs_onednn(isa):
     rng = np.random.default_rng(11)
-    M, K, N = 10, 37, 21
+    M, K, N = 10, 37, 150  # N over two 64-column panels: per-N vectors must follow them
     src, wei = rand(rng, "u8", (M, K)), rand(rng, "s8", (K, N))
     q = dict(src_zp=rng.integers(-20, 20, K).astype(np.int32), src_zp_mask=2,
              dst_zp=rng.integers(-5, 5, N).astype(np.int32), dst_zp_mask=2,

@@ -130,12 +130,13 @@ cdef class GemmPlan:
             packed, int64_t b_sb,
             col_comp, int64_t c_sb,
             wzp, int64_t wzp_sn, rowsum, int64_t r_sb,
-            bint raw_s32, scale, int64_t scale_sn,
+            bint raw_s32, float src_scale, scale, int64_t scale_sn,
             bias, int64_t bias_sb, int64_t bias_sm, int64_t bias_sn,
             list src1s,
-            float inv_dst_scale, dst_zp, int64_t dst_zp_sn,
+            float dst_scale, dst_zp, int64_t dst_zp_sn,
             dst, int64_t d_sb, int64_t d_sm, int nthreads):
         """One execution. Every array is C-contiguous and outlives the call; strides in elements.
+        src_scale / dst_scale are f32 values (1 when absent), scale the weights scales.
 
         src1s: one (array_f32, s_b, s_m, s_n) per binary post-op, None for the others.
         """
@@ -154,6 +155,7 @@ cdef class GemmPlan:
             g.rowsum = <const int32_t*>_ptr(rowsum)
             g.r_sb = r_sb
         g.raw_s32 = raw_s32
+        g.src_scale = src_scale
         g.scale = <const float*>_ptr(scale)
         g.scale_sn = scale_sn
         if bias is not None:
@@ -164,9 +166,10 @@ cdef class GemmPlan:
             if s is not None:
                 self.post[i].src1 = <const float*>_ptr(s[0])
                 self.post[i].s1_b, self.post[i].s1_m, self.post[i].s1_n = s[1], s[2], s[3]
-        g.inv_dst_scale = inv_dst_scale
+        # f32 reciprocal, then a multiply in the epilogue: what oneDNN does (not a division)
+        g.inv_dst_scale = <float>1.0 / dst_scale
         if dst_zp is not None:
-            g.dst_zp = <const float*>_ptr(dst_zp)
+            g.dst_zp = <const int32_t*>_ptr(dst_zp)
             g.dst_zp_sn = dst_zp_sn
         g.dst = _ptr(dst, True)
         g.d_sb, g.d_sm = d_sb, d_sm

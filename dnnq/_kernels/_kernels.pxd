@@ -36,6 +36,7 @@ cdef extern from "dnnq_kernels.h" nogil:
         const int32_t *rowsum
         int64_t r_sb
         int raw_s32
+        float src_scale
         const float *scale
         int64_t scale_sn
         const float *bias
@@ -43,7 +44,7 @@ cdef extern from "dnnq_kernels.h" nogil:
         int n_post
         const dnnq_postop_t *post
         float inv_dst_scale
-        const float *dst_zp
+        const int32_t *dst_zp
         int64_t dst_zp_sn
         void *dst
         int dst_dt

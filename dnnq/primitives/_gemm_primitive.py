@@ -141,6 +141,7 @@ class GemmCore:
                                    _plan.DT_CODE[dst_dt], post_specs)
         self.impl_info = f"{_plan.ISA_IMPL_NAME[self.isa]}:blocked"
         self.shift = 128 if src_dt == "s8" else 0
+        self._names = {}  # execution-arg id -> readable name, for messages
 
     # ---- execution-time pieces ----------------------------------------------------------------
     def _runtime(self, args, table, key_prefix, what, arg, check):
@@ -150,12 +151,17 @@ class GemmCore:
                 raise InvalidArguments(f"{self.prim}.execute: {arg_name(key)} was given but the "
                                        f"attribute sets no {what} mask for {arg_name(arg)}")
             return None
-        if key not in args:
+        value = args.get(key)
+        if value is None:
             raise InvalidArguments(f"{self.prim}.execute: missing {arg_name(key)} (the attribute "
                                    f"sets a {what} mask for {arg_name(arg)})")
         axis = table[arg]
         count = 1 if axis == "common" else (self.N if axis == "n" else self.K)
-        return check(args[key], count, arg_name(key)), axis
+        names = self._names
+        name = names.get(key)
+        if name is None:
+            name = names[key] = arg_name(key)
+        return check(value, count, name), axis
 
     def scales(self, args, arg):
         return self._runtime(args, self.scale_axis, A.DNNL_ARG_SCALE, "scales", arg,
@@ -169,17 +175,13 @@ class GemmCore:
         """a: C-contiguous (a_batch, M, K) u8/s8; pw: PackedGemmWeights; bias: None or
         (f32 array, strides); dst: C-contiguous (batch, M, N) array of the dst type."""
         N, K = self.N, self.K
-        # scales: f32(src_scale * wei_scale[n]), multiplied in f32 as oneDNN does
+        # scales: the kernel multiplies f32(src_scale * wei_scale[n]) (oneDNN's order)
         ss = self.scales(args, A.DNNL_ARG_SRC)
         ws = self.scales(args, A.DNNL_ARG_WEIGHTS)
         ds = self.scales(args, A.DNNL_ARG_DST)
-        scale, scale_sn = _ONE, 0
-        if ss is not None or ws is not None:
-            s = ss[0] if ss is not None else _ONE
-            w = ws[0] if ws is not None else _ONE
-            scale = np.multiply(s, w, dtype=np.float32) if ss is not None else w
-            scale_sn = 1 if scale.size > 1 else 0
-        inv_dst = float(np.float32(1.0) / ds[0][0]) if ds is not None else 1.0
+        src_scale = ss[0].item(0) if ss is not None else 1.0
+        scale, scale_sn = (ws[0], int(ws[0].size > 1)) if ws is not None else (_ONE, 0)
+        dst_scale = ds[0].item(0) if ds is not None else 1.0
         # compensation
         zs = self.zero_points(args, A.DNNL_ARG_SRC)
         zw = self.zero_points(args, A.DNNL_ARG_WEIGHTS)
@@ -208,11 +210,7 @@ class GemmCore:
             wzp_sn = 1 if wzp.size > 1 else 0
             rowsum = wrap_s32(a.sum(axis=-1, dtype=np.int64))
             r_sb = self.M if a_batch > 1 else 0
-        if zd is not None:
-            dzp = zd[0].astype(np.float32)
-            dzp_sn = 1 if dzp.size > 1 else 0
-        else:
-            dzp, dzp_sn = None, 0
+        dzp, dzp_sn = (zd[0], int(zd[0].size > 1)) if zd is not None else (None, 0)
         # binary post-op inputs, converted to f32 (the epilogue computes in f32)
         src1s = [None] * self.n_post
         for i, desc, strides in self.binary:
@@ -227,9 +225,9 @@ class GemmCore:
                       pw.packed, pw.batch_stride if pw.batch > 1 else 0,
                       col_comp, N if col_comp.shape[0] > 1 else 0,
                       wzp, wzp_sn, rowsum, r_sb,
-                      self.raw_s32, scale, scale_sn,
+                      self.raw_s32, src_scale, scale, scale_sn,
                       bias_arr, bsb, bsm, bsn, src1s,
-                      inv_dst, dzp, dzp_sn,
+                      dst_scale, dzp, dzp_sn,
                       dst, self.M * N, N, _dispatch.get_num_threads())
         return dst
 

@@ -126,7 +126,7 @@ class _GemmPrimitive:
             raise InvalidArguments(f"{self._name}.execute: dst must be a writable C-contiguous "
                                    "array (it is written in place)")
         for key, value in args.items():
-            if key != A.DNNL_ARG_DST and isinstance(value, np.ndarray) and \
+            if key != A.DNNL_ARG_DST and type(value) is np.ndarray and value.size > 1 and \
                     np.may_share_memory(dst, value):
                 raise InvalidArguments(f"{self._name}.execute: dst overlaps {arg_name(key)}; "
                                        "in-place execution is not supported")

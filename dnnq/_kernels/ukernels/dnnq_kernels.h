@@ -65,11 +65,12 @@ typedef struct {
     const int32_t *rowsum; int64_t r_sb;
     /* f32 epilogue */
     int raw_s32;                                            /* 1: write acc as is (s32 dst, no attrs) */
-    const float *scale; int64_t scale_sn;                   /* combined src*wei scale per column */
+    float src_scale;                                        /* 1 when absent */
+    const float *scale; int64_t scale_sn;                   /* weights scales (stride 0 or 1) */
     const float *bias; int64_t bias_sb, bias_sm, bias_sn;   /* NULL when no bias */
     int n_post; const dnnq_postop_t *post;
     float inv_dst_scale;
-    const float *dst_zp; int64_t dst_zp_sn;                 /* zero point as f32, stride 0 or 1 */
+    const int32_t *dst_zp; int64_t dst_zp_sn;               /* NULL when absent; stride 0 or 1 */
     /* destination */
     void *dst; int dst_dt; int64_t d_sb, d_sm;
 } dnnq_gemm_args_t;

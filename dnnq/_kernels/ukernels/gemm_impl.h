@@ -15,16 +15,18 @@
  * integer, ties to even, in the current (default) rounding mode, and vectorises everywhere. */
 #define DNNQ_RNE_MAGIC 12582912.0f
 
-static void dnnq_store_row(const dnnq_gemm_args_t *g, const float *v, void *out, int nc) {
+static void dnnq_store_row(const dnnq_gemm_args_t *g, const float *v, void *out, int64_t n0,
+                           int nc) {
     const float inv = g->inv_dst_scale;
     float d[DNNQ_NR];
     if (!g->dst_zp) { /* no zero point: no "+ 0.0f", which would turn -0.0f into +0.0f */
         for (int n = 0; n < nc; ++n) d[n] = v[n] * inv;
     } else if (g->dst_zp_sn == 0) {
-        const float zp = g->dst_zp[0];
+        const float zp = (float)g->dst_zp[0];
         for (int n = 0; n < nc; ++n) d[n] = v[n] * inv + zp;
     } else {
-        for (int n = 0; n < nc; ++n) d[n] = v[n] * inv + g->dst_zp[n];
+        const int32_t *zp = g->dst_zp + n0;
+        for (int n = 0; n < nc; ++n) d[n] = v[n] * inv + (float)zp[n];
     }
     switch (g->dst_dt) {
     case DNNQ_DT_F32: memcpy(out, d, sizeof(float) * nc); break;
@@ -96,11 +98,13 @@ static void dnnq_epilogue_row(const dnnq_gemm_args_t *g, int64_t b, int64_t m, i
         memcpy(drow, ai, sizeof(int32_t) * nc);
         return;
     }
+    /* f32(src_scale * wei_scale[n]) first, then times the accumulator (oneDNN's order) */
+    const float ss = g->src_scale;
     if (g->scale_sn) {
         const float *s = g->scale + n0;
-        for (int n = 0; n < nc; ++n) v[n] = (float)ai[n] * s[n];
+        for (int n = 0; n < nc; ++n) v[n] = (float)ai[n] * (ss * s[n]);
     } else {
-        const float s = g->scale[0];
+        const float s = ss * g->scale[0];
         for (int n = 0; n < nc; ++n) v[n] = (float)ai[n] * s;
     }
     if (g->bias) {
@@ -146,7 +150,7 @@ static void dnnq_epilogue_row(const dnnq_gemm_args_t *g, int64_t b, int64_t m, i
             for (int n = 0; n < nc; ++n) v[n] += sc * (dnnq_load_dst_f32(drow, g->dst_dt, n) - zp);
         }
     }
-    dnnq_store_row(g, v, drow, nc);
+    dnnq_store_row(g, v, drow, n0, nc);
 }
 
 void DNNQ_FN(dnnq_gemm_block)(const dnnq_gemm_args_t *g, int64_t b, int64_t m0, int64_t mc,
