@@ -13,8 +13,17 @@ import sys
 from dnnq.bench.matmul import DEFAULT_MATMULS, run_matmul
 
 
-def _onednn():
-    """The test bridge, when the source tree's tests/ is around and oneDNN is installed."""
+# dnnq ISA level -> oneDNN's ONEDNN_MAX_CPU_ISA value, so both run the same instructions
+_ONEDNN_ISA = {"default": "SSE41", "avx2": "AVX2", "avx2_vnni": "AVX2_VNNI",
+               "avx512_core_vnni": "AVX512_CORE_VNNI"}
+
+
+def _onednn(peer_isa):
+    """The test bridge, when the source tree's tests/ is around and oneDNN is installed.
+    oneDNN reads its ISA cap once, when it loads: set it first."""
+    import dnnq
+    cap = _ONEDNN_ISA[dnnq.get_effective_cpu_isa()] if peer_isa == "same" else peer_isa.upper()
+    os.environ["ONEDNN_MAX_CPU_ISA"] = cap
     here = os.path.dirname(os.path.abspath(__file__))
     for cand in (os.path.join(here, "..", "..", "tests"), os.path.join(os.getcwd(), "tests")):
         if os.path.isdir(os.path.join(cand, "onednn_ref")):
@@ -39,6 +48,10 @@ def main(argv=None):
                     help="P: performance (time), C: correctness against oneDNN")
     ap.add_argument("--min-time", type=float, default=0.3, help="seconds per measurement")
     ap.add_argument("--no-peers", action="store_true", help="time dnnq only")
+    ap.add_argument("--peer-isa", default="same",
+                    help="ONEDNN_MAX_CPU_ISA for the oneDNN peer: 'same' (default: the ISA dnnq "
+                         "dispatches to, a like-for-like comparison) or a oneDNN name, e.g. ALL "
+                         "(lets oneDNN use AMX where the CPU has it; dnnq has no AMX kernel)")
     opts = ap.parse_args(argv)
     problems = list(opts.matmul)
     if opts.batch:
@@ -53,7 +66,7 @@ def main(argv=None):
         import dnnq
         dnnq.set_num_threads(opts.threads)
         os.environ["OMP_NUM_THREADS"] = str(opts.threads)
-    ref = None if opts.no_peers else _onednn()
+    ref = None if opts.no_peers else _onednn(opts.peer_isa)
     return run_matmul(problems, opts, ref)
 
 

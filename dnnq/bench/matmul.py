@@ -1,5 +1,6 @@
 """Matmul problems for the driver: u8 x s8 -> dst with per-N weight scales and an f32 bias
 (the issue's target configuration), timed for dnnq and, when given, oneDNN."""
+import os
 import time
 
 import numpy as np
@@ -48,7 +49,8 @@ def run_matmul(problems, opts, ref):
     sdt, wdt, ddt = opts.dt.split(":")
     rng = np.random.default_rng(0)
     print(f"dnnq {dnnq.__version__}  isa={dnnq.get_effective_cpu_isa()}  "
-          f"threads={dnnq.get_num_threads()}  dt={opts.dt}  peers={'oneDNN 3.2' if ref else 'none'}")
+          f"threads={dnnq.get_num_threads()}  dt={opts.dt}  peers="
+          f"{'oneDNN 3.2 (ONEDNN_MAX_CPU_ISA=' + os.environ.get('ONEDNN_MAX_CPU_ISA', '') + ')' if ref else 'none'}")
     print(f"{'problem':22s} {'kernel':28s} {'dnnq us':>9s} {'GOPS':>7s} "
           f"{'oneDNN us':>10s} {'ratio':>6s}  oneDNN kernel")
     ratios = []

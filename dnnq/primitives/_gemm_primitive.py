@@ -28,6 +28,12 @@ from dnnq._kernels import _gemm
 from dnnq import _dispatch
 
 _ONE = np.ones(1, np.float32)
+_KEY_SS = A.DNNL_ARG_SCALE | A.DNNL_ARG_SRC
+_KEY_WS = A.DNNL_ARG_SCALE | A.DNNL_ARG_WEIGHTS
+_KEY_DS = A.DNNL_ARG_SCALE | A.DNNL_ARG_DST
+_KEY_ZS = A.DNNL_ARG_ATTR_ZERO_POINTS | A.DNNL_ARG_SRC
+_KEY_ZW = A.DNNL_ARG_ATTR_ZERO_POINTS | A.DNNL_ARG_WEIGHTS
+_KEY_ZD = A.DNNL_ARG_ATTR_ZERO_POINTS | A.DNNL_ARG_DST
 _ZERO_F = np.zeros(1, np.float32)
 _I32 = np.iinfo(np.int32)
 
@@ -141,51 +147,49 @@ class GemmCore:
                                    _plan.DT_CODE[dst_dt], post_specs)
         self.impl_info = f"{_plan.ISA_IMPL_NAME[self.isa]}:blocked"
         self.shift = 128 if src_dt == "s8" else 0
-        self._names = {}  # execution-arg id -> readable name, for messages
+        self._specs = self._runtime_specs()
 
     # ---- execution-time pieces ----------------------------------------------------------------
-    def _runtime(self, args, table, key_prefix, what, arg, check):
-        key = key_prefix | arg
-        if arg not in table:
-            if key in args:
-                raise InvalidArguments(f"{self.prim}.execute: {arg_name(key)} was given but the "
-                                       f"attribute sets no {what} mask for {arg_name(arg)}")
-            return None
-        value = args.get(key)
-        if value is None:
-            raise InvalidArguments(f"{self.prim}.execute: missing {arg_name(key)} (the attribute "
-                                   f"sets a {what} mask for {arg_name(arg)})")
-        axis = table[arg]
-        count = 1 if axis == "common" else (self.N if axis == "n" else self.K)
-        names = self._names
-        name = names.get(key)
-        if name is None:
-            name = names[key] = arg_name(key)
-        return check(value, count, name), axis
+    def _runtime_specs(self):
+        """(key, count, name, checker, axis) of every runtime scale / zero point, fixed at
+        creation so that execute only looks them up."""
+        specs = {}
+        for table, prefix, check in ((self.scale_axis, A.DNNL_ARG_SCALE, _masks.check_scales),
+                                     (self.zp_axis, A.DNNL_ARG_ATTR_ZERO_POINTS,
+                                      _masks.check_zero_points)):
+            for arg, axis in table.items():
+                count = 1 if axis == "common" else (self.N if axis == "n" else self.K)
+                key = prefix | arg
+                specs[key] = (count, arg_name(key), check, axis)
+        return specs
 
-    def scales(self, args, arg):
-        return self._runtime(args, self.scale_axis, A.DNNL_ARG_SCALE, "scales", arg,
-                             _masks.check_scales)
-
-    def zero_points(self, args, arg):
-        return self._runtime(args, self.zp_axis, A.DNNL_ARG_ATTR_ZERO_POINTS, "zero-points",
-                             arg, _masks.check_zero_points)
+    def runtime_values(self, args):
+        """Validated runtime scales / zero points: dict key -> (array, axis)."""
+        out = {}
+        for key, (count, name, check, axis) in self._specs.items():
+            value = args.get(key)
+            if value is None:
+                raise InvalidArguments(f"{self.prim}.execute: missing {name} (the attribute sets "
+                                       "a mask for it)")
+            out[key] = (check(value, count, name), axis)
+        return out
 
     def run(self, args, a, a_batch, pw, bias, dst):
         """a: C-contiguous (a_batch, M, K) u8/s8; pw: PackedGemmWeights; bias: None or
         (f32 array, strides); dst: C-contiguous (batch, M, N) array of the dst type."""
         N, K = self.N, self.K
+        rt = self.runtime_values(args) if self._specs else {}
         # scales: the kernel multiplies f32(src_scale * wei_scale[n]) (oneDNN's order)
-        ss = self.scales(args, A.DNNL_ARG_SRC)
-        ws = self.scales(args, A.DNNL_ARG_WEIGHTS)
-        ds = self.scales(args, A.DNNL_ARG_DST)
+        ss = rt.get(_KEY_SS)
+        ws = rt.get(_KEY_WS)
+        ds = rt.get(_KEY_DS)
         src_scale = ss[0].item(0) if ss is not None else 1.0
         scale, scale_sn = (ws[0], int(ws[0].size > 1)) if ws is not None else (_ONE, 0)
         dst_scale = ds[0].item(0) if ds is not None else 1.0
+        zs = rt.get(_KEY_ZS)
+        zw = rt.get(_KEY_ZW)
+        zd = rt.get(_KEY_ZD)
         # compensation
-        zs = self.zero_points(args, A.DNNL_ARG_SRC)
-        zw = self.zero_points(args, A.DNNL_ARG_WEIGHTS)
-        zd = self.zero_points(args, A.DNNL_ARG_DST)
         colsum = pw.colsum  # (wb, N) int32
         if zs is None and zw is None:
             col_comp = pw.comp_for_shift(self.shift)
@@ -242,5 +246,9 @@ def check_known_args(prim, args, known):
                 what = A.name(key)
             except InvalidArguments:
                 what = repr(key)
+            hint = ""
+            if isinstance(key, int) and key & (A.DNNL_ARG_SCALE | A.DNNL_ARG_ATTR_ZERO_POINTS):
+                hint = " (the attribute sets no scales / zero-points mask for it)"
             raise InvalidArguments(f"{prim}.execute: argument {what} is not used by this "
-                                   f"primitive; accepted: {', '.join(sorted(A.name(k) for k in known))}")
+                                   f"primitive{hint}; accepted: "
+                                   f"{', '.join(sorted(A.name(k) for k in known))}")

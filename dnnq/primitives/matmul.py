@@ -70,6 +70,8 @@ class _GemmPrimitive:
         known |= {A.DNNL_ARG_ATTR_ZERO_POINTS | a for a in core.zp_axis}
         known |= {A.DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | A.DNNL_ARG_SRC_1 for i, _, _ in core.binary}
         self._known = frozenset(known)
+        self._alias_candidates = [A.DNNL_ARG_SRC, A.DNNL_ARG_BIAS] + [
+            A.DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | A.DNNL_ARG_SRC_1 for i, _, _ in core.binary]
 
     def prepare_weights(self, w):
         """Pack weights once (VNNI blocked layout + column sums) for repeated execution."""
@@ -125,9 +127,10 @@ class _GemmPrimitive:
         if not (dst.flags.c_contiguous and dst.flags.writeable):
             raise InvalidArguments(f"{self._name}.execute: dst must be a writable C-contiguous "
                                    "array (it is written in place)")
-        for key, value in args.items():
-            if key != A.DNNL_ARG_DST and type(value) is np.ndarray and value.size > 1 and \
-                    np.may_share_memory(dst, value):
+        # the inputs big enough to be a view of dst (scales and zero points are not)
+        for key in self._alias_candidates:
+            value = args.get(key)
+            if type(value) is np.ndarray and np.may_share_memory(dst, value):
                 raise InvalidArguments(f"{self._name}.execute: dst overlaps {arg_name(key)}; "
                                        "in-place execution is not supported")
 
