@@ -21,5 +21,8 @@ from dnnq.masks import (
 from dnnq.memory import MemoryDesc, u8, s8, s32, f32, as_dt
 from dnnq.attr import PrimitiveAttr
 from dnnq.post_ops import PostOps
+from dnnq._verbose import set_verbose, get_verbose
+from dnnq._cache import (set_primitive_cache_capacity, get_primitive_cache_capacity,
+                         primitive_cache_size)
 from dnnq.primitives.matmul import MatMul, InnerProduct
 from dnnq.primitives.gemm import gemm_u8s8s32, gemm_s8s8s32

@@ -142,6 +142,14 @@ cdef class GemmPlan:
         """
         cdef dnnq_gemm_args_t g = self.g
         cdef int i
+        # the post-op table is copied per call: binary inputs differ between concurrent
+        # executions of one primitive from several Python threads
+        cdef dnnq_postop_t local_post[32]
+        if g.n_post > 32:
+            raise ValueError("at most 32 post-ops")
+        for i in range(g.n_post):
+            local_post[i] = self.post[i]
+        g.post = local_post
         g.a = <const uint8_t*>_ptr(a)
         g.a_sb, g.a_sm = a_sb, a_sm
         g.a_xor = 0x80808080 if s8_src else 0
@@ -164,8 +172,8 @@ cdef class GemmPlan:
         for i in range(g.n_post):
             s = src1s[i]
             if s is not None:
-                self.post[i].src1 = <const float*>_ptr(s[0])
-                self.post[i].s1_b, self.post[i].s1_m, self.post[i].s1_n = s[1], s[2], s[3]
+                local_post[i].src1 = <const float*>_ptr(s[0])
+                local_post[i].s1_b, local_post[i].s1_m, local_post[i].s1_n = s[1], s[2], s[3]
         # f32 reciprocal, then a multiply in the epilogue: what oneDNN does (not a division)
         g.inv_dst_scale = <float>1.0 / dst_scale
         if dst_zp is not None:

@@ -11,9 +11,14 @@ Support table (masks are over the tensor's own logical dims; "ext" = beyond oneD
 Data types: src u8 / s8, weights s8, bias f32 / s32 / s8 / u8, dst f32 / s32 / s8 / u8.
 Post-ops: eltwise (every algorithm), binary (src1 broadcastable to dst), sum (one).
 """
+import copy
+import time
+
 import numpy as np
 
 from dnnq import args as A
+from dnnq import _verbose
+from dnnq._cache import CachedPrimitive
 from dnnq import masks as _masks
 from dnnq.errors import InvalidArguments, Unimplemented
 from dnnq.memory import MemoryDesc
@@ -52,10 +57,11 @@ def _plain_resolver(prim, dims_of):
     return resolve
 
 
-class _GemmPrimitive:
+class _GemmPrimitive(metaclass=CachedPrimitive):
     """Shared execute path of MatMul and InnerProduct."""
 
     _name = "gemm"
+    _kind = "gemm"
 
     def _finish_init(self, core, bias_desc):
         self._core = core
@@ -70,6 +76,8 @@ class _GemmPrimitive:
         known |= {A.DNNL_ARG_ATTR_ZERO_POINTS | a for a in core.zp_axis}
         known |= {A.DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | A.DNNL_ARG_SRC_1 for i, _, _ in core.binary}
         self._known = frozenset(known)
+        if _verbose.enabled(2):
+            self._verbose("create", None)
         self._alias_candidates = [A.DNNL_ARG_SRC, A.DNNL_ARG_BIAS] + [
             A.DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | A.DNNL_ARG_SRC_1 for i, _, _ in core.binary]
 
@@ -113,8 +121,22 @@ class _GemmPrimitive:
             dst = np.empty(self.dst_desc.dims, dtype=self.dst_desc.numpy_dtype)
         else:
             self._check_dst(dst, src, args)
+        if _verbose._level:
+            t0 = time.perf_counter()
+            core.run(args, a, self._a_batch, pw, bias, dst)
+            self._verbose("exec", (time.perf_counter() - t0) * 1e3)
+            return dst
         core.run(args, a, self._a_batch, pw, bias, dst)
         return dst
+
+    def _verbose(self, event, ms):
+        c = self._core
+        problem = f"{c.M}x{c.K}:{c.K}x{c.N}" if c.batch == 1 else \
+            f"{c.batch}x{c.M}x{c.K}:{c.batch}x{c.K}x{c.N}"
+        _verbose.line(event, self._kind, self.impl_info,
+                      (("src", self.src_desc), ("wei", self.weights_desc),
+                       ("bia", self.bias_desc), ("dst", self.dst_desc)),
+                      self.attr, problem, ms)
 
     def _check_dst(self, dst, src, args):
         d = self.dst_desc
@@ -145,6 +167,7 @@ class MatMul(_GemmPrimitive):
     """
 
     _name = "MatMul"
+    _kind = "matmul"
 
     def __init__(self, src_desc, weights_desc, dst_desc, bias_desc=None, attr=None):
         p = self._name
@@ -176,7 +199,7 @@ class MatMul(_GemmPrimitive):
                                        f"weights batches ({sb[0]}, {wb[0]})")
         self.src_desc, self.weights_desc, self.dst_desc = src_desc, weights_desc, dst_desc
         self.bias_desc = bias_desc
-        self.attr = attr
+        self.attr = copy.deepcopy(attr)  # the caller may change theirs later
         self._a_batch = sb[0] if nd == 3 else 1
         per_last = 1 << (nd - 1)
         dims_of = {A.DNNL_ARG_SRC: src_desc.dims, A.DNNL_ARG_WEIGHTS: weights_desc.dims,
@@ -227,6 +250,7 @@ class InnerProduct(_GemmPrimitive):
     """
 
     _name = "InnerProduct"
+    _kind = "inner_product"
 
     def __init__(self, src_desc, weights_desc, dst_desc, bias_desc=None, attr=None):
         p = self._name
@@ -247,7 +271,7 @@ class InnerProduct(_GemmPrimitive):
         K = int(np.prod(rest))
         self.src_desc, self.weights_desc, self.dst_desc = src_desc, weights_desc, dst_desc
         self.bias_desc = bias_desc
-        self.attr = attr
+        self.attr = copy.deepcopy(attr)  # the caller may change theirs later
         self._a_batch = 1
         dims_of = {A.DNNL_ARG_SRC: src_desc.dims, A.DNNL_ARG_WEIGHTS: weights_desc.dims,
                    A.DNNL_ARG_DST: dst_desc.dims}

@@ -1,0 +1,118 @@
+/* C interface of the toolkit kernels (reorder, eltwise, binary, sum, concat, pooling, softmax).
+ *
+ * Pointwise engine
+ * ----------------
+ * Every element-wise primitive is one loop nest over an iteration space of up to
+ * DNNQ_PW_MAXD dims (the destination's physical order, with mergeable dims collapsed by the
+ * Python side) and a short "program" of stages run on chunks of up to DNNQ_PW_CHUNK elements
+ * of the innermost dim, held as f32 in a few stack buffers:
+ *
+ *   LOAD      buf[b]  = f32(operand[a])
+ *   BIN_OPND  buf[b]  = alg(buf[b], f32(operand[a]))        (operand may broadcast: stride 0)
+ *   BIN_BUF   buf[b]  = alg(buf[b], buf[a])
+ *   BIN_CONST buf[b]  = alg(buf[b], alpha)
+ *   ELTWISE   buf[b]  = alg(buf[b]; alpha, beta)
+ *   STORE     operand[a] = saturate(rne(buf[b]))            (f32: as is)
+ *   COPY      operand[a2] = operand[a]                      (raw, same data type)
+ *
+ * Operands are tensors or runtime parameter vectors (scales, zero points), each with its own
+ * element strides over the iteration space (0 = broadcast).  Work items are (row, block of the
+ * innermost dim); a driver splits [0, n_items) over threads.  Each ISA compiles the same code
+ * (toolkit_impl.h) with its own flags; the results are identical on every ISA (no contraction,
+ * explicit fmaf where oneDNN fuses).
+ */
+#ifndef DNNQ_TOOLKIT_H
+#define DNNQ_TOOLKIT_H
+#include <stdint.h>
+#include "dnnq_kernels.h"
+
+#define DNNQ_PW_MAXD 12
+#define DNNQ_PW_CHUNK 512
+#define DNNQ_PW_NBUF 4
+
+enum {
+    DNNQ_PW_LOAD = 1, DNNQ_PW_BIN_OPND = 2, DNNQ_PW_BIN_BUF = 3, DNNQ_PW_BIN_CONST = 4,
+    DNNQ_PW_ELTWISE = 5, DNNQ_PW_STORE = 6, DNNQ_PW_COPY = 7
+};
+
+typedef struct {
+    const char *ptr;               /* address of iteration index (0, ..., 0) */
+    int dt;                        /* DNNQ_DT_* */
+    int64_t st[DNNQ_PW_MAXD];      /* element strides along the iteration dims */
+} dnnq_pw_opnd_t;
+
+typedef struct {
+    int op, buf, arg, arg2, alg;
+    float alpha, beta;
+} dnnq_pw_stage_t;
+
+typedef struct {
+    int ndims;
+    int64_t dims[DNNQ_PW_MAXD];
+    int64_t block;                 /* length of a work item along the innermost dim */
+    int n_opnds;
+    const dnnq_pw_opnd_t *opnds;
+    int n_stages;
+    const dnnq_pw_stage_t *stages;
+} dnnq_pw_plan_t;
+
+/* Pooling.  Spatial dims are padded to 3 (D, H, W; missing ones have size 1).  The values of
+ * one output row (channels-last: the C channels of one position; plain: the OW outputs of one
+ * (n, c, od, oh)) are computed into buffer 0 as f32, then `epi` (post-ops + STORE, iteration
+ * space = the destination's physical dims, uncollapsed) runs on them.  `raw_store` (max pooling
+ * into the source data type without post-ops) writes the integer result directly. */
+enum { DNNQ_POOL_MAX = 0, DNNQ_POOL_AVG_INC = 1, DNNQ_POOL_AVG_EXC = 2 };
+
+typedef struct {
+    int alg, src_dt, channels_last, raw_store;
+    int64_t N, C, ID, IH, IW, OD, OH, OW;
+    int64_t KD, KH, KW, SD, SH, SW, DD, DH, DW;   /* DD.. = dilation + 1 */
+    int64_t PD, PH, PW;                            /* left padding */
+    const char *src;
+    void *dst;
+    dnnq_pw_plan_t epi;
+} dnnq_pool_args_t;
+
+/* Softmax over one axis.  Rows are the positions of the other dims (iteration dims `dims`,
+ * with the source and destination strides of each); the axis has length `axis_len` and
+ * strides `src_as` / `dst_as`.  y = softmax(f32(src)) (or log-softmax), then
+ * d = (y * scale) * inv_dst_scale, stored with saturation / rne. */
+typedef struct {
+    int logsoftmax, src_dt, dst_dt;
+    int ndims;
+    int64_t dims[DNNQ_PW_MAXD], src_st[DNNQ_PW_MAXD], dst_st[DNNQ_PW_MAXD];
+    int64_t axis_len, src_as, dst_as;
+    float scale, inv_dst_scale;
+    const char *src;
+    char *dst;
+} dnnq_softmax_args_t;
+
+typedef void (*dnnq_pw_run_fn)(const dnnq_pw_plan_t *p, int64_t it0, int64_t it1);
+typedef void (*dnnq_pool_run_fn)(const dnnq_pool_args_t *a, int64_t it0, int64_t it1);
+typedef void (*dnnq_softmax_run_fn)(const dnnq_softmax_args_t *a, int64_t it0, int64_t it1, float *work);
+
+#define DNNQ_DECLARE_TOOLKIT(isa)                                                             \
+    void dnnq_pw_run_##isa(const dnnq_pw_plan_t *p, int64_t it0, int64_t it1);                \
+    void dnnq_pool_run_##isa(const dnnq_pool_args_t *a, int64_t it0, int64_t it1);            \
+    void dnnq_softmax_run_##isa(const dnnq_softmax_args_t *a, int64_t it0, int64_t it1,       \
+                                float *work);
+
+DNNQ_DECLARE_TOOLKIT(portable)
+DNNQ_DECLARE_TOOLKIT(avx2)
+DNNQ_DECLARE_TOOLKIT(avx512)
+
+/* ISA level (DNNQ_ISA_*) -> kernel; `name` receives "portable", "avx2" or "avx512". */
+dnnq_pw_run_fn dnnq_pw_run_for_isa(int isa);
+dnnq_pool_run_fn dnnq_pool_run_for_isa(int isa);
+dnnq_softmax_run_fn dnnq_softmax_run_for_isa(int isa);
+const char *dnnq_toolkit_isa_name(int isa);
+
+/* Number of work items of a pointwise plan: rows * blocks per row. */
+static inline int64_t dnnq_pw_items(const dnnq_pw_plan_t *p) {
+    int64_t rows = 1;
+    for (int d = 0; d + 1 < p->ndims; ++d) rows *= p->dims[d];
+    const int64_t inner = p->ndims > 0 ? p->dims[p->ndims - 1] : 1;
+    const int64_t blk = p->block > 0 ? p->block : inner;
+    return rows * ((inner + blk - 1) / blk);
+}
+#endif

@@ -1,0 +1,69 @@
+"""DNNQ_VERBOSE: one line per primitive execution (and creation, at level 2), in the style of
+oneDNN's ONEDNN_VERBOSE:
+
+    dnnq_verbose,exec,cpu,matmul,avx512_core_vnni:blocked,src:u8:ab:128x768 wei:s8:ab:768x3072 dst:s8:ab:128x3072,attr-scales:src:0+wei:2+dst:0 attr-post-ops:eltwise_relu,128x768:768x3072,0.512
+
+Fields: marker, event (create / exec), engine, primitive kind, implementation, memory
+descriptors, attributes, problem, milliseconds.  Enable with DNNQ_VERBOSE=1 (executions) or 2
+(creations too), or dnnq.set_verbose(level) at run time; lines go to stdout.
+"""
+import os
+import sys
+
+from dnnq import args as A
+
+_level = 0
+try:
+    _level = int(os.environ.get("DNNQ_VERBOSE", "0") or 0)
+except ValueError:
+    _level = 0
+
+
+def set_verbose(level):
+    """0: silent, 1: one line per execution, 2: also one per creation. Returns the old level."""
+    global _level
+    old, _level = _level, int(level)
+    return old
+
+
+def get_verbose():
+    return _level
+
+
+def enabled(level=1):
+    return _level >= level
+
+
+def attr_str(attr):
+    if attr is None:
+        return ""
+    parts = []
+    sc = attr.scales_args()
+    if sc:
+        parts.append("attr-scales:" + "+".join(f"{A.name(a)}:{m}" for a, m in sorted(sc.items())))
+    zp = attr.zero_points_args()
+    if zp:
+        parts.append("attr-zero-points:" + "+".join(f"{A.name(a)}:{m}"
+                                                     for a, m in sorted(zp.items())))
+    ops = attr.post_ops
+    if len(ops):
+        names = []
+        for i in range(len(ops)):
+            op, kind = ops[i], ops.kind(i)
+            if kind == "eltwise":
+                names.append(f"eltwise_{op.alg}:{op.alpha:g}:{op.beta:g}")
+            elif kind == "binary":
+                names.append(f"binary_{op.alg}:{op.src1_desc.dims_str()}")
+            elif kind == "sum":
+                names.append(f"sum:{op.scale:g}:{op.zero_point}")
+            else:
+                names.append(kind)
+        parts.append("attr-post-ops:" + "+".join(names))
+    return " ".join(parts)
+
+
+def line(event, kind, impl, descs, attr, problem, ms=None):
+    md = " ".join(f"{name}:{d.dims_str()}" for name, d in descs if d is not None)
+    t = "" if ms is None else f"{ms:.4f}"
+    sys.stdout.write(f"dnnq_verbose,{event},cpu,{kind},{impl},{md},{attr_str(attr)},{problem},{t}\n")
+    sys.stdout.flush()

@@ -1,0 +1,133 @@
+"""CPU dispatch, the ISA cap, threads, verbose mode, the primitive cache and concurrent
+execution from several Python threads."""
+import os
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+import dnnq
+from dnnq import MemoryDesc, PrimitiveAttr, PostOps, DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST
+from dnnq import DNNL_ARG_SCALE, DNNL_ARG_SRC_1, DNNL_ARG_ATTR_MULTIPLE_POST_OP
+from _quant_ref import matmul_acc
+
+
+def _run(code, **env):
+    e = dict(os.environ)
+    e.update(env)
+    return subprocess.run([sys.executable, "-c", code], env=e, capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+def test_effective_isa_and_cap_from_environment():
+    levels = dnnq.available_isa_levels()
+    assert dnnq.get_effective_cpu_isa() in levels
+    assert _run("import dnnq; print(dnnq.get_effective_cpu_isa())",
+                DNNQ_MAX_CPU_ISA="default") == "default"
+    # oneDNN spellings are accepted, and a cap above the CPU changes nothing
+    assert _run("import dnnq; print(dnnq.get_effective_cpu_isa())",
+                DNNQ_MAX_CPU_ISA="ALL") == levels[-1]
+    if "avx2" in levels:
+        assert _run("import dnnq; print(dnnq.get_effective_cpu_isa())",
+                    DNNQ_MAX_CPU_ISA="AVX2") == "avx2"
+
+
+def test_cpu_info_is_consistent():
+    info = dnnq.cpu_info()
+    assert info["effective_isa"] == dnnq.get_effective_cpu_isa()
+    if info["detected_isa"] == "avx512_core_vnni":
+        assert info["avx512_vnni"] and info["avx512bw"] and info["os_saves_zmm"]
+    if info["avx512_vnni"] and info["avx512f"] and info["avx512bw"] and info["avx512vl"] \
+            and info["avx512dq"]:
+        assert info["detected_isa"] == "avx512_core_vnni"
+
+
+def test_set_max_cpu_isa_validates():
+    with pytest.raises(dnnq.InvalidArguments, match="isa"):
+        dnnq.set_max_cpu_isa("avx9000")
+
+
+def test_threads():
+    old = dnnq.get_num_threads()
+    try:
+        dnnq.set_num_threads(1)
+        assert dnnq.get_num_threads() == 1
+        for bad in (0, -1, 1.5, True, "2"):
+            with pytest.raises(dnnq.InvalidArguments):
+                dnnq.set_num_threads(bad)
+    finally:
+        dnnq.set_num_threads(old)
+
+
+def _matmul(M=33, K=70, N=90, binary=False):
+    attr = PrimitiveAttr()
+    attr.set_scales_mask(DNNL_ARG_WEIGHTS, 2)
+    if binary:
+        ops = PostOps()
+        ops.append_binary("add", MemoryDesc((M, N), "f32"))
+        attr.set_post_ops(ops)
+    return dnnq.MatMul(MemoryDesc((M, K), "u8"), MemoryDesc((K, N), "s8"),
+                       MemoryDesc((M, N), "s32" if not binary else "f32"), attr=attr)
+
+
+def test_verbose_lines(capfd):
+    old = dnnq.set_verbose(1)
+    try:
+        p = _matmul()
+        rng = np.random.default_rng(0)
+        p.execute({DNNL_ARG_SRC: rng.integers(0, 255, (33, 70), dtype=np.uint8),
+                   DNNL_ARG_WEIGHTS: rng.integers(-128, 127, (70, 90), dtype=np.int8),
+                   DNNL_ARG_SCALE | DNNL_ARG_WEIGHTS: np.ones(90, np.float32)})
+    finally:
+        dnnq.set_verbose(old)
+    out = capfd.readouterr().out.strip().splitlines()
+    assert len(out) == 1
+    fields = out[0].split(",")
+    assert fields[:4] == ["dnnq_verbose", "exec", "cpu", "matmul"]
+    assert fields[4] == p.impl_info and "u8:ab:33x70" in fields[5]
+    assert "attr-scales:weights:2" in fields[6] and fields[7] == "33x70:70x90"
+    assert float(fields[8]) >= 0
+
+
+def test_primitive_cache_returns_the_same_primitive():
+    a, b = _matmul(), _matmul()
+    assert a is b
+    assert _matmul(N=91) is not a
+    old = dnnq.set_primitive_cache_capacity(0)
+    try:
+        assert _matmul() is not a
+    finally:
+        dnnq.set_primitive_cache_capacity(old)
+
+
+def test_concurrent_execution_from_python_threads():
+    # one primitive, several Python threads, each with its own binary post-op input
+    M, K, N = 40, 64, 96
+    p = _matmul(M, K, N, binary=True)
+    rng = np.random.default_rng(1)
+    w = rng.integers(-128, 127, (K, N), dtype=np.int8)
+    pw = p.prepare_weights(w)
+    jobs = []
+    for t in range(6):
+        x = rng.integers(0, 255, (M, K), dtype=np.uint8)
+        b = rng.normal(0, 100, (M, N)).astype(np.float32)
+        ref = matmul_acc(x, w).astype(np.float32) + b
+        jobs.append((x, b, ref))
+    errors = []
+
+    def work(x, b, ref):
+        for _ in range(30):
+            out = p.execute({DNNL_ARG_SRC: x, DNNL_ARG_WEIGHTS: pw,
+                             DNNL_ARG_SCALE | DNNL_ARG_WEIGHTS: np.ones(N, np.float32),
+                             DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1: b})
+            if not np.array_equal(out, ref):
+                errors.append(1)
+
+    threads = [threading.Thread(target=work, args=j) for j in jobs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
