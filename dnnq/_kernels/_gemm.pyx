@@ -113,6 +113,8 @@ cdef class GemmPlan:
         self.mc = mr * 8
         self.n_mblocks = (M + self.mc - 1) // self.mc
         self.min_work_per_thread = 1 << 17
+        # relu / linear only: the ISA's fused epilogue applies (where it has one)
+        self.g.fast_epi = all(k == 1 and alg in (0, 6) for k, alg, _, _ in post_ops)
         self.g.n_post = len(post_ops)
         if self.g.n_post:
             self.post = <dnnq_postop_t*>malloc(sizeof(dnnq_postop_t) * self.g.n_post)

@@ -36,6 +36,7 @@ cdef extern from "dnnq_kernels.h" nogil:
         const int32_t *rowsum
         int64_t r_sb
         int raw_s32
+        int fast_epi
         float src_scale
         const float *scale
         int64_t scale_sn

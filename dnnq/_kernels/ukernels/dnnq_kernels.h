@@ -65,6 +65,7 @@ typedef struct {
     const int32_t *rowsum; int64_t r_sb;
     /* f32 epilogue */
     int raw_s32;                                            /* 1: write acc as is (s32 dst, no attrs) */
+    int fast_epi;                                           /* post-ops are only relu / linear */
     float src_scale;                                        /* 1 when absent */
     const float *scale; int64_t scale_sn;                   /* weights scales (stride 0 or 1) */
     const float *bias; int64_t bias_sb, bias_sm, bias_sn;   /* NULL when no bias */

@@ -84,4 +84,76 @@ static void dnnq_ukr(int mr, int64_t K, const uint8_t *a, int64_t lda, uint32_t 
     }
 }
 
+/* The fused epilogue of the common case, in AVX-512 on the stored tile: per-N (or common)
+ * compensation, scales, bias and dst zero point, relu / linear post-ops, any dst type.
+ * Operation for operation the same f32 arithmetic as dnnq_epilogue_row (gemm_impl.h), hence
+ * the same bits; it only avoids that generic code's passes over stack arrays. */
+static void fast_epilogue_avx512(const dnnq_gemm_args_t *g, int64_t b, int64_t m, int mr,
+                                 int64_t n0, int nc, const int32_t *tile) {
+    __m512 sc[4], bi[4], zp[4];
+    __m512i cc[4];
+    __mmask16 km[4];
+    const float ss = g->src_scale;
+    const int has_bias = g->bias != NULL, has_zp = g->dst_zp != NULL;
+    for (int j = 0; j < 4; ++j) {
+        const int left = nc - 16 * j;
+        km[j] = left >= 16 ? (__mmask16)0xFFFF : (left <= 0 ? 0 : (__mmask16)((1u << left) - 1));
+        cc[j] = _mm512_maskz_loadu_epi32(km[j], g->col_comp + b * g->c_sb + n0 + 16 * j);
+        sc[j] = g->scale_sn ? _mm512_mul_ps(_mm512_set1_ps(ss),
+                                            _mm512_maskz_loadu_ps(km[j], g->scale + n0 + 16 * j))
+                            : _mm512_set1_ps(ss * g->scale[0]);
+        if (has_bias)
+            bi[j] = g->bias_sn ? _mm512_maskz_loadu_ps(km[j], g->bias + n0 + 16 * j)
+                               : _mm512_set1_ps(g->bias[0]);
+        if (has_zp)
+            zp[j] = g->dst_zp_sn
+                        ? _mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(km[j], g->dst_zp + n0 + 16 * j))
+                        : _mm512_set1_ps((float)g->dst_zp[0]);
+    }
+    const __m512 inv = _mm512_set1_ps(g->inv_dst_scale), zero = _mm512_setzero_ps();
+    const int dt = g->dst_dt;
+    const int esz = dt == DNNQ_DT_S8 || dt == DNNQ_DT_U8 ? 1 : 4;
+    const __m512 lo = _mm512_set1_ps(dt == DNNQ_DT_S8 ? -128.0f : dt == DNNQ_DT_U8 ? 0.0f : -2147483648.0f);
+    const __m512 hi = _mm512_set1_ps(dt == DNNQ_DT_S8 ? 127.0f : dt == DNNQ_DT_U8 ? 255.0f : 2147483520.0f);
+    const __m512 nanv = _mm512_set1_ps(dt == DNNQ_DT_S8 ? 127.0f : 0.0f);
+    for (int r = 0; r < mr; ++r) {
+        char *drow = (char *)g->dst + ((b * g->d_sb + (m + r) * g->d_sm + n0) * esz);
+        for (int j = 0; j < 4 && km[j]; ++j) {
+            const __m512i ai = _mm512_add_epi32(_mm512_loadu_si512(tile + r * DNNQ_NR + 16 * j), cc[j]);
+            if (g->raw_s32) {
+                _mm512_mask_storeu_epi32(drow + 64 * j, km[j], ai);
+                continue;
+            }
+            __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(ai), sc[j]);
+            if (has_bias) v = _mm512_add_ps(v, bi[j]);
+            for (int i = 0; i < g->n_post; ++i) {
+                const dnnq_postop_t *po = &g->post[i];
+                if (po->alg == DNNQ_ELT_RELU) {
+                    if (po->alpha == 0.0f) v = _mm512_max_ps(v, zero); /* -0.0 and NaN give +0 */
+                    else v = _mm512_mask_mov_ps(_mm512_mul_ps(v, _mm512_set1_ps(po->alpha)),
+                                                _mm512_cmp_ps_mask(v, zero, _CMP_GT_OQ), v);
+                } else { /* linear, fused as oneDNN does */
+                    v = _mm512_fmadd_ps(_mm512_set1_ps(po->alpha), v, _mm512_set1_ps(po->beta));
+                }
+            }
+            __m512 d = _mm512_mul_ps(v, inv);
+            if (has_zp) d = _mm512_add_ps(d, zp[j]);
+            if (dt == DNNQ_DT_F32) {
+                _mm512_mask_storeu_ps(drow + 64 * j, km[j], d);
+                continue;
+            }
+            d = _mm512_mask_mov_ps(d, _mm512_cmp_ps_mask(d, d, _CMP_UNORD_Q), nanv);
+            d = _mm512_min_ps(_mm512_max_ps(d, lo), hi);
+            const __m512i q = _mm512_cvtps_epi32(d); /* MXCSR default: round half to even */
+            if (dt == DNNQ_DT_S8)
+                _mm_mask_storeu_epi8(drow + 16 * j, km[j], _mm512_cvtsepi32_epi8(q));
+            else if (dt == DNNQ_DT_U8)
+                _mm_mask_storeu_epi8(drow + 16 * j, km[j], _mm512_cvtusepi32_epi8(q));
+            else
+                _mm512_mask_storeu_epi32(drow + 64 * j, km[j], q);
+        }
+    }
+}
+#define DNNQ_FAST_EPILOGUE fast_epilogue_avx512
+
 #include "gemm_impl.h"

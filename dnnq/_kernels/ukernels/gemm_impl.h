@@ -160,11 +160,24 @@ void DNNQ_FN(dnnq_gemm_block)(const dnnq_gemm_args_t *g, int64_t b, int64_t m0, 
     const int nc = (int)(g->N - n0 < DNNQ_NR ? g->N - n0 : DNNQ_NR);
     const int8_t *bp = g->b + b * g->b_sb + p * g->K4 * 4 * DNNQ_NR;
     const uint8_t *abase = g->a + b * g->a_sb;
+#ifdef DNNQ_FAST_EPILOGUE
+    /* the common epilogue (per-N vectors, relu / linear, any dst type) in intrinsics */
+    const int fast = g->fast_epi && !g->wzp && (!g->bias || (g->bias_sb == 0 && g->bias_sm == 0));
+#else
+    const int fast = 0;
+#endif
     for (int64_t m = m0; m < m0 + mc; m += DNNQ_MR) {
         const int mr = (int)(m0 + mc - m < DNNQ_MR ? m0 + mc - m : DNNQ_MR);
         dnnq_ukr(mr, g->K, abase + m * g->a_sm, g->a_sm, g->a_xor, bp, tile);
+#ifdef DNNQ_FAST_EPILOGUE
+        if (fast) {
+            DNNQ_FAST_EPILOGUE(g, b, m, mr, n0, nc, tile);
+            continue;
+        }
+#endif
         for (int r = 0; r < mr; ++r) dnnq_epilogue_row(g, b, m + r, n0, nc, tile + r * DNNQ_NR);
     }
+    (void)fast;
 }
 
 void DNNQ_FN(dnnq_gemm_ukr)(int mr, int64_t K, const uint8_t *a, int64_t lda, uint32_t a_xor,
