@@ -17,8 +17,11 @@ from _quant_ref import matmul_acc
 def _run(code, **env):
     e = dict(os.environ)
     e.update(env)
+    # run outside the source tree, so that `import dnnq` finds the installed package and not
+    # the uncompiled dnnq/ folder of the checkout
     return subprocess.run([sys.executable, "-c", code], env=e, capture_output=True, text=True,
-                          check=True).stdout.strip()
+                          check=True, cwd=os.path.dirname(os.path.dirname(os.__file__))
+                          ).stdout.strip()
 
 
 def test_effective_isa_and_cap_from_environment():
