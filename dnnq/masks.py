@@ -192,6 +192,18 @@ def broadcast_index_strides(dims, mask):
 
 
 _F32 = np.dtype(np.float32)
+
+
+def _all_finite_positive(x):
+    """Compiled check when the kernels are built (this module must import without them)."""
+    global _all_finite_positive
+    try:
+        from dnnq._kernels._gemm import all_finite_positive as fast
+    except ImportError:  # pure-Python use of dnnq.masks
+        def fast(v):
+            return bool(v.min() > 0.0 and v.max() < math.inf)
+    _all_finite_positive = fast
+    return fast(x)
 _I32 = np.dtype(np.int32)
 
 
@@ -233,8 +245,8 @@ def check_scales(values, count, name):
         if count == 1:
             if 0.0 < flat.item(0) < math.inf:
                 return flat
-        elif flat.min() > 0.0 and flat.max() < math.inf:
-            return np.ascontiguousarray(flat)
+        elif flat.flags.c_contiguous and _all_finite_positive(flat):
+            return flat
     arr = _as_real_array(values, name, "scales")
     _check_size(arr, count, name, "scales")
     with np.errstate(all="ignore"):

@@ -203,3 +203,17 @@ cdef class GemmPlan:
                 mb = it % nmb
                 m0 = mb * mc
                 fn(g, b, m0, mc if M - m0 > mc else M - m0, p)
+
+
+def all_finite_positive(const float[::1] x):
+    """True when every value is finite and > 0 (NaN fails): the fast check of runtime scales."""
+    cdef Py_ssize_t i
+    cdef float v
+    cdef bint ok = True
+    with nogil:
+        for i in range(x.shape[0]):
+            v = x[i]
+            if not (v > 0.0 and v < <float>3.4028234663852886e38 * <float>2.0):
+                ok = False
+                break
+    return ok
