@@ -45,15 +45,39 @@ def best_time(fn, min_time):
     return best
 
 
+def torch_linear(x_u8, w_s8, bias, ss, ws, ds, threads):
+    """PyTorch's quantized Linear on the same problem (quint8 x qint8 per-channel -> quint8,
+    f32 bias), or None when PyTorch is not installed.  Returns (callable, engine name)."""
+    try:
+        import warnings
+        import torch
+    except ImportError:
+        return None
+    warnings.filterwarnings("ignore", message=".*quantized tensor creation.*")
+    torch.set_num_threads(threads)
+    engine = "x86" if "x86" in torch.backends.quantized.supported_engines else "fbgemm"
+    torch.backends.quantized.engine = engine
+    N, K = w_s8.shape[1], w_s8.shape[0]
+    xq = torch._make_per_tensor_quantized_tensor(torch.from_numpy(x_u8), float(ss[0]), 0)
+    wq = torch._make_per_channel_quantized_tensor(
+        torch.from_numpy(np.ascontiguousarray(w_s8.T)), torch.from_numpy(ws.astype(np.float64)),
+        torch.zeros(N, dtype=torch.long), 0)
+    lin = torch.ao.nn.quantized.Linear(K, N, dtype=torch.qint8)
+    lin.set_weight_bias(wq, torch.from_numpy(bias.reshape(-1).copy()))
+    lin.scale, lin.zero_point = float(ds[0]), 0
+    return (lambda: lin(xq)), f"torch:{engine}"
+
+
 def run_matmul(problems, opts, ref):
     sdt, wdt, ddt = opts.dt.split(":")
     rng = np.random.default_rng(0)
     print(f"dnnq {dnnq.__version__}  isa={dnnq.get_effective_cpu_isa()}  "
           f"threads={dnnq.get_num_threads()}  dt={opts.dt}  peers="
           f"{'oneDNN 3.2 (ONEDNN_MAX_CPU_ISA=' + os.environ.get('ONEDNN_MAX_CPU_ISA', '') + ')' if ref else 'none'}")
+    use_torch = not opts.no_peers
     print(f"{'problem':22s} {'kernel':28s} {'dnnq us':>9s} {'GOPS':>7s} "
-          f"{'oneDNN us':>10s} {'ratio':>6s}  oneDNN kernel")
-    ratios = []
+          f"{'oneDNN us':>10s} {'ratio':>6s} {'torch us':>9s} {'ratio':>6s}  peers")
+    ratios, torch_ratios = [], []
     failures = 0
     for desc in problems:
         M, K, N = parse(desc)
@@ -76,6 +100,7 @@ def run_matmul(problems, opts, ref):
         t_dnnq = best_time(lambda: p.execute(args), opts.min_time)
         gops = 2 * M * K * N / t_dnnq / 1e9
         line = f"{desc:22s} {p.impl_info:28s} {t_dnnq * 1e6:9.1f} {gops:7.0f}"
+        peers = []
         if ref is not None:
             h = ref.MatmulHandle(src, wei, bias, ddt, src_scales=ss, wei_scales=ws,
                                  wei_scale_mask=2, dst_scales=ds)
@@ -83,12 +108,24 @@ def run_matmul(problems, opts, ref):
             same = np.array_equal(h.execute(), p.execute(args))
             failures += not same
             ratios.append(t_dnnq / t_ref)
-            line += f" {t_ref * 1e6:10.1f} {t_dnnq / t_ref:6.2f}  {h.impl}" + \
-                ("" if same else "  RESULTS DIFFER")
+            line += f" {t_ref * 1e6:10.1f} {t_dnnq / t_ref:6.2f}"
+            peers.append(h.impl + ("" if same else " RESULTS DIFFER"))
             h.close()
-        print(line, flush=True)
-    if ratios:
-        gm = float(np.exp(np.mean(np.log(ratios))))
-        print(f"geometric mean time ratio dnnq/oneDNN: {gm:.3f} over {len(ratios)} problems "
-              f"(< 1 means dnnq is faster); max {max(ratios):.2f}")
+        else:
+            line += f" {'-':>10s} {'-':>6s}"
+        tl = torch_linear(src, wei, bias, ss, ws, ds, dnnq.get_num_threads()) \
+            if use_torch and sdt == "u8" else None
+        if tl is not None:
+            t_t = best_time(tl[0], opts.min_time)
+            torch_ratios.append(t_dnnq / t_t)
+            line += f" {t_t * 1e6:9.1f} {t_dnnq / t_t:6.2f}"
+            peers.append(tl[1])
+        else:
+            line += f" {'-':>9s} {'-':>6s}"
+        print(line + "  " + ", ".join(peers), flush=True)
+    for peer, rs in (("oneDNN", ratios), ("PyTorch quantized Linear", torch_ratios)):
+        if rs:
+            gm = float(np.exp(np.mean(np.log(rs))))
+            print(f"geometric mean time ratio dnnq/{peer}: {gm:.3f} over {len(rs)} problems "
+                  f"(< 1 means dnnq is faster); max {max(rs):.2f}")
     return 1 if failures else 0

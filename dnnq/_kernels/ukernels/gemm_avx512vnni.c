@@ -52,6 +52,44 @@ DNNQ_ALWAYS_INLINE void tile_avx512(const int MR, const int XOR, int64_t K, cons
 }
 
 
+/* One row (M = 1, the batch-1 case): with only 4 accumulators the vpdpbusd latency chain would
+ * bound the loop, so k is split over two accumulator sets (even / odd k4), summed at the end. */
+DNNQ_ALWAYS_INLINE void row1_avx512(const int XOR, int64_t K, const uint8_t *a, const int8_t *bp,
+                                    int32_t *c) {
+    const __m512i vx = _mm512_set1_epi32((int)0x80808080);
+    __m512i e0 = _mm512_setzero_si512(), e1 = e0, e2 = e0, e3 = e0;
+    __m512i o0 = e0, o1 = e0, o2 = e0, o3 = e0;
+    const int64_t K4f = K / 4;
+    int64_t k4 = 0;
+    for (; k4 + 1 < K4f; k4 += 2) {
+        const int8_t *bk = bp + k4 * 4 * DNNQ_NR;
+        __m512i av = _mm512_set1_epi32((int)dnnq_load_a4(a, k4));
+        __m512i aw = _mm512_set1_epi32((int)dnnq_load_a4(a, k4 + 1));
+        if (XOR) { av = _mm512_xor_si512(av, vx); aw = _mm512_xor_si512(aw, vx); }
+        e0 = _mm512_dpbusd_epi32(e0, av, _mm512_loadu_si512((const void *)bk));
+        e1 = _mm512_dpbusd_epi32(e1, av, _mm512_loadu_si512((const void *)(bk + 64)));
+        e2 = _mm512_dpbusd_epi32(e2, av, _mm512_loadu_si512((const void *)(bk + 128)));
+        e3 = _mm512_dpbusd_epi32(e3, av, _mm512_loadu_si512((const void *)(bk + 192)));
+        o0 = _mm512_dpbusd_epi32(o0, aw, _mm512_loadu_si512((const void *)(bk + 256)));
+        o1 = _mm512_dpbusd_epi32(o1, aw, _mm512_loadu_si512((const void *)(bk + 320)));
+        o2 = _mm512_dpbusd_epi32(o2, aw, _mm512_loadu_si512((const void *)(bk + 384)));
+        o3 = _mm512_dpbusd_epi32(o3, aw, _mm512_loadu_si512((const void *)(bk + 448)));
+    }
+    if (k4 < K4f) {
+        const int8_t *bk = bp + k4 * 4 * DNNQ_NR;
+        __m512i av = _mm512_set1_epi32((int)dnnq_load_a4(a, k4));
+        if (XOR) av = _mm512_xor_si512(av, vx);
+        e0 = _mm512_dpbusd_epi32(e0, av, _mm512_loadu_si512((const void *)bk));
+        e1 = _mm512_dpbusd_epi32(e1, av, _mm512_loadu_si512((const void *)(bk + 64)));
+        e2 = _mm512_dpbusd_epi32(e2, av, _mm512_loadu_si512((const void *)(bk + 128)));
+        e3 = _mm512_dpbusd_epi32(e3, av, _mm512_loadu_si512((const void *)(bk + 192)));
+    }
+    _mm512_storeu_si512((void *)c, _mm512_add_epi32(e0, o0));
+    _mm512_storeu_si512((void *)(c + 16), _mm512_add_epi32(e1, o1));
+    _mm512_storeu_si512((void *)(c + 32), _mm512_add_epi32(e2, o2));
+    _mm512_storeu_si512((void *)(c + 48), _mm512_add_epi32(e3, o3));
+}
+
 /* The K % 4 tail, added into the stored tile (kept out of the main loop: with it inside,
  * gcc 12 spills the accumulators on every iteration). */
 DNNQ_ALWAYS_INLINE void tail_avx512(int mr, const int XOR, int64_t K, const uint8_t *a,
@@ -76,7 +114,13 @@ static void dnnq_ukr(int mr, int64_t K, const uint8_t *a, int64_t lda, uint32_t 
         if (a_xor) tile_avx512(m, 1, K, a, lda, bp, c);                                           \
         else tile_avx512(m, 0, K, a, lda, bp, c);                                                 \
         break;
-    switch (mr) { DNNQ_CASE(1) DNNQ_CASE(2) DNNQ_CASE(3) DNNQ_CASE(4) DNNQ_CASE(5) DNNQ_CASE(6) }
+    switch (mr) {
+    case 1:
+        if (a_xor) row1_avx512(1, K, a, bp, c);
+        else row1_avx512(0, K, a, bp, c);
+        break;
+    DNNQ_CASE(2) DNNQ_CASE(3) DNNQ_CASE(4) DNNQ_CASE(5) DNNQ_CASE(6)
+    }
 #undef DNNQ_CASE
     if (K & 3) {
         if (a_xor) tail_avx512(mr, 1, K, a, lda, bp, c);
