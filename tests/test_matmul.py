@@ -284,3 +284,44 @@ def test_plain_weights_equal_prepared(isa):
     b, _ = run_dnnq(src, wei, None, "s32", {}, prepared=False)
     np.testing.assert_array_equal(a, b)
     np.testing.assert_array_equal(a, matmul_acc(src, wei))
+
+
+EXACT_ELTWISE = {"relu", "linear", "clip", "clip_v2", "abs", "square", "sqrt", "round",
+                 "hardsigmoid", "hardswish"}
+ELTWISE_PARAMS = {
+    "relu": (0.2, 0.0), "tanh": (0.0, 0.0), "elu": (0.7, 0.0), "square": (0.0, 0.0),
+    "abs": (0.0, 0.0), "sqrt": (0.0, 0.0), "linear": (0.3, -1.5), "soft_relu": (1.0, 0.0),
+    "logistic": (0.0, 0.0), "exp": (0.0, 0.0), "gelu_tanh": (0.0, 0.0), "gelu_erf": (0.0, 0.0),
+    "swish": (1.5, 0.0), "log": (0.0, 0.0), "clip": (-1.0, 2.0), "clip_v2": (-1.0, 2.0),
+    "pow": (0.5, 2.0), "round": (0.0, 0.0), "mish": (0.0, 0.0), "hardswish": (1 / 6, 0.5),
+    "hardsigmoid": (0.2, 0.5),
+}
+
+
+@needs_onednn
+@pytest.mark.parametrize("alg", sorted(ELTWISE_PARAMS))
+@pytest.mark.parametrize("dst_dt", ["s8", "f32"])
+def test_every_eltwise_post_op_vs_onednn(alg, dst_dt):
+    """Exact algorithms bit-identical; transcendental ones (libm, not oneDNN's polynomial
+    approximations) within a few f32 ulp, so an int8 result may differ by 1 on rare elements
+    (SPEC 5): bound 1 on at most 1% of the elements."""
+    rng = np.random.default_rng(zlib.crc32(alg.encode()))
+    M, K, N = 16, 48, 70
+    src, wei = rand(rng, "u8", (M, K)), rand(rng, "s8", (K, N))
+    if alg in ("sqrt", "log", "pow"):  # keep them in their domain: non-negative weights
+        wei = np.abs(wei.astype(np.int16)).clip(0, 127).astype(np.int8)
+    alpha, beta = ELTWISE_PARAMS[alg]
+    q = dict(src_scales=np.array([0.02], np.float32),
+             wei_scales=rng.uniform(1e-3, 2e-2, N).astype(np.float32), wei_scale_mask=2,
+             dst_scales=np.array([0.05 if dst_dt == "s8" else 1.0], np.float32))
+    ops = [("eltwise", alg, alpha, beta)]
+    out, _ = run_dnnq(src, wei, None, dst_dt, q, ops)
+    ref = run_ref(src, wei, None, dst_dt, q, ops)
+    if alg in EXACT_ELTWISE:
+        assert_same(out, ref)
+    elif dst_dt == "f32":
+        # oneDNN approximates near 0 with an absolute error up to ~8e-6 (soft_relu)
+        np.testing.assert_allclose(out, ref, rtol=2e-6, atol=1e-5)
+    else:
+        diff = np.abs(out.astype(np.int32) - ref.astype(np.int32))
+        assert diff.max() <= 1 and (diff > 0).mean() <= 0.01
