@@ -23,7 +23,14 @@ from dnnq import masks as _masks
 from dnnq.errors import InvalidArguments, Unimplemented
 from dnnq.memory import MemoryDesc
 from dnnq.primitives._plan import PackedGemmWeights
-from dnnq.primitives._gemm_primitive import GemmCore, check_known_args, arg_name, broadcast_strides
+from dnnq.primitives._gemm_primitive import (GemmCore, check_known_args, arg_name,
+                                             broadcast_strides, _KEY_SS, _KEY_WS, _KEY_DS, _ONE)
+from dnnq._kernels._gemm import all_finite_positive as _all_finite_positive
+from dnnq._dispatch import get_num_threads as _get_num_threads
+
+_F32 = np.dtype(np.float32)
+_INF = float("inf")
+_NO_SRC1 = [[None] * n for n in range(33)]  # src1 lists of a chain without binary post-ops
 
 _SRC_DTS = ("u8", "s8")
 _DST_DTS = ("f32", "s32", "s8", "u8")
@@ -76,6 +83,7 @@ class _GemmPrimitive(metaclass=CachedPrimitive):
         known |= {A.DNNL_ARG_ATTR_ZERO_POINTS | a for a in core.zp_axis}
         known |= {A.DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | A.DNNL_ARG_SRC_1 for i, _, _ in core.binary}
         self._known = frozenset(known)
+        self._fast_plan()
         if _verbose.enabled(2):
             self._verbose("create", None)
         self._alias_candidates = [A.DNNL_ARG_SRC, A.DNNL_ARG_BIAS] + [
@@ -95,8 +103,96 @@ class _GemmPrimitive(metaclass=CachedPrimitive):
             return w
         return self.prepare_weights(w)
 
+    def _fast_plan(self):
+        """What the fast path of execute needs, computed once (see _execute_fast)."""
+        c = self._core
+        self._fast = (not c.binary and not c.zp_axis and not self.src_desc.is_channels_last
+                      and (self.bias_desc is None or self.bias_desc.dt == "f32"))
+        self._src_np = self.src_desc.numpy_dtype
+        self._src_dims = tuple(self.src_desc.dims)
+        self._dst_np = self.dst_desc.numpy_dtype
+        self._dst_dims = tuple(self.dst_desc.dims)
+        self._bias_dims = tuple(self.bias_desc.dims) if self.bias_desc is not None else None
+        self._scale_specs = [(key, count) for key, (count, _, _, _) in c._specs.items()]
+        self._nthreads = None
+
+    def _execute_fast(self, args):
+        """The common case (plain contiguous arrays of the right types, packed weights, f32 or
+        no bias, scales only, no binary post-op): every check of the general path, without
+        its generality.  Returns None to hand over to the general path (which also produces
+        the error messages)."""
+        if type(args) is not dict:
+            return None
+        known = self._known
+        for key in args:
+            if key not in known:
+                return None
+        src = args.get(A.DNNL_ARG_SRC)
+        if type(src) is not np.ndarray or src.dtype is not self._src_np or \
+                src.shape != self._src_dims or not src.flags.c_contiguous:
+            return None
+        pw = args.get(A.DNNL_ARG_WEIGHTS)
+        if type(pw) is not PackedGemmWeights or pw.owner is not self._key:
+            return None
+        bias = None
+        if self._bias_dims is not None:
+            bias = args.get(A.DNNL_ARG_BIAS)
+            if type(bias) is not np.ndarray or bias.dtype is not _F32 or \
+                    bias.shape != self._bias_dims or not bias.flags.c_contiguous:
+                return None
+        vals = {}
+        for key, count in self._scale_specs:
+            v = args.get(key)
+            if type(v) is not np.ndarray or v.dtype is not _F32 or v.size != count or \
+                    not v.flags.c_contiguous:
+                return None
+            if count == 1:
+                x = v.item(0)
+                if not 0.0 < x < _INF:
+                    return None
+                vals[key] = x
+            else:
+                if v.ndim != 1 or not _all_finite_positive(v):
+                    return None
+                vals[key] = v
+        dst = args.get(A.DNNL_ARG_DST)
+        if dst is None:
+            if self._core.has_sum:
+                return None
+            dst = np.empty(self._dst_dims, self._dst_np)
+        elif type(dst) is not np.ndarray or dst.dtype is not self._dst_np or \
+                dst.shape != self._dst_dims or not dst.flags.c_contiguous or \
+                not dst.flags.writeable or np.may_share_memory(dst, src) or \
+                (bias is not None and np.may_share_memory(dst, bias)):
+            return None
+        c = self._core
+        ws = vals.get(_KEY_WS)
+        if ws is None:
+            scale, scale_sn = _ONE, 0
+        elif type(ws) is float:
+            scale, scale_sn = np.full(1, ws, np.float32), 0
+        else:
+            scale, scale_sn = ws, 1
+        col_comp = pw.comp_for_shift(c.shift)
+        bs = self._bias_strides
+        if _verbose._level:
+            t0 = time.perf_counter()
+        c.plan.run(src.view(np.uint8), c.M * c.K if self._a_batch > 1 else 0, c.K, c.shift != 0,
+                   pw.packed, pw.batch_stride if pw.batch > 1 else 0,
+                   col_comp, c.N if col_comp.shape[0] > 1 else 0,
+                   None, 0, None, 0, c.raw_s32, vals.get(_KEY_SS, 1.0), scale, scale_sn,
+                   bias, bs[0] if bs else 0, bs[1] if bs else 0, bs[2] if bs else 0, _NO_SRC1[c.n_post],
+                   vals.get(_KEY_DS, 1.0), None, 0, dst, c.M * c.N, c.N, _get_num_threads())
+        if _verbose._level:
+            self._verbose("exec", (time.perf_counter() - t0) * 1e3)
+        return dst
+
     def execute(self, args):
         """Run once. args: {DNNL_ARG_*: ndarray}; returns dst (written in place if given)."""
+        if self._fast:
+            dst = self._execute_fast(args)
+            if dst is not None:
+                return dst
         core = self._core
         check_known_args(self._name, args, self._known)
         for need, what in ((A.DNNL_ARG_SRC, "src"), (A.DNNL_ARG_WEIGHTS, "weights")):
