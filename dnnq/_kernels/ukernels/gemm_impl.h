@@ -166,8 +166,12 @@ void DNNQ_FN(dnnq_gemm_block)(const dnnq_gemm_args_t *g, int64_t b, int64_t m0, 
 #else
     const int fast = 0;
 #endif
-    for (int64_t m = m0; m < m0 + mc; m += DNNQ_MR) {
-        const int mr = (int)(m0 + mc - m < DNNQ_MR ? m0 + mc - m : DNNQ_MR);
+    /* rows split evenly over the tiles (32 rows: 5,5,6,5,5,6 rather than 6,6,6,6,6,2): a
+     * short tile reuses each loaded B vector for fewer rows */
+    const int64_t ntiles = (mc + DNNQ_MR - 1) / DNNQ_MR;
+    for (int64_t t = 0; t < ntiles; ++t) {
+        const int64_t m = m0 + (mc * t) / ntiles;
+        const int mr = (int)(m0 + (mc * (t + 1)) / ntiles - m);
         dnnq_ukr(mr, g->K, abase + m * g->a_sm, g->a_sm, g->a_xor, bp, tile);
 #ifdef DNNQ_FAST_EPILOGUE
         if (fast) {
