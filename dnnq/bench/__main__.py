@@ -1,21 +1,33 @@
-"""python -m dnnq.bench: time dnnq primitives on benchdnn problem descriptors, and where the
-peers are installed (the real oneDNN through the test bridge, PyTorch) time them on the same
-problem in the same process with the same threads, and print the ratio.
+"""python -m dnnq.bench: a benchdnn-style driver.
 
-    python -m dnnq.bench                          # the embedded default: BERT-base matmuls
-    python -m dnnq.bench --matmul 128x768:768x3072 --matmul 1x768:768x768 --threads 1
-    python -m dnnq.bench --batch=FILE             # one descriptor per line (# comments)
+Knobs apply to the problems that follow them, as in benchdnn:
+
+    python -m dnnq.bench                                   # embedded default: BERT-base matmuls
+    python -m dnnq.bench --matmul 128x768:768x3072 1x768:768x768
+    python -m dnnq.bench --matmul --dt=s8:s8:f32 --attr-scales=src:common:0.25+wei:per_oc \\
+        --attr-zero-points=src:common:3 --attr-post-ops=relu 512x768:768x768
+    python -m dnnq.bench --ip mb128ic768oc3072 --mode=C
+    python -m dnnq.bench --batch=FILE                      # knobs and descriptors, # comments
+
+Common knobs: --mode=P|C (performance, the default here / correctness against oneDNN),
+--threads=N, --min-time=SECONDS, --no-peers, --peer-isa=same|ALL, --reset.
+Per problem it prints the kernel, the time, GOPS and, where the peers are installed (the real
+oneDNN through tests/onednn_ref, PyTorch), their times in the same process and the ratios.
+Drivers not implemented yet (conv, deconv, rnn, pool, ...) are reported and skipped.
 """
-import argparse
 import os
+import shlex
 import sys
 
-from dnnq.bench.matmul import DEFAULT_MATMULS, run_matmul
+from dnnq.bench.problems import parse_matmul, parse_ip, parse_quant, parse_post_ops
 
-
-# dnnq ISA level -> oneDNN's ONEDNN_MAX_CPU_ISA value, so both run the same instructions
+DEFAULT = ["--matmul", "1x768:768x768", "1x768:768x3072", "128x768:768x768",
+           "128x768:768x3072", "512x768:768x768", "512x768:768x3072", "512x3072:3072x768",
+           "32x512:512x2048"]
 _ONEDNN_ISA = {"default": "SSE41", "avx2": "AVX2", "avx2_vnni": "AVX2_VNNI",
                "avx512_core_vnni": "AVX512_CORE_VNNI"}
+_DEFAULTS = {"dt": "u8:s8:s8", "attr-scales": "src:common:0.05+wei:per_oc+dst:common:0.5",
+             "attr-zero-points": "", "attr-post-ops": "", "bia-dt": "f32", "mode": "P"}
 
 
 def _onednn(peer_isa):
@@ -36,38 +48,64 @@ def _onednn(peer_isa):
     return onednn_ref if onednn_ref.available() else None
 
 
+def _expand(argv):
+    out = []
+    for a in argv:
+        if a.startswith("--batch="):
+            with open(a.split("=", 1)[1]) as f:
+                for line in f:
+                    line = line.split("#", 1)[0].strip()
+                    if line:
+                        out.extend(_expand(shlex.split(line)))
+        else:
+            out.append(a)
+    return out
+
+
 def main(argv=None):
-    ap = argparse.ArgumentParser(prog="python -m dnnq.bench", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--matmul", action="append", default=[],
-                    help="MxK:KxN (benchdnn matmul descriptor), repeatable")
-    ap.add_argument("--batch", help="file of descriptors, one per line")
-    ap.add_argument("--dt", default="u8:s8:s8", help="src:wei:dst data types (default u8:s8:s8)")
-    ap.add_argument("--threads", type=int, default=None, help="OpenMP threads (default: all)")
-    ap.add_argument("--mode", default="P", choices=["P", "C"],
-                    help="P: performance (time), C: correctness against oneDNN")
-    ap.add_argument("--min-time", type=float, default=0.3, help="seconds per measurement")
-    ap.add_argument("--no-peers", action="store_true", help="time dnnq only")
-    ap.add_argument("--peer-isa", default="same",
-                    help="ONEDNN_MAX_CPU_ISA for the oneDNN peer: 'same' (default: the ISA dnnq "
-                         "dispatches to, a like-for-like comparison) or a oneDNN name, e.g. ALL "
-                         "(lets oneDNN use AMX where the CPU has it; dnnq has no AMX kernel)")
-    opts = ap.parse_args(argv)
-    problems = list(opts.matmul)
-    if opts.batch:
-        with open(opts.batch) as f:
-            for line in f:
-                line = line.split("#")[0].strip()
-                if line:
-                    problems.append(line.replace("--matmul", "").strip())
-    if not problems:
-        problems = DEFAULT_MATMULS
-    if opts.threads:
-        import dnnq
-        dnnq.set_num_threads(opts.threads)
-        os.environ["OMP_NUM_THREADS"] = str(opts.threads)
-    ref = None if opts.no_peers else _onednn(opts.peer_isa)
-    return run_matmul(problems, opts, ref)
+    argv = _expand(sys.argv[1:] if argv is None else argv)
+    if "-h" in argv or "--help" in argv:
+        print(__doc__)
+        return 0
+    knobs = dict(_DEFAULTS)
+    opts = {"threads": None, "min-time": 0.3, "no-peers": False, "peer-isa": "same"}
+    driver = "matmul"
+    problems = []
+    argv = list(argv)
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        i += 1
+        if a.startswith("--"):
+            key, eq, value = a[2:].partition("=")
+            if not eq and (key in knobs or key in ("threads", "min-time", "peer-isa")) \
+                    and i < len(argv):
+                value = argv[i]  # "--knob value" as well as "--knob=value"
+                i += 1
+            if key in ("matmul", "ip", "conv", "deconv", "rnn", "pool", "reorder", "eltwise",
+                       "binary", "sum", "concat", "softmax", "lnorm", "bnorm"):
+                driver = key
+                if value:
+                    problems.append((driver, value, dict(knobs)))
+            elif key == "reset":
+                knobs = dict(_DEFAULTS)
+            elif key in knobs:
+                knobs[key] = value
+            elif key in opts:
+                opts[key] = True if key == "no-peers" else value
+            else:
+                print(f"dnnq.bench: unknown option {a!r} (ignored)", file=sys.stderr)
+        else:
+            problems.append((driver, a, dict(knobs)))
+    if not problems:  # the embedded default set, with whatever knobs were given
+        problems = [("matmul", d, dict(knobs)) for d in DEFAULT[1:]]
+    import dnnq
+    if opts["threads"]:
+        dnnq.set_num_threads(int(opts["threads"]))
+        os.environ["OMP_NUM_THREADS"] = str(opts["threads"])
+    ref = None if opts["no-peers"] else _onednn(opts["peer-isa"])
+    from dnnq.bench.matmul import run_problems
+    return run_problems(problems, float(opts["min-time"]), ref, not opts["no-peers"])
 
 
 if __name__ == "__main__":

@@ -6,24 +6,10 @@ import time
 import numpy as np
 
 import dnnq
-from dnnq import (MemoryDesc, PrimitiveAttr, DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST,
-                  DNNL_ARG_BIAS, DNNL_ARG_SCALE)
-
-# BERT-base linear layers (M = tokens) and an LSTM gate GEMM (batch 32, 4 gates x 512)
-DEFAULT_MATMULS = [
-    "1x768:768x768", "1x768:768x3072", "128x768:768x768", "128x768:768x3072",
-    "512x768:768x768", "512x768:768x3072", "512x3072:3072x768", "32x512:512x2048",
-]
-
-
-def parse(desc):
-    a, b = desc.lower().split(":")
-    M, K = (int(x) for x in a.split("x"))
-    K2, N = (int(x) for x in b.split("x"))
-    if K != K2:
-        raise SystemExit(f"bad matmul descriptor {desc!r}: K {K} != {K2}")
-    return M, K, N
-
+from dnnq import (MemoryDesc, PrimitiveAttr, PostOps, DNNL_ARG_SRC, DNNL_ARG_WEIGHTS,
+                  DNNL_ARG_DST, DNNL_ARG_BIAS, DNNL_ARG_SCALE, DNNL_ARG_ATTR_ZERO_POINTS,
+                  DNNL_ARG_SRC_1, DNNL_ARG_ATTR_MULTIPLE_POST_OP)
+from dnnq.bench.problems import parse_matmul, parse_ip, parse_quant, parse_post_ops
 
 def best_time(fn, min_time):
     fn()
@@ -68,61 +54,167 @@ def torch_linear(x_u8, w_s8, bias, ss, ws, ds, threads):
     return (lambda: lin(xq)), f"torch:{engine}"
 
 
-def run_matmul(problems, opts, ref):
-    sdt, wdt, ddt = opts.dt.split(":")
+def _mask(name, nd, per_oc_dim):
+    if name == "common":
+        return 0
+    if name in ("per_oc", "per_n"):
+        return 1 << per_oc_dim
+    if name.startswith("per_dim_"):
+        return sum(1 << int(c) for c in name[len("per_dim_"):])
+    return int(name)
+
+
+def build(driver, desc, knobs, rng):
+    """A dnnq primitive, its execution args and the matching oneDNN call for one problem."""
+    sdt, wdt, ddt = (knobs["dt"].split(":") + ["s8", "s8"])[:3]
+    if driver == "matmul":
+        sd, wd, name = parse_matmul(desc)
+        nd = len(sd)
+        dd = tuple(max(a, b) for a, b in zip(sd[:-2], wd[:-2])) + (sd[-2], wd[-1])
+        n_dim, n = nd - 1, wd[-1]
+        cls = dnnq.MatMul
+    else:
+        sd, wd, name = parse_ip(desc)
+        dd, n_dim, n = (sd[0], wd[0]), 1, wd[0]
+        cls = dnnq.InnerProduct
+    info = np.iinfo(np.uint8 if sdt == "u8" else np.int8)
+    src = rng.integers(info.min, info.max + 1, sd, dtype=info.dtype)
+    wei = rng.integers(-128, 128, wd, dtype=np.int8)
+    bdt = knobs["bia-dt"]
+    bias_shape = (1,) * (len(dd) - 1) + (n,)
+    bias = rng.normal(0, 1, bias_shape).astype(np.float32) if bdt not in ("", "undef") else None
+    attr = PrimitiveAttr()
+    args, ref_kw = {}, {}
+    key_of = {"src": DNNL_ARG_SRC, "wei": DNNL_ARG_WEIGHTS, "dst": DNNL_ARG_DST}
+    wei_oc_dim = 0 if driver == "ip" else len(wd) - 1
+    for arg, (mname, value) in parse_quant(knobs["attr-scales"], "scales").items():
+        mask = _mask(mname, len(dd), wei_oc_dim if arg == "wei" else n_dim)
+        attr.set_scales_mask(key_of[arg], mask)
+        count = 1 if mask == 0 else n
+        vals = np.full(count, value, np.float32) if value is not None else \
+            rng.uniform(1e-3, 1e-2, count).astype(np.float32)
+        args[DNNL_ARG_SCALE | key_of[arg]] = vals
+        ref_kw[f"{arg}_scales"], ref_kw[f"{arg}_scale_mask"] = vals, mask
+    for arg, (mname, value) in parse_quant(knobs["attr-zero-points"], "zero-points").items():
+        mask = _mask(mname, len(dd), n_dim)
+        attr.set_zero_points_mask(key_of[arg], mask)
+        count = 1 if mask == 0 else (sd[-1] if arg == "src" else n)
+        vals = np.full(count, int(value or 0), np.int32) if value is not None else \
+            rng.integers(-4, 5, count).astype(np.int32)
+        args[DNNL_ARG_ATTR_ZERO_POINTS | key_of[arg]] = vals
+        ref_kw[f"{arg}_zp"], ref_kw[f"{arg}_zp_mask"] = vals, mask
+    ops, ref_ops, has_sum = PostOps(), [], False
+    for i, op in enumerate(parse_post_ops(knobs["attr-post-ops"])):
+        if op[0] == "eltwise":
+            ops.append_eltwise(op[1], op[2], op[3])
+            ref_ops.append(op)
+        elif op[0] == "sum":
+            ops.append_sum(op[1], op[2])
+            ref_ops.append(op)
+            has_sum = True
+        else:
+            shape = {"common": (1,) * len(dd), "per_tensor": dd}.get(
+                op[3], (1,) * (len(dd) - 1) + (n,))
+            s1 = rng.normal(0, 1, shape).astype(np.float32)
+            ops.append_binary(op[1], MemoryDesc(shape, "f32"))
+            args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | DNNL_ARG_SRC_1] = s1
+            ref_ops.append(("binary", op[1], s1))
+    attr.set_post_ops(ops)
+    p = cls(MemoryDesc(sd, sdt), MemoryDesc(wd, wdt), MemoryDesc(dd, ddt),
+            MemoryDesc(bias_shape, "f32") if bias is not None else None, attr=attr)
+    dst_np = MemoryDesc(dd, ddt).numpy_dtype
+    prev = rng.integers(0, 50, dd).astype(dst_np) if has_sum else None
+    args.update({DNNL_ARG_SRC: src, DNNL_ARG_WEIGHTS: p.prepare_weights(wei),
+                 DNNL_ARG_DST: prev.copy() if has_sum else np.empty(dd, dst_np)})
+    if bias is not None:
+        args[DNNL_ARG_BIAS] = bias
+    return dict(p=p, args=args, src=src, wei=wei, bias=bias, ddt=ddt, ref_kw=ref_kw,
+                ref_ops=ref_ops, prev=prev, ops=2 * int(np.prod(dd)) * sd[-1] if driver ==
+                "matmul" else 2 * dd[0] * dd[1] * int(np.prod(sd[1:])), name=name)
+
+
+def run_problems(problems, min_time, ref, use_torch):
     rng = np.random.default_rng(0)
     print(f"dnnq {dnnq.__version__}  isa={dnnq.get_effective_cpu_isa()}  "
-          f"threads={dnnq.get_num_threads()}  dt={opts.dt}  peers="
+          f"threads={dnnq.get_num_threads()}  peers="
           f"{'oneDNN 3.2 (ONEDNN_MAX_CPU_ISA=' + os.environ.get('ONEDNN_MAX_CPU_ISA', '') + ')' if ref else 'none'}")
-    use_torch = not opts.no_peers
-    print(f"{'problem':22s} {'kernel':28s} {'dnnq us':>9s} {'GOPS':>7s} "
-          f"{'oneDNN us':>10s} {'ratio':>6s} {'torch us':>9s} {'ratio':>6s}  peers")
+    print(f"{'problem':24s} {'kernel':26s} {'dnnq us':>9s} {'GOPS':>7s} "
+          f"{'oneDNN us':>10s} {'ratio':>6s} {'torch us':>9s} {'ratio':>6s}  notes")
     ratios, torch_ratios = [], []
     failures = 0
-    for desc in problems:
-        M, K, N = parse(desc)
-        info = np.iinfo(np.uint8 if sdt == "u8" else np.int8)
-        src = rng.integers(info.min, info.max + 1, (M, K), dtype=info.dtype)
-        wei = rng.integers(-128, 128, (K, N), dtype=np.int8)
-        bias = rng.normal(0, 1, (1, N)).astype(np.float32)
-        ws = rng.uniform(1e-3, 1e-2, N).astype(np.float32)
-        ss, ds = np.array([0.05], np.float32), np.array([0.5], np.float32)
-        attr = PrimitiveAttr()
-        attr.set_scales_mask(DNNL_ARG_SRC, 0)
-        attr.set_scales_mask(DNNL_ARG_WEIGHTS, 2)
-        attr.set_scales_mask(DNNL_ARG_DST, 0)
-        p = dnnq.MatMul(MemoryDesc((M, K), sdt), MemoryDesc((K, N), wdt),
-                        MemoryDesc((M, N), ddt), MemoryDesc((1, N), "f32"), attr=attr)
-        dst = np.empty((M, N), MemoryDesc((M, N), ddt).numpy_dtype)
-        args = {DNNL_ARG_SRC: src, DNNL_ARG_WEIGHTS: p.prepare_weights(wei), DNNL_ARG_BIAS: bias,
-                DNNL_ARG_SCALE | DNNL_ARG_SRC: ss, DNNL_ARG_SCALE | DNNL_ARG_WEIGHTS: ws,
-                DNNL_ARG_SCALE | DNNL_ARG_DST: ds, DNNL_ARG_DST: dst}
-        t_dnnq = best_time(lambda: p.execute(args), opts.min_time)
-        gops = 2 * M * K * N / t_dnnq / 1e9
-        line = f"{desc:22s} {p.impl_info:28s} {t_dnnq * 1e6:9.1f} {gops:7.0f}"
-        peers = []
+    for driver, desc, knobs in problems:
+        label = f"{driver}:{desc}"[:24]
+        if driver not in ("matmul", "ip"):
+            print(f"{label:24s} skipped: the {driver} driver is not implemented in dnnq yet")
+            continue
+        try:
+            b = build(driver, desc, knobs, rng)
+        except dnnq.DnnqError as e:
+            print(f"{label:24s} {type(e).__name__}: {e}")
+            failures += 1
+            continue
+        p, args = b["p"], b["args"]
+        ref_fn = None
         if ref is not None:
-            h = ref.MatmulHandle(src, wei, bias, ddt, src_scales=ss, wei_scales=ws,
-                                 wei_scale_mask=2, dst_scales=ds)
-            t_ref = best_time(h.execute, opts.min_time)
+            fn = ref.matmul if driver == "matmul" else ref.inner_product
+            ref_fn = lambda: fn(b["src"], b["wei"], b["bias"] if driver == "matmul" or b["bias"] is None
+                                else b["bias"].reshape(-1), b["ddt"], post_ops=b["ref_ops"],
+                                dst_prev=b["prev"], **b["ref_kw"])
+        if knobs["mode"].upper() == "C":
+            run_args = dict(args)
+            if b["prev"] is not None:
+                run_args[DNNL_ARG_DST] = b["prev"].copy()
+            out = p.execute(run_args)
+            if ref_fn is None:
+                print(f"{label:24s} {p.impl_info:26s} no oneDNN to compare with")
+                continue
+            try:
+                r = ref_fn()
+            except Exception as e:  # oneDNN refuses the configuration
+                print(f"{label:24s} {p.impl_info:26s} oneDNN: {e}")
+                continue
+            bad = int(np.count_nonzero(out != r)) if out.dtype != np.float32 else \
+                int(np.count_nonzero(out.view(np.int32) != r.view(np.int32)))
+            failures += bad > 0
+            print(f"{label:24s} {p.impl_info:26s} {'PASSED' if not bad else 'FAILED'}: "
+                  f"{out.size - bad} of {out.size} elements bit-identical to oneDNN")
+            continue
+        t_dnnq = best_time(lambda: p.execute(args), min_time)
+        line = f"{label:24s} {p.impl_info:26s} {t_dnnq * 1e6:9.1f} {b['ops'] / t_dnnq / 1e9:7.0f}"
+        notes = []
+        # the oneDNN handle binds its buffers once: no sum post-op (it would need the
+        # destination refilled before every execution)
+        timed_peer = driver == "matmul" and b["prev"] is None
+        simple = timed_peer and not b["ref_ops"] and "src_zp" not in b["ref_kw"] and \
+            "dst_zp" not in b["ref_kw"] and len(b["src"].shape) == 2
+        if ref is not None and timed_peer:
+            h = ref.MatmulHandle(b["src"], b["wei"], b["bias"], b["ddt"], post_ops=b["ref_ops"],
+                                 **b["ref_kw"])
+            t_ref = best_time(h.execute, min_time)
             same = np.array_equal(h.execute(), p.execute(args))
             failures += not same
             ratios.append(t_dnnq / t_ref)
             line += f" {t_ref * 1e6:10.1f} {t_dnnq / t_ref:6.2f}"
-            peers.append(h.impl + ("" if same else " RESULTS DIFFER"))
+            notes.append(h.impl + ("" if same else " RESULTS DIFFER"))
             h.close()
         else:
             line += f" {'-':>10s} {'-':>6s}"
-        tl = torch_linear(src, wei, bias, ss, ws, ds, dnnq.get_num_threads()) \
-            if use_torch and sdt == "u8" else None
+        tl = None
+        if use_torch and simple and b["src"].dtype == np.uint8 and "src_scales" in b["ref_kw"] \
+                and "wei_scales" in b["ref_kw"] and "dst_scales" in b["ref_kw"] and b["bias"] is not None:
+            kw = b["ref_kw"]
+            ws = kw["wei_scales"] if kw["wei_scales"].size > 1 else \
+                np.full(b["wei"].shape[-1], kw["wei_scales"][0], np.float32)
+            tl = torch_linear(b["src"], b["wei"], b["bias"], kw["src_scales"], ws,
+                              kw["dst_scales"], dnnq.get_num_threads())
         if tl is not None:
-            t_t = best_time(tl[0], opts.min_time)
+            t_t = best_time(tl[0], min_time)
             torch_ratios.append(t_dnnq / t_t)
             line += f" {t_t * 1e6:9.1f} {t_dnnq / t_t:6.2f}"
-            peers.append(tl[1])
+            notes.append(tl[1])
         else:
             line += f" {'-':>9s} {'-':>6s}"
-        print(line + "  " + ", ".join(peers), flush=True)
+        print(line + "  " + ", ".join(notes), flush=True)
     for peer, rs in (("oneDNN", ratios), ("PyTorch quantized Linear", torch_ratios)):
         if rs:
             gm = float(np.exp(np.mean(np.log(rs))))

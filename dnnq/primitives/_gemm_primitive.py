@@ -191,8 +191,8 @@ class GemmCore:
         zd = rt.get(_KEY_ZD)
         # compensation
         colsum = pw.colsum  # (wb, N) int32
-        if zs is None and zw is None:
-            col_comp = pw.comp_for_shift(self.shift)
+        if zw is None and (zs is None or zs[1] == "common"):
+            col_comp = pw.comp_for_shift(self.shift + (int(zs[0][0]) if zs is not None else 0))
         else:
             comp = -self.shift * colsum.astype(np.int64)
             zsum = 0

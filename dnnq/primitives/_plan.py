@@ -52,10 +52,14 @@ class PackedGemmWeights:
         self._comp = {}
 
     def comp_for_shift(self, shift):
-        """-shift * colsum as s32 (the s8-source compensation), computed once."""
+        """-shift * colsum as s32 (wrapping), computed once per shift: the s8-source +128
+        compensation plus a common source zero point (shift = 128·[s8] + zp)."""
         c = self._comp.get(shift)
         if c is None:
-            c = (-shift * self.colsum.astype(np.int64)).astype(np.int32)
+            c = (-shift * self.colsum.astype(np.int64)).astype(np.uint64).astype(
+                np.uint32).view(np.int32)
+            if len(self._comp) >= 16:  # zero points that change every call: keep it bounded
+                self._comp.clear()
             self._comp[shift] = c
         return c
 

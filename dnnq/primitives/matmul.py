@@ -24,11 +24,13 @@ from dnnq.errors import InvalidArguments, Unimplemented
 from dnnq.memory import MemoryDesc
 from dnnq.primitives._plan import PackedGemmWeights
 from dnnq.primitives._gemm_primitive import (GemmCore, check_known_args, arg_name,
-                                             broadcast_strides, _KEY_SS, _KEY_WS, _KEY_DS, _ONE)
+                                             broadcast_strides, _KEY_SS, _KEY_WS, _KEY_DS, _ONE,
+                                             _KEY_ZS, _KEY_ZD)
 from dnnq._kernels._gemm import all_finite_positive as _all_finite_positive
 from dnnq._dispatch import get_num_threads as _get_num_threads
 
 _F32 = np.dtype(np.float32)
+_I32 = np.dtype(np.int32)
 _INF = float("inf")
 _NO_SRC1 = [[None] * n for n in range(33)]  # src1 lists of a chain without binary post-ops
 
@@ -106,14 +108,18 @@ class _GemmPrimitive(metaclass=CachedPrimitive):
     def _fast_plan(self):
         """What the fast path of execute needs, computed once (see _execute_fast)."""
         c = self._core
-        self._fast = (not c.binary and not c.zp_axis and not self.src_desc.is_channels_last
+        # zero points: common source and destination ones, or per-N destination ones
+        zp_ok = (A.DNNL_ARG_WEIGHTS not in c.zp_axis and
+                 c.zp_axis.get(A.DNNL_ARG_SRC, "common") == "common")
+        self._fast = (not c.binary and zp_ok and not self.src_desc.is_channels_last
                       and (self.bias_desc is None or self.bias_desc.dt == "f32"))
         self._src_np = self.src_desc.numpy_dtype
         self._src_dims = tuple(self.src_desc.dims)
         self._dst_np = self.dst_desc.numpy_dtype
         self._dst_dims = tuple(self.dst_desc.dims)
         self._bias_dims = tuple(self.bias_desc.dims) if self.bias_desc is not None else None
-        self._scale_specs = [(key, count) for key, (count, _, _, _) in c._specs.items()]
+        self._scale_specs = [(key, count, _F32 if key & A.DNNL_ARG_SCALE else _I32)
+                             for key, (count, _, _, _) in c._specs.items()]
         self._nthreads = None
 
     def _execute_fast(self, args):
@@ -141,12 +147,14 @@ class _GemmPrimitive(metaclass=CachedPrimitive):
                     bias.shape != self._bias_dims or not bias.flags.c_contiguous:
                 return None
         vals = {}
-        for key, count in self._scale_specs:
+        for key, count, dt in self._scale_specs:
             v = args.get(key)
-            if type(v) is not np.ndarray or v.dtype is not _F32 or v.size != count or \
+            if type(v) is not np.ndarray or v.dtype is not dt or v.size != count or \
                     not v.flags.c_contiguous:
                 return None
-            if count == 1:
+            if dt is _I32:  # a zero point: any s32 value
+                vals[key] = v.item(0) if count == 1 else v.reshape(-1)
+            elif count == 1:
                 x = v.item(0)
                 if not 0.0 < x < _INF:
                     return None
@@ -173,7 +181,14 @@ class _GemmPrimitive(metaclass=CachedPrimitive):
             scale, scale_sn = np.full(1, ws, np.float32), 0
         else:
             scale, scale_sn = ws, 1
-        col_comp = pw.comp_for_shift(c.shift)
+        col_comp = pw.comp_for_shift(c.shift + vals.get(_KEY_ZS, 0))
+        dzp = vals.get(_KEY_ZD)
+        if dzp is None:
+            dzp_sn = 0
+        elif type(dzp) is int:
+            dzp, dzp_sn = args[_KEY_ZD].reshape(-1), 0
+        else:
+            dzp_sn = 1
         bs = self._bias_strides
         if _verbose._level:
             t0 = time.perf_counter()
@@ -182,7 +197,7 @@ class _GemmPrimitive(metaclass=CachedPrimitive):
                    col_comp, c.N if col_comp.shape[0] > 1 else 0,
                    None, 0, None, 0, c.raw_s32, vals.get(_KEY_SS, 1.0), scale, scale_sn,
                    bias, bs[0] if bs else 0, bs[1] if bs else 0, bs[2] if bs else 0, _NO_SRC1[c.n_post],
-                   vals.get(_KEY_DS, 1.0), None, 0, dst, c.M * c.N, c.N, _get_num_threads())
+                   vals.get(_KEY_DS, 1.0), dzp, dzp_sn, dst, c.M * c.N, c.N, _get_num_threads())
         if _verbose._level:
             self._verbose("exec", (time.perf_counter() - t0) * 1e3)
         return dst
