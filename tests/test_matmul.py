@@ -325,3 +325,27 @@ def test_every_eltwise_post_op_vs_onednn(alg, dst_dt):
     else:
         diff = np.abs(out.astype(np.int32) - ref.astype(np.int32))
         assert diff.max() <= 1 and (diff > 0).mean() <= 0.01
+
+
+@needs_onednn
+@pytest.mark.parametrize("dst_dt", ["s8", "u8", "s32", "f32"])
+def test_non_finite_values_saturate_as_onednn(isa, dst_dt):
+    # NaN / +-inf reaching the destination (from a non-finite bias, or a post-op such as sqrt
+    # of a negative value): oneDNN's matmul stores +127 / 0 / 2147483520 for NaN (s8/u8/s32)
+    src = np.full((3, 4), 10, np.uint8)
+    wei = np.array([[1, -1, 0, 2]] * 4, np.int8)
+    bias = np.array([[np.nan, np.inf, -np.inf, 1.0]], np.float32)
+    out, _ = run_dnnq(src, wei, bias, dst_dt, {})
+    assert_same(out, run_ref(src, wei, bias, dst_dt, {}))
+    ops = [("eltwise", "sqrt", 0.0, 0.0)]
+    out, _ = run_dnnq(src, wei, None, dst_dt, {}, ops)
+    assert_same(out, run_ref(src, wei, None, dst_dt, {}, ops))
+
+
+@needs_onednn
+def test_s32_dst_with_s32_bias_goes_through_f32_like_onednn(isa):
+    rng = np.random.default_rng(12)
+    src, wei = rand(rng, "u8", (5, 300)), rand(rng, "s8", (300, 7))
+    bias = rng.integers(-2**20, 2**20, (1, 7)).astype(np.int32)
+    out, _ = run_dnnq(src, wei, bias, "s32", {})
+    assert_same(out, run_ref(src, wei, bias, "s32", {}))

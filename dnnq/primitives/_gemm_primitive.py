@@ -91,7 +91,7 @@ class GemmCore:
     logical `dims` broadcast to dst (binary post-op src1, bias), or raise.
     """
 
-    def __init__(self, prim, attr, *, batch, M, N, K, src_dt, dst_dt, scale_support,
+    def __init__(self, prim, attr, *, batch, M, N, K, src_dt, dst_dt, has_bias, scale_support,
                  zp_support, mask_meaning, resolve, view_strides):
         self.prim = prim
         self.batch, self.M, self.N, self.K = batch, M, N, K
@@ -140,7 +140,9 @@ class GemmCore:
                 raise Unimplemented(f"{prim}: post_op[{i}] of kind {kind} is not supported; "
                                     "supported: eltwise, binary, sum")
         self.n_post = len(post_specs)
-        self.raw_s32 = (dst_dt == "s32" and not self.scale_axis and
+        # an s32 dst with nothing to apply receives the accumulator as is (a bias, even s32,
+        # goes through f32 as in oneDNN)
+        self.raw_s32 = (dst_dt == "s32" and not self.scale_axis and not has_bias and
                         A.DNNL_ARG_DST not in self.zp_axis and not post_specs)
         self.isa = _dispatch.get_effective_cpu_isa()
         self.plan = _gemm.GemmPlan(_plan.ISA_CODE[self.isa], batch, M, N, K,

@@ -332,7 +332,8 @@ class MatMul(_GemmPrimitive):
             return (s[0], s[1], s[2]) if nd == 3 else (0, s[0], s[1])
 
         core = GemmCore(p, attr, batch=B, M=M, N=N, K=K, src_dt=src_desc.dt,
-                        dst_dt=dst_desc.dt, scale_support=scale_support, zp_support=zp_support,
+                        dst_dt=dst_desc.dt, has_bias=bias_desc is not None,
+                        scale_support=scale_support, zp_support=zp_support,
                         mask_meaning=meaning, resolve=_plain_resolver(p, dims_of),
                         view_strides=view_strides)
         self._view_strides = view_strides
@@ -408,7 +409,8 @@ class InnerProduct(_GemmPrimitive):
             return (0, s[0], s[1])
 
         core = GemmCore(p, attr, batch=1, M=Nb, N=OC, K=K, src_dt=src_desc.dt,
-                        dst_dt=dst_desc.dt, scale_support=scale_support, zp_support=zp_support,
+                        dst_dt=dst_desc.dt, has_bias=bias_desc is not None,
+                        scale_support=scale_support, zp_support=zp_support,
                         mask_meaning=meaning, resolve=resolve, view_strides=view_strides)
         self._view_strides = view_strides
         self._keep_plain = False

@@ -131,72 +131,129 @@ static void dnnq_ukr(int mr, int64_t K, const uint8_t *a, int64_t lda, uint32_t 
 /* The fused epilogue of the common case, in AVX-512 on the stored tile: per-N (or common)
  * compensation, scales, bias and dst zero point, relu / linear post-ops, any dst type.
  * Operation for operation the same f32 arithmetic as dnnq_epilogue_row (gemm_impl.h), hence
- * the same bits; it only avoids that generic code's passes over stack arrays. */
-static void fast_epilogue_avx512(const dnnq_gemm_args_t *g, int64_t b, int64_t m, int mr,
-                                 int64_t n0, int nc, const int32_t *tile) {
-    __m512 sc[4], bi[4], zp[4];
+ * the same bits.  It is specialised on the dst type and the post-op chain (the branches of
+ * the generic code cost more than the arithmetic), and its per-column vectors are set up once
+ * per call for all the rows of the tile. */
+typedef struct {
     __m512i cc[4];
+    __m512 sc[4], bi[4], zp[4];
     __mmask16 km[4];
-    const float ss = g->src_scale;
-    const int has_bias = g->bias != NULL, has_zp = g->dst_zp != NULL;
-    for (int j = 0; j < 4; ++j) {
-        const int left = nc - 16 * j;
-        km[j] = left >= 16 ? (__mmask16)0xFFFF : (left <= 0 ? 0 : (__mmask16)((1u << left) - 1));
-        cc[j] = _mm512_maskz_loadu_epi32(km[j], g->col_comp + b * g->c_sb + n0 + 16 * j);
-        sc[j] = g->scale_sn ? _mm512_mul_ps(_mm512_set1_ps(ss),
-                                            _mm512_maskz_loadu_ps(km[j], g->scale + n0 + 16 * j))
-                            : _mm512_set1_ps(ss * g->scale[0]);
-        if (has_bias)
-            bi[j] = g->bias_sn ? _mm512_maskz_loadu_ps(km[j], g->bias + n0 + 16 * j)
-                               : _mm512_set1_ps(g->bias[0]);
-        if (has_zp)
-            zp[j] = g->dst_zp_sn
-                        ? _mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(km[j], g->dst_zp + n0 + 16 * j))
-                        : _mm512_set1_ps((float)g->dst_zp[0]);
-    }
-    const __m512 inv = _mm512_set1_ps(g->inv_dst_scale), zero = _mm512_setzero_ps();
-    const int dt = g->dst_dt;
-    const int esz = dt == DNNQ_DT_S8 || dt == DNNQ_DT_U8 ? 1 : 4;
-    const __m512 lo = _mm512_set1_ps(dt == DNNQ_DT_S8 ? -128.0f : dt == DNNQ_DT_U8 ? 0.0f : -2147483648.0f);
-    const __m512 hi = _mm512_set1_ps(dt == DNNQ_DT_S8 ? 127.0f : dt == DNNQ_DT_U8 ? 255.0f : 2147483520.0f);
-    const __m512 nanv = _mm512_set1_ps(dt == DNNQ_DT_S8 ? 127.0f : 0.0f);
-    for (int r = 0; r < mr; ++r) {
-        char *drow = (char *)g->dst + ((b * g->d_sb + (m + r) * g->d_sm + n0) * esz);
-        for (int j = 0; j < 4 && km[j]; ++j) {
-            const __m512i ai = _mm512_add_epi32(_mm512_loadu_si512(tile + r * DNNQ_NR + 16 * j), cc[j]);
-            if (g->raw_s32) {
-                _mm512_mask_storeu_epi32(drow + 64 * j, km[j], ai);
-                continue;
+    __m512 inv, lo, hi;
+    int has_bias, has_zp, has_cc;
+} epi_consts_t;
+
+enum { EPI_NONE = 0, EPI_RELU0 = 1, EPI_CHAIN = 2 };
+enum { EPI_RAW = 4 }; /* after the DNNQ_DT_* codes: s32 accumulators stored as they are */
+
+DNNQ_ALWAYS_INLINE __m512 epi_post(const int POST, __m512 v, const dnnq_gemm_args_t *g) {
+    if (POST == EPI_RELU0) return _mm512_max_ps(v, _mm512_setzero_ps()); /* -0.0, NaN -> +0 */
+    if (POST == EPI_CHAIN) {
+        for (int i = 0; i < g->n_post; ++i) {
+            const dnnq_postop_t *po = &g->post[i];
+            if (po->alg == DNNQ_ELT_RELU) {
+                if (po->alpha == 0.0f) v = _mm512_max_ps(v, _mm512_setzero_ps());
+                else v = _mm512_mask_mov_ps(_mm512_mul_ps(v, _mm512_set1_ps(po->alpha)),
+                                            _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_GT_OQ), v);
+            } else { /* linear, fused as oneDNN does */
+                v = _mm512_fmadd_ps(_mm512_set1_ps(po->alpha), v, _mm512_set1_ps(po->beta));
             }
-            __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(ai), sc[j]);
-            if (has_bias) v = _mm512_add_ps(v, bi[j]);
-            for (int i = 0; i < g->n_post; ++i) {
-                const dnnq_postop_t *po = &g->post[i];
-                if (po->alg == DNNQ_ELT_RELU) {
-                    if (po->alpha == 0.0f) v = _mm512_max_ps(v, zero); /* -0.0 and NaN give +0 */
-                    else v = _mm512_mask_mov_ps(_mm512_mul_ps(v, _mm512_set1_ps(po->alpha)),
-                                                _mm512_cmp_ps_mask(v, zero, _CMP_GT_OQ), v);
-                } else { /* linear, fused as oneDNN does */
-                    v = _mm512_fmadd_ps(_mm512_set1_ps(po->alpha), v, _mm512_set1_ps(po->beta));
-                }
-            }
-            __m512 d = _mm512_mul_ps(v, inv);
-            if (has_zp) d = _mm512_add_ps(d, zp[j]);
-            if (dt == DNNQ_DT_F32) {
-                _mm512_mask_storeu_ps(drow + 64 * j, km[j], d);
-                continue;
-            }
-            d = _mm512_mask_mov_ps(d, _mm512_cmp_ps_mask(d, d, _CMP_UNORD_Q), nanv);
-            d = _mm512_min_ps(_mm512_max_ps(d, lo), hi);
-            const __m512i q = _mm512_cvtps_epi32(d); /* MXCSR default: round half to even */
-            if (dt == DNNQ_DT_S8)
-                _mm_mask_storeu_epi8(drow + 16 * j, km[j], _mm512_cvtsepi32_epi8(q));
-            else if (dt == DNNQ_DT_U8)
-                _mm_mask_storeu_epi8(drow + 16 * j, km[j], _mm512_cvtusepi32_epi8(q));
-            else
-                _mm512_mask_storeu_epi32(drow + 64 * j, km[j], q);
         }
     }
+    return v;
+}
+
+DNNQ_ALWAYS_INLINE void epi_tile(const int DT, const int POST, const dnnq_gemm_args_t *g,
+                                 const epi_consts_t *k, const int32_t *tile, int mr, char *d0,
+                                 int64_t ldd, int nc) {
+    const int esz = (DT == DNNQ_DT_S8 || DT == DNNQ_DT_U8) ? 1 : 4;
+    const int full = nc == DNNQ_NR;
+    for (int r = 0; r < mr; ++r) {
+        char *drow = d0 + r * ldd;
+        for (int j = 0; j < 4; ++j) {
+            const __mmask16 km = k->km[j];
+            if (!full && !km) break;
+            char *o = drow + 16 * j * esz;
+            __m512i ai = _mm512_loadu_si512(tile + r * DNNQ_NR + 16 * j);
+            if (k->has_cc) ai = _mm512_add_epi32(ai, k->cc[j]); /* (branches: predictable) */
+            if (DT == EPI_RAW) {
+                if (full) _mm512_storeu_si512(o, ai);
+                else _mm512_mask_storeu_epi32(o, km, ai);
+                continue;
+            }
+            __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(ai), k->sc[j]);
+            if (k->has_bias) v = _mm512_add_ps(v, k->bi[j]);
+            v = epi_post(POST, v, g);
+            __m512 d = _mm512_mul_ps(v, k->inv);
+            if (k->has_zp) d = _mm512_add_ps(d, k->zp[j]); /* no "+ 0": -0.0 stays for f32 */
+            if (DT == DNNQ_DT_F32) {
+                if (full) _mm512_storeu_ps(o, d);
+                else _mm512_mask_storeu_ps(o, km, d);
+                continue;
+            }
+            /* vminps / vmaxps return their second operand when the first is NaN: clamping
+             * to the top first sends NaN to +127 (s8) / 2147483520 (s32), to the bottom first
+             * sends it to 0 (u8) -- what oneDNN's matmul stores -- with no NaN test */
+            if (DT == DNNQ_DT_U8) d = _mm512_min_ps(_mm512_max_ps(d, k->lo), k->hi);
+            else d = _mm512_max_ps(_mm512_min_ps(d, k->hi), k->lo);
+            const __m512i q = _mm512_cvtps_epi32(d); /* MXCSR default: round half to even */
+            if (DT == DNNQ_DT_S32) {
+                if (full) _mm512_storeu_si512(o, q);
+                else _mm512_mask_storeu_epi32(o, km, q);
+            } else {
+                const __m128i b8 = DT == DNNQ_DT_S8 ? _mm512_cvtsepi32_epi8(q) : _mm512_cvtusepi32_epi8(q);
+                if (full) _mm_storeu_si128((__m128i *)o, b8);
+                else _mm_mask_storeu_epi8(o, km, b8);
+            }
+        }
+    }
+}
+
+static void fast_epilogue_avx512(const dnnq_gemm_args_t *g, int64_t b, int64_t m, int mr,
+                                 int64_t n0, int nc, const int32_t *tile) {
+    epi_consts_t k;
+    const float ss = g->src_scale;
+    const int dt = g->dst_dt;
+    k.has_bias = g->bias != NULL;
+    k.has_zp = g->dst_zp != NULL;
+    k.has_cc = 0;
+    for (int j = 0; j < 4; ++j) {
+        const int left = nc - 16 * j;
+        const __mmask16 km = left >= 16 ? (__mmask16)0xFFFF : (left <= 0 ? 0 : (__mmask16)((1u << left) - 1));
+        k.km[j] = km;
+        k.cc[j] = _mm512_maskz_loadu_epi32(km, g->col_comp + b * g->c_sb + n0 + 16 * j);
+        k.has_cc |= _mm512_test_epi32_mask(k.cc[j], k.cc[j]) != 0;
+        k.sc[j] = g->scale_sn ? _mm512_mul_ps(_mm512_set1_ps(ss),
+                                              _mm512_maskz_loadu_ps(km, g->scale + n0 + 16 * j))
+                              : _mm512_set1_ps(ss * g->scale[0]);
+        k.bi[j] = !k.has_bias ? _mm512_setzero_ps()
+                  : g->bias_sn ? _mm512_maskz_loadu_ps(km, g->bias + n0 + 16 * j)
+                               : _mm512_set1_ps(g->bias[0]);
+        k.zp[j] = !k.has_zp ? _mm512_setzero_ps()
+                  : g->dst_zp_sn
+                      ? _mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(km, g->dst_zp + n0 + 16 * j))
+                      : _mm512_set1_ps((float)g->dst_zp[0]);
+    }
+    k.inv = _mm512_set1_ps(g->inv_dst_scale);
+    k.lo = _mm512_set1_ps(dt == DNNQ_DT_S8 ? -128.0f : dt == DNNQ_DT_U8 ? 0.0f : -2147483648.0f);
+    k.hi = _mm512_set1_ps(dt == DNNQ_DT_S8 ? 127.0f : dt == DNNQ_DT_U8 ? 255.0f : 2147483520.0f);
+    const int esz = dt == DNNQ_DT_S8 || dt == DNNQ_DT_U8 ? 1 : 4;
+    char *d0 = (char *)g->dst + (b * g->d_sb + m * g->d_sm + n0) * esz;
+    const int64_t ldd = g->d_sm * esz;
+    const int post = g->n_post == 0 ? EPI_NONE
+                     : (g->n_post == 1 && g->post[0].alg == DNNQ_ELT_RELU && g->post[0].alpha == 0.0f)
+                         ? EPI_RELU0 : EPI_CHAIN;
+    const int kind = g->raw_s32 ? EPI_RAW : dt;
+#define EPI_CASE(D)                                                                               \
+    case D:                                                                                       \
+        if (post == EPI_NONE) epi_tile(D, EPI_NONE, g, &k, tile, mr, d0, ldd, nc);                \
+        else if (post == EPI_RELU0) epi_tile(D, EPI_RELU0, g, &k, tile, mr, d0, ldd, nc);         \
+        else epi_tile(D, EPI_CHAIN, g, &k, tile, mr, d0, ldd, nc);                                \
+        break;
+    switch (kind) {
+    EPI_CASE(DNNQ_DT_F32) EPI_CASE(DNNQ_DT_S32) EPI_CASE(DNNQ_DT_S8) EPI_CASE(DNNQ_DT_U8)
+    case EPI_RAW: epi_tile(EPI_RAW, EPI_NONE, g, &k, tile, mr, d0, ldd, nc); break;
+    }
+#undef EPI_CASE
 }
 #define DNNQ_FAST_EPILOGUE fast_epilogue_avx512
 

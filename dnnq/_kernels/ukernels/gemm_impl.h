@@ -53,7 +53,7 @@ static void dnnq_store_row(const dnnq_gemm_args_t *g, const float *v, void *out,
     default: {
         int32_t *o = (int32_t *)out;
         for (int n = 0; n < nc; ++n) {
-            float x = d[n] == d[n] ? d[n] : 0.0f;
+            float x = d[n] == d[n] ? d[n] : 2147483520.0f; /* NaN -> the top, as oneDNN */
             x = x < -2147483648.0f ? -2147483648.0f : x;
             x = x > 2147483520.0f ? 2147483520.0f : x; /* largest f32 below 2^31 */
             o[n] = (int32_t)nearbyintf(x);
