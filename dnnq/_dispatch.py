@@ -79,12 +79,19 @@ def available_isa_levels():
     return ISA_LEVELS[: _detected_level + 1]
 
 
+# The thread count is dnnq's own process-wide setting, passed to every parallel region
+# explicitly: omp_set_num_threads alone would only affect the calling Python thread.
+_num_threads = _cpu.get_num_threads()  # OMP_NUM_THREADS, or the number of cores
+
+
 def set_num_threads(n):
-    """Number of OpenMP threads dnnq's kernels use (like omp_set_num_threads)."""
+    """Number of OpenMP threads dnnq's kernels use, for every Python thread."""
+    global _num_threads
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise InvalidArguments(f"set_num_threads: got {n!r}; expected an int >= 1")
     _cpu.set_num_threads(n)
+    _num_threads = n
 
 
 def get_num_threads():
-    return _cpu.get_num_threads()
+    return _num_threads

@@ -134,3 +134,16 @@ def test_concurrent_execution_from_python_threads():
     for t in threads:
         t.join()
     assert not errors
+
+
+def test_thread_count_applies_to_every_python_thread():
+    old = dnnq.get_num_threads()
+    seen = []
+    try:
+        dnnq.set_num_threads(1)
+        t = threading.Thread(target=lambda: seen.append(dnnq.get_num_threads()))
+        t.start()
+        t.join()
+    finally:
+        dnnq.set_num_threads(old)
+    assert seen == [1]
