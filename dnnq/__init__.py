@@ -26,3 +26,13 @@ from dnnq._cache import (set_primitive_cache_capacity, get_primitive_cache_capac
                          primitive_cache_size)
 from dnnq.primitives.matmul import MatMul, InnerProduct
 from dnnq.primitives.gemm import gemm_u8s8s32, gemm_s8s8s32
+# --- the int8 toolkit (issue 4): reorder / quantize, element-wise, pooling, softmax, FakeQuantize
+from dnnq.primitives.reorder import Reorder, quantize, dequantize
+from dnnq.primitives.eltwise import Eltwise
+from dnnq.primitives.binary import Binary
+from dnnq.primitives.sum import Sum
+from dnnq.primitives.concat import Concat
+from dnnq.primitives.pooling import Pooling
+from dnnq.primitives.softmax import Softmax
+from dnnq.primitives.fake_quantize import append_fake_quantize, fake_quantize
+from dnnq import calibrate

@@ -14,6 +14,12 @@
  *   ELTWISE   buf[b]  = alg(buf[b]; alpha, beta)
  *   STORE     operand[a] = saturate(rne(buf[b]))            (f32: as is)
  *   COPY      operand[a2] = operand[a]                      (raw, same data type)
+ *   BINARY2   buf[b] = alg((f32(operand[a]) - P0) * P1, (f32(operand[a2]) - P2) * P3), absent
+ *             steps skipped; stored into operand[a3] too when a3 >= 0 (uses buf[b + 1])
+ *   AFFINE    buf[b]  = (((f32(operand[a]) - P0) * P1) * P2) + P3, each step only when its
+ *             parameter operand p[i] >= 0 (row-constant parameters take one fused loop);
+ *             when a2 >= 0 the result is also stored into operand[a2] (directly for a
+ *             contiguous f32 destination)
  *
  * Operands are tensors or runtime parameter vectors (scales, zero points), each with its own
  * element strides over the iteration space (0 = broadcast).  Work items are (row, block of the
@@ -27,12 +33,17 @@
 #include "dnnq_kernels.h"
 
 #define DNNQ_PW_MAXD 12
-#define DNNQ_PW_CHUNK 512
+#define DNNQ_PW_CHUNK 1024
 #define DNNQ_PW_NBUF 4
+
+/* eltwise algorithm codes beyond dnnq_kernels.h's DNNQ_ELT_*: linear rounded twice
+ * (alpha * x, then + beta), as oneDNN's reference kernels compute it (its JIT kernels fuse) */
+#define DNNQ_ELT_LINEAR_UNFUSED 100
 
 enum {
     DNNQ_PW_LOAD = 1, DNNQ_PW_BIN_OPND = 2, DNNQ_PW_BIN_BUF = 3, DNNQ_PW_BIN_CONST = 4,
-    DNNQ_PW_ELTWISE = 5, DNNQ_PW_STORE = 6, DNNQ_PW_COPY = 7
+    DNNQ_PW_ELTWISE = 5, DNNQ_PW_STORE = 6, DNNQ_PW_COPY = 7, DNNQ_PW_AFFINE = 8,
+    DNNQ_PW_BINARY2 = 9
 };
 
 typedef struct {
@@ -44,6 +55,8 @@ typedef struct {
 typedef struct {
     int op, buf, arg, arg2, alg;
     float alpha, beta;
+    int p[4];                      /* AFFINE / BINARY2: parameter operands (-1: step absent) */
+    int arg3;                      /* BINARY2: destination operand (-1: none) */
 } dnnq_pw_stage_t;
 
 typedef struct {
@@ -65,6 +78,8 @@ enum { DNNQ_POOL_MAX = 0, DNNQ_POOL_AVG_INC = 1, DNNQ_POOL_AVG_EXC = 2 };
 
 typedef struct {
     int alg, src_dt, channels_last, raw_store;
+    int avg_rcp;                                   /* average = sum * f32(1/count) (oneDNN's
+                                                      jit_int) instead of sum / count */
     int64_t N, C, ID, IH, IW, OD, OH, OW;
     int64_t KD, KH, KW, SD, SH, SW, DD, DH, DW;   /* DD.. = dilation + 1 */
     int64_t PD, PH, PW;                            /* left padding */

@@ -20,6 +20,10 @@
 
 static inline int tk_esize(int dt) { return dt == DNNQ_DT_S8 || dt == DNNQ_DT_U8 ? 1 : 4; }
 
+static inline const char *tk_addr(const dnnq_pw_opnd_t *o, int64_t elem) {
+    return o->ptr + elem * tk_esize(o->dt);
+}
+
 /* ---- loads: out[i] = f32(src[i * st]) -------------------------------------------------- */
 #define TK_LOAD_T(T)                                                                          \
     do {                                                                                      \
@@ -53,21 +57,136 @@ static inline float tk_load1(const char *base, int dt) {
 
 /* ---- stores: saturate, round half to even; NaN -> +127 (s8), 0 (u8), 2^31-128 (s32) as
  * oneDNN's reorder; +-inf saturate ---------------------------------------------------------- */
+/* written as x86 minps / maxps patterns (a < b ? a : b returns b for NaN): the first clamp
+ * turns NaN into the bound oneDNN gives it */
 static inline float tk_sat_s8(float x) {
-    x = x != x ? 127.0f : x;
-    x = x < -128.0f ? -128.0f : x;
-    return x > 127.0f ? 127.0f : x;
+    x = x < 127.0f ? x : 127.0f;
+    return x > -128.0f ? x : -128.0f;
 }
 static inline float tk_sat_u8(float x) {
-    x = x != x ? 0.0f : x;
-    x = x < 0.0f ? 0.0f : x;
-    return x > 255.0f ? 255.0f : x;
+    x = x > 0.0f ? x : 0.0f;
+    return x < 255.0f ? x : 255.0f;
 }
 static inline float tk_sat_s32(float x) {
-    x = x != x ? TK_S32_HI : x;
-    x = x < TK_S32_LO ? TK_S32_LO : x;
-    return x > TK_S32_HI ? TK_S32_HI : x;
+    x = x < TK_S32_HI ? x : TK_S32_HI;
+    return x > TK_S32_LO ? x : TK_S32_LO;
 }
+
+/* Contiguous f32 -> integer stores with intrinsics where available: min / max with the bound as
+ * the second operand turn NaN into that bound (x86 minps / maxps semantics, the same as the C
+ * ternaries below), cvtps2dq rounds half to even, the narrowing packs cannot overflow. */
+#if defined(__AVX512F__)
+#include <immintrin.h>
+static inline int tk_store_s8_vec(int8_t *o, const float *v, int n) {
+    const __m512 hi = _mm512_set1_ps(127.0f), lo = _mm512_set1_ps(-128.0f);
+    int i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m512 x = _mm512_max_ps(_mm512_min_ps(_mm512_loadu_ps(v + i), hi), lo);
+        _mm_storeu_si128((__m128i *)(o + i), _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(x)));
+    }
+    return i;
+}
+static inline int tk_store_u8_vec(uint8_t *o, const float *v, int n) {
+    const __m512 hi = _mm512_set1_ps(255.0f), lo = _mm512_setzero_ps();
+    int i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m512 x = _mm512_min_ps(_mm512_max_ps(_mm512_loadu_ps(v + i), lo), hi);
+        _mm_storeu_si128((__m128i *)(o + i), _mm512_cvtusepi32_epi8(_mm512_cvtps_epi32(x)));
+    }
+    return i;
+}
+static inline int tk_store_s32_vec(int32_t *o, const float *v, int n) {
+    const __m512 hi = _mm512_set1_ps(TK_S32_HI), lo = _mm512_set1_ps(TK_S32_LO);
+    int i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m512 x = _mm512_max_ps(_mm512_min_ps(_mm512_loadu_ps(v + i), hi), lo);
+        _mm512_storeu_si512((void *)(o + i), _mm512_cvtps_epi32(x));
+    }
+    return i;
+}
+#elif defined(__AVX2__)
+#include <immintrin.h>
+static inline __m128i tk_cvt16_s16(const float *v, __m256 hi, __m256 lo, int u8) {
+    __m256 a, b;
+    if (u8) {
+        a = _mm256_min_ps(_mm256_max_ps(_mm256_loadu_ps(v), lo), hi);
+        b = _mm256_min_ps(_mm256_max_ps(_mm256_loadu_ps(v + 8), lo), hi);
+    } else {
+        a = _mm256_max_ps(_mm256_min_ps(_mm256_loadu_ps(v), hi), lo);
+        b = _mm256_max_ps(_mm256_min_ps(_mm256_loadu_ps(v + 8), hi), lo);
+    }
+    __m256i ia = _mm256_cvtps_epi32(a), ib = _mm256_cvtps_epi32(b);
+    __m128i a16 = _mm_packs_epi32(_mm256_castsi256_si128(ia), _mm256_extracti128_si256(ia, 1));
+    __m128i b16 = _mm_packs_epi32(_mm256_castsi256_si128(ib), _mm256_extracti128_si256(ib, 1));
+    return u8 ? _mm_packus_epi16(a16, b16) : _mm_packs_epi16(a16, b16);
+}
+static inline int tk_store_s8_vec(int8_t *o, const float *v, int n) {
+    const __m256 hi = _mm256_set1_ps(127.0f), lo = _mm256_set1_ps(-128.0f);
+    int i = 0;
+    for (; i + 16 <= n; i += 16) _mm_storeu_si128((__m128i *)(o + i), tk_cvt16_s16(v + i, hi, lo, 0));
+    return i;
+}
+static inline int tk_store_u8_vec(uint8_t *o, const float *v, int n) {
+    const __m256 hi = _mm256_set1_ps(255.0f), lo = _mm256_setzero_ps();
+    int i = 0;
+    for (; i + 16 <= n; i += 16) _mm_storeu_si128((__m128i *)(o + i), tk_cvt16_s16(v + i, hi, lo, 1));
+    return i;
+}
+static inline int tk_store_s32_vec(int32_t *o, const float *v, int n) {
+    const __m256 hi = _mm256_set1_ps(TK_S32_HI), lo = _mm256_set1_ps(TK_S32_LO);
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 x = _mm256_max_ps(_mm256_min_ps(_mm256_loadu_ps(v + i), hi), lo);
+        _mm256_storeu_si256((__m256i *)(o + i), _mm256_cvtps_epi32(x));
+    }
+    return i;
+}
+#elif defined(__SSE2__)
+#include <emmintrin.h>
+static inline __m128i tk_cvt16_sse(const float *v, __m128 hi, __m128 lo, int u8) {
+    __m128i q[4];
+    for (int k = 0; k < 4; ++k) {
+        __m128 x = _mm_loadu_ps(v + 4 * k);
+        x = u8 ? _mm_min_ps(_mm_max_ps(x, lo), hi) : _mm_max_ps(_mm_min_ps(x, hi), lo);
+        q[k] = _mm_cvtps_epi32(x);
+    }
+    __m128i a16 = _mm_packs_epi32(q[0], q[1]), b16 = _mm_packs_epi32(q[2], q[3]);
+    return u8 ? _mm_packus_epi16(a16, b16) : _mm_packs_epi16(a16, b16);
+}
+static inline int tk_store_s8_vec(int8_t *o, const float *v, int n) {
+    const __m128 hi = _mm_set1_ps(127.0f), lo = _mm_set1_ps(-128.0f);
+    int i = 0;
+    for (; i + 16 <= n; i += 16) _mm_storeu_si128((__m128i *)(o + i), tk_cvt16_sse(v + i, hi, lo, 0));
+    return i;
+}
+static inline int tk_store_u8_vec(uint8_t *o, const float *v, int n) {
+    const __m128 hi = _mm_set1_ps(255.0f), lo = _mm_setzero_ps();
+    int i = 0;
+    for (; i + 16 <= n; i += 16) _mm_storeu_si128((__m128i *)(o + i), tk_cvt16_sse(v + i, hi, lo, 1));
+    return i;
+}
+static inline int tk_store_s32_vec(int32_t *o, const float *v, int n) {
+    const __m128 hi = _mm_set1_ps(TK_S32_HI), lo = _mm_set1_ps(TK_S32_LO);
+    int i = 0;
+    for (; i + 4 <= n; i += 4) {
+        __m128 x = _mm_max_ps(_mm_min_ps(_mm_loadu_ps(v + i), hi), lo);
+        _mm_storeu_si128((__m128i *)(o + i), _mm_cvtps_epi32(x));
+    }
+    return i;
+}
+#else
+static inline int tk_store_s8_vec(int8_t *o, const float *v, int n) { (void)o; (void)v; (void)n; return 0; }
+static inline int tk_store_u8_vec(uint8_t *o, const float *v, int n) { (void)o; (void)v; (void)n; return 0; }
+static inline int tk_store_s32_vec(int32_t *o, const float *v, int n) { (void)o; (void)v; (void)n; return 0; }
+#endif
+
+static inline int8_t tk_cvt_s8(float x) {
+    return (int8_t)(int32_t)((tk_sat_s8(x) + TK_RNE_MAGIC) - TK_RNE_MAGIC);
+}
+static inline uint8_t tk_cvt_u8(float x) {
+    return (uint8_t)(int32_t)((tk_sat_u8(x) + TK_RNE_MAGIC) - TK_RNE_MAGIC);
+}
+static inline int32_t tk_cvt_s32(float x) { return (int32_t)nearbyintf(tk_sat_s32(x)); }
 
 static void tk_store(char *base, int dt, int64_t st, const float *restrict v, int n) {
     switch (dt) {
@@ -79,30 +198,29 @@ static void tk_store(char *base, int dt, int64_t st, const float *restrict v, in
     }
     case DNNQ_DT_S8: {
         int8_t *o = (int8_t *)base;
-        if (st == 1)
-            for (int i = 0; i < n; ++i)
-                o[i] = (int8_t)(int32_t)((tk_sat_s8(v[i]) + TK_RNE_MAGIC) - TK_RNE_MAGIC);
-        else
-            for (int i = 0; i < n; ++i)
-                o[i * st] = (int8_t)(int32_t)((tk_sat_s8(v[i]) + TK_RNE_MAGIC) - TK_RNE_MAGIC);
+        if (st == 1) {
+            for (int i = tk_store_s8_vec(o, v, n); i < n; ++i) o[i] = tk_cvt_s8(v[i]);
+        } else {
+            for (int i = 0; i < n; ++i) o[i * st] = tk_cvt_s8(v[i]);
+        }
         break;
     }
     case DNNQ_DT_U8: {
         uint8_t *o = (uint8_t *)base;
-        if (st == 1)
-            for (int i = 0; i < n; ++i)
-                o[i] = (uint8_t)(int32_t)((tk_sat_u8(v[i]) + TK_RNE_MAGIC) - TK_RNE_MAGIC);
-        else
-            for (int i = 0; i < n; ++i)
-                o[i * st] = (uint8_t)(int32_t)((tk_sat_u8(v[i]) + TK_RNE_MAGIC) - TK_RNE_MAGIC);
+        if (st == 1) {
+            for (int i = tk_store_u8_vec(o, v, n); i < n; ++i) o[i] = tk_cvt_u8(v[i]);
+        } else {
+            for (int i = 0; i < n; ++i) o[i * st] = tk_cvt_u8(v[i]);
+        }
         break;
     }
     default: {
         int32_t *o = (int32_t *)base;
-        if (st == 1)
-            for (int i = 0; i < n; ++i) o[i] = (int32_t)nearbyintf(tk_sat_s32(v[i]));
-        else
-            for (int i = 0; i < n; ++i) o[i * st] = (int32_t)nearbyintf(tk_sat_s32(v[i]));
+        if (st == 1) {
+            for (int i = tk_store_s32_vec(o, v, n); i < n; ++i) o[i] = tk_cvt_s32(v[i]);
+        } else {
+            for (int i = 0; i < n; ++i) o[i * st] = tk_cvt_s32(v[i]);
+        }
         break;
     }
     }
@@ -156,6 +274,9 @@ static void tk_eltwise(int alg, float *restrict a, float al, float be, int n) {
     case DNNQ_ELT_LINEAR: /* oneDNN's JIT: one fused multiply-add */
         for (int i = 0; i < n; ++i) a[i] = fmaf(al, a[i], be);
         break;
+    case DNNQ_ELT_LINEAR_UNFUSED: /* oneDNN's reference kernels: two roundings */
+        for (int i = 0; i < n; ++i) a[i] = al * a[i] + be;
+        break;
     case DNNQ_ELT_ABS: for (int i = 0; i < n; ++i) a[i] = fabsf(a[i]); break;
     case DNNQ_ELT_SQUARE: for (int i = 0; i < n; ++i) a[i] = a[i] * a[i]; break;
     case DNNQ_ELT_SQRT: for (int i = 0; i < n; ++i) a[i] = sqrtf(a[i]); break;
@@ -190,10 +311,296 @@ static void tk_eltwise(int alg, float *restrict a, float al, float be, int n) {
     }
 }
 
-/* ---- the pointwise program on one chunk ---------------------------------------------------- */
-static inline const char *tk_addr(const dnnq_pw_opnd_t *o, int64_t elem) {
-    return o->ptr + elem * tk_esize(o->dt);
+/* ---- affine load: out = (((f32(src) - a) * b) * c) + d ----------------------------------------
+ * Absent steps use exact identities: x - (+0) and x + (-0) return x for every x (signed zeros
+ * included), x * 1 is exact. */
+#define TK_AFFINE_T(T)                                                                        \
+    do {                                                                                      \
+        const T *s = (const T *)src;                                                          \
+        if (st == 1)                                                                          \
+            for (int i = 0; i < n; ++i) out[i] = ((((float)s[i] - a) * b) * c) + d;           \
+        else                                                                                  \
+            for (int i = 0; i < n; ++i) out[i] = ((((float)s[i * st] - a) * b) * c) + d;      \
+    } while (0)
+
+static void tk_affine(float *restrict out, const char *src, int dt, int64_t st, int n, float a,
+                      float b, float c, float d) {
+    switch (dt) {
+    case DNNQ_DT_F32: TK_AFFINE_T(float); break;
+    case DNNQ_DT_S32: TK_AFFINE_T(int32_t); break;
+    case DNNQ_DT_S8: TK_AFFINE_T(int8_t); break;
+    default: TK_AFFINE_T(uint8_t); break;
+    }
 }
+
+/* Fused affine + store for row-constant parameters and contiguous operands: one pass, no
+ * buffer.  Same operations, order and rounding as tk_affine followed by tk_store.  Returns the
+ * number of elements done (the caller finishes the tail). */
+#if defined(__AVX512F__)
+#define TK_FV 16
+typedef __m512 tk_fv;
+static inline tk_fv tk_fv_load(const char *p, int dt) {
+    switch (dt) {
+    case DNNQ_DT_F32: return _mm512_loadu_ps((const float *)p);
+    case DNNQ_DT_S32: return _mm512_cvtepi32_ps(_mm512_loadu_si512((const void *)p));
+    case DNNQ_DT_S8: return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)p)));
+    default: return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)p)));
+    }
+}
+static inline void tk_fv_store(char *p, int dt, tk_fv x) {
+    switch (dt) {
+    case DNNQ_DT_S8:
+        x = _mm512_max_ps(_mm512_min_ps(x, _mm512_set1_ps(127.0f)), _mm512_set1_ps(-128.0f));
+        _mm_storeu_si128((__m128i *)p, _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(x)));
+        break;
+    case DNNQ_DT_U8:
+        x = _mm512_min_ps(_mm512_max_ps(x, _mm512_setzero_ps()), _mm512_set1_ps(255.0f));
+        _mm_storeu_si128((__m128i *)p, _mm512_cvtusepi32_epi8(_mm512_cvtps_epi32(x)));
+        break;
+    case DNNQ_DT_S32:
+        x = _mm512_max_ps(_mm512_min_ps(x, _mm512_set1_ps(TK_S32_HI)), _mm512_set1_ps(TK_S32_LO));
+        _mm512_storeu_si512((void *)p, _mm512_cvtps_epi32(x));
+        break;
+    default: _mm512_storeu_ps((float *)p, x);
+    }
+}
+#define TK_FV_SET1 _mm512_set1_ps
+#define TK_FV_AFFINE(x) _mm512_add_ps(_mm512_mul_ps(_mm512_mul_ps(_mm512_sub_ps((x), va), vb), vc), vd)
+#elif defined(__AVX2__)
+#define TK_FV 8
+typedef __m256 tk_fv;
+static inline tk_fv tk_fv_load(const char *p, int dt) {
+    switch (dt) {
+    case DNNQ_DT_F32: return _mm256_loadu_ps((const float *)p);
+    case DNNQ_DT_S32: return _mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)p));
+    case DNNQ_DT_S8: return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)p)));
+    default: return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)p)));
+    }
+}
+static inline void tk_fv_store(char *p, int dt, tk_fv x) {
+    switch (dt) {
+    case DNNQ_DT_S8: {
+        x = _mm256_max_ps(_mm256_min_ps(x, _mm256_set1_ps(127.0f)), _mm256_set1_ps(-128.0f));
+        __m256i q = _mm256_cvtps_epi32(x);
+        __m128i h = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+        _mm_storel_epi64((__m128i *)p, _mm_packs_epi16(h, h));
+        break;
+    }
+    case DNNQ_DT_U8: {
+        x = _mm256_min_ps(_mm256_max_ps(x, _mm256_setzero_ps()), _mm256_set1_ps(255.0f));
+        __m256i q = _mm256_cvtps_epi32(x);
+        __m128i h = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+        _mm_storel_epi64((__m128i *)p, _mm_packus_epi16(h, h));
+        break;
+    }
+    case DNNQ_DT_S32:
+        x = _mm256_max_ps(_mm256_min_ps(x, _mm256_set1_ps(TK_S32_HI)), _mm256_set1_ps(TK_S32_LO));
+        _mm256_storeu_si256((__m256i *)p, _mm256_cvtps_epi32(x));
+        break;
+    default: _mm256_storeu_ps((float *)p, x);
+    }
+}
+#define TK_FV_SET1 _mm256_set1_ps
+#define TK_FV_AFFINE(x) _mm256_add_ps(_mm256_mul_ps(_mm256_mul_ps(_mm256_sub_ps((x), va), vb), vc), vd)
+#endif
+
+#ifdef TK_FV
+#define TK_FUSED_LOOP(SDT, DDT)                                                               \
+    for (; i + TK_FV <= n; i += TK_FV)                                                        \
+        tk_fv_store(dst + i * des, DDT, TK_FV_AFFINE(tk_fv_load(src + i * ses, SDT)))
+#define TK_FUSED_DST(SDT)                                                                     \
+    switch (ddt) {                                                                            \
+    case DNNQ_DT_S8: TK_FUSED_LOOP(SDT, DNNQ_DT_S8); break;                                   \
+    case DNNQ_DT_U8: TK_FUSED_LOOP(SDT, DNNQ_DT_U8); break;                                   \
+    case DNNQ_DT_S32: TK_FUSED_LOOP(SDT, DNNQ_DT_S32); break;                                 \
+    default: TK_FUSED_LOOP(SDT, DNNQ_DT_F32); break;                                          \
+    }
+static int tk_affine_store_fused(char *dst, int ddt, const char *src, int sdt, int n, float a,
+                                 float b, float c, float d) {
+    const tk_fv va = TK_FV_SET1(a), vb = TK_FV_SET1(b), vc = TK_FV_SET1(c), vd = TK_FV_SET1(d);
+    const int ses = tk_esize(sdt), des = tk_esize(ddt);
+    int i = 0;
+    switch (sdt) {
+    case DNNQ_DT_S8: TK_FUSED_DST(DNNQ_DT_S8); break;
+    case DNNQ_DT_U8: TK_FUSED_DST(DNNQ_DT_U8); break;
+    case DNNQ_DT_S32: TK_FUSED_DST(DNNQ_DT_S32); break;
+    default: TK_FUSED_DST(DNNQ_DT_F32); break;
+    }
+    return i;
+}
+#else
+static int tk_affine_store_fused(char *dst, int ddt, const char *src, int sdt, int n, float a,
+                                 float b, float c, float d) {
+    (void)dst; (void)ddt; (void)src; (void)sdt; (void)n; (void)a; (void)b; (void)c; (void)d;
+    return 0;
+}
+#endif
+
+/* Fused binary: dst = alg((f32(s0) - a0) * b0, (f32(s1) - a1) * b1), one pass, for row-constant
+ * parameters, contiguous operands (s1 contiguous or broadcast), data types f32 / s8 / u8 and
+ * alg add, sub, mul, min, max.  Same operations and rounding as the staged path. */
+#ifdef TK_FV
+#if defined(__AVX512F__)
+#define TK_FV_ADD _mm512_add_ps
+#define TK_FV_SUB _mm512_sub_ps
+#define TK_FV_MUL _mm512_mul_ps
+#define TK_FV_MIN _mm512_min_ps
+#define TK_FV_MAX _mm512_max_ps
+#else
+#define TK_FV_ADD _mm256_add_ps
+#define TK_FV_SUB _mm256_sub_ps
+#define TK_FV_MUL _mm256_mul_ps
+#define TK_FV_MIN _mm256_min_ps
+#define TK_FV_MAX _mm256_max_ps
+#endif
+#define TK_BF_LOOP(D0, D1, DD, OP)                                                            \
+    for (; i + TK_FV <= n; i += TK_FV) {                                                      \
+        tk_fv x = TK_FV_MUL(TK_FV_SUB(tk_fv_load(s0 + i * tk_esize(D0), D0), va0), vb0);      \
+        tk_fv y = bc ? yb : TK_FV_MUL(TK_FV_SUB(tk_fv_load(s1 + i * tk_esize(D1), D1), va1), vb1); \
+        tk_fv_store(dst + i * tk_esize(DD), DD, OP(x, y));                                    \
+    }
+#define TK_BF_ALG(D0, D1, DD)                                                                 \
+    switch (alg) {                                                                            \
+    case DNNQ_BIN_ADD: TK_BF_LOOP(D0, D1, DD, TK_FV_ADD); break;                              \
+    case DNNQ_BIN_SUB: TK_BF_LOOP(D0, D1, DD, TK_FV_SUB); break;                              \
+    case DNNQ_BIN_MUL: TK_BF_LOOP(D0, D1, DD, TK_FV_MUL); break;                              \
+    case DNNQ_BIN_MIN: TK_BF_LOOP(D0, D1, DD, TK_FV_MIN); break;                              \
+    default: TK_BF_LOOP(D0, D1, DD, TK_FV_MAX); break;                                        \
+    }
+#define TK_BF_DD(D0, D1)                                                                      \
+    switch (ddt) {                                                                            \
+    case DNNQ_DT_S8: TK_BF_ALG(D0, D1, DNNQ_DT_S8); break;                                    \
+    case DNNQ_DT_U8: TK_BF_ALG(D0, D1, DNNQ_DT_U8); break;                                    \
+    default: TK_BF_ALG(D0, D1, DNNQ_DT_F32); break;                                           \
+    }
+#define TK_BF_D1(D0)                                                                          \
+    switch (bc ? DNNQ_DT_F32 : dt1) {                                                         \
+    case DNNQ_DT_S8: TK_BF_DD(D0, DNNQ_DT_S8); break;                                         \
+    case DNNQ_DT_U8: TK_BF_DD(D0, DNNQ_DT_U8); break;                                         \
+    default: TK_BF_DD(D0, DNNQ_DT_F32); break;                                                \
+    }
+static int tk_binary_fused_ok(int alg, int dt0, int dt1, int ddt) {
+    const int a = alg == DNNQ_BIN_ADD || alg == DNNQ_BIN_SUB || alg == DNNQ_BIN_MUL ||
+                  alg == DNNQ_BIN_MIN || alg == DNNQ_BIN_MAX;
+    return a && dt0 != DNNQ_DT_S32 && dt1 != DNNQ_DT_S32 && ddt != DNNQ_DT_S32;
+}
+static int tk_binary_fused(char *dst, int ddt, const char *s0, int dt0, const char *s1, int dt1,
+                           int bc, int n, int alg, float a0, float b0, float a1, float b1) {
+    const tk_fv va0 = TK_FV_SET1(a0), vb0 = TK_FV_SET1(b0), va1 = TK_FV_SET1(a1),
+                vb1 = TK_FV_SET1(b1);
+    const tk_fv yb = TK_FV_SET1(bc ? (tk_load1(s1, dt1) - a1) * b1 : 0.0f);
+    int i = 0;
+    switch (dt0) {
+    case DNNQ_DT_S8: TK_BF_D1(DNNQ_DT_S8); break;
+    case DNNQ_DT_U8: TK_BF_D1(DNNQ_DT_U8); break;
+    default: TK_BF_D1(DNNQ_DT_F32); break;
+    }
+    return i;
+}
+#else
+static int tk_binary_fused_ok(int alg, int dt0, int dt1, int ddt) {
+    (void)alg; (void)dt0; (void)dt1; (void)ddt;
+    return 0;
+}
+static int tk_binary_fused(char *dst, int ddt, const char *s0, int dt0, const char *s1, int dt1,
+                           int bc, int n, int alg, float a0, float b0, float a1, float b1) {
+    (void)dst; (void)ddt; (void)s0; (void)dt0; (void)s1; (void)dt1; (void)bc; (void)n; (void)alg;
+    (void)a0; (void)b0; (void)a1; (void)b1;
+    return 0;
+}
+#endif
+
+/* load operand k with up to four affine steps (sub p[0], mul p[1], mul p[2], add p[3]) into out */
+static void tk_affine_into(const dnnq_pw_plan_t *p, const int64_t *off, int64_t j, int n, int k,
+                           const int *pk, float *out, float *tmp) {
+    static const int step_alg[4] = {DNNQ_BIN_SUB, DNNQ_BIN_MUL, DNNQ_BIN_MUL, DNNQ_BIN_ADD};
+    const int in = p->ndims - 1;
+    float pv[4] = {0.0f, 1.0f, 1.0f, -0.0f};
+    int rowconst = 1;
+    for (int q = 0; q < 4; ++q) {
+        if (pk[q] < 0) continue;
+        const dnnq_pw_opnd_t *po = &p->opnds[pk[q]];
+        if (po->st[in] != 0) { rowconst = 0; continue; }
+        pv[q] = tk_load1(tk_addr(po, off[pk[q]]), po->dt);
+    }
+    const dnnq_pw_opnd_t *o = &p->opnds[k];
+    const int64_t is = o->st[in];
+    const char *a = tk_addr(o, off[k] + j * is);
+    if (rowconst) {
+        tk_affine(out, a, o->dt, is, n, pv[0], pv[1], pv[2], pv[3]);
+        return;
+    }
+    tk_load(out, a, o->dt, is, n);
+    for (int q = 0; q < 4; ++q) {
+        if (pk[q] < 0) continue;
+        const dnnq_pw_opnd_t *po = &p->opnds[pk[q]];
+        const int64_t ps = po->st[in];
+        const char *pa = tk_addr(po, off[pk[q]] + j * ps);
+        if (ps == 0) {
+            tk_bin_scalar(step_alg[q], out, tk_load1(pa, po->dt), n);
+        } else {
+            tk_load(tmp, pa, po->dt, ps, n);
+            tk_bin_vec(step_alg[q], out, tmp, n);
+        }
+    }
+}
+
+/* 8-bit -> 8-bit requantization through a 256-entry table (AVX-512 VBMI's vpermi2b looks up 64
+ * bytes at a time).  The table is computed with the very tk_affine / tk_store code of the
+ * regular path, for all 256 inputs, so the results are identical; it is cached per thread and
+ * rebuilt when the row's parameters change.  Used only on CPUs with VBMI (checked at run time:
+ * the avx512_core_vnni level does not imply it). */
+#if defined(__AVX512F__) && defined(__GNUC__)
+#define TK_HAVE_LUT 1
+static int tk_vbmi = -1;
+static int tk_lut_ok(void) {
+    if (tk_vbmi < 0) {
+        __builtin_cpu_init();
+        tk_vbmi = __builtin_cpu_supports("avx512vbmi") ? 1 : 0;
+    }
+    return tk_vbmi;
+}
+typedef struct {
+    int valid, sdt, ddt;
+    float pv[4];
+    uint8_t lut[256] __attribute__((aligned(64)));
+} tk_lut_t;
+static _Thread_local tk_lut_t tk_lut_cache;
+
+static const uint8_t *tk_lut_get(int sdt, int ddt, const float *pv) {
+    tk_lut_t *c = &tk_lut_cache;
+    if (c->valid && c->sdt == sdt && c->ddt == ddt && !memcmp(c->pv, pv, sizeof(c->pv)))
+        return c->lut;
+    uint8_t in[256];
+    float v[256];
+    for (int i = 0; i < 256; ++i) in[i] = (uint8_t)i; /* as s8: the two's complement value */
+    tk_affine(v, (const char *)in, sdt, 1, 256, pv[0], pv[1], pv[2], pv[3]);
+    tk_store((char *)c->lut, ddt, 1, v, 256);
+    c->valid = 1;
+    c->sdt = sdt;
+    c->ddt = ddt;
+    memcpy(c->pv, pv, sizeof(c->pv));
+    return c->lut;
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vbmi")))
+static void tk_lut_apply(uint8_t *dst, const uint8_t *src, const uint8_t *lut, int n) {
+    const __m512i lo = _mm512_load_si512((const void *)lut);
+    const __m512i lo2 = _mm512_load_si512((const void *)(lut + 64));
+    const __m512i hi = _mm512_load_si512((const void *)(lut + 128));
+    const __m512i hi2 = _mm512_load_si512((const void *)(lut + 192));
+    int i = 0;
+    for (; i + 64 <= n; i += 64) {
+        const __m512i x = _mm512_loadu_si512((const void *)(src + i));
+        const __m512i a = _mm512_permutex2var_epi8(lo, x, lo2);  /* entries 0..127 */
+        const __m512i b = _mm512_permutex2var_epi8(hi, x, hi2);  /* entries 128..255 */
+        _mm512_storeu_si512((void *)(dst + i), _mm512_mask_blend_epi8(_mm512_movepi8_mask(x), a, b));
+    }
+    for (; i < n; ++i) dst[i] = lut[src[i]];
+}
+#endif
+
+/* ---- the pointwise program on one chunk ---------------------------------------------------- */
 
 /* off[k]: element offset of operand k at the start of the row; j: inner index of the chunk */
 static void tk_program(const dnnq_pw_plan_t *p, const int64_t *off, int64_t j, int n,
@@ -232,6 +639,99 @@ static void tk_program(const dnnq_pw_plan_t *p, const int64_t *off, int64_t j, i
             tk_store((char *)tk_addr(o, off[sg->arg] + j * is), o->dt, is, b, n);
             break;
         }
+        case DNNQ_PW_AFFINE: {
+            static const int step_alg[4] = {DNNQ_BIN_SUB, DNNQ_BIN_MUL, DNNQ_BIN_MUL, DNNQ_BIN_ADD};
+            float pv[4] = {0.0f, 1.0f, 1.0f, -0.0f};
+            int rowconst = 1;
+            for (int q = 0; q < 4; ++q) {
+                const int k = sg->p[q];
+                if (k < 0) continue;
+                const dnnq_pw_opnd_t *o = &p->opnds[k];
+                if (o->st[in] != 0) { rowconst = 0; continue; }
+                pv[q] = tk_load1(tk_addr(o, off[k]), o->dt);
+            }
+            const dnnq_pw_opnd_t *o = &p->opnds[sg->arg];
+            const int64_t is = o->st[in];
+            const char *a = tk_addr(o, off[sg->arg] + j * is);
+            const dnnq_pw_opnd_t *d = sg->arg2 >= 0 ? &p->opnds[sg->arg2] : NULL;
+            const int64_t ds = d ? d->st[in] : 0;
+            char *dp = d ? (char *)tk_addr(d, off[sg->arg2] + j * ds) : NULL;
+#ifdef TK_HAVE_LUT
+            if (rowconst && d && ds == 1 && is == 1 && n >= 128
+                && (o->dt == DNNQ_DT_S8 || o->dt == DNNQ_DT_U8)
+                && (d->dt == DNNQ_DT_S8 || d->dt == DNNQ_DT_U8) && tk_lut_ok()) {
+                tk_lut_apply((uint8_t *)dp, (const uint8_t *)a, tk_lut_get(o->dt, d->dt, pv), n);
+                break;
+            }
+#endif
+            if (rowconst && d && ds == 1 && is == 1) {
+                /* one fused pass; the tail (< one vector) through the buffer */
+                const int done = tk_affine_store_fused(dp, d->dt, a, o->dt, n, pv[0], pv[1],
+                                                       pv[2], pv[3]);
+                if (done == n) break;
+                const int es = tk_esize(o->dt), des = tk_esize(d->dt);
+                tk_affine(b, a + done * es, o->dt, 1, n - done, pv[0], pv[1], pv[2], pv[3]);
+                tk_store(dp + done * des, d->dt, 1, b, n - done);
+                break;
+            }
+            float *out = (rowconst && d && d->dt == DNNQ_DT_F32 && ds == 1) ? (float *)dp : b;
+            if (rowconst) {
+                tk_affine(out, a, o->dt, is, n, pv[0], pv[1], pv[2], pv[3]);
+            } else {
+                tk_load(b, a, o->dt, is, n);
+                for (int q = 0; q < 4; ++q) {
+                    const int k = sg->p[q];
+                    if (k < 0) continue;
+                    const dnnq_pw_opnd_t *po = &p->opnds[k];
+                    const int64_t ps = po->st[in];
+                    const char *pa = tk_addr(po, off[k] + j * ps);
+                    if (ps == 0) {
+                        tk_bin_scalar(step_alg[q], b, tk_load1(pa, po->dt), n);
+                    } else {
+                        tk_load(tmp, pa, po->dt, ps, n);
+                        tk_bin_vec(step_alg[q], b, tmp, n);
+                    }
+                }
+            }
+            if (d && out != (float *)dp) tk_store(dp, d->dt, ds, b, n);
+            break;
+        }
+        case DNNQ_PW_BINARY2: {
+            /* buf[b] = alg((src0 - p0) * p1, (src1 - p2) * p3), stored into operand arg3 too */
+            const dnnq_pw_opnd_t *o0 = &p->opnds[sg->arg], *o1 = &p->opnds[sg->arg2];
+            const dnnq_pw_opnd_t *d = sg->arg3 >= 0 ? &p->opnds[sg->arg3] : NULL;
+            const int64_t s0s = o0->st[in], s1s = o1->st[in], dds = d ? d->st[in] : 0;
+            int rowconst = 1;
+            float pv[4] = {0.0f, 1.0f, 0.0f, 1.0f};
+            for (int q = 0; q < 4; ++q) {
+                const int k = sg->p[q];
+                if (k < 0) continue;
+                const dnnq_pw_opnd_t *po = &p->opnds[k];
+                if (po->st[in] != 0) { rowconst = 0; break; }
+                pv[q] = tk_load1(tk_addr(po, off[k]), po->dt);
+            }
+            if (d && rowconst && s0s == 1 && dds == 1 && (s1s == 1 || s1s == 0)
+                && tk_binary_fused_ok(sg->alg, o0->dt, o1->dt, d->dt)) {
+                char *dp = (char *)tk_addr(d, off[sg->arg3] + j);
+                const char *a0 = tk_addr(o0, off[sg->arg] + j);
+                const char *a1 = tk_addr(o1, off[sg->arg2] + j * s1s);
+                const int done = tk_binary_fused(dp, d->dt, a0, o0->dt, a1, o1->dt, s1s == 0, n,
+                                                 sg->alg, pv[0], pv[1], pv[2], pv[3]);
+                if (done == n) break;
+                const int k0[4] = {sg->p[0], sg->p[1], -1, -1}, k1[4] = {sg->p[2], sg->p[3], -1, -1};
+                tk_affine_into(p, off, j + done, n - done, sg->arg, k0, b, tmp);
+                tk_affine_into(p, off, j + done, n - done, sg->arg2, k1, buf[sg->buf + 1], tmp);
+                tk_bin_vec(sg->alg, b, buf[sg->buf + 1], n - done);
+                tk_store(dp + done * tk_esize(d->dt), d->dt, 1, b, n - done);
+                break;
+            }
+            const int k0[4] = {sg->p[0], sg->p[1], -1, -1}, k1[4] = {sg->p[2], sg->p[3], -1, -1};
+            tk_affine_into(p, off, j, n, sg->arg, k0, b, tmp);
+            tk_affine_into(p, off, j, n, sg->arg2, k1, buf[sg->buf + 1], tmp);
+            tk_bin_vec(sg->alg, b, buf[sg->buf + 1], n);
+            if (d) tk_store((char *)tk_addr(d, off[sg->arg3] + j * dds), d->dt, dds, b, n);
+            break;
+        }
         case DNNQ_PW_COPY: {
             const dnnq_pw_opnd_t *o = &p->opnds[sg->arg], *d = &p->opnds[sg->arg2];
             const int64_t is = o->st[in], ds = d->st[in];
@@ -246,6 +746,10 @@ static void tk_program(const dnnq_pw_plan_t *p, const int64_t *off, int64_t j, i
 
 /* element offsets of every operand at the start of row `row` */
 static void tk_row_offsets(const dnnq_pw_plan_t *p, int64_t row, int64_t *off) {
+    if (p->ndims == 2) { /* one row dim (the common collapsed case): no division */
+        for (int k = 0; k < p->n_opnds; ++k) off[k] = row * p->opnds[k].st[0];
+        return;
+    }
     for (int k = 0; k < p->n_opnds; ++k) off[k] = 0;
     for (int d = p->ndims - 2; d >= 0; --d) {
         const int64_t idx = row % p->dims[d];
@@ -289,6 +793,11 @@ static inline void tk_tap_range(int64_t o, int64_t S, int64_t P, int64_t Dl, int
                                 int64_t *lo, int64_t *hi) {
     const int64_t i0 = o * S - P;
     int64_t l = 0, h = K;
+    if (i0 >= 0 && i0 + (K - 1) * Dl < I) { /* the whole window inside: no division */
+        *lo = 0;
+        *hi = K;
+        return;
+    }
     if (i0 < 0) l = (-i0 + Dl - 1) / Dl;
     if (i0 + (K - 1) * Dl >= I) {
         const int64_t last = I - 1 - i0; /* largest k with i0 + k*Dl <= I-1 */
@@ -299,22 +808,171 @@ static inline void tk_tap_range(int64_t o, int64_t S, int64_t P, int64_t Dl, int
     *hi = h;
 }
 
-/* channels-last: taps are rows of C elements; acc over the taps for channels [c0, c0+nc) */
+/* channels-last: taps are rows of C elements; acc over the taps for channels [c0, c0+nc).
+ * Vector blocks keep the accumulator in a register across the taps (intrinsics per ISA); the
+ * remaining channels go element by element.  Each returns the number of channels done. */
+#if defined(__AVX512BW__)
+#define TK_CL_MAX8(NAME, T, MAXOP, INIT)                                                      \
+    static inline int NAME(const char *src, const int64_t *tap, int ntap, int64_t c0,         \
+                           int nc, T *acc) {                                                  \
+        int b = 0;                                                                            \
+        for (; b + 64 <= nc; b += 64) {                                                       \
+            __m512i m = INIT;                                                                 \
+            for (int t = 0; t < ntap; ++t)                                                    \
+                m = MAXOP(m, _mm512_loadu_si512((const void *)((const T *)src + tap[t] + c0 + b))); \
+            _mm512_storeu_si512((void *)(acc + b), m);                                        \
+        }                                                                                     \
+        return b;                                                                             \
+    }
+TK_CL_MAX8(tk_clv_max_s8, int8_t, _mm512_max_epi8, _mm512_set1_epi8(-128))
+TK_CL_MAX8(tk_clv_max_u8, uint8_t, _mm512_max_epu8, _mm512_setzero_si512())
+TK_CL_MAX8(tk_clv_max_s32, int32_t, _mm512_max_epi32, _mm512_set1_epi32(INT32_MIN))
+static inline int tk_clv_max_f32(const char *src, const int64_t *tap, int ntap, int64_t c0,
+                                 int nc, float *acc) {
+    int b = 0;
+    for (; b + 16 <= nc; b += 16) {
+        __m512 m = _mm512_set1_ps(-3.402823466e+38f);
+        for (int t = 0; t < ntap; ++t) /* max(s, acc): a NaN tap keeps acc, as s > a ? s : a */
+            m = _mm512_max_ps(_mm512_loadu_ps((const float *)src + tap[t] + c0 + b), m);
+        _mm512_storeu_ps(acc + b, m);
+    }
+    return b;
+}
+#define TK_CL_SUM8(NAME, T, CVT)                                                              \
+    static inline int NAME(const char *src, const int64_t *tap, int ntap, int64_t c0,         \
+                           int nc, int32_t *acc) {                                            \
+        int b = 0;                                                                            \
+        for (; b + 16 <= nc; b += 16) {                                                       \
+            __m512i m = _mm512_setzero_si512();                                               \
+            for (int t = 0; t < ntap; ++t)                                                    \
+                m = _mm512_add_epi32(m, CVT(_mm_loadu_si128(                                  \
+                        (const __m128i *)((const T *)src + tap[t] + c0 + b))));               \
+            _mm512_storeu_si512((void *)(acc + b), m);                                        \
+        }                                                                                     \
+        return b;                                                                             \
+    }
+TK_CL_SUM8(tk_clv_sum_s8, int8_t, _mm512_cvtepi8_epi32)
+TK_CL_SUM8(tk_clv_sum_u8, uint8_t, _mm512_cvtepu8_epi32)
+static inline int tk_clv_sum_s32(const char *src, const int64_t *tap, int ntap, int64_t c0,
+                                 int nc, uint32_t *acc) {
+    int b = 0;
+    for (; b + 16 <= nc; b += 16) {
+        __m512i m = _mm512_setzero_si512();
+        for (int t = 0; t < ntap; ++t)
+            m = _mm512_add_epi32(m, _mm512_loadu_si512((const void *)((const int32_t *)src + tap[t] + c0 + b)));
+        _mm512_storeu_si512((void *)(acc + b), m);
+    }
+    return b;
+}
+static inline int tk_clv_sum_f32(const char *src, const int64_t *tap, int ntap, int64_t c0,
+                                 int nc, float *acc) {
+    int b = 0;
+    for (; b + 16 <= nc; b += 16) {
+        __m512 m = _mm512_setzero_ps();
+        for (int t = 0; t < ntap; ++t)
+            m = _mm512_add_ps(m, _mm512_loadu_ps((const float *)src + tap[t] + c0 + b));
+        _mm512_storeu_ps(acc + b, m);
+    }
+    return b;
+}
+#elif defined(__AVX2__)
+#define TK_CL_MAX8(NAME, T, MAXOP, INIT, W)                                                   \
+    static inline int NAME(const char *src, const int64_t *tap, int ntap, int64_t c0,         \
+                           int nc, T *acc) {                                                  \
+        int b = 0;                                                                            \
+        for (; b + W <= nc; b += W) {                                                         \
+            __m256i m = INIT;                                                                 \
+            for (int t = 0; t < ntap; ++t)                                                    \
+                m = MAXOP(m, _mm256_loadu_si256((const __m256i *)((const T *)src + tap[t] + c0 + b))); \
+            _mm256_storeu_si256((__m256i *)(acc + b), m);                                     \
+        }                                                                                     \
+        return b;                                                                             \
+    }
+TK_CL_MAX8(tk_clv_max_s8, int8_t, _mm256_max_epi8, _mm256_set1_epi8(-128), 32)
+TK_CL_MAX8(tk_clv_max_u8, uint8_t, _mm256_max_epu8, _mm256_setzero_si256(), 32)
+TK_CL_MAX8(tk_clv_max_s32, int32_t, _mm256_max_epi32, _mm256_set1_epi32(INT32_MIN), 8)
+static inline int tk_clv_max_f32(const char *src, const int64_t *tap, int ntap, int64_t c0,
+                                 int nc, float *acc) {
+    int b = 0;
+    for (; b + 8 <= nc; b += 8) {
+        __m256 m = _mm256_set1_ps(-3.402823466e+38f);
+        for (int t = 0; t < ntap; ++t)
+            m = _mm256_max_ps(_mm256_loadu_ps((const float *)src + tap[t] + c0 + b), m);
+        _mm256_storeu_ps(acc + b, m);
+    }
+    return b;
+}
+#define TK_CL_SUM8(NAME, T, CVT)                                                              \
+    static inline int NAME(const char *src, const int64_t *tap, int ntap, int64_t c0,         \
+                           int nc, int32_t *acc) {                                            \
+        int b = 0;                                                                            \
+        for (; b + 8 <= nc; b += 8) {                                                         \
+            __m256i m = _mm256_setzero_si256();                                               \
+            for (int t = 0; t < ntap; ++t)                                                    \
+                m = _mm256_add_epi32(m, CVT(_mm_loadl_epi64(                                  \
+                        (const __m128i *)((const T *)src + tap[t] + c0 + b))));               \
+            _mm256_storeu_si256((__m256i *)(acc + b), m);                                     \
+        }                                                                                     \
+        return b;                                                                             \
+    }
+TK_CL_SUM8(tk_clv_sum_s8, int8_t, _mm256_cvtepi8_epi32)
+TK_CL_SUM8(tk_clv_sum_u8, uint8_t, _mm256_cvtepu8_epi32)
+static inline int tk_clv_sum_s32(const char *src, const int64_t *tap, int ntap, int64_t c0,
+                                 int nc, uint32_t *acc) {
+    int b = 0;
+    for (; b + 8 <= nc; b += 8) {
+        __m256i m = _mm256_setzero_si256();
+        for (int t = 0; t < ntap; ++t)
+            m = _mm256_add_epi32(m, _mm256_loadu_si256((const __m256i *)((const int32_t *)src + tap[t] + c0 + b)));
+        _mm256_storeu_si256((__m256i *)(acc + b), m);
+    }
+    return b;
+}
+static inline int tk_clv_sum_f32(const char *src, const int64_t *tap, int ntap, int64_t c0,
+                                 int nc, float *acc) {
+    int b = 0;
+    for (; b + 8 <= nc; b += 8) {
+        __m256 m = _mm256_setzero_ps();
+        for (int t = 0; t < ntap; ++t)
+            m = _mm256_add_ps(m, _mm256_loadu_ps((const float *)src + tap[t] + c0 + b));
+        _mm256_storeu_ps(acc + b, m);
+    }
+    return b;
+}
+#else
+#define TK_CLV_NONE(NAME, T)                                                                  \
+    static inline int NAME(const char *src, const int64_t *tap, int ntap, int64_t c0,         \
+                           int nc, T *acc) {                                                  \
+        (void)src; (void)tap; (void)ntap; (void)c0; (void)nc; (void)acc;                      \
+        return 0;                                                                             \
+    }
+TK_CLV_NONE(tk_clv_max_s8, int8_t)
+TK_CLV_NONE(tk_clv_max_u8, uint8_t)
+TK_CLV_NONE(tk_clv_max_s32, int32_t)
+TK_CLV_NONE(tk_clv_max_f32, float)
+TK_CLV_NONE(tk_clv_sum_s8, int32_t)
+TK_CLV_NONE(tk_clv_sum_u8, int32_t)
+TK_CLV_NONE(tk_clv_sum_s32, uint32_t)
+TK_CLV_NONE(tk_clv_sum_f32, float)
+#endif
+
 #define TK_POOL_CL(T, ACC_T, SUFFIX)                                                          \
     static void tk_pool_cl_max_##SUFFIX(const char *src, const int64_t *tap, int ntap,        \
                                         int64_t c0, int nc, T *restrict acc, T lowest) {      \
-        for (int c = 0; c < nc; ++c) acc[c] = lowest;                                         \
-        for (int t = 0; t < ntap; ++t) {                                                      \
+        const int nb = tk_clv_max_##SUFFIX(src, tap, ntap, c0, nc, acc);                      \
+        for (int c = nb; c < nc; ++c) acc[c] = lowest;                                        \
+        for (int t = 0; t < ntap && nb < nc; ++t) {                                           \
             const T *restrict s = (const T *)src + tap[t] + c0;                               \
-            for (int c = 0; c < nc; ++c) acc[c] = s[c] > acc[c] ? s[c] : acc[c];              \
+            for (int c = nb; c < nc; ++c) acc[c] = s[c] > acc[c] ? s[c] : acc[c];             \
         }                                                                                     \
     }                                                                                         \
     static void tk_pool_cl_sum_##SUFFIX(const char *src, const int64_t *tap, int ntap,        \
                                         int64_t c0, int nc, ACC_T *restrict acc) {            \
-        for (int c = 0; c < nc; ++c) acc[c] = 0;                                              \
-        for (int t = 0; t < ntap; ++t) {                                                      \
+        const int nb = tk_clv_sum_##SUFFIX(src, tap, ntap, c0, nc, acc);                      \
+        for (int c = nb; c < nc; ++c) acc[c] = 0;                                             \
+        for (int t = 0; t < ntap && nb < nc; ++t) {                                           \
             const T *restrict s = (const T *)src + tap[t] + c0;                               \
-            for (int c = 0; c < nc; ++c) acc[c] = (ACC_T)(acc[c] + (ACC_T)s[c]);              \
+            for (int c = nb; c < nc; ++c) acc[c] = (ACC_T)(acc[c] + (ACC_T)s[c]);             \
         }                                                                                     \
     }
 TK_POOL_CL(uint8_t, int32_t, u8)
@@ -395,12 +1053,16 @@ void DNNQ_TK_FN(dnnq_pool_run)(const dnnq_pool_args_t *a, int64_t it0, int64_t i
         const int64_t ntap_max = a->KD * a->KH * a->KW;
         int64_t *tap = (int64_t *)malloc(sizeof(int64_t) * (size_t)(ntap_max > 0 ? ntap_max : 1));
         if (!tap) { if (off != off_stack) free(off); return; }
+        int64_t ow = it0 % a->OW, oh = it0 / a->OW % a->OH;
+        int64_t od = it0 / (a->OW * a->OH) % a->OD, n = it0 / (a->OW * a->OH * a->OD);
         for (int64_t r = it0; r < it1; ++r) {
-            int64_t q = r;
-            const int64_t ow = q % a->OW; q /= a->OW;
-            const int64_t oh = q % a->OH; q /= a->OH;
-            const int64_t od = q % a->OD; q /= a->OD;
-            const int64_t n = q;
+            if (r != it0 && ++ow == a->OW) { /* advance (n, od, oh, ow) without dividing */
+                ow = 0;
+                if (++oh == a->OH) {
+                    oh = 0;
+                    if (++od == a->OD) { od = 0; ++n; }
+                }
+            }
             int64_t dlo, dhi, hlo, hhi, wlo, whi;
             tk_tap_range(od, a->SD, a->PD, a->DD, a->KD, a->ID, &dlo, &dhi);
             tk_tap_range(oh, a->SH, a->PH, a->DH, a->KH, a->IH, &hlo, &hhi);
@@ -442,8 +1104,12 @@ void DNNQ_TK_FN(dnnq_pool_run)(const dnnq_pool_args_t *a, int64_t it0, int64_t i
                 }
                 float *v = buf[0];
                 tk_acc_to_f32(dt, is_max, &acc, v, nc);
-                if (!is_max)
+                if (!is_max && a->avg_rcp) {
+                    const float rcp = 1.0f / cnt;
+                    for (int i = 0; i < nc; ++i) v[i] = v[i] * rcp;
+                } else if (!is_max) {
                     for (int i = 0; i < nc; ++i) v[i] = v[i] / cnt;
+                }
                 tk_epilogue(epi, r, c0, nc, buf, tmp, off);
             }
         }
@@ -453,11 +1119,14 @@ void DNNQ_TK_FN(dnnq_pool_run)(const dnnq_pool_args_t *a, int64_t it0, int64_t i
         const int64_t plane = a->ID * a->IH * a->IW;
         const int es = tk_esize(dt);
         int32_t cntw[TK_CH];
+        int64_t *kwr = (int64_t *)malloc(sizeof(int64_t) * 2 * (size_t)a->KW);
+        if (!kwr) { if (off != off_stack) free(off); return; }
+        int64_t oh = it0 % a->OH, od = it0 / a->OH % a->OD, nc_ = it0 / (a->OH * a->OD);
         for (int64_t r = it0; r < it1; ++r) {
-            int64_t q = r;
-            const int64_t oh = q % a->OH; q /= a->OH;
-            const int64_t od = q % a->OD; q /= a->OD;
-            const int64_t nc_ = q; /* n * C + c */
+            if (r != it0 && ++oh == a->OH) { /* advance (n * C + c, od, oh) */
+                oh = 0;
+                if (++od == a->OD) { od = 0; ++nc_; }
+            }
             const char *pl = a->src + nc_ * plane * es;
             int64_t dlo, dhi, hlo, hhi;
             tk_tap_range(od, a->SD, a->PD, a->DD, a->KD, a->ID, &dlo, &dhi);
@@ -476,21 +1145,29 @@ void DNNQ_TK_FN(dnnq_pool_run)(const dnnq_pool_args_t *a, int64_t it0, int64_t i
                 } else {
                     memset(acc.i, 0, sizeof(int32_t) * (size_t)no);
                 }
+                /* valid outputs [olo, ohi) of each kw inside the chunk (0 <= o*SW - PW + kw*DW < IW) */
                 for (int64_t kw = 0; kw < a->KW; ++kw) {
-                    /* outputs o in [o0, o0+no) with 0 <= o*SW - PW + kw*DW < IW */
                     const int64_t base = kw * a->DW - a->PW;
                     int64_t olo = base >= 0 ? 0 : (-base + a->SW - 1) / a->SW;
                     const int64_t lastnum = a->IW - 1 - base;
                     int64_t ohi = lastnum < 0 ? 0 : lastnum / a->SW + 1;
                     if (olo < o0) olo = o0;
                     if (ohi > o0 + no) ohi = o0 + no;
-                    if (olo >= ohi) continue;
+                    if (ohi < olo) ohi = olo;
+                    kwr[2 * kw] = olo;
+                    kwr[2 * kw + 1] = ohi;
                     for (int64_t o = olo; o < ohi; ++o) cntw[o - o0] += 1;
-                    for (int64_t kd = dlo; kd < dhi; ++kd) {
-                        const int64_t id = od * a->SD - a->PD + kd * a->DD;
-                        for (int64_t kh = hlo; kh < hhi; ++kh) {
-                            const int64_t ih = oh * a->SH - a->PH + kh * a->DH;
-                            const char *srow = pl + (id * a->IH + ih) * a->IW * es;
+                }
+                /* taps in (d, h, w) order: the f32 sums round as oneDNN's */
+                for (int64_t kd = dlo; kd < dhi; ++kd) {
+                    const int64_t id = od * a->SD - a->PD + kd * a->DD;
+                    for (int64_t kh = hlo; kh < hhi; ++kh) {
+                        const int64_t ih = oh * a->SH - a->PH + kh * a->DH;
+                        const char *srow = pl + (id * a->IH + ih) * a->IW * es;
+                        for (int64_t kw = 0; kw < a->KW; ++kw) {
+                            const int64_t olo = kwr[2 * kw], ohi = kwr[2 * kw + 1];
+                            if (olo >= ohi) continue;
+                            const int64_t base = kw * a->DW - a->PW;
                             switch (dt + 4 * is_max) {
                             case DNNQ_DT_U8: tk_pool_row_sum_u8((const uint8_t *)srow, o0, olo, ohi, a->SW, base, acc.i); break;
                             case DNNQ_DT_S8: tk_pool_row_sum_s8((const int8_t *)srow, o0, olo, ohi, a->SW, base, acc.i); break;
@@ -512,13 +1189,22 @@ void DNNQ_TK_FN(dnnq_pool_run)(const dnnq_pool_args_t *a, int64_t it0, int64_t i
                 tk_acc_to_f32(dt, is_max, &acc, v, no);
                 if (a->alg == DNNQ_POOL_AVG_INC) {
                     const float cnt = (float)(a->KD * a->KH * a->KW);
-                    for (int i = 0; i < no; ++i) v[i] = v[i] / cnt;
+                    if (a->avg_rcp) {
+                        const float rcp = 1.0f / cnt;
+                        for (int i = 0; i < no; ++i) v[i] = v[i] * rcp;
+                    } else {
+                        for (int i = 0; i < no; ++i) v[i] = v[i] / cnt;
+                    }
                 } else if (a->alg == DNNQ_POOL_AVG_EXC) {
-                    for (int i = 0; i < no; ++i) v[i] = v[i] / (float)(ndh * cntw[i]);
+                    if (a->avg_rcp)
+                        for (int i = 0; i < no; ++i) v[i] = v[i] * (1.0f / (float)(ndh * cntw[i]));
+                    else
+                        for (int i = 0; i < no; ++i) v[i] = v[i] / (float)(ndh * cntw[i]);
                 }
                 tk_epilogue(epi, r, o0, no, buf, tmp, off);
             }
         }
+        free(kwr);
     }
     if (off != off_stack) free(off);
 }

@@ -1,0 +1,318 @@
+"""Drivers of the toolkit kernels (ukernels/toolkit_impl.h): the pointwise engine (reorder,
+eltwise, binary, sum, concat), pooling and softmax.
+
+The Python side (dnnq/primitives/_pointwise.py and the primitives) validates everything and
+builds plans at creation; `run` only takes the addresses of C-contiguous arrays, releases the GIL
+and splits the work items over OpenMP threads with `prange`.  A plan's C structures are
+read-only during `run` (operand addresses live in a per-call copy), so several Python threads
+may run one plan at once.
+"""
+from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_ANY_CONTIGUOUS, PyBUF_WRITABLE
+from libc.stdint cimport int64_t
+from libc.stdlib cimport malloc, free
+from libc.string cimport memset, memcpy
+from cython.parallel cimport prange
+
+cdef extern from "dnnq_toolkit.h" nogil:
+    enum:
+        DNNQ_PW_MAXD
+        DNNQ_PW_CHUNK
+
+    ctypedef struct dnnq_pw_opnd_t:
+        const char *ptr
+        int dt
+        int64_t st[12]
+
+    ctypedef struct dnnq_pw_stage_t:
+        int op, buf, arg, arg2, alg
+        float alpha, beta
+        int p[4]
+        int arg3
+
+    ctypedef struct dnnq_pw_plan_t:
+        int ndims
+        int64_t dims[12]
+        int64_t block
+        int n_opnds
+        const dnnq_pw_opnd_t *opnds
+        int n_stages
+        const dnnq_pw_stage_t *stages
+
+    ctypedef struct dnnq_pool_args_t:
+        int alg, src_dt, channels_last, raw_store
+        int avg_rcp
+        int64_t N, C, ID, IH, IW, OD, OH, OW
+        int64_t KD, KH, KW, SD, SH, SW, DD, DH, DW
+        int64_t PD, PH, PW
+        const char *src
+        void *dst
+        dnnq_pw_plan_t epi
+
+    ctypedef struct dnnq_softmax_args_t:
+        int logsoftmax, src_dt, dst_dt
+        int ndims
+        int64_t dims[12]
+        int64_t src_st[12]
+        int64_t dst_st[12]
+        int64_t axis_len, src_as, dst_as
+        float scale, inv_dst_scale
+        const char *src
+        char *dst
+
+    ctypedef void (*dnnq_pw_run_fn)(const dnnq_pw_plan_t *p, int64_t it0, int64_t it1)
+    ctypedef void (*dnnq_pool_run_fn)(const dnnq_pool_args_t *a, int64_t it0, int64_t it1)
+    ctypedef void (*dnnq_softmax_run_fn)(const dnnq_softmax_args_t *a, int64_t it0, int64_t it1,
+                                         float *work)
+
+    dnnq_pw_run_fn dnnq_pw_run_for_isa(int isa)
+    dnnq_pool_run_fn dnnq_pool_run_for_isa(int isa)
+    dnnq_softmax_run_fn dnnq_softmax_run_for_isa(int isa)
+    const char *dnnq_toolkit_isa_name(int isa)
+    int64_t dnnq_pw_items(const dnnq_pw_plan_t *p)
+
+
+MAXD = DNNQ_PW_MAXD
+CHUNK = DNNQ_PW_CHUNK
+# stage opcodes (dnnq_toolkit.h)
+LOAD, BIN_OPND, BIN_BUF, BIN_CONST, ELTWISE, STORE, COPY, AFFINE, BINARY2 = 1, 2, 3, 4, 5, 6, 7, 8, 9
+POOL_MAX, POOL_AVG_INC, POOL_AVG_EXC = 0, 1, 2
+
+
+def kernel_isa_name(int isa):
+    """'portable', 'avx2' or 'avx512': the toolkit kernel an ISA level dispatches to."""
+    return dnnq_toolkit_isa_name(isa).decode()
+
+
+cdef const char* _addr(object arr, bint writable) except NULL:
+    cdef Py_buffer view
+    cdef int flags = PyBUF_ANY_CONTIGUOUS | (PyBUF_WRITABLE if writable else 0)
+    PyObject_GetBuffer(arr, &view, flags)
+    cdef const char* p = <const char*>view.buf
+    PyBuffer_Release(&view)
+    if p == NULL:
+        return <const char*>64  # empty buffers are never dereferenced
+    return p
+
+
+cdef int _esize(int dt) noexcept nogil:
+    return 1 if dt == 2 or dt == 3 else 4
+
+
+cdef void _run_pw(dnnq_pw_run_fn fn, const dnnq_pw_plan_t* p, int64_t nitems,
+                  int nthreads) noexcept nogil:
+    cdef int64_t t, nt
+    if nitems <= 0:
+        return
+    nt = nthreads
+    if nt > nitems:
+        nt = nitems
+    if nt <= 1:
+        fn(p, 0, nitems)
+        return
+    for t in prange(nt, num_threads=nt, schedule='static'):
+        fn(p, t * nitems // nt, (t + 1) * nitems // nt)
+
+
+cdef class PwPlan:
+    """A pointwise loop nest and its program (see ukernels/dnnq_toolkit.h).
+
+    PwPlan(isa, dims, block, operands, stages)
+      dims: iteration dims (innermost last), at most MAXD;
+      block: work-item length along the innermost dim (0 = whole rows);
+      operands: list of (dt_code, strides, offset) -- element strides per iteration dim and the
+                element offset of iteration index 0 inside the array given at run time;
+      stages: list of (op, buf, arg, arg2, alg, alpha, beta, (p0, p1, p2, p3), arg3).
+    run(arrays, writable, nthreads): arrays[k] is the C-contiguous buffer of operand k;
+    writable[k] says whether the kernel writes it.
+    """
+    cdef dnnq_pw_plan_t plan
+    cdef dnnq_pw_opnd_t* opnds
+    cdef dnnq_pw_stage_t* stages
+    cdef int64_t* offsets
+    cdef dnnq_pw_run_fn fn
+    cdef public int64_t n_items, n_elems
+    cdef public int n_operands
+
+    def __cinit__(self):
+        self.opnds = NULL
+        self.stages = NULL
+        self.offsets = NULL
+
+    def __dealloc__(self):
+        free(self.opnds)
+        free(self.stages)
+        free(self.offsets)
+
+    def __init__(self, int isa, dims, int64_t block, list operands, list stages):
+        cdef int i, k
+        nd = len(dims)
+        if not 1 <= nd <= DNNQ_PW_MAXD:
+            raise ValueError(f"PwPlan: {nd} dims; at most {DNNQ_PW_MAXD}")
+        memset(&self.plan, 0, sizeof(dnnq_pw_plan_t))
+        self.fn = dnnq_pw_run_for_isa(isa)
+        self.plan.ndims = nd
+        self.n_elems = 1
+        for i in range(nd):
+            self.plan.dims[i] = dims[i]
+            self.n_elems *= dims[i]
+        self.plan.block = block
+        n = len(operands)
+        self.n_operands = n
+        self.opnds = <dnnq_pw_opnd_t*>malloc(sizeof(dnnq_pw_opnd_t) * max(n, 1))
+        self.offsets = <int64_t*>malloc(sizeof(int64_t) * max(n, 1))
+        self.stages = <dnnq_pw_stage_t*>malloc(sizeof(dnnq_pw_stage_t) * max(len(stages), 1))
+        if self.opnds == NULL or self.stages == NULL or self.offsets == NULL:
+            raise MemoryError()
+        memset(self.opnds, 0, sizeof(dnnq_pw_opnd_t) * max(n, 1))
+        for k, (dt, strides, offset) in enumerate(operands):
+            if len(strides) != nd:
+                raise ValueError("PwPlan: operand strides do not match dims")
+            self.opnds[k].dt = dt
+            for i in range(nd):
+                self.opnds[k].st[i] = strides[i]
+            self.offsets[k] = offset
+        for k, (op, buf, arg, arg2, alg, alpha, beta, params, arg3) in enumerate(stages):
+            for i in range(4):
+                self.stages[k].p[i] = params[i]
+            self.stages[k].arg3 = arg3
+            self.stages[k].op = op
+            self.stages[k].buf = buf
+            self.stages[k].arg = arg
+            self.stages[k].arg2 = arg2
+            self.stages[k].alg = alg
+            self.stages[k].alpha = alpha
+            self.stages[k].beta = beta
+        self.plan.n_opnds = n
+        self.plan.opnds = self.opnds
+        self.plan.n_stages = len(stages)
+        self.plan.stages = self.stages
+        self.n_items = dnnq_pw_items(&self.plan)
+
+    cdef dnnq_pw_opnd_t* _bind(self, list arrays, list writable) except NULL:
+        """A malloc'ed copy of the operands with their addresses (caller frees)."""
+        cdef int k, n = self.n_operands
+        if len(arrays) != n:
+            raise ValueError(f"PwPlan.run: {len(arrays)} arrays for {n} operands")
+        cdef dnnq_pw_opnd_t* ops = <dnnq_pw_opnd_t*>malloc(sizeof(dnnq_pw_opnd_t) * max(n, 1))
+        if ops == NULL:
+            raise MemoryError()
+        memcpy(ops, self.opnds, sizeof(dnnq_pw_opnd_t) * n)
+        try:
+            for k in range(n):
+                ops[k].ptr = _addr(arrays[k], writable[k]) + self.offsets[k] * _esize(ops[k].dt)
+        except BaseException:
+            free(ops)
+            raise
+        return ops
+
+    def run(self, list arrays, list writable, int nthreads):
+        cdef dnnq_pw_plan_t p = self.plan
+        cdef dnnq_pw_opnd_t* ops = self._bind(arrays, writable)
+        p.opnds = ops
+        cdef int64_t nitems = self.n_items
+        with nogil:
+            _run_pw(self.fn, &p, nitems, nthreads)
+        free(ops)
+
+    cdef dnnq_pw_plan_t* _template(self):
+        return &self.plan
+
+
+cdef void _run_pool(dnnq_pool_run_fn fn, const dnnq_pool_args_t* a, int64_t nitems,
+                    int nthreads) noexcept nogil:
+    cdef int64_t t, nt = nthreads
+    if nitems <= 0:
+        return
+    if nt > nitems:
+        nt = nitems
+    if nt <= 1:
+        fn(a, 0, nitems)
+        return
+    for t in prange(nt, num_threads=nt, schedule='static'):
+        fn(a, t * nitems // nt, (t + 1) * nitems // nt)
+
+
+cdef class PoolPlan:
+    """Pooling: geometry fixed at creation; `epi` (a PwPlan over the destination's physical
+    dims, uncollapsed) holds the post-ops and the store.
+
+    PoolPlan(isa, alg, src_dt, channels_last, raw_store, geometry, epi, avg_rcp), geometry a
+    dict with
+    N, C, ID, IH, IW, OD, OH, OW, KD, KH, KW, SD, SH, SW, DD, DH, DW, PD, PH, PW; avg_rcp:
+    average as sum * f32(1/count).
+    run(src, epi_arrays, epi_writable, dst, nthreads): epi_arrays are the epilogue operands
+    (operand 0 must be dst).
+    """
+    cdef dnnq_pool_args_t args
+    cdef dnnq_pool_run_fn fn
+    cdef PwPlan epi
+    cdef public int64_t n_items
+
+    def __init__(self, int isa, int alg, int src_dt, bint channels_last, bint raw_store,
+                 dict g, PwPlan epi, bint avg_rcp=False):
+        memset(&self.args, 0, sizeof(dnnq_pool_args_t))
+        self.fn = dnnq_pool_run_for_isa(isa)
+        a = &self.args
+        a.alg, a.src_dt, a.channels_last, a.raw_store = alg, src_dt, channels_last, raw_store
+        a.avg_rcp = avg_rcp
+        a.N, a.C, a.ID, a.IH, a.IW = g["N"], g["C"], g["ID"], g["IH"], g["IW"]
+        a.OD, a.OH, a.OW = g["OD"], g["OH"], g["OW"]
+        a.KD, a.KH, a.KW = g["KD"], g["KH"], g["KW"]
+        a.SD, a.SH, a.SW = g["SD"], g["SH"], g["SW"]
+        a.DD, a.DH, a.DW = g["DD"], g["DH"], g["DW"]
+        a.PD, a.PH, a.PW = g["PD"], g["PH"], g["PW"]
+        self.epi = epi
+        if channels_last:
+            self.n_items = a.N * a.OD * a.OH * a.OW
+        else:
+            self.n_items = a.N * a.C * a.OD * a.OH
+
+    def run(self, src, list epi_arrays, list epi_writable, dst, int nthreads):
+        cdef dnnq_pool_args_t a = self.args
+        cdef dnnq_pw_opnd_t* ops = self.epi._bind(epi_arrays, epi_writable)
+        a.epi = self.epi._template()[0]
+        a.epi.opnds = ops
+        a.src = _addr(src, False)
+        a.dst = <void*>_addr(dst, True)
+        cdef int64_t nitems = self.n_items
+        with nogil:
+            _run_pool(self.fn, &a, nitems, nthreads)
+        free(ops)
+
+
+def softmax_run(int isa, bint logsoftmax, int src_dt, int dst_dt, dims, src_st, dst_st,
+                int64_t axis_len, int64_t src_as, int64_t dst_as, float scale,
+                float inv_dst_scale, src, dst, int nthreads):
+    """Softmax over one axis: rows are the positions of `dims` (strides src_st / dst_st)."""
+    cdef dnnq_softmax_args_t a
+    cdef int i
+    cdef int64_t nrows = 1, t, nt
+    memset(&a, 0, sizeof(dnnq_softmax_args_t))
+    nd = len(dims)
+    if nd > DNNQ_PW_MAXD:
+        raise ValueError("softmax_run: too many dims")
+    a.logsoftmax, a.src_dt, a.dst_dt = logsoftmax, src_dt, dst_dt
+    a.ndims = nd
+    for i in range(nd):
+        a.dims[i], a.src_st[i], a.dst_st[i] = dims[i], src_st[i], dst_st[i]
+        nrows *= dims[i]
+    a.axis_len, a.src_as, a.dst_as = axis_len, src_as, dst_as
+    a.scale, a.inv_dst_scale = scale, inv_dst_scale
+    a.src = _addr(src, False)
+    a.dst = <char*>_addr(dst, True)
+    cdef dnnq_softmax_run_fn fn = dnnq_softmax_run_for_isa(isa)
+    nt = nthreads
+    if nt > nrows:
+        nt = nrows
+    if nt < 1:
+        nt = 1
+    cdef float* work = <float*>malloc(sizeof(float) * axis_len * nt)
+    if work == NULL:
+        raise MemoryError()
+    with nogil:
+        if nt <= 1:
+            fn(&a, 0, nrows, work)
+        else:
+            for t in prange(nt, num_threads=nt, schedule='static'):
+                fn(&a, t * nrows // nt, (t + 1) * nrows // nt, work + t * axis_len)
+    free(work)

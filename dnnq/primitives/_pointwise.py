@@ -1,0 +1,442 @@
+"""Shared machinery of the toolkit primitives (Reorder, Eltwise, Binary, Sum, Concat, Pooling).
+
+* :class:`Program` builds a pointwise loop nest and its stage program for the C engine
+  (``ukernels/dnnq_toolkit.h``): operands are tensors or runtime parameter vectors with
+  element strides over the destination's *logical* dims; the program is compiled into a
+  ``PwPlan`` whose iteration order is the destination's physical order with mergeable dims
+  collapsed (so a per-tensor quantization of a contiguous tensor is one flat loop).
+* :class:`QuantAttr` checks an attribute's scales / zero points / post-ops against a primitive's
+  support table at creation and fetches + validates the runtime values at execution.
+* helpers for descriptors, output arrays and the run itself.
+"""
+import copy
+import functools
+import time
+
+import numpy as np
+
+from dnnq import args as A
+from dnnq import masks as _masks
+from dnnq import _dispatch, _verbose
+from dnnq.errors import InvalidArguments, Unimplemented
+from dnnq.memory import MemoryDesc
+from dnnq.post_ops import ELTWISE_ALGS, BINARY_ALGS
+from dnnq._kernels import _toolkit as _tk
+
+DT_CODE = {"f32": 0, "s32": 1, "s8": 2, "u8": 3}
+ISA_CODE = {name: i for i, name in enumerate(_dispatch.ISA_LEVELS)}
+ELT = {name: i for i, name in enumerate(ELTWISE_ALGS)}
+BIN = {name: i for i, name in enumerate(BINARY_ALGS)}
+CHUNK = _tk.CHUNK
+LINEAR_UNFUSED = 100      # DNNQ_ELT_LINEAR_UNFUSED (ukernels/dnnq_toolkit.h)
+_PARALLEL_MIN = 1 << 15   # elements below which a run stays on one thread
+_BLOCK = 1 << 14          # work-item length along a long innermost dim
+
+F32 = np.float32
+
+
+@functools.lru_cache(maxsize=4096)
+def arg_name(key):
+    try:
+        return A.name(key)
+    except InvalidArguments:
+        return repr(key)
+
+
+def check_md(prim, desc, name, dts=("f32", "s32", "s8", "u8"), ndims=None):
+    """Validate a creation-time descriptor: a MemoryDesc of an accepted data type."""
+    if not isinstance(desc, MemoryDesc):
+        raise InvalidArguments(f"{prim}: {name} got {desc!r} of type {type(desc).__name__}; "
+                               "expected a dnnq.MemoryDesc")
+    if desc.dt not in dts:
+        raise Unimplemented(f"{prim}: {name} data type {desc.dt} is not supported; supported: "
+                            f"{', '.join(dts)}")
+    if ndims is not None and desc.ndims not in ndims:
+        raise InvalidArguments(f"{prim}: {name} dims {desc.dims} are {desc.ndims}-D; expected "
+                               f"{' or '.join(map(str, ndims))}-D")
+    return desc
+
+
+def tensor_strides(desc, dims, name):
+    """Element strides over the logical ``dims`` of a tensor described by ``desc`` (its own
+    dense layout), broadcast numpy-style: ``desc`` may have fewer dims (right-aligned) and size
+    1 where ``dims`` is larger (stride 0).  Raises InvalidArguments naming ``name`` otherwise."""
+    dd = tuple(desc.dims)
+    dims = tuple(dims)
+    if len(dd) > len(dims):
+        raise InvalidArguments(f"{name}: dims {dd} have more dimensions than {dims}; expected at "
+                               f"most {len(dims)} dims broadcastable to {dims}")
+    own = desc.strides
+    pad = len(dims) - len(dd)
+    out = [0] * len(dims)
+    for i, (d, s) in enumerate(zip(dd, own)):
+        t = dims[pad + i]
+        if d == t:
+            out[pad + i] = s if d > 1 else 0
+        elif d == 1:
+            out[pad + i] = 0
+        else:
+            raise InvalidArguments(f"{name}: dims {dd} do not broadcast to {dims}; expected each "
+                                   "dimension equal or 1 (right-aligned)")
+    return tuple(out)
+
+
+class Program:
+    """A pointwise loop nest over logical ``dims`` iterated in ``order`` (the destination's
+    physical order), with operands and stages; ``build(isa)`` makes the C plan."""
+
+    def __init__(self, dims, order):
+        self.dims = tuple(int(d) for d in dims)
+        self.order = tuple(order)
+        self.operands = []     # [key, dt, logical strides, offset, writable]
+        self._index = {}
+        self.stages = []
+
+    # operands ---------------------------------------------------------------------------
+    def operand(self, key, dt, strides, offset=0, writable=False):
+        """Register (or find) an operand bound at run time to ``arrays[key]``; returns its
+        index.  ``strides``: element strides over the logical dims."""
+        strides = tuple(int(s) for s in strides)
+        k = (key, dt, strides, offset)
+        if k in self._index:
+            i = self._index[k]
+            self.operands[i][4] |= writable
+            return i
+        self._index[k] = len(self.operands)
+        self.operands.append([key, dt, strides, offset, writable])
+        return len(self.operands) - 1
+
+    # stages -------------------------------------------------------------------------------
+    def _stage(self, op, buf=0, arg=0, arg2=0, alg=0, alpha=0.0, beta=0.0, params=(-1,) * 4,
+               arg3=-1):
+        self.stages.append((op, buf, arg, arg2, alg, float(alpha), float(beta), tuple(params),
+                            arg3))
+
+    def binary2(self, buf, alg, k0, k1, zp0=None, s0=None, zp1=None, s1=None, store_k=None):
+        """buf = alg((f32(src0) - zp0) * s0, (f32(src1) - zp1) * s1) (absent steps skipped;
+        uses buf + 1 too), stored into operand ``store_k`` when given."""
+        params = tuple(-1 if k is None else k for k in (zp0, s0, zp1, s1))
+        self._stage(_tk.BINARY2, buf, k0, k1, BIN[alg], params=params,
+                    arg3=-1 if store_k is None else store_k)
+
+    def affine(self, buf, src_k, sub=None, mul1=None, mul2=None, add=None, store_k=None):
+        """buf = (((f32(src) - sub) * mul1) * mul2) + add (absent steps skipped), stored into
+        operand ``store_k`` too when given.  Arguments are operand indices."""
+        params = tuple(-1 if k is None else k for k in (sub, mul1, mul2, add))
+        self._stage(_tk.AFFINE, buf, src_k, -1 if store_k is None else store_k, params=params)
+
+    def load(self, buf, k):
+        self._stage(_tk.LOAD, buf, k)
+
+    def bin_opnd(self, buf, alg, k):
+        self._stage(_tk.BIN_OPND, buf, k, 0, BIN[alg])
+
+    def bin_buf(self, buf, alg, other):
+        self._stage(_tk.BIN_BUF, buf, other, 0, BIN[alg])
+
+    def bin_const(self, buf, alg, c):
+        self._stage(_tk.BIN_CONST, buf, 0, 0, BIN[alg], c)
+
+    def eltwise(self, buf, alg, alpha=0.0, beta=0.0, fused_linear=True):
+        """``fused_linear=False``: linear as ``alpha * x`` then ``+ beta`` (two roundings), as
+        oneDNN's reference (ref:any) kernels; its JIT kernels fuse them into one fma."""
+        code = ELT[alg] if fused_linear or alg != "linear" else LINEAR_UNFUSED
+        self._stage(_tk.ELTWISE, buf, 0, 0, code, alpha, beta)
+
+    def store(self, buf, k):
+        self._stage(_tk.STORE, buf, k)
+
+    def copy(self, src_k, dst_k):
+        self._stage(_tk.COPY, 0, src_k, dst_k)
+
+    # plan ---------------------------------------------------------------------------------
+    def iteration(self, collapse=True):
+        """(dims, per-operand strides) in iteration order, size-1 dims dropped and mergeable
+        neighbours merged when ``collapse`` is True; ``collapse="rows"`` merges only the outer
+        (row) dims, keeping the innermost dim and the row numbering (row-major) unchanged."""
+        dims = [self.dims[i] for i in self.order]
+        sts = [[op[2][i] for i in self.order] for op in self.operands]
+        if collapse == "rows":
+            if len(dims) <= 2:
+                return dims, sts
+            rd, rs = self._merge(dims[:-1], [s[:-1] for s in sts], drop_ones=False)
+            return rd + dims[-1:], [a + s[-1:] for a, s in zip(rs, sts)]
+        if not collapse:
+            return dims, sts
+        return self._merge(dims, sts, drop_ones=True)
+
+    @staticmethod
+    def _merge(dims, sts, drop_ones):
+        if drop_ones:
+            keep = [i for i, d in enumerate(dims) if d != 1] or [len(dims) - 1]
+            dims = [dims[i] for i in keep]
+            sts = [[s[i] for i in keep] for s in sts]
+        out_d, out_s = [dims[0]], [[s[0]] for s in sts]
+        for i in range(1, len(dims)):
+            if all(os_[-1] == s[i] * dims[i] for os_, s in zip(out_s, sts)):
+                out_d[-1] *= dims[i]
+                for os_, s in zip(out_s, sts):
+                    os_[-1] = s[i]
+            else:
+                out_d.append(dims[i])
+                for os_, s in zip(out_s, sts):
+                    os_.append(s[i])
+        return out_d, out_s
+
+    def build(self, isa, collapse=True):
+        dims, sts = self.iteration(collapse)
+        inner = dims[-1]
+        block = 0 if inner <= 2 * _BLOCK else _BLOCK
+        ops = [(DT_CODE[op[1]], tuple(st), op[3]) for op, st in zip(self.operands, sts)]
+        plan = _tk.PwPlan(ISA_CODE[isa], dims, block, ops, list(self.stages))
+        return BoundPlan(plan, [op[0] for op in self.operands],
+                         [bool(op[4]) for op in self.operands])
+
+
+class BoundPlan:
+    """A PwPlan and the keys of the arrays its operands bind to."""
+
+    __slots__ = ("plan", "keys", "writable", "n_elems")
+
+    def __init__(self, plan, keys, writable):
+        self.plan, self.keys, self.writable = plan, keys, writable
+        self.n_elems = plan.n_elems
+
+    def run(self, arrays):
+        self.plan.run([arrays[k] for k in self.keys], self.writable,
+                      threads_for(self.n_elems))
+
+
+def threads_for(n_elems):
+    return _dispatch.get_num_threads() if n_elems >= _PARALLEL_MIN else 1
+
+
+def resolve_data_mask(prim, mask, dims, name):
+    """A scale / zero-point mask of a data tensor: plain bits, or a semantic mask (NCHW -> dim
+    1, TNC -> dim 2, OIHW -> dim 0)."""
+    m = _masks.check_mask(mask, name)
+    kind = {_masks.DNNL_MASK_PER_CHANNEL_NCHW: "data_nchw",
+            _masks.DNNL_MASK_PER_CHANNEL_TNC: "data_tnc",
+            _masks.DNNL_MASK_PER_CHANNEL_OIHW: "weights_oihw"}.get(m)
+    try:
+        return _masks.resolve_mask(m, dims, kind, name=name)
+    except InvalidArguments as e:
+        raise InvalidArguments(f"{prim}: {e}") from None
+
+
+class QuantAttr:
+    """An attribute checked against a primitive's support table.
+
+    ``scale_support`` / ``zp_support``: dict arg -> (dims, allowed plain masks or None = any).
+    ``post_ops``: whether post-ops are accepted (and which kinds).
+    After creation: ``scale_mask[arg]`` / ``zp_mask[arg]`` (plain masks), ``post_ops`` (list).
+    """
+
+    def __init__(self, prim, attr, scale_support, zp_support, post_op_kinds=()):
+        from dnnq.attr import PrimitiveAttr
+        if attr is not None and not isinstance(attr, PrimitiveAttr):
+            raise InvalidArguments(f"{prim}: attr got {type(attr).__name__}; expected a "
+                                   "dnnq.PrimitiveAttr or None")
+        self.prim = prim
+        self.attr = copy.deepcopy(attr)
+        self.scale_mask, self.zp_mask, self.dims = {}, {}, {}
+        self._counts, self._names = {}, {}  # per-execution lookups, computed once
+        given_s = attr.scales_args() if attr is not None else {}
+        given_z = attr.zero_points_args() if attr is not None else {}
+        for what, given, support, out in (("scales", given_s, scale_support, self.scale_mask),
+                                          ("zero points", given_z, zp_support, self.zp_mask)):
+            for arg, mask in given.items():
+                if arg not in support:
+                    raise Unimplemented(
+                        f"{prim}: {what} of {arg_name(arg)} are not supported; supported: "
+                        + (f"{what} of " + ", ".join(arg_name(a) for a in support)
+                           if support else f"no {what}"))
+                dims, allowed = support[arg]
+                plain = resolve_data_mask(prim, mask, dims, f"{what} mask of {arg_name(arg)}")
+                if allowed is not None and plain not in allowed:
+                    raise Unimplemented(
+                        f"{prim}: {what} mask {mask} of {arg_name(arg)} is not supported; "
+                        f"supported masks: {', '.join(map(str, allowed))}")
+                out[arg] = plain
+                self.dims[arg] = tuple(dims)
+        self.post_ops = []
+        if attr is not None:
+            ops = attr.post_ops
+            for i in range(len(ops)):
+                kind = ops.kind(i)
+                if kind not in post_op_kinds:
+                    raise Unimplemented(
+                        f"{prim}: post_op[{i}] of kind {kind} is not supported; supported: "
+                        f"{', '.join(post_op_kinds) if post_op_kinds else 'no post-ops'}")
+                self.post_ops.append(ops[i])
+            if attr.rnn_data_qparams is not None or attr.rnn_weights_qparams is not None:
+                raise Unimplemented(f"{prim}: RNN data / weights qparams are not supported; "
+                                    "they apply to LSTM / GRU only")
+
+    def known_args(self):
+        out = {A.DNNL_ARG_SCALE | a for a in self.scale_mask}
+        out |= {A.DNNL_ARG_ATTR_ZERO_POINTS | a for a in self.zp_mask}
+        out |= {A.DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | A.DNNL_ARG_SRC_1
+                for i, op in enumerate(self.post_ops) if op.kind == "binary"}
+        return out
+
+    def count(self, arg, kind):
+        key = (kind, arg)
+        c = self._counts.get(key)
+        if c is None:
+            mask = (self.scale_mask if kind == "scale" else self.zp_mask)[arg]
+            c = self._counts[key] = _masks.scale_count(self.dims[arg], mask)
+        return c
+
+    def _arg_name(self, key):
+        n = self._names.get(key)
+        if n is None:
+            n = self._names[key] = arg_name(key)
+        return n
+
+    def strides(self, arg, kind, dims):
+        """Logical strides over ``dims`` of the compact parameter vector of ``arg``."""
+        mask = (self.scale_mask if kind == "scale" else self.zp_mask)[arg]
+        return _masks.broadcast_index_strides(dims, mask)
+
+    def scales(self, args, arg):
+        """The validated f32 scales of ``arg`` (None when the attribute sets none)."""
+        if arg not in self.scale_mask:
+            return None
+        key = A.DNNL_ARG_SCALE | arg
+        if key not in args:
+            raise InvalidArguments(f"{self.prim}.execute: missing {arg_name(key)} (the attribute "
+                                   f"sets a scales mask for {arg_name(arg)})")
+        return _masks.check_scales(args[key], self.count(arg, "scale"), self._arg_name(key))
+
+    def zero_points_f32(self, args, arg):
+        """The validated zero points of ``arg`` converted to f32 (as oneDNN converts them)."""
+        if arg not in self.zp_mask:
+            return None
+        key = A.DNNL_ARG_ATTR_ZERO_POINTS | arg
+        if key not in args:
+            raise InvalidArguments(f"{self.prim}.execute: missing {arg_name(key)} (the attribute "
+                                   f"sets a zero-points mask for {arg_name(arg)})")
+        z = _masks.check_zero_points(args[key], self.count(arg, "zp"), self._arg_name(key))
+        return z.astype(F32)
+
+
+def reciprocal(scales):
+    """f32(1 / scale), computed in f32 as oneDNN does."""
+    return np.divide(F32(1.0), scales, dtype=F32)
+
+
+def add_post_ops(prog, qa, dims, dst_k, dst_dt, buf=0, tmp=3, fused_linear=True):
+    """Append the attribute's post-ops (eltwise, binary, sum) acting on ``buf``; binary inputs
+    bind to the keys ``("post_op", i)``; returns {key: desc} of the binary inputs.
+    ``fused_linear``: see :meth:`Program.eltwise`."""
+    binaries = {}
+    for i, op in enumerate(qa.post_ops):
+        if op.kind == "eltwise":
+            prog.eltwise(buf, op.alg, op.alpha, op.beta, fused_linear)
+        elif op.kind == "binary":
+            name = f"{qa.prim}: post_op[{i}] src1"
+            st = tensor_strides(op.src1_desc, dims, name)
+            k = prog.operand(("post_op", i), op.src1_desc.dt, st)
+            prog.bin_opnd(buf, op.alg, k)
+            binaries[("post_op", i)] = op.src1_desc
+        elif op.kind == "sum":
+            if op.dt is not None and op.dt != dst_dt:
+                raise Unimplemented(f"{qa.prim}: post_op[{i}] sum with data type {op.dt} differs "
+                                    f"from the destination data type {dst_dt}; supported: None "
+                                    "or the destination data type")
+            prog.load(tmp, dst_k)
+            if op.zero_point:
+                prog.bin_const(tmp, "sub", float(F32(op.zero_point)))
+            prog.bin_const(tmp, "mul", op.scale)
+            prog.bin_buf(buf, "add", tmp)
+        else:  # pragma: no cover - QuantAttr filters the kinds
+            raise Unimplemented(f"{qa.prim}: post_op[{i}] of kind {op.kind} is not supported")
+    return binaries
+
+
+def fetch_post_op_inputs(prim, qa, args, arrays):
+    """Validate the binary post-op inputs of ``args`` into ``arrays[("post_op", i)]``."""
+    for i, op in enumerate(qa.post_ops):
+        if op.kind != "binary":
+            continue
+        key = A.DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | A.DNNL_ARG_SRC_1
+        if key not in args:
+            raise InvalidArguments(f"{prim}.execute: missing {arg_name(key)} (binary post-op {i}, "
+                                   f"dims {op.src1_desc.dims})")
+        arrays[("post_op", i)] = op.src1_desc.check_array(args[key], arg_name(key))
+
+
+def check_args_dict(prim, args, known):
+    if not isinstance(args, dict):
+        raise InvalidArguments(f"{prim}.execute: got {type(args).__name__}; expected a dict "
+                               "mapping DNNL_ARG_* ids to numpy arrays")
+    for key in args:
+        if key not in known:
+            raise InvalidArguments(
+                f"{prim}.execute: argument {arg_name(key)} is not used by this primitive; "
+                f"accepted: {', '.join(sorted(arg_name(k) for k in known))}")
+
+
+def require(prim, args, key, what):
+    if key not in args:
+        raise InvalidArguments(f"{prim}.execute: missing {what} ({arg_name(key)})")
+    return args[key]
+
+
+def output(prim, desc, args, inputs=()):
+    """(user array or None, physical buffer to write).  A given DNNL_ARG_DST must match
+    ``desc`` and be writeable; when it is laid out differently a contiguous copy is returned
+    (its contents kept, for a sum post-op) and the caller copies back with ``finish``."""
+    user = args.get(A.DNNL_ARG_DST)
+    if user is None:
+        return None, np.empty(desc.physical_shape, desc.numpy_dtype)
+    phys = desc.check_output(user, "dst")
+    return user, phys
+
+
+def unalias(phys, arrays):
+    """Copy inputs that share memory with the output buffer (in-place execution)."""
+    for k, v in list(arrays.items()):
+        if type(v) is np.ndarray and v is not phys and np.may_share_memory(v, phys):
+            arrays[k] = v.copy()
+
+
+def finish(desc, user, phys):
+    if user is None:
+        return desc.logical_view(phys)
+    desc.copy_back(user, phys)
+    return user
+
+
+class ToolkitPrimitive:
+    """Common bits: verbose lines and timing around ``_run``."""
+
+    _kind = "toolkit"
+    impl_info = ""
+
+    def _descs(self):
+        return ()
+
+    def _problem(self):
+        return ""
+
+    def _verbose(self, event, ms):
+        _verbose.line(event, self._kind, self.impl_info, self._descs(), self.attr,
+                      self._problem(), ms)
+
+    def _timed(self, fn, *a):
+        if _verbose._level:
+            t0 = time.perf_counter()
+            out = fn(*a)
+            self._verbose("exec", (time.perf_counter() - t0) * 1e3)
+            return out
+        return fn(*a)
+
+    def _created(self):
+        if _verbose.enabled(2):
+            self._verbose("create", None)
+
+
+def kernel_name(isa):
+    return _tk.kernel_isa_name(ISA_CODE[isa])

@@ -1,0 +1,206 @@
+"""Pooling: max, average including padding, average excluding padding; 1-D, 2-D and 3-D.
+
+``Pooling(alg, src_desc, dst_desc, *, strides, kernel, dilation=None, padding_l=None,
+padding_r=None, attr=None)``; execute with ``{DNNL_ARG_SRC: x[, DNNL_ARG_DST: out]}`` plus the
+inputs of binary post-ops.  Per spatial dimension (an int applies to all of them):
+``kernel`` >= 1, ``strides`` >= 1, ``dilation`` >= 0 (oneDNN's convention: 0 = dense, the taps
+are ``dilation + 1`` apart; None = 0), ``padding_l`` >= 0 (None = 0), ``padding_r`` (None =
+``padding_l``; may be negative down to ``-stride``, as oneDNN).  The destination size must be
+oneDNN's ``(I - ((K - 1) * (D + 1) + 1) + PL + PR) // S + 1``; for avg_exclude_padding the
+paddings must also be smaller than the dilated kernel extent and ``dilation < I`` (no window
+may lie entirely in the padding).
+
+Support table (``ext`` = beyond oneDNN 3.2):
+
+=================  ================================================================
+algorithms         max, avg_include_padding, avg_exclude_padding (``pooling_`` prefix)
+src data type      u8, s8, s32, f32
+dst data type      the src's, or f32 (ext: the unrounded average / the max as f32)
+layouts            plain (ncw, nchw, ncdhw) or channels-last (nwc, nhwc, ndhwc) on either
+                   side (the fast path is channels-last, as in oneDNN)
+scales / zp        none
+post-ops           eltwise, binary (what FakeQuantize needs)
+=================  ================================================================
+
+Numerics (bit-identical to oneDNN): integer sources accumulate in s32 (exact), f32 sources in
+f32 in (d, h, w) tap order; max = the largest tap (a window entirely in the padding gives the
+lowest value of the data type, -FLT_MAX for f32); the average divides by the count --
+``KD*KH*KW`` (include padding) or the number of taps inside the source (exclude padding).
+The post-ops then act on that f32 value -- the average is *not* rounded before them -- and the
+result is stored with ``saturate(rne(.))``; without post-ops this is oneDNN's
+``rne(sum / count)``.  oneDNN computes these details differently per kernel, and dnnq follows
+the kernel oneDNN would pick for the same descriptors:
+
+=====================================  ======================  =======================
+case                                   average                 ``linear`` post-op
+=====================================  ======================  =======================
+f32 (oneDNN: jit)                      ``f32(sum) / count``    one fused multiply-add
+integer, channels-last, avg (jit_int)  ``f32(sum) * f32(1/count)``  one fused multiply-add
+integer, plain, or max (ref:any)       ``f32(sum) / count``    ``alpha*x`` then ``+beta``
+=====================================  ======================  =======================
+
+(The choices only show with post-ops: without them every variant rounds to the same integer.)
+"""
+from numbers import Integral
+
+import numpy as np
+
+from dnnq import args as A
+from dnnq import _dispatch
+from dnnq._cache import CachedPrimitive
+from dnnq.errors import InvalidArguments, Unimplemented
+from dnnq.primitives import _pointwise as pw
+from dnnq._kernels import _toolkit as _tk
+
+_ALGS = {"max": _tk.POOL_MAX, "avg_include_padding": _tk.POOL_AVG_INC,
+         "avg_exclude_padding": _tk.POOL_AVG_EXC}
+_DTS = ("f32", "s32", "s8", "u8")
+
+
+def _alg(alg):
+    if isinstance(alg, str):
+        name = alg[len("pooling_"):] if alg.startswith("pooling_") else alg
+        if name in _ALGS:
+            return name
+    raise InvalidArguments(f"Pooling: alg got {alg!r}; expected one of {', '.join(_ALGS)} (a "
+                           "'pooling_' prefix is accepted)")
+
+
+def _spatial(name, value, n, default, lo):
+    if value is None:
+        if default is None:
+            raise InvalidArguments(f"Pooling: {name} is required (one int or {n} ints)")
+        return [default] * n
+    if isinstance(value, Integral) and not isinstance(value, bool):
+        vals = [int(value)] * n
+    else:
+        try:
+            vals = list(value)
+        except TypeError:
+            raise InvalidArguments(f"Pooling: {name} got {value!r}; expected an int or {n} "
+                                   "ints") from None
+        if len(vals) != n or any(isinstance(v, bool) or not isinstance(v, Integral)
+                                 for v in vals):
+            raise InvalidArguments(f"Pooling: {name} got {value!r}; expected an int or {n} ints "
+                                   f"(one per spatial dimension)")
+        vals = [int(v) for v in vals]
+    for v in vals:
+        if lo is not None and v < lo:
+            raise InvalidArguments(f"Pooling: {name} got {value!r}; expected values >= {lo}")
+    return vals
+
+
+class Pooling(pw.ToolkitPrimitive, metaclass=CachedPrimitive):
+    """Max / average pooling (see the module docstring)."""
+
+    _kind = "pooling"
+
+    def __init__(self, alg, src_desc, dst_desc, *, strides, kernel, dilation=None,
+                 padding_l=None, padding_r=None, attr=None):
+        p = "Pooling"
+        self.alg = _alg(alg)
+        pw.check_md(p, src_desc, "src_desc", _DTS, (3, 4, 5))
+        pw.check_md(p, dst_desc, "dst_desc", _DTS, (3, 4, 5))
+        if dst_desc.ndims != src_desc.ndims:
+            raise InvalidArguments(f"{p}: dst_desc dims {dst_desc.dims} and src_desc dims "
+                                   f"{src_desc.dims} have different ranks")
+        if dst_desc.dt not in (src_desc.dt, "f32"):
+            raise Unimplemented(f"{p}: dst data type {dst_desc.dt} with src data type "
+                                f"{src_desc.dt} is not supported; supported: {src_desc.dt} or f32")
+        N, C, *isp = src_desc.dims
+        N2, C2, *osp = dst_desc.dims
+        if (N, C) != (N2, C2):
+            raise InvalidArguments(f"{p}: dst_desc dims {dst_desc.dims} must keep N={N} and C={C} "
+                                   f"of src_desc dims {src_desc.dims}")
+        ns = len(isp)
+        k = _spatial("kernel", kernel, ns, None, 1)
+        s = _spatial("strides", strides, ns, None, 1)
+        d = _spatial("dilation", dilation, ns, 0, 0)
+        pl = _spatial("padding_l", padding_l, ns, 0, 0)
+        pr = list(pl) if padding_r is None else _spatial("padding_r", padding_r, ns, 0, None)
+        for i in range(ns):
+            ext = (k[i] - 1) * (d[i] + 1) + 1
+            if pr[i] + s[i] < 0:
+                raise InvalidArguments(f"{p}: padding_r {pr} is below -strides {s} in spatial "
+                                       f"dimension {i}; expected padding_r >= -stride")
+            num = isp[i] - ext + pl[i] + pr[i]
+            if num < 0:
+                raise InvalidArguments(
+                    f"{p}: the dilated kernel ({ext}) does not fit the padded source ({isp[i]} + "
+                    f"{pl[i]} + {pr[i]}) in spatial dimension {i}")
+            want = num // s[i] + 1
+            if osp[i] != want:
+                raise InvalidArguments(
+                    f"{p}: dst_desc spatial dims {tuple(osp)}; dimension {i} must be "
+                    f"(I - ((K-1)*(D+1)+1) + PL + PR) // S + 1 = ({isp[i]} - {ext} + {pl[i]} + "
+                    f"{pr[i]}) // {s[i]} + 1 = {want}")
+            if self.alg == "avg_exclude_padding" and not (pl[i] < ext and pr[i] < ext
+                                                          and d[i] < isp[i]):
+                raise InvalidArguments(
+                    f"{p}: avg_exclude_padding needs padding_l and padding_r below the dilated "
+                    f"kernel extent {ext} and dilation below the source size {isp[i]} (spatial "
+                    f"dimension {i}: padding {pl[i]}/{pr[i]}, dilation {d[i]}); a window entirely "
+                    "in the padding has no average")
+        qa = pw.QuantAttr(p, attr, {}, {}, ("eltwise", "binary"))
+        self.src_desc, self.dst_desc, self.attr, self._qa = src_desc, dst_desc, qa.attr, qa
+        self.kernel, self.strides, self.dilation = tuple(k), tuple(s), tuple(d)
+        self.padding_l, self.padding_r = tuple(pl), tuple(pr)
+        self._isa = _dispatch.get_effective_cpu_isa()
+        cl = src_desc.is_channels_last
+        # epilogue: post-ops and the store, over dst dims in the order of the kernel's rows
+        prog = pw.Program(dst_desc.dims, src_desc.physical_order)
+        dst_k = prog.operand("dst", dst_desc.dt, dst_desc.strides, writable=True)
+        # oneDNN's kernels: f32 -> JIT (sum / count, fused linear); integer channels-last
+        # average -> jit_int (sum * f32(1 / count), fused linear); other integer cases -> its
+        # reference kernel (sum / count, linear rounded twice).  dnnq reproduces each.
+        jit_int = src_desc.dt != "f32" and cl and self.alg != "max"
+        fused = src_desc.dt == "f32" or jit_int
+        pw.add_post_ops(prog, qa, dst_desc.dims, dst_k, dst_desc.dt, fused_linear=fused)
+        prog.store(0, dst_k)
+        epi = prog.build(self._isa, collapse="rows")
+        if epi.plan.n_operands and epi.keys[0] != "dst":  # pragma: no cover - dst registered first
+            raise AssertionError("pooling epilogue: operand 0 must be dst")
+        self._epi = epi
+        pad3 = lambda v, fill: [fill] * (3 - ns) + list(v)  # noqa: E731
+        kk, ss, dd, pp = pad3(k, 1), pad3(s, 1), pad3([x + 1 for x in d], 1), pad3(pl, 0)
+        ii, oo = pad3(isp, 1), pad3(osp, 1)
+        geom = dict(N=N, C=C, ID=ii[0], IH=ii[1], IW=ii[2], OD=oo[0], OH=oo[1], OW=oo[2],
+                    KD=kk[0], KH=kk[1], KW=kk[2], SD=ss[0], SH=ss[1], SW=ss[2],
+                    DD=dd[0], DH=dd[1], DW=dd[2], PD=pp[0], PH=pp[1], PW=pp[2])
+        raw = (self.alg == "max" and not qa.post_ops and dst_desc.dt == src_desc.dt
+               and dst_desc.physical_order == src_desc.physical_order)
+        self._plan = _tk.PoolPlan(pw.ISA_CODE[self._isa], _ALGS[self.alg],
+                                  pw.DT_CODE[src_desc.dt], cl, raw, geom, epi.plan, jit_int)
+        self._known = frozenset({A.DNNL_ARG_SRC, A.DNNL_ARG_DST} | qa.known_args())
+        self.impl_info = f"{pw.kernel_name(self._isa)}:pooling_{'nspc' if cl else 'ncsp'}"
+        self._created()
+
+    def _descs(self):
+        return (("src", self.src_desc), ("dst", self.dst_desc))
+
+    def _problem(self):
+        return (f"alg:pooling_{self.alg} " + "x".join(map(str, self.src_desc.dims)) +
+                f" k{'x'.join(map(str, self.kernel))} s{'x'.join(map(str, self.strides))} "
+                f"d{'x'.join(map(str, self.dilation))} pl{'x'.join(map(str, self.padding_l))} "
+                f"pr{'x'.join(map(str, self.padding_r))}")
+
+    def execute(self, args):
+        """Run once; returns dst (the DNNL_ARG_DST array, written in place, when given)."""
+        return self._timed(self._execute, args)
+
+    def _execute(self, args):
+        p, qa = "Pooling", self._qa
+        pw.check_args_dict(p, args, self._known)
+        src = self.src_desc.check_array(pw.require(p, args, A.DNNL_ARG_SRC, "src"), "src")
+        arrays = {}
+        pw.fetch_post_op_inputs(p, qa, args, arrays)
+        user, phys = pw.output(p, self.dst_desc, args)
+        if user is not None and (src is phys or np.may_share_memory(src, phys)):
+            src = src.copy()
+        if user is not None:
+            pw.unalias(phys, arrays)
+        arrays["dst"] = phys
+        epi = self._epi
+        self._plan.run(src, [arrays[k] for k in epi.keys], epi.writable, phys,
+                       pw.threads_for(src.size))
+        return pw.finish(self.dst_desc, user, phys)

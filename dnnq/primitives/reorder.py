@@ -1,0 +1,226 @@
+"""Reorder: data-type conversion, (de/re)quantization and layout change in one pass, plus the
+:func:`quantize` / :func:`dequantize` helpers built on it.
+
+``Reorder(src_desc, dst_desc, attr=None)``; ``execute({DNNL_ARG_SRC: x, [DNNL_ARG_DST: out],
+[DNNL_ARG_SCALE | DNNL_ARG_SRC: ...], ...})`` (oneDNN's DNNL_ARG_FROM / DNNL_ARG_TO are
+DNNL_ARG_SRC / DNNL_ARG_DST).
+
+Support table (``ext`` = beyond oneDNN 3.2):
+
+=====================  ==============================================================
+src / dst data types   any of f32, s32, s8, u8, in any combination
+dims / layouts         equal logical dims; plain or channels-last tag on either side
+src scales             any mask (plain bits, or a DNNL_MASK_PER_CHANNEL_* semantic mask)
+dst scales             any mask
+src zero points        any mask (ext: oneDNN executes only mask 0, and rejects a zero
+                       point on an f32 side)
+dst zero points        any mask (ext, as above)
+post-ops               none
+=====================  ==============================================================
+
+Numerics (verified bit for bit against oneDNN 3.2, see ``docs/toolkit.md``)::
+
+    f = f32(src)                      (s32 sources are converted first, then)
+    f = f - f32(src_zp)               f32 subtraction
+    f = f * src_scale                 one rounding
+    f = f * f32(1 / dst_scale)        reciprocal precomputed in f32, then multiplied
+    f = f + f32(dst_zp)
+    dst = saturate(round_half_even(f))   (f32 dst: f)
+
+except for an f32 -> f32 reorder with the same layout on both sides and *common* (mask 0)
+source and destination scales, where oneDNN's ``simple:any`` kernel multiplies by the combined
+factor ``f32(src_scale * f32(1 / dst_scale))`` once.  Without scales or zero points and with
+equal data types the elements are copied exactly (an s32 copy does not go through f32).
+Saturation: NaN becomes +127 (s8), 0 (u8) or 2147483520 (s32); +-inf saturate.
+"""
+import numpy as np
+
+from dnnq import args as A
+from dnnq import masks as _masks
+from dnnq import _dispatch
+from dnnq._cache import CachedPrimitive
+from dnnq.errors import InvalidArguments, Unimplemented
+from dnnq.memory import MemoryDesc, as_dt
+from dnnq.primitives import _pointwise as pw
+
+_DTS = ("f32", "s32", "s8", "u8")
+
+
+class Reorder(pw.ToolkitPrimitive, metaclass=CachedPrimitive):
+    """Convert / (de)quantize / relayout ``src`` into ``dst`` (see the module docstring)."""
+
+    _kind = "reorder"
+
+    def __init__(self, src_desc, dst_desc, attr=None):
+        p = "Reorder"
+        pw.check_md(p, src_desc, "src_desc", _DTS)
+        pw.check_md(p, dst_desc, "dst_desc", _DTS)
+        if src_desc.dims != dst_desc.dims:
+            raise InvalidArguments(f"{p}: dst_desc dims {dst_desc.dims} differ from src_desc dims "
+                                   f"{src_desc.dims}; expected the same logical dims")
+        dims = src_desc.dims
+        support = {A.DNNL_ARG_SRC: (dims, None), A.DNNL_ARG_DST: (dims, None)}
+        qa = pw.QuantAttr(p, attr, support, support)
+        self.src_desc, self.dst_desc, self.attr, self._qa = src_desc, dst_desc, qa.attr, qa
+        self._isa = _dispatch.get_effective_cpu_isa()
+        prog = pw.Program(dims, dst_desc.physical_order)
+        src_k = prog.operand("src", src_desc.dt, src_desc.strides)
+        dst_k = prog.operand("dst", dst_desc.dt, dst_desc.strides, writable=True)
+        sm, zm = qa.scale_mask, qa.zp_mask
+        # oneDNN's simple:any (f32 -> f32, same layout, both scales common) folds the scales
+        self._combined = (src_desc.dt == dst_desc.dt == "f32"
+                          and src_desc.physical_order == dst_desc.physical_order
+                          and sm.get(A.DNNL_ARG_SRC) == 0 and sm.get(A.DNNL_ARG_DST) == 0)
+        if not sm and not zm and src_desc.dt == dst_desc.dt:
+            prog.copy(src_k, dst_k)
+        else:
+            sub = mul1 = mul2 = add = None
+            if A.DNNL_ARG_SRC in zm:
+                sub = prog.operand("src_zp", "f32", qa.strides(A.DNNL_ARG_SRC, "zp", dims))
+            if self._combined:
+                mul1 = prog.operand("scale", "f32", (0,) * len(dims))
+            else:
+                if A.DNNL_ARG_SRC in sm:
+                    mul1 = prog.operand("src_scale", "f32",
+                                        qa.strides(A.DNNL_ARG_SRC, "scale", dims))
+                if A.DNNL_ARG_DST in sm:
+                    mul2 = prog.operand("inv_dst_scale", "f32",
+                                        qa.strides(A.DNNL_ARG_DST, "scale", dims))
+            if A.DNNL_ARG_DST in zm:
+                add = prog.operand("dst_zp", "f32", qa.strides(A.DNNL_ARG_DST, "zp", dims))
+            prog.affine(0, src_k, sub, mul1, mul2, add, store_k=dst_k)
+        self._plan = prog.build(self._isa)
+        self._known = frozenset({A.DNNL_ARG_SRC, A.DNNL_ARG_DST} | qa.known_args())
+        self.impl_info = f"{pw.kernel_name(self._isa)}:reorder"
+        self._created()
+
+    def _descs(self):
+        return (("src", self.src_desc), ("dst", self.dst_desc))
+
+    def _problem(self):
+        return "x".join(map(str, self.src_desc.dims))
+
+    def execute(self, args):
+        """Run once; returns dst (the DNNL_ARG_DST array, written in place, when given)."""
+        return self._timed(self._execute, args)
+
+    def _execute(self, args):
+        p, qa = "Reorder", self._qa
+        pw.check_args_dict(p, args, self._known)
+        src = self.src_desc.check_array(pw.require(p, args, A.DNNL_ARG_SRC, "src"), "src")
+        arrays = {"src": src}
+        ss = qa.scales(args, A.DNNL_ARG_SRC)
+        ds = qa.scales(args, A.DNNL_ARG_DST)
+        if self._combined:
+            arrays["scale"] = np.multiply(ss, pw.reciprocal(ds), dtype=np.float32)
+        else:
+            if ss is not None:
+                arrays["src_scale"] = ss
+            if ds is not None:
+                arrays["inv_dst_scale"] = pw.reciprocal(ds)
+        z = qa.zero_points_f32(args, A.DNNL_ARG_SRC)
+        if z is not None:
+            arrays["src_zp"] = z
+        z = qa.zero_points_f32(args, A.DNNL_ARG_DST)
+        if z is not None:
+            arrays["dst_zp"] = z
+        user, phys = pw.output(p, self.dst_desc, args)
+        if user is not None:
+            pw.unalias(phys, arrays)
+        arrays["dst"] = phys
+        self._plan.run(arrays)
+        return pw.finish(self.dst_desc, user, phys)
+
+
+# ------------------------------------------------------------------------------------------
+# quantize / dequantize
+
+
+def _axis_mask(name, x_ndim, axis):
+    if axis is None:
+        return 0
+    if isinstance(axis, (bool, np.bool_)) or not isinstance(axis, (int, np.integer)):
+        raise InvalidArguments(f"{name}: axis got {axis!r}; expected None (per-tensor) or an int "
+                               f"in [{-x_ndim}, {x_ndim})")
+    a = int(axis)
+    if not -x_ndim <= a < x_ndim:
+        raise InvalidArguments(f"{name}: axis got {a} for a {x_ndim}-D array; expected None or an "
+                               f"int in [{-x_ndim}, {x_ndim})")
+    return 1 << (a % x_ndim)
+
+
+def _as_input(name, x, dts):
+    if not isinstance(x, np.ndarray):
+        raise InvalidArguments(f"{name}: x got {type(x).__name__}; expected a numpy.ndarray")
+    try:
+        dt = as_dt(x.dtype, f"{name}: x dtype")
+    except InvalidArguments:
+        dt = None
+    if dt not in dts:
+        raise InvalidArguments(f"{name}: x dtype {x.dtype}; expected one of "
+                               f"{', '.join(np.dtype(pw_np(d)).name for d in dts)}")
+    if x.ndim == 0 or x.size == 0:
+        raise InvalidArguments(f"{name}: x shape {x.shape}; expected at least one dimension "
+                               "and one element")
+    return dt
+
+
+def pw_np(dt):
+    return {"f32": np.float32, "s32": np.int32, "s8": np.int8, "u8": np.uint8}[dt]
+
+
+def _params(name, x, scale, zero_point, axis):
+    """(scale mask, scales, zero-point mask, zero points or None).  A single value (a number or
+    a size-1 array) applies to the whole tensor even with ``axis``."""
+    mask = _axis_mask(name, x.ndim, axis)
+    sm = 0 if np.size(scale) == 1 else mask
+    s = _masks.check_scales(scale, _masks.scale_count(x.shape, sm), f"{name}: scale")
+    z, zm = None, 0
+    if zero_point is not None:
+        zm = 0 if np.size(zero_point) == 1 else mask
+        z = _masks.check_zero_points(zero_point, _masks.scale_count(x.shape, zm),
+                                     f"{name}: zero_point")
+        if not z.any():
+            z = None
+    return sm, s, zm, z
+
+
+def _run_reorder(x, dst_dt, side, sm, s, zm, z):
+    from dnnq.attr import PrimitiveAttr
+    attr = PrimitiveAttr()
+    attr.set_scales_mask(side, sm)
+    args = {A.DNNL_ARG_SRC: x, A.DNNL_ARG_SCALE | side: s}
+    if z is not None:
+        attr.set_zero_points_mask(side, zm)
+        args[A.DNNL_ARG_ATTR_ZERO_POINTS | side] = z
+    return Reorder(MemoryDesc(x.shape, x.dtype), MemoryDesc(x.shape, dst_dt), attr).execute(args)
+
+
+def quantize(x, scale, zero_point, dt, axis=None):
+    """``q = saturate(rne(x * f32(1/scale) + zero_point))`` as a ``dt`` (s8, u8 or s32) array.
+
+    ``x``: f32 array (any shape); ``scale`` / ``zero_point``: one value (``axis=None``) or one
+    per index along ``axis`` (a per-channel mask on that dim; a single value still applies to
+    the whole tensor); ``zero_point`` may be None (0).
+    The SPEC section 2 convention: ``x = scale * (q - zero_point)``.  Runs a :class:`Reorder`
+    with destination scales / zero points (bit-identical to oneDNN's quantizing reorder).
+    """
+    name = "quantize"
+    _as_input(name, x, ("f32",))
+    d = as_dt(dt, f"{name}: dt")
+    if d not in ("s8", "u8", "s32"):
+        raise InvalidArguments(f"{name}: dt {d}; expected s8, u8 or s32")
+    sm, s, zm, z = _params(name, x, scale, zero_point, axis)
+    return _run_reorder(x, d, A.DNNL_ARG_DST, sm, s, zm, z)
+
+
+def dequantize(q, scale, zero_point=None, axis=None):
+    """``x = f32(q - zero_point) * scale`` as an f32 array (``q``: s8, u8 or s32).
+
+    Zero points are subtracted in f32 after converting both to f32, as oneDNN does (exact for
+    |q|, |zero_point| < 2**24).  Runs a :class:`Reorder` with source scales / zero points.
+    """
+    name = "dequantize"
+    _as_input(name, q, ("s8", "u8", "s32"))
+    sm, s, zm, z = _params(name, q, scale, zero_point, axis)
+    return _run_reorder(q, "f32", A.DNNL_ARG_SRC, sm, s, zm, z)

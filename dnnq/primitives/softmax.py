@@ -1,0 +1,108 @@
+"""Softmax / log-softmax along one axis, with an int8 destination through scales.
+
+``Softmax(alg, src_desc, dst_desc, axis, attr=None)`` with alg ``"softmax"`` (oneDNN's
+``softmax_accurate``) or ``"logsoftmax"`` (``softmax_log``); execute with
+``{DNNL_ARG_SRC: x[, DNNL_ARG_DST: out], DNNL_ARG_SCALE | DNNL_ARG_SRC: s, DNNL_ARG_SCALE |
+DNNL_ARG_DST: t}``.
+
+Support table (as oneDNN 3.2):
+
+===============  ============================================================
+src data type    f32, s8, u8
+dst data type    f32, s8, u8
+dims / layouts   equal dims; plain or channels-last tags; ``axis`` in [-ndims, ndims)
+scales           src: mask 0; dst: mask 0
+zero points      none;  post-ops: none
+===============  ============================================================
+
+Numerics -- oneDNN's definition, including where the *source* scale goes: it multiplies the
+output, it does not dequantize the input::
+
+    m = max_i f32(src_i)                        along the axis
+    softmax:    y_i = exp(f32(src_i) - m) / sum_j exp(f32(src_j) - m)
+    logsoftmax: y_i = (f32(src_i) - m) - log(sum_j exp(f32(src_j) - m))
+    d_i = (y_i * src_scale) * f32(1 / dst_scale)
+    dst = saturate(rne(d))                      (f32 dst: d)
+
+So an int8 source holding ``x / s`` should be scaled (e.g. with a Reorder) before the softmax
+if ``softmax(x)`` is wanted.  exp / log are libm's: the f32 results are within a few ulp of
+oneDNN's (its JIT uses its own polynomial), and an int8 result may differ by 1 on rare elements
+that fall next to a rounding boundary.
+"""
+from numbers import Integral
+
+import numpy as np
+
+from dnnq import args as A
+from dnnq import _dispatch
+from dnnq._cache import CachedPrimitive
+from dnnq.errors import InvalidArguments
+from dnnq.primitives import _pointwise as pw
+from dnnq._kernels import _toolkit as _tk
+
+_ALGS = {"softmax": False, "softmax_accurate": False, "logsoftmax": True, "softmax_log": True}
+
+
+class Softmax(pw.ToolkitPrimitive, metaclass=CachedPrimitive):
+    """Softmax / log-softmax along ``axis`` (see the module docstring)."""
+
+    _kind = "softmax"
+
+    def __init__(self, alg, src_desc, dst_desc, axis, attr=None):
+        p = "Softmax"
+        if not isinstance(alg, str) or alg not in _ALGS:
+            raise InvalidArguments(f"{p}: alg got {alg!r}; expected 'softmax' or 'logsoftmax' "
+                                   "(oneDNN's 'softmax_accurate' / 'softmax_log' accepted)")
+        self.alg = "logsoftmax" if _ALGS[alg] else "softmax"
+        pw.check_md(p, src_desc, "src_desc", ("f32", "s8", "u8"))
+        pw.check_md(p, dst_desc, "dst_desc", ("f32", "s8", "u8"))
+        if src_desc.dims != dst_desc.dims:
+            raise InvalidArguments(f"{p}: dst_desc dims {dst_desc.dims} differ from src_desc dims "
+                                   f"{src_desc.dims}; expected the same dims")
+        nd = src_desc.ndims
+        if isinstance(axis, bool) or not isinstance(axis, Integral) or not -nd <= int(axis) < nd:
+            raise InvalidArguments(f"{p}: axis got {axis!r}; expected an int in [{-nd}, {nd}) "
+                                   f"for dims {src_desc.dims}")
+        self.axis = int(axis) % nd
+        dims = src_desc.dims
+        support = {A.DNNL_ARG_SRC: (dims, (0,)), A.DNNL_ARG_DST: (dims, (0,))}
+        qa = pw.QuantAttr(p, attr, support, {})
+        self.src_desc, self.dst_desc, self.attr, self._qa = src_desc, dst_desc, qa.attr, qa
+        self._isa = _dispatch.get_effective_cpu_isa()
+        order = [i for i in src_desc.physical_order if i != self.axis] or []
+        ss, ds = src_desc.strides, dst_desc.strides
+        self._rows = ([dims[i] for i in order] or [1], [ss[i] for i in order] or [0],
+                      [ds[i] for i in order] or [0])
+        self._axis_st = (dims[self.axis], ss[self.axis], ds[self.axis])
+        self._known = frozenset({A.DNNL_ARG_SRC, A.DNNL_ARG_DST} | qa.known_args())
+        self.impl_info = f"{pw.kernel_name(self._isa)}:softmax"
+        self._created()
+
+    def _descs(self):
+        return (("src", self.src_desc), ("dst", self.dst_desc))
+
+    def _problem(self):
+        return f"alg:{self.alg} axis:{self.axis} " + "x".join(map(str, self.src_desc.dims))
+
+    def execute(self, args):
+        """Run once; returns dst (the DNNL_ARG_DST array, written in place, when given)."""
+        return self._timed(self._execute, args)
+
+    def _execute(self, args):
+        p, qa = "Softmax", self._qa
+        pw.check_args_dict(p, args, self._known)
+        src = self.src_desc.check_array(pw.require(p, args, A.DNNL_ARG_SRC, "src"), "src")
+        ss = qa.scales(args, A.DNNL_ARG_SRC)
+        ds = qa.scales(args, A.DNNL_ARG_DST)
+        scale = float(ss[0]) if ss is not None else 1.0
+        inv = float(pw.reciprocal(ds)[0]) if ds is not None else 1.0
+        user, phys = pw.output(p, self.dst_desc, args)
+        if user is not None and np.may_share_memory(src, phys):
+            src = src.copy()
+        dims, sst, dst_st = self._rows
+        L, sa, da = self._axis_st
+        _tk.softmax_run(pw.ISA_CODE[self._isa], self.alg == "logsoftmax",
+                        pw.DT_CODE[self.src_desc.dt], pw.DT_CODE[self.dst_desc.dt], dims, sst,
+                        dst_st, L, sa, da, scale, inv, src, phys,
+                        pw.threads_for(src.size))
+        return pw.finish(self.dst_desc, user, phys)

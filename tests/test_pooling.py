@@ -1,0 +1,244 @@
+"""Pooling: bit-identical to oneDNN 3.2 (plain layouts run its ref:any / simple_nchw kernels,
+channels-last its jit kernels), and to a direct numpy model for dnnq's extensions."""
+import numpy as np
+import pytest
+
+import dnnq
+from dnnq import MemoryDesc as MD, PrimitiveAttr, PostOps
+from dnnq import args as A
+import onednn_ref as R
+
+F = np.float32
+NP = {"s8": np.int8, "u8": np.uint8, "s32": np.int32, "f32": F}
+ALGS = ("max", "avg_include_padding", "avg_exclude_padding")
+CL = {3: "nwc", 4: "nhwc", 5: "ndhwc"}
+
+# (src shape, kernel, strides, dilation, padding_l, padding_r)
+GEOMS = [
+    ((2, 8, 9, 9), 3, 2, 0, 1, 1),
+    ((2, 8, 9, 9), 2, 2, 0, 0, 0),
+    ((2, 8, 7, 6), (2, 3), (1, 2), (1, 0), (1, 0), (0, 1)),
+    ((2, 4, 5, 6, 7), 2, 2, 0, 0, 1),
+    ((2, 4, 5, 6, 7), (3, 2, 3), (1, 2, 2), (0, 1, 0), (1, 0, 1), (1, 1, 0)),
+    ((2, 8, 11), 3, 1, 2, 1, 2),
+    ((1, 3, 20), 4, 3, 0, 2, 3),
+    ((1, 600, 3, 3), 3, 1, 0, 1, 1),   # C > one chunk of channels
+    ((1, 2, 3, 700), (1, 3), 1, 0, (0, 1), (0, 1)),   # OW > one chunk
+]
+
+
+def gen(rng, dt, shape):
+    if dt == "f32":
+        return (rng.standard_normal(shape) * 30).astype(F)
+    if dt == "s32":
+        return rng.integers(-100000, 100000, size=shape).astype(np.int32)
+    lo, hi = (-128, 128) if dt == "s8" else (0, 256)
+    return rng.integers(lo, hi, size=shape).astype(NP[dt])
+
+
+def out_shape(shape, k, s, d, pl, pr):
+    ns = len(shape) - 2
+    sp = lambda v: [v] * ns if np.isscalar(v) else list(v)  # noqa: E731
+    k, s, d, pl, pr = map(sp, (k, s, d, pl, pr))
+    return tuple(shape[:2]) + tuple((shape[2 + i] - ((k[i] - 1) * (d[i] + 1) + 1) + pl[i] + pr[i])
+                                    // s[i] + 1 for i in range(ns))
+
+
+def to_cl(x):
+    perm = (0,) + tuple(range(2, x.ndim)) + (1,)
+    return np.ascontiguousarray(x.transpose(perm)).transpose(np.argsort(perm))
+
+
+def pool(x, alg, geom, dst_dt=None, *, layout=None, attr=None, args=None):
+    shape, k, s, d, pl, pr = geom
+    dt = dnnq.as_dt(x.dtype)
+    tag = CL[x.ndim] if layout == "cl" else None
+    p = dnnq.Pooling(alg, MD(shape, dt, tag), MD(out_shape(shape, k, s, d, pl, pr),
+                                                  dst_dt or dt, tag),
+                     kernel=k, strides=s, dilation=d, padding_l=pl, padding_r=pr, attr=attr)
+    a = {A.DNNL_ARG_SRC: x}
+    a.update(args or {})
+    return p.execute(a), p
+
+
+def model(x, alg, geom):
+    """Direct numpy pooling: s32 / f32 accumulation in (d, h, w) tap order, f32 average."""
+    shape, k, s, d, pl, pr = geom
+    ns = len(shape) - 2
+    sp = lambda v: [v] * ns if np.isscalar(v) else list(v)  # noqa: E731
+    k, s, d, pl, pr = map(sp, (k, s, d, pl, pr))
+    osp = out_shape(shape, k, s, d, pl, pr)[2:]
+    acc_dt = F if x.dtype == F else np.int64
+    lowest = np.finfo(F).min if x.dtype == F else np.iinfo(x.dtype).min
+    out = np.zeros(shape[:2] + tuple(osp), F)
+    for o in np.ndindex(*osp):
+        taps = [[o[i] * s[i] - pl[i] + kk * (d[i] + 1) for kk in range(k[i])] for i in range(ns)]
+        valid = [[t for t in tp if 0 <= t < shape[2 + i]] for i, tp in enumerate(taps)]
+        idx = np.ix_(*[np.array(v, int) for v in valid])
+        win = x[(slice(None), slice(None)) + idx].reshape(shape[0], shape[1], -1)
+        n = win.shape[-1]
+        if alg == "max":
+            v = win.max(-1).astype(F) if n else np.full(shape[:2], lowest, F)
+        else:
+            acc = np.zeros(shape[:2], acc_dt)
+            for t in range(n):
+                acc = (acc + win[..., t].astype(acc_dt)).astype(acc_dt)
+            cnt = int(np.prod(k)) if alg == "avg_include_padding" else n
+            v = acc.astype(F) / F(cnt)
+        out[(slice(None), slice(None)) + o] = v
+    return out
+
+
+def sat(v, dt):
+    if dt == "f32":
+        return v.astype(F)
+    info = np.iinfo(NP[dt])
+    hi = 2147483520.0 if dt == "s32" else info.max
+    return np.clip(np.rint(v.astype(np.float64)), info.min, hi).astype(NP[dt])
+
+
+# ----------------------------------------------------------------------------- vs oneDNN
+
+@R.requires_onednn
+@pytest.mark.parametrize("dt", ["s8", "u8", "s32", "f32"])
+def test_pooling_matches_onednn(isa, rng_seed, dt):
+    """Every algorithm and geometry, plain and channels-last layouts: bit-identical."""
+    rng = np.random.default_rng(rng_seed)
+    n = 0
+    for geom in GEOMS:
+        shape, k, s, d, pl, pr = geom
+        x = gen(rng, dt, shape)
+        for alg in ALGS:
+            ref = R.pooling(x, alg, kernel=k, strides=s, dilation=d, padding_l=pl, padding_r=pr)
+            out, _ = pool(x, alg, geom)
+            assert np.array_equal(out, ref), (dt, alg, geom, int((out != ref).sum()))
+            if x.ndim == 4 and shape[1] <= 8:
+                xc = to_cl(x)
+                ref = R.pooling(xc, alg, kernel=k, strides=s, dilation=d, padding_l=pl,
+                                padding_r=pr, channels_last=True)
+                out, p = pool(xc, alg, geom, layout="cl")
+                assert p.impl_info.endswith("pooling_nspc")
+                assert np.array_equal(out, ref), (dt, alg, geom, "cl")
+            n += 1
+    assert n == len(GEOMS) * 3
+
+
+@R.requires_onednn
+@pytest.mark.parametrize("dt", ["u8", "s8", "s32", "f32"])
+def test_pooling_post_ops_match_onednn(isa, rng_seed, dt):
+    """Post-ops act on the unrounded f32 average.  oneDNN's kernels differ in the details and
+    dnnq follows the one oneDNN picks: channels-last integer averages (jit_int) multiply by
+    f32(1/count) and fuse linear; plain / max integer cases (ref:any) divide and round
+    alpha*x before adding beta; f32 (jit) divides and fuses.  The linear parameters below are
+    chosen so that the variants differ."""
+    rng = np.random.default_rng(rng_seed)
+    geom = ((2, 16, 9, 9), 3, 1, 0, 1, 1)
+    x0 = gen(rng, dt, geom[0])
+    per_ch = rng.uniform(-20, 20, (1, 16, 1, 1)).astype(F)
+    posts = ([("eltwise", "linear", 0.3, -2.0)], [("eltwise", "linear", 1.7, 0.3)],
+             [("eltwise", "relu", 0.25, 0.0), ("binary", "add", per_ch)],
+             [("binary", "mul", np.array([[[[0.37]]]], F)), ("eltwise", "round")])
+    for layout in ("cl", "plain"):
+        x = to_cl(x0) if layout == "cl" else x0
+        for alg in ALGS:
+            for post in posts:
+                ops, extra = PostOps(), {}
+                for i, op in enumerate(post):
+                    if op[0] == "eltwise":
+                        ops.append_eltwise(op[1], *op[2:])
+                    else:
+                        ops.append_binary(op[1], MD(op[2].shape, "f32"))
+                        extra[A.DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | A.DNNL_ARG_SRC_1] = op[2]
+                attr = PrimitiveAttr()
+                attr.set_post_ops(ops)
+                ref = R.pooling(x, alg, kernel=3, strides=1, padding_l=1, padding_r=1,
+                                post_ops=post, channels_last=layout == "cl")
+                out, _ = pool(x, alg, geom, layout=layout, attr=attr, args=extra)
+                assert np.array_equal(out, ref), (layout, alg, post[0][1:3])
+
+
+# ----------------------------------------------------------------------------- vs numpy
+
+@pytest.mark.parametrize("dt", ["s8", "u8", "s32", "f32"])
+def test_pooling_model(isa, rng_seed, dt):
+    """Against the direct numpy model, including windows entirely in the padding (max gives
+    the lowest value) and the f32 destination extension (unrounded average)."""
+    rng = np.random.default_rng(rng_seed)
+    geoms = GEOMS[:7] + [((1, 3, 4), 2, 1, 0, 3, 0)]
+    for geom in geoms:
+        x = gen(rng, dt, geom[0])
+        for alg in ALGS:
+            if alg == "avg_exclude_padding" and geom[4] == 3:
+                continue
+            m = model(x, alg, geom)
+            out, _ = pool(x, alg, geom)
+            if dt == "s32" and alg == "max":
+                assert np.array_equal(out.astype(np.int64), m.astype(np.int64)) or \
+                    np.array_equal(out.astype(F), m)
+            else:
+                assert np.array_equal(out, sat(m, dt)), (alg, geom)
+            if dt != "f32":
+                out32, _ = pool(x, alg, geom, "f32")
+                assert out32.dtype == F and np.array_equal(out32, m), (alg, geom)
+
+
+def test_pooling_s32_max_is_exact_and_dst_in_place(isa, rng_seed):
+    rng = np.random.default_rng(rng_seed)
+    x = rng.integers(-2**31, 2**31 - 1, size=(2, 3, 6, 6), dtype=np.int64).astype(np.int32)
+    geom = ((2, 3, 6, 6), 2, 2, 0, 0, 0)
+    dst = np.zeros((2, 3, 3, 3), np.int32)
+    out, _ = pool(x, "max", geom, args={A.DNNL_ARG_DST: dst})
+    assert out is dst
+    assert np.array_equal(dst, x.reshape(2, 3, 3, 2, 3, 2).max(axis=(3, 5)))
+
+
+def test_pooling_plain_to_channels_last_destination(isa, rng_seed):
+    rng = np.random.default_rng(rng_seed)
+    geom = ((2, 5, 7, 7), 3, 2, 0, 1, 1)
+    x = gen(rng, "u8", geom[0])
+    p = dnnq.Pooling("avg_include_padding", MD(geom[0], "u8"), MD((2, 5, 4, 4), "u8", "nhwc"),
+                     kernel=3, strides=2, padding_l=1, padding_r=1)
+    out = p.execute({A.DNNL_ARG_SRC: x})
+    assert np.array_equal(out, sat(model(x, "avg_include_padding", geom), "u8"))
+    assert out.transpose(0, 2, 3, 1).flags.c_contiguous
+
+
+# ----------------------------------------------------------------------------- errors
+
+def test_pooling_errors():
+    src = MD((1, 2, 8, 8), "u8")
+    kw = dict(kernel=2, strides=2)
+    with pytest.raises(dnnq.InvalidArguments, match="alg"):
+        dnnq.Pooling("mean", src, MD((1, 2, 4, 4), "u8"), **kw)
+    with pytest.raises(dnnq.InvalidArguments, match=r"// 2 \+ 1 = 4"):
+        dnnq.Pooling("max", src, MD((1, 2, 5, 5), "u8"), **kw)
+    with pytest.raises(dnnq.InvalidArguments, match="N=1 and C=2"):
+        dnnq.Pooling("max", src, MD((1, 3, 4, 4), "u8"), **kw)
+    with pytest.raises(dnnq.Unimplemented, match="dst data type s8"):
+        dnnq.Pooling("max", src, MD((1, 2, 4, 4), "s8"), **kw)
+    with pytest.raises(dnnq.InvalidArguments, match="strides"):
+        dnnq.Pooling("max", src, MD((1, 2, 4, 4), "u8"), kernel=2, strides=0)
+    with pytest.raises(dnnq.InvalidArguments, match="kernel"):
+        dnnq.Pooling("max", src, MD((1, 2, 4, 4), "u8"), kernel=(2, 2, 2), strides=2)
+    with pytest.raises(dnnq.InvalidArguments, match="kernel is required"):
+        dnnq.Pooling("max", src, MD((1, 2, 4, 4), "u8"), kernel=None, strides=2)
+    with pytest.raises(dnnq.InvalidArguments, match="entirely in the padding"):
+        dnnq.Pooling("avg_exclude_padding", src, MD((1, 2, 6, 6), "u8"), kernel=2, strides=2,
+                     padding_l=2, padding_r=2)
+    with pytest.raises(dnnq.InvalidArguments, match="does not fit"):
+        dnnq.Pooling("max", src, MD((1, 2, 1, 1), "u8"), kernel=12, strides=1)
+    with pytest.raises(dnnq.InvalidArguments, match="dims"):
+        dnnq.Pooling("max", MD((2, 8), "u8"), MD((2, 4), "u8"), kernel=2, strides=2)
+    attr = PrimitiveAttr()
+    attr.set_scales_mask(A.DNNL_ARG_SRC, 0)
+    with pytest.raises(dnnq.Unimplemented, match="scales"):
+        dnnq.Pooling("max", src, MD((1, 2, 4, 4), "u8"), attr=attr, **kw)
+    attr = PrimitiveAttr()
+    attr.set_post_ops(PostOps().append_sum())
+    with pytest.raises(dnnq.Unimplemented, match="sum"):
+        dnnq.Pooling("max", src, MD((1, 2, 4, 4), "u8"), attr=attr, **kw)
+    p = dnnq.Pooling("max", src, MD((1, 2, 4, 4), "u8"), **kw)
+    with pytest.raises(dnnq.InvalidArguments, match="shape"):
+        p.execute({A.DNNL_ARG_SRC: np.zeros((1, 2, 8, 9), np.uint8)})
+    with pytest.raises(dnnq.InvalidArguments, match="missing src"):
+        p.execute({})
