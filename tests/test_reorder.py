@@ -277,6 +277,40 @@ def test_large_tensor_uses_threads_and_blocks(isa, rng_seed):
     assert np.array_equal(out, model(x, "u8", ds=s, dm=1, dzp=[128]))
 
 
+@R.requires_onednn
+def test_int8_requantization_long_rows_match_onednn(isa, rng_seed):
+    """8-bit -> 8-bit with long rows (on CPUs with AVX-512 VBMI this takes the 256-entry table
+    path): per-tensor and per-channel scales, zero points, both signednesses."""
+    rng = np.random.default_rng(rng_seed)
+    shape = (2, 6, 20, 30)
+    for sdt, ddt in (("s8", "u8"), ("u8", "s8"), ("u8", "u8"), ("s8", "s8")):
+        x = gen(rng, sdt, shape)
+        for sm in (0, 2):
+            ss = scales(rng, count(shape, sm), ddt, "src")
+            ds = np.array([rng.uniform(0.5, 2.0)], F)
+            zs, zd = np.array([rng.integers(-20, 20)], np.int32), np.array([17], np.int32)
+            ref = R.reorder(x, ddt, src_scales=ss, src_scale_mask=sm, dst_scales=ds,
+                            src_zp=zs, dst_zp=zd)
+            out = run(x, ddt, ss=ss, sm=sm, ds=ds, szp=zs, dzp=zd)
+            assert np.array_equal(out, ref), (sdt, ddt, sm)
+
+
+def test_int8_requantization_many_channels_threads(isa, rng_seed):
+    """Per-channel parameters over more channels than the per-thread table cache has ways."""
+    rng = np.random.default_rng(rng_seed)
+    x = gen(rng, "s8", (3, 200, 300))
+    ss = rng.uniform(0.01, 2.0, 200).astype(F)
+    zd = np.array([128], np.int32)
+    prev = dnnq.get_num_threads()
+    try:
+        for nt in (1, 2):
+            dnnq.set_num_threads(nt)
+            out = run(x, "u8", ss=ss, sm=2, ds=np.array([0.5], F), dzp=zd)
+            assert np.array_equal(out, model(x, "u8", ss=ss, sm=2, ds=[0.5], dzp=zd))
+    finally:
+        dnnq.set_num_threads(prev)
+
+
 def test_quantize_dequantize_model(rng_seed):
     rng = np.random.default_rng(rng_seed)
     x = (rng.standard_normal((5, 7)) * 3).astype(F)

@@ -565,10 +565,19 @@ typedef struct {
     float pv[4];
     uint8_t lut[256] __attribute__((aligned(64)));
 } tk_lut_t;
-static _Thread_local tk_lut_t tk_lut_cache;
+/* per-thread direct-mapped cache: per-channel requantization cycles through a few parameter
+ * sets (one per channel), each table is built once */
+#define TK_LUT_WAYS 64
+static _Thread_local tk_lut_t tk_lut_cache[TK_LUT_WAYS];
 
 static const uint8_t *tk_lut_get(int sdt, int ddt, const float *pv) {
-    tk_lut_t *c = &tk_lut_cache;
+    uint32_t h = (uint32_t)(sdt * 7 + ddt);
+    for (int q = 0; q < 4; ++q) {
+        uint32_t u;
+        memcpy(&u, &pv[q], 4);
+        h = (h ^ u) * 0x9E3779B1u;
+    }
+    tk_lut_t *c = &tk_lut_cache[h >> 26]; /* top 6 bits: 64 ways */
     if (c->valid && c->sdt == sdt && c->ddt == ddt && !memcmp(c->pv, pv, sizeof(c->pv)))
         return c->lut;
     uint8_t in[256];
