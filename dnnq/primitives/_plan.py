@@ -25,6 +25,15 @@ BINARY_CODE = {name: i for i, name in enumerate((
     "add", "sub", "mul", "div", "min", "max", "ge", "gt", "le", "lt", "eq", "ne"))}
 
 
+def aligned_empty(n, dtype, align=64):
+    """np.empty of n elements whose data starts on an `align`-byte boundary: numpy only
+    promises 16, and a packed-weights row split over two cache lines costs every zmm load."""
+    dtype = np.dtype(dtype)
+    raw = np.empty(n * dtype.itemsize + align, dtype=np.uint8)
+    offset = (-raw.ctypes.data) % align
+    return raw[offset:offset + n * dtype.itemsize].view(dtype)
+
+
 class PackedGemmWeights:
     """s8 weights (batch, K, N) packed once into the VNNI layout, with their column sums.
 
@@ -40,7 +49,7 @@ class PackedGemmWeights:
             w = w[None]
         self.batch, self.K, self.N = (int(d) for d in w.shape)
         self.batch_stride = _gemm.packed_size(self.K, self.N)
-        self.packed = np.empty(self.batch * self.batch_stride, dtype=np.int8)
+        self.packed = aligned_empty(self.batch * self.batch_stride, np.int8)
         self.colsum = np.empty((self.batch, self.N), dtype=np.int32)
         for b in range(self.batch):
             p, c = _gemm.pack_weights_vnni(w[b])
