@@ -22,7 +22,7 @@ from dnnq._cache import CachedPrimitive
 from dnnq import masks as _masks
 from dnnq.errors import InvalidArguments, Unimplemented
 from dnnq.memory import MemoryDesc
-from dnnq.primitives._plan import PackedGemmWeights
+from dnnq.primitives._plan import PackedGemmWeights, aligned_empty
 from dnnq.primitives._gemm_primitive import (GemmCore, check_known_args, arg_name,
                                              broadcast_strides, _KEY_SS, _KEY_WS, _KEY_DS, _ONE,
                                              _KEY_ZS, _KEY_ZD)
@@ -117,6 +117,7 @@ class _GemmPrimitive(metaclass=CachedPrimitive):
         self._src_dims = tuple(self.src_desc.dims)
         self._dst_np = self.dst_desc.numpy_dtype
         self._dst_dims = tuple(self.dst_desc.dims)
+        self._dst_size = int(np.prod(self._dst_dims))  # dst we allocate: 64-byte aligned rows
         self._bias_dims = tuple(self.bias_desc.dims) if self.bias_desc is not None else None
         self._scale_specs = [(key, count, _F32 if key & A.DNNL_ARG_SCALE else _I32)
                              for key, (count, _, _, _) in c._specs.items()]
@@ -167,7 +168,7 @@ class _GemmPrimitive(metaclass=CachedPrimitive):
         if dst is None:
             if self._core.has_sum:
                 return None
-            dst = np.empty(self._dst_dims, self._dst_np)
+            dst = aligned_empty(self._dst_size, self._dst_np).reshape(self._dst_dims)
         elif type(dst) is not np.ndarray or dst.dtype is not self._dst_np or \
                 dst.shape != self._dst_dims or not dst.flags.c_contiguous or \
                 not dst.flags.writeable or np.may_share_memory(dst, src) or \
@@ -229,7 +230,7 @@ class _GemmPrimitive(metaclass=CachedPrimitive):
             if core.has_sum:
                 raise InvalidArguments(f"{self._name}.execute: a sum post-op reads the previous "
                                        "destination, but no DNNL_ARG_DST array was given")
-            dst = np.empty(self.dst_desc.dims, dtype=self.dst_desc.numpy_dtype)
+            dst = aligned_empty(self._dst_size, self._dst_np).reshape(self._dst_dims)
         else:
             self._check_dst(dst, src, args)
         if _verbose._level:
