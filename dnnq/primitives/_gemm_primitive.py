@@ -22,9 +22,9 @@ import numpy as np
 from dnnq import args as A
 from dnnq import masks as _masks
 from dnnq.errors import InvalidArguments, Unimplemented
-from dnnq.memory import MemoryDesc
 from dnnq.primitives import _plan
 from dnnq._kernels import _gemm
+from dnnq.primitives._common import arg_name
 from dnnq import _dispatch
 
 _ONE = np.ones(1, np.float32)
@@ -41,17 +41,6 @@ _I32 = np.iinfo(np.int32)
 def wrap_s32(x):
     """int64 array -> int32 with two's-complement wrap (as the s32 accumulators)."""
     return np.asarray(x, dtype=np.int64).astype(np.uint64).astype(np.uint32).view(np.int32)
-
-
-def check_desc(desc, name, allowed_dts, ndims=None):
-    if not isinstance(desc, MemoryDesc):
-        raise InvalidArguments(f"{name}: got {type(desc).__name__}; expected a dnnq.MemoryDesc")
-    if desc.dt not in allowed_dts:
-        raise Unimplemented(f"{name}: data type {desc.dt} is not supported; "
-                            f"supported: {', '.join(allowed_dts)}")
-    if ndims is not None and desc.ndims not in ndims:
-        raise InvalidArguments(f"{name}: got {desc.ndims}-D dims {desc.dims}; "
-                               f"expected {' or '.join(map(str, ndims))}-D")
 
 
 def broadcast_strides(shape, target, name):
@@ -71,13 +60,6 @@ def broadcast_strides(shape, target, name):
         strides.append(0 if d == 1 and t != 1 else acc)
         acc *= d
     return tuple(reversed(strides))
-
-
-def arg_name(key):
-    try:
-        return A.name(key)
-    except InvalidArguments:
-        return repr(key)
 
 
 class GemmCore:

@@ -22,6 +22,7 @@ from dnnq.errors import InvalidArguments, Unimplemented
 from dnnq.memory import MemoryDesc
 from dnnq.post_ops import ELTWISE_ALGS, BINARY_ALGS
 from dnnq._kernels import _toolkit as _tk
+from dnnq.primitives._common import arg_name, check_md  # noqa: F401 (re-exported)
 
 DT_CODE = {"f32": 0, "s32": 1, "s8": 2, "u8": 3}
 ISA_CODE = {name: i for i, name in enumerate(_dispatch.ISA_LEVELS)}
@@ -33,28 +34,6 @@ _PARALLEL_MIN = 1 << 15   # elements below which a run stays on one thread
 _BLOCK = 1 << 14          # work-item length along a long innermost dim
 
 F32 = np.float32
-
-
-@functools.lru_cache(maxsize=4096)
-def arg_name(key):
-    try:
-        return A.name(key)
-    except InvalidArguments:
-        return repr(key)
-
-
-def check_md(prim, desc, name, dts=("f32", "s32", "s8", "u8"), ndims=None):
-    """Validate a creation-time descriptor: a MemoryDesc of an accepted data type."""
-    if not isinstance(desc, MemoryDesc):
-        raise InvalidArguments(f"{prim}: {name} got {desc!r} of type {type(desc).__name__}; "
-                               "expected a dnnq.MemoryDesc")
-    if desc.dt not in dts:
-        raise Unimplemented(f"{prim}: {name} data type {desc.dt} is not supported; supported: "
-                            f"{', '.join(dts)}")
-    if ndims is not None and desc.ndims not in ndims:
-        raise InvalidArguments(f"{prim}: {name} dims {desc.dims} are {desc.ndims}-D; expected "
-                               f"{' or '.join(map(str, ndims))}-D")
-    return desc
 
 
 def tensor_strides(desc, dims, name):

@@ -23,7 +23,8 @@ from dnnq import masks as _masks
 from dnnq.errors import InvalidArguments, Unimplemented
 from dnnq.memory import MemoryDesc
 from dnnq.primitives._plan import PackedGemmWeights, aligned_empty
-from dnnq.primitives._gemm_primitive import (GemmCore, check_known_args, arg_name,
+from dnnq.primitives._common import arg_name, check_md
+from dnnq.primitives._gemm_primitive import (GemmCore, check_known_args,
                                              broadcast_strides, _KEY_SS, _KEY_WS, _KEY_DS, _ONE,
                                              _KEY_ZS, _KEY_ZD)
 from dnnq._kernels._gemm import all_finite_positive as _all_finite_positive
@@ -37,22 +38,6 @@ _NO_SRC1 = [[None] * n for n in range(33)]  # src1 lists of a chain without bina
 _SRC_DTS = ("u8", "s8")
 _DST_DTS = ("f32", "s32", "s8", "u8")
 _BIAS_DTS = ("f32", "s32", "s8", "u8")
-
-
-def _check_desc(prim, desc, name, dts, ndims=None, optional=False):
-    if desc is None and optional:
-        return
-    if not isinstance(desc, MemoryDesc):
-        raise InvalidArguments(f"{prim}: {name} got {type(desc).__name__}; expected a "
-                               "dnnq.MemoryDesc")
-    if desc.dt not in dts:
-        raise Unimplemented(f"{prim}: {name} data type {desc.dt} is not supported; supported: "
-                            f"{', '.join(dts)}")
-    if ndims is not None and desc.ndims not in ndims:
-        raise InvalidArguments(f"{prim}: {name} dims {desc.dims} are {desc.ndims}-D; expected "
-                               f"{' or '.join(map(str, ndims))}-D")
-    if desc.is_channels_last:
-        raise Unimplemented(f"{prim}: {name} tag {desc.tag} is not supported; supported: plain")
 
 
 def _plain_resolver(prim, dims_of):
@@ -283,10 +268,10 @@ class MatMul(_GemmPrimitive):
 
     def __init__(self, src_desc, weights_desc, dst_desc, bias_desc=None, attr=None):
         p = self._name
-        _check_desc(p, src_desc, "src", _SRC_DTS, (2, 3))
-        _check_desc(p, weights_desc, "weights", ("s8",), (2, 3))
-        _check_desc(p, dst_desc, "dst", _DST_DTS, (2, 3))
-        _check_desc(p, bias_desc, "bias", _BIAS_DTS, optional=True)
+        check_md(p, src_desc, "src", _SRC_DTS, (2, 3), plain_only=True)
+        check_md(p, weights_desc, "weights", ("s8",), (2, 3), plain_only=True)
+        check_md(p, dst_desc, "dst", _DST_DTS, (2, 3), plain_only=True)
+        check_md(p, bias_desc, "bias", _BIAS_DTS, optional=True, plain_only=True)
         nd = src_desc.ndims
         if weights_desc.ndims != nd or dst_desc.ndims != nd:
             raise InvalidArguments(f"{p}: src {src_desc.dims}, weights {weights_desc.dims} and "
@@ -367,10 +352,10 @@ class InnerProduct(_GemmPrimitive):
 
     def __init__(self, src_desc, weights_desc, dst_desc, bias_desc=None, attr=None):
         p = self._name
-        _check_desc(p, src_desc, "src", _SRC_DTS, (2, 3, 4, 5))
-        _check_desc(p, weights_desc, "weights", ("s8",), (2, 3, 4, 5))
-        _check_desc(p, dst_desc, "dst", _DST_DTS, (2,))
-        _check_desc(p, bias_desc, "bias", _BIAS_DTS, optional=True)
+        check_md(p, src_desc, "src", _SRC_DTS, (2, 3, 4, 5), plain_only=True)
+        check_md(p, weights_desc, "weights", ("s8",), (2, 3, 4, 5), plain_only=True)
+        check_md(p, dst_desc, "dst", _DST_DTS, (2,), plain_only=True)
+        check_md(p, bias_desc, "bias", _BIAS_DTS, optional=True, plain_only=True)
         if weights_desc.ndims != src_desc.ndims:
             raise InvalidArguments(f"{p}: weights dims {weights_desc.dims} and src dims "
                                    f"{src_desc.dims} must have the same number of dims")

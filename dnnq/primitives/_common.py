@@ -1,0 +1,36 @@
+"""Small pieces every primitive module uses: readable argument names for messages and the
+creation-time check of a memory descriptor."""
+import functools
+
+from dnnq import args as A
+from dnnq.errors import InvalidArguments, Unimplemented
+from dnnq.memory import MemoryDesc
+
+
+@functools.lru_cache(maxsize=4096)
+def arg_name(key):
+    """dnnq.args.name(key), or repr(key) for something that is not an argument id."""
+    try:
+        return A.name(key)
+    except InvalidArguments:
+        return repr(key)
+
+
+def check_md(prim, desc, name, dts=("f32", "s32", "s8", "u8"), ndims=None, optional=False,
+             plain_only=False):
+    """Validate a creation-time descriptor: a MemoryDesc of an accepted data type (and number
+    of dims, and a plain layout where asked).  None passes when `optional`."""
+    if desc is None and optional:
+        return None
+    if not isinstance(desc, MemoryDesc):
+        raise InvalidArguments(f"{prim}: {name} got {desc!r} of type {type(desc).__name__}; "
+                               "expected a dnnq.MemoryDesc")
+    if desc.dt not in dts:
+        raise Unimplemented(f"{prim}: {name} data type {desc.dt} is not supported; supported: "
+                            f"{', '.join(dts)}")
+    if ndims is not None and desc.ndims not in ndims:
+        raise InvalidArguments(f"{prim}: {name} dims {desc.dims} are {desc.ndims}-D; expected "
+                               f"{' or '.join(map(str, ndims))}-D")
+    if plain_only and desc.is_channels_last:
+        raise Unimplemented(f"{prim}: {name} tag {desc.tag} is not supported; supported: plain")
+    return desc
