@@ -4,6 +4,7 @@ import zlib
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st, HealthCheck
 
 import dnnq
 from dnnq import (MemoryDesc, PrimitiveAttr, PostOps, DNNL_ARG_SRC, DNNL_ARG_WEIGHTS,
@@ -349,3 +350,68 @@ def test_s32_dst_with_s32_bias_goes_through_f32_like_onednn(isa):
     bias = rng.integers(-2**20, 2**20, (1, 7)).astype(np.int32)
     out, _ = run_dnnq(src, wei, bias, "s32", {})
     assert_same(out, run_ref(src, wei, bias, "s32", {}))
+
+
+@needs_onednn
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_random_matmul_configurations_vs_onednn(data):
+    """Random shapes, data types and attributes (only what oneDNN's optimised kernels take, so
+    that the comparison is bit for bit), dnnq against oneDNN."""
+    d = data.draw
+    batched = d(st.booleans())
+    M, K, N = d(st.integers(1, 70)), d(st.integers(1, 300)), d(st.integers(1, 140))
+    src_dt, dst_dt = d(st.sampled_from(["u8", "s8"])), d(st.sampled_from(["u8", "s8", "s32", "f32"]))
+    seed = d(st.integers(0, 2**31))
+    rng = np.random.default_rng(seed)
+    if batched:
+        B = d(st.integers(1, 3))
+        sb, wb = d(st.sampled_from([(B, B), (1, B), (B, 1)]))
+        src, wei = rand(rng, src_dt, (sb, M, K)), rand(rng, "s8", (wb, K, N))
+    else:
+        src, wei = rand(rng, src_dt, (M, K)), rand(rng, "s8", (K, N))
+    nd = src.ndim
+    q = {}
+    if d(st.booleans()):
+        q["src_scales"] = np.array([rng.uniform(1e-3, 0.1)], np.float32)
+    if d(st.booleans()):
+        per_n = d(st.booleans())
+        q["wei_scales"] = rng.uniform(1e-4, 0.05, N if per_n else 1).astype(np.float32)
+        q["wei_scale_mask"] = (1 << (nd - 1)) if per_n else 0
+    if d(st.booleans()):
+        q["dst_scales"] = np.array([rng.uniform(0.01, 2.0)], np.float32)
+    if d(st.booleans()):
+        q["src_zp"] = np.array([rng.integers(-20, 20)], np.int32)
+    if d(st.booleans()) and dst_dt != "f32":
+        q["dst_zp"] = np.array([rng.integers(-10, 10)], np.int32)
+    bias = None
+    if d(st.booleans()):
+        bias = rand(rng, d(st.sampled_from(["f32", "s32", "s8", "u8"])), (1,) * (nd - 1) + (N,))
+    ops = []
+    for _ in range(d(st.integers(0, 3))):
+        kind = d(st.sampled_from(["relu", "linear", "clip", "round", "binary_add", "binary_mul",
+                                  "sum"]))
+        if kind == "relu":
+            ops.append(("eltwise", "relu", d(st.sampled_from([0.0, 0.5])), 0.0))
+        elif kind == "linear":
+            ops.append(("eltwise", "linear", 0.75, -1.25))
+        elif kind == "clip":
+            ops.append(("eltwise", "clip", -3.0, 50.0))
+        elif kind == "round":
+            ops.append(("eltwise", "round", 0.0, 0.0))
+        elif kind == "sum":
+            if not any(o[0] == "sum" for o in ops) and dst_dt != "f32":
+                ops.append(("sum", 0.5, 0))
+        else:
+            shape = (1,) * (nd - 1) + (N,) if d(st.booleans()) else \
+                np.broadcast_shapes(src.shape[:-2], wei.shape[:-2]) + (M, N)
+            ops.append(("binary", kind[7:], rand(rng, "f32", shape)))
+    dst_shape = np.broadcast_shapes(src.shape[:-2], wei.shape[:-2]) + (M, N)
+    prev = rand(rng, dst_dt, dst_shape) if any(o[0] == "sum" for o in ops) else None
+    out, _ = run_dnnq(src, wei, bias, dst_dt, q, ops, prev)
+    ref, impl = run_ref(src, wei, bias, dst_dt, q, ops, prev, return_impl=True)
+    if impl.startswith("ref"):  # see test_matmul_post_ops_vs_onednn: bounded, not exact
+        diff = np.abs(out.astype(np.float64) - ref.astype(np.float64))
+        assert dst_dt == "f32" and np.allclose(out, ref, rtol=1e-5, atol=1e-5) or diff.max() <= 1
+        return
+    assert_same(out, ref)
