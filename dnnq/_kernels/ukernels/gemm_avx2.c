@@ -49,4 +49,5 @@ static void dnnq_ukr(int mr, int64_t K, const uint8_t *a, int64_t lda, uint32_t 
     }
 }
 
+#include "epilogue_avx2.h"
 #include "gemm_impl.h"

@@ -75,4 +75,5 @@ static void dnnq_ukr(int mr, int64_t K, const uint8_t *a, int64_t lda, uint32_t 
         for (int s = 0; s < 4; ++s) tail_avxvnni(mr, a_xor, K, a, lda, bp + 64 * s, c + 16 * s);
 }
 
+#include "epilogue_avx2.h"
 #include "gemm_impl.h"
