@@ -24,10 +24,8 @@ DNNQ_ALWAYS_INLINE void strip_avx2(const int MR, int64_t K, const uint8_t *a, in
         for (int r = 0; r < MR; ++r) {
             const uint8_t *ar = a + r * lda;
             uint32_t w = (k4 < K4f ? dnnq_load_a4(ar, k4) : dnnq_load_a_tail(ar, K)) ^ a_xor;
-            /* the 4 bytes zero-extended to 4 x u16, repeated over the register */
-            uint64_t w16 = (uint64_t)(w & 0xff) | ((uint64_t)((w >> 8) & 0xff) << 16) |
-                           ((uint64_t)((w >> 16) & 0xff) << 32) | ((uint64_t)(w >> 24) << 48);
-            const __m256i av = _mm256_set1_epi64x((long long)w16);
+            /* the 4 bytes zero-extended to 4 x u16 (vpmovzxbw), repeated over the register */
+            const __m256i av = _mm256_broadcastq_epi64(_mm_cvtepu8_epi16(_mm_cvtsi32_si128((int)w)));
             for (int j = 0; j < 4; ++j)
                 acc[r][j] = _mm256_add_epi32(acc[r][j], _mm256_madd_epi16(av, bw[j]));
         }
