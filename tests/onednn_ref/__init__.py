@@ -29,7 +29,10 @@ Threads follow ``OMP_NUM_THREADS`` (GNU OpenMP build).
 
 from __future__ import annotations
 
-import pytest
+try:  # pytest only for the skip markers: the benchmark driver imports this without it
+    import pytest
+except ImportError:  # pragma: no cover
+    pytest = None
 
 from ._capi import (LIB, SKIP_REASON, OnednnError, arg_multiple_post_op, available, const, cpu_isa,
                     has_vnni)
@@ -37,13 +40,16 @@ from ._primitives import (binary, concat, convolution, deconvolution, eltwise, g
                           gemm_u8s8s32, inner_product, matmul, pooling, reorder, softmax, sum)
 from ._rnn import gru, lstm
 
-#: ``@requires_onednn`` / ``pytestmark = requires_onednn``: skip when oneDNN is absent.
-requires_onednn = pytest.mark.skipif(not available(), reason=SKIP_REASON or "oneDNN available")
+if pytest is not None:
+    #: ``@requires_onednn`` / ``pytestmark = requires_onednn``: skip when oneDNN is absent.
+    requires_onednn = pytest.mark.skipif(not available(),
+                                         reason=SKIP_REASON or "oneDNN available")
 
-#: For tests comparing int8 conv / matmul / ip / gemm results with the exact model: oneDNN's
-#: kernels are exact only with VNNI (``DNNL_MAX_CPU_ISA=AVX2`` or an older CPU saturates).
-requires_vnni = pytest.mark.skipif(not (available() and has_vnni()),
-                                   reason="oneDNN int8 kernels without VNNI saturate in s16")
+    #: For tests comparing int8 conv / matmul / ip / gemm results with the exact model:
+    #: oneDNN's kernels are exact only with VNNI (``DNNL_MAX_CPU_ISA=AVX2`` or an older CPU
+    #: saturates).
+    requires_vnni = pytest.mark.skipif(not (available() and has_vnni()),
+                                       reason="oneDNN int8 kernels without VNNI saturate in s16")
 
 
 def version() -> tuple:
