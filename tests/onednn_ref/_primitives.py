@@ -22,7 +22,8 @@ import ctypes
 import numpy as np
 
 from ._attr import Attr, alg_kind, broadcast_to_ndims, prefilled_dst, run
-from ._capi import OnednnError, Scope, as_operand, const, dims_of, dt_name, impl_name, lib, np_dtype
+from ._capi import (OnednnError, Scope, as_operand, const, dims_of, dt_name, impl_name, lib,
+                    md_equal, np_dtype, query_md)
 
 A = const  # short alias for argument ids inside this module
 
@@ -59,40 +60,70 @@ def _bias(bias, ndims=1):
 
 # ----------------------------------------------------------------------------- matmul
 
-def matmul(src, wei, bias=None, dst_dt="f32", *, src_scales=None, src_scale_mask=0,
-           wei_scales=None, wei_scale_mask=0, dst_scales=None, dst_scale_mask=0,
-           src_zp=None, src_zp_mask=0, wei_zp=None, wei_zp_mask=0, dst_zp=None, dst_zp_mask=0,
-           post_ops=(), dst_prev=None, weights_any=True, return_impl=False):
+def matmul(src, wei, bias=None, dst_dt="f32", *, return_impl=False, **kw):
     """``dst = src @ wei`` (2-D, or batched 3-D+ with broadcast of unit batch dims).
 
     ``bias`` of shape ``(N,)``, ``(1, N)``, ``(M, N)``, ``(1, 1, N)`` ... (unit dims
     prepended to the dst rank).  Weights are created with ``format_tag_any`` and the
-    user weights reordered in, unless ``weights_any=False`` (plain weights).
+    user weights reordered in, unless ``weights_any=False`` (plain weights).  Keywords:
+    ``{src,wei,dst}_scales`` / ``_scale_mask``, ``{src,wei,dst}_zp`` / ``_zp_mask``,
+    ``post_ops``, ``dst_prev`` (the destination's prior content, for a sum post-op).
     """
-    src, wei = as_operand(src), as_operand(wei)
-    nd = max(src.ndim, wei.ndim)
-    src, wei = broadcast_to_ndims(src, nd), broadcast_to_ndims(wei, nd)
-    batch = np.broadcast_shapes(src.shape[:-2], wei.shape[:-2])
-    dst_shape = tuple(batch) + (src.shape[-2], wei.shape[-1])
-    dt = dt_name(dst_dt)
-    bias = _bias(bias, nd)
-    q = dict(src_scales=src_scales, src_scale_mask=src_scale_mask, wei_scales=wei_scales,
-             wei_scale_mask=wei_scale_mask, dst_scales=dst_scales, dst_scale_mask=dst_scale_mask,
-             src_zp=src_zp, src_zp_mask=src_zp_mask, wei_zp=wei_zp, wei_zp_mask=wei_zp_mask,
-             dst_zp=dst_zp, dst_zp_mask=dst_zp_mask)
-    with Scope() as s:
+    h = MatmulHandle(src, wei, bias, dt_name(dst_dt), **kw)
+    try:
+        return _result(h.execute(), h.impl, return_impl)
+    finally:
+        h.close()
+
+
+class MatmulHandle:
+    """A oneDNN matmul primitive with its memories bound; `execute()` runs it once.
+
+    The arguments are those of `matmul` (which is a handle executed once).  With a sum
+    post-op, `dst_prev` fills the destination once, at creation."""
+
+    def __init__(self, src, wei, bias=None, dst_dt="s8", *, post_ops=(), dst_prev=None,
+                 weights_any=True, **q):
+        self.scope = s = Scope()
+        s.__enter__()
+        src, wei = as_operand(src), as_operand(wei)
+        nd = max(src.ndim, wei.ndim)
+        src, wei = broadcast_to_ndims(src, nd), broadcast_to_ndims(wei, nd)
+        batch = np.broadcast_shapes(src.shape[:-2], wei.shape[:-2])
+        dst_shape = tuple(batch) + (src.shape[-2], wei.shape[-1])
+        dt = dt_name(dst_dt)
+        bias = _bias(bias, nd)
         attr = _quant_attr(s, post_ops, nd, **q)
+        self.dst = prefilled_dst(dst_shape, dt, dst_prev, attr.sum_dt)
         wei_md = s.md_any(wei.shape, wei.dtype) if weights_any else s.md_of(wei)
-        dst = prefilled_dst(dst_shape, dt, dst_prev, attr.sum_dt)
         pd = s.pd("dnnl_matmul_primitive_desc_create", s.lib.engine, s.md_of(src), wei_md,
                   None if bias is None else s.md_of(bias), s.md(dst_shape, dt), attr.handle)
-        inputs = {A("DNNL_ARG_SRC"): src, A("DNNL_ARG_WEIGHTS"): wei}
+        self.impl = impl_name(pd)
+        args = dict(attr.exec_args({const("DNNL_ARG_SRC"): src.shape,
+                                    const("DNNL_ARG_WEIGHTS"): wei.shape,
+                                    const("DNNL_ARG_DST"): dst_shape}))
+        arrays = {const("DNNL_ARG_SRC"): src, const("DNNL_ARG_WEIGHTS"): wei,
+                  const("DNNL_ARG_DST"): self.dst}
         if bias is not None:
-            inputs[A("DNNL_ARG_BIAS")] = bias
-        dims = {A("DNNL_ARG_SRC"): src.shape, A("DNNL_ARG_WEIGHTS"): wei.shape,
-                A("DNNL_ARG_DST"): dst_shape}
-        run(s, pd, inputs, {A("DNNL_ARG_DST"): dst}, attr.exec_args(dims), prefill=[A("DNNL_ARG_DST")])
-        return _result(dst, impl_name(pd), return_impl)
+            arrays[const("DNNL_ARG_BIAS")] = bias
+        for arg, a in arrays.items():
+            user = s.wrap(a)
+            want = query_md(pd, arg)
+            if md_equal(s.mem_md(user), want):
+                args[arg] = user
+            else:  # only the weights: reordered once, here
+                internal = s.memory(want)
+                s.reorder(user, internal)
+                args[arg] = internal
+        self.prim = s.primitive(pd)
+        self.args = args
+
+    def execute(self):
+        self.scope.execute(self.prim, self.args)
+        return self.dst
+
+    def close(self):
+        self.scope.__exit__(None, None, None)
 
 
 # ----------------------------------------------------------------------------- reorder
