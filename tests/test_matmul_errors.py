@@ -175,3 +175,23 @@ def test_inner_product_shape_errors():
         dnnq.InnerProduct(MD((2, 8, 3, 3), "u8"), MD((5, 8, 2, 2), "s8"), MD((2, 5), "s8"))
     with pytest.raises(dnnq.InvalidArguments, match="dst dims"):
         dnnq.InnerProduct(MD((2, 8), "u8"), MD((5, 8), "s8"), MD((2, 6), "s8"))
+
+
+def test_weights_packed_under_another_isa_are_refused():
+    # the packed layout depends on the kernel (AVX-512 packs u8 = w + 128 for s8 sources)
+    levels = dnnq.available_isa_levels()
+    if len(levels) < 2:
+        pytest.skip("one ISA level on this CPU")
+    desc = (MD((M, K), "s8"), MD((K, N), "s8"), MD((M, N), "s32"))
+    old = dnnq.set_max_cpu_isa(levels[-1])
+    try:
+        p_hi = dnnq.MatMul(*desc)
+        dnnq.set_max_cpu_isa(levels[0])
+        p_lo = dnnq.MatMul(*desc)
+    finally:
+        dnnq.set_max_cpu_isa(old)
+    Xs = X.view(np.int8)
+    with pytest.raises(dnnq.InvalidArguments, match="packed"):
+        p_lo.execute({DNNL_ARG_SRC: Xs, DNNL_ARG_WEIGHTS: p_hi.prepare_weights(W)})
+    np.testing.assert_array_equal(p_lo.execute({DNNL_ARG_SRC: Xs, DNNL_ARG_WEIGHTS: W}),
+                                  p_hi.execute({DNNL_ARG_SRC: Xs, DNNL_ARG_WEIGHTS: W}))

@@ -43,6 +43,7 @@ def pack_weights_vnni(w):
     """Pack s8 weights (K, N), any strides, into dnnq's VNNI layout.
 
     Returns (packed int8 1-D, colsum int32 (N,)). See ukernels/dnnq_kernels.h for the layout.
+    (For the signed-source kernels the caller XORs the packed bytes with 0x80: u8 = w + 128.)
     """
     if w.dtype != np.int8 or w.ndim != 2:
         raise TypeError("pack_weights_vnni expects a 2-D int8 array")
@@ -89,6 +90,7 @@ cdef class GemmPlan:
     cdef public int64_t batch, M, N, K, mc, n_mblocks
     cdef public int isa
     cdef public int64_t min_work_per_thread
+    cdef public bint swap_s8
 
     def __cinit__(self):
         self.post = NULL
@@ -97,11 +99,12 @@ cdef class GemmPlan:
         free(self.post)
 
     def __init__(self, int isa, int64_t batch, int64_t M, int64_t N, int64_t K, int dst_dt,
-                 list post_ops):
+                 list post_ops, bint swap_s8=False):
         """post_ops: list of (kind, alg, alpha, beta) with kind 1 eltwise, 2 binary, 3 sum."""
         cdef int i
         memset(&self.g, 0, sizeof(dnnq_gemm_args_t))
         self.isa = isa
+        self.swap_s8 = swap_s8
         self.block = dnnq_gemm_block_for_isa(isa)
         self.batch, self.M, self.N, self.K = batch, M, N, K
         self.g.M, self.g.N, self.g.K = M, N, K
@@ -154,7 +157,9 @@ cdef class GemmPlan:
         g.post = local_post
         g.a = <const uint8_t*>_ptr(a)
         g.a_sb, g.a_sm = a_sb, a_sm
-        g.a_xor = 0x80808080 if s8_src else 0
+        # s8 sources: the signed-operand kernels (weights packed as w + 128) where the ISA has
+        # them, else a XOR to u8 per broadcast
+        g.a_xor = (1 if self.swap_s8 else 0x80808080) if s8_src else 0
         g.b = <const int8_t*>_ptr(packed)
         g.b_sb = b_sb
         g.col_comp = <const int32_t*>_ptr(col_comp)

@@ -41,6 +41,7 @@ cdef extern from "dnnq_toolkit.h" nogil:
     ctypedef struct dnnq_pool_args_t:
         int alg, src_dt, channels_last, raw_store
         int avg_rcp
+        int fast8
         int64_t N, C, ID, IH, IW, OD, OH, OW
         int64_t KD, KH, KW, SD, SH, SW, DD, DH, DW
         int64_t PD, PH, PW
@@ -239,7 +240,8 @@ cdef class PoolPlan:
     PoolPlan(isa, alg, src_dt, channels_last, raw_store, geometry, epi, avg_rcp), geometry a
     dict with
     N, C, ID, IH, IW, OD, OH, OW, KD, KH, KW, SD, SH, SW, DD, DH, DW, PD, PH, PW; avg_rcp:
-    average as sum * f32(1/count).
+    average as sum * f32(1/count); fast8: channels-last s8 / u8 into the same type and layout
+    without post-ops (direct int8 kernels).
     run(src, epi_arrays, epi_writable, dst, nthreads): epi_arrays are the epilogue operands
     (operand 0 must be dst).
     """
@@ -249,12 +251,13 @@ cdef class PoolPlan:
     cdef public int64_t n_items
 
     def __init__(self, int isa, int alg, int src_dt, bint channels_last, bint raw_store,
-                 dict g, PwPlan epi, bint avg_rcp=False):
+                 dict g, PwPlan epi, bint avg_rcp=False, bint fast8=False):
         memset(&self.args, 0, sizeof(dnnq_pool_args_t))
         self.fn = dnnq_pool_run_for_isa(isa)
         a = &self.args
         a.alg, a.src_dt, a.channels_last, a.raw_store = alg, src_dt, channels_last, raw_store
         a.avg_rcp = avg_rcp
+        a.fast8 = fast8
         a.N, a.C, a.ID, a.IH, a.IW = g["N"], g["C"], g["ID"], g["IH"], g["IW"]
         a.OD, a.OH, a.OW = g["OD"], g["OH"], g["OW"]
         a.KD, a.KH, a.KW = g["KD"], g["KH"], g["KW"]

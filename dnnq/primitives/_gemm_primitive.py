@@ -127,10 +127,14 @@ class GemmCore:
         self.raw_s32 = (dst_dt == "s32" and not self.scale_axis and not has_bias and
                         A.DNNL_ARG_DST not in self.zp_axis and not post_specs)
         self.isa = _dispatch.get_effective_cpu_isa()
+        # s8 sources on AVX-512: the source is the signed operand of vpdpbusd and the weights
+        # are packed as u8 = w + 128; the kernel folds the 128 * rowsum back.  Elsewhere the
+        # source is XOR-ed to u8 (+128) and -128 * colsum is compensated here.
+        self.swap_s8 = src_dt == "s8" and self.isa == "avx512_core_vnni"
         self.plan = _gemm.GemmPlan(_plan.ISA_CODE[self.isa], batch, M, N, K,
-                                   _plan.DT_CODE[dst_dt], post_specs)
+                                   _plan.DT_CODE[dst_dt], post_specs, self.swap_s8)
         self.impl_info = f"{_plan.ISA_IMPL_NAME[self.isa]}:blocked"
-        self.shift = 128 if src_dt == "s8" else 0
+        self.shift = 128 if src_dt == "s8" and not self.swap_s8 else 0
         self._specs = self._runtime_specs()
 
     # ---- execution-time pieces ----------------------------------------------------------------
@@ -209,7 +213,7 @@ class GemmCore:
             x = desc.check_array(args[key], arg_name(key))
             src1s[i] = (np.ascontiguousarray(x, dtype=np.float32),) + tuple(strides)
         bias_arr, (bsb, bsm, bsn) = bias if bias is not None else (None, (0, 0, 0))
-        self.plan.run(a.view(np.uint8), self.M * K if a_batch > 1 else 0, K, self.shift != 0,
+        self.plan.run(a.view(np.uint8), self.M * K if a_batch > 1 else 0, K, self.src_dt == "s8",
                       pw.packed, pw.batch_stride if pw.batch > 1 else 0,
                       col_comp, N if col_comp.shape[0] > 1 else 0,
                       wzp, wzp_sn, rowsum, r_sb,

@@ -41,9 +41,9 @@ class PackedGemmWeights:
     """
 
     __slots__ = ("packed", "colsum", "batch", "K", "N", "batch_stride", "owner", "plain",
-                 "_comp")
+                 "_comp", "u8_shifted")
 
-    def __init__(self, w, owner=None, keep_plain=False):
+    def __init__(self, w, owner=None, keep_plain=False, u8_shifted=False):
         w = np.asarray(w)
         if w.ndim == 2:
             w = w[None]
@@ -55,6 +55,9 @@ class PackedGemmWeights:
             p, c = _gemm.pack_weights_vnni(w[b])
             self.packed[b * self.batch_stride:(b + 1) * self.batch_stride] = p
             self.colsum[b] = c
+        if u8_shifted:  # u8 = w + 128 (padding becomes 128, met by zero source bytes)
+            np.bitwise_xor(self.packed.view(np.uint8), 0x80, out=self.packed.view(np.uint8))
+        self.u8_shifted = u8_shifted
         self.owner = owner  # the key of the primitive description these were packed for
         # the plain weights, kept only for a per-K source zero point (zp @ W at execution)
         self.plain = np.ascontiguousarray(w, dtype=np.int8) if keep_plain else None

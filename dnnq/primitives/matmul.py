@@ -80,7 +80,7 @@ class _GemmPrimitive(metaclass=CachedPrimitive):
         """Pack weights once (VNNI blocked layout + column sums) for repeated execution."""
         w = self.weights_desc.check_array(w, "weights")
         return PackedGemmWeights(self._gemm_weights(w), owner=self._key,
-                                 keep_plain=self._keep_plain)
+                                 keep_plain=self._keep_plain, u8_shifted=self._core.swap_s8)
 
     def _weights(self, w):
         if isinstance(w, PackedGemmWeights):
@@ -178,7 +178,7 @@ class _GemmPrimitive(metaclass=CachedPrimitive):
         bs = self._bias_strides
         if _verbose._level:
             t0 = time.perf_counter()
-        c.plan.run(src.view(np.uint8), c.M * c.K if self._a_batch > 1 else 0, c.K, c.shift != 0,
+        c.plan.run(src.view(np.uint8), c.M * c.K if self._a_batch > 1 else 0, c.K, c.src_dt == "s8",
                    pw.packed, pw.batch_stride if pw.batch > 1 else 0,
                    col_comp, c.N if col_comp.shape[0] > 1 else 0,
                    None, 0, None, 0, c.raw_s32, vals.get(_KEY_SS, 1.0), scale, scale_sn,
@@ -324,8 +324,10 @@ class MatMul(_GemmPrimitive):
                         view_strides=view_strides)
         self._view_strides = view_strides
         self._keep_plain = core.zp_axis.get(A.DNNL_ARG_SRC) == "k"
+        # the ISA is part of it: the packed layout depends on the kernel (u8-shifted weights
+        # for the AVX-512 signed-source kernel)
         self._key = ("MatMul", src_desc, weights_desc, dst_desc, bias_desc,
-                     attr.key() if attr is not None else None)
+                     attr.key() if attr is not None else None, core.isa)
         self._finish_init(core, bias_desc)
 
     def _bias_view(self, bias_desc):
@@ -401,7 +403,7 @@ class InnerProduct(_GemmPrimitive):
         self._view_strides = view_strides
         self._keep_plain = False
         self._key = ("InnerProduct", src_desc, weights_desc, dst_desc, bias_desc,
-                     attr.key() if attr is not None else None)
+                     attr.key() if attr is not None else None, core.isa)
         self._finish_init(core, bias_desc)
 
     def _bias_view(self, bias_desc):

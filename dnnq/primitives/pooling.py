@@ -169,8 +169,12 @@ class Pooling(pw.ToolkitPrimitive, metaclass=CachedPrimitive):
                     DD=dd[0], DH=dd[1], DW=dd[2], PD=pp[0], PH=pp[1], PW=pp[2])
         raw = (self.alg == "max" and not qa.post_ops and dst_desc.dt == src_desc.dt
                and dst_desc.physical_order == src_desc.physical_order)
+        # direct int8 kernels (max in int8, average in s16 / s32 then one f32 step)
+        fast8 = (cl and src_desc.dt in ("s8", "u8") and dst_desc.dt == src_desc.dt
+                 and not qa.post_ops and dst_desc.physical_order == src_desc.physical_order)
         self._plan = _tk.PoolPlan(pw.ISA_CODE[self._isa], _ALGS[self.alg],
-                                  pw.DT_CODE[src_desc.dt], cl, raw, geom, epi.plan, jit_int)
+                                  pw.DT_CODE[src_desc.dt], cl, raw, geom, epi.plan, jit_int,
+                                  fast8)
         self._known = frozenset({A.DNNL_ARG_SRC, A.DNNL_ARG_DST} | qa.known_args())
         self.impl_info = f"{pw.kernel_name(self._isa)}:pooling_{'nspc' if cl else 'ncsp'}"
         self._created()

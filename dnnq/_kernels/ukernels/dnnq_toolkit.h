@@ -80,6 +80,10 @@ typedef struct {
     int alg, src_dt, channels_last, raw_store;
     int avg_rcp;                                   /* average = sum * f32(1/count) (oneDNN's
                                                       jit_int) instead of sum / count */
+    int fast8;                                     /* channels-last s8 / u8 into the same data
+                                                      type and layout, no post-ops: the direct
+                                                      int8 kernels (max in int8, average in s16 /
+                                                      s32 then one f32 step) */
     int64_t N, C, ID, IH, IW, OD, OH, OW;
     int64_t KD, KH, KW, SD, SH, SW, DD, DH, DW;   /* DD.. = dilation + 1 */
     int64_t PD, PH, PW;                            /* left padding */

@@ -11,15 +11,19 @@
 /* The accumulators are 24 named locals, not an array: gcc keeps an array of vectors on the
  * stack (a store and a load per update), named locals stay in registers.  MR and XOR are
  * compile-time constants at every call site, so the `if (MR > r)` guards vanish. */
+/* XOR = 0: u8 A x s8 B.  XOR = 1: s8 A made u8 by a XOR with 0x80 (+128).  XOR = 2
+ * (DNNQ_A_SWAP): s8 A as the signed operand and B packed as u8 = w + 128, so no per-broadcast
+ * XOR: raw = sum a * (w + 128), folded back by dnnq_swap_fold (- 128 * rowsum). */
+#define DPB(acc, av, bv) (XOR == 2 ? _mm512_dpbusd_epi32(acc, bv, av) : _mm512_dpbusd_epi32(acc, av, bv))
 #define ACC_DECL(r) __m512i c##r##0 = _mm512_setzero_si512(), c##r##1 = c##r##0, c##r##2 = c##r##0, c##r##3 = c##r##0;
 #define ACC_ROW(r, aword)                                                                         \
     if (MR > r) {                                                                                 \
         __m512i av = _mm512_set1_epi32((int)(aword));                                             \
-        if (XOR) av = _mm512_xor_si512(av, vx);                                                   \
-        c##r##0 = _mm512_dpbusd_epi32(c##r##0, av, b0);                                           \
-        c##r##1 = _mm512_dpbusd_epi32(c##r##1, av, b1);                                           \
-        c##r##2 = _mm512_dpbusd_epi32(c##r##2, av, b2);                                           \
-        c##r##3 = _mm512_dpbusd_epi32(c##r##3, av, b3);                                           \
+        if (XOR == 1) av = _mm512_xor_si512(av, vx);                                              \
+        c##r##0 = DPB(c##r##0, av, b0);                                                           \
+        c##r##1 = DPB(c##r##1, av, b1);                                                           \
+        c##r##2 = DPB(c##r##2, av, b2);                                                           \
+        c##r##3 = DPB(c##r##3, av, b3);                                                           \
     }
 #define ACC_STORE(r)                                                                              \
     if (MR > r) {                                                                                 \
@@ -65,24 +69,24 @@ DNNQ_ALWAYS_INLINE void row1_avx512(const int XOR, int64_t K, const uint8_t *a, 
         const int8_t *bk = bp + k4 * 4 * DNNQ_NR;
         __m512i av = _mm512_set1_epi32((int)dnnq_load_a4(a, k4));
         __m512i aw = _mm512_set1_epi32((int)dnnq_load_a4(a, k4 + 1));
-        if (XOR) { av = _mm512_xor_si512(av, vx); aw = _mm512_xor_si512(aw, vx); }
-        e0 = _mm512_dpbusd_epi32(e0, av, _mm512_loadu_si512((const void *)bk));
-        e1 = _mm512_dpbusd_epi32(e1, av, _mm512_loadu_si512((const void *)(bk + 64)));
-        e2 = _mm512_dpbusd_epi32(e2, av, _mm512_loadu_si512((const void *)(bk + 128)));
-        e3 = _mm512_dpbusd_epi32(e3, av, _mm512_loadu_si512((const void *)(bk + 192)));
-        o0 = _mm512_dpbusd_epi32(o0, aw, _mm512_loadu_si512((const void *)(bk + 256)));
-        o1 = _mm512_dpbusd_epi32(o1, aw, _mm512_loadu_si512((const void *)(bk + 320)));
-        o2 = _mm512_dpbusd_epi32(o2, aw, _mm512_loadu_si512((const void *)(bk + 384)));
-        o3 = _mm512_dpbusd_epi32(o3, aw, _mm512_loadu_si512((const void *)(bk + 448)));
+        if (XOR == 1) { av = _mm512_xor_si512(av, vx); aw = _mm512_xor_si512(aw, vx); }
+        e0 = DPB(e0, av, _mm512_loadu_si512((const void *)bk));
+        e1 = DPB(e1, av, _mm512_loadu_si512((const void *)(bk + 64)));
+        e2 = DPB(e2, av, _mm512_loadu_si512((const void *)(bk + 128)));
+        e3 = DPB(e3, av, _mm512_loadu_si512((const void *)(bk + 192)));
+        o0 = DPB(o0, aw, _mm512_loadu_si512((const void *)(bk + 256)));
+        o1 = DPB(o1, aw, _mm512_loadu_si512((const void *)(bk + 320)));
+        o2 = DPB(o2, aw, _mm512_loadu_si512((const void *)(bk + 384)));
+        o3 = DPB(o3, aw, _mm512_loadu_si512((const void *)(bk + 448)));
     }
     if (k4 < K4f) {
         const int8_t *bk = bp + k4 * 4 * DNNQ_NR;
         __m512i av = _mm512_set1_epi32((int)dnnq_load_a4(a, k4));
-        if (XOR) av = _mm512_xor_si512(av, vx);
-        e0 = _mm512_dpbusd_epi32(e0, av, _mm512_loadu_si512((const void *)bk));
-        e1 = _mm512_dpbusd_epi32(e1, av, _mm512_loadu_si512((const void *)(bk + 64)));
-        e2 = _mm512_dpbusd_epi32(e2, av, _mm512_loadu_si512((const void *)(bk + 128)));
-        e3 = _mm512_dpbusd_epi32(e3, av, _mm512_loadu_si512((const void *)(bk + 192)));
+        if (XOR == 1) av = _mm512_xor_si512(av, vx);
+        e0 = DPB(e0, av, _mm512_loadu_si512((const void *)bk));
+        e1 = DPB(e1, av, _mm512_loadu_si512((const void *)(bk + 64)));
+        e2 = DPB(e2, av, _mm512_loadu_si512((const void *)(bk + 128)));
+        e3 = DPB(e3, av, _mm512_loadu_si512((const void *)(bk + 192)));
     }
     _mm512_storeu_si512((void *)c, _mm512_add_epi32(e0, o0));
     _mm512_storeu_si512((void *)(c + 16), _mm512_add_epi32(e1, o1));
@@ -98,10 +102,10 @@ DNNQ_ALWAYS_INLINE void tail_avx512(int mr, const int XOR, int64_t K, const uint
     const int8_t *bk = bp + (K / 4) * 4 * DNNQ_NR;
     for (int r = 0; r < mr; ++r) {
         __m512i av = _mm512_set1_epi32((int)dnnq_load_a_tail(a + r * lda, K));
-        if (XOR) av = _mm512_xor_si512(av, vx);
+        if (XOR == 1) av = _mm512_xor_si512(av, vx);
         for (int j = 0; j < 4; ++j) {
             __m512i acc = _mm512_loadu_si512((const void *)(c + r * DNNQ_NR + 16 * j));
-            acc = _mm512_dpbusd_epi32(acc, av, _mm512_loadu_si512((const void *)(bk + 64 * j)));
+            acc = DPB(acc, av, _mm512_loadu_si512((const void *)(bk + 64 * j)));
             _mm512_storeu_si512((void *)(c + r * DNNQ_NR + 16 * j), acc);
         }
     }
@@ -111,22 +115,47 @@ static void dnnq_ukr(int mr, int64_t K, const uint8_t *a, int64_t lda, uint32_t 
                      const int8_t *bp, int32_t *c) {
 #define DNNQ_CASE(m)                                                                              \
     case m:                                                                                       \
-        if (a_xor) tile_avx512(m, 1, K, a, lda, bp, c);                                           \
+        if (a_xor == DNNQ_A_SWAP) tile_avx512(m, 2, K, a, lda, bp, c);                            \
+        else if (a_xor) tile_avx512(m, 1, K, a, lda, bp, c);                                      \
         else tile_avx512(m, 0, K, a, lda, bp, c);                                                 \
         break;
     switch (mr) {
     case 1:
-        if (a_xor) row1_avx512(1, K, a, bp, c);
+        if (a_xor == DNNQ_A_SWAP) row1_avx512(2, K, a, bp, c);
+        else if (a_xor) row1_avx512(1, K, a, bp, c);
         else row1_avx512(0, K, a, bp, c);
         break;
     DNNQ_CASE(2) DNNQ_CASE(3) DNNQ_CASE(4) DNNQ_CASE(5) DNNQ_CASE(6)
     }
 #undef DNNQ_CASE
     if (K & 3) {
-        if (a_xor) tail_avx512(mr, 1, K, a, lda, bp, c);
+        if (a_xor == DNNQ_A_SWAP) tail_avx512(mr, 2, K, a, lda, bp, c);
+        else if (a_xor) tail_avx512(mr, 1, K, a, lda, bp, c);
         else tail_avx512(mr, 0, K, a, lda, bp, c);
     }
 }
+
+/* For DNNQ_A_SWAP tiles: raw = sum_k a * (w + 128) -> sum_k a * w, by subtracting
+ * 128 * sum_k a[r, k] (row sums by vpdpbusd with a vector of ones: s8 a as the signed side). */
+static void swap_fold_avx512(const uint8_t *a, int64_t lda, int mr, int64_t K, int32_t *tile) {
+    const __m512i ones = _mm512_set1_epi8(1);
+    for (int r = 0; r < mr; ++r) {
+        const uint8_t *ar = a + r * lda;
+        __m512i acc = _mm512_setzero_si512();
+        int64_t k = 0;
+        for (; k + 64 <= K; k += 64)
+            acc = _mm512_dpbusd_epi32(acc, ones, _mm512_loadu_si512((const void *)(ar + k)));
+        if (k < K) {
+            const __mmask64 km = ((__mmask64)-1) >> (64 - (K - k));
+            acc = _mm512_dpbusd_epi32(acc, ones, _mm512_maskz_loadu_epi8(km, ar + k));
+        }
+        const __m512i t = _mm512_set1_epi32((int32_t)((uint32_t)_mm512_reduce_add_epi32(acc) << 7));
+        int32_t *row = tile + r * DNNQ_NR;
+        for (int j = 0; j < 4; ++j)
+            _mm512_storeu_si512(row + 16 * j, _mm512_sub_epi32(_mm512_loadu_si512(row + 16 * j), t));
+    }
+}
+#define DNNQ_SWAP_FOLD swap_fold_avx512
 
 /* The fused epilogue of the common case, in AVX-512 on the stored tile: per-N (or common)
  * compensation, scales, bias and dst zero point, relu / linear post-ops, any dst type.

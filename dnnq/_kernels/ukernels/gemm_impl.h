@@ -173,6 +173,9 @@ void DNNQ_FN(dnnq_gemm_block)(const dnnq_gemm_args_t *g, int64_t b, int64_t m0, 
         const int64_t m = m0 + (mc * t) / ntiles;
         const int mr = (int)(m0 + (mc * (t + 1)) / ntiles - m);
         dnnq_ukr(mr, g->K, abase + m * g->a_sm, g->a_sm, g->a_xor, bp, tile);
+#ifdef DNNQ_SWAP_FOLD
+        if (g->a_xor == DNNQ_A_SWAP) DNNQ_SWAP_FOLD(abase + m * g->a_sm, g->a_sm, mr, g->K, tile);
+#endif
 #ifdef DNNQ_FAST_EPILOGUE
         if (fast) {
             DNNQ_FAST_EPILOGUE(g, b, m, mr, n0, nc, tile);

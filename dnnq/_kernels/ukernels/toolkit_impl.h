@@ -510,6 +510,128 @@ static int tk_binary_fused(char *dst, int ddt, const char *s0, int dt0, const ch
 }
 #endif
 
+/* Fast 8-bit binary: s8 / u8 src0 and src1 (both contiguous), s8 / u8 dst, alg add, sub, mul,
+ * min, max, row-constant parameters, 64 (AVX-512) or 32 (AVX2) elements per step.  The same f32
+ * operations as the staged path ((f32(x) - zp) * scale per source, then alg); the clamp before
+ * the conversion is dropped because the caller checks that every result is finite and below
+ * 2^30 in magnitude (tk_binary8_ok), so cvtps2dq rounds half to even exactly and the narrowing
+ * packs saturate to the same bounds as the clamp (the bounds are integers).  A zero point that
+ * is 0 is skipped (x - 0 is exact).  Returns the number of elements done. */
+static int tk_binary8_ok(int alg, int dt0, int dt1, int ddt, float a0, float b0, float a1,
+                         float b1) {
+    if (!((dt0 == DNNQ_DT_S8 || dt0 == DNNQ_DT_U8) && (dt1 == DNNQ_DT_S8 || dt1 == DNNQ_DT_U8)
+          && (ddt == DNNQ_DT_S8 || ddt == DNNQ_DT_U8)))
+        return 0;
+    if (!(alg == DNNQ_BIN_ADD || alg == DNNQ_BIN_SUB || alg == DNNQ_BIN_MUL ||
+          alg == DNNQ_BIN_MIN || alg == DNNQ_BIN_MAX))
+        return 0;
+    if (!(isfinite(a0) && isfinite(b0) && isfinite(a1) && isfinite(b1))) return 0;
+    /* bound of |(x - zp) * s| for each source (an f32 result is within one ulp of it) */
+    const double m0 = (fabs((double)a0) + 256.0) * fabs((double)b0);
+    const double m1 = (fabs((double)a1) + 256.0) * fabs((double)b1);
+    const double m = alg == DNNQ_BIN_MUL ? m0 * m1 : (alg == DNNQ_BIN_ADD || alg == DNNQ_BIN_SUB)
+                                                         ? m0 + m1 : (m0 > m1 ? m0 : m1);
+    return m < 1073741824.0;
+}
+#if defined(__AVX512BW__)
+#define TK_B8_W 64
+static inline __m512 tk_b8_cvt(const char *p, int u8) {
+    const __m128i x = _mm_loadu_si128((const __m128i *)p);
+    return _mm512_cvtepi32_ps(u8 ? _mm512_cvtepu8_epi32(x) : _mm512_cvtepi8_epi32(x));
+}
+/* four vectors of 16 s32 (elements 0-15, 16-31, ...) -> 64 saturated bytes in order */
+static inline void tk_b8_pack_store(char *o, __m512i q0, __m512i q1, __m512i q2, __m512i q3,
+                                    int u8) {
+    const __m512i w01 = _mm512_packs_epi32(q0, q1), w23 = _mm512_packs_epi32(q2, q3);
+    const __m512i b = u8 ? _mm512_packus_epi16(w01, w23) : _mm512_packs_epi16(w01, w23);
+    /* dword 4l + q of b holds elements 16q + 4l .. + 3 */
+    const __m512i idx = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    _mm512_storeu_si512((void *)o, _mm512_permutexvar_epi32(idx, b));
+}
+#define TK_B8_V __m512
+#define TK_B8_SET1 _mm512_set1_ps
+#define TK_B8_SUB _mm512_sub_ps
+#define TK_B8_MUL _mm512_mul_ps
+#define TK_B8_ADD _mm512_add_ps
+#define TK_B8_MIN _mm512_min_ps
+#define TK_B8_MAX _mm512_max_ps
+#define TK_B8_CVTI _mm512_cvtps_epi32
+#define TK_B8_VW 16
+#elif defined(__AVX2__)
+#define TK_B8_W 32
+static inline __m256 tk_b8_cvt(const char *p, int u8) {
+    const __m128i x = _mm_loadl_epi64((const __m128i *)p);
+    return _mm256_cvtepi32_ps(u8 ? _mm256_cvtepu8_epi32(x) : _mm256_cvtepi8_epi32(x));
+}
+static inline void tk_b8_pack_store(char *o, __m256i q0, __m256i q1, __m256i q2, __m256i q3,
+                                    int u8) {
+    const __m256i w01 = _mm256_packs_epi32(q0, q1), w23 = _mm256_packs_epi32(q2, q3);
+    const __m256i b = u8 ? _mm256_packus_epi16(w01, w23) : _mm256_packs_epi16(w01, w23);
+    /* dword 4l + q of b holds elements 8q + 4l .. + 3 */
+    const __m256i idx = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    _mm256_storeu_si256((__m256i *)o, _mm256_permutevar8x32_epi32(b, idx));
+}
+#define TK_B8_V __m256
+#define TK_B8_SET1 _mm256_set1_ps
+#define TK_B8_SUB _mm256_sub_ps
+#define TK_B8_MUL _mm256_mul_ps
+#define TK_B8_ADD _mm256_add_ps
+#define TK_B8_MIN _mm256_min_ps
+#define TK_B8_MAX _mm256_max_ps
+#define TK_B8_CVTI _mm256_cvtps_epi32
+#define TK_B8_VW 8
+#endif
+
+#ifdef TK_B8_W
+#define TK_B8_SRC(P, U, VA, VB, SUBZ, q)                                                      \
+    (SUBZ ? TK_B8_MUL(TK_B8_SUB(tk_b8_cvt((P) + (q) * TK_B8_VW, U), VA), VB)                   \
+          : TK_B8_MUL(tk_b8_cvt((P) + (q) * TK_B8_VW, U), VB))
+#define TK_B8_LOOP(OP, SUBZ)                                                                  \
+    for (; i + TK_B8_W <= n; i += TK_B8_W) {                                                  \
+        const char *p0 = s0 + i, *p1 = s1 + i;                                                \
+        TK_B8_V r0 = OP(TK_B8_SRC(p0, u0, va0, vb0, SUBZ, 0), TK_B8_SRC(p1, u1, va1, vb1, SUBZ, 0)); \
+        TK_B8_V r1 = OP(TK_B8_SRC(p0, u0, va0, vb0, SUBZ, 1), TK_B8_SRC(p1, u1, va1, vb1, SUBZ, 1)); \
+        TK_B8_V r2 = OP(TK_B8_SRC(p0, u0, va0, vb0, SUBZ, 2), TK_B8_SRC(p1, u1, va1, vb1, SUBZ, 2)); \
+        TK_B8_V r3 = OP(TK_B8_SRC(p0, u0, va0, vb0, SUBZ, 3), TK_B8_SRC(p1, u1, va1, vb1, SUBZ, 3)); \
+        tk_b8_pack_store(dst + i, TK_B8_CVTI(r0), TK_B8_CVTI(r1), TK_B8_CVTI(r2),             \
+                         TK_B8_CVTI(r3), ud);                                                 \
+    }
+#define TK_B8_ALG(SUBZ)                                                                       \
+    switch (alg) {                                                                            \
+    case DNNQ_BIN_ADD: TK_B8_LOOP(TK_B8_ADD, SUBZ); break;                                    \
+    case DNNQ_BIN_SUB: TK_B8_LOOP(TK_B8_SUB, SUBZ); break;                                    \
+    case DNNQ_BIN_MUL: TK_B8_LOOP(TK_B8_MUL, SUBZ); break;                                    \
+    case DNNQ_BIN_MIN: TK_B8_LOOP(TK_B8_MIN, SUBZ); break;                                    \
+    default: TK_B8_LOOP(TK_B8_MAX, SUBZ); break;                                              \
+    }
+#define TK_B8_DTS(SUBZ)                                                                       \
+    if (u0) { if (u1) { if (ud) { TK_B8_BODY(1, 1, 1, SUBZ) } else { TK_B8_BODY(1, 1, 0, SUBZ) } } \
+              else { if (ud) { TK_B8_BODY(1, 0, 1, SUBZ) } else { TK_B8_BODY(1, 0, 0, SUBZ) } } } \
+    else { if (u1) { if (ud) { TK_B8_BODY(0, 1, 1, SUBZ) } else { TK_B8_BODY(0, 1, 0, SUBZ) } } \
+           else { if (ud) { TK_B8_BODY(0, 0, 1, SUBZ) } else { TK_B8_BODY(0, 0, 0, SUBZ) } } }
+#define TK_B8_BODY(U0, U1, UD, SUBZ)                                                          \
+    { const int u0 = U0, u1 = U1, ud = UD; TK_B8_ALG(SUBZ) }
+static int tk_binary8(char *dst, int ddt, const char *s0, int dt0, const char *s1, int dt1, int n,
+                      int alg, float a0, float b0, float a1, float b1) {
+    const TK_B8_V va0 = TK_B8_SET1(a0), vb0 = TK_B8_SET1(b0), va1 = TK_B8_SET1(a1),
+                  vb1 = TK_B8_SET1(b1);
+    const int u0_ = dt0 == DNNQ_DT_U8, u1_ = dt1 == DNNQ_DT_U8, ud_ = ddt == DNNQ_DT_U8;
+    int i = 0;
+    {
+        const int u0 = u0_, u1 = u1_, ud = ud_;
+        if (a0 != 0.0f || a1 != 0.0f) { TK_B8_DTS(1) } else { TK_B8_DTS(0) }
+    }
+    return i;
+}
+#else
+static int tk_binary8(char *dst, int ddt, const char *s0, int dt0, const char *s1, int dt1, int n,
+                      int alg, float a0, float b0, float a1, float b1) {
+    (void)dst; (void)ddt; (void)s0; (void)dt0; (void)s1; (void)dt1; (void)n; (void)alg;
+    (void)a0; (void)b0; (void)a1; (void)b1;
+    return 0;
+}
+#endif
+
 /* load operand k with up to four affine steps (sub p[0], mul p[1], mul p[2], add p[3]) into out */
 static void tk_affine_into(const dnnq_pw_plan_t *p, const int64_t *off, int64_t j, int n, int k,
                            const int *pk, float *out, float *tmp) {
@@ -724,8 +846,15 @@ static void tk_program(const dnnq_pw_plan_t *p, const int64_t *off, int64_t j, i
                 char *dp = (char *)tk_addr(d, off[sg->arg3] + j);
                 const char *a0 = tk_addr(o0, off[sg->arg] + j);
                 const char *a1 = tk_addr(o1, off[sg->arg2] + j * s1s);
-                const int done = tk_binary_fused(dp, d->dt, a0, o0->dt, a1, o1->dt, s1s == 0, n,
-                                                 sg->alg, pv[0], pv[1], pv[2], pv[3]);
+                int done = 0;
+                if (s1s == 1 && tk_binary8_ok(sg->alg, o0->dt, o1->dt, d->dt, pv[0], pv[1],
+                                              pv[2], pv[3]))
+                    done = tk_binary8(dp, d->dt, a0, o0->dt, a1, o1->dt, n, sg->alg, pv[0],
+                                      pv[1], pv[2], pv[3]);
+                done += tk_binary_fused(dp + done * tk_esize(d->dt), d->dt,
+                                        a0 + done * tk_esize(o0->dt), o0->dt,
+                                        a1 + done * s1s * tk_esize(o1->dt), o1->dt, s1s == 0,
+                                        n - done, sg->alg, pv[0], pv[1], pv[2], pv[3]);
                 if (done == n) break;
                 const int k0[4] = {sg->p[0], sg->p[1], -1, -1}, k1[4] = {sg->p[2], sg->p[3], -1, -1};
                 tk_affine_into(p, off, j + done, n - done, sg->arg, k0, b, tmp);
@@ -1044,6 +1173,254 @@ static void tk_raw_store(int dt, void *dst, int64_t elem, const tk_acc_t *acc, i
     memcpy((char *)dst + elem * es, acc->b, (size_t)n * es);
 }
 
+/* ---- channels-last 8-bit pooling into the same data type and layout, no post-ops (fast8) ---
+ * tp[0 .. ntap) point at the C channels of each tap.  Max stays in int8 (vpmaxsb / vpmaxub:
+ * exact by construction; an empty window gives the lowest value, as the generic path).  The
+ * average sums in u16 lanes (s8 is offset by +128 with an xor, the offset 128 * ntap removed in
+ * s32; needs ntap <= 256), then f32(sum) * rcp and one rne conversion: the generic path's
+ * `(float)sum * f32(1/count)` followed by its store (no clamp needed: an average of 8-bit
+ * values is in range, so cvtps2dq and the packs give the same bytes). */
+static void tk_p8_max(const uint8_t *const *tp, int ntap, int64_t C, uint8_t *restrict d, int u8) {
+    int64_t c = 0;
+#if defined(__AVX512BW__)
+    if (u8) {
+        for (; c + 64 <= C; c += 64) {
+            __m512i m = _mm512_setzero_si512();
+            for (int k = 0; k < ntap; ++k) m = _mm512_max_epu8(m, _mm512_loadu_si512((const void *)(tp[k] + c)));
+            _mm512_storeu_si512((void *)(d + c), m);
+        }
+    } else {
+        for (; c + 64 <= C; c += 64) {
+            __m512i m = _mm512_set1_epi8(-128);
+            for (int k = 0; k < ntap; ++k) m = _mm512_max_epi8(m, _mm512_loadu_si512((const void *)(tp[k] + c)));
+            _mm512_storeu_si512((void *)(d + c), m);
+        }
+    }
+    if (c < C) {
+        const __mmask64 mk = _cvtu64_mask64(~0ULL >> (64 - (C - c)));
+        __m512i m = u8 ? _mm512_setzero_si512() : _mm512_set1_epi8(-128);
+        for (int k = 0; k < ntap; ++k) {
+            const __m512i x = _mm512_maskz_loadu_epi8(mk, (const void *)(tp[k] + c));
+            m = u8 ? _mm512_max_epu8(m, x) : _mm512_max_epi8(m, x);
+        }
+        _mm512_mask_storeu_epi8((void *)(d + c), mk, m);
+        c = C;
+    }
+#elif defined(__AVX2__)
+    if (u8) {
+        for (; c + 32 <= C; c += 32) {
+            __m256i m = _mm256_setzero_si256();
+            for (int k = 0; k < ntap; ++k) m = _mm256_max_epu8(m, _mm256_loadu_si256((const __m256i *)(tp[k] + c)));
+            _mm256_storeu_si256((__m256i *)(d + c), m);
+        }
+    } else {
+        for (; c + 32 <= C; c += 32) {
+            __m256i m = _mm256_set1_epi8(-128);
+            for (int k = 0; k < ntap; ++k) m = _mm256_max_epi8(m, _mm256_loadu_si256((const __m256i *)(tp[k] + c)));
+            _mm256_storeu_si256((__m256i *)(d + c), m);
+        }
+    }
+#endif
+    for (; c < C; ++c) {
+        if (u8) {
+            uint8_t m = 0;
+            for (int k = 0; k < ntap; ++k) m = tp[k][c] > m ? tp[k][c] : m;
+            d[c] = m;
+        } else {
+            int8_t m = -128;
+            for (int k = 0; k < ntap; ++k) {
+                const int8_t v = (int8_t)tp[k][c];
+                m = v > m ? v : m;
+            }
+            d[c] = (uint8_t)m;
+        }
+    }
+}
+
+/* vertical pass of the average: tmp[i] = sum_k (tp[k][i] ^ flip) as u16, natural order */
+static void tk_p8_vsum(const uint8_t *const *tp, int ntap, int64_t L, uint16_t *restrict t,
+                       int u8) {
+    int64_t i = 0;
+    const uint8_t fl = u8 ? 0 : 0x80;
+#if defined(__AVX512BW__)
+    const __m256i flip = _mm256_set1_epi8((char)fl);
+    for (; i + 32 <= L; i += 32) {
+        __m512i acc = _mm512_setzero_si512();
+        for (int k = 0; k < ntap; ++k)
+            acc = _mm512_add_epi16(acc, _mm512_cvtepu8_epi16(_mm256_xor_si256(
+                      _mm256_loadu_si256((const __m256i *)(tp[k] + i)), flip)));
+        _mm512_storeu_si512((void *)(t + i), acc);
+    }
+#elif defined(__AVX2__)
+    const __m128i flip = _mm_set1_epi8((char)fl);
+    for (; i + 16 <= L; i += 16) {
+        __m256i acc = _mm256_setzero_si256();
+        for (int k = 0; k < ntap; ++k)
+            acc = _mm256_add_epi16(acc, _mm256_cvtepu8_epi16(_mm_xor_si128(
+                      _mm_loadu_si128((const __m128i *)(tp[k] + i)), flip)));
+        _mm256_storeu_si256((__m256i *)(t + i), acc);
+    }
+#endif
+    for (; i < L; ++i) {
+        uint16_t acc = 0;
+        for (int k = 0; k < ntap; ++k) acc = (uint16_t)(acc + (uint8_t)(tp[k][i] ^ fl));
+        t[i] = acc;
+    }
+}
+
+/* horizontal pass: the average of ntap_w columns of t (base, column stride cs) over C channels;
+ * `off` = 128 * taps for s8 (the xor offset), rcp = f32(1 / count) */
+static void tk_p8_havg(const uint16_t *base, int64_t cs, int ntap_w, int64_t C,
+                       uint8_t *restrict d, int u8, int32_t off, float rcp) {
+    int64_t c = 0;
+#if defined(__AVX512BW__)
+    {
+        const __m512i vo = _mm512_set1_epi32(off);
+        const __m512 vr = _mm512_set1_ps(rcp);
+        const __m512i z = _mm512_setzero_si512();
+        const __m512i qidx = _mm512_setr_epi64(0, 2, 4, 6, 1, 3, 5, 7);
+        for (; c + 64 <= C; c += 64) { /* 64 channels: u16 sums, unpacked and packed back */
+            __m512i a0 = z, a1 = z;
+            for (int k = 0; k < ntap_w; ++k) {
+                a0 = _mm512_add_epi16(a0, _mm512_loadu_si512((const void *)(base + k * cs + c)));
+                a1 = _mm512_add_epi16(a1, _mm512_loadu_si512((const void *)(base + k * cs + c + 32)));
+            }
+#define TK_P8_F(x) _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32((x), vo)), vr))
+            const __m512i w0 = _mm512_packs_epi32(TK_P8_F(_mm512_unpacklo_epi16(a0, z)),
+                                                  TK_P8_F(_mm512_unpackhi_epi16(a0, z)));
+            const __m512i w1 = _mm512_packs_epi32(TK_P8_F(_mm512_unpacklo_epi16(a1, z)),
+                                                  TK_P8_F(_mm512_unpackhi_epi16(a1, z)));
+#undef TK_P8_F
+            /* qword 2l: channels 8l.., qword 2l + 1: channels 32 + 8l.. */
+            const __m512i b = u8 ? _mm512_packus_epi16(w0, w1) : _mm512_packs_epi16(w0, w1);
+            _mm512_storeu_si512((void *)(d + c), _mm512_permutexvar_epi64(qidx, b));
+        }
+        for (; c < C; c += 16) {
+            const int rem = (int)(C - c < 16 ? C - c : 16);
+            const __mmask16 mk = (__mmask16)(0xFFFFu >> (16 - rem));
+            __m512i acc = _mm512_setzero_si512();
+            for (int k = 0; k < ntap_w; ++k)
+                acc = _mm512_add_epi32(acc, _mm512_cvtepu16_epi32(
+                          _mm256_maskz_loadu_epi16(mk, (const void *)(base + k * cs + c))));
+            const __m512i q = _mm512_cvtps_epi32(
+                _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(acc, vo)), vr));
+            if (u8) _mm512_mask_cvtusepi32_storeu_epi8((void *)(d + c), mk, q);
+            else _mm512_mask_cvtsepi32_storeu_epi8((void *)(d + c), mk, q);
+        }
+    }
+#elif defined(__AVX2__)
+    {
+        const __m256i vo = _mm256_set1_epi32(off);
+        const __m256 vr = _mm256_set1_ps(rcp);
+        const __m256i z = _mm256_setzero_si256();
+        for (; c + 32 <= C; c += 32) { /* 32 channels: u16 sums, unpacked and packed back */
+            __m256i a0 = z, a1 = z;
+            for (int k = 0; k < ntap_w; ++k) {
+                a0 = _mm256_add_epi16(a0, _mm256_loadu_si256((const __m256i *)(base + k * cs + c)));
+                a1 = _mm256_add_epi16(a1, _mm256_loadu_si256((const __m256i *)(base + k * cs + c + 16)));
+            }
+#define TK_P8_F(x) _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32((x), vo)), vr))
+            const __m256i w0 = _mm256_packs_epi32(TK_P8_F(_mm256_unpacklo_epi16(a0, z)),
+                                                  TK_P8_F(_mm256_unpackhi_epi16(a0, z)));
+            const __m256i w1 = _mm256_packs_epi32(TK_P8_F(_mm256_unpacklo_epi16(a1, z)),
+                                                  TK_P8_F(_mm256_unpackhi_epi16(a1, z)));
+#undef TK_P8_F
+            const __m256i b = u8 ? _mm256_packus_epi16(w0, w1) : _mm256_packs_epi16(w0, w1);
+            _mm256_storeu_si256((__m256i *)(d + c), _mm256_permute4x64_epi64(b, 0xD8));
+        }
+        for (; c + 8 <= C; c += 8) {
+            __m256i acc = _mm256_setzero_si256();
+            for (int k = 0; k < ntap_w; ++k)
+                acc = _mm256_add_epi32(acc, _mm256_cvtepu16_epi32(
+                          _mm_loadu_si128((const __m128i *)(base + k * cs + c))));
+            const __m256i q = _mm256_cvtps_epi32(
+                _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(acc, vo)), vr));
+            const __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+            _mm_storel_epi64((__m128i *)(d + c), u8 ? _mm_packus_epi16(w, w) : _mm_packs_epi16(w, w));
+        }
+    }
+#endif
+    for (; c < C; ++c) {
+        int32_t sum = 0;
+        for (int k = 0; k < ntap_w; ++k) sum += base[k * cs + c];
+        const float v = (float)(sum - off) * rcp;
+        d[c] = u8 ? tk_cvt_u8(v) : (uint8_t)tk_cvt_s8(v);
+    }
+}
+
+#define TK_P8_MAXTAP 256
+static int tk_pool8_fast_ok(const dnnq_pool_args_t *a) {
+    return a->fast8 && a->channels_last && (a->src_dt == DNNQ_DT_S8 || a->src_dt == DNNQ_DT_U8)
+           && (a->alg == DNNQ_POOL_MAX || a->avg_rcp) && a->KD * a->KH * a->KW <= TK_P8_MAXTAP;
+}
+
+/* Separable: for each segment of one output row (n, od, oh), a vertical pass combines the input
+ * rows of the window (flat, contiguous over the columns needed) into a row buffer, then each
+ * output takes its KW columns from it.  Max and integer sums are exact in any order, so this
+ * equals the generic tap-by-tap kernel. */
+static void tk_pool8_fast(const dnnq_pool_args_t *a, int64_t it0, int64_t it1) {
+    const uint8_t *src = (const uint8_t *)a->src;
+    uint8_t *dst = (uint8_t *)a->dst;
+    const int64_t C = a->C, ntap_max = a->KD * a->KH * a->KW;
+    const int u8 = a->src_dt == DNNQ_DT_U8, is_max = a->alg == DNNQ_POOL_MAX;
+    const uint8_t *tp[TK_P8_MAXTAP];
+    const uint8_t *hp[TK_P8_MAXTAP];
+    void *tmp = malloc((size_t)(a->IW * C) * (is_max ? 1 : 2) + 64);
+    if (!tmp) return;
+    int64_t r = it0;
+    while (r < it1) {
+        const int64_t ow_a = r % a->OW, row = r / a->OW;
+        const int64_t oh = row % a->OH, od = row / a->OH % a->OD, n = row / (a->OH * a->OD);
+        const int64_t ow_b = (it1 - r < a->OW - ow_a) ? ow_a + (it1 - r) : a->OW;
+        int64_t dlo, dhi, hlo, hhi;
+        tk_tap_range(od, a->SD, a->PD, a->DD, a->KD, a->ID, &dlo, &dhi);
+        tk_tap_range(oh, a->SH, a->PH, a->DH, a->KH, a->IH, &hlo, &hhi);
+        /* input columns [c_lo, c_hi) used by outputs [ow_a, ow_b) */
+        int64_t c_lo = ow_a * a->SW - a->PW, c_hi = (ow_b - 1) * a->SW - a->PW + (a->KW - 1) * a->DW + 1;
+        if (c_lo < 0) c_lo = 0;
+        if (c_hi > a->IW) c_hi = a->IW;
+        if (c_hi < c_lo) c_hi = c_lo;
+        int nrow = 0;
+        for (int64_t kd = dlo; kd < dhi; ++kd) {
+            const int64_t id = od * a->SD - a->PD + kd * a->DD;
+            for (int64_t kh = hlo; kh < hhi; ++kh) {
+                const int64_t ih = oh * a->SH - a->PH + kh * a->DH;
+                tp[nrow++] = src + (((n * a->ID + id) * a->IH + ih) * a->IW + c_lo) * C;
+            }
+        }
+        const int64_t L = (c_hi - c_lo) * C;
+        if (is_max) tk_p8_max(tp, nrow, L, (uint8_t *)tmp, u8);
+        else tk_p8_vsum(tp, nrow, L, (uint16_t *)tmp, u8);
+        /* prefetch the input rows of the next output row (SH rows further) while the
+         * horizontal pass computes: the vertical pass then finds them in cache (without it a
+         * thread alternates between waiting for memory and computing) */
+        const int64_t nxt = a->SH * a->IW * C, nlines = (L + 63) / 64;
+        const int64_t pf_per = (nrow * nlines + (ow_b - ow_a) - 1) / (ow_b - ow_a);
+        int pf_j = 0;
+        int64_t pf_l = 0;
+        for (int64_t ow = ow_a; ow < ow_b; ++ow, ++r) {
+            for (int64_t q = 0; q < pf_per && pf_j < nrow; ++q) {
+                __builtin_prefetch(tp[pf_j] + nxt + pf_l * 64, 0, 3);
+                if (++pf_l == nlines) { pf_l = 0; ++pf_j; }
+            }
+            int64_t wlo, whi;
+            tk_tap_range(ow, a->SW, a->PW, a->DW, a->KW, a->IW, &wlo, &whi);
+            const int64_t col0 = ow * a->SW - a->PW + wlo * a->DW - c_lo; /* first column used */
+            const int nw = (int)(whi - wlo);
+            if (is_max) {
+                for (int k = 0; k < nw; ++k) hp[k] = (const uint8_t *)tmp + (col0 + k * a->DW) * C;
+                tk_p8_max(hp, nrow ? nw : 0, C, dst + r * C, u8);
+            } else {
+                const int ntap = nrow * nw;
+                const float cnt = a->alg == DNNQ_POOL_AVG_INC ? (float)ntap_max : (float)ntap;
+                tk_p8_havg((const uint16_t *)tmp + col0 * C, a->DW * C, nrow ? nw : 0, C,
+                           dst + r * C, u8, u8 ? 0 : 128 * ntap, 1.0f / cnt);
+            }
+        }
+    }
+    free(tmp);
+}
+
 #define TK_LOWEST_F32 (-3.402823466e+38f)
 
 void DNNQ_TK_FN(dnnq_pool_run)(const dnnq_pool_args_t *a, int64_t it0, int64_t it1) {
@@ -1058,7 +1435,9 @@ void DNNQ_TK_FN(dnnq_pool_run)(const dnnq_pool_args_t *a, int64_t it0, int64_t i
     const int is_max = a->alg == DNNQ_POOL_MAX;
     const int dt = a->src_dt;
     const int64_t C = a->C;
-    if (a->channels_last) {
+    if (tk_pool8_fast_ok(a)) {
+        tk_pool8_fast(a, it0, it1);
+    } else if (a->channels_last) {
         const int64_t ntap_max = a->KD * a->KH * a->KW;
         int64_t *tap = (int64_t *)malloc(sizeof(int64_t) * (size_t)(ntap_max > 0 ? ntap_max : 1));
         if (!tap) { if (off != off_stack) free(off); return; }
