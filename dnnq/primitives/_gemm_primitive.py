@@ -127,10 +127,10 @@ class GemmCore:
         self.raw_s32 = (dst_dt == "s32" and not self.scale_axis and not has_bias and
                         A.DNNL_ARG_DST not in self.zp_axis and not post_specs)
         self.isa = _dispatch.get_effective_cpu_isa()
-        # s8 sources on AVX-512: the source is the signed operand of vpdpbusd and the weights
+        # s8 sources with VNNI: the source is the signed operand of vpdpbusd and the weights
         # are packed as u8 = w + 128; the kernel folds the 128 * rowsum back.  Elsewhere the
         # source is XOR-ed to u8 (+128) and -128 * colsum is compensated here.
-        self.swap_s8 = src_dt == "s8" and self.isa == "avx512_core_vnni"
+        self.swap_s8 = src_dt == "s8" and self.isa in ("avx512_core_vnni", "avx2_vnni")
         self.plan = _gemm.GemmPlan(_plan.ISA_CODE[self.isa], batch, M, N, K,
                                    _plan.DT_CODE[dst_dt], post_specs, self.swap_s8)
         self.impl_info = f"{_plan.ISA_IMPL_NAME[self.isa]}:blocked"

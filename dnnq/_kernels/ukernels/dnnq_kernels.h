@@ -13,7 +13,7 @@
 
 #define DNNQ_NR 64
 /* a_xor value of an s8 source multiplied as the signed operand against weights packed as
- * u8 = w + 128 (kernels that define DNNQ_SWAP_FOLD: AVX-512); 0x80808080 XORs the source
+ * u8 = w + 128 (kernels that define DNNQ_SWAP_FOLD: AVX-512, AVX-VNNI); 0x80808080 XORs the source
  * into u8 instead, 0 is a u8 source. */
 #define DNNQ_A_SWAP 1u
 #define DNNQ_MR_MAX 8

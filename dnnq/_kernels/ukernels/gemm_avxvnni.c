@@ -10,13 +10,17 @@
 
 /* Named locals, not an array, and the K % 4 tail outside the loop: otherwise gcc 12 keeps the
  * accumulators on the stack. */
+/* XOR = 0: u8 source; 1: s8 source XOR-ed to u8; 2 (DNNQ_A_SWAP): s8 source as the signed
+ * operand against weights packed as u8 = w + 128 (folded back by swap_fold_avxvnni). */
+#define DPB(acc, av, bv) \
+    (XOR == 2 ? _mm256_dpbusd_avx_epi32(acc, bv, av) : _mm256_dpbusd_avx_epi32(acc, av, bv))
 #define ACC_DECL(r) __m256i c##r##0 = _mm256_setzero_si256(), c##r##1 = c##r##0;
 #define ACC_ROW(r, aword)                                                                         \
     if (MR > r) {                                                                                 \
         __m256i av = _mm256_set1_epi32((int)(aword));                                             \
-        if (XOR) av = _mm256_xor_si256(av, vx);                                                   \
-        c##r##0 = _mm256_dpbusd_avx_epi32(c##r##0, av, b0);                                       \
-        c##r##1 = _mm256_dpbusd_avx_epi32(c##r##1, av, b1);                                       \
+        if (XOR == 1) av = _mm256_xor_si256(av, vx);                                              \
+        c##r##0 = DPB(c##r##0, av, b0);                                                           \
+        c##r##1 = DPB(c##r##1, av, b1);                                                           \
     }
 #define ACC_STORE(r)                                                                              \
     if (MR > r) {                                                                                 \
@@ -49,8 +53,14 @@ static void tail_avxvnni(int mr, uint32_t a_xor, int64_t K, const uint8_t *a, in
     const __m256i b0 = _mm256_loadu_si256((const __m256i *)bk);
     const __m256i b1 = _mm256_loadu_si256((const __m256i *)(bk + 32));
     for (int r = 0; r < mr; ++r) {
-        const __m256i av = _mm256_set1_epi32((int)(dnnq_load_a_tail(a + r * lda, K) ^ a_xor));
         __m256i *o = (__m256i *)(c + r * DNNQ_NR);
+        if (a_xor == DNNQ_A_SWAP) {
+            const __m256i av = _mm256_set1_epi32((int)dnnq_load_a_tail(a + r * lda, K));
+            _mm256_storeu_si256(o, _mm256_dpbusd_avx_epi32(_mm256_loadu_si256(o), b0, av));
+            _mm256_storeu_si256(o + 1, _mm256_dpbusd_avx_epi32(_mm256_loadu_si256(o + 1), b1, av));
+            continue;
+        }
+        const __m256i av = _mm256_set1_epi32((int)(dnnq_load_a_tail(a + r * lda, K) ^ a_xor));
         _mm256_storeu_si256(o, _mm256_dpbusd_avx_epi32(_mm256_loadu_si256(o), av, b0));
         _mm256_storeu_si256(o + 1, _mm256_dpbusd_avx_epi32(_mm256_loadu_si256(o + 1), av, b1));
     }
@@ -66,7 +76,8 @@ static void dnnq_ukr(int mr, int64_t K, const uint8_t *a, int64_t lda, uint32_t 
                      const int8_t *bp, int32_t *c) {
 #define DNNQ_CASE(m)                                                                              \
     case m:                                                                                       \
-        if (a_xor) tile_avxvnni(m, 1, K, a, lda, bp, c);                                          \
+        if (a_xor == DNNQ_A_SWAP) tile_avxvnni(m, 2, K, a, lda, bp, c);                           \
+        else if (a_xor) tile_avxvnni(m, 1, K, a, lda, bp, c);                                     \
         else tile_avxvnni(m, 0, K, a, lda, bp, c);                                                \
         break;
     switch (mr) { DNNQ_CASE(1) DNNQ_CASE(2) DNNQ_CASE(3) DNNQ_CASE(4) DNNQ_CASE(5) DNNQ_CASE(6) }
@@ -74,6 +85,30 @@ static void dnnq_ukr(int mr, int64_t K, const uint8_t *a, int64_t lda, uint32_t 
     if (K & 3)
         for (int s = 0; s < 4; ++s) tail_avxvnni(mr, a_xor, K, a, lda, bp + 64 * s, c + 16 * s);
 }
+
+/* For DNNQ_A_SWAP tiles: raw = sum_k a * (w + 128) -> sum_k a * w (row sums by vpdpbusd
+ * with a vector of ones, the s8 source as the signed side). */
+static void swap_fold_avxvnni(const uint8_t *a, int64_t lda, int mr, int64_t K, int32_t *tile) {
+    const __m256i ones = _mm256_set1_epi8(1);
+    for (int r = 0; r < mr; ++r) {
+        const uint8_t *ar = a + r * lda;
+        __m256i acc = _mm256_setzero_si256();
+        int64_t k = 0;
+        for (; k + 32 <= K; k += 32)
+            acc = _mm256_dpbusd_avx_epi32(acc, ones, _mm256_loadu_si256((const __m256i *)(ar + k)));
+        int32_t buf[8];
+        _mm256_storeu_si256((__m256i *)buf, acc);
+        uint32_t rs = 0;
+        for (int i = 0; i < 8; ++i) rs += (uint32_t)buf[i];
+        for (; k < K; ++k) rs += (uint32_t)(int32_t)(int8_t)ar[k];
+        const __m256i t = _mm256_set1_epi32((int32_t)(rs << 7));
+        int32_t *row = tile + r * DNNQ_NR;
+        for (int j = 0; j < 8; ++j)
+            _mm256_storeu_si256((__m256i *)(row + 8 * j),
+                                _mm256_sub_epi32(_mm256_loadu_si256((const __m256i *)(row + 8 * j)), t));
+    }
+}
+#define DNNQ_SWAP_FOLD swap_fold_avxvnni
 
 #include "epilogue_avx2.h"
 #include "gemm_impl.h"
