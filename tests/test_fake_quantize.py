@@ -147,3 +147,19 @@ def test_equal_input_bounds(isa):
     assert np.array_equal(out, fq_reference(x, 0.5, 0.5, -1.0, 1.0, 256))
     assert np.array_equal(chain_via("eltwise", x, 0.5, 0.5, -1.0, 1.0, 256)[x <= 0.5],
                           out[x <= 0.5])
+
+
+def test_reversed_bounds_chain_refused_standalone_exact(isa):
+    """Reversed bounds: x = input_high must give output_low and the next f32 above it the top
+    level, yet the formula's first step f32(x - input_low) merges the two (docs/toolkit.md
+    section 7: why no post-op chain can separate them); append_fake_quantize refuses, per
+    tensor and per channel, and the standalone form is exact there."""
+    il, ih = F(5.0), F(1.0)
+    xs = np.array([ih, np.nextafter(ih, F(2))], F)
+    assert (xs[0] - il) == (xs[1] - il)
+    ref = fq_reference(xs, il, ih, -1.0, 2.0, 256)
+    assert ref[0] == F(-1.0) and ref[1] != ref[0]
+    assert np.array_equal(dnnq.fake_quantize(xs, il, ih, -1.0, 2.0, 256), ref)
+    for a, b in ((il, ih), (np.array([[0.0], [5.0]], F), np.array([[1.0], [1.0]], F))):
+        with pytest.raises(dnnq.Unimplemented, match="input_low > input_high"):
+            dnnq.append_fake_quantize(PostOps(), a, b, -1.0, 2.0, 256)

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import dnnq
+from dnnq import _dispatch
 from dnnq import MemoryDesc as MD, PrimitiveAttr, PostOps
 from dnnq import args as A
 import onednn_ref as R
@@ -242,3 +243,69 @@ def test_pooling_errors():
         p.execute({A.DNNL_ARG_SRC: np.zeros((1, 2, 8, 9), np.uint8)})
     with pytest.raises(dnnq.InvalidArguments, match="missing src"):
         p.execute({})
+
+
+# ----------------------------------------------------------------------------- int8 fast paths
+
+# channels-last s8 / u8 into the same type without post-ops run the direct int8 kernels
+# (separable: max in int8, average in u16 / s32 then one f32 step); C not a multiple of the
+# vector width (64 bytes AVX-512, 32 AVX2) exercises the tails
+FAST_GEOMS = [
+    ((2, 3, 9, 9), 3, 2, 0, 1, 1),
+    ((1, 17, 8, 8), 2, 2, 0, 0, 0),
+    ((1, 67, 7, 9), 3, 2, 0, 1, 0),
+    ((2, 64, 8, 8), 3, 2, 0, 1, 1),
+    ((1, 130, 5, 6), (2, 3), (1, 2), (1, 0), (1, 0), (0, 1)),
+    ((1, 33, 4, 5, 6), (3, 2, 3), (1, 2, 2), (0, 1, 0), (1, 0, 1), (1, 1, 0)),
+    ((2, 19, 11), 3, 1, 2, 1, 2),
+]
+
+
+@R.requires_onednn
+@pytest.mark.parametrize("dt", ["s8", "u8"])
+def test_pooling_int8_fast_path_matches_onednn_and_generic(isa, rng_seed, dt):
+    """Bit-identical to oneDNN's jit kernels and to dnnq's generic path (the f32-destination
+    variant, rounded: the unrounded value the generic epilogue stores)."""
+    rng = np.random.default_rng(rng_seed)
+    for geom in FAST_GEOMS:
+        shape, k, s, d, pl, pr = geom
+        x = to_cl(gen(rng, dt, shape))
+        if dt == "s8":  # the extremes too (u16 sums of the +128 offset)
+            x.reshape(-1)[:5] = [-128, -128, 127, 127, -128]
+        for alg in ALGS:
+            ref = R.pooling(x, alg, kernel=k, strides=s, dilation=d, padding_l=pl,
+                            padding_r=pr, channels_last=True)
+            out, p = pool(x, alg, geom, layout="cl")
+            assert np.array_equal(out, ref), (dt, alg, geom, int((out != ref).sum()))
+            generic, _ = pool(x, alg, geom, "f32", layout="cl")
+            assert np.array_equal(out, sat(generic, dt)), (dt, alg, geom)
+
+
+@pytest.mark.parametrize("alg", ALGS)
+def test_pooling_int8_fast_path_threads_and_large_windows(isa, rng_seed, alg):
+    """Work split mid-row over threads, windows entirely in the padding (max: lowest value),
+    and a window of more than 256 taps (the generic path)."""
+    rng = np.random.default_rng(rng_seed)
+    for geom in (((3, 70, 13, 13), 3, 2, 0, 1, 1), ((1, 5, 4, 4), 2, 1, 0, 3, 0),
+                 ((1, 67, 20, 20), 17, 3, 0, 0, 0)):
+        if alg == "avg_exclude_padding" and geom[4] == 3:
+            continue
+        for dt in ("s8", "u8"):
+            x = gen(rng, dt, geom[0])
+            m = sat(model(x, alg, geom), dt)
+            for nt in (1, 2, 3):
+                with _threads(nt):
+                    out, _ = pool(to_cl(x), alg, geom, layout="cl")
+                assert np.array_equal(out, m), (alg, geom, dt, nt)
+
+
+class _threads:
+    def __init__(self, n):
+        self.n = n
+
+    def __enter__(self):
+        self.prev = _dispatch.get_num_threads()
+        dnnq.set_num_threads(self.n)
+
+    def __exit__(self, *exc):
+        dnnq.set_num_threads(self.prev)

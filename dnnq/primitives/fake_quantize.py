@@ -39,8 +39,12 @@ it).  ``input_low == input_high`` is handled (the division uses 1 there).
 ``input_low > input_high`` (OpenVINO then maps ``x <= input_high`` to ``output_low`` and
 ``x > input_low`` to ``output_high``, with the formula in between, a falling staircase) needs a
 choice between the formula and a constant that depends on where ``x`` was *before* the chain
-transformed it; a chain of post-ops carries one value, and no arrangement of clamps keeps both
-ends exact, so :func:`append_fake_quantize` raises ``Unimplemented`` for such bounds.
+transformed it; a chain of post-ops carries one value (a comparison post-op replaces it with
+1.0 / 0.0, so a mask cannot be combined with it later), ``x = input_high`` and the next f32
+above it must give ``output_low`` and the top level although ``f32(x - input_low)`` may merge
+them, and the operations exact on the staircase's inputs (clamps, sign, powers of two) cannot
+separate neighbours -- see docs/toolkit.md section 7 -- so :func:`append_fake_quantize` raises
+``Unimplemented`` for such bounds.
 :func:`fake_quantize` (standalone) handles them exactly.
 
 ``fake_quantize(x, input_low, input_high, output_low, output_high, levels)`` runs the chain on

@@ -583,12 +583,15 @@ static inline void tk_b8_pack_store(char *o, __m256i q0, __m256i q1, __m256i q2,
 #endif
 
 #ifdef TK_B8_W
+#define TK_B8_PF 2048
 #define TK_B8_SRC(P, U, VA, VB, SUBZ, q)                                                      \
     (SUBZ ? TK_B8_MUL(TK_B8_SUB(tk_b8_cvt((P) + (q) * TK_B8_VW, U), VA), VB)                   \
           : TK_B8_MUL(tk_b8_cvt((P) + (q) * TK_B8_VW, U), VB))
 #define TK_B8_LOOP(OP, SUBZ)                                                                  \
     for (; i + TK_B8_W <= n; i += TK_B8_W) {                                                  \
         const char *p0 = s0 + i, *p1 = s1 + i;                                                \
+        __builtin_prefetch(p0 + TK_B8_PF, 0, 3);                                              \
+        __builtin_prefetch(p1 + TK_B8_PF, 0, 3);                                              \
         TK_B8_V r0 = OP(TK_B8_SRC(p0, u0, va0, vb0, SUBZ, 0), TK_B8_SRC(p1, u1, va1, vb1, SUBZ, 0)); \
         TK_B8_V r1 = OP(TK_B8_SRC(p0, u0, va0, vb0, SUBZ, 1), TK_B8_SRC(p1, u1, va1, vb1, SUBZ, 1)); \
         TK_B8_V r2 = OP(TK_B8_SRC(p0, u0, va0, vb0, SUBZ, 2), TK_B8_SRC(p1, u1, va1, vb1, SUBZ, 2)); \
@@ -1180,6 +1183,7 @@ static void tk_raw_store(int dt, void *dst, int64_t elem, const tk_acc_t *acc, i
  * s32; needs ntap <= 256), then f32(sum) * rcp and one rne conversion: the generic path's
  * `(float)sum * f32(1/count)` followed by its store (no clamp needed: an average of 8-bit
  * values is in range, so cvtps2dq and the packs give the same bytes). */
+#define TK_P8_MAXTAP 256
 static void tk_p8_max(const uint8_t *const *tp, int ntap, int64_t C, uint8_t *restrict d, int u8) {
     int64_t c = 0;
 #if defined(__AVX512BW__)
@@ -1237,6 +1241,47 @@ static void tk_p8_max(const uint8_t *const *tp, int ntap, int64_t C, uint8_t *re
     }
 }
 
+/* horizontal pass of the max: the max of nw columns of t (base, column stride cs) over C
+ * channels (nw == 0: the lowest value) */
+static inline void tk_p8_hmax(const uint8_t *base, int64_t cs, int nw, int64_t C,
+                              uint8_t *restrict d, int u8) {
+    int64_t c = 0;
+#if defined(__AVX512BW__)
+    if (nw > 0 && u8) {
+        for (; c + 64 <= C; c += 64) {
+            __m512i m = _mm512_loadu_si512((const void *)(base + c));
+            for (int k = 1; k < nw; ++k) m = _mm512_max_epu8(m, _mm512_loadu_si512((const void *)(base + k * cs + c)));
+            _mm512_storeu_si512((void *)(d + c), m);
+        }
+    } else if (nw > 0) {
+        for (; c + 64 <= C; c += 64) {
+            __m512i m = _mm512_loadu_si512((const void *)(base + c));
+            for (int k = 1; k < nw; ++k) m = _mm512_max_epi8(m, _mm512_loadu_si512((const void *)(base + k * cs + c)));
+            _mm512_storeu_si512((void *)(d + c), m);
+        }
+    }
+#elif defined(__AVX2__)
+    if (nw > 0 && u8) {
+        for (; c + 32 <= C; c += 32) {
+            __m256i m = _mm256_loadu_si256((const __m256i *)(base + c));
+            for (int k = 1; k < nw; ++k) m = _mm256_max_epu8(m, _mm256_loadu_si256((const __m256i *)(base + k * cs + c)));
+            _mm256_storeu_si256((__m256i *)(d + c), m);
+        }
+    } else if (nw > 0) {
+        for (; c + 32 <= C; c += 32) {
+            __m256i m = _mm256_loadu_si256((const __m256i *)(base + c));
+            for (int k = 1; k < nw; ++k) m = _mm256_max_epi8(m, _mm256_loadu_si256((const __m256i *)(base + k * cs + c)));
+            _mm256_storeu_si256((__m256i *)(d + c), m);
+        }
+    }
+#endif
+    if (c < C) { /* the rest (and nw == 0) through the pointer kernel */
+        const uint8_t *hp[TK_P8_MAXTAP];
+        for (int k = 0; k < nw; ++k) hp[k] = base + k * cs + c;
+        tk_p8_max(hp, nw, C - c, d + c, u8);
+    }
+}
+
 /* vertical pass of the average: tmp[i] = sum_k (tp[k][i] ^ flip) as u16, natural order */
 static void tk_p8_vsum(const uint8_t *const *tp, int ntap, int64_t L, uint16_t *restrict t,
                        int u8) {
@@ -1244,6 +1289,15 @@ static void tk_p8_vsum(const uint8_t *const *tp, int ntap, int64_t L, uint16_t *
     const uint8_t fl = u8 ? 0 : 0x80;
 #if defined(__AVX512BW__)
     const __m256i flip = _mm256_set1_epi8((char)fl);
+    if (u8) {
+        for (; i + 32 <= L; i += 32) {
+            __m512i acc = _mm512_setzero_si512();
+            for (int k = 0; k < ntap; ++k)
+                acc = _mm512_add_epi16(acc, _mm512_cvtepu8_epi16(
+                          _mm256_loadu_si256((const __m256i *)(tp[k] + i))));
+            _mm512_storeu_si512((void *)(t + i), acc);
+        }
+    }
     for (; i + 32 <= L; i += 32) {
         __m512i acc = _mm512_setzero_si512();
         for (int k = 0; k < ntap; ++k)
@@ -1285,7 +1339,7 @@ static void tk_p8_havg(const uint16_t *base, int64_t cs, int ntap_w, int64_t C,
                 a0 = _mm512_add_epi16(a0, _mm512_loadu_si512((const void *)(base + k * cs + c)));
                 a1 = _mm512_add_epi16(a1, _mm512_loadu_si512((const void *)(base + k * cs + c + 32)));
             }
-#define TK_P8_F(x) _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32((x), vo)), vr))
+#define TK_P8_F(x) _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_cvtepi32_ps(u8 ? (x) : _mm512_sub_epi32((x), vo)), vr))
             const __m512i w0 = _mm512_packs_epi32(TK_P8_F(_mm512_unpacklo_epi16(a0, z)),
                                                   TK_P8_F(_mm512_unpackhi_epi16(a0, z)));
             const __m512i w1 = _mm512_packs_epi32(TK_P8_F(_mm512_unpacklo_epi16(a1, z)),
@@ -1319,7 +1373,7 @@ static void tk_p8_havg(const uint16_t *base, int64_t cs, int ntap_w, int64_t C,
                 a0 = _mm256_add_epi16(a0, _mm256_loadu_si256((const __m256i *)(base + k * cs + c)));
                 a1 = _mm256_add_epi16(a1, _mm256_loadu_si256((const __m256i *)(base + k * cs + c + 16)));
             }
-#define TK_P8_F(x) _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32((x), vo)), vr))
+#define TK_P8_F(x) _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_cvtepi32_ps(u8 ? (x) : _mm256_sub_epi32((x), vo)), vr))
             const __m256i w0 = _mm256_packs_epi32(TK_P8_F(_mm256_unpacklo_epi16(a0, z)),
                                                   TK_P8_F(_mm256_unpackhi_epi16(a0, z)));
             const __m256i w1 = _mm256_packs_epi32(TK_P8_F(_mm256_unpacklo_epi16(a1, z)),
@@ -1348,7 +1402,6 @@ static void tk_p8_havg(const uint16_t *base, int64_t cs, int ntap_w, int64_t C,
     }
 }
 
-#define TK_P8_MAXTAP 256
 static int tk_pool8_fast_ok(const dnnq_pool_args_t *a) {
     return a->fast8 && a->channels_last && (a->src_dt == DNNQ_DT_S8 || a->src_dt == DNNQ_DT_U8)
            && (a->alg == DNNQ_POOL_MAX || a->avg_rcp) && a->KD * a->KH * a->KW <= TK_P8_MAXTAP;
@@ -1364,7 +1417,6 @@ static void tk_pool8_fast(const dnnq_pool_args_t *a, int64_t it0, int64_t it1) {
     const int64_t C = a->C, ntap_max = a->KD * a->KH * a->KW;
     const int u8 = a->src_dt == DNNQ_DT_U8, is_max = a->alg == DNNQ_POOL_MAX;
     const uint8_t *tp[TK_P8_MAXTAP];
-    const uint8_t *hp[TK_P8_MAXTAP];
     void *tmp = malloc((size_t)(a->IW * C) * (is_max ? 1 : 2) + 64);
     if (!tmp) return;
     int64_t r = it0;
@@ -1391,25 +1443,22 @@ static void tk_pool8_fast(const dnnq_pool_args_t *a, int64_t it0, int64_t it1) {
         const int64_t L = (c_hi - c_lo) * C;
         if (is_max) tk_p8_max(tp, nrow, L, (uint8_t *)tmp, u8);
         else tk_p8_vsum(tp, nrow, L, (uint16_t *)tmp, u8);
-        /* prefetch the input rows of the next output row (SH rows further) while the
-         * horizontal pass computes: the vertical pass then finds them in cache (without it a
-         * thread alternates between waiting for memory and computing) */
-        const int64_t nxt = a->SH * a->IW * C, nlines = (L + 63) / 64;
-        const int64_t pf_per = (nrow * nlines + (ow_b - ow_a) - 1) / (ow_b - ow_a);
-        int pf_j = 0;
-        int64_t pf_l = 0;
+        /* prefetch the input rows of the output row two ahead (2 * SH rows further) while
+         * the horizontal pass computes: the vertical pass then finds them in cache (without
+         * it a thread alternates between waiting for memory and computing; measured: one row
+         * ahead gains less, prefetcht2 loses) */
+        const int64_t nxt = 2 * a->SH * a->IW * C, pstep = a->SW * C;
         for (int64_t ow = ow_a; ow < ow_b; ++ow, ++r) {
-            for (int64_t q = 0; q < pf_per && pf_j < nrow; ++q) {
-                __builtin_prefetch(tp[pf_j] + nxt + pf_l * 64, 0, 3);
-                if (++pf_l == nlines) { pf_l = 0; ++pf_j; }
-            }
+            const int64_t po = nxt + (ow - ow_a) * pstep;
+            for (int j = 0; j < nrow; ++j)
+                for (int64_t q = 0; q < pstep; q += 64) __builtin_prefetch(tp[j] + po + q, 0, 3);
             int64_t wlo, whi;
             tk_tap_range(ow, a->SW, a->PW, a->DW, a->KW, a->IW, &wlo, &whi);
             const int64_t col0 = ow * a->SW - a->PW + wlo * a->DW - c_lo; /* first column used */
             const int nw = (int)(whi - wlo);
             if (is_max) {
-                for (int k = 0; k < nw; ++k) hp[k] = (const uint8_t *)tmp + (col0 + k * a->DW) * C;
-                tk_p8_max(hp, nrow ? nw : 0, C, dst + r * C, u8);
+                tk_p8_hmax((const uint8_t *)tmp + col0 * C, a->DW * C, nrow ? nw : 0, C,
+                           dst + r * C, u8);
             } else {
                 const int ntap = nrow * nw;
                 const float cnt = a->alg == DNNQ_POOL_AVG_INC ? (float)ntap_max : (float)ntap;
