@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import dnnq
-from dnnq import MemoryDesc, PrimitiveAttr, PostOps, DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST
+from dnnq import MemoryDesc, PrimitiveAttr, PostOps, DNNL_ARG_SRC, DNNL_ARG_WEIGHTS
 from dnnq import DNNL_ARG_SCALE, DNNL_ARG_SRC_1, DNNL_ARG_ATTR_MULTIPLE_POST_OP
 from _quant_ref import matmul_acc
 

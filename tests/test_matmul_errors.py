@@ -6,7 +6,7 @@ import pytest
 import dnnq
 from dnnq import (MemoryDesc as MD, PrimitiveAttr, PostOps, DNNL_ARG_SRC, DNNL_ARG_WEIGHTS,
                   DNNL_ARG_DST, DNNL_ARG_BIAS, DNNL_ARG_SCALE, DNNL_ARG_ATTR_ZERO_POINTS,
-                  DNNL_ARG_SRC_1, DNNL_ARG_ATTR_MULTIPLE_POST_OP, DNNL_ARG_ATTR_POST_OP_DW)
+                  DNNL_ARG_SRC_1, DNNL_ARG_ATTR_MULTIPLE_POST_OP)
 from _quant_ref import matmul_acc
 
 M, K, N = 4, 8, 6

@@ -19,7 +19,6 @@ import os
 import shlex
 import sys
 
-from dnnq.bench.problems import parse_matmul, parse_ip, parse_quant, parse_post_ops
 
 DEFAULT = ["--matmul", "1x768:768x768", "1x768:768x3072", "128x768:768x768",
            "128x768:768x3072", "512x768:768x768", "512x768:768x3072", "512x3072:3072x768",

@@ -102,7 +102,6 @@ def s32_gemm(a, b, isa=None, num_threads=None):
     out = np.empty((M, N), dtype=np.int32)
     plan = _gemm.GemmPlan(ISA_CODE[isa_name], 1, M, N, K, DT_CODE["s32"], [])
     one = np.ones(1, np.float32)
-    zero = np.zeros(1, np.float32)
     plan.run(a.view(np.uint8), 0, K, s8, pw.packed, 0, col_comp, 0,
              None, 0, None, 0, True, 1.0, one, 0, None, 0, 0, 0, [], 1.0, None, 0,
              out, 0, N, num_threads or _dispatch.get_num_threads())

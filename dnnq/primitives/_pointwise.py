@@ -10,7 +10,6 @@
 * helpers for descriptors, output arrays and the run itself.
 """
 import copy
-import functools
 import time
 
 import numpy as np
@@ -19,7 +18,6 @@ from dnnq import args as A
 from dnnq import masks as _masks
 from dnnq import _dispatch, _verbose
 from dnnq.errors import InvalidArguments, Unimplemented
-from dnnq.memory import MemoryDesc
 from dnnq.post_ops import ELTWISE_ALGS, BINARY_ALGS
 from dnnq._kernels import _toolkit as _tk
 from dnnq.primitives._common import arg_name, check_md  # noqa: F401 (re-exported)
@@ -386,6 +384,20 @@ def finish(desc, user, phys):
         return desc.logical_view(phys)
     desc.copy_back(user, phys)
     return user
+
+
+def run_into_dst(prim, plan, desc, args, arrays, has_sum=False):
+    """The end of every single-plan execute: the destination (given or new; a sum post-op
+    needs the given one), inputs that alias it copied, the plan run, the result returned."""
+    if has_sum and A.DNNL_ARG_DST not in args:
+        raise InvalidArguments(f"{prim}.execute: a sum post-op reads the previous destination, "
+                               "but no DNNL_ARG_DST array was given")
+    user, phys = output(prim, desc, args)
+    if user is not None:
+        unalias(phys, arrays)
+    arrays["dst"] = phys
+    plan.run(arrays)
+    return finish(desc, user, phys)
 
 
 class ToolkitPrimitive:

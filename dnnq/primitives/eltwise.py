@@ -126,12 +126,4 @@ class Eltwise(pw.ToolkitPrimitive, metaclass=CachedPrimitive):
             arrays["src_zp"] = z
         _dst_params(qa, args, arrays)
         pw.fetch_post_op_inputs(p, qa, args, arrays)
-        if self._has_sum and A.DNNL_ARG_DST not in args:
-            raise InvalidArguments(f"{p}.execute: a sum post-op reads the previous destination, "
-                                   "but no DNNL_ARG_DST array was given")
-        user, phys = pw.output(p, self.dst_desc, args)
-        if user is not None:
-            pw.unalias(phys, arrays)
-        arrays["dst"] = phys
-        self._plan.run(arrays)
-        return pw.finish(self.dst_desc, user, phys)
+        return pw.run_into_dst(p, self._plan, self.dst_desc, args, arrays, self._has_sum)

@@ -20,8 +20,7 @@ from dnnq import args as A
 from dnnq import _verbose
 from dnnq._cache import CachedPrimitive
 from dnnq import masks as _masks
-from dnnq.errors import InvalidArguments, Unimplemented
-from dnnq.memory import MemoryDesc
+from dnnq.errors import InvalidArguments
 from dnnq.primitives._plan import PackedGemmWeights, aligned_empty
 from dnnq.primitives._common import arg_name, check_md
 from dnnq.primitives._gemm_primitive import (GemmCore, check_known_args,

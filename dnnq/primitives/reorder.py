@@ -39,7 +39,7 @@ from dnnq import args as A
 from dnnq import masks as _masks
 from dnnq import _dispatch
 from dnnq._cache import CachedPrimitive
-from dnnq.errors import InvalidArguments, Unimplemented
+from dnnq.errors import InvalidArguments
 from dnnq.memory import MemoryDesc, as_dt
 from dnnq.primitives import _pointwise as pw
 
@@ -124,12 +124,7 @@ class Reorder(pw.ToolkitPrimitive, metaclass=CachedPrimitive):
         z = qa.zero_points_f32(args, A.DNNL_ARG_DST)
         if z is not None:
             arrays["dst_zp"] = z
-        user, phys = pw.output(p, self.dst_desc, args)
-        if user is not None:
-            pw.unalias(phys, arrays)
-        arrays["dst"] = phys
-        self._plan.run(arrays)
-        return pw.finish(self.dst_desc, user, phys)
+        return pw.run_into_dst(p, self._plan, self.dst_desc, args, arrays)
 
 
 # ------------------------------------------------------------------------------------------

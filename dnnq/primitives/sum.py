@@ -99,9 +99,4 @@ class Sum(pw.ToolkitPrimitive, metaclass=CachedPrimitive):
             s = qa.scales(args, arg)
             if s is not None:
                 arrays[("scale", i)] = s
-        user, phys = pw.output(p, self.dst_desc, args)
-        if user is not None:
-            pw.unalias(phys, arrays)
-        arrays["dst"] = phys
-        self._plan.run(arrays)
-        return pw.finish(self.dst_desc, user, phys)
+        return pw.run_into_dst(p, self._plan, self.dst_desc, args, arrays)
