@@ -9,11 +9,24 @@ RANGES = {"s8": (-128, 127), "u8": (0, 255), "s32": (-2**31, 2**31 - 1)}
 NP = {"s8": np.int8, "u8": np.uint8, "s32": np.int32, "f32": np.float32}
 
 
+def gen(rng, dt, shape, scale=3.0, s32_range=300):
+    """Random test data: normal f32 (times `scale`), s32 in [-s32_range, s32_range), and the
+    full s8 / u8 range."""
+    if dt == "f32":
+        return (rng.standard_normal(shape) * scale).astype(F32)
+    if dt == "s32":
+        return rng.integers(-s32_range, s32_range, size=shape).astype(np.int32)
+    lo, hi = (-128, 128) if dt == "s8" else (0, 256)
+    return rng.integers(lo, hi, size=shape).astype(NP[dt])
+
+
 def saturate_rne(d, dt):
+    """f32 -> dt as oneDNN stores it: NaN -> +127 (s8), 0 (u8), 2147483520 (s32); round half
+    to even; saturate (s32 at the largest f32 below 2**31)."""
     if dt == "f32":
         return d.astype(np.float32)
     lo, hi = RANGES[dt]
-    d = np.where(np.isnan(d), {"s8": 127.0, "u8": 0.0, "s32": 0.0}[dt], d)
+    d = np.where(np.isnan(d), {"s8": 127.0, "u8": 0.0, "s32": 2147483520.0}[dt], d)
     if dt == "s32":
         return np.clip(np.rint(d.astype(np.float64)), lo, 2147483520.0).astype(np.int32)
     return np.clip(np.rint(d), lo, hi).astype(NP[dt])

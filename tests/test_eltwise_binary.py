@@ -11,6 +11,7 @@ from dnnq import MemoryDesc as MD, PrimitiveAttr, PostOps
 from dnnq import args as A
 from dnnq.eltwise_math import eltwise_reference, binary_reference, fma_f32
 import onednn_ref as R
+from _quant_ref import saturate_rne as sat, gen
 
 F = np.float32
 NP = {"s8": np.int8, "u8": np.uint8, "s32": np.int32, "f32": F}
@@ -24,23 +25,8 @@ PARAMS = {"clip": (-1.5, 2.0), "clip_v2": (-1.5, 2.0), "hardsigmoid": (0.2, 0.5)
           "soft_relu": (1.0, 0.0), "swish": (0.7, 0.0), "elu": (0.8, 0.0), "pow": (0.5, 2.0)}
 
 
-def gen(rng, dt, shape, scale=3.0):
-    if dt == "f32":
-        return (rng.standard_normal(shape) * scale).astype(F)
-    if dt == "s32":
-        return rng.integers(-300, 300, size=shape).astype(np.int32)
-    lo, hi = (-128, 128) if dt == "s8" else (0, 256)
-    return rng.integers(lo, hi, size=shape).astype(NP[dt])
 
 
-def sat(d, dt):
-    d = np.asarray(d, F)
-    if dt == "f32":
-        return d
-    lo, hi = {"s8": (-128, 127), "u8": (0, 255), "s32": (-2**31, 2147483520)}[dt]
-    nan = {"s8": 127, "u8": 0, "s32": 2147483520}[dt]
-    d = np.where(np.isnan(d), F(nan), d).astype(np.float64)
-    return np.clip(np.rint(d), lo, hi).astype(NP[dt])
 
 
 def eltwise(x, alg, a=0.0, b=0.0, dst_dt=None, attr=None, args=None, tag=None):

@@ -16,6 +16,7 @@ import dnnq
 from dnnq import MemoryDesc as MD, PrimitiveAttr
 from dnnq import args as A
 import onednn_ref as R
+from _quant_ref import saturate_rne as sat
 
 F = np.float32
 NP = {"s8": np.int8, "u8": np.uint8, "s32": np.int32, "f32": F}
@@ -24,14 +25,6 @@ TAGS = {3: "acb", 4: "acdb", 5: "acdeb"}
 DNNQ_TAGS = {3: "nwc", 4: "nhwc", 5: "ndhwc"}
 
 
-def sat(d, dt):
-    d = np.asarray(d, F)
-    if dt == "f32":
-        return d
-    lo, hi = {"s8": (-128, 127), "u8": (0, 255), "s32": (-2**31, 2147483520)}[dt]
-    nan = {"s8": 127, "u8": 0, "s32": 2147483520}[dt]
-    d = np.where(np.isnan(d), F(nan), d).astype(np.float64)
-    return np.clip(np.rint(d), lo, hi).astype(NP[dt])
 
 
 def bshape(shape, mask):

@@ -7,27 +7,20 @@ import dnnq
 from dnnq import MemoryDesc as MD, PrimitiveAttr
 from dnnq import args as A
 import onednn_ref as R
+from _quant_ref import gen as _gen
 
 F = np.float32
+
+def gen(rng, dt, shape, scale=3.0):
+    return _gen(rng, dt, shape, scale, s32_range=3000)
+
+
 NP = {"s8": np.int8, "u8": np.uint8, "s32": np.int32, "f32": F}
 MS = A.DNNL_ARG_MULTIPLE_SRC
 
 
-def gen(rng, dt, shape, scale=3.0):
-    if dt == "f32":
-        return (rng.standard_normal(shape) * scale).astype(F)
-    if dt == "s32":
-        return rng.integers(-3000, 3000, size=shape).astype(np.int32)
-    lo, hi = (-128, 128) if dt == "s8" else (0, 256)
-    return rng.integers(lo, hi, size=shape).astype(NP[dt])
 
 
-def sat(d, dt):
-    d = np.asarray(d, F)
-    if dt == "f32":
-        return d
-    lo, hi = {"s8": (-128, 127), "u8": (0, 255), "s32": (-2**31, 2147483520)}[dt]
-    return np.clip(np.rint(d.astype(np.float64)), lo, hi).astype(NP[dt])
 
 
 def run_sum(xs, dst_dt, scales=None, tags=None, dst=None):
