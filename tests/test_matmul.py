@@ -344,6 +344,34 @@ def test_non_finite_values_saturate_as_onednn(isa, dst_dt):
 
 
 @needs_onednn
+@pytest.mark.parametrize("src_dt", ["u8", "s8"])
+@pytest.mark.parametrize("dst_dt", ["s8", "u8"])
+@pytest.mark.parametrize("dst_scale", [None, 0.37])
+@pytest.mark.parametrize("relu", [False, True])
+def test_epilogue_variants_per_panel_vs_onednn(isa, src_dt, dst_dt, dst_scale, relu):
+    # The fused epilogues pick a variant per 64-column panel (clamp skipped where every value
+    # is provably below 2^30, compensation skipped where it is zero): one panel of tiny
+    # scales, one of huge ones (everything saturates, some values beyond 2^31), one around
+    # the bound, one with a non-finite bias, and a partial panel.
+    rng = np.random.default_rng(31)
+    M, K, N = 13, 260, 4 * 64 + 17
+    src, wei = rand(rng, src_dt, (M, K)), rand(rng, "s8", (K, N))
+    ws = np.empty(N, np.float32)
+    ws[:64] = rng.uniform(1e-5, 1e-3, 64)
+    ws[64:128] = rng.uniform(1e2, 1e4, 64)
+    ws[128:192] = rng.uniform(0.2, 0.6, 64)
+    ws[192:] = rng.uniform(1e-4, 1e-2, N - 192)
+    bias = rng.normal(0, 50, (1, N)).astype(np.float32)
+    bias[0, 200:203] = [np.nan, np.inf, -np.inf]
+    q = {"wei_scales": ws, "wei_scale_mask": 2}
+    if dst_scale is not None:
+        q["dst_scales"] = np.array([dst_scale], np.float32)
+    ops = [("eltwise", "relu", 0.0, 0.0)] if relu else []
+    out, _ = run_dnnq(src, wei, bias, dst_dt, q, ops)
+    assert_same(out, run_ref(src, wei, bias, dst_dt, q, ops))
+
+
+@needs_onednn
 def test_s32_dst_with_s32_bias_goes_through_f32_like_onednn(isa):
     rng = np.random.default_rng(12)
     src, wei = rand(rng, "u8", (5, 300)), rand(rng, "s8", (300, 7))

@@ -18,7 +18,9 @@ typedef struct {
     __m256i cc[8];
     __m256 sc[8], bi[8], zp[8];
     __m256 inv, lo, hi;
-    int has_bias, has_zp, has_cc;
+    int has_bias, has_zp, has_cc, post, kind, nc;
+    char *d0;       /* dst of (batch, row 0, column n0) */
+    int64_t ldd;    /* its row stride in bytes */
 } epi2_consts_t;
 
 DNNQ_ALWAYS_INLINE __m256 epi2_post(const int POST, __m256 v, const dnnq_gemm_args_t *g) {
@@ -98,51 +100,61 @@ DNNQ_ALWAYS_INLINE void epi2_tile(const int DT, const int POST, const dnnq_gemm_
     }
 }
 
-static void fast_epilogue_avx2(const dnnq_gemm_args_t *g, int64_t b, int64_t m, int mr,
-                               int64_t n0, int nc, const int32_t *tile) {
-    epi2_consts_t k;
+/* Once per block (batch b, the 64 columns from n0): the per-column vectors and the variant. */
+static void epi2_prepare(const dnnq_gemm_args_t *g, int64_t b, int64_t n0, int nc,
+                         epi2_consts_t *k) {
     const float ss = g->src_scale;
     const int dt = g->dst_dt;
     int32_t ccb[DNNQ_NR] = {0}, zpb[DNNQ_NR] = {0};
     float scb[DNNQ_NR] = {0}, bib[DNNQ_NR] = {0};
     const int32_t *cc = g->col_comp + b * g->c_sb + n0;
-    k.has_cc = 0;
+    k->has_cc = 0;
     for (int n = 0; n < nc; ++n) {
         ccb[n] = cc[n];
-        k.has_cc |= cc[n] != 0;
+        k->has_cc |= cc[n] != 0;
         scb[n] = g->scale_sn ? ss * g->scale[n0 + n] : ss * g->scale[0];
         if (g->bias) bib[n] = g->bias_sn ? g->bias[n0 + n] : g->bias[0];
         if (g->dst_zp) zpb[n] = g->dst_zp_sn ? g->dst_zp[n0 + n] : g->dst_zp[0];
     }
     for (int j = 0; j < 8; ++j) {
-        k.cc[j] = _mm256_loadu_si256((const __m256i *)(ccb + 8 * j));
-        k.sc[j] = _mm256_loadu_ps(scb + 8 * j);
-        k.bi[j] = _mm256_loadu_ps(bib + 8 * j);
-        k.zp[j] = _mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)(zpb + 8 * j)));
+        k->cc[j] = _mm256_loadu_si256((const __m256i *)(ccb + 8 * j));
+        k->sc[j] = _mm256_loadu_ps(scb + 8 * j);
+        k->bi[j] = _mm256_loadu_ps(bib + 8 * j);
+        k->zp[j] = _mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)(zpb + 8 * j)));
     }
-    k.has_bias = g->bias != NULL;
-    k.has_zp = g->dst_zp != NULL;
-    k.inv = _mm256_set1_ps(g->inv_dst_scale);
-    k.lo = _mm256_set1_ps(dt == DNNQ_DT_S8 ? -128.0f : dt == DNNQ_DT_U8 ? 0.0f : -2147483648.0f);
-    k.hi = _mm256_set1_ps(dt == DNNQ_DT_S8 ? 127.0f : dt == DNNQ_DT_U8 ? 255.0f : 2147483520.0f);
+    k->has_bias = g->bias != NULL;
+    k->has_zp = g->dst_zp != NULL;
+    k->inv = _mm256_set1_ps(g->inv_dst_scale);
+    k->lo = _mm256_set1_ps(dt == DNNQ_DT_S8 ? -128.0f : dt == DNNQ_DT_U8 ? 0.0f : -2147483648.0f);
+    k->hi = _mm256_set1_ps(dt == DNNQ_DT_S8 ? 127.0f : dt == DNNQ_DT_U8 ? 255.0f : 2147483520.0f);
     const int esz = dt == DNNQ_DT_S8 || dt == DNNQ_DT_U8 ? 1 : 4;
-    char *d0 = (char *)g->dst + (b * g->d_sb + m * g->d_sm + n0) * esz;
-    const int64_t ldd = g->d_sm * esz;
-    const int post = g->n_post == 0 ? EPI2_NONE
-                     : (g->n_post == 1 && g->post[0].alg == DNNQ_ELT_RELU && g->post[0].alpha == 0.0f)
-                         ? EPI2_RELU0 : EPI2_CHAIN;
-    const int kind = g->raw_s32 ? EPI2_RAW : dt;
+    k->d0 = (char *)g->dst + (b * g->d_sb + n0) * esz;
+    k->ldd = g->d_sm * esz;
+    k->nc = nc;
+    k->post = g->n_post == 0 ? EPI2_NONE
+              : (g->n_post == 1 && g->post[0].alg == DNNQ_ELT_RELU && g->post[0].alpha == 0.0f)
+                  ? EPI2_RELU0 : EPI2_CHAIN;
+    k->kind = g->raw_s32 ? EPI2_RAW : dt;
+}
+
+static void fast_epilogue_avx2(const dnnq_gemm_args_t *g, const epi2_consts_t *k, int64_t m,
+                               int mr, const int32_t *tile) {
+    char *d0 = k->d0 + m * k->ldd;
+    const int64_t ldd = k->ldd;
+    const int nc = k->nc;
 #define EPI2_CASE(D)                                                                              \
     case D:                                                                                       \
-        if (post == EPI2_NONE) epi2_tile(D, EPI2_NONE, g, &k, tile, mr, d0, ldd, nc);             \
-        else if (post == EPI2_RELU0) epi2_tile(D, EPI2_RELU0, g, &k, tile, mr, d0, ldd, nc);      \
-        else epi2_tile(D, EPI2_CHAIN, g, &k, tile, mr, d0, ldd, nc);                              \
+        if (k->post == EPI2_NONE) epi2_tile(D, EPI2_NONE, g, k, tile, mr, d0, ldd, nc);           \
+        else if (k->post == EPI2_RELU0) epi2_tile(D, EPI2_RELU0, g, k, tile, mr, d0, ldd, nc);    \
+        else epi2_tile(D, EPI2_CHAIN, g, k, tile, mr, d0, ldd, nc);                               \
         break;
-    switch (kind) {
+    switch (k->kind) {
     EPI2_CASE(DNNQ_DT_F32) EPI2_CASE(DNNQ_DT_S32) EPI2_CASE(DNNQ_DT_S8) EPI2_CASE(DNNQ_DT_U8)
-    case EPI2_RAW: epi2_tile(EPI2_RAW, EPI2_NONE, g, &k, tile, mr, d0, ldd, nc); break;
+    case EPI2_RAW: epi2_tile(EPI2_RAW, EPI2_NONE, g, k, tile, mr, d0, ldd, nc); break;
     }
 #undef EPI2_CASE
 }
 #define DNNQ_FAST_EPILOGUE fast_epilogue_avx2
+#define DNNQ_EPI_PREPARE epi2_prepare
+typedef epi2_consts_t dnnq_epi_consts_t;
 #endif

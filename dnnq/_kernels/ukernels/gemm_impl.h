@@ -163,6 +163,8 @@ void DNNQ_FN(dnnq_gemm_block)(const dnnq_gemm_args_t *g, int64_t b, int64_t m0, 
 #ifdef DNNQ_FAST_EPILOGUE
     /* the common epilogue (per-N vectors, relu / linear, any dst type) in intrinsics */
     const int fast = g->fast_epi && !g->wzp && (!g->bias || (g->bias_sb == 0 && g->bias_sm == 0));
+    dnnq_epi_consts_t epi;
+    if (fast) DNNQ_EPI_PREPARE(g, b, n0, nc, &epi);
 #else
     const int fast = 0;
 #endif
@@ -178,7 +180,7 @@ void DNNQ_FN(dnnq_gemm_block)(const dnnq_gemm_args_t *g, int64_t b, int64_t m0, 
 #endif
 #ifdef DNNQ_FAST_EPILOGUE
         if (fast) {
-            DNNQ_FAST_EPILOGUE(g, b, m, mr, n0, nc, tile);
+            DNNQ_FAST_EPILOGUE(g, &epi, m, mr, tile);
             continue;
         }
 #endif
