@@ -45,7 +45,8 @@ Validation (every failure raises :class:`~dnnq.errors.InvalidArguments`, naming 
 tuple of its entries for the primitive cache, and ``==`` compares those keys.
 """
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, fields
 from numbers import Integral, Real
 from typing import Optional
 
@@ -131,6 +132,12 @@ def _int_param(value, name, lo, hi):
     if not lo <= v <= hi:
         raise invalid(name, v, f"an int in [{lo}, {hi}]")
     return v
+
+
+def _negative_zeros(op):
+    """Names of the float fields of ``op`` that are -0.0."""
+    return tuple(f.name for f in fields(op) if isinstance(getattr(op, f.name), float)
+                 and getattr(op, f.name) == 0.0 and math.copysign(1.0, getattr(op, f.name)) < 0)
 
 
 @dataclass(frozen=True)
@@ -350,8 +357,10 @@ class PostOps:
         return new
 
     def key(self):
-        """A hashable tuple describing the chain (for the primitive cache)."""
-        return tuple(self._ops)
+        """A hashable tuple describing the chain (for the primitive cache).  A zero parameter
+        carries its sign (``-0.0 == 0.0`` in Python, but e.g. linear's ``beta = -0.0`` keeps a
+        ``-0.0`` product where ``+0.0`` does not)."""
+        return tuple((op, _negative_zeros(op)) for op in self._ops)
 
     def __eq__(self, other):
         if not isinstance(other, PostOps):

@@ -338,3 +338,23 @@ def test_select_broadcast_errors_at_creation():
         dnnq.Eltwise("relu", d, d, attr=attr)
     with pytest.raises(dnnq.InvalidArguments, match="src_1"):
         dnnq.MatMul(MD((2, 3), "u8"), MD((3, 4), "s8"), d, attr=attr)
+
+
+def test_signed_zero_parameters_are_distinct_chains(isa):
+    """linear beta -0.0 keeps a -0.0 product (FakeQuantize's select form relies on it), +0.0
+    does not: the two chains compare unequal and the primitive cache keeps them apart."""
+    x = np.array([-0.0, 0.0, -1.0, 2.0], F)
+    d = MD(x.shape, "f32")
+    outs = []
+    for beta in (0.0, -0.0, 0.0):
+        ops = PostOps().append_eltwise("linear", 3.0, beta)
+        attr = PrimitiveAttr()
+        attr.set_post_ops(ops)
+        outs.append(dnnq.Eltwise("relu", d, d, 1.0, 0.0, attr).execute({A.DNNL_ARG_SRC: x}))
+    assert PostOps().append_eltwise("linear", 3.0, -0.0) != \
+        PostOps().append_eltwise("linear", 3.0, 0.0)
+    with np.errstate(all="ignore"):
+        want = [(F(3) * x + F(b)).astype(F) for b in (0.0, -0.0, 0.0)]
+    for out, ref in zip(outs, want):
+        same(out, ref)
+    assert np.signbit(outs[1][0]) and not np.signbit(outs[0][0])
