@@ -56,6 +56,9 @@ def attr_str(attr):
                 names.append(f"binary_{op.alg}:{op.src1_desc.dims_str()}")
             elif kind == "sum":
                 names.append(f"sum:{op.scale:g}:{op.zero_point}")
+            elif kind == "select":
+                names.append(f"select_{op.alg}:{op.cond_desc.dims_str()}:"
+                             f"{op.value_desc.dims_str()}")
             else:
                 names.append(kind)
         parts.append("attr-post-ops:" + "+".join(names))

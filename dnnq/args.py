@@ -21,7 +21,10 @@ value given):
   point means nothing);
 * neither scales nor zero points of ``DNNL_ARG_BIAS`` (the bias lives in the real domain);
 * ``DNNL_ARG_ATTR_MULTIPLE_POST_OP(idx)`` only on ``DNNL_ARG_SRC_1`` (the second input of a
-  binary post-op), optionally with ``DNNL_ARG_SCALE`` (its scales); no zero point;
+  binary post-op, or the condition of a select post-op), optionally with ``DNNL_ARG_SCALE``
+  (its scales), or on ``DNNL_ARG_SRC_2`` (the replacement value of dnnq's select post-op, see
+  :meth:`dnnq.PostOps.append_select`; the third input of oneDNN's later ``binary_select``)
+  without scales; no zero point;
 * ``DNNL_ARG_ATTR_POST_OP_DW`` only on ``DNNL_ARG_WEIGHTS``, ``DNNL_ARG_BIAS`` or ``DNNL_ARG_DST``
   (the depthwise post-op's own tensors), optionally with ``DNNL_ARG_SCALE`` on weights / dst;
   no zero point, and never together with a post-op index;
@@ -178,10 +181,13 @@ def _why_invalid(p):
     if p.post_op is not None:
         if p.dw:
             return "a post-op index or the depthwise prefix, not both"
-        if p.base != DNNL_ARG_SRC_1:
-            return "post-op arguments only on src_1 (a binary post-op's input) or its scales"
+        if p.base not in (DNNL_ARG_SRC_1, DNNL_ARG_SRC_2):
+            return ("post-op arguments only on src_1 (a binary post-op's input) or its scales, "
+                    "or src_2 (a select post-op's value)")
         if p.zero_point:
-            return "no zero points of a binary post-op's src_1"
+            return "no zero points of a post-op's input"
+        if p.base == DNNL_ARG_SRC_2 and p.scale:
+            return "no scales of a select post-op's src_2"
     if p.dw:
         if p.base not in _DW_BASES:
             return "the depthwise prefix only on weights, bias or dst"
@@ -365,8 +371,8 @@ def all_valid_args():
 
     That is: the 9 plain arguments, scales and zero points of each except the bias, the
     MULTIPLE_SRC / MULTIPLE_DST inputs n < 512 with or without scales / zero points, each
-    binary post-op's src_1 and its scales (31 indices), and the depthwise post-op's weights,
-    bias, dst and the scales of its weights and dst.
+    binary post-op's src_1 and its scales and each select post-op's src_2 (31 indices), and the
+    depthwise post-op's weights, bias, dst and the scales of its weights and dst.
     """
     out = []
     for base in PLAIN_ARGS:
@@ -382,6 +388,7 @@ def all_valid_args():
     for idx in range(MAX_POST_OP_INDEX):
         out.append(encode(ArgParts(base=DNNL_ARG_SRC_1, post_op=idx)))
         out.append(encode(ArgParts(base=DNNL_ARG_SRC_1, post_op=idx, scale=True)))
+        out.append(encode(ArgParts(base=DNNL_ARG_SRC_2, post_op=idx)))
     for base in _DW_BASES:
         out.append(encode(ArgParts(base=base, dw=True)))
         if base != DNNL_ARG_BIAS:

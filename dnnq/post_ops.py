@@ -4,7 +4,22 @@
 src1_desc)``, ``ops.append_sum(scale, zero_point, dt)``, ``ops.append_dw(...)``; the chain runs
 in append order on the f32 value, before the destination scale and zero point (see
 ``reference/ONEDNN_FACTS.md`` section 1).  ``len(ops)``, ``ops.kind(i)`` (``"eltwise"``,
-``"binary"``, ``"sum"`` or ``"convolution"``) and ``ops[i]`` (a frozen dataclass) read it back.
+``"binary"``, ``"sum"``, ``"convolution"``, ``"checkpoint"`` or ``"select"``) and ``ops[i]`` (a
+frozen dataclass) read it back.
+
+dnnq extensions (oneDNN 3.2 has no equivalent; a chain using them is not portable to it):
+
+* ``ops.append_checkpoint()`` remembers the chain's current f32 value of every element (a
+  second register; the value itself is unchanged);
+* ``ops.append_select(alg, cond_desc, value_desc)``, ``alg`` one of :data:`SELECT_ALGS`
+  (``le``, ``lt``, ``ge``, ``gt``, ``eq``, ``ne``; a ``select_`` prefix is accepted): per element,
+  ``f = value if saved <alg> cond else f``, where ``saved`` is the value stored by the latest
+  checkpoint before it, ``cond`` is given at execution as ``DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) |
+  DNNL_ARG_SRC_1`` and ``value`` as ``DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | DNNL_ARG_SRC_2`` (the
+  third input, as oneDNN's later ``binary_select`` numbers it), both f32 and broadcast to the
+  destination like a binary post-op's input.  The comparisons are IEEE: with a NaN operand
+  every one is false except ``ne``.  ``dnnq.append_fake_quantize`` uses them (reversed
+  bounds).
 
 Algorithm names are canonicalised without their prefix: ``"eltwise_relu"`` and ``"relu"`` are
 the same algorithm, and so are ``"binary_add"`` and ``"add"``.  The order of
@@ -22,13 +37,16 @@ Validation (every failure raises :class:`~dnnq.errors.InvalidArguments`, naming 
   implementations accept); sum zero point an int in s32, sum dt None or a data type;
 * a binary post-op's ``src1_desc`` is a :class:`~dnnq.memory.MemoryDesc` (f32, s8, u8 or s32);
   its position must be < 31 so that ``DNNL_ARG_ATTR_MULTIPLE_POST_OP(idx)`` can address it;
+* a select post-op's ``cond_desc`` and ``value_desc`` are f32 MemoryDescs, its position < 31,
+  and a checkpoint must precede it in the chain;
 * at most 32 post-ops in a chain (oneDNN's limit).
 
 ``PostOps`` is mutable (append), so it is not hashable itself: ``key()`` returns a hashable
 tuple of its entries for the primitive cache, and ``==`` compares those keys.
 """
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, fields
 from numbers import Integral, Real
 from typing import Optional
 
@@ -38,9 +56,10 @@ from .errors import invalid
 from .memory import MemoryDesc, as_dt
 
 __all__ = [
-    "ELTWISE_ALGS", "BINARY_ALGS", "POST_OP_KINDS", "MAX_POST_OPS",
-    "canonical_eltwise_alg", "canonical_binary_alg", "eltwise_alg_id", "binary_alg_id",
-    "EltwiseOp", "BinaryOp", "SumOp", "DepthwiseOp", "PostOps",
+    "ELTWISE_ALGS", "BINARY_ALGS", "SELECT_ALGS", "POST_OP_KINDS", "MAX_POST_OPS",
+    "canonical_eltwise_alg", "canonical_binary_alg", "canonical_select_alg", "eltwise_alg_id",
+    "binary_alg_id", "EltwiseOp", "BinaryOp", "SumOp", "DepthwiseOp", "CheckpointOp",
+    "SelectOp", "PostOps",
 ]
 
 #: Eltwise algorithms; the index is the kernels' DNNQ_ELT_* value.
@@ -49,7 +68,10 @@ ELTWISE_ALGS = ("relu", "tanh", "elu", "square", "abs", "sqrt", "linear", "soft_
                 "pow", "round", "mish", "hardswish", "hardsigmoid")
 #: Binary algorithms; the index is the kernels' DNNQ_BIN_* value.
 BINARY_ALGS = ("add", "sub", "mul", "div", "min", "max", "ge", "gt", "le", "lt", "eq", "ne")
-POST_OP_KINDS = ("eltwise", "binary", "sum", "convolution")
+#: Comparisons of the select post-op (dnnq extension); each is the binary algorithm of that
+#: name applied to (saved, cond), so its kernel code is its index in BINARY_ALGS.
+SELECT_ALGS = ("le", "lt", "ge", "gt", "eq", "ne")
+POST_OP_KINDS = ("eltwise", "binary", "sum", "convolution", "checkpoint", "select")
 MAX_POST_OPS = 32
 _MAX_BINARY_POS = 31
 _S32_MIN, _S32_MAX = -(2 ** 31), 2 ** 31 - 1
@@ -74,6 +96,11 @@ def canonical_eltwise_alg(alg):
 def canonical_binary_alg(alg):
     """``"binary_add"`` / ``"add"`` -> ``"add"``; unknown names raise InvalidArguments."""
     return _canonical(alg, "binary_", BINARY_ALGS, "binary algorithm")
+
+
+def canonical_select_alg(alg):
+    """``"select_le"`` / ``"le"`` -> ``"le"``; unknown names raise InvalidArguments."""
+    return _canonical(alg, "select_", SELECT_ALGS, "select algorithm")
 
 
 def eltwise_alg_id(alg):
@@ -105,6 +132,12 @@ def _int_param(value, name, lo, hi):
     if not lo <= v <= hi:
         raise invalid(name, v, f"an int in [{lo}, {hi}]")
     return v
+
+
+def _negative_zeros(op):
+    """Names of the float fields of ``op`` that are -0.0."""
+    return tuple(f.name for f in fields(op) if isinstance(getattr(op, f.name), float)
+                 and getattr(op, f.name) == 0.0 and math.copysign(1.0, getattr(op, f.name)) < 0)
 
 
 @dataclass(frozen=True)
@@ -158,6 +191,32 @@ class DepthwiseOp:
     stride_size: int
     padding_l_size: int
     kind = "convolution"
+
+
+@dataclass(frozen=True)
+class CheckpointOp:
+    """dnnq extension: remember the chain's current f32 value of every element (for the select
+    post-ops after it); the value itself is unchanged."""
+
+    kind = "checkpoint"
+
+
+@dataclass(frozen=True)
+class SelectOp:
+    """dnnq extension: ``f = value if saved <alg> cond else f`` per element, ``saved`` the value
+    of the latest checkpoint before it; ``cond`` is given at execution as
+    ``DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | DNNL_ARG_SRC_1``, ``value`` as ``... | DNNL_ARG_SRC_2``
+    (both f32, broadcast to the destination)."""
+
+    alg: str
+    cond_desc: MemoryDesc
+    value_desc: MemoryDesc
+    kind = "select"
+
+    @property
+    def alg_id(self):
+        """The kernels' comparison code (DNNQ_BIN_* of the same name)."""
+        return BINARY_ALGS.index(self.alg)
 
 
 class PostOps:
@@ -230,6 +289,32 @@ class PostOps:
         p = _int_param(padding_l_size, "dw padding_l_size", 0, k - 1)
         return self._append(DepthwiseOp(w, b, d, k, s, p))
 
+    def append_checkpoint(self):
+        """dnnq extension: remember the current value of every element for the select post-ops
+        that follow (see :class:`CheckpointOp`)."""
+        return self._append(CheckpointOp())
+
+    def append_select(self, alg, cond_desc, value_desc):
+        """dnnq extension: ``f = value if saved <alg> cond else f`` (see :class:`SelectOp`);
+        a checkpoint must precede it in the chain."""
+        name = canonical_select_alg(alg)
+        for what, d in (("select cond_desc", cond_desc), ("select value_desc", value_desc)):
+            if not isinstance(d, MemoryDesc):
+                raise invalid(what, f"{d!r} of type {type(d).__name__}",
+                              "a dnnq.MemoryDesc of data type f32")
+            if d.dt != "f32":
+                raise invalid(what, f"a MemoryDesc of data type {d.dt}",
+                              "a dnnq.MemoryDesc of data type f32")
+        if not any(op.kind == "checkpoint" for op in self._ops):
+            raise invalid("select post-op", f"no checkpoint before it (post-op {len(self._ops)})",
+                          "an append_checkpoint() earlier in the chain (the select compares "
+                          "the value it saved)")
+        if len(self._ops) >= _MAX_BINARY_POS:
+            raise invalid("select post-op position", len(self._ops),
+                          f"a position < {_MAX_BINARY_POS} (DNNL_ARG_ATTR_MULTIPLE_POST_OP(idx) "
+                          "addresses idx < 31)")
+        return self._append(SelectOp(name, cond_desc, value_desc))
+
     # --- reading -------------------------------------------------------------------------------
     def __len__(self):
         return len(self._ops)
@@ -249,7 +334,8 @@ class PostOps:
         return self._ops[j]
 
     def kind(self, i):
-        """``"eltwise"``, ``"binary"``, ``"sum"`` or ``"convolution"`` (for append_dw).
+        """``"eltwise"``, ``"binary"``, ``"sum"``, ``"convolution"`` (for append_dw),
+        ``"checkpoint"`` or ``"select"``.
         An index out of range (or negative) raises InvalidArguments."""
         n = len(self._ops)
         if isinstance(i, (bool, np.bool_)) or not isinstance(i, Integral) or not 0 <= i < n:
@@ -260,6 +346,10 @@ class PostOps:
         """Positions of the binary post-ops (their ``DNNL_ARG_ATTR_MULTIPLE_POST_OP`` index)."""
         return [i for i, op in enumerate(self._ops) if op.kind == "binary"]
 
+    def select_positions(self):
+        """Positions of the select post-ops (their ``DNNL_ARG_ATTR_MULTIPLE_POST_OP`` index)."""
+        return [i for i, op in enumerate(self._ops) if op.kind == "select"]
+
     def copy(self):
         """An independent copy (entries are immutable, so a shallow copy suffices)."""
         new = PostOps()
@@ -267,8 +357,10 @@ class PostOps:
         return new
 
     def key(self):
-        """A hashable tuple describing the chain (for the primitive cache)."""
-        return tuple(self._ops)
+        """A hashable tuple describing the chain (for the primitive cache).  A zero parameter
+        carries its sign (``-0.0 == 0.0`` in Python, but e.g. linear's ``beta = -0.0`` keeps a
+        ``-0.0`` product where ``+0.0`` does not)."""
+        return tuple((op, _negative_zeros(op)) for op in self._ops)
 
     def __eq__(self, other):
         if not isinstance(other, PostOps):

@@ -69,10 +69,11 @@ VALID = A.all_valid_args()
 
 def test_all_valid_args_content():
     assert VALID == sorted(set(VALID))
-    # 9 plain + 8 scales + 8 zero points; 512*3 per multiple kind; 31*2 post-op; 5 dw
-    assert len(VALID) == 25 + 2 * 512 * 3 + 62 + 5
-    for v in (1, 2, 3, 17, 18, 19, 33, 34, 41, 513, 4096 | 17, 16898, 1024, 1024 + 511,
-              2048 + 511, 8192 | 33, 8192 | 512 | 33, 8192 | 41):
+    # 9 plain + 8 scales + 8 zero points; 512*3 per multiple kind; 31*3 post-op (src_1, its
+    # scales, a select's src_2); 5 dw
+    assert len(VALID) == 25 + 2 * 512 * 3 + 93 + 5
+    for v in (1, 2, 3, 17, 18, 19, 33, 34, 41, 513, 4096 | 17, 16898, 16384 | 3, 1024,
+              1024 + 511, 2048 + 511, 8192 | 33, 8192 | 512 | 33, 8192 | 41):
         assert v in VALID
     for v in (512 | 41, 4096 | 41, 4096 | 512 | 1, 16384 | 1, 16384 | 4096 | 2, 8192 | 1,
               8192 | 4096 | 33, 8192 | 16384 | 2):
@@ -115,7 +116,9 @@ def test_v3_translation_fields():
     1024 | 2048 | 1,               # both multiples
     -1, -513,                      # negative
     1 << 19, (1 << 19) | 1, 1 << 30,  # garbage bits (post-op idx 31 and beyond)
-    16384 | 1, 16384 | 33,         # post-op on something other than src_1
+    16384 | 1, 16384 | 33,         # post-op on something other than src_1 / src_2
+    16384 | 512 | 3,               # scales of a select post-op's src_2
+    16384 | 4096 | 3,              # zero point of a select post-op's src_2
     16384 | 4096 | 2,              # zero point of a post-op src_1
     8192 | 1, 8192 | 2,            # dw on src
     8192 | 4096 | 33,              # dw zero point

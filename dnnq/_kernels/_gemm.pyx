@@ -100,7 +100,8 @@ cdef class GemmPlan:
 
     def __init__(self, int isa, int64_t batch, int64_t M, int64_t N, int64_t K, int dst_dt,
                  list post_ops, bint swap_s8=False):
-        """post_ops: list of (kind, alg, alpha, beta) with kind 1 eltwise, 2 binary, 3 sum."""
+        """post_ops: list of (kind, alg, alpha, beta) with kind 1 eltwise, 2 binary, 3 sum,
+        4 checkpoint, 5 select (alg: the comparison's DNNQ_BIN_* code)."""
         cdef int i
         memset(&self.g, 0, sizeof(dnnq_gemm_args_t))
         self.isa = isa
@@ -143,7 +144,8 @@ cdef class GemmPlan:
         """One execution. Every array is C-contiguous and outlives the call; strides in elements.
         src_scale / dst_scale are f32 values (1 when absent), scale the weights scales.
 
-        src1s: one (array_f32, s_b, s_m, s_n) per binary post-op, None for the others.
+        src1s: one (array_f32, s_b, s_m, s_n) per binary post-op, one (cond_f32, s_b, s_m, s_n,
+        value_f32, s_b, s_m, s_n) per select post-op, None for the others.
         """
         cdef dnnq_gemm_args_t g = self.g
         cdef int i
@@ -181,6 +183,12 @@ cdef class GemmPlan:
             if s is not None:
                 local_post[i].src1 = <const float*>_ptr(s[0])
                 local_post[i].s1_b, local_post[i].s1_m, local_post[i].s1_n = s[1], s[2], s[3]
+                if len(s) > 4:
+                    local_post[i].src2 = <const float*>_ptr(s[4])
+                    local_post[i].s2_b, local_post[i].s2_m, local_post[i].s2_n = s[5], s[6], s[7]
+            if (local_post[i].kind == 2 and local_post[i].src1 == NULL) or \
+                    (local_post[i].kind == 5 and local_post[i].src2 == NULL):
+                raise ValueError(f"GemmPlan.run: post-op {i} has no input array")
         # f32 reciprocal, then a multiply in the epilogue: what oneDNN does (not a division)
         g.inv_dst_scale = <float>1.0 / dst_scale
         if dst_zp is not None:

@@ -21,6 +21,8 @@ cdef extern from "dnnq_kernels.h" nogil:
         float alpha, beta
         const float *src1
         int64_t s1_b, s1_m, s1_n
+        const float *src2
+        int64_t s2_b, s2_m, s2_n
 
     ctypedef struct dnnq_gemm_args_t:
         int64_t M, N, K, K4, n_panels

@@ -99,6 +99,7 @@ class GemmCore:
         self.view_strides = view_strides
         post_specs = []
         self.binary = []  # (post-op index, src1 desc, (sb, sm, sn))
+        self.selects = []  # (post-op index, cond desc, strides, value desc, strides)
         self.has_sum = False
         ops = attr.post_ops if attr is not None else None
         for i in range(len(ops) if ops is not None else 0):
@@ -118,9 +119,16 @@ class GemmCore:
                                         "None or the destination data type")
                 self.has_sum = True
                 post_specs.append((_plan.PO_SUM, 0, float(op.scale), float(op.zero_point)))
+            elif kind == "checkpoint":
+                post_specs.append((_plan.PO_CHECKPOINT, 0, 0.0, 0.0))
+            elif kind == "select":
+                post_specs.append((_plan.PO_SELECT, _plan.BINARY_CODE[op.alg], 0.0, 0.0))
+                self.selects.append(
+                    (i, op.cond_desc, view_strides(op.cond_desc.dims, f"post_op[{i}].src_1"),
+                     op.value_desc, view_strides(op.value_desc.dims, f"post_op[{i}].src_2")))
             else:
                 raise Unimplemented(f"{prim}: post_op[{i}] of kind {kind} is not supported; "
-                                    "supported: eltwise, binary, sum")
+                                    "supported: eltwise, binary, sum, checkpoint, select")
         self.n_post = len(post_specs)
         # an s32 dst with nothing to apply receives the accumulator as is (a bias, even s32,
         # goes through f32 as in oneDNN)
@@ -212,6 +220,17 @@ class GemmCore:
                                        f"(binary post-op {i}, dims {desc.dims})")
             x = desc.check_array(args[key], arg_name(key))
             src1s[i] = (np.ascontiguousarray(x, dtype=np.float32),) + tuple(strides)
+        for i, cdesc, cst, vdesc, vst in self.selects:
+            entry = ()
+            for arg, desc, strides in ((A.DNNL_ARG_SRC_1, cdesc, cst),
+                                       (A.DNNL_ARG_SRC_2, vdesc, vst)):
+                key = A.DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | arg
+                if key not in args:
+                    raise InvalidArguments(f"{self.prim}.execute: missing {arg_name(key)} (select "
+                                           f"post-op {i}, dims {desc.dims})")
+                x = desc.check_array(args[key], arg_name(key))
+                entry += (np.ascontiguousarray(x, dtype=np.float32),) + tuple(strides)
+            src1s[i] = entry
         bias_arr, (bsb, bsm, bsn) = bias if bias is not None else (None, (0, 0, 0))
         self.plan.run(a.view(np.uint8), self.M * K if a_batch > 1 else 0, K, self.src_dt == "s8",
                       pw.packed, pw.batch_stride if pw.batch > 1 else 0,

@@ -16,7 +16,7 @@ ISA_IMPL_NAME = {
     "avx512_core_vnni": "avx512_core_vnni",
 }
 
-PO_ELTWISE, PO_BINARY, PO_SUM = 1, 2, 3
+PO_ELTWISE, PO_BINARY, PO_SUM, PO_CHECKPOINT, PO_SELECT = 1, 2, 3, 4, 5
 ELTWISE_CODE = {name: i for i, name in enumerate((
     "relu", "tanh", "elu", "square", "abs", "sqrt", "linear", "soft_relu", "logistic", "exp",
     "gelu_tanh", "gelu_erf", "swish", "log", "clip", "clip_v2", "pow", "round", "mish",

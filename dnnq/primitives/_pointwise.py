@@ -123,6 +123,15 @@ class Program:
     def store(self, buf, k):
         self._stage(_tk.STORE, buf, k)
 
+    def save(self, buf, to):
+        """buf ``to`` = buf ``buf`` (the checkpoint post-op)."""
+        self._stage(_tk.SAVE, buf, to)
+
+    def select(self, buf, alg, saved, cond_k, value_k, scratch):
+        """buf = alg(buf ``saved``, cond) ? value : buf (the select post-op; ``alg`` a
+        comparison, IEEE); the value operand is loaded into buf ``scratch``."""
+        self._stage(_tk.SELECT, buf, cond_k, value_k, BIN[alg], params=(saved, scratch, -1, -1))
+
     def copy(self, src_k, dst_k):
         self._stage(_tk.COPY, 0, src_k, dst_k)
 
@@ -254,7 +263,9 @@ class QuantAttr:
         out = {A.DNNL_ARG_SCALE | a for a in self.scale_mask}
         out |= {A.DNNL_ARG_ATTR_ZERO_POINTS | a for a in self.zp_mask}
         out |= {A.DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | A.DNNL_ARG_SRC_1
-                for i, op in enumerate(self.post_ops) if op.kind == "binary"}
+                for i, op in enumerate(self.post_ops) if op.kind in ("binary", "select")}
+        out |= {A.DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | A.DNNL_ARG_SRC_2
+                for i, op in enumerate(self.post_ops) if op.kind == "select"}
         return out
 
     def count(self, arg, kind):
@@ -303,10 +314,15 @@ def reciprocal(scales):
     return np.divide(F32(1.0), scales, dtype=F32)
 
 
-def add_post_ops(prog, qa, dims, dst_k, dst_dt, buf=0, tmp=3, fused_linear=True):
-    """Append the attribute's post-ops (eltwise, binary, sum) acting on ``buf``; binary inputs
-    bind to the keys ``("post_op", i)``; returns {key: desc} of the binary inputs.
+def add_post_ops(prog, qa, dims, dst_k, dst_dt, buf=0, tmp=3, saved=2, fused_linear=True):
+    """Append the attribute's post-ops (eltwise, binary, sum, checkpoint, select) acting on
+    ``buf``; binary inputs and select conditions bind to the keys ``("post_op", i)``, select
+    values to ``("post_op_value", i)``; returns {key: desc} of those inputs.  ``tmp`` is a
+    scratch buffer (sum, select), ``saved`` holds the checkpoint's value; both must differ from
+    ``buf`` and from the buffers the program keeps across its post-ops.
     ``fused_linear``: see :meth:`Program.eltwise`."""
+    if len({buf, tmp, saved}) != 3:  # pragma: no cover - callers pass distinct buffers
+        raise AssertionError("add_post_ops: buf, tmp and saved must be distinct buffers")
     binaries = {}
     for i, op in enumerate(qa.post_ops):
         if op.kind == "eltwise":
@@ -327,21 +343,38 @@ def add_post_ops(prog, qa, dims, dst_k, dst_dt, buf=0, tmp=3, fused_linear=True)
                 prog.bin_const(tmp, "sub", float(F32(op.zero_point)))
             prog.bin_const(tmp, "mul", op.scale)
             prog.bin_buf(buf, "add", tmp)
+        elif op.kind == "checkpoint":
+            prog.save(buf, saved)
+        elif op.kind == "select":
+            keys = []
+            for key, desc, what in ((("post_op", i), op.cond_desc, "src_1"),
+                                    (("post_op_value", i), op.value_desc, "src_2")):
+                st = tensor_strides(desc, dims, f"{qa.prim}: post_op[{i}] {what}")
+                keys.append(prog.operand(key, desc.dt, st))
+                binaries[key] = desc
+            prog.select(buf, op.alg, saved, keys[0], keys[1], tmp)
         else:  # pragma: no cover - QuantAttr filters the kinds
             raise Unimplemented(f"{qa.prim}: post_op[{i}] of kind {op.kind} is not supported")
     return binaries
 
 
 def fetch_post_op_inputs(prim, qa, args, arrays):
-    """Validate the binary post-op inputs of ``args`` into ``arrays[("post_op", i)]``."""
+    """Validate the binary post-op inputs of ``args`` into ``arrays[("post_op", i)]``, and a
+    select post-op's condition and value into ``("post_op", i)`` / ``("post_op_value", i)``."""
     for i, op in enumerate(qa.post_ops):
-        if op.kind != "binary":
+        if op.kind == "binary":
+            inputs = ((A.DNNL_ARG_SRC_1, ("post_op", i), op.src1_desc),)
+        elif op.kind == "select":
+            inputs = ((A.DNNL_ARG_SRC_1, ("post_op", i), op.cond_desc),
+                      (A.DNNL_ARG_SRC_2, ("post_op_value", i), op.value_desc))
+        else:
             continue
-        key = A.DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | A.DNNL_ARG_SRC_1
-        if key not in args:
-            raise InvalidArguments(f"{prim}.execute: missing {arg_name(key)} (binary post-op {i}, "
-                                   f"dims {op.src1_desc.dims})")
-        arrays[("post_op", i)] = op.src1_desc.check_array(args[key], arg_name(key))
+        for arg, name, desc in inputs:
+            key = A.DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | arg
+            if key not in args:
+                raise InvalidArguments(f"{prim}.execute: missing {arg_name(key)} ({op.kind} "
+                                       f"post-op {i}, dims {desc.dims})")
+            arrays[name] = desc.check_array(args[key], arg_name(key))
 
 
 def check_args_dict(prim, args, known):

@@ -14,7 +14,7 @@ dims             dst dims == src0 dims; src1 broadcasts to them numpy-style (eac
 layouts          plain or channels-last tags on every tensor
 scales           src_0, src_1: mask 0 (as oneDNN); dst: mask 0 (ext)
 zero points      src_0, src_1, dst: mask 0 (ext)
-post-ops         eltwise, binary, sum
+post-ops         eltwise, binary, sum; checkpoint, select (ext)
 ===============  ====================================================================
 
 Numerics (bit-identical to oneDNN)::
@@ -39,7 +39,7 @@ from dnnq.primitives import _pointwise as pw
 from dnnq.primitives.eltwise import _epilogue, _dst_params
 
 _DTS = ("f32", "s32", "s8", "u8")
-_POST_OPS = ("eltwise", "binary", "sum")
+_POST_OPS = ("eltwise", "binary", "sum", "checkpoint", "select")
 
 
 class Binary(pw.ToolkitPrimitive, metaclass=CachedPrimitive):

@@ -16,7 +16,7 @@ data types        src and dst each f32, s32, s8 or u8, any combination (ext for 
 dims / layouts    src and dst with equal dims; plain or channels-last on either side
 scales            src, dst: mask 0 (ext)
 zero points       src, dst: mask 0 (ext)
-post-ops          eltwise, binary, sum
+post-ops          eltwise, binary, sum; checkpoint, select (ext)
 ================  ==================================================================
 
 Numerics::
@@ -41,7 +41,7 @@ from dnnq.post_ops import PostOps
 from dnnq.primitives import _pointwise as pw
 
 _DTS = ("f32", "s32", "s8", "u8")
-_POST_OPS = ("eltwise", "binary", "sum")
+_POST_OPS = ("eltwise", "binary", "sum", "checkpoint", "select")
 
 
 def _epilogue(prog, qa, dims, dst_k, dst_dt, binaries_out, buf=0, fused_linear=True):

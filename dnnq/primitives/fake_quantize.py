@@ -10,54 +10,72 @@ Definition (OpenVINO opset1, element-wise, bounds broadcast numpy-style)::
 with ``round`` half to even (``nearbyint``) and every operation in f32.
 
 ``append_fake_quantize(post_ops, input_low, input_high, output_low, output_high, levels)``
-appends to ``post_ops`` (a :class:`dnnq.PostOps`)::
+appends to ``post_ops`` (a :class:`dnnq.PostOps`), with ``lo = min(input_low, input_high)`` and
+``hi = max(input_low, input_high)`` per element (equal to input_low / input_high for ordered
+bounds)::
 
-    binary max(input_low)            clamp: x <= input_low gives the formula's output_low
-    binary min(input_high)
+    [checkpoint]                     (only in the select form, see below)
+    binary max(lo)                   clamp
+    binary min(hi)                   (select form: 1.0 where hi is a zero)
     binary sub(input_low)
-    binary div(input_high - input_low)
-    eltwise linear(levels - 1, 0)    one rounding: the product
+    binary div(input_high - input_low)   (1 where they are equal)
+    eltwise linear(levels - 1, 0)    one rounding: the product (select form: beta -0.0)
     eltwise round                    half to even
     binary div(levels - 1)
     binary mul(output_high - output_low)
     binary add(output_low)
+    [select le(lo) -> output_low]    (only in the select form)
+    [select gt(hi) -> output_high]
 
-and returns ``{DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | DNNL_ARG_SRC_1: array}`` for the binary
-post-ops (f32 arrays of the bounds' broadcast shape, e.g. ``(1, C, 1, 1)`` per channel or
-``(1,)`` per tensor; the differences ``input_high - input_low`` and ``output_high - output_low``
-are computed in f32, as the formula).  Merge that dict into ``execute``'s arguments.
+and returns the execution arguments of its inputs, ``{DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) |
+DNNL_ARG_SRC_1: array}`` for the binary post-ops and the selects' conditions and
+``{... | DNNL_ARG_SRC_2: array}`` for the selects' values (f32 arrays of the bounds' broadcast
+shape, e.g. ``(1, C, 1, 1)`` per channel or ``(1,)`` per tensor; the differences are computed
+in f32, as the formula).  Merge that dict into ``execute``'s arguments.
 
-Exactness of the chain against the formula above (evaluated in f32): every input with
-``x <= input_high`` gives the formula's value bit for bit; an input ``x > input_high`` gives
-``f32(f32(output_high - output_low) + output_low)`` -- the formula's top level -- which equals
-``output_high`` unless that sum rounds (it is exact whenever ``output_low == 0``, ``output_low
-== -output_high``, or more generally when ``output_low`` and ``output_high`` are within a
-factor 2 of each other or of their difference; otherwise it is within one rounding of
-``output_high``).  A NaN input gives ``output_low`` (the clamp's ``a > b ? a : b`` replaces
-it).  ``input_low == input_high`` is handled (the division uses 1 there).
+The nine-op chain alone is portable to oneDNN (binary and eltwise post-ops only).  Clamped to
+``[lo, hi]`` it computes the formula in the same f32 operations, so it equals the definition
+for every ``lo < x <= hi``; every ``x <= lo`` gives the chain's value at ``lo`` and every ``x >
+hi`` its value at ``hi``.  Those are ``output_low`` and the formula's top level ``f32(f32(
+output_high - output_low) + output_low)`` for ordered bounds -- the top level is
+``output_high`` unless that sum rounds -- but not for reversed bounds (``input_low >
+input_high``: the staircase falls, ``x = input_high`` and the next f32 above it may even be
+merged by ``f32(x - input_low)``), nor above ``hi`` when ``input_low == input_high``.  A chain
+of one register cannot tell those inputs apart afterwards (docs/toolkit.md section 7), so the
+**select form** adds dnnq's extension post-ops: a ``checkpoint`` keeps ``x`` before the chain,
+and the two selects replace the result by ``output_low`` where ``x <= lo`` and by
+``output_high`` where ``x > hi``.
 
-``input_low > input_high`` (OpenVINO then maps ``x <= input_high`` to ``output_low`` and
-``x > input_low`` to ``output_high``, with the formula in between, a falling staircase) needs a
-choice between the formula and a constant that depends on where ``x`` was *before* the chain
-transformed it; a chain of post-ops carries one value (a comparison post-op replaces it with
-1.0 / 0.0, so a mask cannot be combined with it later), ``x = input_high`` and the next f32
-above it must give ``output_low`` and the top level although ``f32(x - input_low)`` may merge
-them, and the operations exact on the staircase's inputs (clamps, sign, powers of two) cannot
-separate neighbours -- see docs/toolkit.md section 7 -- so :func:`append_fake_quantize` raises
-``Unimplemented`` for such bounds.
-:func:`fake_quantize` (standalone) handles them exactly.
+The select form is appended when any element has ``input_low > input_high``, or when the
+nine-op chain's value at ``lo`` or at ``hi`` is not bit for bit ``output_low`` / ``output_high``
+for some element (evaluated at append time with the chain's own f32 operations: a rounding top
+level, ``input_low == input_high`` with different outputs, a ``-0.0`` output bound); otherwise
+the nine-op chain is appended unchanged.  Two details of the select form keep the sign of a
+zero the formula's: the linear post-op adds ``-0.0`` instead of ``+0.0`` (``x + -0.0`` is ``x``
+for every ``x``, so a ``-0.0`` product -- ``0 / (input_high - input_low)`` with reversed bounds
+-- stays ``-0.0``), and the ``min`` clamp uses ``1.0`` where ``hi`` is a zero (``min(-0.0,
++0.0)`` is ``+0.0``, which ``f32(x - input_low)`` tells apart when ``input_low`` is ``+0.0``;
+everything above ``hi`` is replaced by the select anyway).  Either way the chain equals the
+definition **bit for bit for every non-NaN input** (``+-inf`` and signed zeros included),
+ordered and reversed bounds alike.
 
-``fake_quantize(x, input_low, input_high, output_low, output_high, levels)`` runs the chain on
-an f32 array ``x`` (a :class:`dnnq.Binary` ``max`` with the rest as post-ops) and then applies
-the two end regions of the definition exactly, so its result equals the definition for every
-input (NaN stays NaN), for ordered and reversed bounds alike.
+A NaN input is clamped to ``lo`` by the ``max`` (``a > b ? a : b``) and the selects'
+comparisons are false for it, so it gives the chain's value at ``lo``: ``output_low`` for
+ordered bounds in the nine-op form, ``f32(f32(+0 * f32(output_high - output_low)) +
+output_low)`` -- ``output_low`` up to the sign of a zero -- for ordered bounds in the select
+form, and the top level ``f32(f32(output_high - output_low) + output_low)`` for reversed
+bounds.  (No post-op can keep the NaN: the selects compare with a given constant.)
+
+``fake_quantize(x, input_low, input_high, output_low, output_high, levels)`` runs the select
+form on an f32 array ``x`` (an identity :class:`dnnq.Eltwise` with the chain as post-ops) and
+puts NaN inputs back, so its result equals the definition for every input (NaN stays NaN).
 """
 from numbers import Integral
 
 import numpy as np
 
 from dnnq import args as A
-from dnnq.errors import InvalidArguments, Unimplemented
+from dnnq.errors import InvalidArguments
 from dnnq.memory import MemoryDesc
 from dnnq.post_ops import PostOps
 
@@ -117,32 +135,84 @@ def _bounds(name, il, ih, ol, oh, x_shape=None):
 
 def _chain_constants(il, ih, ol, oh, lv):
     lo, hi = np.minimum(il, ih), np.maximum(il, ih)
-    span = (ih - il).astype(F32)
+    with np.errstate(over="ignore"):  # an infinite difference is the formula's too
+        span = (ih - il).astype(F32)
+        mul = (oh - ol).astype(F32)
     span = np.where(span == 0, F32(1), span).astype(F32)
     return {"max": lo, "min": hi, "sub": il, "div": span,
-            "div_levels": np.full(il.shape, F32(lv - 1), F32),
-            "mul": (oh - ol).astype(F32), "add": ol}
+            "div_levels": np.full(il.shape, F32(lv - 1), F32), "mul": mul, "add": ol}
 
 
-def _append(ops, consts, lv):
-    """Append the chain; returns {post-op index: array}."""
+def _chain_value(v, c, lv):
+    """The nine-op chain on an f32 array ``v`` of the bounds' shape (no NaN), in the kernels'
+    f32 operations: the clamps as ``a > b ? a : b`` / ``a < b ? a : b``, linear as one rounding
+    of the product plus +0."""
+    v = np.where(v > c["max"], v, c["max"]).astype(F32)
+    v = np.where(v < c["min"], v, c["min"]).astype(F32)
+    with np.errstate(all="ignore"):
+        v = ((v - c["sub"]).astype(F32) / c["div"]).astype(F32)
+        v = ((F32(lv - 1) * v).astype(F32) + F32(0)).astype(F32)
+        v = np.rint(v).astype(F32)
+        v = (v / c["div_levels"]).astype(F32)
+        v = (v * c["mul"]).astype(F32)
+        v = (v + c["add"]).astype(F32)
+    return v
+
+
+def _same_bits(a, b):
+    return np.array_equal(np.asarray(a, F32).view(np.uint32), np.asarray(b, F32).view(np.uint32))
+
+
+def _needs_select(il, ih, ol, oh, consts, lv):
+    """Whether the nine-op chain alone differs from the definition somewhere (see the module
+    docstring): reversed bounds, or its value at lo / hi is not output_low / output_high."""
+    if np.any(il > ih):
+        return True
+    return not (_same_bits(_chain_value(consts["max"], consts, lv), ol)
+                and _same_bits(_chain_value(consts["min"], consts, lv), oh))
+
+
+def _append(ops, consts, lv, ol, oh, select, name):
+    """Append the chain (the select form when ``select``); returns {arg id: array}."""
     base = len(ops)
-    seq = [("binary", "max", consts["max"]), ("binary", "min", consts["min"]),
+    hi = consts["min"]
+    if select:
+        # min(x, +0.0) turns x = -0.0 into +0.0, which f32(x - input_low) can tell apart when
+        # input_low is +0.0 (reversed bounds); the selects replace every x > hi, so any
+        # constant above a zero hi gives the same results elsewhere
+        hi = np.where(hi == 0, F32(1), hi).astype(F32)
+    seq = [("binary", "max", consts["max"]), ("binary", "min", hi),
            ("binary", "sub", consts["sub"]), ("binary", "div", consts["div"]),
            ("eltwise", "linear", float(lv - 1)), ("eltwise", "round", None),
            ("binary", "div", consts["div_levels"]), ("binary", "mul", consts["mul"]),
            ("binary", "add", consts["add"])]
-    if base + len(seq) > 32:
-        raise InvalidArguments(f"append_fake_quantize: the chain needs {len(seq)} post-ops and "
-                               f"post_ops already has {base}; at most 32 in all")
+    if select:
+        seq = [("checkpoint", None, None)] + seq + [("select", "le", (consts["max"], ol)),
+                                                    ("select", "gt", (consts["min"], oh))]
+    last = base + len(seq) - 1  # the last post-op has an input: its position must be < 31
+    if base + len(seq) > 32 or last >= 31:
+        raise InvalidArguments(
+            f"{name}: the chain needs {len(seq)} post-ops and post_ops already has {base}; at "
+            "most 32 in all, with inputs at positions < 31 (DNNL_ARG_ATTR_MULTIPLE_POST_OP)")
     inputs = {}
     for kind, alg, val in seq:
         idx = len(ops)
+        po = A.DNNL_ARG_ATTR_MULTIPLE_POST_OP(idx)
         if kind == "binary":
             ops.append_binary(alg, MemoryDesc(val.shape, "f32"))
-            inputs[idx] = val
+            inputs[po | A.DNNL_ARG_SRC_1] = val
+        elif kind == "checkpoint":
+            ops.append_checkpoint()
+        elif kind == "select":
+            cond, value = val
+            ops.append_select(alg, MemoryDesc(cond.shape, "f32"), MemoryDesc(value.shape, "f32"))
+            inputs[po | A.DNNL_ARG_SRC_1] = cond
+            inputs[po | A.DNNL_ARG_SRC_2] = value
         elif alg == "linear":
-            ops.append_eltwise("linear", val, 0.0)
+            # the select form adds -0.0 (x + -0.0 is x for every x): the product keeps the sign
+            # of a zero, as the formula's; the nine-op form keeps +0.0 (its inputs never give
+            # a -0.0 product there, see the module docstring)
+            ops.append_eltwise("linear", val, -0.0 if select else 0.0)
         else:
             ops.append_eltwise(alg)
     return inputs
@@ -150,12 +220,13 @@ def _append(ops, consts, lv):
 
 def append_fake_quantize(post_ops, input_low, input_high, output_low, output_high, levels):
     """Append OpenVINO's FakeQuantize as post-ops to ``post_ops``; return the execution
-    arguments (binary post-op inputs) to merge into ``execute``'s dict.
+    arguments (the post-ops' inputs) to merge into ``execute``'s dict.
 
     Bounds: numbers or arrays broadcastable to the destination (e.g. ``(C, 1, 1)`` or
-    ``(1, C, 1, 1)`` per channel of NCHW data, ``(N,)`` per column of a matmul), with
-    ``input_low <= input_high`` (see the module docstring for reversed bounds); ``levels`` in
-    [2, 65536].  See the module docstring for the chain and its exactness.
+    ``(1, C, 1, 1)`` per channel of NCHW data, ``(N,)`` per column of a matmul), finite, in
+    any order (``input_low > input_high`` is a falling staircase); ``levels`` in [2, 65536].
+    Nine binary / eltwise post-ops, or twelve with dnnq's checkpoint / select extensions where
+    the nine alone would not be exact (see the module docstring for both and their exactness).
     """
     name = "append_fake_quantize"
     if not isinstance(post_ops, PostOps):
@@ -163,21 +234,16 @@ def append_fake_quantize(post_ops, input_low, input_high, output_low, output_hig
                                "dnnq.PostOps")
     lv = _levels(levels, name)
     il, ih, ol, oh = _bounds(name, input_low, input_high, output_low, output_high)
-    if np.any(il > ih):
-        i = int(np.flatnonzero((il > ih).reshape(-1))[0])
-        raise Unimplemented(
-            f"{name}: input_low > input_high (e.g. {il.reshape(-1)[i]!r} > "
-            f"{ih.reshape(-1)[i]!r} at flat index {i}) is not supported in a post-op chain; "
-            "supported: input_low <= input_high (use dnnq.fake_quantize for reversed bounds)")
-    inputs = _append(post_ops, _chain_constants(il, ih, ol, oh, lv), lv)
-    return {A.DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | A.DNNL_ARG_SRC_1: v for i, v in inputs.items()}
+    consts = _chain_constants(il, ih, ol, oh, lv)
+    select = _needs_select(il, ih, ol, oh, consts, lv)
+    return _append(post_ops, consts, lv, ol, oh, select, name)
 
 
 def fake_quantize(x, input_low, input_high, output_low, output_high, levels):
     """OpenVINO FakeQuantize of an f32 array ``x`` (any shape; bounds broadcastable to it),
     exact for every input and for reversed bounds (see the module docstring)."""
     from dnnq.attr import PrimitiveAttr
-    from dnnq.primitives.binary import Binary
+    from dnnq.primitives.eltwise import Eltwise
     name = "fake_quantize"
     if not isinstance(x, np.ndarray):
         raise InvalidArguments(f"{name}: x got {type(x).__name__}; expected a numpy.ndarray of "
@@ -188,30 +254,14 @@ def fake_quantize(x, input_low, input_high, output_low, output_high, levels):
         raise InvalidArguments(f"{name}: x is 0-d; expected at least one dimension")
     lv = _levels(levels, name)
     il, ih, ol, oh = _bounds(name, input_low, input_high, output_low, output_high, x.shape)
-    consts = _chain_constants(il, ih, ol, oh, lv)
     ops = PostOps()
-    inputs = _append(ops, consts, lv)
-    # the first clamp is the Binary primitive itself (max with input_low / min of the bounds)
-    first = min(inputs)
-    lo = inputs.pop(first)
-    ops2 = PostOps()
-    for i in range(1, len(ops)):
-        op = ops[i]
-        if op.kind == "binary":
-            ops2.append_binary(op.alg, op.src1_desc)
-        else:
-            ops2.append_eltwise(op.alg, op.alpha, op.beta)
+    args = _append(ops, _chain_constants(il, ih, ol, oh, lv), lv, ol, oh, True, name)
     attr = PrimitiveAttr()
-    attr.set_post_ops(ops2)
-    prim = Binary("max", MemoryDesc(x.shape, "f32"), MemoryDesc(lo.shape, "f32"),
-                  MemoryDesc(x.shape, "f32"), attr)
-    args = {A.DNNL_ARG_SRC_0: x, A.DNNL_ARG_SRC_1: lo}
-    for i, v in inputs.items():
-        args[A.DNNL_ARG_ATTR_MULTIPLE_POST_OP(i - 1) | A.DNNL_ARG_SRC_1] = v
+    attr.set_post_ops(ops)
+    # relu with alpha 1 is the identity (x > 0 ? x : x * 1), -0.0, +-inf and NaN included
+    d = MemoryDesc(x.shape, "f32")
+    prim = Eltwise("relu", d, d, 1.0, 0.0, attr)
+    args[A.DNNL_ARG_SRC] = x
     out = prim.execute(args)
-    # the two end regions of the definition, exactly
-    with np.errstate(invalid="ignore"):
-        np.copyto(out, np.broadcast_to(ol, out.shape), where=x <= consts["max"])
-        np.copyto(out, np.broadcast_to(oh, out.shape), where=x > consts["min"])
-        np.copyto(out, x, where=np.isnan(x))
+    np.copyto(out, x, where=np.isnan(x))  # the clamp turned NaN into a number
     return out

@@ -9,7 +9,8 @@ Support table (masks are over the tensor's own logical dims; "ext" = beyond oneD
 | InnerProduct (N,IC,...)x(OC,IC,...) | 0 | 0, 1 (per-OC) | 0 | 0 (ext) | 0, 1 (ext) | 0, 2 (per-OC, ext) |
 
 Data types: src u8 / s8, weights s8, bias f32 / s32 / s8 / u8, dst f32 / s32 / s8 / u8.
-Post-ops: eltwise (every algorithm), binary (src1 broadcastable to dst), sum (one).
+Post-ops: eltwise (every algorithm), binary (src1 broadcastable to dst), sum (one), and dnnq's
+checkpoint / select extensions (cond and value broadcastable to dst).
 """
 import copy
 import time
@@ -68,12 +69,16 @@ class _GemmPrimitive(metaclass=CachedPrimitive):
         known |= {A.DNNL_ARG_SCALE | a for a in core.scale_axis}
         known |= {A.DNNL_ARG_ATTR_ZERO_POINTS | a for a in core.zp_axis}
         known |= {A.DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | A.DNNL_ARG_SRC_1 for i, _, _ in core.binary}
+        post_inputs = [A.DNNL_ARG_ATTR_MULTIPLE_POST_OP(s[0]) | arg for s in core.selects
+                       for arg in (A.DNNL_ARG_SRC_1, A.DNNL_ARG_SRC_2)]
+        known |= set(post_inputs)
         self._known = frozenset(known)
         self._fast_plan()
         if _verbose.enabled(2):
             self._verbose("create", None)
         self._alias_candidates = [A.DNNL_ARG_SRC, A.DNNL_ARG_BIAS] + [
-            A.DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | A.DNNL_ARG_SRC_1 for i, _, _ in core.binary]
+            A.DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | A.DNNL_ARG_SRC_1 for i, _, _ in core.binary
+        ] + post_inputs
 
     def prepare_weights(self, w):
         """Pack weights once (VNNI blocked layout + column sums) for repeated execution."""
@@ -95,7 +100,8 @@ class _GemmPrimitive(metaclass=CachedPrimitive):
         # zero points: common source and destination ones, or per-N destination ones
         zp_ok = (A.DNNL_ARG_WEIGHTS not in c.zp_axis and
                  c.zp_axis.get(A.DNNL_ARG_SRC, "common") == "common")
-        self._fast = (not c.binary and zp_ok and not self.src_desc.is_channels_last
+        self._fast = (not c.binary and not c.selects and zp_ok
+                      and not self.src_desc.is_channels_last
                       and (self.bias_desc is None or self.bias_desc.dt == "f32"))
         self._src_np = self.src_desc.numpy_dtype
         self._src_dims = tuple(self.src_desc.dims)

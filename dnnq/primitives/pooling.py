@@ -19,7 +19,7 @@ dst data type      the src's, or f32 (ext: the unrounded average / the max as f3
 layouts            plain (ncw, nchw, ncdhw) or channels-last (nwc, nhwc, ndhwc) on either
                    side (the fast path is channels-last, as in oneDNN)
 scales / zp        none
-post-ops           eltwise, binary (what FakeQuantize needs)
+post-ops           eltwise, binary; checkpoint, select (ext) (what FakeQuantize needs)
 =================  ================================================================
 
 Numerics (bit-identical to oneDNN): integer sources accumulate in s32 (exact), f32 sources in
@@ -141,7 +141,7 @@ class Pooling(pw.ToolkitPrimitive, metaclass=CachedPrimitive):
                     f"kernel extent {ext} and dilation below the source size {isp[i]} (spatial "
                     f"dimension {i}: padding {pl[i]}/{pr[i]}, dilation {d[i]}); a window entirely "
                     "in the padding has no average")
-        qa = pw.QuantAttr(p, attr, {}, {}, ("eltwise", "binary"))
+        qa = pw.QuantAttr(p, attr, {}, {}, ("eltwise", "binary", "checkpoint", "select"))
         self.src_desc, self.dst_desc, self.attr, self._qa = src_desc, dst_desc, qa.attr, qa
         self.kernel, self.strides, self.dilation = tuple(k), tuple(s), tuple(d)
         self.padding_l, self.padding_r = tuple(pl), tuple(pr)

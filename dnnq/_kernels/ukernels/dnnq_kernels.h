@@ -32,8 +32,11 @@ int dnnq_cpu_best_isa(const dnnq_cpu_features_t *f);
 /* ---- data types of the epilogue (numbers shared with dnnq/primitives/_epilogue.py) ------ */
 enum { DNNQ_DT_F32 = 0, DNNQ_DT_S32 = 1, DNNQ_DT_S8 = 2, DNNQ_DT_U8 = 3 };
 
-/* post-op kinds */
-enum { DNNQ_PO_ELTWISE = 1, DNNQ_PO_BINARY = 2, DNNQ_PO_SUM = 3 };
+/* post-op kinds; CHECKPOINT and SELECT are dnnq extensions (no oneDNN 3.2 equivalent):
+ * CHECKPOINT saves the current value, SELECT sets v = alg(saved, src1) ? src2 : v with alg one
+ * of the DNNQ_BIN_* comparisons */
+enum { DNNQ_PO_ELTWISE = 1, DNNQ_PO_BINARY = 2, DNNQ_PO_SUM = 3, DNNQ_PO_CHECKPOINT = 4,
+       DNNQ_PO_SELECT = 5 };
 
 /* eltwise algorithms */
 enum {
@@ -52,8 +55,10 @@ enum {
 typedef struct {
     int kind, alg;
     float alpha, beta;          /* eltwise parameters; sum: alpha = scale, beta = zero point */
-    const float *src1;          /* binary: f32 second input */
+    const float *src1;          /* binary: f32 second input; select: the condition */
     int64_t s1_b, s1_m, s1_n;   /* its element strides along batch, row, column (0 = broadcast) */
+    const float *src2;          /* select: the f32 replacement value */
+    int64_t s2_b, s2_m, s2_n;
 } dnnq_postop_t;
 
 /* Everything one GEMM execution needs, filled by the Cython driver. All strides in elements. */

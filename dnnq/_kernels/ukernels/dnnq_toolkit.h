@@ -20,6 +20,10 @@
  *             parameter operand p[i] >= 0 (row-constant parameters take one fused loop);
  *             when a2 >= 0 the result is also stored into operand[a2] (directly for a
  *             contiguous f32 destination)
+ *   SAVE      buf[a]  = buf[b]                               (the checkpoint post-op)
+ *   SELECT    buf[b]  = alg(buf[p0], f32(operand[a])) ? f32(operand[a2]) : buf[b], alg a
+ *             DNNQ_BIN_* comparison (IEEE: false with a NaN except ne); the value operand is
+ *             loaded into buf[p1] (the select post-op; both dnnq extensions)
  *
  * Operands are tensors or runtime parameter vectors (scales, zero points), each with its own
  * element strides over the iteration space (0 = broadcast).  Work items are (row, block of the
@@ -43,7 +47,7 @@
 enum {
     DNNQ_PW_LOAD = 1, DNNQ_PW_BIN_OPND = 2, DNNQ_PW_BIN_BUF = 3, DNNQ_PW_BIN_CONST = 4,
     DNNQ_PW_ELTWISE = 5, DNNQ_PW_STORE = 6, DNNQ_PW_COPY = 7, DNNQ_PW_AFFINE = 8,
-    DNNQ_PW_BINARY2 = 9
+    DNNQ_PW_BINARY2 = 9, DNNQ_PW_SAVE = 10, DNNQ_PW_SELECT = 11
 };
 
 typedef struct {
@@ -55,7 +59,8 @@ typedef struct {
 typedef struct {
     int op, buf, arg, arg2, alg;
     float alpha, beta;
-    int p[4];                      /* AFFINE / BINARY2: parameter operands (-1: step absent) */
+    int p[4];                      /* AFFINE / BINARY2: parameter operands (-1: step absent);
+                                      SELECT: p[0] saved buffer, p[1] scratch buffer */
     int arg3;                      /* BINARY2: destination operand (-1: none) */
 } dnnq_pw_stage_t;
 

@@ -76,7 +76,7 @@ static inline float dnnq_load_dst_f32(const void *base, int dt, int n) {
 static void dnnq_epilogue_row(const dnnq_gemm_args_t *g, int64_t b, int64_t m, int64_t n0,
                               int nc, const int32_t *acc) {
     int32_t ai[DNNQ_NR];
-    float v[DNNQ_NR];
+    float v[DNNQ_NR], sv[DNNQ_NR]; /* sv: the value saved by a checkpoint post-op */
     const int32_t *cc = g->col_comp + b * g->c_sb + n0;
     /* wrapping s32 arithmetic, as the hardware accumulators */
     if (g->wzp) {
@@ -148,6 +148,24 @@ static void dnnq_epilogue_row(const dnnq_gemm_args_t *g, int64_t b, int64_t m, i
         } else if (po->kind == DNNQ_PO_SUM) {
             const float sc = po->alpha, zp = po->beta;
             for (int n = 0; n < nc; ++n) v[n] += sc * (dnnq_load_dst_f32(drow, g->dst_dt, n) - zp);
+        } else if (po->kind == DNNQ_PO_CHECKPOINT) {
+            memcpy(sv, v, sizeof(float) * nc);
+        } else if (po->kind == DNNQ_PO_SELECT) {
+            /* v = saved <alg> cond ? value : v (IEEE comparisons: NaN is false except for ne) */
+            float c[DNNQ_NR], x[DNNQ_NR];
+            const float *c1 = po->src1 + b * po->s1_b + m * po->s1_m;
+            const float *x1 = po->src2 + b * po->s2_b + m * po->s2_m;
+            for (int n = 0; n < nc; ++n) c[n] = c1[(n0 + n) * po->s1_n];
+            for (int n = 0; n < nc; ++n) x[n] = x1[(n0 + n) * po->s2_n];
+            switch (po->alg) {
+            case DNNQ_BIN_LE: for (int n = 0; n < nc; ++n) v[n] = sv[n] <= c[n] ? x[n] : v[n]; break;
+            case DNNQ_BIN_LT: for (int n = 0; n < nc; ++n) v[n] = sv[n] < c[n] ? x[n] : v[n]; break;
+            case DNNQ_BIN_GE: for (int n = 0; n < nc; ++n) v[n] = sv[n] >= c[n] ? x[n] : v[n]; break;
+            case DNNQ_BIN_GT: for (int n = 0; n < nc; ++n) v[n] = sv[n] > c[n] ? x[n] : v[n]; break;
+            case DNNQ_BIN_EQ: for (int n = 0; n < nc; ++n) v[n] = sv[n] == c[n] ? x[n] : v[n]; break;
+            case DNNQ_BIN_NE: for (int n = 0; n < nc; ++n) v[n] = sv[n] != c[n] ? x[n] : v[n]; break;
+            default: break;
+            }
         }
     }
     dnnq_store_row(g, v, drow, n0, nc);

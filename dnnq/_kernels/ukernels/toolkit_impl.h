@@ -267,6 +267,20 @@ static void tk_bin_scalar(int alg, float *restrict a, const float c, int n) {
     TK_BIN_LOOPS(c)
 }
 
+/* ---- select (dnnq extension): a = alg(s, c) ? x : a, IEEE comparisons ---------------------- */
+static void tk_select(int alg, float *restrict a, const float *restrict s, const float *restrict c,
+                      const float *restrict x, int n) {
+    switch (alg) {
+    case DNNQ_BIN_LE: for (int i = 0; i < n; ++i) a[i] = s[i] <= c[i] ? x[i] : a[i]; break;
+    case DNNQ_BIN_LT: for (int i = 0; i < n; ++i) a[i] = s[i] < c[i] ? x[i] : a[i]; break;
+    case DNNQ_BIN_GE: for (int i = 0; i < n; ++i) a[i] = s[i] >= c[i] ? x[i] : a[i]; break;
+    case DNNQ_BIN_GT: for (int i = 0; i < n; ++i) a[i] = s[i] > c[i] ? x[i] : a[i]; break;
+    case DNNQ_BIN_EQ: for (int i = 0; i < n; ++i) a[i] = s[i] == c[i] ? x[i] : a[i]; break;
+    case DNNQ_BIN_NE: for (int i = 0; i < n; ++i) a[i] = s[i] != c[i] ? x[i] : a[i]; break;
+    default: break;
+    }
+}
+
 /* ---- eltwise: a = alg(a; al, be) (formulas: eltwise_impl.h / dnnq.eltwise_math) ---------- */
 static void tk_eltwise(int alg, float *restrict a, float al, float be, int n) {
     switch (alg) {
@@ -871,6 +885,16 @@ static void tk_program(const dnnq_pw_plan_t *p, const int64_t *off, int64_t j, i
             tk_affine_into(p, off, j, n, sg->arg2, k1, buf[sg->buf + 1], tmp);
             tk_bin_vec(sg->alg, b, buf[sg->buf + 1], n);
             if (d) tk_store((char *)tk_addr(d, off[sg->arg3] + j * dds), d->dt, dds, b, n);
+            break;
+        }
+        case DNNQ_PW_SAVE: memcpy(buf[sg->arg], b, sizeof(float) * (size_t)n); break;
+        case DNNQ_PW_SELECT: {
+            const dnnq_pw_opnd_t *oc = &p->opnds[sg->arg], *ov = &p->opnds[sg->arg2];
+            const int64_t cs = oc->st[in], vs = ov->st[in];
+            float *x = buf[sg->p[1]];
+            tk_load(tmp, tk_addr(oc, off[sg->arg] + j * cs), oc->dt, cs, n);
+            tk_load(x, tk_addr(ov, off[sg->arg2] + j * vs), ov->dt, vs, n);
+            tk_select(sg->alg, b, buf[sg->p[0]], tmp, x, n);
             break;
         }
         case DNNQ_PW_COPY: {
