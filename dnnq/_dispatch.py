@@ -1,7 +1,9 @@
 """Run-time CPU dispatch: detected ISA level, the DNNQ_MAX_CPU_ISA cap, OpenMP threads.
 
 Levels, lowest to highest: ``default`` (portable C), ``avx2`` (exact vpmaddwd path),
-``avx2_vnni`` (VEX vpdpbusd on ymm), ``avx512_core_vnni`` (vpdpbusd on zmm).  A primitive picks
+``avx2_vnni`` (VEX vpdpbusd on ymm), ``avx512_core_vnni`` (vpdpbusd on zmm),
+``avx512_core_amx`` (AMX-INT8 tiles for the GEMM family, AVX-512 elsewhere; Linux only, where the
+process is granted the tile state).  A primitive picks
 its kernel once, at creation, from the effective level = min(detected, cap).
 """
 import os
@@ -10,15 +12,17 @@ import warnings
 from dnnq._kernels import _cpu
 from dnnq.errors import InvalidArguments
 
-ISA_LEVELS = ("default", "avx2", "avx2_vnni", "avx512_core_vnni")
+ISA_LEVELS = ("default", "avx2", "avx2_vnni", "avx512_core_vnni", "avx512_core_amx")
+_TOP = len(ISA_LEVELS) - 1
 
 # oneDNN's DNNL_MAX_CPU_ISA names mapped to the dnnq level that does not exceed them.
 _ALIASES = {
     "default": 0, "sse41": 0, "avx": 0,
     "avx2": 1, "avx512_core": 1,
     "avx2_vnni": 2, "avx_vnni": 2,
-    "avx512_core_vnni": 3, "avx512_core_bf16": 3, "avx512_core_fp16": 3,
-    "avx512_core_amx": 3, "avx10_1_512": 3, "all": 3,
+    "avx512_core_vnni": 3, "avx512_core_bf16": 3, "avx512_core_fp16": 3, "avx10_1_512": 3,
+    "avx512_core_amx": 4, "avx512_core_amx_fp16": 4, "avx10_1_512_amx": 4,
+    "avx10_1_512_amx_fp16": 4, "all": 4,
 }
 
 _detected_level = _cpu.best_isa_level()
@@ -36,12 +40,12 @@ def _parse_isa(value, name):
 def _cap_from_env():
     value = os.environ.get("DNNQ_MAX_CPU_ISA")
     if value is None or value.strip() == "":
-        return 3
+        return _TOP
     try:
         return _parse_isa(value, "DNNQ_MAX_CPU_ISA")
     except InvalidArguments as e:
         warnings.warn(f"{e}; ignoring the cap", RuntimeWarning, stacklevel=2)
-        return 3
+        return _TOP
 
 
 _cap_level = _cap_from_env()

@@ -40,11 +40,14 @@ def test_effective_isa_and_cap_from_environment():
 def test_cpu_info_is_consistent():
     info = dnnq.cpu_info()
     assert info["effective_isa"] == dnnq.get_effective_cpu_isa()
-    if info["detected_isa"] == "avx512_core_vnni":
+    if info["detected_isa"] in ("avx512_core_vnni", "avx512_core_amx"):
         assert info["avx512_vnni"] and info["avx512bw"] and info["os_saves_zmm"]
+    if info["detected_isa"] == "avx512_core_amx":
+        assert info["amx_tile"] and info["amx_int8"] and info["os_grants_amx"]
     if info["avx512_vnni"] and info["avx512f"] and info["avx512bw"] and info["avx512vl"] \
             and info["avx512dq"]:
-        assert info["detected_isa"] == "avx512_core_vnni"
+        amx = info["amx_tile"] and info["amx_int8"] and info["os_grants_amx"]
+        assert info["detected_isa"] == ("avx512_core_amx" if amx else "avx512_core_vnni")
 
 
 def test_set_max_cpu_isa_validates():

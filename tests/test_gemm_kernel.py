@@ -29,9 +29,11 @@ def test_gemm_matches_numpy(isa_name, M, K, N, s8, seed):
 
 @pytest.mark.parametrize("isa_name", ISA_LEVELS)
 @pytest.mark.parametrize("K", [1, 3, 4, 5, 63, 64, 65, 255, 1000])
-def test_extreme_values(isa_name, K):
+@pytest.mark.parametrize("M", [7, 12, 40])
+def test_extreme_values(isa_name, K, M):
     # 255 x -128 everywhere: the largest-magnitude products, and no s16 saturation anywhere
-    M, N = 7, 70
+    # (M: the row kernels, and AMX's one- and two-row-block tiles)
+    N = 70
     a = np.full((M, K), 255, np.uint8)
     b = np.full((K, N), -128, np.int8)
     np.testing.assert_array_equal(s32_gemm(a, b, isa=isa_name), np.full((M, N), -32640 * K))
@@ -58,8 +60,10 @@ def test_packing_layout_and_colsum():
     w = _rand(rng, np.int8, (K, N))
     packed, colsum = _gemm.pack_weights_vnni(w)
     K4 = (K + 3) // 4
-    assert packed.size == 2 * K4 * 4 * 64
-    blocks = packed.reshape(2, K4, 64, 4)
+    # the panels, then 16 zero k-group rows of slack (read past the last panel by AMX B tiles)
+    assert packed.size == 2 * K4 * 4 * 64 + 16 * 4 * 64
+    assert not packed[2 * K4 * 4 * 64:].any()
+    blocks = packed[:2 * K4 * 4 * 64].reshape(2, K4, 64, 4)
     wpad = np.zeros((K4 * 4, 128), np.int8)
     wpad[:K, :N] = w
     for p in range(2):

@@ -106,7 +106,7 @@ def test_matmul_per_n_scales_zero_points_vs_onednn(isa, src_dt, dst_dt):
 
 
 @needs_onednn
-@pytest.mark.parametrize("M", SIZES)
+@pytest.mark.parametrize("M", SIZES + [8, 12, 32])
 @pytest.mark.parametrize("src_dt", ["u8", "s8"])
 def test_matmul_odd_sizes_vs_onednn(isa, M, src_dt):
     rng = np.random.default_rng(M * 31 + len(src_dt))
@@ -369,6 +369,22 @@ def test_epilogue_variants_per_panel_vs_onednn(isa, src_dt, dst_dt, dst_scale, r
     ops = [("eltwise", "relu", 0.0, 0.0)] if relu else []
     out, _ = run_dnnq(src, wei, bias, dst_dt, q, ops)
     assert_same(out, run_ref(src, wei, bias, dst_dt, q, ops))
+
+
+def test_amx_level_picks_the_kernel_by_rows():
+    # below 8 rows the AVX-512 VNNI row kernels beat AMX tiles (bandwidth-bound): the
+    # primitive says which one it runs
+    if "avx512_core_amx" not in dnnq.available_isa_levels():
+        pytest.skip("no AMX on this CPU")  # the choice only exists where AMX does
+    previous = dnnq.set_max_cpu_isa("avx512_core_amx")
+    try:
+        for M, impl in ((1, "avx512_core_vnni"), (7, "avx512_core_vnni"), (8, "avx512_core_amx"),
+                        (512, "avx512_core_amx")):
+            p = dnnq.MatMul(MemoryDesc((M, 64), "u8"), MemoryDesc((64, 64), "s8"),
+                            MemoryDesc((M, 64), "s32"))
+            assert p.impl_info == f"{impl}:blocked"
+    finally:
+        dnnq.set_max_cpu_isa(previous)
 
 
 @needs_onednn

@@ -4,8 +4,11 @@ int8 binary add with source scales, plus sum / concat / softmax / eltwise.  1 an
 
 `time_*` are asv timings of one execute (destination preallocated); `track_gbps` reports the
 bytes a kernel must move (inputs read once + output written once) per second, which is what
-the bandwidth target of the issue is stated in; `track_exact` is a numpy guard (1 = bit-exact).
+the bandwidth target of the issue is stated in; `track_bandwidth_fraction` divides it by the
+machine's bandwidth measured in the same process (a copy of the same bytes, `copy_gbps`);
+`track_exact` is a numpy guard (1 = bit-exact).
 """
+import threading
 import time
 
 import numpy as np
@@ -25,6 +28,27 @@ def _gbps(fn, nbytes, seconds=0.2):
         fn()
         n += 1
     return nbytes * n / (time.perf_counter() - t0) / 1e9
+
+
+def copy_gbps(nbytes, threads, seconds=0.2):
+    """The machine's bandwidth for a working set of ``nbytes`` moved (half read, half written):
+    numpy copies of nbytes / 2 bytes, split over ``threads`` Python threads (numpy's copy
+    releases the GIL), counted like the kernels' figures (read once + written once)."""
+    a = np.ones(nbytes // 2, np.uint8)
+    b = np.empty_like(a)
+    parts = np.array_split(np.arange(a.size), threads)
+    bounds = [(p[0], p[-1] + 1) for p in parts if p.size]
+
+    def copy():
+        ts = [threading.Thread(target=np.copyto, args=(b[lo:hi], a[lo:hi]))
+              for lo, hi in bounds[1:]]
+        for t in ts:
+            t.start()
+        lo, hi = bounds[0]
+        np.copyto(b[lo:hi], a[lo:hi])
+        for t in ts:
+            t.join()
+    return _gbps(copy, 2 * a.nbytes, seconds)
 
 
 def _to_cl(x):
@@ -128,6 +152,16 @@ class Toolkit:
         return _gbps(lambda: self.p.execute(self.args), self.nbytes)
 
     track_gbps.unit = "GB/s"
+
+    def track_bandwidth_fraction(self, case, threads):
+        """The case's GB/s over a same-size copy's, measured alternately (best of 3 each)."""
+        kern, copy = [], []
+        for _ in range(3):
+            kern.append(_gbps(lambda: self.p.execute(self.args), self.nbytes, 0.1))
+            copy.append(copy_gbps(self.nbytes, threads, 0.1))
+        return max(kern) / max(copy)
+
+    track_bandwidth_fraction.unit = "fraction of copy bandwidth"
 
     def track_exact(self, case, threads):
         """1 when the output equals the numpy model bit for bit."""

@@ -13,12 +13,13 @@ def cpu_features():
         "avx512f": bool(f.avx512f), "avx512bw": bool(f.avx512bw), "avx512vl": bool(f.avx512vl),
         "avx512dq": bool(f.avx512dq), "avx512_vnni": bool(f.avx512_vnni),
         "avx_vnni": bool(f.avx_vnni), "os_saves_ymm": bool(f.os_ymm),
-        "os_saves_zmm": bool(f.os_zmm),
+        "os_saves_zmm": bool(f.os_zmm), "amx_tile": bool(f.amx_tile),
+        "amx_int8": bool(f.amx_int8), "os_grants_amx": bool(f.os_amx),
     }
 
 
 def best_isa_level():
-    """Highest ISA level (0 default .. 3 avx512_core_vnni) this CPU can run."""
+    """Highest ISA level (0 default .. 4 avx512_core_amx) this CPU can run."""
     cdef dnnq_cpu_features_t f
     dnnq_cpu_detect(&f)
     return dnnq_cpu_best_isa(&f)

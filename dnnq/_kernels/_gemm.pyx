@@ -13,7 +13,8 @@ from libc.string cimport memset
 from cython.parallel cimport prange
 
 from dnnq._kernels._kernels cimport (
-    DNNQ_NR, dnnq_gemm_args_t, dnnq_postop_t, dnnq_gemm_block_fn, dnnq_gemm_ukr_fn,
+    DNNQ_NR, DNNQ_ISA_AVX512_CORE_AMX, dnnq_gemm_args_t, dnnq_postop_t, dnnq_gemm_block_fn,
+    dnnq_gemm_ukr_fn,
     dnnq_gemm_block_for_isa, dnnq_gemm_ukr_for_isa, dnnq_gemm_mr_for_isa, dnnq_pack_b,
 )
 
@@ -36,7 +37,9 @@ cdef void* _ptr(object arr, bint writable=False) except NULL:
 
 def packed_size(int64_t K, int64_t N):
     """Bytes of the packed layout of a (K, N) s8 matrix."""
-    return ((N + DNNQ_NR - 1) // DNNQ_NR) * ((K + 3) // 4) * 4 * DNNQ_NR
+    # + 16 k-group rows of slack: the AMX kernel's last B tile of a panel reads up to 15 rows
+    # past it (they meet zero source bytes)
+    return ((N + DNNQ_NR - 1) // DNNQ_NR) * ((K + 3) // 4) * 4 * DNNQ_NR + 16 * 4 * DNNQ_NR
 
 
 def pack_weights_vnni(w):
@@ -49,7 +52,7 @@ def pack_weights_vnni(w):
         raise TypeError("pack_weights_vnni expects a 2-D int8 array")
     cdef int64_t K = w.shape[0], N = w.shape[1]
     cdef const int8_t[:, :] wv = w
-    packed = np.empty(packed_size(K, N), dtype=np.int8)
+    packed = np.zeros(packed_size(K, N), dtype=np.int8)  # the slack stays zero
     colsum = np.empty(N, dtype=np.int32)
     cdef int8_t[::1] pv = packed
     cdef int32_t[::1] cv = colsum
@@ -90,7 +93,7 @@ cdef class GemmPlan:
     cdef public int64_t batch, M, N, K, mc, n_mblocks
     cdef public int isa
     cdef public int64_t min_work_per_thread
-    cdef public bint swap_s8
+    cdef public bint swap_s8, signed_s8, m_outer
 
     def __cinit__(self):
         self.post = NULL
@@ -106,6 +109,10 @@ cdef class GemmPlan:
         memset(&self.g, 0, sizeof(dnnq_gemm_args_t))
         self.isa = isa
         self.swap_s8 = swap_s8
+        # AMX multiplies an s8 source as signed (tdpbssd); the VNNI levels cannot
+        self.signed_s8 = isa == DNNQ_ISA_AVX512_CORE_AMX
+        if swap_s8 and self.signed_s8:
+            raise ValueError("swap_s8 is for the VNNI levels, not AMX")
         self.block = dnnq_gemm_block_for_isa(isa)
         self.batch, self.M, self.N, self.K = batch, M, N, K
         self.g.M, self.g.N, self.g.K = M, N, K
@@ -116,6 +123,10 @@ cdef class GemmPlan:
         # row block: a few micro-tiles, so that small M still gives every thread work
         self.mc = mr * 8
         self.n_mblocks = (M + self.mc - 1) // self.mc
+        # AMX: row blocks outermost, so that a thread keeps its block of A in L2 while the
+        # weight panels stream past (at AMX speed the A traffic of panel-outer order saturates
+        # the shared cache); the VNNI kernels gain nothing from it
+        self.m_outer = isa == DNNQ_ISA_AVX512_CORE_AMX
         self.min_work_per_thread = 1 << 17
         # relu / linear only: the ISA's fused epilogue applies (where it has one)
         self.g.fast_epi = all(k == 1 and alg in (0, 6) for k, alg, _, _ in post_ops)
@@ -161,7 +172,8 @@ cdef class GemmPlan:
         g.a_sb, g.a_sm = a_sb, a_sm
         # s8 sources: the signed-operand kernels (weights packed as w + 128) where the ISA has
         # them, else a XOR to u8 per broadcast
-        g.a_xor = (1 if self.swap_s8 else 0x80808080) if s8_src else 0
+        g.a_xor = ((1 if self.swap_s8 else 2 if self.signed_s8 else 0x80808080) if s8_src
+                   else 0)
         g.b = <const int8_t*>_ptr(packed)
         g.b_sb = b_sb
         g.col_comp = <const int32_t*>_ptr(col_comp)
@@ -203,6 +215,7 @@ cdef class GemmPlan:
         cdef int64_t nitems = self.batch * npan * nmb
         cdef int64_t it, b, p, mb, m0
         cdef dnnq_gemm_block_fn fn = self.block
+        cdef bint m_outer = self.m_outer
         if nitems <= 0:
             return
         # small problems stay on one thread: a fork/join costs more than they do
@@ -212,8 +225,12 @@ cdef class GemmPlan:
         with nogil:
             for it in prange(nitems, schedule='static', num_threads=nthreads):
                 b = it // (npan * nmb)
-                p = (it // nmb) % npan
-                mb = it % nmb
+                if m_outer:
+                    mb = (it // npan) % nmb
+                    p = it % npan
+                else:
+                    p = (it // nmb) % npan
+                    mb = it % nmb
                 m0 = mb * mc
                 fn(g, b, m0, mc if M - m0 > mc else M - m0, p)
 

@@ -8,10 +8,11 @@ cdef extern from "dnnq_kernels.h" nogil:
         DNNQ_ISA_AVX2
         DNNQ_ISA_AVX2_VNNI
         DNNQ_ISA_AVX512_CORE_VNNI
+        DNNQ_ISA_AVX512_CORE_AMX
 
     ctypedef struct dnnq_cpu_features_t:
         int sse41, avx, avx2, fma, avx512f, avx512bw, avx512vl, avx512dq, avx512_vnni, avx_vnni
-        int os_ymm, os_zmm
+        int os_ymm, os_zmm, amx_tile, amx_int8, os_amx
 
     void dnnq_cpu_detect(dnnq_cpu_features_t *f)
     int dnnq_cpu_best_isa(const dnnq_cpu_features_t *f)

@@ -24,7 +24,7 @@ DEFAULT = ["--matmul", "1x768:768x768", "1x768:768x3072", "128x768:768x768",
            "128x768:768x3072", "512x768:768x768", "512x768:768x3072", "512x3072:3072x768",
            "32x512:512x2048"]
 _ONEDNN_ISA = {"default": "SSE41", "avx2": "AVX2", "avx2_vnni": "AVX2_VNNI",
-               "avx512_core_vnni": "AVX512_CORE_VNNI"}
+               "avx512_core_vnni": "AVX512_CORE_VNNI", "avx512_core_amx": "AVX512_CORE_AMX"}
 _DEFAULTS = {"dt": "u8:s8:s8", "attr-scales": "src:common:0.05+wei:per_oc+dst:common:0.5",
              "attr-zero-points": "", "attr-post-ops": "", "bia-dt": "f32", "mode": "P"}
 

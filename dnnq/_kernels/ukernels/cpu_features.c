@@ -5,6 +5,24 @@
 
 #if defined(__x86_64__) || defined(_M_X64)
 #include <cpuid.h>
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
+/* Linux hands out the AMX tile data state only to processes that ask for it (once, before
+ * the first tile instruction; without it they fault).  Returns 1 when granted. */
+static int request_amx_permission(void) {
+#if defined(__linux__) && defined(SYS_arch_prctl)
+    const long ARCH_GET_XCOMP_PERM = 0x1022, ARCH_REQ_XCOMP_PERM = 0x1023, XFEATURE_XTILEDATA = 18;
+    unsigned long bitmask = 0;
+    if (syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) != 0) return 0;
+    if (syscall(SYS_arch_prctl, ARCH_GET_XCOMP_PERM, &bitmask) != 0) return 0;
+    return (bitmask >> XFEATURE_XTILEDATA) & 1;
+#else
+    return 0;
+#endif
+}
 
 static uint64_t read_xcr0(void) {
     uint32_t eax, edx;
@@ -20,8 +38,9 @@ void dnnq_cpu_detect(dnnq_cpu_features_t *f) {
     f->sse41 = (c >> 19) & 1;
     f->avx = (c >> 28) & 1;
     f->fma = (c >> 12) & 1;
+    uint64_t xcr0 = 0;
     if (osxsave) {
-        uint64_t xcr0 = read_xcr0();
+        xcr0 = read_xcr0();
         f->os_ymm = (xcr0 & 0x6) == 0x6;           /* XMM and YMM state */
         f->os_zmm = f->os_ymm && (xcr0 & 0xE0) == 0xE0; /* opmask, ZMM_Hi256, Hi16_ZMM */
     }
@@ -39,10 +58,20 @@ void dnnq_cpu_detect(dnnq_cpu_features_t *f) {
             __cpuid_count(7, 1, a, b, c, d);
             f->avx_vnni = (a >> 4) & 1;
         }
+        __cpuid_count(7, 0, a, b, c, d);
+        f->amx_tile = (d >> 24) & 1;
+        f->amx_int8 = (d >> 25) & 1;
     }
     /* A feature the OS does not save the registers of is unusable. */
     if (!f->os_ymm) { f->avx = f->avx2 = f->fma = f->avx_vnni = 0; }
     if (!f->os_zmm) { f->avx512f = f->avx512bw = f->avx512vl = f->avx512dq = f->avx512_vnni = 0; }
+    /* XTILECFG and XTILEDATA (XCR0 bits 17, 18) enabled, and the permission granted */
+    if (f->amx_tile && f->amx_int8 && (xcr0 & 0x60000) == 0x60000) {
+        static int granted = -1;
+        if (granted < 0) granted = request_amx_permission();
+        f->os_amx = granted;
+    }
+    if (!f->os_amx) f->amx_tile = f->amx_int8 = 0;
 }
 #else
 void dnnq_cpu_detect(dnnq_cpu_features_t *f) { memset(f, 0, sizeof(*f)); }
@@ -50,7 +79,7 @@ void dnnq_cpu_detect(dnnq_cpu_features_t *f) { memset(f, 0, sizeof(*f)); }
 
 int dnnq_cpu_best_isa(const dnnq_cpu_features_t *f) {
     if (f->avx512f && f->avx512bw && f->avx512vl && f->avx512dq && f->avx512_vnni)
-        return DNNQ_ISA_AVX512_CORE_VNNI;
+        return f->amx_tile && f->amx_int8 ? DNNQ_ISA_AVX512_CORE_AMX : DNNQ_ISA_AVX512_CORE_VNNI;
     if (f->avx2 && f->fma && f->avx_vnni) return DNNQ_ISA_AVX2_VNNI;
     if (f->avx2 && f->fma) return DNNQ_ISA_AVX2;
     return DNNQ_ISA_DEFAULT;

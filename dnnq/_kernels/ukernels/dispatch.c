@@ -4,6 +4,7 @@
 dnnq_gemm_block_fn dnnq_gemm_block_for_isa(int isa) {
 #ifdef DNNQ_HAVE_X86_KERNELS
     switch (isa) {
+    case DNNQ_ISA_AVX512_CORE_AMX: return dnnq_gemm_block_amx;
     case DNNQ_ISA_AVX512_CORE_VNNI: return dnnq_gemm_block_avx512vnni;
     case DNNQ_ISA_AVX2_VNNI: return dnnq_gemm_block_avxvnni;
     case DNNQ_ISA_AVX2: return dnnq_gemm_block_avx2;
@@ -17,6 +18,7 @@ dnnq_gemm_block_fn dnnq_gemm_block_for_isa(int isa) {
 dnnq_gemm_ukr_fn dnnq_gemm_ukr_for_isa(int isa) {
 #ifdef DNNQ_HAVE_X86_KERNELS
     switch (isa) {
+    case DNNQ_ISA_AVX512_CORE_AMX: return dnnq_gemm_ukr_amx;
     case DNNQ_ISA_AVX512_CORE_VNNI: return dnnq_gemm_ukr_avx512vnni;
     case DNNQ_ISA_AVX2_VNNI: return dnnq_gemm_ukr_avxvnni;
     case DNNQ_ISA_AVX2: return dnnq_gemm_ukr_avx2;
@@ -30,6 +32,7 @@ dnnq_gemm_ukr_fn dnnq_gemm_ukr_for_isa(int isa) {
 int dnnq_gemm_mr_for_isa(int isa) {
 #ifdef DNNQ_HAVE_X86_KERNELS
     switch (isa) {
+    case DNNQ_ISA_AVX512_CORE_AMX: return dnnq_gemm_mr_amx();
     case DNNQ_ISA_AVX512_CORE_VNNI: return dnnq_gemm_mr_avx512vnni();
     case DNNQ_ISA_AVX2_VNNI: return dnnq_gemm_mr_avxvnni();
     case DNNQ_ISA_AVX2: return dnnq_gemm_mr_avx2();

@@ -16,14 +16,17 @@
  * u8 = w + 128 (kernels that define DNNQ_SWAP_FOLD: AVX-512, AVX-VNNI); 0x80808080 XORs the source
  * into u8 instead, 0 is a u8 source. */
 #define DNNQ_A_SWAP 1u
+/* a_xor value of an s8 source multiplied signed x signed (AMX tdpbssd): no +128, no fold */
+#define DNNQ_A_SIGNED 2u
 #define DNNQ_MR_MAX 8
 
 /* ---- CPU features and ISA levels ------------------------------------------------------- */
-enum { DNNQ_ISA_DEFAULT = 0, DNNQ_ISA_AVX2 = 1, DNNQ_ISA_AVX2_VNNI = 2, DNNQ_ISA_AVX512_CORE_VNNI = 3 };
+enum { DNNQ_ISA_DEFAULT = 0, DNNQ_ISA_AVX2 = 1, DNNQ_ISA_AVX2_VNNI = 2, DNNQ_ISA_AVX512_CORE_VNNI = 3,
+       DNNQ_ISA_AVX512_CORE_AMX = 4 };
 
 typedef struct {
     int sse41, avx, avx2, fma, avx512f, avx512bw, avx512vl, avx512dq, avx512_vnni, avx_vnni,
-        os_ymm, os_zmm;
+        os_ymm, os_zmm, amx_tile, amx_int8, os_amx;   /* os_amx: XTILEDATA saved and granted */
 } dnnq_cpu_features_t;
 
 void dnnq_cpu_detect(dnnq_cpu_features_t *f);
@@ -103,6 +106,7 @@ DNNQ_DECLARE_ISA(portable)
 DNNQ_DECLARE_ISA(avx2)
 DNNQ_DECLARE_ISA(avxvnni)
 DNNQ_DECLARE_ISA(avx512vnni)
+DNNQ_DECLARE_ISA(amx)
 
 dnnq_gemm_block_fn dnnq_gemm_block_for_isa(int isa);
 dnnq_gemm_ukr_fn dnnq_gemm_ukr_for_isa(int isa);

@@ -1,0 +1,203 @@
+/* The fused AVX-512 epilogue of the common case (see below), shared by the AVX512-VNNI and
+ * AMX GEMM kernels; included by gemm_avx512vnni.c and gemm_amx.c (AVX-512 flags). */
+#ifndef DNNQ_EPILOGUE_AVX512_H
+#define DNNQ_EPILOGUE_AVX512_H
+#include <immintrin.h>
+#include <math.h>
+#include "dnnq_kernels.h"
+#include "ukr_common.h"
+
+/* The fused epilogue of the common case, in AVX-512 on the stored tile: per-N (or common)
+ * compensation, scales, bias and dst zero point, relu / linear post-ops, any dst type.
+ * Operation for operation the same f32 arithmetic as dnnq_epilogue_row (gemm_impl.h), hence
+ * the same bits.  It is specialised on the dst type, the post-op chain and whether the dst
+ * scale and zero point are trivial; the per-column vectors are set up once per block (one
+ * column panel) by epi_prepare_avx512, and the four vectors of a row go through together.
+ * Two steps are done without a branch because they are exact no-ops when absent: adding a
+ * zero compensation, and adding a zero bias to f32(acc) * scale (the scales are positive,
+ * so that product is never -0.0). */
+typedef struct {
+    __m512i cc[4];
+    __m512 sc[4], bi[4], zp[4];
+    __mmask16 km[4];
+    __mmask64 km8;
+    int full, has_zp, flags, post, kind;
+    char *d0;       /* dst of (batch, row 0, column n0) */
+    int64_t ldd;    /* its row stride in bytes */
+} epi_consts_t;
+
+enum { EPI_NONE = 0, EPI_RELU0 = 1, EPI_CHAIN = 2 };
+enum { EPI_RAW = 4 }; /* after the DNNQ_DT_* codes: s32 accumulators stored as they are */
+/* variant flags, each dropping steps that are exact no-ops for the block: SIMPLE no dst scale
+ * or zero point; NOCC all compensations zero; NOCLAMP (8-bit dsts) every value is finite and
+ * below 2^30 in magnitude, where the saturating packs alone give the clamped result */
+enum { EPI_F_SIMPLE = 1, EPI_F_NOCC = 2, EPI_F_NOCLAMP = 4, EPI_F_GENERAL = 0 };
+
+DNNQ_ALWAYS_INLINE __m512 epi_post(const int POST, __m512 v, const dnnq_gemm_args_t *g) {
+    if (POST == EPI_RELU0) return _mm512_max_ps(v, _mm512_setzero_ps()); /* -0.0, NaN -> +0 */
+    if (POST == EPI_CHAIN) {
+        for (int i = 0; i < g->n_post; ++i) {
+            const dnnq_postop_t *po = &g->post[i];
+            if (po->alg == DNNQ_ELT_RELU) {
+                if (po->alpha == 0.0f) v = _mm512_max_ps(v, _mm512_setzero_ps());
+                else v = _mm512_mask_mov_ps(_mm512_mul_ps(v, _mm512_set1_ps(po->alpha)),
+                                            _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_GT_OQ), v);
+            } else { /* linear, fused as oneDNN does */
+                v = _mm512_fmadd_ps(_mm512_set1_ps(po->alpha), v, _mm512_set1_ps(po->beta));
+            }
+        }
+    }
+    return v;
+}
+
+/* one vector of 16 columns up to the conversion: the f32 value, clamped for integer dsts.
+ * vminps / vmaxps return their second operand when the first is NaN, and vcvtps2dq turns
+ * anything below -2^31 into INT_MIN, which the saturating packs send to the bottom: so NaN
+ * goes to +127 (s8) / 2147483520 (s32) / 0 (u8) -- what oneDNN's matmul stores -- with one
+ * clamp for s8, no NaN test. */
+DNNQ_ALWAYS_INLINE __m512 epi_value(const int DT, const int POST, const int F,
+                                    const dnnq_gemm_args_t *g, const epi_consts_t *k, __m512i ai,
+                                    int j) {
+    if (!(F & EPI_F_NOCC)) ai = _mm512_add_epi32(ai, k->cc[j]);
+    __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(ai), k->sc[j]);
+    v = _mm512_add_ps(v, k->bi[j]);
+    v = epi_post(POST, v, g);
+    if (!(F & EPI_F_SIMPLE)) {
+        v = _mm512_mul_ps(v, _mm512_set1_ps(g->inv_dst_scale));
+        if (k->has_zp) v = _mm512_add_ps(v, k->zp[j]); /* no "+ 0": -0.0 stays for f32 */
+    }
+    if ((DT == DNNQ_DT_S8 || DT == DNNQ_DT_U8) && (F & EPI_F_NOCLAMP)) return v;
+    if (DT == DNNQ_DT_S8) return _mm512_min_ps(v, _mm512_set1_ps(127.0f));
+    if (DT == DNNQ_DT_U8)
+        return _mm512_min_ps(_mm512_max_ps(v, _mm512_setzero_ps()), _mm512_set1_ps(255.0f));
+    if (DT == DNNQ_DT_S32)
+        return _mm512_max_ps(_mm512_min_ps(v, _mm512_set1_ps(2147483520.0f)),
+                             _mm512_set1_ps(-2147483648.0f));
+    return v;
+}
+
+DNNQ_ALWAYS_INLINE void epi_tile(const int DT, const int POST, const int F,
+                                 const dnnq_gemm_args_t *g, const epi_consts_t *k,
+                                 const int32_t *tile, int mr, char *d0) {
+    const int64_t ldd = k->ldd;
+    for (int r = 0; r < mr; ++r) {
+        const int32_t *t = tile + r * DNNQ_NR;
+        char *o = d0 + r * ldd;
+        if (DT == EPI_RAW || DT == DNNQ_DT_F32 || DT == DNNQ_DT_S32) {
+            for (int j = 0; j < 4; ++j) {
+                const __m512i ai = _mm512_load_si512((const void *)(t + 16 * j));
+                __m512i q;
+                if (DT == EPI_RAW) q = _mm512_add_epi32(ai, k->cc[j]);
+                else if (DT == DNNQ_DT_F32)
+                    q = _mm512_castps_si512(epi_value(DT, POST, F, g, k, ai, j));
+                else q = _mm512_cvtps_epi32(epi_value(DT, POST, F, g, k, ai, j));
+                if (k->full) _mm512_storeu_si512(o + 64 * j, q);
+                else _mm512_mask_storeu_epi32(o + 64 * j, k->km[j], q);
+            }
+            continue;
+        }
+        /* 8-bit: the 4 vectors packed s32 -> s16 -> s8/u8 with saturation (each 128-bit lane
+         * then holds 4 columns of each vector), put back in order by one vpermd, one store */
+        __m512i q[4];
+        for (int j = 0; j < 4; ++j)
+            q[j] = _mm512_cvtps_epi32(
+                epi_value(DT, POST, F, g, k, _mm512_load_si512((const void *)(t + 16 * j)), j));
+        const __m512i w01 = _mm512_packs_epi32(q[0], q[1]), w23 = _mm512_packs_epi32(q[2], q[3]);
+        __m512i bytes = DT == DNNQ_DT_S8 ? _mm512_packs_epi16(w01, w23) : _mm512_packus_epi16(w01, w23);
+        bytes = _mm512_permutexvar_epi32(
+            _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), bytes);
+        if (k->full) _mm512_storeu_si512(o, bytes);
+        else _mm512_mask_storeu_epi8(o, k->km8, bytes);
+    }
+}
+
+/* Once per block (batch b, the 64 columns from n0): the per-column vectors and the variant. */
+static void epi_prepare_avx512(const dnnq_gemm_args_t *g, int64_t b, int64_t n0, int nc,
+                               epi_consts_t *k) {
+    const float ss = g->src_scale;
+    const int dt = g->dst_dt;
+    for (int j = 0; j < 4; ++j) {
+        const int left = nc - 16 * j;
+        const __mmask16 km = left >= 16 ? (__mmask16)0xFFFF : (left <= 0 ? 0 : (__mmask16)((1u << left) - 1));
+        k->km[j] = km;
+        k->cc[j] = _mm512_maskz_loadu_epi32(km, g->col_comp + b * g->c_sb + n0 + 16 * j);
+        k->sc[j] = g->scale_sn ? _mm512_mul_ps(_mm512_set1_ps(ss),
+                                               _mm512_maskz_loadu_ps(km, g->scale + n0 + 16 * j))
+                               : _mm512_set1_ps(ss * g->scale[0]);
+        k->bi[j] = !g->bias ? _mm512_setzero_ps()
+                   : g->bias_sn ? _mm512_maskz_loadu_ps(km, g->bias + n0 + 16 * j)
+                                : _mm512_set1_ps(g->bias[0]);
+        k->zp[j] = !g->dst_zp ? _mm512_setzero_ps()
+                   : g->dst_zp_sn
+                       ? _mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(km, g->dst_zp + n0 + 16 * j))
+                       : _mm512_set1_ps((float)g->dst_zp[0]);
+    }
+    k->full = nc == DNNQ_NR;
+    k->km8 = nc >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << nc) - 1);
+    k->has_zp = g->dst_zp != NULL;
+    k->post = g->n_post == 0 ? EPI_NONE
+              : (g->n_post == 1 && g->post[0].alg == DNNQ_ELT_RELU && g->post[0].alpha == 0.0f)
+                  ? EPI_RELU0 : EPI_CHAIN;
+    k->flags = 0;
+    if (!k->has_zp && g->inv_dst_scale == 1.0f) k->flags |= EPI_F_SIMPLE;
+    __mmask16 ccnz = 0;
+    for (int j = 0; j < 4; ++j) ccnz |= _mm512_test_epi32_mask(k->cc[j], k->cc[j]);
+    if (!ccnz) k->flags |= EPI_F_NOCC;
+    if (k->post != EPI_CHAIN) {
+        /* |f32(acc) * scale + bias| <= max scale * 2^31 + max |bias| (relu only shrinks it),
+         * then times |1 / dst scale| plus |zp|; NaN or inf anywhere fails the test */
+        __m512 ms = _mm512_setzero_ps(), mb = ms, mz = ms;
+        for (int j = 0; j < 4; ++j) {
+            ms = _mm512_max_ps(ms, k->sc[j]);
+            mb = _mm512_max_ps(mb, _mm512_abs_ps(k->bi[j]));
+            mz = _mm512_max_ps(mz, _mm512_abs_ps(k->zp[j]));
+        }
+        const float bound = (_mm512_reduce_max_ps(ms) * 2147483648.0f + _mm512_reduce_max_ps(mb))
+                            * fabsf(g->inv_dst_scale) + _mm512_reduce_max_ps(mz);
+        if (bound < 1073741824.0f) k->flags |= EPI_F_NOCLAMP;
+    }
+    k->kind = g->raw_s32 ? EPI_RAW : dt;
+    const int esz = dt == DNNQ_DT_S8 || dt == DNNQ_DT_U8 ? 1 : 4;
+    k->d0 = (char *)g->dst + (b * g->d_sb + n0) * esz;
+    k->ldd = g->d_sm * esz;
+}
+
+static void fast_epilogue_avx512(const dnnq_gemm_args_t *g, const epi_consts_t *k, int64_t m,
+                                 int mr, const int32_t *tile) {
+    char *d0 = k->d0 + m * k->ldd;
+    /* every variant of the hot 8-bit case; the general one (all steps) for the rest */
+#define EPI_8BIT(D, P)                                                                            \
+    switch (k->flags) {                                                                           \
+    case 0: epi_tile(D, P, 0, g, k, tile, mr, d0); break;                                         \
+    case 1: epi_tile(D, P, 1, g, k, tile, mr, d0); break;                                         \
+    case 2: epi_tile(D, P, 2, g, k, tile, mr, d0); break;                                         \
+    case 3: epi_tile(D, P, 3, g, k, tile, mr, d0); break;                                         \
+    case 4: epi_tile(D, P, 4, g, k, tile, mr, d0); break;                                         \
+    case 5: epi_tile(D, P, 5, g, k, tile, mr, d0); break;                                         \
+    case 6: epi_tile(D, P, 6, g, k, tile, mr, d0); break;                                         \
+    default: epi_tile(D, P, 7, g, k, tile, mr, d0); break;                                        \
+    }
+#define EPI_CASE(D)                                                                               \
+    case D:                                                                                       \
+        if (k->post == EPI_NONE) { EPI_8BIT(D, EPI_NONE) }                                        \
+        else if (k->post == EPI_RELU0) { EPI_8BIT(D, EPI_RELU0) }                                 \
+        else epi_tile(D, EPI_CHAIN, EPI_F_GENERAL, g, k, tile, mr, d0);                           \
+        break;
+#define EPI_WIDE(D)                                                                               \
+    case D:                                                                                       \
+        if (k->post == EPI_NONE) epi_tile(D, EPI_NONE, EPI_F_GENERAL, g, k, tile, mr, d0);        \
+        else if (k->post == EPI_RELU0) epi_tile(D, EPI_RELU0, EPI_F_GENERAL, g, k, tile, mr, d0); \
+        else epi_tile(D, EPI_CHAIN, EPI_F_GENERAL, g, k, tile, mr, d0);                           \
+        break;
+    switch (k->kind) {
+    EPI_WIDE(DNNQ_DT_F32) EPI_WIDE(DNNQ_DT_S32) EPI_CASE(DNNQ_DT_S8) EPI_CASE(DNNQ_DT_U8)
+    case EPI_RAW: epi_tile(EPI_RAW, EPI_NONE, EPI_F_GENERAL, g, k, tile, mr, d0); break;
+    }
+#undef EPI_WIDE
+#undef EPI_CASE
+#undef EPI_8BIT
+}
+#define DNNQ_FAST_EPILOGUE fast_epilogue_avx512
+#define DNNQ_EPI_PREPARE epi_prepare_avx512
+typedef epi_consts_t dnnq_epi_consts_t;
+#endif

@@ -1,0 +1,191 @@
+/* AMX-INT8 micro-kernel: up to 32 rows x 64 columns, as two 32-column halves of 2 x 2 tiles of
+ * 16 x 16 s32 (tdpbusd for u8 sources, tdpbssd for s8 ones: no +128 shift, no compensation).
+ * Compiled with -mamx-tile -mamx-int8 and the AVX-512 flags (for the shared epilogue), called
+ * only when the CPU has AMX-INT8 and the OS granted the tile state (cpu_features.c).
+ *
+ * Tiles (over 16 rows; up to 16 rows see amx_wide): 0-3 accumulators (rows 0-15 / 16-31 x
+ * columns 0-15 / 16-31 of the half), 4-5 A (the
+ * two row blocks, 64 bytes of k), 6-7 B (16 k groups x 16 columns x 4 k).  A B tile is read
+ * straight from the packed panel: its 16 columns are 64 bytes of every 256-byte k-group row,
+ * hence a stride of 256.  The tile rows are configured to the rows present, so A tiles of a
+ * short tile never read past the last row; only the block holding the K tail (and every block
+ * of a source XOR-ed to u8) goes through a zero-padded copy.  The last B tile of a panel may
+ * read up to 15 k-group rows past it (into the next panel or the slack that packed_size adds):
+ * they meet the zero padding of the A copy. */
+#include <immintrin.h>
+#include <string.h>
+#include "dnnq_kernels.h"
+#include "ukr_common.h"
+
+#define DNNQ_ISA amx
+#define DNNQ_MR 32
+
+/* gcc's tile intrinsics paste their tile argument into the instruction text: it must be a
+ * literal number by then, so the names are macros and the calls go through one more macro
+ * level (which expands them) */
+#define T_C00 0
+#define T_C01 1
+#define T_C10 2
+#define T_C11 3
+#define T_A0 4
+#define T_A1 5
+#define T_B0 6
+#define T_B1 7
+#define TILE_ZERO(t) _tile_zero(t)
+#define TILE_LOAD(t, p, s) _tile_loadd(t, p, s)
+#define TILE_STORE(t, p, s) _tile_stored(t, p, s)
+#define TILE_DPBSSD(c, a, b) _tile_dpbssd(c, a, b)
+#define TILE_DPBUSD(c, a, b) _tile_dpbusd(c, a, b)
+
+typedef struct {
+    uint8_t palette_id, start_row, reserved[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+} __attribute__((aligned(64))) amx_tilecfg_t;
+
+/* Tile shapes for a tile of rows0 (1..16) + rows1 (0..16) rows; tiles of 0 rows stay unused. */
+static void amx_configure(int rows0, int rows1) {
+    amx_tilecfg_t cfg;
+    memset(&cfg, 0, sizeof(cfg));
+    cfg.palette_id = 1;
+    const int rows[8] = {rows0, rows0, rows1, rows1, rows0, rows1, 16, 16};
+    for (int t = 0; t < 8; ++t) {
+        cfg.rows[t] = (uint8_t)rows[t];
+        cfg.colsb[t] = rows[t] ? 64 : 0;
+    }
+    _tile_loadconfig(&cfg);
+}
+
+/* The wide layout (amx_wide): accumulators 0-3 and A 4 of `rows` rows, B 5-7 of 16. */
+static void amx_configure_wide(int rows) {
+    amx_tilecfg_t cfg;
+    memset(&cfg, 0, sizeof(cfg));
+    cfg.palette_id = 1;
+    for (int t = 0; t < 8; ++t) {
+        cfg.rows[t] = (uint8_t)(t < 5 ? rows : 16);
+        cfg.colsb[t] = 64;
+    }
+    _tile_loadconfig(&cfg);
+}
+
+/* rows [0, mr) of A, bytes k0 .. k0 + kn - 1 (kn <= 64), XOR-ed with x, zero-padded to 64 */
+static void amx_stage_a(uint8_t *buf, const uint8_t *a, int64_t lda, int mr, int64_t k0,
+                        int64_t kn, uint8_t x) {
+    const __mmask64 km = kn >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << kn) - 1);
+    const __m512i vx = _mm512_set1_epi8((char)x);
+    for (int r = 0; r < mr; ++r) {
+        const __m512i v = _mm512_maskz_loadu_epi8(km, a + r * lda + k0);
+        _mm512_store_si512((void *)(buf + 64 * r), _mm512_maskz_mov_epi8(km, _mm512_xor_si512(v, vx)));
+    }
+}
+
+#define AMX_DP(c, a, b)                                                                           \
+    do {                                                                                          \
+        if (SIGNED) TILE_DPBSSD(c, a, b);                                                         \
+        else TILE_DPBUSD(c, a, b);                                                                \
+    } while (0)
+
+/* Columns 32h .. 32h + 31 of the tile (TWO: 2 row blocks). */
+DNNQ_ALWAYS_INLINE void amx_half(const int SIGNED, const int TWO, int64_t K, const uint8_t *a,
+                                 int64_t lda, int mr, uint8_t x, const int8_t *bp, int h,
+                                 int32_t *c, uint8_t *abuf) {
+    TILE_ZERO(T_C00);
+    TILE_ZERO(T_C01);
+    if (TWO) {
+        TILE_ZERO(T_C10);
+        TILE_ZERO(T_C11);
+    }
+    const int64_t nkb = (K + 63) / 64, ndirect = x ? 0 : K / 64;
+    for (int64_t kb = 0; kb < nkb; ++kb) {
+        const int64_t k0 = kb * 64;
+        if (kb < ndirect) {
+            TILE_LOAD(T_A0, a + k0, lda);
+            if (TWO) TILE_LOAD(T_A1, a + 16 * lda + k0, lda);
+        } else {
+            amx_stage_a(abuf, a, lda, mr, k0, K - k0 < 64 ? K - k0 : 64, x);
+            TILE_LOAD(T_A0, abuf, 64);
+            if (TWO) TILE_LOAD(T_A1, abuf + 16 * 64, 64);
+        }
+        /* k groups k0/4 .. k0/4 + 15 of the panel (256 bytes each), columns 32h.. and 32h+16.. */
+        const int8_t *bk = bp + k0 * DNNQ_NR + 128 * h;
+        TILE_LOAD(T_B0, bk, 4 * DNNQ_NR);
+        TILE_LOAD(T_B1, bk + 64, 4 * DNNQ_NR);
+        AMX_DP(T_C00, T_A0, T_B0);
+        AMX_DP(T_C01, T_A0, T_B1);
+        if (TWO) {
+            AMX_DP(T_C10, T_A1, T_B0);
+            AMX_DP(T_C11, T_A1, T_B1);
+        }
+    }
+    TILE_STORE(T_C00, c + 32 * h, 4 * DNNQ_NR);
+    TILE_STORE(T_C01, c + 32 * h + 16, 4 * DNNQ_NR);
+    if (TWO) {
+        TILE_STORE(T_C10, c + 16 * DNNQ_NR + 32 * h, 4 * DNNQ_NR);
+        TILE_STORE(T_C11, c + 16 * DNNQ_NR + 32 * h + 16, 4 * DNNQ_NR);
+    }
+}
+
+/* Up to 16 rows, all 64 columns in one pass over K (the 4 accumulators are tiles 0-3, the B
+ * tiles 5-7 in turn): each 256-byte k-group row of the panel is read once, which is what the
+ * bandwidth-bound small-M case needs. */
+DNNQ_ALWAYS_INLINE void amx_wide(const int SIGNED, int64_t K, const uint8_t *a, int64_t lda,
+                                 int mr, uint8_t x, const int8_t *bp, int32_t *c, uint8_t *abuf) {
+    TILE_ZERO(0);
+    TILE_ZERO(1);
+    TILE_ZERO(2);
+    TILE_ZERO(3);
+    const int64_t nkb = (K + 63) / 64, ndirect = x ? 0 : K / 64;
+    for (int64_t kb = 0; kb < nkb; ++kb) {
+        const int64_t k0 = kb * 64;
+        if (kb < ndirect) {
+            TILE_LOAD(4, a + k0, lda);
+        } else {
+            amx_stage_a(abuf, a, lda, mr, k0, K - k0 < 64 ? K - k0 : 64, x);
+            TILE_LOAD(4, abuf, 64);
+        }
+        const int8_t *bk = bp + k0 * DNNQ_NR;
+        TILE_LOAD(5, bk, 4 * DNNQ_NR);
+        TILE_LOAD(6, bk + 64, 4 * DNNQ_NR);
+        TILE_LOAD(7, bk + 128, 4 * DNNQ_NR);
+        AMX_DP(0, 4, 5);
+        AMX_DP(1, 4, 6);
+        AMX_DP(2, 4, 7);
+        TILE_LOAD(5, bk + 192, 4 * DNNQ_NR);
+        AMX_DP(3, 4, 5);
+    }
+    TILE_STORE(0, c, 4 * DNNQ_NR);
+    TILE_STORE(1, c + 16, 4 * DNNQ_NR);
+    TILE_STORE(2, c + 32, 4 * DNNQ_NR);
+    TILE_STORE(3, c + 48, 4 * DNNQ_NR);
+}
+
+/* a_xor: 0 u8 source; DNNQ_A_SIGNED s8 source (tdpbssd); 0x80808080 s8 source to be taken as
+ * u8 = s8 + 128 (the caller compensates), done on the staged copy.  (DNNQ_A_SWAP is never
+ * chosen for this ISA: GemmPlan uses DNNQ_A_SIGNED instead.) */
+static void dnnq_ukr(int mr, int64_t K, const uint8_t *a, int64_t lda, uint32_t a_xor,
+                     const int8_t *bp, int32_t *c) {
+    uint8_t abuf[DNNQ_MR * 64] __attribute__((aligned(64)));
+    const int two = mr > 16;
+    const uint8_t x = a_xor == 0x80808080u ? 0x80 : 0;
+    if (!two) {
+        amx_configure_wide(mr);
+        if (a_xor == DNNQ_A_SIGNED) amx_wide(1, K, a, lda, mr, 0, bp, c, abuf);
+        else amx_wide(0, K, a, lda, mr, x, bp, c, abuf);
+        _tile_release();
+        return;
+    }
+    amx_configure(16, mr - 16);
+    for (int h = 0; h < 2; ++h) {
+        if (a_xor == DNNQ_A_SIGNED) {
+            if (two) amx_half(1, 1, K, a, lda, mr, 0, bp, h, c, abuf);
+            else amx_half(1, 0, K, a, lda, mr, 0, bp, h, c, abuf);
+        } else {
+            if (two) amx_half(0, 1, K, a, lda, mr, x, bp, h, c, abuf);
+            else amx_half(0, 0, K, a, lda, mr, x, bp, h, c, abuf);
+        }
+    }
+    _tile_release();
+}
+
+#include "epilogue_avx512.h"
+#include "gemm_impl.h"
