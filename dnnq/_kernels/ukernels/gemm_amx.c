@@ -43,8 +43,24 @@ typedef struct {
     uint8_t rows[16];
 } __attribute__((aligned(64))) amx_tilecfg_t;
 
+/* The tile configuration loaded on this thread (0: none): tiles of the same shape follow one
+ * another within a block, and ldtilecfg is not free.  The block driver releases the tiles at
+ * its end (DNNQ_BLOCK_END), so nothing else running on the thread ever finds them set. */
+static __thread int amx_loaded_cfg = 0;
+
+static void amx_release(void) {
+    if (amx_loaded_cfg) {
+        _tile_release();
+        amx_loaded_cfg = 0;
+    }
+}
+#define DNNQ_BLOCK_END amx_release
+
 /* Tile shapes for a tile of rows0 (1..16) + rows1 (0..16) rows; tiles of 0 rows stay unused. */
 static void amx_configure(int rows0, int rows1) {
+    const int id = 1 + rows0 * 32 + rows1;
+    if (amx_loaded_cfg == id) return;
+    amx_loaded_cfg = id;
     amx_tilecfg_t cfg;
     memset(&cfg, 0, sizeof(cfg));
     cfg.palette_id = 1;
@@ -58,6 +74,9 @@ static void amx_configure(int rows0, int rows1) {
 
 /* The wide layout (amx_wide): accumulators 0-3 and A 4 of `rows` rows, B 5-7 of 16. */
 static void amx_configure_wide(int rows) {
+    const int id = 1 + 32 * 32 + rows; /* distinct from every amx_configure id */
+    if (amx_loaded_cfg == id) return;
+    amx_loaded_cfg = id;
     amx_tilecfg_t cfg;
     memset(&cfg, 0, sizeof(cfg));
     cfg.palette_id = 1;
@@ -85,26 +104,24 @@ static void amx_stage_a(uint8_t *buf, const uint8_t *a, int64_t lda, int mr, int
         else TILE_DPBUSD(c, a, b);                                                                \
     } while (0)
 
-/* Columns 32h .. 32h + 31 of the tile (TWO: 2 row blocks). */
-DNNQ_ALWAYS_INLINE void amx_half(const int SIGNED, const int TWO, int64_t K, const uint8_t *a,
+/* Columns 32h .. 32h + 31 of a tile of 17 to 32 rows (two row blocks). */
+DNNQ_ALWAYS_INLINE void amx_half(const int SIGNED, int64_t K, const uint8_t *a,
                                  int64_t lda, int mr, uint8_t x, const int8_t *bp, int h,
                                  int32_t *c, uint8_t *abuf) {
     TILE_ZERO(T_C00);
     TILE_ZERO(T_C01);
-    if (TWO) {
-        TILE_ZERO(T_C10);
-        TILE_ZERO(T_C11);
-    }
+    TILE_ZERO(T_C10);
+    TILE_ZERO(T_C11);
     const int64_t nkb = (K + 63) / 64, ndirect = x ? 0 : K / 64;
     for (int64_t kb = 0; kb < nkb; ++kb) {
         const int64_t k0 = kb * 64;
         if (kb < ndirect) {
             TILE_LOAD(T_A0, a + k0, lda);
-            if (TWO) TILE_LOAD(T_A1, a + 16 * lda + k0, lda);
+            TILE_LOAD(T_A1, a + 16 * lda + k0, lda);
         } else {
             amx_stage_a(abuf, a, lda, mr, k0, K - k0 < 64 ? K - k0 : 64, x);
             TILE_LOAD(T_A0, abuf, 64);
-            if (TWO) TILE_LOAD(T_A1, abuf + 16 * 64, 64);
+            TILE_LOAD(T_A1, abuf + 16 * 64, 64);
         }
         /* k groups k0/4 .. k0/4 + 15 of the panel (256 bytes each), columns 32h.. and 32h+16.. */
         const int8_t *bk = bp + k0 * DNNQ_NR + 128 * h;
@@ -112,17 +129,13 @@ DNNQ_ALWAYS_INLINE void amx_half(const int SIGNED, const int TWO, int64_t K, con
         TILE_LOAD(T_B1, bk + 64, 4 * DNNQ_NR);
         AMX_DP(T_C00, T_A0, T_B0);
         AMX_DP(T_C01, T_A0, T_B1);
-        if (TWO) {
-            AMX_DP(T_C10, T_A1, T_B0);
-            AMX_DP(T_C11, T_A1, T_B1);
-        }
+        AMX_DP(T_C10, T_A1, T_B0);
+        AMX_DP(T_C11, T_A1, T_B1);
     }
     TILE_STORE(T_C00, c + 32 * h, 4 * DNNQ_NR);
     TILE_STORE(T_C01, c + 32 * h + 16, 4 * DNNQ_NR);
-    if (TWO) {
-        TILE_STORE(T_C10, c + 16 * DNNQ_NR + 32 * h, 4 * DNNQ_NR);
-        TILE_STORE(T_C11, c + 16 * DNNQ_NR + 32 * h + 16, 4 * DNNQ_NR);
-    }
+    TILE_STORE(T_C10, c + 16 * DNNQ_NR + 32 * h, 4 * DNNQ_NR);
+    TILE_STORE(T_C11, c + 16 * DNNQ_NR + 32 * h + 16, 4 * DNNQ_NR);
 }
 
 /* Up to 16 rows, all 64 columns in one pass over K (the 4 accumulators are tiles 0-3, the B
@@ -171,20 +184,13 @@ static void dnnq_ukr(int mr, int64_t K, const uint8_t *a, int64_t lda, uint32_t 
         amx_configure_wide(mr);
         if (a_xor == DNNQ_A_SIGNED) amx_wide(1, K, a, lda, mr, 0, bp, c, abuf);
         else amx_wide(0, K, a, lda, mr, x, bp, c, abuf);
-        _tile_release();
         return;
     }
     amx_configure(16, mr - 16);
     for (int h = 0; h < 2; ++h) {
-        if (a_xor == DNNQ_A_SIGNED) {
-            if (two) amx_half(1, 1, K, a, lda, mr, 0, bp, h, c, abuf);
-            else amx_half(1, 0, K, a, lda, mr, 0, bp, h, c, abuf);
-        } else {
-            if (two) amx_half(0, 1, K, a, lda, mr, x, bp, h, c, abuf);
-            else amx_half(0, 0, K, a, lda, mr, x, bp, h, c, abuf);
-        }
+        if (a_xor == DNNQ_A_SIGNED) amx_half(1, K, a, lda, mr, 0, bp, h, c, abuf);
+        else amx_half(0, K, a, lda, mr, x, bp, h, c, abuf);
     }
-    _tile_release();
 }
 
 #include "epilogue_avx512.h"

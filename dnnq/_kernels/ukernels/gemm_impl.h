@@ -205,11 +205,17 @@ void DNNQ_FN(dnnq_gemm_block)(const dnnq_gemm_args_t *g, int64_t b, int64_t m0, 
         for (int r = 0; r < mr; ++r) dnnq_epilogue_row(g, b, m + r, n0, nc, tile + r * DNNQ_NR);
     }
     (void)fast;
+#ifdef DNNQ_BLOCK_END
+    DNNQ_BLOCK_END(); /* state the micro-kernel keeps between the tiles of a block (AMX) */
+#endif
 }
 
 void DNNQ_FN(dnnq_gemm_ukr)(int mr, int64_t K, const uint8_t *a, int64_t lda, uint32_t a_xor,
                             const int8_t *bp, int32_t *c) {
     dnnq_ukr(mr, K, a, lda, a_xor, bp, c);
+#ifdef DNNQ_BLOCK_END
+    DNNQ_BLOCK_END();
+#endif
 }
 
 int DNNQ_FN(dnnq_gemm_mr)(void) { return DNNQ_MR; }
