@@ -8,8 +8,8 @@ the bandwidth target of the issue is stated in; `track_bandwidth_fraction` divid
 machine's bandwidth measured in the same process (a copy of the same bytes, `copy_gbps`);
 `track_exact` is a numpy guard (1 = bit-exact).
 """
-import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -30,24 +30,25 @@ def _gbps(fn, nbytes, seconds=0.2):
     return nbytes * n / (time.perf_counter() - t0) / 1e9
 
 
+_POOL = {}
+
+
 def copy_gbps(nbytes, threads, seconds=0.2):
     """The machine's bandwidth for a working set of ``nbytes`` moved (half read, half written):
-    numpy copies of nbytes / 2 bytes, split over ``threads`` Python threads (numpy's copy
-    releases the GIL), counted like the kernels' figures (read once + written once)."""
+    numpy copies of nbytes / 2 bytes, split over ``threads`` threads of a pool started once
+    (numpy's copy releases the GIL), counted like the kernels' figures (read once + written
+    once)."""
     a = np.ones(nbytes // 2, np.uint8)
     b = np.empty_like(a)
-    parts = np.array_split(np.arange(a.size), threads)
-    bounds = [(p[0], p[-1] + 1) for p in parts if p.size]
+    edges = np.linspace(0, a.size, threads + 1).astype(int)
+    parts = [(b[lo:hi], a[lo:hi]) for lo, hi in zip(edges[:-1], edges[1:])]
+    if threads not in _POOL:
+        _POOL[threads] = ThreadPoolExecutor(max_workers=threads)
+    pool = _POOL[threads]
 
     def copy():
-        ts = [threading.Thread(target=np.copyto, args=(b[lo:hi], a[lo:hi]))
-              for lo, hi in bounds[1:]]
-        for t in ts:
-            t.start()
-        lo, hi = bounds[0]
-        np.copyto(b[lo:hi], a[lo:hi])
-        for t in ts:
-            t.join()
+        for f in [pool.submit(np.copyto, d, s) for d, s in parts]:
+            f.result()
     return _gbps(copy, 2 * a.nbytes, seconds)
 
 

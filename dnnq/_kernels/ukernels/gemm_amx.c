@@ -16,6 +16,7 @@
 #include <string.h>
 #include "dnnq_kernels.h"
 #include "ukr_common.h"
+#include "epilogue_avx512.h"
 
 #define DNNQ_ISA amx
 #define DNNQ_MR 32
@@ -104,10 +105,27 @@ static void amx_stage_a(uint8_t *buf, const uint8_t *a, int64_t lda, int mr, int
         else TILE_DPBUSD(c, a, b);                                                                \
     } while (0)
 
+/* The epilogue of the previous tile, run a few rows at a time between the tile instructions
+ * of the current one: the AVX-512 work then overlaps the AMX work instead of following it. */
+typedef struct {
+    const dnnq_gemm_args_t *g;
+    const dnnq_epi_consts_t *k;
+    const int32_t *tile;
+    int64_t m;
+    int mr, done, step;
+} amx_epi_job_t;
+
+DNNQ_ALWAYS_INLINE void amx_epi_step(amx_epi_job_t *j) {
+    if (!j || j->done >= j->mr) return;
+    const int n = j->mr - j->done < j->step ? j->mr - j->done : j->step;
+    fast_epilogue_avx512(j->g, j->k, j->m + j->done, n, j->tile + j->done * DNNQ_NR);
+    j->done += n;
+}
+
 /* Columns 32h .. 32h + 31 of a tile of 17 to 32 rows (two row blocks). */
 DNNQ_ALWAYS_INLINE void amx_half(const int SIGNED, int64_t K, const uint8_t *a,
                                  int64_t lda, int mr, uint8_t x, const int8_t *bp, int h,
-                                 int32_t *c, uint8_t *abuf) {
+                                 int32_t *c, uint8_t *abuf, amx_epi_job_t *job) {
     TILE_ZERO(T_C00);
     TILE_ZERO(T_C01);
     TILE_ZERO(T_C10);
@@ -131,6 +149,7 @@ DNNQ_ALWAYS_INLINE void amx_half(const int SIGNED, int64_t K, const uint8_t *a,
         AMX_DP(T_C01, T_A0, T_B1);
         AMX_DP(T_C10, T_A1, T_B0);
         AMX_DP(T_C11, T_A1, T_B1);
+        amx_epi_step(job);
     }
     TILE_STORE(T_C00, c + 32 * h, 4 * DNNQ_NR);
     TILE_STORE(T_C01, c + 32 * h + 16, 4 * DNNQ_NR);
@@ -142,7 +161,8 @@ DNNQ_ALWAYS_INLINE void amx_half(const int SIGNED, int64_t K, const uint8_t *a,
  * tiles 5-7 in turn): each 256-byte k-group row of the panel is read once, which is what the
  * bandwidth-bound small-M case needs. */
 DNNQ_ALWAYS_INLINE void amx_wide(const int SIGNED, int64_t K, const uint8_t *a, int64_t lda,
-                                 int mr, uint8_t x, const int8_t *bp, int32_t *c, uint8_t *abuf) {
+                                 int mr, uint8_t x, const int8_t *bp, int32_t *c, uint8_t *abuf,
+                                 amx_epi_job_t *job) {
     TILE_ZERO(0);
     TILE_ZERO(1);
     TILE_ZERO(2);
@@ -165,6 +185,7 @@ DNNQ_ALWAYS_INLINE void amx_wide(const int SIGNED, int64_t K, const uint8_t *a, 
         AMX_DP(2, 4, 7);
         TILE_LOAD(5, bk + 192, 4 * DNNQ_NR);
         AMX_DP(3, 4, 5);
+        amx_epi_step(job);
     }
     TILE_STORE(0, c, 4 * DNNQ_NR);
     TILE_STORE(1, c + 16, 4 * DNNQ_NR);
@@ -175,23 +196,42 @@ DNNQ_ALWAYS_INLINE void amx_wide(const int SIGNED, int64_t K, const uint8_t *a, 
 /* a_xor: 0 u8 source; DNNQ_A_SIGNED s8 source (tdpbssd); 0x80808080 s8 source to be taken as
  * u8 = s8 + 128 (the caller compensates), done on the staged copy.  (DNNQ_A_SWAP is never
  * chosen for this ISA: GemmPlan uses DNNQ_A_SIGNED instead.) */
-static void dnnq_ukr(int mr, int64_t K, const uint8_t *a, int64_t lda, uint32_t a_xor,
-                     const int8_t *bp, int32_t *c) {
+static void amx_ukr(int mr, int64_t K, const uint8_t *a, int64_t lda, uint32_t a_xor,
+                    const int8_t *bp, int32_t *c, amx_epi_job_t *job) {
     uint8_t abuf[DNNQ_MR * 64] __attribute__((aligned(64)));
-    const int two = mr > 16;
     const uint8_t x = a_xor == 0x80808080u ? 0x80 : 0;
-    if (!two) {
+    if (job) { /* spread the previous tile's rows over this tile's k blocks */
+        const int64_t iters = (mr > 16 ? 2 : 1) * ((K + 63) / 64);
+        job->step = (int)((job->mr + iters - 1) / iters);
+    }
+    if (mr <= 16) {
         amx_configure_wide(mr);
-        if (a_xor == DNNQ_A_SIGNED) amx_wide(1, K, a, lda, mr, 0, bp, c, abuf);
-        else amx_wide(0, K, a, lda, mr, x, bp, c, abuf);
-        return;
+        if (a_xor == DNNQ_A_SIGNED) amx_wide(1, K, a, lda, mr, 0, bp, c, abuf, job);
+        else amx_wide(0, K, a, lda, mr, x, bp, c, abuf, job);
+    } else {
+        amx_configure(16, mr - 16);
+        for (int h = 0; h < 2; ++h) {
+            if (a_xor == DNNQ_A_SIGNED) amx_half(1, K, a, lda, mr, 0, bp, h, c, abuf, job);
+            else amx_half(0, K, a, lda, mr, x, bp, h, c, abuf, job);
+        }
     }
-    amx_configure(16, mr - 16);
-    for (int h = 0; h < 2; ++h) {
-        if (a_xor == DNNQ_A_SIGNED) amx_half(1, K, a, lda, mr, 0, bp, h, c, abuf);
-        else amx_half(0, K, a, lda, mr, x, bp, h, c, abuf);
-    }
+    while (job && job->done < job->mr) amx_epi_step(job);
 }
 
-#include "epilogue_avx512.h"
+static void dnnq_ukr(int mr, int64_t K, const uint8_t *a, int64_t lda, uint32_t a_xor,
+                     const int8_t *bp, int32_t *c) {
+    amx_ukr(mr, K, a, lda, a_xor, bp, c, NULL);
+}
+
+/* The tile, with the fused epilogue of the previous one (rows [pm, pm + pmr), in ptile) woven
+ * into its k loop; see DNNQ_UKR_PIPELINED in gemm_impl.h. */
+static void amx_ukr_pipelined(int mr, int64_t K, const uint8_t *a, int64_t lda, uint32_t a_xor,
+                              const int8_t *bp, int32_t *c, const dnnq_gemm_args_t *g,
+                              const dnnq_epi_consts_t *k, int64_t pm, int pmr,
+                              const int32_t *ptile) {
+    amx_epi_job_t job = {g, k, ptile, pm, pmr, 0, 1};
+    amx_ukr(mr, K, a, lda, a_xor, bp, c, pmr > 0 ? &job : NULL);
+}
+#define DNNQ_UKR_PIPELINED amx_ukr_pipelined
+
 #include "gemm_impl.h"

@@ -189,6 +189,28 @@ void DNNQ_FN(dnnq_gemm_block)(const dnnq_gemm_args_t *g, int64_t b, int64_t m0, 
     /* rows split evenly over the tiles (32 rows: 5,5,6,5,5,6 rather than 6,6,6,6,6,2): a
      * short tile reuses each loaded B vector for fewer rows */
     const int64_t ntiles = (mc + DNNQ_MR - 1) / DNNQ_MR;
+#if defined(DNNQ_FAST_EPILOGUE) && defined(DNNQ_UKR_PIPELINED)
+    /* kernels that can run the previous tile's fused epilogue during the current tile (AMX:
+     * the AVX-512 epilogue then overlaps the tile instructions): two tile buffers in turn */
+    if (fast && g->a_xor != DNNQ_A_SWAP) {
+        int32_t tiles2[2][DNNQ_MR * DNNQ_NR] __attribute__((aligned(64)));
+        int64_t pm = 0;
+        int pmr = 0;
+        for (int64_t t = 0; t < ntiles; ++t) {
+            const int64_t m = m0 + (mc * t) / ntiles;
+            const int mr = (int)(m0 + (mc * (t + 1)) / ntiles - m);
+            DNNQ_UKR_PIPELINED(mr, g->K, abase + m * g->a_sm, g->a_sm, g->a_xor, bp, tiles2[t & 1],
+                               g, &epi, pm, pmr, tiles2[(t + 1) & 1]);
+            pm = m;
+            pmr = mr;
+        }
+        if (pmr) DNNQ_FAST_EPILOGUE(g, &epi, pm, pmr, tiles2[(ntiles - 1) & 1]);
+#ifdef DNNQ_BLOCK_END
+        DNNQ_BLOCK_END();
+#endif
+        return;
+    }
+#endif
     for (int64_t t = 0; t < ntiles; ++t) {
         const int64_t m = m0 + (mc * t) / ntiles;
         const int mr = (int)(m0 + (mc * (t + 1)) / ntiles - m);
