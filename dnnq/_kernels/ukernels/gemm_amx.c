@@ -133,20 +133,25 @@ DNNQ_ALWAYS_INLINE void amx_half(const int SIGNED, int64_t K, const uint8_t *a,
     const int64_t nkb = (K + 63) / 64, ndirect = x ? 0 : K / 64;
     for (int64_t kb = 0; kb < nkb; ++kb) {
         const int64_t k0 = kb * 64;
-        if (kb < ndirect) {
-            TILE_LOAD(T_A0, a + k0, lda);
-            TILE_LOAD(T_A1, a + 16 * lda + k0, lda);
-        } else {
-            amx_stage_a(abuf, a, lda, mr, k0, K - k0 < 64 ? K - k0 : 64, x);
-            TILE_LOAD(T_A0, abuf, 64);
-            TILE_LOAD(T_A1, abuf + 16 * 64, 64);
-        }
         /* k groups k0/4 .. k0/4 + 15 of the panel (256 bytes each), columns 32h.. and 32h+16.. */
         const int8_t *bk = bp + k0 * DNNQ_NR + 128 * h;
+        const uint8_t *a0 = a + k0, *a1 = a + 16 * lda + k0;
+        int64_t sa = lda;
+        if (kb >= ndirect) {
+            amx_stage_a(abuf, a, lda, mr, k0, K - k0 < 64 ? K - k0 : 64, x);
+            a0 = abuf;
+            a1 = abuf + 16 * 64;
+            sa = 64;
+        }
+        /* Tile registers are not renamed: a load waits until the products reading the tile it
+         * replaces are done.  Each load comes right before its first product, so the loads of
+         * this k block overlap the last products of the previous one. */
+        TILE_LOAD(T_A0, a0, sa);
         TILE_LOAD(T_B0, bk, 4 * DNNQ_NR);
-        TILE_LOAD(T_B1, bk + 64, 4 * DNNQ_NR);
         AMX_DP(T_C00, T_A0, T_B0);
+        TILE_LOAD(T_B1, bk + 64, 4 * DNNQ_NR);
         AMX_DP(T_C01, T_A0, T_B1);
+        TILE_LOAD(T_A1, a1, sa);
         AMX_DP(T_C10, T_A1, T_B0);
         AMX_DP(T_C11, T_A1, T_B1);
         amx_epi_step(job);
