@@ -309,3 +309,73 @@ class _threads:
 
     def __exit__(self, *exc):
         dnnq.set_num_threads(self.prev)
+
+
+# the fused single-pass average (x86 vector levels: windows of at most 16 taps, C >= 32):
+# power-of-two counts rounded in integers (1, 2, 4, 8, 16 taps; include-padding borders with
+# fewer taps than the count), others through f32 (3, 6, 9, 12, 15); C with vector tails
+# (AVX-512: 64, AVX2: 32 + 16 + the overlapped last 16) and below 32 (the separable path)
+FUSED_GEOMS = [
+    ((2, 64, 8, 8), 2, 2, 0, 0, 0),
+    ((1, 65, 7, 9), 2, 2, 0, 1, 1),
+    ((1, 100, 9, 9), 3, 2, 0, 1, 1),
+    ((1, 40, 6, 7), 3, 1, 0, 1, 1),
+    ((1, 33, 9, 10), 4, 4, 0, (3, 2), (1, 3)),
+    ((1, 130, 5, 6), (1, 2), (1, 2), 0, 0, (0, 1)),
+    ((1, 48, 5, 5), 1, 2, 0, 0, 0),
+    ((1, 96, 7, 8), (3, 5), (2, 3), (1, 0), (2, 1), (1, 2)),
+    ((1, 32, 4, 5, 6), 2, 2, 0, 1, 1),
+    ((1, 36, 4, 5, 6), (3, 2, 2), (1, 2, 2), (0, 1, 0), (1, 0, 1), (1, 1, 0)),
+    ((2, 50, 13), 3, 2, 1, 2, 2),
+    ((1, 17, 8, 8), 2, 2, 0, 0, 0),
+    ((1, 3, 9, 9), 3, 2, 0, 1, 1),
+]
+
+
+def _fused_inputs(rng, dt, shape):
+    lo, hi = (-128, 127) if dt == "s8" else (0, 255)
+    yield gen(rng, dt, shape)
+    yield np.full(shape, lo, NP[dt])
+    yield np.full(shape, hi, NP[dt])
+    yield rng.choice(np.array([lo, hi, lo + 1, hi - 1], NP[dt]), size=shape)  # extremes, ties
+    yield (rng.integers(0, 2, size=shape) * 2 + (0 if dt == "u8" else -1)).astype(NP[dt])
+
+
+@pytest.mark.parametrize("dt", ["s8", "u8"])
+@pytest.mark.parametrize("alg", ["avg_include_padding", "avg_exclude_padding"])
+def test_pooling_int8_fused_average_matches_model(isa, rng_seed, dt, alg):
+    rng = np.random.default_rng(rng_seed)
+    for geom in FUSED_GEOMS:
+        for x in _fused_inputs(rng, dt, geom[0]):
+            m = sat(model(x, alg, geom), dt)
+            out, _ = pool(to_cl(x), alg, geom, layout="cl")
+            assert np.array_equal(out, m), (isa, dt, alg, geom, int((out != m).sum()))
+
+
+@R.requires_onednn
+@pytest.mark.parametrize("dt", ["s8", "u8"])
+def test_pooling_int8_fused_average_matches_onednn(isa, rng_seed, dt):
+    rng = np.random.default_rng(rng_seed)
+    for geom in FUSED_GEOMS:
+        shape, k, s, d, pl, pr = geom
+        for x in _fused_inputs(rng, dt, shape):
+            x = to_cl(x)
+            for alg in ("avg_include_padding", "avg_exclude_padding"):
+                ref = R.pooling(x, alg, kernel=k, strides=s, dilation=d, padding_l=pl,
+                                padding_r=pr, channels_last=True)
+                out, _ = pool(x, alg, geom, layout="cl")
+                assert np.array_equal(out, ref), (isa, dt, alg, geom, int((out != ref).sum()))
+
+
+@pytest.mark.parametrize("alg", ["avg_include_padding", "avg_exclude_padding"])
+def test_pooling_int8_fused_average_threads(isa, rng_seed, alg):
+    """Work split mid-row (interior / border outputs of a row in different threads)."""
+    rng = np.random.default_rng(rng_seed)
+    geom = ((3, 70, 11, 13), 3, 2, 0, 1, 1)
+    for dt in ("s8", "u8"):
+        x = gen(rng, dt, geom[0])
+        m = sat(model(x, alg, geom), dt)
+        for nt in (1, 2, 3, 5):
+            with _threads(nt):
+                out, _ = pool(to_cl(x), alg, geom, layout="cl")
+            assert np.array_equal(out, m), (alg, dt, nt)
