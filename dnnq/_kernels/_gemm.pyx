@@ -213,7 +213,7 @@ cdef class GemmPlan:
     cdef void _launch(self, const dnnq_gemm_args_t* g, int nthreads):
         cdef int64_t nmb = self.n_mblocks, npan = g.n_panels, mc = self.mc, M = self.M
         cdef int64_t nitems = self.batch * npan * nmb
-        cdef int64_t it, b, p, mb, m0
+        cdef int64_t it
         cdef dnnq_gemm_block_fn fn = self.block
         cdef bint m_outer = self.m_outer
         if nitems <= 0:
@@ -222,17 +222,30 @@ cdef class GemmPlan:
         cdef int64_t work = self.batch * M * g.N * g.K
         if work < self.min_work_per_thread * 2 or nitems == 1:
             nthreads = 1
+        if nthreads == 1:
+            # no parallel region at all: even a one-thread OpenMP team costs microseconds
+            with nogil:
+                for it in range(nitems):
+                    _run_item(fn, g, it, npan, nmb, mc, M, m_outer)
+            return
         with nogil:
             for it in prange(nitems, schedule='static', num_threads=nthreads):
-                b = it // (npan * nmb)
-                if m_outer:
-                    mb = (it // npan) % nmb
-                    p = it % npan
-                else:
-                    p = (it // nmb) % npan
-                    mb = it % nmb
-                m0 = mb * mc
-                fn(g, b, m0, mc if M - m0 > mc else M - m0, p)
+                _run_item(fn, g, it, npan, nmb, mc, M, m_outer)
+
+
+cdef inline void _run_item(dnnq_gemm_block_fn fn, const dnnq_gemm_args_t* g, int64_t it,
+                           int64_t npan, int64_t nmb, int64_t mc, int64_t M,
+                           bint m_outer) noexcept nogil:
+    """Work item `it`: (batch, column panel, row block), row blocks outermost for AMX."""
+    cdef int64_t b = it // (npan * nmb), p, mb, m0
+    if m_outer:
+        mb = (it // npan) % nmb
+        p = it % npan
+    else:
+        p = (it // nmb) % npan
+        mb = it % nmb
+    m0 = mb * mc
+    fn(g, b, m0, mc if M - m0 > mc else M - m0, p)
 
 
 def all_finite_positive(const float[::1] x):
