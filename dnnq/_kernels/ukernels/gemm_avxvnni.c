@@ -46,6 +46,38 @@ DNNQ_ALWAYS_INLINE void strip_avxvnni(const int MR, const int XOR, int64_t K, co
     ACC_STORE(0) ACC_STORE(1) ACC_STORE(2) ACC_STORE(3) ACC_STORE(4) ACC_STORE(5)
 }
 
+/* One row (M = 1, batch-1 inference): all 64 columns at once, 8 independent ymm accumulators,
+ * so that the vpdpbusd latency does not bound the loop as it would with a strip's two. */
+DNNQ_ALWAYS_INLINE void row1_avxvnni(const int XOR, int64_t K, const uint8_t *a, const int8_t *bp,
+                                     int32_t *c) {
+    const __m256i vx = _mm256_set1_epi32((int)0x80808080);
+    __m256i c0 = _mm256_setzero_si256(), c1 = c0, c2 = c0, c3 = c0, c4 = c0, c5 = c0, c6 = c0,
+            c7 = c0;
+    const int64_t K4f = K / 4;
+    for (int64_t k4 = 0; k4 < K4f; ++k4) {
+        const int8_t *bk = bp + k4 * 4 * DNNQ_NR;
+        __m256i av = _mm256_set1_epi32((int)dnnq_load_a4(a, k4));
+        if (XOR == 1) av = _mm256_xor_si256(av, vx);
+        c0 = DPB(c0, av, _mm256_loadu_si256((const __m256i *)bk));
+        c1 = DPB(c1, av, _mm256_loadu_si256((const __m256i *)(bk + 32)));
+        c2 = DPB(c2, av, _mm256_loadu_si256((const __m256i *)(bk + 64)));
+        c3 = DPB(c3, av, _mm256_loadu_si256((const __m256i *)(bk + 96)));
+        c4 = DPB(c4, av, _mm256_loadu_si256((const __m256i *)(bk + 128)));
+        c5 = DPB(c5, av, _mm256_loadu_si256((const __m256i *)(bk + 160)));
+        c6 = DPB(c6, av, _mm256_loadu_si256((const __m256i *)(bk + 192)));
+        c7 = DPB(c7, av, _mm256_loadu_si256((const __m256i *)(bk + 224)));
+    }
+    /* packed bytes 32j.. of a k-group row are columns 8j .. 8j + 7 */
+    _mm256_storeu_si256((__m256i *)c, c0);
+    _mm256_storeu_si256((__m256i *)(c + 8), c1);
+    _mm256_storeu_si256((__m256i *)(c + 16), c2);
+    _mm256_storeu_si256((__m256i *)(c + 24), c3);
+    _mm256_storeu_si256((__m256i *)(c + 32), c4);
+    _mm256_storeu_si256((__m256i *)(c + 40), c5);
+    _mm256_storeu_si256((__m256i *)(c + 48), c6);
+    _mm256_storeu_si256((__m256i *)(c + 56), c7);
+}
+
 /* The K % 4 tail of one 16-column strip, added into the stored tile. */
 static void tail_avxvnni(int mr, uint32_t a_xor, int64_t K, const uint8_t *a, int64_t lda,
                          const int8_t *bp, int32_t *c) {
@@ -80,7 +112,14 @@ static void dnnq_ukr(int mr, int64_t K, const uint8_t *a, int64_t lda, uint32_t 
         else if (a_xor) tile_avxvnni(m, 1, K, a, lda, bp, c);                                     \
         else tile_avxvnni(m, 0, K, a, lda, bp, c);                                                \
         break;
-    switch (mr) { DNNQ_CASE(1) DNNQ_CASE(2) DNNQ_CASE(3) DNNQ_CASE(4) DNNQ_CASE(5) DNNQ_CASE(6) }
+    switch (mr) {
+    case 1:
+        if (a_xor == DNNQ_A_SWAP) row1_avxvnni(2, K, a, bp, c);
+        else if (a_xor) row1_avxvnni(1, K, a, bp, c);
+        else row1_avxvnni(0, K, a, bp, c);
+        break;
+    DNNQ_CASE(2) DNNQ_CASE(3) DNNQ_CASE(4) DNNQ_CASE(5) DNNQ_CASE(6)
+    }
 #undef DNNQ_CASE
     if (K & 3)
         for (int s = 0; s < 4; ++s) tail_avxvnni(mr, a_xor, K, a, lda, bp + 64 * s, c + 16 * s);
