@@ -105,22 +105,22 @@ static void amx_stage_a(uint8_t *buf, const uint8_t *a, int64_t lda, int mr, int
         else TILE_DPBUSD(c, a, b);                                                                \
     } while (0)
 
-/* The epilogue of the previous tile, run between the tile instructions of the current one
- * (`step` rows per k block): the AVX-512 work then overlaps the AMX work instead of following
- * it. */
+/* The fused epilogue of the previous tile, run once, right after the first k block's products
+ * of the current tile are issued: the AVX-512 work then overlaps the tile unit's instead of
+ * following it (measured in C on 512x768x768: 216 -> 192 us; spreading it a row or two per
+ * k block gained less, 206 -> 210 us: the calls cost more than they hid). */
 typedef struct {
     const dnnq_gemm_args_t *g;
     const dnnq_epi_consts_t *k;
     const int32_t *tile;
     int64_t m;
-    int mr, done, step;
+    int mr, done;
 } amx_epi_job_t;
 
 DNNQ_ALWAYS_INLINE void amx_epi_step(amx_epi_job_t *j) {
-    if (!j || j->done >= j->mr) return;
-    const int n = j->mr - j->done < j->step ? j->mr - j->done : j->step;
-    fast_epilogue_avx512(j->g, j->k, j->m + j->done, n, j->tile + j->done * DNNQ_NR);
-    j->done += n;
+    if (!j || j->done) return;
+    fast_epilogue_avx512(j->g, j->k, j->m, j->mr, j->tile);
+    j->done = 1;
 }
 
 /* Columns 32h .. 32h + 31 of a tile of 17 to 32 rows (two row blocks). */
@@ -206,11 +206,6 @@ static void amx_ukr(int mr, int64_t K, const uint8_t *a, int64_t lda, uint32_t a
                     const int8_t *bp, int32_t *c, amx_epi_job_t *job) {
     uint8_t abuf[DNNQ_MR * 64] __attribute__((aligned(64)));
     const uint8_t x = a_xor == 0x80808080u ? 0x80 : 0;
-    /* the previous tile's whole epilogue right after the first k block's products are issued:
-     * it then runs while the tile unit works through them (measured in C on 512x768x768:
-     * 216 -> 192 us; spreading it a row or two per k block gained less, 206 -> 210 us, the
-     * calls cost more than they hid) */
-    if (job) job->step = job->mr;
     if (mr <= 16) {
         amx_configure_wide(mr);
         if (a_xor == DNNQ_A_SIGNED) amx_wide(1, K, a, lda, mr, 0, bp, c, abuf, job);
@@ -222,7 +217,7 @@ static void amx_ukr(int mr, int64_t K, const uint8_t *a, int64_t lda, uint32_t a
             else amx_half(0, K, a, lda, mr, x, bp, h, c, abuf, job);
         }
     }
-    while (job && job->done < job->mr) amx_epi_step(job);
+    amx_epi_step(job); /* K = 0: no k block ran it */
 }
 
 static void dnnq_ukr(int mr, int64_t K, const uint8_t *a, int64_t lda, uint32_t a_xor,
@@ -236,7 +231,7 @@ static void amx_ukr_pipelined(int mr, int64_t K, const uint8_t *a, int64_t lda, 
                               const int8_t *bp, int32_t *c, const dnnq_gemm_args_t *g,
                               const dnnq_epi_consts_t *k, int64_t pm, int pmr,
                               const int32_t *ptile) {
-    amx_epi_job_t job = {g, k, ptile, pm, pmr, 0, 1};
+    amx_epi_job_t job = {g, k, ptile, pm, pmr, 0};
     amx_ukr(mr, K, a, lda, a_xor, bp, c, pmr > 0 ? &job : NULL);
 }
 #define DNNQ_UKR_PIPELINED amx_ukr_pipelined
