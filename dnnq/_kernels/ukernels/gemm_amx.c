@@ -4,8 +4,8 @@
  * only when the CPU has AMX-INT8 and the OS granted the tile state (cpu_features.c).
  *
  * Tiles (over 16 rows; up to 16 rows see amx_wide): 0-3 accumulators (rows 0-15 / 16-31 x
- * columns 0-15 / 16-31 of the half), 4-5 A (the
- * two row blocks, 64 bytes of k), 6-7 B (16 k groups x 16 columns x 4 k).  A B tile is read
+ * columns 0-15 / 16-31 of the half), 4-5 A (the two row blocks, 64 bytes of k), 6-7 B (16 k
+ * groups x 16 columns x 4 k).  A B tile is read
  * straight from the packed panel: its 16 columns are 64 bytes of every 256-byte k-group row,
  * hence a stride of 256.  The tile rows are configured to the rows present, so A tiles of a
  * short tile never read past the last row; only the block holding the K tail (and every block
