@@ -1,5 +1,6 @@
-"""Small pieces every primitive module uses: readable argument names for messages and the
-creation-time check of a memory descriptor."""
+"""Small pieces every primitive module uses: readable argument names for messages, the
+execution-time check of the argument dict and the creation-time check of a memory
+descriptor."""
 import functools
 
 from dnnq import args as A
@@ -14,6 +15,21 @@ def arg_name(key):
         return A.name(key)
     except InvalidArguments:
         return repr(key)
+
+
+def check_known_args(prim, args, known):
+    """execute's args must be a dict whose every key this primitive uses (`known`)."""
+    if not isinstance(args, dict):
+        raise InvalidArguments(f"{prim}.execute: got {type(args).__name__}; expected a dict "
+                               "mapping DNNL_ARG_* ids to numpy arrays")
+    for key in args:
+        if key not in known:
+            hint = ""
+            if isinstance(key, int) and key & (A.DNNL_ARG_SCALE | A.DNNL_ARG_ATTR_ZERO_POINTS):
+                hint = " (the attribute sets no scales / zero-points mask for it)"
+            raise InvalidArguments(f"{prim}.execute: argument {arg_name(key)} is not used by "
+                                   f"this primitive{hint}; accepted: "
+                                   f"{', '.join(sorted(arg_name(k) for k in known))}")
 
 
 def check_md(prim, desc, name, dts=("f32", "s32", "s8", "u8"), ndims=None, optional=False,

@@ -242,21 +242,3 @@ class GemmCore:
                       dst_scale, dzp, dzp_sn,
                       dst, self.M * N, N, _dispatch.get_num_threads())
         return dst
-
-
-def check_known_args(prim, args, known):
-    if not isinstance(args, dict):
-        raise InvalidArguments(f"{prim}.execute: got {type(args).__name__}; expected a dict "
-                               "mapping DNNL_ARG_* ids to numpy arrays")
-    for key in args:
-        if key not in known:
-            try:
-                what = A.name(key)
-            except InvalidArguments:
-                what = repr(key)
-            hint = ""
-            if isinstance(key, int) and key & (A.DNNL_ARG_SCALE | A.DNNL_ARG_ATTR_ZERO_POINTS):
-                hint = " (the attribute sets no scales / zero-points mask for it)"
-            raise InvalidArguments(f"{prim}.execute: argument {what} is not used by this "
-                                   f"primitive{hint}; accepted: "
-                                   f"{', '.join(sorted(A.name(k) for k in known))}")

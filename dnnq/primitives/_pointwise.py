@@ -20,7 +20,7 @@ from dnnq import _dispatch, _verbose
 from dnnq.errors import InvalidArguments, Unimplemented
 from dnnq.post_ops import ELTWISE_ALGS, BINARY_ALGS
 from dnnq._kernels import _toolkit as _tk
-from dnnq.primitives._common import arg_name, check_md  # noqa: F401 (re-exported)
+from dnnq.primitives._common import arg_name, check_md, check_known_args  # noqa: F401 (re-exported)
 
 DT_CODE = {"f32": 0, "s32": 1, "s8": 2, "u8": 3}
 ISA_CODE = {name: i for i, name in enumerate(_dispatch.ISA_LEVELS)}
@@ -377,15 +377,6 @@ def fetch_post_op_inputs(prim, qa, args, arrays):
             arrays[name] = desc.check_array(args[key], arg_name(key))
 
 
-def check_args_dict(prim, args, known):
-    if not isinstance(args, dict):
-        raise InvalidArguments(f"{prim}.execute: got {type(args).__name__}; expected a dict "
-                               "mapping DNNL_ARG_* ids to numpy arrays")
-    for key in args:
-        if key not in known:
-            raise InvalidArguments(
-                f"{prim}.execute: argument {arg_name(key)} is not used by this primitive; "
-                f"accepted: {', '.join(sorted(arg_name(k) for k in known))}")
 
 
 def require(prim, args, key, what):

@@ -109,7 +109,7 @@ class Binary(pw.ToolkitPrimitive, metaclass=CachedPrimitive):
 
     def _execute(self, args):
         p, qa = "Binary", self._qa
-        pw.check_args_dict(p, args, self._known)
+        pw.check_known_args(p, args, self._known)
         arrays = {
             "src0": self.src0_desc.check_array(
                 pw.require(p, args, A.DNNL_ARG_SRC_0, "src0"), "src0"),

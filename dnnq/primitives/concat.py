@@ -97,7 +97,7 @@ class Concat(pw.ToolkitPrimitive, metaclass=CachedPrimitive):
 
     def _execute(self, args):
         p, qa = "Concat", self._qa
-        pw.check_args_dict(p, args, self._known)
+        pw.check_known_args(p, args, self._known)
         inputs = []
         for i, d in enumerate(self.src_descs):
             arg = A.DNNL_ARG_MULTIPLE_SRC + i

@@ -115,7 +115,7 @@ class Eltwise(pw.ToolkitPrimitive, metaclass=CachedPrimitive):
 
     def _execute(self, args):
         p, qa = "Eltwise", self._qa
-        pw.check_args_dict(p, args, self._known)
+        pw.check_known_args(p, args, self._known)
         arrays = {"src": self.src_desc.check_array(pw.require(p, args, A.DNNL_ARG_SRC, "src"),
                                                    "src")}
         ss = qa.scales(args, A.DNNL_ARG_SRC)

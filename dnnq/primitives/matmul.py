@@ -23,10 +23,9 @@ from dnnq._cache import CachedPrimitive
 from dnnq import masks as _masks
 from dnnq.errors import InvalidArguments
 from dnnq.primitives._plan import PackedGemmWeights, aligned_empty
-from dnnq.primitives._common import arg_name, check_md
-from dnnq.primitives._gemm_primitive import (GemmCore, check_known_args,
-                                             broadcast_strides, _KEY_SS, _KEY_WS, _KEY_DS, _ONE,
-                                             _KEY_ZS, _KEY_ZD)
+from dnnq.primitives._common import arg_name, check_md, check_known_args
+from dnnq.primitives._gemm_primitive import (GemmCore, broadcast_strides, _KEY_SS, _KEY_WS,
+                                             _KEY_DS, _ONE, _KEY_ZS, _KEY_ZD)
 from dnnq._kernels._gemm import all_finite_positive as _all_finite_positive
 from dnnq._dispatch import get_num_threads as _get_num_threads
 

@@ -194,7 +194,7 @@ class Pooling(pw.ToolkitPrimitive, metaclass=CachedPrimitive):
 
     def _execute(self, args):
         p, qa = "Pooling", self._qa
-        pw.check_args_dict(p, args, self._known)
+        pw.check_known_args(p, args, self._known)
         src = self.src_desc.check_array(pw.require(p, args, A.DNNL_ARG_SRC, "src"), "src")
         arrays = {}
         pw.fetch_post_op_inputs(p, qa, args, arrays)

@@ -106,7 +106,7 @@ class Reorder(pw.ToolkitPrimitive, metaclass=CachedPrimitive):
 
     def _execute(self, args):
         p, qa = "Reorder", self._qa
-        pw.check_args_dict(p, args, self._known)
+        pw.check_known_args(p, args, self._known)
         src = self.src_desc.check_array(pw.require(p, args, A.DNNL_ARG_SRC, "src"), "src")
         arrays = {"src": src}
         ss = qa.scales(args, A.DNNL_ARG_SRC)

@@ -90,7 +90,7 @@ class Sum(pw.ToolkitPrimitive, metaclass=CachedPrimitive):
 
     def _execute(self, args):
         p, qa = "Sum", self._qa
-        pw.check_args_dict(p, args, self._known)
+        pw.check_known_args(p, args, self._known)
         arrays = {}
         for i, d in enumerate(self.src_descs):
             arg = A.DNNL_ARG_MULTIPLE_SRC + i
