@@ -57,15 +57,14 @@ static void amx_release(void) {
 }
 #define DNNQ_BLOCK_END amx_release
 
-/* Tile shapes for a tile of rows0 (1..16) + rows1 (0..16) rows; tiles of 0 rows stay unused. */
-static void amx_configure(int rows0, int rows1) {
-    const int id = 1 + rows0 * 32 + rows1;
+/* Loads the tile shapes `rows` (tiles of 0 rows stay unused), unless the configuration `id`
+ * is the one already loaded on this thread. */
+static void amx_load_config(int id, const int rows[8]) {
     if (amx_loaded_cfg == id) return;
     amx_loaded_cfg = id;
     amx_tilecfg_t cfg;
     memset(&cfg, 0, sizeof(cfg));
     cfg.palette_id = 1;
-    const int rows[8] = {rows0, rows0, rows1, rows1, rows0, rows1, 16, 16};
     for (int t = 0; t < 8; ++t) {
         cfg.rows[t] = (uint8_t)rows[t];
         cfg.colsb[t] = rows[t] ? 64 : 0;
@@ -73,19 +72,16 @@ static void amx_configure(int rows0, int rows1) {
     _tile_loadconfig(&cfg);
 }
 
+/* Two row blocks (amx_half): rows0 = 16 and rows1 (1..16) rows. */
+static void amx_configure(int rows0, int rows1) {
+    const int rows[8] = {rows0, rows0, rows1, rows1, rows0, rows1, 16, 16};
+    amx_load_config(1 + rows0 * 32 + rows1, rows);
+}
+
 /* The wide layout (amx_wide): accumulators 0-3 and A 4 of `rows` rows, B 5-7 of 16. */
 static void amx_configure_wide(int rows) {
-    const int id = 1 + 32 * 32 + rows; /* distinct from every amx_configure id */
-    if (amx_loaded_cfg == id) return;
-    amx_loaded_cfg = id;
-    amx_tilecfg_t cfg;
-    memset(&cfg, 0, sizeof(cfg));
-    cfg.palette_id = 1;
-    for (int t = 0; t < 8; ++t) {
-        cfg.rows[t] = (uint8_t)(t < 5 ? rows : 16);
-        cfg.colsb[t] = 64;
-    }
-    _tile_loadconfig(&cfg);
+    const int r[8] = {rows, rows, rows, rows, rows, 16, 16, 16};
+    amx_load_config(1 + 32 * 32 + rows, r); /* ids distinct from every amx_configure one */
 }
 
 /* rows [0, mr) of A, bytes k0 .. k0 + kn - 1 (kn <= 64), XOR-ed with x, zero-padded to 64 */
