@@ -28,6 +28,19 @@ _ALIASES = {
 _detected_level = _cpu.best_isa_level()
 
 
+def _runnable_levels(feat):
+    """Which levels this CPU can execute.  The levels are not nested on every CPU: AMD Zen 4
+    has AVX512-VNNI but not AVX-VNNI (the VEX form of vpdpbusd), so avx2_vnni is not runnable
+    there although a higher level is; capping at it must fall back to avx2, not fault."""
+    avx2 = feat["avx2"] and feat["fma"]
+    avx512 = all(feat[k] for k in ("avx512f", "avx512bw", "avx512vl", "avx512dq", "avx512_vnni"))
+    return (True, avx2, avx2 and feat["avx_vnni"], avx512,
+            avx512 and feat["amx_tile"] and feat["amx_int8"])
+
+
+_runnable = _runnable_levels(_cpu.cpu_features())
+
+
 def _parse_isa(value, name):
     key = str(value).strip().lower()
     if key not in _ALIASES:
@@ -61,7 +74,11 @@ def cpu_info():
 
 
 def effective_isa_level():
-    return min(_detected_level, _cap_level)
+    """Highest level this CPU runs that does not exceed the cap."""
+    level = min(_detected_level, _cap_level)
+    while not _runnable[level]:
+        level -= 1
+    return level
 
 
 def get_effective_cpu_isa():
@@ -80,7 +97,8 @@ def set_max_cpu_isa(isa):
 
 def available_isa_levels():
     """Every level this CPU can run, lowest first (what the tests sweep)."""
-    return ISA_LEVELS[: _detected_level + 1]
+    return tuple(name for i, name in enumerate(ISA_LEVELS)
+                 if i <= _detected_level and _runnable[i])
 
 
 # The thread count is dnnq's own process-wide setting, passed to every parallel region

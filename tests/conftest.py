@@ -11,7 +11,7 @@ ISA_LEVELS = list(_dispatch.available_isa_levels())
 # DNNQ_MAX_CPU_ISA given in the environment limits the sweep too (CI runs the suite once more
 # with DNNQ_MAX_CPU_ISA=default to prove the portable path on its own).
 _cap = _dispatch.effective_isa_level()
-ISA_LEVELS = [isa for i, isa in enumerate(ISA_LEVELS) if i <= _cap]
+ISA_LEVELS = [isa for isa in ISA_LEVELS if _dispatch.ISA_LEVELS.index(isa) <= _cap]
 
 
 @pytest.fixture(params=ISA_LEVELS)

@@ -50,6 +50,28 @@ def test_cpu_info_is_consistent():
         assert info["detected_isa"] == ("avx512_core_amx" if amx else "avx512_core_vnni")
 
 
+def test_cap_at_each_level_runs_only_what_the_cpu_has():
+    """Every cap gives a level this CPU executes: on AMD Zen 4 (AVX512-VNNI without AVX-VNNI)
+    a cap of avx2_vnni used to select VEX vpdpbusd kernels and die with SIGILL."""
+    info = dnnq.cpu_info()
+    runnable = dnnq.available_isa_levels()
+    assert ("avx2_vnni" in runnable) == bool(info["avx_vnni"] and info["avx2"])
+    x = np.full((3, 8), 200, np.uint8)
+    w = np.full((8, 5), -7, np.int8)
+    for cap in dnnq.ISA_LEVELS:
+        previous = dnnq.set_max_cpu_isa(cap)
+        try:
+            eff = dnnq.get_effective_cpu_isa()
+            assert eff in runnable
+            assert dnnq.ISA_LEVELS.index(eff) <= dnnq.ISA_LEVELS.index(cap)
+            mm = dnnq.MatMul(MemoryDesc((3, 8), "u8"), MemoryDesc((8, 5), "s8"),
+                             MemoryDesc((3, 5), "s32"))
+            out = mm.execute({DNNL_ARG_SRC: x, DNNL_ARG_WEIGHTS: mm.prepare_weights(w)})
+            np.testing.assert_array_equal(out, np.full((3, 5), 200 * -7 * 8, np.int32))
+        finally:
+            dnnq.set_max_cpu_isa(previous)
+
+
 def test_set_max_cpu_isa_validates():
     with pytest.raises(dnnq.InvalidArguments, match="isa"):
         dnnq.set_max_cpu_isa("avx9000")
