@@ -112,6 +112,40 @@ dnnq_gemm_block_fn dnnq_gemm_block_for_isa(int isa);
 dnnq_gemm_ukr_fn dnnq_gemm_ukr_for_isa(int isa);
 int dnnq_gemm_mr_for_isa(int isa);
 
+/* ---- Batch-reduce GEMM micro-kernel ("brgemm"), the engine under every GEMM-shaped primitive
+ *
+ *   c[r][n] (+)= sum_i sum_{k < K_i} A_i[r][k] * B_i[k][n]        r < mr, n < 64 (one panel)
+ *
+ * A_i: u8 rows (s8 rows with a_xor = 0x80808080 are XOR-ed to u8 = s8 + 128 as they are read,
+ * so the caller subtracts 128 * colsum), given dense (row r at a + r * lda) or indirect (row r
+ * at rows[r]).  An implicit-GEMM convolution passes, per kernel tap, pointers to the source
+ * rows the tap reads; a tap in the padding points at a row that holds the source zero point
+ * (in the source data type), so it adds exactly what the per-column compensation removes.
+ * B_i: one packed 64-column panel of K_i rows in the layout above (K4_i = ceil(K_i / 4)
+ * groups; panel p of a packed matrix starts at packed + p * K4 * 4 * 64).
+ * accumulate = 0 overwrites c, 1 adds to it.  c: mr rows of 64 s32, row stride 64.
+ * Only a_xor = 0 and 0x80808080 are accepted here (not DNNQ_A_SWAP / DNNQ_A_SIGNED). */
+typedef struct {
+    const uint8_t *a;            /* dense A: row r at a + r * lda (when rows == NULL) */
+    int64_t lda;
+    const uint8_t *const *rows;  /* indirect A: row r at rows[r]; NULL = dense */
+    const int8_t *b;             /* the packed 64-column panel */
+    int64_t K;
+} dnnq_br_pair_t;
+
+typedef void (*dnnq_brgemm_ukr_fn)(int mr, int64_t npairs, const dnnq_br_pair_t *pairs,
+                                   uint32_t a_xor, int accumulate, int32_t *c);
+dnnq_brgemm_ukr_fn dnnq_brgemm_ukr_for_isa(int isa);
+int dnnq_brgemm_mr_for_isa(int isa);  /* the largest mr one call takes */
+
+/* The fused epilogue of one accumulator tile: rows m .. m + mr - 1 of batch b, columns of
+ * panel p -> dst, exactly as the GEMM primitives finish (compensation col_comp / wzp * rowsum,
+ * scales, bias, post-ops, dst scale and zero point, round-half-even, saturation).  g describes
+ * the problem (g->a and g->b are not read). */
+typedef void (*dnnq_gemm_epilogue_fn)(const dnnq_gemm_args_t *g, int64_t b, int64_t m, int mr,
+                                      int64_t p, const int32_t *tile);
+dnnq_gemm_epilogue_fn dnnq_gemm_epilogue_for_isa(int isa);
+
 /* Packing (portable): pack W (K x N, row stride ldw) into the dnnq layout and its column sums. */
 void dnnq_pack_b(const int8_t *w, int64_t ldw, int64_t wn_stride, int64_t K, int64_t N,
                  int8_t *packed, int32_t *colsum);
