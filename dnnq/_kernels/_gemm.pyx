@@ -13,11 +13,13 @@ from libc.string cimport memset
 from cython.parallel cimport prange
 
 from dnnq._kernels._kernels cimport (
-    DNNQ_NR, DNNQ_ISA_AVX512_CORE_AMX, dnnq_gemm_args_t, dnnq_postop_t, dnnq_gemm_block_fn,
+    DNNQ_NR, dnnq_gemm_args_t, dnnq_postop_t, dnnq_gemm_block_fn,
     dnnq_gemm_ukr_fn,
     dnnq_gemm_block_for_isa, dnnq_gemm_ukr_for_isa, dnnq_gemm_mr_for_isa, dnnq_pack_b,
     dnnq_br_pair_t, dnnq_brgemm_ukr_fn, dnnq_brgemm_ukr_for_isa, dnnq_brgemm_mr_for_isa,
 )
+
+from dnnq._kernels._codes cimport DNNQ_ISA_AVX512_CORE_AMX
 
 import numpy as np
 

@@ -6,23 +6,20 @@ Numbering shared with ukernels/dnnq_kernels.h (data types, post-op kinds, algori
 """
 import numpy as np
 
-from dnnq._kernels import _gemm
+from dnnq._kernels import _gemm, _codes
 from dnnq import _dispatch
 
-DT_CODE = {"f32": 0, "s32": 1, "s8": 2, "u8": 3}
-ISA_CODE = {name: i for i, name in enumerate(_dispatch.ISA_LEVELS)}
+DT_CODE = _codes.DT
+ISA_CODE = _codes.ISA
 ISA_IMPL_NAME = {
     "default": "portable", "avx2": "avx2", "avx2_vnni": "avx2_vnni",
     "avx512_core_vnni": "avx512_core_vnni", "avx512_core_amx": "avx512_core_amx",
 }
 
-PO_ELTWISE, PO_BINARY, PO_SUM, PO_CHECKPOINT, PO_SELECT = 1, 2, 3, 4, 5
-ELTWISE_CODE = {name: i for i, name in enumerate((
-    "relu", "tanh", "elu", "square", "abs", "sqrt", "linear", "soft_relu", "logistic", "exp",
-    "gelu_tanh", "gelu_erf", "swish", "log", "clip", "clip_v2", "pow", "round", "mish",
-    "hardswish", "hardsigmoid"))}
-BINARY_CODE = {name: i for i, name in enumerate((
-    "add", "sub", "mul", "div", "min", "max", "ge", "gt", "le", "lt", "eq", "ne"))}
+PO_ELTWISE, PO_BINARY, PO_SUM, PO_CHECKPOINT, PO_SELECT = (
+    _codes.POST_OP[k] for k in ("eltwise", "binary", "sum", "checkpoint", "select"))
+ELTWISE_CODE = _codes.ELTWISE
+BINARY_CODE = _codes.BINARY
 
 
 # packed weights and aligned allocation live with the C-level execute path that trusts them
