@@ -977,11 +977,13 @@ static inline void tk_tap_range(int64_t o, int64_t S, int64_t P, int64_t Dl, int
  * Vector blocks keep the accumulator in a register across the taps (intrinsics per ISA); the
  * remaining channels go element by element.  Each returns the number of channels done. */
 #if defined(__AVX512BW__)
+/* one 64-byte vector holds 64 / sizeof(T) channels */
 #define TK_CL_MAX8(NAME, T, MAXOP, INIT)                                                      \
     static inline int NAME(const char *src, const int64_t *tap, int ntap, int64_t c0,         \
                            int nc, T *acc) {                                                  \
+        const int W = (int)(64 / sizeof(T));                                                  \
         int b = 0;                                                                            \
-        for (; b + 64 <= nc; b += 64) {                                                       \
+        for (; b + W <= nc; b += W) {                                                         \
             __m512i m = INIT;                                                                 \
             for (int t = 0; t < ntap; ++t)                                                    \
                 m = MAXOP(m, _mm512_loadu_si512((const void *)((const T *)src + tap[t] + c0 + b))); \
