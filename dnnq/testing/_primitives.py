@@ -22,7 +22,7 @@ import ctypes
 import numpy as np
 
 from ._attr import Attr, alg_kind, broadcast_to_ndims, prefilled_dst, run
-from ._capi import (OnednnError, Scope, as_operand, const, dims_of, dt_name, impl_name, lib,
+from ._capi import (ExecArg, OnednnError, Scope, as_operand, const, dims_of, dt_name, impl_name, lib,
                     md_equal, np_dtype, query_md)
 
 A = const  # short alias for argument ids inside this module
@@ -119,8 +119,28 @@ class MatmulHandle:
         self.args = args
 
     def execute(self):
+        """Run once and return the destination (builds the argument array on each call:
+        convenient, not what a benchmark should time; see :meth:`runner`)."""
         self.scope.execute(self.prim, self.args)
         return self.dst
+
+    def runner(self):
+        """A no-argument callable that runs the primitive as a C++ caller does.
+
+        The ``dnnl_exec_arg_t`` array, the stream and the two C functions
+        (``dnnl_primitive_execute``, ``dnnl_stream_wait``) are resolved here, once; each
+        call is then those two C calls and a status check.  What remains of Python is the
+        ctypes call overhead of two foreign calls (``ctypes_call_overhead`` measures it)."""
+        lib_ = self.scope.lib
+        arr = (ExecArg * len(self.args))(*[ExecArg(k, m) for k, m in self.args.items()])
+        n, prim, stream = len(self.args), self.prim, lib_.stream
+        execute, wait = lib_.dll.dnnl_primitive_execute, lib_.dll.dnnl_stream_wait
+        self._keep_runner = arr  # the array must outlive every call of the runner
+
+        def run_once():
+            if execute(prim, stream, n, arr) or wait(stream):
+                self.scope.execute(self.prim, self.args)  # raises OnednnError with the status
+        return run_once
 
     def close(self):
         self.scope.__exit__(None, None, None)
