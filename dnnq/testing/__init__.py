@@ -29,7 +29,7 @@ Design
   reorders user arrays into and out of the layouts a primitive picked for
   ``format_tag_any`` descriptors (the sum post-op's ``dst_prev`` included).
 * ``_primitives`` / ``_rnn``: one function per primitive, numpy in, numpy out.
-  :class:`MatmulHandle` keeps a matmul primitive with its memories bound;
+  :class:`MatmulHandle` / :class:`InnerProductHandle` keep a primitive with its memories bound;
   ``MatmulHandle.runner()`` returns the call a benchmark times: the execution-argument
   array built once and the C functions resolved once, as a C++ caller runs oneDNN.
 
@@ -49,7 +49,7 @@ import sys
 
 from ._capi import (INSTALL_HINT, LIB, SKIP_REASON, OnednnError, OnednnUnavailable,
                     arg_multiple_post_op, available, const, cpu_isa, has_vnni)
-from ._primitives import (MatmulHandle, binary, concat, convolution, deconvolution, eltwise, gemm_s8s8s32,
+from ._primitives import (InnerProductHandle, MatmulHandle, binary, concat, convolution, deconvolution, eltwise, gemm_s8s8s32,
                           gemm_u8s8s32, inner_product, matmul, pooling, reorder, softmax, sum)
 from ._rnn import gru, lstm
 
@@ -92,7 +92,7 @@ def header_values() -> dict:
 
 
 __all__ = ["available", "onednn_expected", "require", "SKIP_REASON", "INSTALL_HINT",
-           "OnednnUnavailable", "MatmulHandle", "cpu_isa", "has_vnni",
+           "OnednnUnavailable", "MatmulHandle", "InnerProductHandle", "cpu_isa", "has_vnni",
            "OnednnError", "const",
            "arg_multiple_post_op", "version", "header_values", "matmul", "reorder",
            "gemm_u8s8s32", "gemm_s8s8s32", "inner_product", "convolution", "deconvolution",

@@ -106,6 +106,12 @@ class MatmulHandle:
                   const("DNNL_ARG_DST"): self.dst}
         if bias is not None:
             arrays[const("DNNL_ARG_BIAS")] = bias
+        self._bind(pd, arrays, args)
+
+    def _bind(self, pd, arrays, args):
+        """Wrap the user arrays as memories (the weights reordered once, here, into the
+        layout the primitive chose) and create the primitive."""
+        s = self.scope
         for arg, a in arrays.items():
             user = s.wrap(a)
             want = query_md(pd, arg)
@@ -144,6 +150,32 @@ class MatmulHandle:
 
     def close(self):
         self.scope.__exit__(None, None, None)
+
+
+class InnerProductHandle(MatmulHandle):
+    """A oneDNN inner product with its memories bound (plain src / dst, weights in the
+    layout oneDNN chose, reordered once); ``execute()`` and ``runner()`` as
+    :class:`MatmulHandle`.  Arguments as :func:`inner_product` (bias of shape ``(OC,)``)."""
+
+    def __init__(self, src, wei, bias=None, dst_dt="s8", *, post_ops=(), dst_prev=None, **q):
+        self.scope = s = Scope()
+        s.__enter__()
+        src, wei = as_operand(src), as_operand(wei)
+        dst_shape, dt = (src.shape[0], wei.shape[0]), dt_name(dst_dt)
+        bias = _bias(bias)
+        attr = _quant_attr(s, post_ops, 2, **q)
+        self.dst = prefilled_dst(dst_shape, dt, dst_prev, attr.sum_dt)
+        pd = s.pd("dnnl_inner_product_forward_primitive_desc_create", s.lib.engine,
+                  A("dnnl_forward_inference"), s.md_of(src), s.md_any(wei.shape, wei.dtype),
+                  None if bias is None else s.md_of(bias), s.md(dst_shape, dt), attr.handle)
+        self.impl = impl_name(pd)
+        args = dict(attr.exec_args({A("DNNL_ARG_SRC"): src.shape,
+                                    A("DNNL_ARG_WEIGHTS"): wei.shape,
+                                    A("DNNL_ARG_DST"): dst_shape}))
+        arrays = {A("DNNL_ARG_SRC"): src, A("DNNL_ARG_WEIGHTS"): wei, A("DNNL_ARG_DST"): self.dst}
+        if bias is not None:
+            arrays[A("DNNL_ARG_BIAS")] = bias
+        self._bind(pd, arrays, args)
 
 
 # ----------------------------------------------------------------------------- reorder
