@@ -63,6 +63,7 @@ from dnnq.primitives.pooling import Pooling
 from dnnq.primitives.softmax import Softmax
 from dnnq.primitives.fake_quantize import append_fake_quantize, fake_quantize
 from dnnq import calibrate
+from dnnq import eltwise_math
 
 __all__ = [
     "__version__",
@@ -85,5 +86,6 @@ __all__ = [
     "dequantize", "Eltwise", "Binary", "Sum", "Concat", "Pooling", "Softmax",
     "append_fake_quantize", "fake_quantize",
     # submodules of the documented API (dnnq.testing is imported on demand: it loads oneDNN)
-    "args", "masks", "memory", "attr", "post_ops", "errors", "calibrate", "primitives",
+    "args", "masks", "memory", "attr", "post_ops", "errors", "calibrate", "eltwise_math",
+    "primitives",
 ]

@@ -17,11 +17,17 @@ PRIMITIVES = ["MatMul", "InnerProduct", "Reorder", "Eltwise", "Binary", "Sum", "
 
 
 def test_all_is_complete_and_exact():
-    # dnnq.testing / dnnq.bench are imported on demand (they load oneDNN / run benchmarks)
-    public = {n for n in vars(dnnq) if not n.startswith("_")} - {"testing", "bench"}
-    assert public - set(dnnq.__all__) == set(), "public names missing from dnnq.__all__"
-    assert set(dnnq.__all__) - public - {"__version__"} == set(), "__all__ names not defined"
-    assert len(dnnq.__all__) == len(set(dnnq.__all__)), "duplicates in __all__"
+    # in a fresh interpreter: what `import dnnq` defines, not what other tests imported since
+    code = ("import dnnq, json; print(json.dumps([sorted(n for n in vars(dnnq) "
+            "if not n.startswith('_')), dnnq.__all__]))")
+    r = subprocess.run([sys.executable, "-c", code], cwd="/", capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    import json
+    public, all_ = json.loads(r.stdout)
+    assert set(public) - set(all_) == set(), "public names missing from dnnq.__all__"
+    assert set(all_) - set(public) - {"__version__"} == set(), "__all__ names not defined"
+    assert len(all_) == len(set(all_)), "duplicates in __all__"
     namespace = {}
     exec("from dnnq import *", namespace)
     assert {n for n in namespace if n != "__builtins__"} == set(dnnq.__all__)

@@ -102,6 +102,20 @@ class MatMulInt8:
 
     track_ratio_vs_onednn.unit = "dnnq time / oneDNN time"
 
+    def track_onednn_marshalling_us(self, shape, threads):
+        """What the old way of timing oneDNN added per call (microseconds): the handle's
+        execute(), which rebuilds the ctypes argument array and looks its C functions up on
+        every call, minus the runner() a C++ caller's loop corresponds to."""
+        h = self._onednn()
+        run_ref = h.runner()
+        old, new = [], []
+        for _ in range(3):
+            old.append(best_time(h.execute, 0.1))
+            new.append(best_time(run_ref, 0.1))
+        return (min(old) - min(new)) * 1e6
+
+    track_onednn_marshalling_us.unit = "us per call"
+
     def track_exact_vs_numpy(self, shape, threads):
         """1 when the result equals the numpy model bit for bit."""
         a = self.args
