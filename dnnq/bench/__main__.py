@@ -24,7 +24,7 @@ Settings (per problem):
   --attr-post-ops=OP[:ARGS][+...]            relu, linear:A:B, sum:SCALE:ZP, add:f32:per_oc ...
 Run options (anywhere on the line):
   --threads=N         threads for dnnq and its peers (default: OMP_NUM_THREADS / all)
-  --min-time=SECONDS  timing budget per measurement (default 0.3); best of 5 batches
+  --min-time=SECONDS  timing budget per implementation and problem (default 0.3)
   --no-peers          time dnnq alone
   --peer-isa=same|ALL|<oneDNN ISA name>   oneDNN's ISA cap (default: dnnq's level)
   --csv=FILE          also write the results as CSV
@@ -32,12 +32,13 @@ Run options (anywhere on the line):
   --reset             settings back to their defaults
   -h, --help          this text
 
-Timing: dnnq through its public `execute`; oneDNN as a C++ caller runs it (argument array built
-once, only dnnl_primitive_execute + dnnl_stream_wait timed); both in this process, same
-threads, oneDNN capped at dnnq's ISA level.  A peer column without a time says why (not
-installed, refused by oneDNN, n/a for that configuration, --no-peers).  A progress bar goes to
-stderr when it is a terminal.  Exit status: 0 success, 1 a check failed, results differ or a
-problem raised, 2 usage error.  New problem kinds plug in through dnnq.bench.registry.
+Timing: dnnq through its public `execute`; oneDNN as a C++ caller runs it (argument array
+built once, only dnnl_primitive_execute + dnnl_stream_wait timed); both in this process, same
+threads, oneDNN capped at dnnq's ISA level; the fastest batch of interleaved rounds.  A peer
+column without a time says why (not installed, refused by oneDNN, n/a for that configuration,
+--no-peers).  A progress bar goes to stderr when it is a terminal.  Exit status: 0 success,
+1 a check failed, results differ or a problem raised, 2 usage error.
+New problem kinds plug in through dnnq.bench.registry.
 """
 import csv
 import os
@@ -275,8 +276,9 @@ def main(argv=None):
         k = kinds[name]
         defaults = " ".join(f"--{s}={v}" for s, v in k.settings.items())
         print(f"--{name} default problem configuration: {k.summary}\n    = {defaults}")
-    print("timing: best of 5 batches; dnnq through execute(), oneDNN with its argument array "
-          "built once (execute + stream wait); ratio = dnnq time / peer time")
+    print("timing: fastest batch of 3 interleaved rounds (dnnq, peers) of 5 batches each; dnnq "
+          "through execute(), oneDNN with its argument array built once (execute + stream "
+          "wait); ratio = dnnq time / peer time")
     labels = [repro(kind, desc, given) for kind, desc, _, _, given in problems]
     width = max(len(s) for s in labels)
     print(f"{'problem':{width}s}  {'kernel':26s} {'dnnq us':>9s} {'GOPS':>7s} "

@@ -26,9 +26,9 @@ skipped), so a new kind is one new file, ``dnnq/bench/<kind>.py``, plus its name
   ``env.rng`` (numpy Generator), ``env.onednn`` (the :mod:`dnnq.testing` module, or ``None``
   with ``env.onednn_absent`` saying why), ``env.threads``, ``env.use_torch``.
 * ``run(case, min_time)`` -> ``{column: seconds or reason str}`` for ``"dnnq"`` and every
-  peer; the default times ``case.dnnq`` and each callable of ``case.peers`` with
-  :func:`dnnq.bench.timing.best_time` (a ``str`` in ``case.peers`` is passed through: it is
-  why that peer has no time, e.g. ``"not installed"``, ``"refused"``).
+  peer; the default times ``case.dnnq`` and each callable of ``case.peers`` in interleaved
+  rounds of :func:`dnnq.bench.timing.best_time` (a ``str`` in ``case.peers`` is passed
+  through: it is why that peer has no time, e.g. ``"not installed"``, ``"refused"``).
 * ``check(case)`` -> ``(n_equal, n_total, note)``: compares ``case.dnnq()`` with
   ``case.reference()`` bit for bit (floats by their bits); raises :class:`Unchecked` with the
   reason when there is no reference.  Used by ``--mode=C``; in ``--mode=P`` it runs once
@@ -126,12 +126,24 @@ def load_kinds() -> dict:
     return kinds()
 
 
-def default_run(case: Case, min_time: float) -> dict:
+def default_run(case: Case, min_time: float, rounds: int = 3) -> dict:
+    """Seconds per execution of dnnq and of each peer: ``rounds`` interleaved rounds (dnnq,
+    then each peer), each :func:`best_time` over ``min_time / rounds``; the minimum per
+    column.  Interleaving lets a busy machine slow every column alike."""
     from dnnq.bench.timing import best_time
-    out = {"dnnq": best_time(case.dnnq, min_time)}
+    timed = {"dnnq": case.dnnq}
+    out = {}
     for peer in PEERS:
         fn = case.peers.get(peer, "not measured")
-        out[peer] = fn if isinstance(fn, str) else best_time(fn, min_time)
+        if isinstance(fn, str):
+            out[peer] = fn
+        else:
+            timed[peer] = fn
+    best = {name: float("inf") for name in timed}
+    for _ in range(rounds):
+        for name, fn in timed.items():
+            best[name] = min(best[name], best_time(fn, min_time / rounds))
+    out.update(best)
     return out
 
 
