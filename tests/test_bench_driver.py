@@ -209,3 +209,12 @@ def test_progress_bar_on_a_terminal(tmp_path):
             os.close(slave)
     assert r.returncode == 0
     assert b"\r[" in err and b"1/2 --matmul 8x40:40x24" in err
+
+
+@pytest.mark.skipif(not dnnq.testing.onednn_expected(), reason="no oneDNN wheel off x86-64 Linux")
+def test_peer_isa_without_vnni_is_not_a_reference(tmp_path):
+    # oneDNN capped at AVX2 saturates u8*s8 pairs in s16: timed, but never compared with
+    r = bench(tmp_path, "--peer-isa=AVX2", "--matmul", "4x40:40x24", "--mode=C")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "effective avx2" in r.stdout
+    assert "UNCHECKED: oneDNN without VNNI is not exact" in r.stdout

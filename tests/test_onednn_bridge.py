@@ -131,8 +131,9 @@ def test_constants_come_from_headers():
     assert c("dnnl_eltwise_hardswish") == c("dnnl_eltwise_relu") + 20
 
 
-@pytest.mark.skipif(not (shutil.which("cc") or shutil.which("gcc")), reason="no C compiler")
 def test_header_parser_matches_compiled_program():
+    # a C compiler is there wherever dnnq was built from source (CI included): no skip
+    assert shutil.which("cc") or shutil.which("gcc"), "no C compiler to cross-check the parser"
     from dnnq.testing import _capi, _enums
 
     values = dnnl.header_values()
