@@ -167,7 +167,8 @@ def create(driver, parsed, settings, env):
             handle = cls(b["src"], b["wei"], bias, b["ddt"], post_ops=b["ref_ops"],
                          dst_prev=prev, **b["ref_kw"])
         except env.onednn.OnednnError as exc:
-            case.peers["oneDNN"] = case.reference = "refused"
+            case.peers["oneDNN"] = "refused"
+            case.reference = f"oneDNN refused: {exc}"
             case.notes.append(f"oneDNN: {exc}")
         else:
             run_ref = handle.runner()
