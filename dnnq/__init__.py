@@ -71,7 +71,8 @@ __all__ = [
     "DnnqError", "InvalidArguments", "Unimplemented",
     # dispatch, threads, verbose, primitive cache
     "cpu_info", "get_effective_cpu_isa", "set_max_cpu_isa", "set_num_threads",
-    "get_num_threads", "available_isa_levels", "ISA_LEVELS", "set_verbose", "get_verbose",
+    "get_num_threads", "MAX_NUM_THREADS", "available_isa_levels", "ISA_LEVELS", "set_verbose",
+    "get_verbose",
     "set_primitive_cache_capacity", "get_primitive_cache_capacity", "primitive_cache_size",
     # argument ids (every DNNL_ARG_* and helper of dnnq.args) and masks
     *args.__all__,
