@@ -9,10 +9,10 @@ its kernel once, at creation, from the effective level = min(detected, cap).
 import os
 import warnings
 
-from dnnq._kernels import _cpu
+from dnnq._kernels import _cpu, _codes
 from dnnq.errors import InvalidArguments
 
-ISA_LEVELS = ("default", "avx2", "avx2_vnni", "avx512_core_vnni", "avx512_core_amx")
+ISA_LEVELS = tuple(_codes.ISA)  # ("default", "avx2", "avx2_vnni", "avx512_core_vnni", "avx512_core_amx")
 _TOP = len(ISA_LEVELS) - 1
 
 # oneDNN's DNNL_MAX_CPU_ISA names mapped to the dnnq level that does not exceed them.
@@ -38,7 +38,8 @@ def _runnable_levels(feat):
             avx512 and feat["amx_tile"] and feat["amx_int8"])
 
 
-_runnable = _runnable_levels(_cpu.cpu_features())
+_features = _cpu.cpu_features()  # cpuid once: the features do not change while running
+_runnable = _runnable_levels(_features)
 
 
 def _parse_isa(value, name):

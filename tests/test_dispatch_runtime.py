@@ -172,3 +172,71 @@ def test_thread_count_applies_to_every_python_thread():
     finally:
         dnnq.set_num_threads(old)
     assert seen == [1]
+
+
+def test_dispatch_table_reasons_at_verbose_2():
+    """DNNQ_VERBOSE=2 prints the implementation chosen at creation and why each better one
+    was passed over (ISA cap, missing CPU feature, problem shape)."""
+    out = _run("import numpy as np, dnnq\n"
+               "from dnnq import MemoryDesc as MD\n"
+               "dnnq.MatMul(MD((2, 8), 'u8'), MD((8, 4), 's8'), MD((2, 4), 's32'))\n",
+               DNNQ_VERBOSE="2", DNNQ_MAX_CPU_ISA="avx2")
+    lines = [l for l in out.splitlines() if l.startswith("dnnq_verbose,dispatch")]
+    assert len(lines) == 1, out
+    fields = lines[0].split(",")
+    assert fields[3] == "matmul" and fields[4] == "avx2:blocked"
+    assert "skipped avx512_core_vnni:blocked (" in lines[0]
+    # the reason names the cap when the CPU has the level, the CPU otherwise
+    if "avx512_core_vnni" in dnnq.available_isa_levels():
+        assert "above the ISA cap avx2" in lines[0]
+    else:
+        assert "the CPU has no avx512_core_vnni" in lines[0]
+
+
+def test_dispatch_table_amx_row_rule():
+    from dnnq import _impls
+    impl = _impls.GEMM[0]
+    assert impl.isa == "avx512_core_amx"
+    assert "fewer than 8 rows" in impl.reject({"M": 7})
+    assert impl.reject({"M": 8}) is None
+
+
+def test_isa_cap_caps_optional_features():
+    """VBMI (the toolkit's byte-lookup requantization) is used only when the CPU has it and the
+    cap is above avx512_core_vnni (a Cascade Lake level, which lacks it); the results are the
+    same bits either way."""
+    from dnnq import Reorder
+    has_vbmi = dnnq.cpu_info()["avx512_vbmi"]
+    rng = np.random.default_rng(5)
+    x = rng.integers(0, 256, (4, 300)).astype(np.uint8)
+    attr = PrimitiveAttr()
+    attr.set_scales_mask(DNNL_ARG_SRC, 0)
+    attr.set_zero_points_mask(dnnq.DNNL_ARG_DST, 0)
+    args = {DNNL_ARG_SRC: x, DNNL_ARG_SCALE | DNNL_ARG_SRC: np.array([0.37], np.float32),
+            dnnq.DNNL_ARG_ATTR_ZERO_POINTS | dnnq.DNNL_ARG_DST: np.array([-3], np.int32)}
+    outs = {}
+    for cap in ("all", "avx512_core_vnni", "avx2"):
+        previous = dnnq.set_max_cpu_isa(cap)
+        try:
+            r = Reorder(MemoryDesc((4, 300), "u8"), MemoryDesc((4, 300), "s8"), attr=attr)
+            used = [p.use_vbmi for p in _pw_plans(r)]
+            expect = has_vbmi and cap == "all" and \
+                "avx512_core_vnni" in dnnq.available_isa_levels()
+            assert used and all(u == expect for u in used), (cap, used)
+            outs[cap] = r.execute(dict(args))
+        finally:
+            dnnq.set_max_cpu_isa(previous)
+    np.testing.assert_array_equal(outs["all"], outs["avx512_core_vnni"])
+    np.testing.assert_array_equal(outs["all"], outs["avx2"])
+
+
+def _pw_plans(prim):
+    """The toolkit plans (PwPlan) a primitive holds, wherever it keeps them."""
+    from dnnq._kernels._toolkit import PwPlan
+    found = []
+    for v in vars(prim).values():
+        for item in (v if isinstance(v, (list, tuple)) else [v]):
+            plan = getattr(item, "plan", item)
+            if isinstance(plan, PwPlan):
+                found.append(plan)
+    return found
