@@ -1,0 +1,230 @@
+"""dnnq.gemm_u8s8s32 / gemm_s8s8s32 execution: pack B, raw s32 GEMM per K block, finish in C.
+
+dnnq/primitives/gemm.py validates the arguments and asks dnnq/primitives/_gemm_kplan.py for
+oneDNN's K blocks; `run` does the rest without the GIL: op(A) made row-contiguous when it is
+not, each block's rows of op(B) packed panel by panel (in parallel), the raw GEMM through
+GemmPlan.launch, then the block's offsets, alpha / beta rounding and co (ukernels/gemm_api.c).
+"""
+from libc.stdint cimport int8_t, uint8_t, int32_t, uint32_t, int64_t
+from libc.stdlib cimport malloc, free
+from libc.string cimport memset
+from cython.parallel cimport prange
+
+from dnnq._kernels._kernels cimport (
+    DNNQ_NR, DNNQ_ISA_AVX512_CORE_AMX, dnnq_gemm_args_t, dnnq_pack_b,
+)
+from dnnq._kernels._gemm cimport GemmPlan
+
+cdef extern from "gemm_api.h" nogil:
+    ctypedef struct dnnq_gemm_api_block_t:
+        int64_t N
+        const int32_t *acc
+        int64_t ld_acc
+        const int32_t *colterm
+        const int32_t *rowterm
+        int rounded, has_prev
+        double alpha, beta_eff
+        const int32_t *prev
+        int32_t *out
+        int64_t ld_c
+        const int32_t *co
+        int co_mode
+        int accumulate_out
+
+    void dnnq_gemm_api_finish(const dnnq_gemm_api_block_t *blk, int64_t m0, int64_t m1)
+    void dnnq_gemm_api_rowsum(const uint8_t *a, int64_t lda, int64_t K, int is_s8, int64_t m0,
+                              int64_t m1, int32_t *rowsum)
+    void dnnq_gemm_api_gather(const uint8_t *src, int64_t s_m, int64_t s_k, int64_t K,
+                              int64_t m0, int64_t m1, uint8_t *dst)
+
+# A and B values per thread below which a pass stays on one thread (a fork costs microseconds)
+cdef int64_t _PAR_MIN = 1 << 16
+# rows per finishing / gathering task
+cdef int64_t _ROWS = 16
+
+
+cdef inline int _threads(int64_t work, int nthreads) noexcept nogil:
+    return 1 if work < _PAR_MIN * 2 else nthreads
+
+
+cdef void _pack_block(const int8_t *b, int64_t s_k, int64_t s_n, int64_t k0, int64_t kb,
+                      int64_t N, int8_t *packed, int32_t *colsum, int nthreads) noexcept nogil:
+    """Rows [k0, k0 + kb) of op(B) (element strides s_k, s_n) into dnnq's packed layout, one
+    64-column panel per task, and their column sums."""
+    cdef int64_t K4 = (kb + 3) // 4, npan = (N + DNNQ_NR - 1) // DNNQ_NR, p, nc
+    cdef int nt = _threads(kb * N, nthreads)
+    for p in prange(npan, schedule='static', num_threads=nt):
+        nc = N - p * DNNQ_NR
+        if nc > DNNQ_NR:
+            nc = DNNQ_NR
+        dnnq_pack_b(b + k0 * s_k + p * DNNQ_NR * s_n, s_k, s_n, kb, nc,
+                    packed + p * K4 * 4 * DNNQ_NR, colsum + p * DNNQ_NR)
+
+
+cdef void _finish(dnnq_gemm_api_block_t *blk, int64_t M, int nthreads) noexcept nogil:
+    cdef int64_t ntask = (M + _ROWS - 1) // _ROWS, t, m1
+    cdef int nt = _threads(M * blk.N, nthreads)
+    for t in prange(ntask, schedule='static', num_threads=nt):
+        m1 = (t + 1) * _ROWS
+        dnnq_gemm_api_finish(blk, t * _ROWS, m1 if m1 < M else M)
+
+
+def run(a, b, int32_t[:, ::1] out, bint s8_src, bint has_c, float alpha, float beta,
+        int32_t ao, int32_t bo, const int32_t[::1] co, int co_mode, list plan,
+        int isa, int kernel_isa, int dst_s32, int nthreads):
+    """C = oneDNN's alpha * (op(A) - ao)(op(B) - bo) + beta * C + co into `out` (M, N).
+
+    a: op(A) as an (M, K) uint8 view (s8 bytes when s8_src; any strides); b: op(B) as a
+    (K, N) int8 view (any strides); out holds C on entry when has_c.  plan: the K slices of
+    _gemm_kplan.k_plan.  isa: the effective level (AMX multiplies s8 A signed); kernel_isa:
+    the level whose GEMM kernel runs; dst_s32: the s32 destination code of GemmPlan.
+    """
+    cdef const uint8_t[:, :] av = a
+    cdef const int8_t[:, :] bv = b
+    cdef int64_t M = av.shape[0], K = av.shape[1], N = bv.shape[1]
+    if bv.shape[0] != K or out.shape[0] != M or out.shape[1] != N:
+        raise ValueError("gemm run: inconsistent shapes")
+    if M == 0 or N == 0 or K == 0:
+        return
+    cdef int64_t max_kb = 0, i, j, k0, k1, kb, npan = (N + DNNQ_NR - 1) // DNNQ_NR
+    cdef int nslices = len(plan), s, nblocks, rounded
+    for blocks in plan:
+        for k0, k1, rounded in blocks:
+            max_kb = max(max_kb, k1 - k0)
+    cdef bint signed_s8 = s8_src and kernel_isa == DNNQ_ISA_AVX512_CORE_AMX
+    # one GemmPlan per block length (at most three different ones)
+    plans = {}
+    for blocks in plan:
+        for k0, k1, rounded in blocks:
+            if k1 - k0 not in plans:
+                plans[k1 - k0] = GemmPlan(kernel_isa, 1, M, N, k1 - k0, dst_s32, [])
+    # the GEMM writes straight into out when out is its own C afterwards: one integer block
+    # that does not read C (the common alpha = 1, beta = 0 call)
+    cdef bint direct = (nslices == 1 and len(plan[0]) == 1 and not plan[0][0][2]
+                        and beta == 0.0)
+    cdef int64_t s_am = av.strides[0], s_ak = av.strides[1]
+    cdef int64_t s_bk = bv.strides[0], s_bn = bv.strides[1]
+    cdef const uint8_t *a0 = &av[0, 0]
+    cdef const int8_t *b0 = &bv[0, 0]
+    cdef int64_t lda = s_am
+    cdef size_t packed_bytes = npan * ((max_kb + 3) // 4) * 4 * DNNQ_NR + 16 * 4 * DNNQ_NR
+    cdef uint8_t *a_rows = NULL
+    cdef int8_t *packed = <int8_t*>malloc(packed_bytes)
+    cdef int32_t *colsum = <int32_t*>malloc(sizeof(int32_t) * npan * DNNQ_NR)
+    cdef int32_t *colterm = <int32_t*>malloc(sizeof(int32_t) * N)
+    cdef int32_t *rowterm = <int32_t*>malloc(sizeof(int32_t) * M) if bo != 0 else NULL
+    cdef int32_t *acc = <int32_t*>malloc(sizeof(int32_t) * M * N) if not direct else NULL
+    cdef int32_t *part = <int32_t*>malloc(sizeof(int32_t) * M * N) if nslices > 1 else NULL
+    cdef bint need_gather = s_ak != 1
+    if need_gather:
+        a_rows = <uint8_t*>malloc(M * K)
+    try:
+        if (packed == NULL or colsum == NULL or colterm == NULL or (bo != 0 and rowterm == NULL)
+                or (not direct and acc == NULL) or (nslices > 1 and part == NULL)
+                or (need_gather and a_rows == NULL)):
+            raise MemoryError()
+        with nogil:
+            memset(packed, 0, packed_bytes)  # the slack past the last panel stays zero
+            if need_gather:
+                _gather(a0, s_am, s_ak, M, K, a_rows, nthreads)
+                a0 = a_rows
+                lda = K
+        for s in range(nslices):
+            blocks = plan[s]
+            nblocks = len(blocks)
+            for j in range(nblocks):
+                k0, k1, rounded = blocks[j]
+                _block(<GemmPlan>plans[k1 - k0], a0, lda, b0, s_bk, s_bn, k0, k1, M, N,
+                       s8_src, signed_s8, isa, packed, colsum, colterm, rowterm,
+                       out, acc, part, direct, s, j, j == nblocks - 1, rounded, has_c,
+                       alpha, beta, ao, bo, &co[0], co_mode, nthreads)
+    finally:
+        free(packed)
+        free(colsum)
+        free(colterm)
+        free(rowterm)
+        free(acc)
+        free(part)
+        free(a_rows)
+
+
+cdef void _gather(const uint8_t *a, int64_t s_m, int64_t s_k, int64_t M, int64_t K,
+                  uint8_t *dst, int nthreads) noexcept nogil:
+    cdef int64_t ntask = (M + _ROWS - 1) // _ROWS, t, m1
+    cdef int nt = _threads(M * K, nthreads)
+    for t in prange(ntask, schedule='static', num_threads=nt):
+        m1 = (t + 1) * _ROWS
+        dnnq_gemm_api_gather(a, s_m, s_k, K, t * _ROWS, m1 if m1 < M else M, dst)
+
+
+cdef void _block(GemmPlan plan, const uint8_t *a, int64_t lda, const int8_t *b, int64_t s_bk,
+                 int64_t s_bn, int64_t k0, int64_t k1, int64_t M, int64_t N, bint s8_src,
+                 bint signed_s8, int isa, int8_t *packed, int32_t *colsum, int32_t *colterm,
+                 int32_t *rowterm, int32_t[:, ::1] out, int32_t *acc, int32_t *part,
+                 bint direct, int s, int64_t j, bint last, bint rounded, bint has_c,
+                 float alpha, float beta, int32_t ao, int32_t bo, const int32_t *co,
+                 int co_mode, int nthreads) except *:
+    """One K block [k0, k1) of K slice s: pack, raw GEMM, finish."""
+    cdef int64_t kb = k1 - k0, n, m0, t, ntask
+    cdef dnnq_gemm_args_t g = plan.g
+    cdef dnnq_gemm_api_block_t blk
+    cdef int32_t *dst = &out[0, 0] if direct else acc
+    cdef uint32_t kab = <uint32_t>kb * <uint32_t>ao * <uint32_t>bo
+    cdef bint first = j == 0
+    cdef float one = 1.0
+    with nogil:
+        _pack_block(b, s_bk, s_bn, k0, kb, N, packed, colsum, nthreads)
+        # s8 A on the VNNI levels: XORed to u8 (+128) in the kernel, -128 * colsum undoes it;
+        # then the block's offset terms
+        for n in range(N):
+            colterm[n] = <int32_t>((0u - 128u * <uint32_t>colsum[n]) if s8_src and not signed_s8
+                                   else 0u)
+        g.a = a + k0
+        g.a_sb = 0
+        g.a_sm = lda
+        g.a_xor = (2 if signed_s8 else 0x80808080) if s8_src else 0
+        g.b = packed
+        g.b_sb = 0
+        g.col_comp = colterm
+        g.c_sb = 0
+        g.raw_s32 = 1
+        g.src_scale = 1.0
+        g.scale = &one
+        g.scale_sn = 0
+        g.dst = dst
+        g.d_sb = 0
+        g.d_sm = N
+        plan.launch(&g, nthreads)
+        for n in range(N):
+            colterm[n] = <int32_t>(kab - <uint32_t>ao * <uint32_t>colsum[n])
+        if bo != 0:
+            ntask = (M + _ROWS - 1) // _ROWS
+            for t in prange(ntask, schedule='static', num_threads=_threads(M * kb, nthreads)):
+                m0 = t * _ROWS
+                dnnq_gemm_api_rowsum(a + k0, lda, kb, s8_src, m0,
+                                     m0 + _ROWS if m0 + _ROWS < M else M, rowterm)
+            for t in range(M):
+                rowterm[t] = <int32_t>(0u - <uint32_t>bo * <uint32_t>rowterm[t])
+        blk.N = N
+        blk.acc = dst
+        blk.ld_acc = N
+        blk.colterm = colterm if (ao != 0 or bo != 0) else NULL
+        blk.rowterm = rowterm if bo != 0 else NULL
+        blk.rounded = rounded
+        blk.alpha = alpha
+        blk.beta_eff = (beta if s == 0 else 0.0) if first else 1.0
+        blk.has_prev = blk.beta_eff != 0.0 and (s > 0 or has_c or not first)
+        blk.ld_c = N
+        # slice 0 runs in out; later slices in part, added to out after their last block
+        blk.out = &out[0, 0] if s == 0 else part
+        blk.prev = blk.out
+        blk.accumulate_out = 0
+        blk.co = co if (last and s == 0) else NULL
+        blk.co_mode = co_mode
+        if last and s > 0:
+            blk.accumulate_out = 1
+            blk.out = &out[0, 0]
+        if direct and blk.colterm == NULL and blk.rowterm == NULL and \
+                (blk.co == NULL or (co_mode == 0 and co[0] == 0)):
+            return  # the GEMM already wrote the final C
+        _finish(&blk, M, nthreads)

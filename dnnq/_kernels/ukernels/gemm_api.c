@@ -1,0 +1,73 @@
+/* dnnq.gemm_u8s8s32 / gemm_s8s8s32 finishing (portable C; see gemm_api.h for the numerics). */
+#include "gemm_api.h"
+
+/* oneDNN's round_to_nearest (gemm_driver.cpp): the +-0.5 is an f64 addition of its own (it can
+ * round, e.g. 0.49999999999999994 + 0.5 == 1.0), the clamp comes before the truncation. */
+static inline int32_t round_to_nearest(double x) {
+    if (x >= 0.) {
+        x += 0.5;
+        if (x > 2147483647.0) x = 2147483647.0;
+    } else {
+        x -= 0.5;
+        if (x < -2147483648.0) x = -2147483648.0;
+    }
+    return (int32_t)x;
+}
+
+static inline int32_t wrap_add(int32_t a, int32_t b) { return (int32_t)((uint32_t)a + (uint32_t)b); }
+
+void dnnq_gemm_api_finish(const dnnq_gemm_api_block_t *blk, int64_t m0, int64_t m1) {
+    const int64_t N = blk->N;
+    const int negate = blk->rounded && !blk->has_prev && blk->alpha == -1.0;
+    for (int64_t m = m0; m < m1; ++m) {
+        const int32_t *acc = blk->acc + m * blk->ld_acc;
+        const int32_t *prev = blk->has_prev ? blk->prev + m * blk->ld_c : 0;
+        int32_t *out = blk->out + m * blk->ld_c;
+        const int32_t rt = blk->rowterm ? blk->rowterm[m] : 0;
+        const int32_t co_row = !blk->co ? 0 : blk->co_mode == 1 ? blk->co[m] : blk->co[0];
+        for (int64_t n = 0; n < N; ++n) {
+            int32_t a = wrap_add(acc[n], rt);
+            if (blk->colterm) a = wrap_add(a, blk->colterm[n]);
+            int32_t v;
+            if (!blk->rounded)
+                v = prev ? wrap_add(a, prev[n]) : a;
+            else if (negate)
+                v = (int32_t)(0u - (uint32_t)a);
+            else if (prev)
+                v = round_to_nearest(blk->alpha * (double)a + blk->beta_eff * (double)prev[n]);
+            else
+                v = round_to_nearest(blk->alpha * (double)a);
+            if (blk->co) v = wrap_add(v, blk->co_mode == 2 ? blk->co[n] : co_row);
+            out[n] = blk->accumulate_out ? wrap_add(out[n], v) : v;
+        }
+    }
+}
+
+void dnnq_gemm_api_rowsum(const uint8_t *a, int64_t lda, int64_t K, int is_s8, int64_t m0,
+                          int64_t m1, int32_t *rowsum) {
+    for (int64_t m = m0; m < m1; ++m) {
+        const uint8_t *r = a + m * lda;
+        uint32_t s = 0;
+        if (is_s8)
+            for (int64_t k = 0; k < K; ++k) s += (uint32_t)(int32_t)(int8_t)r[k];
+        else
+            for (int64_t k = 0; k < K; ++k) s += r[k];
+        rowsum[m] = (int32_t)s;
+    }
+}
+
+void dnnq_gemm_api_gather(const uint8_t *src, int64_t s_m, int64_t s_k, int64_t K, int64_t m0,
+                          int64_t m1, uint8_t *dst) {
+    /* 16-row x 256-k tiles: each source line read once per tile when s_m is small */
+    for (int64_t mb = m0; mb < m1; mb += 16) {
+        const int64_t me = mb + 16 < m1 ? mb + 16 : m1;
+        for (int64_t kb = 0; kb < K; kb += 256) {
+            const int64_t ke = kb + 256 < K ? kb + 256 : K;
+            for (int64_t m = mb; m < me; ++m) {
+                const uint8_t *s = src + m * s_m;
+                uint8_t *d = dst + m * K;
+                for (int64_t k = kb; k < ke; ++k) d[k] = s[k * s_k];
+            }
+        }
+    }
+}
