@@ -2,16 +2,19 @@
 
 dnnq/primitives/gemm.py validates the arguments and asks dnnq/primitives/_gemm_kplan.py for
 oneDNN's K blocks; `run` does the rest without the GIL: op(A) made row-contiguous when it is
-not, each block's rows of op(B) packed panel by panel (in parallel), the raw GEMM through
+not, each block's rows of op(B) packed panel by panel (in parallel, gemm_api.c's packer), the raw GEMM through
 GemmPlan.launch, then the block's offsets, alpha / beta rounding and co (ukernels/gemm_api.c).
 """
 from libc.stdint cimport int8_t, uint8_t, int32_t, uint32_t, int64_t
-from libc.stdlib cimport malloc, free
+
 from libc.string cimport memset
 from cython.parallel cimport prange
+import threading
+
+import numpy as np
 
 from dnnq._kernels._kernels cimport (
-    DNNQ_NR, DNNQ_ISA_AVX512_CORE_AMX, dnnq_gemm_args_t, dnnq_pack_b,
+    DNNQ_NR, DNNQ_ISA_AVX512_CORE_AMX, dnnq_gemm_args_t,
 )
 from dnnq._kernels._gemm cimport GemmPlan
 
@@ -31,6 +34,8 @@ cdef extern from "gemm_api.h" nogil:
         int co_mode
         int accumulate_out
 
+    void dnnq_gemm_api_pack_panel(const int8_t *w, int64_t s_k, int64_t s_n, int64_t K,
+                                  int64_t nc, int8_t *packed, int32_t *colsum)
     void dnnq_gemm_api_finish(const dnnq_gemm_api_block_t *blk, int64_t m0, int64_t m1)
     void dnnq_gemm_api_rowsum(const uint8_t *a, int64_t lda, int64_t K, int is_s8, int64_t m0,
                               int64_t m1, int32_t *rowsum)
@@ -41,24 +46,50 @@ cdef extern from "gemm_api.h" nogil:
 cdef int64_t _PAR_MIN = 1 << 16
 # rows per finishing / gathering task
 cdef int64_t _ROWS = 16
+# 64-column panels of B packed and multiplied at a time (oneDNN's int8 GEMM: 384 columns)
+cdef enum:
+    _CHUNK_PANELS = 6
 
 
 cdef inline int _threads(int64_t work, int nthreads) noexcept nogil:
     return 1 if work < _PAR_MIN * 2 else nthreads
 
 
-cdef void _pack_block(const int8_t *b, int64_t s_k, int64_t s_n, int64_t k0, int64_t kb,
-                      int64_t N, int8_t *packed, int32_t *colsum, int nthreads) noexcept nogil:
-    """Rows [k0, k0 + kb) of op(B) (element strides s_k, s_n) into dnnq's packed layout, one
-    64-column panel per task, and their column sums."""
-    cdef int64_t K4 = (kb + 3) // 4, npan = (N + DNNQ_NR - 1) // DNNQ_NR, p, nc
-    cdef int nt = _threads(kb * N, nthreads)
-    for p in prange(npan, schedule='static', num_threads=nt):
-        nc = N - p * DNNQ_NR
-        if nc > DNNQ_NR:
-            nc = DNNQ_NR
-        dnnq_pack_b(b + k0 * s_k + p * DNNQ_NR * s_n, s_k, s_n, kb, nc,
-                    packed + p * K4 * 4 * DNNQ_NR, colsum + p * DNNQ_NR)
+cdef void _pack_and_launch(GemmPlan plan, dnnq_gemm_args_t *g, const int8_t *b,
+                           int64_t s_k, int64_t s_n, int64_t k0, int64_t kb, int64_t M,
+                           int64_t N, int8_t *packed, int32_t *colsum, int32_t *comp,
+                           bint s8_comp, int nthreads) noexcept nogil:
+    """The raw GEMM of K rows [k0, k0 + kb) in chunks of _CHUNK_PANELS 64-column panels: a
+    chunk of op(B) (element strides s_k, s_n) is packed (one panel per task) into a buffer
+    that stays in cache, then multiplied by all of A (GemmPlan.launch), as oneDNN's GEMM
+    copies B in blocks of 384 columns.  comp: the raw GEMM's column compensation, -128 *
+    colsum for an s8 A made u8.  g: the block's arguments; its b, N, col_comp and dst are
+    set here per chunk."""
+    cdef int64_t K4 = (kb + 3) // 4, npan = (N + DNNQ_NR - 1) // DNNQ_NR, p, nc, n, c0, cpan
+    cdef int32_t *dst = <int32_t*>g.dst
+    cdef int nt
+    # AMX reads up to 15 k groups past a panel's end (against zero A bytes): keep them zero
+    memset(packed + (npan if npan < _CHUNK_PANELS else _CHUNK_PANELS) * K4 * 4 * DNNQ_NR, 0,
+           16 * 4 * DNNQ_NR)
+    c0 = 0
+    while c0 < npan:
+        cpan = npan - c0 if npan - c0 < _CHUNK_PANELS else _CHUNK_PANELS
+        nt = 1 if kb * cpan * DNNQ_NR < 2 * _PAR_MIN or cpan == 1 else nthreads
+        for p in prange(cpan, schedule='static', num_threads=nt):
+            nc = N - (c0 + p) * DNNQ_NR
+            if nc > DNNQ_NR:
+                nc = DNNQ_NR
+            dnnq_gemm_api_pack_panel(b + k0 * s_k + (c0 + p) * DNNQ_NR * s_n, s_k, s_n, kb, nc,
+                                     packed + p * K4 * 4 * DNNQ_NR, colsum + (c0 + p) * DNNQ_NR)
+            for n in range((c0 + p) * DNNQ_NR, (c0 + p) * DNNQ_NR + nc):
+                comp[n] = <int32_t>(0u - 128u * <uint32_t>colsum[n]) if s8_comp else 0
+        g.b = packed
+        g.N = N - c0 * DNNQ_NR if N - c0 * DNNQ_NR < cpan * DNNQ_NR else cpan * DNNQ_NR
+        g.n_panels = cpan
+        g.col_comp = comp + c0 * DNNQ_NR
+        g.dst = dst + c0 * DNNQ_NR
+        plan.launch(g, nthreads)
+        c0 = c0 + cpan
 
 
 cdef void _finish(dnnq_gemm_api_block_t *blk, int64_t M, int nthreads) noexcept nogil:
@@ -107,28 +138,41 @@ def run(a, b, int32_t[:, ::1] out, bint s8_src, bint has_c, float alpha, float b
     cdef const uint8_t *a0 = &av[0, 0]
     cdef const int8_t *b0 = &bv[0, 0]
     cdef int64_t lda = s_am
-    cdef size_t packed_bytes = npan * ((max_kb + 3) // 4) * 4 * DNNQ_NR + 16 * 4 * DNNQ_NR
-    cdef uint8_t *a_rows = NULL
-    cdef int8_t *packed = <int8_t*>malloc(packed_bytes)
-    cdef int32_t *colsum = <int32_t*>malloc(sizeof(int32_t) * npan * DNNQ_NR)
-    cdef int32_t *colterm = <int32_t*>malloc(sizeof(int32_t) * N)
-    cdef int32_t *rowterm = <int32_t*>malloc(sizeof(int32_t) * M) if bo != 0 else NULL
-    cdef int32_t *acc = <int32_t*>malloc(sizeof(int32_t) * M * N) if not direct else NULL
-    cdef int32_t *part = <int32_t*>malloc(sizeof(int32_t) * M * N) if nslices > 1 else NULL
+    cdef int64_t packed_bytes = (min(npan, _CHUNK_PANELS) * ((max_kb + 3) // 4) * 4 * DNNQ_NR
+                                 + 16 * 4 * DNNQ_NR)
     cdef bint need_gather = s_ak != 1
-    if need_gather:
-        a_rows = <uint8_t*>malloc(M * K)
+    # scratch, 64-byte aligned pieces of one workspace (each 64-byte row of a packed panel is
+    # then one cache line for the kernel's loads)
+    cdef int64_t sizes[7]
+    sizes[0] = packed_bytes
+    sizes[1] = 4 * npan * DNNQ_NR                      # colsum
+    sizes[2] = 4 * N                                   # colterm
+    sizes[3] = 4 * M if bo != 0 else 0                 # rowterm
+    sizes[4] = 4 * M * N if not direct else 0          # acc
+    sizes[5] = 4 * M * N if nslices > 1 else 0         # part: the running K slice
+    sizes[6] = M * K if need_gather else 0             # a_rows: op(A) made row-contiguous
+    cdef int64_t offs[7]
+    cdef int64_t total = 0
+    for i in range(7):
+        offs[i] = total
+        total += (sizes[i] + 63) // 64 * 64
+    ws, lock = _workspace(total)
+    cdef uint8_t[::1] wv = ws
+    cdef uint8_t *base = &wv[0]
+    base += (64 - <size_t>base % 64) % 64
+    cdef int8_t *packed = <int8_t*>(base + offs[0])
+    cdef int32_t *colsum = <int32_t*>(base + offs[1])
+    cdef int32_t *colterm = <int32_t*>(base + offs[2])
+    cdef int32_t *rowterm = <int32_t*>(base + offs[3]) if sizes[3] else NULL
+    cdef int32_t *acc = <int32_t*>(base + offs[4]) if sizes[4] else NULL
+    cdef int32_t *part = <int32_t*>(base + offs[5]) if sizes[5] else NULL
+    cdef uint8_t *a_rows = base + offs[6]
     try:
-        if (packed == NULL or colsum == NULL or colterm == NULL or (bo != 0 and rowterm == NULL)
-                or (not direct and acc == NULL) or (nslices > 1 and part == NULL)
-                or (need_gather and a_rows == NULL)):
-            raise MemoryError()
-        with nogil:
-            memset(packed, 0, packed_bytes)  # the slack past the last panel stays zero
-            if need_gather:
+        if need_gather:
+            with nogil:
                 _gather(a0, s_am, s_ak, M, K, a_rows, nthreads)
-                a0 = a_rows
-                lda = K
+            a0 = a_rows
+            lda = K
         for s in range(nslices):
             blocks = plan[s]
             nblocks = len(blocks)
@@ -139,13 +183,26 @@ def run(a, b, int32_t[:, ::1] out, bint s8_src, bint has_c, float alpha, float b
                        out, acc, part, direct, s, j, j == nblocks - 1, rounded, has_c,
                        alpha, beta, ao, bo, &co[0], co_mode, nthreads)
     finally:
-        free(packed)
-        free(colsum)
-        free(colterm)
-        free(rowterm)
-        free(acc)
-        free(part)
-        free(a_rows)
+        if lock is not None:
+            lock.release()
+
+
+# One workspace kept between calls (fresh pages cost a page fault each, as much as the
+# packing itself on a 128x768x3072 problem); a call that finds it busy (another Python
+# thread inside gemm) or needs more than _KEEP bytes uses a workspace of its own.
+_KEEP = 64 << 20
+_ws_lock = threading.Lock()
+_ws = np.empty(0, np.uint8)
+
+
+def _workspace(int64_t nbytes):
+    """(uint8 array of at least nbytes + 64, the lock to release or None)."""
+    global _ws
+    if nbytes + 64 <= _KEEP and _ws_lock.acquire(blocking=False):
+        if _ws.shape[0] < nbytes + 64:
+            _ws = np.empty(nbytes + 64, np.uint8)
+        return _ws, _ws_lock
+    return np.empty(nbytes + 64, np.uint8), None
 
 
 cdef void _gather(const uint8_t *a, int64_t s_m, int64_t s_k, int64_t M, int64_t K,
@@ -173,15 +230,10 @@ cdef void _block(GemmPlan plan, const uint8_t *a, int64_t lda, const int8_t *b, 
     cdef bint first = j == 0
     cdef float one = 1.0
     with nogil:
-        _pack_block(b, s_bk, s_bn, k0, kb, N, packed, colsum, nthreads)
-        # s8 A on the VNNI levels: XORed to u8 (+128) in the kernel, -128 * colsum undoes it;
-        # then the block's offset terms
-        for n in range(N):
-            colterm[n] = <int32_t>((0u - 128u * <uint32_t>colsum[n]) if s8_src and not signed_s8
-                                   else 0u)
         g.a = a + k0
         g.a_sb = 0
         g.a_sm = lda
+        # s8 A on the VNNI levels: XORed to u8 (+128) in the kernel, -128 * colsum undoes it
         g.a_xor = (2 if signed_s8 else 0x80808080) if s8_src else 0
         g.b = packed
         g.b_sb = 0
@@ -194,7 +246,9 @@ cdef void _block(GemmPlan plan, const uint8_t *a, int64_t lda, const int8_t *b, 
         g.dst = dst
         g.d_sb = 0
         g.d_sm = N
-        plan.launch(&g, nthreads)
+        _pack_and_launch(plan, &g, b, s_bk, s_bn, k0, kb, M, N, packed, colsum, colterm,
+                           s8_src and not signed_s8, nthreads)
+        # then the block's offset terms
         for n in range(N):
             colterm[n] = <int32_t>(kab - <uint32_t>ao * <uint32_t>colsum[n])
         if bo != 0:

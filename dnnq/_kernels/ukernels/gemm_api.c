@@ -43,6 +43,56 @@ void dnnq_gemm_api_finish(const dnnq_gemm_api_block_t *blk, int64_t m0, int64_t 
     }
 }
 
+#define NR 64
+
+void dnnq_gemm_api_pack_panel(const int8_t *w, int64_t s_k, int64_t s_n, int64_t K, int64_t nc,
+                              int8_t *packed, int32_t *colsum) {
+    const int64_t K4 = (K + 3) / 4;
+    int32_t sum[NR];
+    for (int n = 0; n < NR; ++n) sum[n] = 0;
+    if (s_n == 1) {
+        /* row-major op(B): four rows of nc bytes interleaved into one 256-byte group */
+        static const int8_t zero_row[NR];
+        for (int64_t k4 = 0; k4 < K4; ++k4) {
+            const int8_t *r[4];
+            for (int i = 0; i < 4; ++i)
+                r[i] = 4 * k4 + i < K ? w + (4 * k4 + i) * s_k : zero_row;
+            int8_t *o = packed + k4 * 4 * NR;
+            if (nc == NR) {
+                for (int n = 0; n < NR; ++n) {
+                    const int8_t a = r[0][n], b = r[1][n], c = r[2][n], d = r[3][n];
+                    o[4 * n] = a; o[4 * n + 1] = b; o[4 * n + 2] = c; o[4 * n + 3] = d;
+                    sum[n] += (int32_t)a + b + c + d;
+                }
+            } else {
+                for (int n = 0; n < NR; ++n) {
+                    int8_t a = 0, b = 0, c = 0, d = 0;
+                    if (n < nc) { a = r[0][n]; b = r[1][n]; c = r[2][n]; d = r[3][n]; }
+                    o[4 * n] = a; o[4 * n + 1] = b; o[4 * n + 2] = c; o[4 * n + 3] = d;
+                    sum[n] += (int32_t)a + b + c + d;
+                }
+            }
+        }
+    } else {
+        /* column-wise op(B) (transposed B: s_k == 1 gives contiguous 4-byte k runs) */
+        for (int n = 0; n < NR; ++n) {
+            const int8_t *col = w + n * s_n;
+            int32_t s = 0;
+            for (int64_t k4 = 0; k4 < K4; ++k4) {
+                int8_t *o = packed + (k4 * NR + n) * 4;
+                for (int kk = 0; kk < 4; ++kk) {
+                    const int64_t k = 4 * k4 + kk;
+                    const int8_t x = n < nc && k < K ? col[k * s_k] : 0;
+                    o[kk] = x;
+                    s += x;
+                }
+            }
+            sum[n] = s;
+        }
+    }
+    for (int64_t n = 0; n < nc; ++n) colsum[n] = sum[n];
+}
+
 void dnnq_gemm_api_rowsum(const uint8_t *a, int64_t lda, int64_t K, int is_s8, int64_t m0,
                           int64_t m1, int32_t *rowsum) {
     for (int64_t m = m0; m < m1; ++m) {

@@ -32,6 +32,13 @@ typedef struct {
     int accumulate_out;      /* 1: out += result (a later K slice) instead of out = result */
 } dnnq_gemm_api_block_t;
 
+/* Pack one 64-column panel of op(B) (K x nc, nc <= 64, element strides s_k, s_n) into dnnq's
+ * layout (dnnq_kernels.h; zeros in the K and column padding) and its nc column sums.  The
+ * generic dnnq_pack_b walks element by element; this one copies 4-row groups (row-major B) or
+ * 4-byte k runs (transposed B), which is what makes packing per call affordable. */
+void dnnq_gemm_api_pack_panel(const int8_t *w, int64_t s_k, int64_t s_n, int64_t K, int64_t nc,
+                              int8_t *packed, int32_t *colsum);
+
 /* Finish rows [m0, m1) of one block (rows are independent: callers split them by thread). */
 void dnnq_gemm_api_finish(const dnnq_gemm_api_block_t *blk, int64_t m0, int64_t m1);
 
