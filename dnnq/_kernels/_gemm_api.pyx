@@ -36,6 +36,10 @@ cdef extern from "gemm_api.h" nogil:
 
     void dnnq_gemm_api_pack_panel(const int8_t *w, int64_t s_k, int64_t s_n, int64_t K,
                                   int64_t nc, int8_t *packed, int32_t *colsum)
+    ctypedef void (*dnnq_gemm_api_pack_fn)(const int8_t *w, int64_t s_k, int64_t s_n,
+                                           int64_t K, int64_t nc, int8_t *packed,
+                                           int32_t *colsum)
+    dnnq_gemm_api_pack_fn dnnq_gemm_api_pack_for_isa(int isa)
     void dnnq_gemm_api_finish(const dnnq_gemm_api_block_t *blk, int64_t m0, int64_t m1)
     void dnnq_gemm_api_rowsum(const uint8_t *a, int64_t lda, int64_t K, int is_s8, int64_t m0,
                               int64_t m1, int32_t *rowsum)
@@ -68,6 +72,7 @@ cdef void _pack_and_launch(GemmPlan plan, dnnq_gemm_args_t *g, const int8_t *b,
     cdef int64_t K4 = (kb + 3) // 4, npan = (N + DNNQ_NR - 1) // DNNQ_NR, p, nc, n, c0, cpan
     cdef int32_t *dst = <int32_t*>g.dst
     cdef int nt
+    cdef dnnq_gemm_api_pack_fn pack = dnnq_gemm_api_pack_for_isa(plan.isa)
     # AMX reads up to 15 k groups past a panel's end (against zero A bytes): keep them zero
     memset(packed + (npan if npan < _CHUNK_PANELS else _CHUNK_PANELS) * K4 * 4 * DNNQ_NR, 0,
            16 * 4 * DNNQ_NR)
@@ -79,8 +84,8 @@ cdef void _pack_and_launch(GemmPlan plan, dnnq_gemm_args_t *g, const int8_t *b,
             nc = N - (c0 + p) * DNNQ_NR
             if nc > DNNQ_NR:
                 nc = DNNQ_NR
-            dnnq_gemm_api_pack_panel(b + k0 * s_k + (c0 + p) * DNNQ_NR * s_n, s_k, s_n, kb, nc,
-                                     packed + p * K4 * 4 * DNNQ_NR, colsum + (c0 + p) * DNNQ_NR)
+            pack(b + k0 * s_k + (c0 + p) * DNNQ_NR * s_n, s_k, s_n, kb, nc,
+                 packed + p * K4 * 4 * DNNQ_NR, colsum + (c0 + p) * DNNQ_NR)
             for n in range((c0 + p) * DNNQ_NR, (c0 + p) * DNNQ_NR + nc):
                 comp[n] = <int32_t>(0u - 128u * <uint32_t>colsum[n]) if s8_comp else 0
         g.b = packed

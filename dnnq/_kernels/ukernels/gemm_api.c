@@ -1,5 +1,6 @@
 /* dnnq.gemm_u8s8s32 / gemm_s8s8s32 finishing (portable C; see gemm_api.h for the numerics). */
 #include "gemm_api.h"
+#include "dnnq_kernels.h"
 
 /* oneDNN's round_to_nearest (gemm_driver.cpp): the +-0.5 is an f64 addition of its own (it can
  * round, e.g. 0.49999999999999994 + 0.5 == 1.0), the clamp comes before the truncation. */
@@ -91,6 +92,14 @@ void dnnq_gemm_api_pack_panel(const int8_t *w, int64_t s_k, int64_t s_n, int64_t
         }
     }
     for (int64_t n = 0; n < nc; ++n) colsum[n] = sum[n];
+}
+
+dnnq_gemm_api_pack_fn dnnq_gemm_api_pack_for_isa(int isa) {
+#ifdef DNNQ_HAVE_X86_KERNELS
+    if (isa >= DNNQ_ISA_AVX512_CORE_VNNI) return dnnq_gemm_api_pack_panel_avx512;
+#endif
+    (void)isa;
+    return dnnq_gemm_api_pack_panel;
 }
 
 void dnnq_gemm_api_rowsum(const uint8_t *a, int64_t lda, int64_t K, int is_s8, int64_t m0,

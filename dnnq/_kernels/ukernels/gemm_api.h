@@ -39,6 +39,15 @@ typedef struct {
 void dnnq_gemm_api_pack_panel(const int8_t *w, int64_t s_k, int64_t s_n, int64_t K, int64_t nc,
                               int8_t *packed, int32_t *colsum);
 
+/* The same with AVX-512 BW + VNNI (x86-64 builds only; the caller checks the level). */
+void dnnq_gemm_api_pack_panel_avx512(const int8_t *w, int64_t s_k, int64_t s_n, int64_t K,
+                                     int64_t nc, int8_t *packed, int32_t *colsum);
+
+typedef void (*dnnq_gemm_api_pack_fn)(const int8_t *w, int64_t s_k, int64_t s_n, int64_t K,
+                                      int64_t nc, int8_t *packed, int32_t *colsum);
+/* The packer for a dnnq ISA level (DNNQ_ISA_*): AVX-512 from avx512_core_vnni up. */
+dnnq_gemm_api_pack_fn dnnq_gemm_api_pack_for_isa(int isa);
+
 /* Finish rows [m0, m1) of one block (rows are independent: callers split them by thread). */
 void dnnq_gemm_api_finish(const dnnq_gemm_api_block_t *blk, int64_t m0, int64_t m1);
 
