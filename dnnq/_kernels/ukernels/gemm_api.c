@@ -2,44 +2,65 @@
 #include "gemm_api.h"
 #include "dnnq_kernels.h"
 
-/* oneDNN's round_to_nearest (gemm_driver.cpp): the +-0.5 is an f64 addition of its own (it can
- * round, e.g. 0.49999999999999994 + 0.5 == 1.0), the clamp comes before the truncation. */
-static inline int32_t round_to_nearest(double x) {
-    if (x >= 0.) {
-        x += 0.5;
-        if (x > 2147483647.0) x = 2147483647.0;
-    } else {
-        x -= 0.5;
-        if (x < -2147483648.0) x = -2147483648.0;
-    }
-    return (int32_t)x;
+/* oneDNN's round_to_nearest (gemm_driver.cpp) up to the final truncation: x + 0.5 (x >= 0) or
+ * x - 0.5 (an f64 addition of its own: 0.49999999999999994 + 0.5 == 1.0), clamped to the s32
+ * range.  Written without branches (x + copysign(0.5, x) is the same sum; -0.0 gives 0 either
+ * way) so that the row loops vectorize: the branchy form ran at 30 ns an element. */
+static inline double round_prep(double x) {
+    double y = x + __builtin_copysign(0.5, x);
+    y = y > 2147483647.0 ? 2147483647.0 : y;
+    y = y < -2147483648.0 ? -2147483648.0 : y;
+    return y;
 }
 
 static inline int32_t wrap_add(int32_t a, int32_t b) { return (int32_t)((uint32_t)a + (uint32_t)b); }
 
+#define CHUNK 256
+
 void dnnq_gemm_api_finish(const dnnq_gemm_api_block_t *blk, int64_t m0, int64_t m1) {
     const int64_t N = blk->N;
     const int negate = blk->rounded && !blk->has_prev && blk->alpha == -1.0;
+    const double alpha = blk->alpha, beta = blk->beta_eff;
+    int32_t a[CHUNK], v[CHUNK];
     for (int64_t m = m0; m < m1; ++m) {
-        const int32_t *acc = blk->acc + m * blk->ld_acc;
-        const int32_t *prev = blk->has_prev ? blk->prev + m * blk->ld_c : 0;
-        int32_t *out = blk->out + m * blk->ld_c;
         const int32_t rt = blk->rowterm ? blk->rowterm[m] : 0;
         const int32_t co_row = !blk->co ? 0 : blk->co_mode == 1 ? blk->co[m] : blk->co[0];
-        for (int64_t n = 0; n < N; ++n) {
-            int32_t a = wrap_add(acc[n], rt);
-            if (blk->colterm) a = wrap_add(a, blk->colterm[n]);
-            int32_t v;
-            if (!blk->rounded)
-                v = prev ? wrap_add(a, prev[n]) : a;
-            else if (negate)
-                v = (int32_t)(0u - (uint32_t)a);
-            else if (prev)
-                v = round_to_nearest(blk->alpha * (double)a + blk->beta_eff * (double)prev[n]);
+        for (int64_t n0 = 0; n0 < N; n0 += CHUNK) {
+            const int nc = (int)(N - n0 < CHUNK ? N - n0 : CHUNK);
+            const int32_t *acc = blk->acc + m * blk->ld_acc + n0;
+            const int32_t *prev = blk->has_prev ? blk->prev + m * blk->ld_c + n0 : 0;
+            int32_t *out = blk->out + m * blk->ld_c + n0;
+            /* the block's s32 accumulator, offsets included (wrapping) */
+            if (blk->colterm) {
+                const int32_t *ct = blk->colterm + n0;
+                for (int n = 0; n < nc; ++n) a[n] = wrap_add(wrap_add(acc[n], rt), ct[n]);
+            } else {
+                for (int n = 0; n < nc; ++n) a[n] = wrap_add(acc[n], rt);
+            }
+            if (!blk->rounded) {
+                if (prev)
+                    for (int n = 0; n < nc; ++n) v[n] = wrap_add(a[n], prev[n]);
+                else
+                    for (int n = 0; n < nc; ++n) v[n] = a[n];
+            } else if (negate) {
+                for (int n = 0; n < nc; ++n) v[n] = (int32_t)(0u - (uint32_t)a[n]);
+            } else if (prev) {
+                for (int n = 0; n < nc; ++n)
+                    v[n] = (int32_t)round_prep(alpha * (double)a[n] + beta * (double)prev[n]);
+            } else {
+                for (int n = 0; n < nc; ++n) v[n] = (int32_t)round_prep(alpha * (double)a[n]);
+            }
+            /* co after the rounding, as an s32 (wrapping) */
+            if (blk->co && blk->co_mode == 2) {
+                const int32_t *co = blk->co + n0;
+                for (int n = 0; n < nc; ++n) v[n] = wrap_add(v[n], co[n]);
+            } else if (blk->co) {
+                for (int n = 0; n < nc; ++n) v[n] = wrap_add(v[n], co_row);
+            }
+            if (blk->accumulate_out)
+                for (int n = 0; n < nc; ++n) out[n] = wrap_add(out[n], v[n]);
             else
-                v = round_to_nearest(blk->alpha * (double)a);
-            if (blk->co) v = wrap_add(v, blk->co_mode == 2 ? blk->co[n] : co_row);
-            out[n] = blk->accumulate_out ? wrap_add(out[n], v) : v;
+                for (int n = 0; n < nc; ++n) out[n] = v[n];
         }
     }
 }
