@@ -159,3 +159,22 @@ def test_rounding_details(one_thread):
     np.testing.assert_array_equal(dnnq.gemm_u8s8s32(A, B, C.copy(), **kw),
                                   onednn_ref.gemm_u8s8s32(A, B, C.copy(), **kw))
     assert dnnq.gemm_u8s8s32(A, B, C.copy(), **kw)[0, 0] == 50_000_001  # f64 0.1 gives 50000000
+
+
+@pytest.mark.parametrize("fn", ["gemm_u8s8s32", "gemm_s8s8s32"])
+def test_any_strides_and_read_only(isa, fn):
+    """Views with any strides (negative, non-unit inner, transposed) and read-only arrays are
+    read in place: the exact s32 product equals numpy's (alpha 1, beta 0: no rounding)."""
+    rng = np.random.default_rng(5)
+    adt = np.int8 if fn == "gemm_s8s8s32" else np.uint8
+    big_a = rng.integers(np.iinfo(adt).min, np.iinfo(adt).max + 1, (40, 150)).astype(adt)
+    big_b = rng.integers(-128, 128, (150, 140)).astype(np.int8)
+    big_a.flags.writeable = False
+    for a, b, ta, tb in [(big_a[::2, 1:140:3], big_b[:47, ::-2], False, False),
+                         (big_a[::-1, :70].T, big_b[:70, 5:75], True, False),
+                         (big_a[:33, :99], big_b[::-1, :99][:50], False, True)]:
+        opa = a.T if ta else a
+        opb = b.T if tb else b
+        want = opa.astype(np.int64) @ opb.astype(np.int64)
+        got = getattr(dnnq, fn)(a, b, transa=ta, transb=tb, co=np.array([-7]))
+        np.testing.assert_array_equal(got, want - 7)

@@ -107,13 +107,13 @@ cdef void _finish(dnnq_gemm_api_block_t *blk, int64_t M, int nthreads) noexcept 
 
 def run(a, b, int32_t[:, ::1] out, bint s8_src, bint has_c, float alpha, float beta,
         int32_t ao, int32_t bo, const int32_t[::1] co, int co_mode, list plan,
-        int isa, int kernel_isa, int dst_s32, int nthreads):
+        int kernel_isa, int dst_s32, int nthreads):
     """C = oneDNN's alpha * (op(A) - ao)(op(B) - bo) + beta * C + co into `out` (M, N).
 
     a: op(A) as an (M, K) uint8 view (s8 bytes when s8_src; any strides); b: op(B) as a
     (K, N) int8 view (any strides); out holds C on entry when has_c.  plan: the K slices of
-    _gemm_kplan.k_plan.  isa: the effective level (AMX multiplies s8 A signed); kernel_isa:
-    the level whose GEMM kernel runs; dst_s32: the s32 destination code of GemmPlan.
+    _gemm_kplan.k_plan.  kernel_isa: the level whose GEMM kernel runs (AMX multiplies an s8 A
+    as signed); dst_s32: the s32 destination code of GemmPlan.
     """
     cdef const uint8_t[:, :] av = a
     cdef const int8_t[:, :] bv = b
@@ -184,7 +184,7 @@ def run(a, b, int32_t[:, ::1] out, bint s8_src, bint has_c, float alpha, float b
             for j in range(nblocks):
                 k0, k1, rounded = blocks[j]
                 _block(<GemmPlan>plans[k1 - k0], a0, lda, b0, s_bk, s_bn, k0, k1, M, N,
-                       s8_src, signed_s8, isa, packed, colsum, colterm, rowterm,
+                       s8_src, signed_s8, packed, colsum, colterm, rowterm,
                        out, acc, part, direct, s, j, j == nblocks - 1, rounded, has_c,
                        alpha, beta, ao, bo, &co[0], co_mode, nthreads)
     finally:
@@ -221,7 +221,7 @@ cdef void _gather(const uint8_t *a, int64_t s_m, int64_t s_k, int64_t M, int64_t
 
 cdef void _block(GemmPlan plan, const uint8_t *a, int64_t lda, const int8_t *b, int64_t s_bk,
                  int64_t s_bn, int64_t k0, int64_t k1, int64_t M, int64_t N, bint s8_src,
-                 bint signed_s8, int isa, int8_t *packed, int32_t *colsum, int32_t *colterm,
+                 bint signed_s8, int8_t *packed, int32_t *colsum, int32_t *colterm,
                  int32_t *rowterm, int32_t[:, ::1] out, int32_t *acc, int32_t *part,
                  bint direct, int s, int64_t j, bint last, bint rounded, bint has_c,
                  float alpha, float beta, int32_t ao, int32_t bo, const int32_t *co,
