@@ -13,9 +13,8 @@ import threading
 
 import numpy as np
 
-from dnnq._kernels._kernels cimport (
-    DNNQ_NR, DNNQ_ISA_AVX512_CORE_AMX, dnnq_gemm_args_t,
-)
+from dnnq._kernels._kernels cimport DNNQ_NR, dnnq_gemm_args_t
+from dnnq._kernels._codes cimport DNNQ_ISA_AVX512_CORE_AMX
 from dnnq._kernels._gemm cimport GemmPlan
 
 cdef extern from "gemm_api.h" nogil:
@@ -133,7 +132,8 @@ def run(a, b, int32_t[:, ::1] out, bint s8_src, bint has_c, float alpha, float b
     for blocks in plan:
         for k0, k1, rounded in blocks:
             if k1 - k0 not in plans:
-                plans[k1 - k0] = GemmPlan(kernel_isa, 1, M, N, k1 - k0, dst_s32, [])
+                plans[k1 - k0] = GemmPlan(kernel_isa, 1, M, N, k1 - k0, dst_s32, [],
+                                          signed_s8=signed_s8)
     # the GEMM writes straight into out when out is its own C afterwards: one integer block
     # that does not read C (the common alpha = 1, beta = 0 call)
     cdef bint direct = (nslices == 1 and len(plan[0]) == 1 and not plan[0][0][2]

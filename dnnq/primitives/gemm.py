@@ -14,11 +14,11 @@ wraps on overflow as oneDNN's does.  Packing, GEMM and finishing run in C
 """
 import numpy as np
 
-from dnnq import _dispatch
+from dnnq import _dispatch, _impls
 from dnnq._kernels import _gemm_api
 from dnnq.errors import InvalidArguments
 from dnnq.primitives._gemm_kplan import k_plan
-from dnnq.primitives._plan import DT_CODE, ISA_CODE, kernel_isa
+from dnnq.primitives._plan import DT_CODE, ISA_CODE
 
 _S32 = (np.iinfo(np.int32).min, np.iinfo(np.int32).max)
 _F32_MAX = float(np.finfo(np.float32).max)
@@ -91,13 +91,14 @@ def _gemm(a_dtype, A, B, C, transa, transb, alpha, beta, ao, bo, co, offsetc):
     out = C if C is not None else np.zeros((M, N), np.int32)
     if M == 0 or N == 0 or K == 0:
         return out  # oneDNN returns at once: C is left as it is
-    isa = _dispatch.get_effective_cpu_isa()
+    isa = _dispatch.get_effective_cpu_isa()  # oneDNN's blocking follows the level
+    kernel = _impls.choose("gemm_u8s8s32", _impls.GEMM, M=M).isa  # AMX: AVX-512 below 8 rows
     nthreads = _dispatch.get_num_threads()
     s8 = a_dtype == np.int8
     plan = k_plan(isa, M, N, K, alpha, beta, nthreads, ao, bo, s8)
     _gemm_api.run(a.view(np.uint8) if s8 else a, b, out, s8, C is not None and beta != 0.0,
                   alpha, beta, ao, bo, co_v, _CO_MODE[offsetc], plan,
-                  ISA_CODE[kernel_isa(isa, M)], DT_CODE["s32"], nthreads)
+                  ISA_CODE[kernel], DT_CODE["s32"], nthreads)
     return out
 
 
