@@ -178,3 +178,16 @@ def test_any_strides_and_read_only(isa, fn):
         want = opa.astype(np.int64) @ opb.astype(np.int64)
         got = getattr(dnnq, fn)(a, b, transa=ta, transb=tb, co=np.array([-7]))
         np.testing.assert_array_equal(got, want - 7)
+
+
+def test_c_sharing_memory_with_an_input_is_refused():
+    """C is written in place while A, B and co are read: a C viewing their memory raises."""
+    buf = np.zeros((4, 16), np.int32)
+    A = buf.view(np.uint8)[:, :8]          # (4, 8) u8 inside C's bytes
+    B = np.ones((8, 16), np.int8)
+    with pytest.raises(dnnq.InvalidArguments, match="C: shares memory with A"):
+        dnnq.gemm_u8s8s32(A, B, buf)
+    co = buf[0]
+    with pytest.raises(dnnq.InvalidArguments, match="C: shares memory with co"):
+        dnnq.gemm_u8s8s32(np.ones((4, 8), np.uint8), B, buf, co=co, offsetc="R")
+    np.testing.assert_array_equal(buf, 0)  # nothing written

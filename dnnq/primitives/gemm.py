@@ -52,6 +52,15 @@ def _real(value, name):
     return float(np.float32(v))
 
 
+def _overlap(x, y):
+    if not np.may_share_memory(x, y):
+        return False
+    try:
+        return np.shares_memory(x, y, max_work=100_000)
+    except np.exceptions.TooHardError:
+        return True
+
+
 def _gemm(a_dtype, A, B, C, transa, transb, alpha, beta, ao, bo, co, offsetc):
     a = _operand(A, "A", a_dtype, transa)
     b = _operand(B, "B", np.int8, transb)
@@ -86,6 +95,10 @@ def _gemm(a_dtype, A, B, C, transa, transb, alpha, beta, ao, bo, co, offsetc):
             raise InvalidArguments(f"C: expected an int32 array of shape ({M}, {N})")
         if not (C.flags.c_contiguous and C.flags.writeable):
             raise InvalidArguments("C: must be a writable C-contiguous array (written in place)")
+        for name, x in (("A", A), ("B", B), ("co", co)):
+            if isinstance(x, np.ndarray) and _overlap(C, x):
+                raise InvalidArguments(f"C: shares memory with {name}; expected separate "
+                                       f"arrays (C is written while {name} is read)")
     elif beta != 0.0:
         raise InvalidArguments("C: beta is not 0, so the previous C must be given")
     out = C if C is not None else np.zeros((M, N), np.int32)
