@@ -104,7 +104,8 @@ def _s32s(draw_values):
 @given(data=st.data())
 def test_hypothesis_hunts_mismatches(data, one_thread):
     """Hypothesis looks for a problem where dnnq and oneDNN differ: long K with accumulators
-    past 2^24, alpha / beta as any f32 (0.5 ties included), C and co at the s32 bounds."""
+    past 2^24, alpha / beta as any f32 (0.5 ties included), C and co at the s32 bounds, every
+    offsetc, transa / transb, s8 and u8 A."""
     s8 = data.draw(st.booleans(), label="s8")
     M = data.draw(st.integers(1, 6), label="M")
     N = data.draw(st.integers(1, 6), label="N")
@@ -128,7 +129,11 @@ def test_hypothesis_hunts_mismatches(data, one_thread):
     n_co = {"F": 1, "C": M, "R": N}[offsetc]
     co = np.array(data.draw(st.lists(_s32s(st.integers(-100, 100)), min_size=n_co,
                                      max_size=n_co), label="co"), np.int32)
-    kw = dict(alpha=alpha, beta=beta, offsetc=offsetc, co=co,
+    transa = data.draw(st.booleans(), label="transa")
+    transb = data.draw(st.booleans(), label="transb")
+    A = np.ascontiguousarray(A.T) if transa else A  # stored as (K, M) / (N, K)
+    B = np.ascontiguousarray(B.T) if transb else B
+    kw = dict(alpha=alpha, beta=beta, offsetc=offsetc, co=co, transa=transa, transb=transb,
               ao=data.draw(st.sampled_from([0, info.min, info.max, 1]), label="ao"),
               bo=data.draw(st.sampled_from([0, -128, 127, -1]), label="bo"))
     fn = "gemm_s8s8s32" if s8 else "gemm_u8s8s32"
