@@ -2,18 +2,18 @@
 
 dnnq/primitives/gemm.py validates the arguments and asks dnnq/primitives/_gemm_kplan.py for
 oneDNN's K blocks; `run` does the rest without the GIL: op(A) made row-contiguous when it is
-not, each block's rows of op(B) packed panel by panel (in parallel, gemm_api.c's packer), the raw GEMM through
-GemmPlan.launch, then the block's offsets, alpha / beta rounding and co (ukernels/gemm_api.c).
+not, each block's rows of op(B) packed 6 panels at a time (in parallel, gemm_api*.c's
+packers) and multiplied by the raw s32 GEMM (GemmPlan.launch), then the block's offsets,
+alpha / beta rounding and co (ukernels/gemm_api.c).
 """
 from libc.stdint cimport int8_t, uint8_t, int32_t, uint32_t, int64_t
-
 from libc.string cimport memset
 from cython.parallel cimport prange
 import threading
 
 import numpy as np
 
-from dnnq._kernels._kernels cimport DNNQ_NR, dnnq_gemm_args_t
+from dnnq._kernels._kernels cimport DNNQ_NR, dnnq_gemm_args_t, dnnq_gemm_block_fn
 from dnnq._kernels._codes cimport DNNQ_ISA_AVX512_CORE_AMX
 from dnnq._kernels._gemm cimport GemmPlan
 
@@ -62,19 +62,39 @@ cdef void _pack_and_launch(GemmPlan plan, dnnq_gemm_args_t *g, const int8_t *b,
                            int64_t s_k, int64_t s_n, int64_t k0, int64_t kb, int64_t M,
                            int64_t N, int8_t *packed, int32_t *colsum, int32_t *comp,
                            bint s8_comp, int nthreads) noexcept nogil:
-    """The raw GEMM of K rows [k0, k0 + kb) in chunks of _CHUNK_PANELS 64-column panels: a
-    chunk of op(B) (element strides s_k, s_n) is packed (one panel per task) into a buffer
-    that stays in cache, then multiplied by all of A (GemmPlan.launch), as oneDNN's GEMM
-    copies B in blocks of 384 columns.  comp: the raw GEMM's column compensation, -128 *
-    colsum for an s8 A made u8.  g: the block's arguments; its b, N, col_comp and dst are
-    set here per chunk."""
+    """The raw GEMM of K rows [k0, k0 + kb) of op(B) (element strides s_k, s_n), packed one
+    64-column panel at a time.  VNNI levels: one parallel loop over panels, each thread packs
+    a panel and multiplies it by every row block of A while it is in its cache (no barrier
+    between packing and multiplying).  AMX, whose driver wants row blocks outermost
+    (GemmPlan.m_outer): chunks of _CHUNK_PANELS panels packed in parallel, then
+    GemmPlan.launch on the chunk, as oneDNN's GEMM copies B in blocks of 384 columns.
+    comp: the raw GEMM's column compensation, -128 * colsum for an s8 A made u8.  g: the
+    block's arguments; b, N, col_comp and dst are set here."""
     cdef int64_t K4 = (kb + 3) // 4, npan = (N + DNNQ_NR - 1) // DNNQ_NR, p, nc, n, c0, cpan
     cdef int32_t *dst = <int32_t*>g.dst
     cdef int nt
     cdef dnnq_gemm_api_pack_fn pack = dnnq_gemm_api_pack_for_isa(plan.isa)
+    cdef int64_t mc = plan.mc, m0
+    cdef dnnq_gemm_block_fn fn = plan.block
+    cdef int64_t held = npan if npan < _CHUNK_PANELS or not plan.m_outer else _CHUNK_PANELS
     # AMX reads up to 15 k groups past a panel's end (against zero A bytes): keep them zero
-    memset(packed + (npan if npan < _CHUNK_PANELS else _CHUNK_PANELS) * K4 * 4 * DNNQ_NR, 0,
-           16 * 4 * DNNQ_NR)
+    memset(packed + held * K4 * 4 * DNNQ_NR, 0, 16 * 4 * DNNQ_NR)
+    if not plan.m_outer:
+        g.b = packed
+        nt = 1 if M * N * kb < 2 * plan.min_work_per_thread or npan == 1 else nthreads
+        for p in prange(npan, schedule='static', num_threads=nt):
+            nc = N - p * DNNQ_NR
+            if nc > DNNQ_NR:
+                nc = DNNQ_NR
+            pack(b + k0 * s_k + p * DNNQ_NR * s_n, s_k, s_n, kb, nc,
+                 packed + p * K4 * 4 * DNNQ_NR, colsum + p * DNNQ_NR)
+            for n in range(p * DNNQ_NR, p * DNNQ_NR + nc):
+                comp[n] = <int32_t>(0u - 128u * <uint32_t>colsum[n]) if s8_comp else 0
+            m0 = 0
+            while m0 < M:
+                fn(g, 0, m0, mc if M - m0 > mc else M - m0, p)
+                m0 = m0 + mc
+        return
     c0 = 0
     while c0 < npan:
         cpan = npan - c0 if npan - c0 < _CHUNK_PANELS else _CHUNK_PANELS
@@ -143,7 +163,9 @@ def run(a, b, int32_t[:, ::1] out, bint s8_src, bint has_c, float alpha, float b
     cdef const uint8_t *a0 = &av[0, 0]
     cdef const int8_t *b0 = &bv[0, 0]
     cdef int64_t lda = s_am
-    cdef int64_t packed_bytes = (min(npan, _CHUNK_PANELS) * ((max_kb + 3) // 4) * 4 * DNNQ_NR
+    # all panels for the per-panel loop, one chunk for AMX's (see _pack_and_launch)
+    cdef int64_t packed_bytes = ((min(npan, _CHUNK_PANELS) if kernel_isa == DNNQ_ISA_AVX512_CORE_AMX
+                                  else npan) * ((max_kb + 3) // 4) * 4 * DNNQ_NR
                                  + 16 * 4 * DNNQ_NR)
     cdef bint need_gather = s_ak != 1
     # scratch, 64-byte aligned pieces of one workspace (each 64-byte row of a packed panel is
