@@ -1,0 +1,217 @@
+/* The convolution driver: one work item = (image, group, 64-column panel, block of output
+ * pixels).  For each micro-tile of output pixels it builds the tap -> source-row pointers,
+ * runs the batch-reduce micro-kernel over the taps (or the depthwise kernel) and hands the
+ * accumulator tile to the GEMM epilogue.  ISA-independent: the ISA code is reached through
+ * the function pointers in dnnq_conv_t (see dnnq_conv.h for the layouts). */
+#include <stdlib.h>
+#include <string.h>
+#include "dnnq_conv.h"
+
+/* the source coordinate a tap reads along one dimension, or -1 when it reads nothing */
+static inline int64_t src_coord(int64_t o, int64_t k, int64_t s, int64_t d, int64_t p, int64_t I,
+                                int deconv) {
+    int64_t x;
+    if (!deconv) {
+        x = o * s - p + k * d;
+    } else {
+        x = o + p - k * d;
+        if (x < 0 || x % s) return -1;
+        x /= s;
+    }
+    return x >= 0 && x < I ? x : -1;
+}
+
+int64_t dnnq_conv_n_items(const dnnq_conv_t *cv) {
+    const int64_t osp = cv->od * cv->oh * cv->ow;
+    const int64_t nblk = (osp + cv->mc - 1) / cv->mc;
+    const int64_t groups = cv->depthwise ? 1 : cv->G;
+    return cv->N * groups * cv->n_panels * nblk;
+}
+
+/* the epilogue description of image n, group g: per-column pointers moved to the group's
+ * first output channel, per-image ones to the image */
+static void item_epilogue_args(const dnnq_conv_t *cv, int64_t n, int64_t g, dnnq_gemm_args_t *ge,
+                               dnnq_postop_t *post) {
+    *ge = cv->epi;
+    const int64_t c0 = g * cv->OCg;
+    const int esz = ge->dst_dt == DNNQ_DT_S8 || ge->dst_dt == DNNQ_DT_U8 ? 1 : 4;
+    ge->dst = (char *)ge->dst + (n * cv->dst_img + c0) * esz;
+    ge->col_comp += c0;
+    ge->scale += c0 * ge->scale_sn;
+    if (ge->bias) ge->bias += c0 * ge->bias_sn;
+    if (ge->dst_zp) ge->dst_zp += c0 * ge->dst_zp_sn;
+    if (ge->wzp) {
+        ge->wzp += c0 * ge->wzp_sn;
+        ge->rowsum += (n * cv->G + g) * cv->rowsum_img;
+    }
+    for (int i = 0; i < ge->n_post; ++i) {
+        post[i] = cv->epi.post[i];
+        if (post[i].src1) post[i].src1 += n * cv->post_b[i] + c0 * post[i].s1_n;
+        if (post[i].src2) post[i].src2 += n * cv->post2_b[i] + c0 * post[i].s2_n;
+    }
+    ge->post = post;
+}
+
+/* output pixel m -> (od, oh, ow) */
+static inline void out_pixel(const dnnq_conv_t *cv, int64_t m, int64_t *od, int64_t *oh,
+                             int64_t *ow) {
+    *ow = m % cv->ow;
+    m /= cv->ow;
+    *oh = m % cv->oh;
+    *od = m / cv->oh;
+}
+
+/* Row pointers of one micro-tile (rows m .. m + mr - 1): rows[t * mr + r] for pair t.  With
+ * fold_kw, a (kd, kh) row whose KW taps are not all inside the source is gathered into
+ * `gather` (zero-point bytes for the outside taps). */
+static void tile_rows(const dnnq_conv_t *cv, int64_t n, int64_t g, int64_t m, int mr,
+                      int64_t chan0, const uint8_t **rows, uint8_t *gather) {
+    const uint8_t *img = cv->src + n * cv->id * cv->ih * cv->iw * cv->IC + chan0;
+    const uint8_t *zrow = cv->zp_rows + (cv->depthwise ? chan0 : g * cv->kpair);
+    for (int r = 0; r < mr; ++r) {
+        int64_t od, oh, ow;
+        out_pixel(cv, m + r, &od, &oh, &ow);
+        int64_t t = 0;
+        for (int64_t kd = 0; kd < cv->kd; ++kd) {
+            const int64_t x_d = src_coord(od, kd, cv->sd, cv->dd, cv->pd, cv->id, cv->deconv);
+            for (int64_t kh = 0; kh < cv->kh; ++kh) {
+                const int64_t x_h = x_d < 0 ? -1
+                                            : src_coord(oh, kh, cv->sh, cv->dh, cv->ph, cv->ih,
+                                                        cv->deconv);
+                const uint8_t *plane =
+                    x_h >= 0 ? img + (x_d * cv->ih + x_h) * cv->iw * cv->IC : NULL;
+                if (cv->fold_kw) { /* G == 1, dense along w, convolution only */
+                    const int64_t x0 = ow * cv->sw - cv->pw;
+                    const uint8_t *p;
+                    if (x_h >= 0 && x0 >= 0 && x0 + cv->kw <= cv->iw) {
+                        p = plane + x0 * cv->IC;
+                    } else {
+                        uint8_t *buf = gather + (t * mr + r) * cv->kpair;
+                        for (int64_t kw = 0; kw < cv->kw; ++kw) {
+                            const int64_t x = x0 + kw;
+                            const uint8_t *s = x_h >= 0 && x >= 0 && x < cv->iw
+                                                   ? plane + x * cv->IC
+                                                   : zrow + kw * cv->IC;
+                            memcpy(buf + kw * cv->IC, s, (size_t)cv->IC);
+                        }
+                        p = buf;
+                    }
+                    rows[t * mr + r] = p;
+                    ++t;
+                    continue;
+                }
+                for (int64_t kw = 0; kw < cv->kw; ++kw, ++t) {
+                    const int64_t x_w = x_h < 0 ? -1
+                                                : src_coord(ow, kw, cv->sw, cv->dw, cv->pw, cv->iw,
+                                                            cv->deconv);
+                    rows[t * mr + r] = x_w < 0 ? zrow : plane + x_w * cv->IC;
+                }
+            }
+        }
+    }
+}
+
+/* tile[r][:] += padcorr[tap][:] for every tap of row r that reads no source pixel */
+static void add_pad_correction(const dnnq_conv_t *cv, int64_t g, int64_t m, int mr, int64_t p,
+                               int nc, int32_t *tile) {
+    const int64_t ntaps = cv->kd * cv->kh * cv->kw;
+    const int64_t cols = cv->depthwise ? cv->OC : cv->OCg; /* [g][tap][cols] */
+    const int32_t *pc = cv->padcorr + g * ntaps * cols + p * DNNQ_NR;
+    for (int r = 0; r < mr; ++r) {
+        int64_t od, oh, ow;
+        out_pixel(cv, m + r, &od, &oh, &ow);
+        int32_t *row = tile + r * DNNQ_NR;
+        int64_t t = 0;
+        for (int64_t kd = 0; kd < cv->kd; ++kd) {
+            const int ok_d = src_coord(od, kd, cv->sd, cv->dd, cv->pd, cv->id, cv->deconv) >= 0;
+            for (int64_t kh = 0; kh < cv->kh; ++kh) {
+                const int ok_h = ok_d &&
+                    src_coord(oh, kh, cv->sh, cv->dh, cv->ph, cv->ih, cv->deconv) >= 0;
+                for (int64_t kw = 0; kw < cv->kw; ++kw, ++t) {
+                    if (ok_h && src_coord(ow, kw, cv->sw, cv->dw, cv->pw, cv->iw, cv->deconv) >= 0)
+                        continue;
+                    const int32_t *c = pc + t * cols;
+                    for (int n = 0; n < nc; ++n)
+                        row[n] = (int32_t)((uint32_t)row[n] + (uint32_t)c[n]);
+                }
+            }
+        }
+    }
+}
+
+void dnnq_conv_run_item(const dnnq_conv_t *cv, int64_t item) {
+    const int64_t osp = cv->od * cv->oh * cv->ow;
+    const int64_t nblk = (osp + cv->mc - 1) / cv->mc;
+    const int64_t groups = cv->depthwise ? 1 : cv->G;
+    const int64_t blk = item % nblk;
+    int64_t rest = item / nblk;
+    const int64_t p = rest % cv->n_panels;
+    rest /= cv->n_panels;
+    const int64_t g = rest % groups;
+    const int64_t n = rest / groups;
+    const int64_t m0 = blk * cv->mc;
+    const int64_t mcur = osp - m0 < cv->mc ? osp - m0 : cv->mc;
+    const int64_t ncols = cv->depthwise ? cv->OC : cv->OCg;
+    const int nc = (int)(ncols - p * DNNQ_NR < DNNQ_NR ? ncols - p * DNNQ_NR : DNNQ_NR);
+
+    dnnq_gemm_args_t ge;
+    dnnq_postop_t post[DNNQ_CONV_MAX_POST];
+    item_epilogue_args(cv, n, g, &ge, post);
+
+    const int mr_max = cv->mr;
+    const int64_t npairs = cv->npairs;
+    int32_t tile[DNNQ_MR_MAX * DNNQ_NR] __attribute__((aligned(64)));
+    const uint8_t **rows = (const uint8_t **)malloc(sizeof(uint8_t *) * (size_t)(npairs * mr_max));
+    dnnq_br_pair_t *pairs = cv->depthwise ? NULL
+                                          : (dnnq_br_pair_t *)malloc(sizeof(dnnq_br_pair_t) *
+                                                                     (size_t)npairs);
+    uint8_t *gather = cv->fold_kw ? (uint8_t *)malloc((size_t)(npairs * mr_max * cv->kpair)) : NULL;
+    if (!rows || (!cv->depthwise && !pairs) || (cv->fold_kw && !gather)) {
+        free(rows);
+        free(pairs);
+        free(gather);
+        return; /* the caller checked the sizes; never reached in practice */
+    }
+    const int64_t chan0 = cv->depthwise ? p * DNNQ_NR : cv->G > 1 ? g * cv->ICg : 0;
+    const int8_t *bpanel = cv->packed + (g * cv->n_panels + p) * npairs * cv->K4 * 4 * DNNQ_NR;
+    const int16_t *wdw = cv->depthwise ? cv->dw_weights + p * npairs * DNNQ_NR : NULL;
+    dnnq_dw_tile_fn dw = cv->depthwise ? dnnq_dw_tile_for_isa(cv->isa) : NULL;
+
+    const int64_t ntiles = (mcur + mr_max - 1) / mr_max;
+    for (int64_t ti = 0; ti < ntiles; ++ti) {
+        const int64_t m = m0 + (mcur * ti) / ntiles;
+        const int mr = (int)(m0 + (mcur * (ti + 1)) / ntiles - m);
+        tile_rows(cv, n, g, m, mr, chan0, rows, gather);
+        if (cv->depthwise) {
+            dw(mr, npairs, rows, nc, cv->src_signed, wdw, tile);
+        } else {
+            for (int64_t t = 0; t < npairs; ++t) {
+                pairs[t].a = NULL;
+                pairs[t].lda = 0;
+                pairs[t].rows = rows + t * mr;
+                pairs[t].b = bpanel + t * cv->K4 * 4 * DNNQ_NR;
+                pairs[t].K = cv->kpair;
+            }
+            cv->brgemm(mr, npairs, pairs, cv->a_xor, 0, tile);
+        }
+        if (cv->padcorr) add_pad_correction(cv, g, m, mr, p, nc, tile);
+        cv->epilogue(&ge, 0, m, mr, p, tile);
+    }
+    free(rows);
+    free(pairs);
+    free(gather);
+}
+
+dnnq_dw_tile_fn dnnq_dw_tile_for_isa(int isa) {
+#ifdef DNNQ_HAVE_X86_KERNELS
+    switch (isa) {
+    case DNNQ_ISA_AVX512_CORE_AMX:
+    case DNNQ_ISA_AVX512_CORE_VNNI: return dnnq_dw_tile_avx512;
+    case DNNQ_ISA_AVX2_VNNI:
+    case DNNQ_ISA_AVX2: return dnnq_dw_tile_avx2;
+    default: break;
+    }
+#endif
+    (void)isa;
+    return dnnq_dw_tile_portable;
+}
