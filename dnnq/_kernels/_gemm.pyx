@@ -16,6 +16,7 @@ from dnnq._kernels._kernels cimport (
     DNNQ_NR, DNNQ_ISA_AVX512_CORE_AMX, dnnq_gemm_args_t, dnnq_postop_t, dnnq_gemm_block_fn,
     dnnq_gemm_ukr_fn,
     dnnq_gemm_block_for_isa, dnnq_gemm_ukr_for_isa, dnnq_gemm_mr_for_isa, dnnq_pack_b,
+    dnnq_br_pair_t, dnnq_brgemm_ukr_fn, dnnq_brgemm_ukr_for_isa, dnnq_brgemm_mr_for_isa,
 )
 
 import numpy as np
@@ -76,6 +77,67 @@ def micro_kernel(int isa, a, packed, int64_t K, bint s8_src):
     fn(mr, K, <const uint8_t*>_ptr(a), K, 0x80808080 if s8_src else 0,
        <const int8_t*>_ptr(packed), <int32_t*>_ptr(out, True))
     return out
+
+
+def brgemm_rows(int isa):
+    """The largest row count one batch-reduce micro-kernel call takes at this ISA level."""
+    return dnnq_brgemm_mr_for_isa(isa)
+
+
+def brgemm_micro_kernel(int isa, const uint8_t[::1] base, list pairs, bint s8_src,
+                        bint accumulate, int32_t[:, ::1] c):
+    """Run the batch-reduce micro-kernel once (tests): c (mr, 64) (+)= sum over the pairs.
+
+    base: one u8 buffer holding every A row.  pairs: (row_offsets, dense, packed_panel, K):
+    indirect A when row_offsets is an int64 array of mr byte offsets into base (dense is then
+    ignored), dense A when row_offsets is None and dense = (offset, lda); packed_panel is one
+    packed 64-column panel (int8, 1-D).  Every row read is checked to lie inside base here
+    (the kernel itself trusts its pointers).
+    """
+    cdef int mr = c.shape[0]
+    cdef int64_t npairs = len(pairs), i, r, off, lda, K
+    if c.shape[1] != 64 or mr < 1 or mr > dnnq_brgemm_mr_for_isa(isa):
+        raise ValueError("c must be (mr, 64) with 1 <= mr <= brgemm_rows(isa)")
+    cdef dnnq_br_pair_t* q = <dnnq_br_pair_t*>malloc(sizeof(dnnq_br_pair_t) * max(npairs, 1))
+    cdef const uint8_t** rows = <const uint8_t**>malloc(sizeof(void*) * max(npairs, 1) * mr)
+    cdef const int8_t[::1] panel
+    cdef const int64_t[::1] offs
+    if q == NULL or rows == NULL:
+        free(q); free(rows)
+        raise MemoryError()
+    keep = []
+    try:
+        for i in range(npairs):
+            offsets, dense, packed, K = pairs[i]
+            panel = packed
+            keep.append(packed)
+            if panel.shape[0] < ((K + 3) // 4) * 256:
+                raise ValueError("packed panel too short for K")
+            q[i].K = K
+            q[i].b = &panel[0] if panel.shape[0] else NULL
+            if offsets is None:
+                off, lda = dense
+                if off < 0 or lda < 0 or off + lda * (mr - 1) + K > base.shape[0]:
+                    raise ValueError("dense A rows outside base")
+                q[i].a = &base[0] + off
+                q[i].lda = lda
+                q[i].rows = NULL
+            else:
+                offs = offsets
+                if offs.shape[0] != mr:
+                    raise ValueError("one row offset per row")
+                for r in range(mr):
+                    if offs[r] < 0 or offs[r] + K > base.shape[0]:
+                        raise ValueError("indirect A row outside base")
+                    rows[i * mr + r] = &base[0] + offs[r]
+                q[i].a = NULL
+                q[i].lda = 0
+                q[i].rows = rows + i * mr
+        dnnq_brgemm_ukr_for_isa(isa)(mr, npairs, q, 0x80808080 if s8_src else 0, accumulate,
+                                     &c[0, 0])
+    finally:
+        free(q)
+        free(rows)
 
 
 def micro_kernel_rows(int isa):

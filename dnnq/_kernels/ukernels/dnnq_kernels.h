@@ -95,23 +95,6 @@ typedef void (*dnnq_gemm_block_fn)(const dnnq_gemm_args_t *g, int64_t b, int64_t
 typedef void (*dnnq_gemm_ukr_fn)(int mr, int64_t K, const uint8_t *a, int64_t lda, uint32_t a_xor,
                                  const int8_t *bp, int32_t *c);
 
-#define DNNQ_DECLARE_ISA(isa)                                                                    \
-    void dnnq_gemm_block_##isa(const dnnq_gemm_args_t *g, int64_t b, int64_t m0, int64_t mc,     \
-                               int64_t p);                                                       \
-    void dnnq_gemm_ukr_##isa(int mr, int64_t K, const uint8_t *a, int64_t lda, uint32_t a_xor,   \
-                             const int8_t *bp, int32_t *c);                                      \
-    int dnnq_gemm_mr_##isa(void);
-
-DNNQ_DECLARE_ISA(portable)
-DNNQ_DECLARE_ISA(avx2)
-DNNQ_DECLARE_ISA(avxvnni)
-DNNQ_DECLARE_ISA(avx512vnni)
-DNNQ_DECLARE_ISA(amx)
-
-dnnq_gemm_block_fn dnnq_gemm_block_for_isa(int isa);
-dnnq_gemm_ukr_fn dnnq_gemm_ukr_for_isa(int isa);
-int dnnq_gemm_mr_for_isa(int isa);
-
 /* ---- Batch-reduce GEMM micro-kernel ("brgemm"), the engine under every GEMM-shaped primitive
  *
  *   c[r][n] (+)= sum_i sum_{k < K_i} A_i[r][k] * B_i[k][n]        r < mr, n < 64 (one panel)
@@ -141,10 +124,32 @@ int dnnq_brgemm_mr_for_isa(int isa);  /* the largest mr one call takes */
 /* The fused epilogue of one accumulator tile: rows m .. m + mr - 1 of batch b, columns of
  * panel p -> dst, exactly as the GEMM primitives finish (compensation col_comp / wzp * rowsum,
  * scales, bias, post-ops, dst scale and zero point, round-half-even, saturation).  g describes
- * the problem (g->a and g->b are not read). */
+ * the problem (g->a and g->b are not read).  tile: 64-byte aligned. */
 typedef void (*dnnq_gemm_epilogue_fn)(const dnnq_gemm_args_t *g, int64_t b, int64_t m, int mr,
                                       int64_t p, const int32_t *tile);
 dnnq_gemm_epilogue_fn dnnq_gemm_epilogue_for_isa(int isa);
+
+#define DNNQ_DECLARE_ISA(isa)                                                                    \
+    void dnnq_gemm_block_##isa(const dnnq_gemm_args_t *g, int64_t b, int64_t m0, int64_t mc,     \
+                               int64_t p);                                                       \
+    void dnnq_gemm_ukr_##isa(int mr, int64_t K, const uint8_t *a, int64_t lda, uint32_t a_xor,   \
+                             const int8_t *bp, int32_t *c);                                      \
+    int dnnq_gemm_mr_##isa(void);                                                                \
+    void dnnq_brgemm_ukr_##isa(int mr, int64_t npairs, const dnnq_br_pair_t *pairs,              \
+                               uint32_t a_xor, int accumulate, int32_t *c);                      \
+    int dnnq_brgemm_mr_##isa(void);                                                              \
+    void dnnq_gemm_epilogue_##isa(const dnnq_gemm_args_t *g, int64_t b, int64_t m, int mr,       \
+                                  int64_t p, const int32_t *tile);
+
+DNNQ_DECLARE_ISA(portable)
+DNNQ_DECLARE_ISA(avx2)
+DNNQ_DECLARE_ISA(avxvnni)
+DNNQ_DECLARE_ISA(avx512vnni)
+DNNQ_DECLARE_ISA(amx)
+
+dnnq_gemm_block_fn dnnq_gemm_block_for_isa(int isa);
+dnnq_gemm_ukr_fn dnnq_gemm_ukr_for_isa(int isa);
+int dnnq_gemm_mr_for_isa(int isa);
 
 /* Packing (portable): pack W (K x N, row stride ldw) into the dnnq layout and its column sums. */
 void dnnq_pack_b(const int8_t *w, int64_t ldw, int64_t wn_stride, int64_t K, int64_t N,
