@@ -12,20 +12,15 @@ from libc.string cimport memset
 from cython.parallel cimport prange
 
 from dnnq._kernels._kernels cimport (
-    DNNQ_NR, DNNQ_ISA_AVX512_CORE_AMX, DNNQ_ISA_AVX512_CORE_VNNI, dnnq_gemm_args_t,
-    dnnq_postop_t,
+    DNNQ_NR, dnnq_gemm_args_t, dnnq_postop_t, dnnq_br_pair_t, dnnq_brgemm_ukr_fn,
+    dnnq_gemm_epilogue_fn, dnnq_brgemm_ukr_for_isa, dnnq_brgemm_mr_for_isa,
+    dnnq_gemm_epilogue_for_isa,
 )
 
 cdef extern from "dnnq_conv.h" nogil:
     enum:
         DNNQ_CONV_MAX_POST
         DNNQ_MR_MAX
-    ctypedef struct dnnq_br_pair_t:
-        pass
-    ctypedef void (*dnnq_brgemm_ukr_fn)(int mr, int64_t npairs, const dnnq_br_pair_t *pairs,
-                                        uint32_t a_xor, int accumulate, int32_t *c)
-    ctypedef void (*dnnq_gemm_epilogue_fn)(const dnnq_gemm_args_t *g, int64_t b, int64_t m,
-                                           int mr, int64_t p, const int32_t *tile)
     ctypedef struct dnnq_conv_t:
         int64_t N, G, ICg, OCg, IC, OC
         int64_t id, ih, iw, od, oh, ow
@@ -52,10 +47,6 @@ cdef extern from "dnnq_conv.h" nogil:
         int isa
     int64_t dnnq_conv_n_items(const dnnq_conv_t *cv)
     void dnnq_conv_run_item(const dnnq_conv_t *cv, int64_t item)
-    # until the lead's batch-reduce kernel and epilogue land (ukernels/conv_shim.c)
-    dnnq_brgemm_ukr_fn dnnq_conv_shim_brgemm_for_isa(int isa)
-    int dnnq_conv_shim_brgemm_mr(int isa)
-    dnnq_gemm_epilogue_fn dnnq_conv_shim_epilogue_for_isa(int isa)
 
 NR = DNNQ_NR
 MAX_POST = DNNQ_CONV_MAX_POST
@@ -75,7 +66,7 @@ cdef const void* _ptr(object arr, bint writable=False) except NULL:
 
 def brgemm_rows(int isa):
     """Rows one batch-reduce micro-kernel call takes at this ISA level."""
-    cdef int mr = dnnq_conv_shim_brgemm_mr(isa)
+    cdef int mr = dnnq_brgemm_mr_for_isa(isa)
     return min(mr, DNNQ_MR_MAX)
 
 
@@ -115,8 +106,8 @@ cdef class ConvPlan:
         if cv.mr < 1 or cv.mr > DNNQ_MR_MAX:
             raise ValueError("ConvPlan: mr out of range")
         cv.isa = isa
-        cv.brgemm = dnnq_conv_shim_brgemm_for_isa(isa)
-        cv.epilogue = dnnq_conv_shim_epilogue_for_isa(isa)
+        cv.brgemm = dnnq_brgemm_ukr_for_isa(isa)
+        cv.epilogue = dnnq_gemm_epilogue_for_isa(isa)
         cv.dst_img = cv.od * cv.oh * cv.ow * cv.OC
         cv.rowsum_img = cv.od * cv.oh * cv.ow
         cv.epi.N = cols

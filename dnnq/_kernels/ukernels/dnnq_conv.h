@@ -73,9 +73,4 @@ DNNQ_DECLARE_DW(avx2)
 DNNQ_DECLARE_DW(avx512)
 dnnq_dw_tile_fn dnnq_dw_tile_for_isa(int isa);
 
-/* TEMPORARY (conv_shim.c): the batch-reduce kernel and the tile epilogue until main has them */
-dnnq_brgemm_ukr_fn dnnq_conv_shim_brgemm_for_isa(int isa);
-int dnnq_conv_shim_brgemm_mr(int isa);
-dnnq_gemm_epilogue_fn dnnq_conv_shim_epilogue_for_isa(int isa);
-
 #endif
