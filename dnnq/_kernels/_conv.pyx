@@ -5,7 +5,7 @@ and runs the work items (image, group, panel, pixel block) in parallel, GIL rele
 All the checking happens in dnnq/primitives/convolution.py; this module takes raw pointers of
 C-contiguous arrays that the caller keeps alive.
 """
-from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_ANY_CONTIGUOUS, PyBUF_WRITABLE
+from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_C_CONTIGUOUS, PyBUF_WRITABLE
 from libc.stdint cimport int8_t, uint8_t, int16_t, int32_t, uint32_t, int64_t
 from libc.stdlib cimport malloc, free
 from libc.string cimport memset
@@ -53,9 +53,10 @@ MAX_POST = DNNQ_CONV_MAX_POST
 
 
 cdef const void* _ptr(object arr, bint writable=False) except NULL:
-    """Address of a C-contiguous buffer (the caller keeps `arr` alive)."""
+    """Address of a C-contiguous buffer (the caller keeps `arr` alive); anything else raises
+    (an F-ordered array would be read in the wrong order)."""
     cdef Py_buffer view
-    cdef int flags = PyBUF_ANY_CONTIGUOUS | (PyBUF_WRITABLE if writable else 0)
+    cdef int flags = PyBUF_C_CONTIGUOUS | (PyBUF_WRITABLE if writable else 0)
     PyObject_GetBuffer(arr, &view, flags)
     cdef void* p = view.buf
     PyBuffer_Release(&view)

@@ -108,11 +108,11 @@ class ConvGeometry:
         self.user = dict(strides=st, padding_l=pl, padding_r=pr, dilates=dl)
         self.ntaps = int(np.prod(self.kernel))
         self.out_pixels = int(np.prod(self.dst))
-        self.depthwise = G > 1 and ICg == 1 and OCg == 1
+        self.depthwise = grouped and ICg == 1 and OCg == 1
         kd, kh, kw = self.kernel
         # the first-layer shape (few channels): the KW taps of one kernel row are adjacent in a
         # channels-last row, so they form one reduction of KW * IC (border rows gathered)
-        self.fold_kw = (not deconv and G == 1 and kw > 1 and self.steps[2] == 1 and
+        self.fold_kw = (not deconv and not self.depthwise and G == 1 and kw > 1 and self.steps[2] == 1 and
                         kw * self.IC <= 64 and kd * kh <= 64)
         if self.depthwise:
             self.kpair, self.npairs = 1, self.ntaps

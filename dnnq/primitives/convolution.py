@@ -281,7 +281,7 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
                 for kw in range(geo.kernel[2]):
                     acc += gs[:, idx[0][kd][:, None, None], idx[1][kh][None, :, None],
                               idx[2][kw][None, None, :], :]
-        return wrap_s32(np.moveaxis(acc.reshape(N, -1, geo.G), 2, 1).reshape(N, geo.G, -1))
+        return np.ascontiguousarray(wrap_s32(np.moveaxis(acc.reshape(N, -1, geo.G), 2, 1)))
 
     def execute(self, args):
         """Run once.  args: {DNNL_ARG_*: ndarray}; returns dst (written in place if given)."""
