@@ -2,6 +2,8 @@
 and against the independent numpy model of tests/_conv_ref.py for what oneDNN lacks (weights
 zero points) or computes on its slow reference path (per-channel source / destination zero
 points)."""
+import hashlib
+
 import numpy as np
 import pytest
 
@@ -15,6 +17,7 @@ from _conv_ref import conv_acc, deconv_acc, quantized
 
 needs_onednn = onednn_ref.requires_vnni
 CL = {3: "nwc", 4: "nhwc", 5: "ndhwc"}
+_ONEDNN_CACHE = {}
 
 
 def rand(rng, dt, shape):
@@ -106,7 +109,23 @@ class Case:
         return out, p
 
     # -- references ---------------------------------------------------------------------------
+    def _key(self):
+        h = hashlib.sha1()
+        for a in (self.src, self.wei, self.bias, self.dst_prev):
+            h.update(b"-" if a is None else a.tobytes() + str(a.dtype).encode())
+        h.update(repr((self.deconv, self.dst_dt, self.geom, sorted(
+            (k, np.asarray(v).tolist()) for k, v in self.q.items()),
+            [(op[0], op[1], np.asarray(op[2]).tolist()) + op[3:] for op in self.post_ops])).encode())
+        return h.hexdigest()
+
     def run_onednn(self):
+        """oneDNN's result (computed once per problem: the ISA levels of dnnq share it)."""
+        key = self._key()
+        if key not in _ONEDNN_CACHE:
+            _ONEDNN_CACHE[key] = self._run_onednn()
+        return _ONEDNN_CACHE[key]
+
+    def _run_onednn(self):
         fn = onednn_ref.deconvolution if self.deconv else onednn_ref.convolution
         kw = {k: v for k, v in self.q.items() if v is not None and k != "wei_zp"}
         ops = [op if op[0] != "binary" else ("binary", op[1], op[2]) for op in self.post_ops]
@@ -224,20 +243,24 @@ def test_conv_random_vs_numpy(isa, seed):
 
 # ---- the sizes around every block: channels 16/32/64, 64-column panels, K % 4, row tiles ----
 
-@needs_onednn
-@pytest.mark.parametrize("ic", [1, 2, 3, 4, 5, 15, 16, 17, 31, 32, 33, 63, 64, 65])
+@pytest.mark.parametrize("ic", [1, 3, 4, 5, 16, 17, 31, 32, 63, 64, 65])
 def test_channel_sweep(isa, ic):
+    """Below, at and past every block (vector widths, K % 4, 64-column panels, row tiles) vs
+    the numpy model; one point per input-channel count vs oneDNN."""
     rng = np.random.default_rng(ic)
-    for oc in (1, 63, 64, 65, 129):
-        for ow in (1, 5, 6, 7, 13):
+    for oc in (1, 64, 65, 129):
+        for ow in (1, 6, 7, 13):
             c = Case(rng, ICg=ic, OCg=oc, isp=(3, ow), k=(3, 3), pl=(1, 1), src_dt="s8",
                      dst_dt="s32", src_tag="nhwc", dst_tag="nhwc", q={"src_zp": [-7]})
-            assert_same(c.run_dnnq()[0], c.run_onednn())
+            assert_same(c.run_dnnq()[0], c.run_numpy())
+    if onednn_ref.available() and onednn_ref.has_vnni():
+        assert_same(c.run_dnnq()[0], c.run_onednn())
 
 
-@needs_onednn
 @pytest.mark.parametrize("c_", [1, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 200])
 def test_depthwise_sweep(isa, c_):
+    """Channel counts around the vector widths and 64-channel panels, vs oneDNN (s8 source,
+    stride 2) and the numpy model (all)."""
     rng = np.random.default_rng(c_)
     for src_dt in ("u8", "s8"):
         for s in (1, 2):
@@ -250,7 +273,9 @@ def test_depthwise_sweep(isa, c_):
                      post_ops=[("eltwise", "relu", 0.0, 0.0)])
             out, p = c.run_dnnq()
             assert p.impl_info.endswith(":dw")
-            assert_same(out, c.run_onednn())
+            assert_same(out, c.run_numpy())
+            if src_dt == "s8" and s == 2 and onednn_ref.available() and onednn_ref.has_vnni():
+                assert_same(out, c.run_onednn())
 
 
 # ---- borders: large padding, zero points with padding ------------------------------------------
