@@ -147,16 +147,8 @@ def micro_kernel_rows(int isa):
 cdef class GemmPlan:
     """Everything fixed at primitive creation: shapes, ISA, dst type, post-op kinds.
 
-    `run` fills the per-execution pointers and launches the parallel loop.
+    `run` (Python) or `launch` (C level, from Cython drivers; see _gemm.pxd) executes it.
     """
-    cdef dnnq_gemm_args_t g
-    cdef dnnq_gemm_block_fn block
-    cdef dnnq_postop_t* post
-    cdef public int64_t batch, M, N, K, mc, n_mblocks
-    cdef public int isa
-    cdef public int64_t min_work_per_thread
-    cdef public bint swap_s8, signed_s8, m_outer
-
     def __cinit__(self):
         self.post = NULL
 
@@ -270,9 +262,11 @@ cdef class GemmPlan:
             g.dst_zp_sn = dst_zp_sn
         g.dst = _ptr(dst, True)
         g.d_sb, g.d_sm = d_sb, d_sm
-        self._launch(&g, nthreads)
+        with nogil:
+            self.launch(&g, nthreads)
 
-    cdef void _launch(self, const dnnq_gemm_args_t* g, int nthreads):
+    cdef void launch(self, const dnnq_gemm_args_t* g, int nthreads) noexcept nogil:
+        """The parallel loop over (batch, column panel, row block) items of a filled g."""
         cdef int64_t nmb = self.n_mblocks, npan = g.n_panels, mc = self.mc, M = self.M
         cdef int64_t nitems = self.batch * npan * nmb
         cdef int64_t it
@@ -286,13 +280,11 @@ cdef class GemmPlan:
             nthreads = 1
         if nthreads == 1:
             # no parallel region at all: even a one-thread OpenMP team costs microseconds
-            with nogil:
-                for it in range(nitems):
-                    _run_item(fn, g, it, npan, nmb, mc, M, m_outer)
-            return
-        with nogil:
-            for it in prange(nitems, schedule='static', num_threads=nthreads):
+            for it in range(nitems):
                 _run_item(fn, g, it, npan, nmb, mc, M, m_outer)
+            return
+        for it in prange(nitems, schedule='static', num_threads=nthreads):
+            _run_item(fn, g, it, npan, nmb, mc, M, m_outer)
 
 
 cdef inline void _run_item(dnnq_gemm_block_fn fn, const dnnq_gemm_args_t* g, int64_t it,

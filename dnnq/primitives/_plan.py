@@ -25,59 +25,8 @@ BINARY_CODE = {name: i for i, name in enumerate((
     "add", "sub", "mul", "div", "min", "max", "ge", "gt", "le", "lt", "eq", "ne"))}
 
 
-def aligned_empty(n, dtype, align=64):
-    """np.empty of n elements whose data starts on an `align`-byte boundary: numpy only
-    promises 16, and a packed-weights row split over two cache lines costs every zmm load."""
-    dtype = np.dtype(dtype)
-    raw = np.empty(n * dtype.itemsize + align, dtype=np.uint8)
-    offset = (-raw.ctypes.data) % align
-    return raw[offset:offset + n * dtype.itemsize].view(dtype)
-
-
-class PackedGemmWeights:
-    """s8 weights (batch, K, N) packed once into the VNNI layout, with their column sums.
-
-    `packed` is 1-D int8 (batch blocks of `batch_stride` bytes); `colsum` is int32 (batch, N).
-    """
-
-    __slots__ = ("packed", "colsum", "batch", "K", "N", "batch_stride", "owner", "plain",
-                 "_comp", "u8_shifted")
-
-    def __init__(self, w, owner=None, keep_plain=False, u8_shifted=False):
-        w = np.asarray(w)
-        if w.ndim == 2:
-            w = w[None]
-        self.batch, self.K, self.N = (int(d) for d in w.shape)
-        self.batch_stride = _gemm.packed_size(self.K, self.N)
-        self.packed = aligned_empty(self.batch * self.batch_stride, np.int8)
-        self.colsum = np.empty((self.batch, self.N), dtype=np.int32)
-        for b in range(self.batch):
-            p, c = _gemm.pack_weights_vnni(w[b])
-            self.packed[b * self.batch_stride:(b + 1) * self.batch_stride] = p
-            self.colsum[b] = c
-        if u8_shifted:  # u8 = w + 128 (padding becomes 128, met by zero source bytes)
-            np.bitwise_xor(self.packed.view(np.uint8), 0x80, out=self.packed.view(np.uint8))
-        self.u8_shifted = u8_shifted
-        self.owner = owner  # the key of the primitive description these were packed for
-        # the plain weights, kept only for a per-K source zero point (zp @ W at execution)
-        self.plain = np.ascontiguousarray(w, dtype=np.int8) if keep_plain else None
-        self._comp = {}
-
-    def comp_for_shift(self, shift):
-        """-shift * colsum as s32 (wrapping), computed once per shift: the s8-source +128
-        compensation plus a common source zero point (shift = 128·[s8] + zp)."""
-        c = self._comp.get(shift)
-        if c is None:
-            c = (-shift * self.colsum.astype(np.int64)).astype(np.uint64).astype(
-                np.uint32).view(np.int32)
-            if len(self._comp) >= 16:  # zero points that change every call: keep it bounded
-                self._comp.clear()
-            self._comp[shift] = c
-        return c
-
-    @property
-    def nbytes(self):
-        return self.packed.nbytes + self.colsum.nbytes
+# packed weights and aligned allocation live with the C-level execute path that trusts them
+from dnnq._kernels._gemm_exec import PackedGemmWeights, aligned_empty  # noqa: E402,F401
 
 
 def kernel_isa(isa, M):

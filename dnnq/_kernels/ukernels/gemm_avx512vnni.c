@@ -47,7 +47,8 @@
     }
 
 /* MR rows x 64 columns, summed over the (A, B) pairs with the accumulators in registers
- * throughout; each pair's K % 4 tail is one more step after its main loop. */
+ * throughout.  The K % 4 tails are added afterwards by tail_avx512: with them inside the pair
+ * loop gcc 12 spills the accumulators. */
 DNNQ_ALWAYS_INLINE void tile_avx512(const int MR, const int XOR, int64_t np,
                                     const dnnq_br_pair_t *pairs, int accumulate, int32_t *c) {
     const __m512i vx = _mm512_set1_epi32((int)0x80808080);
@@ -64,13 +65,6 @@ DNNQ_ALWAYS_INLINE void tile_avx512(const int MR, const int XOR, int64_t np,
             ACC_ROW(0, dnnq_load_a4(a0, k4)) ACC_ROW(1, dnnq_load_a4(a1, k4))
             ACC_ROW(2, dnnq_load_a4(a2, k4)) ACC_ROW(3, dnnq_load_a4(a3, k4))
             ACC_ROW(4, dnnq_load_a4(a4, k4)) ACC_ROW(5, dnnq_load_a4(a5, k4))
-        }
-        if (K & 3) {
-            const int8_t *bk = bp + K4f * 4 * DNNQ_NR;
-            LOAD_B(bk)
-            ACC_ROW(0, dnnq_load_a_tail(a0, K)) ACC_ROW(1, dnnq_load_a_tail(a1, K))
-            ACC_ROW(2, dnnq_load_a_tail(a2, K)) ACC_ROW(3, dnnq_load_a_tail(a3, K))
-            ACC_ROW(4, dnnq_load_a_tail(a4, K)) ACC_ROW(5, dnnq_load_a_tail(a5, K))
         }
     }
     ACC_STORE(0) ACC_STORE(1) ACC_STORE(2) ACC_STORE(3) ACC_STORE(4) ACC_STORE(5)
@@ -126,6 +120,28 @@ DNNQ_ALWAYS_INLINE void row1_avx512(const int XOR, int64_t np, const dnnq_br_pai
     _mm512_storeu_si512((void *)(c + 48), _mm512_add_epi32(e3, o3));
 }
 
+/* The K % 4 tails of the pairs, added into the stored tile. */
+static void tail_avx512(int mr, int x, int64_t np, const dnnq_br_pair_t *pairs, int32_t *c) {
+    const __m512i vx = _mm512_set1_epi32((int)0x80808080);
+    for (int64_t i = 0; i < np; ++i) {
+        const dnnq_br_pair_t *q = pairs + i;
+        const int64_t K = q->K;
+        if (!(K & 3)) continue;
+        const int8_t *bk = q->b + (K / 4) * 4 * DNNQ_NR;
+        for (int r = 0; r < mr; ++r) {
+            const uint8_t *ar = q->rows ? q->rows[r] : q->a + r * q->lda;
+            __m512i av = _mm512_set1_epi32((int)dnnq_load_a_tail(ar, K));
+            if (x == 1) av = _mm512_xor_si512(av, vx);
+            for (int j = 0; j < 4; ++j) {
+                __m512i acc = _mm512_loadu_si512((const void *)(c + r * DNNQ_NR + 16 * j));
+                const __m512i bv = _mm512_loadu_si512((const void *)(bk + 64 * j));
+                acc = x == 2 ? _mm512_dpbusd_epi32(acc, bv, av) : _mm512_dpbusd_epi32(acc, av, bv);
+                _mm512_storeu_si512((void *)(c + r * DNNQ_NR + 16 * j), acc);
+            }
+        }
+    }
+}
+
 static void dnnq_br_ukr(int mr, int64_t np, const dnnq_br_pair_t *pairs, uint32_t a_xor,
                         int accumulate, int32_t *c) {
     const int x = a_xor == DNNQ_A_SWAP ? 2 : a_xor ? 1 : 0;
@@ -144,6 +160,7 @@ static void dnnq_br_ukr(int mr, int64_t np, const dnnq_br_pair_t *pairs, uint32_
     DNNQ_CASE(2) DNNQ_CASE(3) DNNQ_CASE(4) DNNQ_CASE(5) DNNQ_CASE(6)
     }
 #undef DNNQ_CASE
+    if (mr > 1) tail_avx512(mr, x, np, pairs, c);
 }
 
 /* For DNNQ_A_SWAP tiles: raw = sum_k a * (w + 128) -> sum_k a * w, by subtracting

@@ -38,7 +38,8 @@
     const __m256i b1 = _mm256_loadu_si256((const __m256i *)((bk) + 32));
 
 /* MR rows x 16 columns (bytes boff.. of each 256-byte packed k-row), summed over the pairs
- * with the accumulators in registers; each pair's K % 4 tail is one more step. */
+ * with the accumulators in registers.  The K % 4 tails are added afterwards (tail_avxvnni):
+ * inside the loop gcc 12 keeps the accumulators on the stack. */
 DNNQ_ALWAYS_INLINE void strip_avxvnni(const int MR, const int XOR, int64_t np,
                                       const dnnq_br_pair_t *pairs, int64_t boff, int accumulate,
                                       int32_t *c) {
@@ -56,13 +57,6 @@ DNNQ_ALWAYS_INLINE void strip_avxvnni(const int MR, const int XOR, int64_t np,
             ACC_ROW(0, dnnq_load_a4(a0, k4)) ACC_ROW(1, dnnq_load_a4(a1, k4))
             ACC_ROW(2, dnnq_load_a4(a2, k4)) ACC_ROW(3, dnnq_load_a4(a3, k4))
             ACC_ROW(4, dnnq_load_a4(a4, k4)) ACC_ROW(5, dnnq_load_a4(a5, k4))
-        }
-        if (K & 3) {
-            const int8_t *bk = bp + K4f * 4 * DNNQ_NR;
-            LOAD_B2(bk)
-            ACC_ROW(0, dnnq_load_a_tail(a0, K)) ACC_ROW(1, dnnq_load_a_tail(a1, K))
-            ACC_ROW(2, dnnq_load_a_tail(a2, K)) ACC_ROW(3, dnnq_load_a_tail(a3, K))
-            ACC_ROW(4, dnnq_load_a_tail(a4, K)) ACC_ROW(5, dnnq_load_a_tail(a5, K))
         }
     }
     ACC_STORE(0) ACC_STORE(1) ACC_STORE(2) ACC_STORE(3) ACC_STORE(4) ACC_STORE(5)
@@ -121,6 +115,37 @@ DNNQ_ALWAYS_INLINE void row1_avxvnni(const int XOR, int64_t np, const dnnq_br_pa
     _mm256_storeu_si256((__m256i *)(c + 56), c7);
 }
 
+/* The K % 4 tails of the pairs, added into the stored tile (all 64 columns). */
+static void tail_avxvnni(int mr, uint32_t a_xor, int64_t np, const dnnq_br_pair_t *pairs,
+                         int32_t *c) {
+    for (int64_t i = 0; i < np; ++i) {
+        const dnnq_br_pair_t *q = pairs + i;
+        const int64_t K = q->K;
+        if (!(K & 3)) continue;
+        const int8_t *bk = q->b + (K / 4) * 4 * DNNQ_NR;
+        for (int r = 0; r < mr; ++r) {
+            const uint8_t *ar = q->rows ? q->rows[r] : q->a + r * q->lda;
+            const uint32_t w = dnnq_load_a_tail(ar, K);
+            for (int s = 0; s < 4; ++s) {
+                const __m256i b0 = _mm256_loadu_si256((const __m256i *)(bk + 64 * s));
+                const __m256i b1 = _mm256_loadu_si256((const __m256i *)(bk + 64 * s + 32));
+                __m256i *o = (__m256i *)(c + r * DNNQ_NR + 16 * s);
+                if (a_xor == DNNQ_A_SWAP) {
+                    const __m256i av = _mm256_set1_epi32((int)w);
+                    _mm256_storeu_si256(o, _mm256_dpbusd_avx_epi32(_mm256_loadu_si256(o), b0, av));
+                    _mm256_storeu_si256(o + 1,
+                                        _mm256_dpbusd_avx_epi32(_mm256_loadu_si256(o + 1), b1, av));
+                } else {
+                    const __m256i av = _mm256_set1_epi32((int)(w ^ a_xor));
+                    _mm256_storeu_si256(o, _mm256_dpbusd_avx_epi32(_mm256_loadu_si256(o), av, b0));
+                    _mm256_storeu_si256(o + 1,
+                                        _mm256_dpbusd_avx_epi32(_mm256_loadu_si256(o + 1), av, b1));
+                }
+            }
+        }
+    }
+}
+
 static void dnnq_br_ukr(int mr, int64_t np, const dnnq_br_pair_t *pairs, uint32_t a_xor,
                         int accumulate, int32_t *c) {
     const int x = a_xor == DNNQ_A_SWAP ? 2 : a_xor ? 1 : 0;
@@ -143,6 +168,7 @@ static void dnnq_br_ukr(int mr, int64_t np, const dnnq_br_pair_t *pairs, uint32_
     }
 #undef DNNQ_CASE
 #undef DNNQ_STRIPS
+    if (mr > 1) tail_avxvnni(mr, a_xor, np, pairs, c);
 }
 
 /* For DNNQ_A_SWAP tiles: raw = sum_k a * (w + 128) -> sum_k a * w (row sums by vpdpbusd
