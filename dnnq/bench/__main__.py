@@ -13,7 +13,10 @@ Common knobs: --mode=P|C (performance, the default here / correctness against on
 --threads=N, --min-time=SECONDS, --no-peers, --peer-isa=same|ALL, --reset.
 Per problem it prints the kernel, the time, GOPS and, where the peers are installed (the real
 oneDNN through tests/onednn_ref, PyTorch), their times in the same process and the ratios.
-Drivers not implemented yet (conv, deconv, rnn, pool, ...) are reported and skipped.
+    python -m dnnq.bench --conv --dt=u8:s8:u8 resnet50 mobilenet mb1ic64ih56oc64oh56kh3ph1
+Convolution problems run u8 x s8 -> dst with per-OC weight scales, f32 bias and relu on
+channels-last data (built-in sets resnet50, mobilenet, mobilenet_dw; NAME:mbN for a batch).
+Drivers not implemented yet (rnn, pool, ...) are reported and skipped.
 """
 import os
 import shlex
@@ -104,7 +107,15 @@ def main(argv=None):
         os.environ["OMP_NUM_THREADS"] = str(opts["threads"])
     ref = None if opts["no-peers"] else _onednn(opts["peer-isa"])
     from dnnq.bench.matmul import run_problems
-    return run_problems(problems, float(opts["min-time"]), ref, not opts["no-peers"])
+    conv = [pr for pr in problems if pr[0] in ("conv", "deconv")]
+    rest = [pr for pr in problems if pr[0] not in ("conv", "deconv")]
+    rc = 0
+    if conv:  # conv / deconv (dnnq/bench/conv.py; built-in sets resnet50, mobilenet)
+        from dnnq.bench.conv import main_hook
+        rc |= main_hook(conv, float(opts["min-time"]), ref, not opts["no-peers"])
+    if rest or not conv:
+        rc |= run_problems(rest, float(opts["min-time"]), ref, not opts["no-peers"])
+    return rc
 
 
 if __name__ == "__main__":

@@ -68,4 +68,4 @@ __all__ = ["available", "SKIP_REASON", "requires_onednn", "requires_vnni", "cpu_
            "gemm_u8s8s32", "gemm_s8s8s32", "inner_product", "convolution", "deconvolution",
            "pooling", "eltwise", "binary", "sum", "concat", "softmax", "lstm", "gru"]
 
-from ._primitives import MatmulHandle  # noqa: E402
+from ._primitives import MatmulHandle, ConvHandle  # noqa: E402
