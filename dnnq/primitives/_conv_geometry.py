@@ -199,6 +199,15 @@ class PackedConvWeights:
         self.owner = owner
         self._comp = {}
 
+    def for_owner(self, owner):
+        """The same packed weights, accepted by another primitive of the same weights geometry
+        (the bands of a fused depthwise chain)."""
+        other = object.__new__(PackedConvWeights)
+        for name in self.__slots__:
+            setattr(other, name, getattr(self, name))
+        other.owner = owner
+        return other
+
     def comp_for_shift(self, shift):
         """-shift * colsum as wrapping s32, cached per shift (s8 +128 and a common zp)."""
         c = self._comp.get(shift)

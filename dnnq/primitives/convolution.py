@@ -47,7 +47,9 @@ from dnnq.errors import InvalidArguments, Unimplemented
 from dnnq.memory import MemoryDesc
 from dnnq.primitives import _plan
 from dnnq.primitives._common import arg_name, check_md, check_known_args
+from dnnq.post_ops import PostOps
 from dnnq.primitives._conv_geometry import ConvGeometry, PackedConvWeights
+from dnnq.primitives._conv_fused_dw import FusedDepthwise, DW
 from dnnq.primitives._gemm_primitive import wrap_s32
 from dnnq._kernels import _conv
 
@@ -82,6 +84,12 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
         self.bias_desc = bias_desc
         self.attr = copy.deepcopy(attr)
         self._geo = geo
+        self._fused = None
+        ops = attr.post_ops if attr is not None else PostOps()
+        dw_at = [i for i in range(len(ops)) if ops.kind(i) == "convolution"]
+        if dw_at:  # 1x1 + fused depthwise: two convolutions (see _conv_fused_dw)
+            self._init_fused(attr, dw_at[0])
+            return
         self._analyse_attr(attr)
         isa = _dispatch.get_effective_cpu_isa()
         # the batch-reduce kernel of the AMX level is the AVX-512 VNNI one (tiles need
@@ -97,6 +105,74 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
             self._verbose("create", None)
 
     # ---- creation ----------------------------------------------------------------------------
+    def _init_fused(self, attr, dw_index):
+        geo = self._geo
+        f = FusedDepthwise(self._name, type(self), self.src_desc, self.weights_desc,
+                           self.dst_desc, self.bias_desc, geo, attr, dw_index)
+        self._fused = f
+        self._dw_index = dw_index
+        r0, r1, first, second = f._band(0, min(f.OH2, 8))
+        self._isa = first._isa
+        self.impl_info = f"{first.impl_info}+{second.impl_info}"
+        self._key = (type(self).__name__, self.src_desc, self.weights_desc, self.dst_desc,
+                     self.bias_desc, attr.key(), geo.key(), self._isa)
+        ops = attr.post_ops
+        known = {A.DNNL_ARG_SRC, A.DNNL_ARG_WEIGHTS, A.DNNL_ARG_DST, DW | A.DNNL_ARG_WEIGHTS}
+        if self.bias_desc is not None:
+            known.add(A.DNNL_ARG_BIAS)
+        if f.dw_bias_desc is not None:
+            known.add(DW | A.DNNL_ARG_BIAS)
+        known |= {A.DNNL_ARG_SCALE | a for a in attr.scales_args()}
+        known |= {A.DNNL_ARG_ATTR_ZERO_POINTS | a for a in attr.zero_points_args()}
+        self._remap = {}  # outer post-op input key -> (band part 0 / 1, inner key)
+        for i in range(len(ops)):
+            kind = ops.kind(i)
+            j, part = (i, 0) if i < dw_index else (i - dw_index - 1, 1)
+            for arg in ((A.DNNL_ARG_SRC_1,) if kind == "binary" else
+                        (A.DNNL_ARG_SRC_1, A.DNNL_ARG_SRC_2) if kind == "select" else ()):
+                key = A.DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | arg
+                known.add(key)
+                self._remap[key] = (part, A.DNNL_ARG_ATTR_MULTIPLE_POST_OP(j) | arg)
+        self._known = frozenset(known)
+
+    def _execute_fused(self, args):
+        p, f = self._name, self._fused
+        check_known_args(p, args, self._known)
+        for need, what in ((A.DNNL_ARG_SRC, "src"), (A.DNNL_ARG_WEIGHTS, "weights"),
+                           (DW | A.DNNL_ARG_WEIGHTS, "depthwise weights")):
+            if need not in args:
+                raise InvalidArguments(f"{p}.execute: missing {what} ({arg_name(need)})")
+        x = self._channels_last(self.src_desc, args[A.DNNL_ARG_SRC], "src")
+        pw = self._weights(args[A.DNNL_ARG_WEIGHTS])
+        _, _, _, second0 = f._band(0, min(f.OH2, 8))
+        dw_w = second0.prepare_weights(args[DW | A.DNNL_ARG_WEIGHTS])  # small: per execution
+        first_args, dw_args = {}, {}
+        for key, v in args.items():
+            if key in (A.DNNL_ARG_SRC, A.DNNL_ARG_WEIGHTS, A.DNNL_ARG_DST, DW | A.DNNL_ARG_WEIGHTS):
+                continue
+            if key == DW | A.DNNL_ARG_BIAS:
+                dw_args[A.DNNL_ARG_BIAS] = v
+            elif key == A.DNNL_ARG_SCALE | DW | A.DNNL_ARG_WEIGHTS:
+                dw_args[A.DNNL_ARG_SCALE | A.DNNL_ARG_WEIGHTS] = v
+            elif key == A.DNNL_ARG_SCALE | DW | A.DNNL_ARG_DST:
+                dw_args[A.DNNL_ARG_SCALE | A.DNNL_ARG_DST] = v
+            elif key in self._remap:
+                part, inner = self._remap[key]
+                (dw_args if part else first_args)[inner] = v
+            else:
+                first_args[key] = v
+                if key == A.DNNL_ARG_SCALE | A.DNNL_ARG_DST:  # the depthwise source scale
+                    dw_args[A.DNNL_ARG_SCALE | A.DNNL_ARG_SRC] = v
+        out = f.execute(x, first_args, dw_args, pw, dw_w)
+        od = f.out_desc
+        user = args.get(A.DNNL_ARG_DST)
+        logical = np.moveaxis(out, -1, 1)
+        if user is None:
+            return logical if od.is_channels_last else np.ascontiguousarray(logical)
+        od.check_output(user, "dst")
+        np.copyto(user, logical)
+        return user
+
     def _analyse_attr(self, attr):
         p, geo = self._name, self._geo
         per_oc = 3 if geo.grouped else 1
@@ -285,6 +361,8 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
 
     def execute(self, args):
         """Run once.  args: {DNNL_ARG_*: ndarray}; returns dst (written in place if given)."""
+        if self._fused is not None:
+            return self._execute_fused(args)
         p, geo = self._name, self._geo
         check_known_args(p, args, self._known)
         for need, what in ((A.DNNL_ARG_SRC, "src"), (A.DNNL_ARG_WEIGHTS, "weights")):

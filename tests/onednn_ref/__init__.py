@@ -36,7 +36,7 @@ except ImportError:  # pragma: no cover
 
 from ._capi import (LIB, SKIP_REASON, OnednnError, arg_multiple_post_op, available, const, cpu_isa,
                     has_vnni)
-from ._primitives import (binary, concat, convolution, deconvolution, eltwise, gemm_s8s8s32,
+from ._primitives import (binary, concat, convolution, convolution_dw, deconvolution, eltwise, gemm_s8s8s32,
                           gemm_u8s8s32, inner_product, matmul, pooling, reorder, softmax, sum)
 from ._rnn import gru, lstm
 
