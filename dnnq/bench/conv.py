@@ -70,6 +70,8 @@ def parse_conv(desc, deconv=False):
             if p is None:
                 p = max(0, ((o - 1) * s + ext - i) // 2)
             pr = (o - 1) * s + ext - i - p
+            if pr < 0 and (i + p - ext) // s + 1 == o:
+                pr = 0  # benchdnn's deduced negative right padding: the same output size
         g.update({"i" + d: i, "o" + d: o, "k" + d: k, "s" + d: s, "p" + d: p, "d" + d: dl,
                   "pr" + d: pr})
     return g

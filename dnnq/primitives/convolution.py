@@ -98,6 +98,7 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
         kernel = "dw" if geo.depthwise else "brgconv_fold" if geo.fold_kw else "brgconv"
         self.impl_info = f"{_plan.ISA_IMPL_NAME[self._isa]}:{kernel}"
         self._plan = self._make_plan()
+        self._zrows = {}
         self._key = (type(self).__name__, src_desc, weights_desc, dst_desc, bias_desc,
                      attr.key() if attr is not None else None, geo.key(), self._isa)
         self._known = self._known_args()
@@ -341,6 +342,27 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
         del geo
         return out
 
+    def _zero_point_rows(self, zs, vals):
+        """The rows padded taps read (G rows of kpair bytes, a pixel row for depthwise) holding
+        the zero point in the source type; cached per zero point (execute allocates nothing
+        of the size of a row for repeated calls)."""
+        key = zs.tobytes()
+        rows = self._zrows.get(key)
+        if rows is None:
+            geo = self._geo
+            if geo.depthwise:
+                rows = np.broadcast_to(vals, (geo.IC,))
+            elif geo.fold_kw:
+                rows = np.tile(np.broadcast_to(vals, (geo.IC,)), geo.kernel[2])
+            else:
+                rows = np.broadcast_to(vals, (geo.IC,)).reshape(geo.G, geo.ICg)
+            rows = np.ascontiguousarray(rows.astype(np.int8 if self.src_desc.dt == "s8"
+                                                    else np.uint8)).view(np.uint8)
+            if len(self._zrows) >= 16:
+                self._zrows.clear()
+            self._zrows[key] = rows
+        return rows
+
     def _window_sums(self, x, zs):
         """rowsum (N, G, pixels) s32: per output pixel and group, the sum of (src - zp_src) over
         the taps that read a source pixel (weights zero point compensation)."""
@@ -408,13 +430,7 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
         zrow_vals = np.clip(zs64, lo, hi)
         delta = zs64 - zrow_vals  # zero points the source type cannot hold
         per_ic = zs.size > 1
-        if geo.depthwise:
-            zrow = np.broadcast_to(zrow_vals, (geo.IC,))
-        elif geo.fold_kw:
-            zrow = np.tile(np.broadcast_to(zrow_vals, (geo.IC,)), geo.kernel[2])
-        else:
-            zrow = np.broadcast_to(zrow_vals, (geo.IC,)).reshape(geo.G, geo.ICg)
-        zrow = np.ascontiguousarray(zrow.astype(np.int8 if src_dt == "s8" else np.uint8))
+        zrow = self._zero_point_rows(zs, zrow_vals)
         dw_w = pw.dw
         plain = pw.plain  # (G, taps, ICg, OCg)
         if geo.depthwise and zw is not None:
@@ -488,7 +504,7 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
                     raise InvalidArguments(f"{p}.execute: dst overlaps {arg_name(key)}; "
                                            "in-place execution is not supported")
         t0 = time.perf_counter() if _verbose._level else 0.0
-        self._plan.run(x.view(np.uint8), src_dt == "s8", zrow.view(np.uint8), padcorr,
+        self._plan.run(x.view(np.uint8), src_dt == "s8", zrow, padcorr,
                        pw.packed, dw_w, col_comp, zw, wzp_sn, rowsum,
                        self._raw_s32, src_scale, scale, scale_sn, bias, 1, src1s,
                        dst_scale, dzp, dzp_sn, out, _dispatch.get_num_threads())
