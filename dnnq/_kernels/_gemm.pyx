@@ -13,11 +13,13 @@ from libc.string cimport memset
 from cython.parallel cimport prange
 
 from dnnq._kernels._kernels cimport (
-    DNNQ_NR, DNNQ_ISA_AVX512_CORE_AMX, dnnq_gemm_args_t, dnnq_postop_t, dnnq_gemm_block_fn,
+    DNNQ_NR, dnnq_gemm_args_t, dnnq_postop_t, dnnq_gemm_block_fn,
     dnnq_gemm_ukr_fn,
     dnnq_gemm_block_for_isa, dnnq_gemm_ukr_for_isa, dnnq_gemm_mr_for_isa, dnnq_pack_b,
     dnnq_br_pair_t, dnnq_brgemm_ukr_fn, dnnq_brgemm_ukr_for_isa, dnnq_brgemm_mr_for_isa,
 )
+
+from dnnq._kernels._codes cimport DNNQ_ISA_AVX512_CORE_AMX
 
 import numpy as np
 
@@ -156,17 +158,20 @@ cdef class GemmPlan:
         free(self.post)
 
     def __init__(self, int isa, int64_t batch, int64_t M, int64_t N, int64_t K, int dst_dt,
-                 list post_ops, bint swap_s8=False):
+                 list post_ops, bint swap_s8=False, bint signed_s8=False):
         """post_ops: list of (kind, alg, alpha, beta) with kind 1 eltwise, 2 binary, 3 sum,
-        4 checkpoint, 5 select (alg: the comparison's DNNQ_BIN_* code)."""
+        4 checkpoint, 5 select (alg: the comparison's DNNQ_BIN_* code).  swap_s8 / signed_s8:
+        how an s8 source is multiplied (dnnq._impls: the VNNI swap, AMX's signed tiles;
+        neither: XOR to u8)."""
         cdef int i
         memset(&self.g, 0, sizeof(dnnq_gemm_args_t))
         self.isa = isa
         self.swap_s8 = swap_s8
-        # AMX multiplies an s8 source as signed (tdpbssd); the VNNI levels cannot
-        self.signed_s8 = isa == DNNQ_ISA_AVX512_CORE_AMX
-        if swap_s8 and self.signed_s8:
-            raise ValueError("swap_s8 is for the VNNI levels, not AMX")
+        self.signed_s8 = signed_s8
+        if signed_s8 and isa != DNNQ_ISA_AVX512_CORE_AMX:
+            raise ValueError("signed_s8 needs the AMX kernels (tdpbssd)")
+        if swap_s8 and signed_s8:
+            raise ValueError("swap_s8 and signed_s8 exclude each other")
         self.block = dnnq_gemm_block_for_isa(isa)
         self.batch, self.M, self.N, self.K = batch, M, N, K
         self.g.M, self.g.N, self.g.K = M, N, K

@@ -4,11 +4,6 @@ from libc.stdint cimport int8_t, uint8_t, int32_t, uint32_t, int64_t
 cdef extern from "dnnq_kernels.h" nogil:
     enum:
         DNNQ_NR
-        DNNQ_ISA_DEFAULT
-        DNNQ_ISA_AVX2
-        DNNQ_ISA_AVX2_VNNI
-        DNNQ_ISA_AVX512_CORE_VNNI
-        DNNQ_ISA_AVX512_CORE_AMX
 
     ctypedef struct dnnq_cpu_features_t:
         int sse41, avx, avx2, fma, avx512f, avx512bw, avx512vl, avx512dq, avx512_vnni, avx_vnni

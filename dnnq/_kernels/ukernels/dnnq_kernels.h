@@ -10,6 +10,7 @@
 #define DNNQ_KERNELS_H
 #include <stdint.h>
 #include <stddef.h>
+#include "dnnq_codes.h"
 
 #define DNNQ_NR 64
 /* a_xor value of an s8 source multiplied as the signed operand against weights packed as
@@ -20,10 +21,7 @@
 #define DNNQ_A_SIGNED 2u
 #define DNNQ_MR_MAX 8
 
-/* ---- CPU features and ISA levels ------------------------------------------------------- */
-enum { DNNQ_ISA_DEFAULT = 0, DNNQ_ISA_AVX2 = 1, DNNQ_ISA_AVX2_VNNI = 2, DNNQ_ISA_AVX512_CORE_VNNI = 3,
-       DNNQ_ISA_AVX512_CORE_AMX = 4 };
-
+/* ---- CPU features ------------------------------------------------------------------- */
 typedef struct {
     int sse41, avx, avx2, fma, avx512f, avx512bw, avx512vl, avx512dq, avx512_vnni, avx_vnni,
         os_ymm, os_zmm, amx_tile, amx_int8, os_amx;   /* os_amx: XTILEDATA saved and granted */
@@ -31,29 +29,6 @@ typedef struct {
 
 void dnnq_cpu_detect(dnnq_cpu_features_t *f);
 int dnnq_cpu_best_isa(const dnnq_cpu_features_t *f);
-
-/* ---- data types of the epilogue (numbers shared with dnnq/primitives/_epilogue.py) ------ */
-enum { DNNQ_DT_F32 = 0, DNNQ_DT_S32 = 1, DNNQ_DT_S8 = 2, DNNQ_DT_U8 = 3 };
-
-/* post-op kinds; CHECKPOINT and SELECT are dnnq extensions (no oneDNN 3.2 equivalent):
- * CHECKPOINT saves the current value, SELECT sets v = alg(saved, src1) ? src2 : v with alg one
- * of the DNNQ_BIN_* comparisons */
-enum { DNNQ_PO_ELTWISE = 1, DNNQ_PO_BINARY = 2, DNNQ_PO_SUM = 3, DNNQ_PO_CHECKPOINT = 4,
-       DNNQ_PO_SELECT = 5 };
-
-/* eltwise algorithms */
-enum {
-    DNNQ_ELT_RELU = 0, DNNQ_ELT_TANH, DNNQ_ELT_ELU, DNNQ_ELT_SQUARE, DNNQ_ELT_ABS, DNNQ_ELT_SQRT,
-    DNNQ_ELT_LINEAR, DNNQ_ELT_SOFT_RELU, DNNQ_ELT_LOGISTIC, DNNQ_ELT_EXP, DNNQ_ELT_GELU_TANH,
-    DNNQ_ELT_GELU_ERF, DNNQ_ELT_SWISH, DNNQ_ELT_LOG, DNNQ_ELT_CLIP, DNNQ_ELT_CLIP_V2, DNNQ_ELT_POW,
-    DNNQ_ELT_ROUND, DNNQ_ELT_MISH, DNNQ_ELT_HARDSWISH, DNNQ_ELT_HARDSIGMOID
-};
-
-/* binary algorithms */
-enum {
-    DNNQ_BIN_ADD = 0, DNNQ_BIN_SUB, DNNQ_BIN_MUL, DNNQ_BIN_DIV, DNNQ_BIN_MIN, DNNQ_BIN_MAX,
-    DNNQ_BIN_GE, DNNQ_BIN_GT, DNNQ_BIN_LE, DNNQ_BIN_LT, DNNQ_BIN_EQ, DNNQ_BIN_NE
-};
 
 typedef struct {
     int kind, alg;
