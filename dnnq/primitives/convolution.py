@@ -57,7 +57,7 @@ _ONE = np.ones(1, np.float32)
 _SRC_DTS = ("u8", "s8")
 _DST_DTS = ("f32", "s32", "s8", "u8")
 _RANGE = {"u8": (0, 255), "s8": (-128, 127)}
-_WEI_CL = {3: "wio", 4: "hwio", 5: "dhwio"}
+_ISA_NAME = {"default": "portable"}  # impl_info prefix per ISA level (else the level's name)
 
 
 class _ConvolutionBase(metaclass=CachedPrimitive):
@@ -96,7 +96,7 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
         # strided rows)
         self._isa = "avx512_core_vnni" if isa == "avx512_core_amx" else isa
         kernel = "dw" if geo.depthwise else "brgconv_fold" if geo.fold_kw else "brgconv"
-        self.impl_info = f"{_plan.ISA_IMPL_NAME[self._isa]}:{kernel}"
+        self.impl_info = f"{_ISA_NAME.get(self._isa, self._isa)}:{kernel}"
         self._plan = self._make_plan()
         self._zrows = {}
         self._key = (type(self).__name__, src_desc, weights_desc, dst_desc, bias_desc,
