@@ -497,3 +497,30 @@ def test_dst_in_place(isa):
     got = p.execute({DNNL_ARG_SRC: c.src, DNNL_ARG_WEIGHTS: c.wei, DNNL_ARG_DST: dst})
     assert got is dst
     assert_same(dst, out)
+
+
+# ---- 1x1 stride-1 convolutions: the plain GEMM path ------------------------------------------
+
+@needs_onednn
+@pytest.mark.parametrize("src_dt", ["u8", "s8"])
+@pytest.mark.parametrize("deconv", [False, True])
+def test_one_by_one_gemm_path(isa, src_dt, deconv):
+    rng = np.random.default_rng(31)
+    src1 = rng.normal(0, 2, (2, 1, 1, 1)).astype(np.float32)  # per image
+    for nsp in (1, 2, 3):
+        c = Case(rng, mb=2, ICg=37, OCg=70, isp=(5, 3, 4)[:nsp], k=(1,) * nsp, s=(1,) * nsp,
+                 pl=(0,) * nsp, d=(0,) * nsp, src_dt=src_dt, dst_dt="s8", deconv=deconv,
+                 src_tag=CL[nsp + 2], dst_tag=CL[nsp + 2], bias_dt="s32",
+                 q={"src_zp": [3], "wei_scales": rng.uniform(0.001, 0.01, 70).astype(np.float32),
+                    "wei_scale_mask": 1, "dst_scales": [2.0], "dst_zp": [-4]},
+                 post_ops=[("binary", "add", src1.reshape((2, 1) + (1,) * nsp)),
+                           ("sum", 0.5, 2)], sum_prev=True)
+        out, p = c.run_dnnq()
+        assert p.impl_info.endswith(":brgconv_1x1")
+        assert_same(out, c.run_onednn())
+    q = {"src_zp": [3], "wei_zp": rng.integers(-9, 9, 70).astype(np.int32), "wei_zp_mask": 1,
+         "dst_zp": rng.integers(-9, 9, 70).astype(np.int32), "dst_zp_mask": 2,
+         "dst_scales": [8.0]}
+    c = Case(rng, ICg=37, OCg=70, isp=(5, 6), k=(1, 1), pl=(0, 0), src_dt=src_dt, dst_dt="u8",
+             deconv=deconv, q=q)
+    assert_same(c.run_dnnq()[0], c.run_numpy())

@@ -109,6 +109,10 @@ class ConvGeometry:
         self.ntaps = int(np.prod(self.kernel))
         self.out_pixels = int(np.prod(self.dst))
         self.depthwise = grouped and ICg == 1 and OCg == 1
+        # 1x1, stride 1, no padding, no groups: a plain GEMM over the channels-last pixels
+        self.is_gemm = (G == 1 and not self.depthwise and self.kernel == (1, 1, 1) and
+                        self.strides == (1, 1, 1) and not any(self.pads) and
+                        not any(self.pads_r))
         kd, kh, kw = self.kernel
         # the first-layer shape (few channels): the KW taps of one kernel row are adjacent in a
         # channels-last row, so they form one reduction of KW * IC (border rows gathered)

@@ -51,7 +51,7 @@ from dnnq.post_ops import PostOps
 from dnnq.primitives._conv_geometry import ConvGeometry, PackedConvWeights
 from dnnq.primitives._conv_fused_dw import FusedDepthwise, DW
 from dnnq.primitives._gemm_primitive import wrap_s32
-from dnnq._kernels import _conv
+from dnnq._kernels import _conv, _gemm
 
 _ONE = np.ones(1, np.float32)
 _SRC_DTS = ("u8", "s8")
@@ -95,7 +95,8 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
         # the batch-reduce kernel of the AMX level is the AVX-512 VNNI one (tiles need
         # strided rows)
         self._isa = "avx512_core_vnni" if isa == "avx512_core_amx" else isa
-        kernel = "dw" if geo.depthwise else "brgconv_fold" if geo.fold_kw else "brgconv"
+        kernel = ("dw" if geo.depthwise else "brgconv_1x1" if geo.is_gemm else
+                  "brgconv_fold" if geo.fold_kw else "brgconv")
         self.impl_info = f"{_ISA_NAME.get(self._isa, self._isa)}:{kernel}"
         self._plan = self._make_plan()
         self._zrows = {}
@@ -245,6 +246,12 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
     def _make_plan(self):
         geo = self._geo
         isa_code = _plan.ISA_CODE[self._isa]
+        if geo.is_gemm:
+            # the GEMM driver over (image, pixels, OC); an s8 source XOR-ed to u8 (the
+            # compensation is this module's)
+            return _gemm.GemmPlan(isa_code, geo.N, geo.out_pixels, geo.OC, geo.IC,
+                                  _plan.DT_CODE[self.dst_desc.dt], self._post_specs, False,
+                                  False)
         mr = 8 if geo.depthwise else _conv.brgemm_rows(isa_code)
         npix = geo.out_pixels
         cols = geo.OC if geo.depthwise else geo.OCg
@@ -504,10 +511,17 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
                     raise InvalidArguments(f"{p}.execute: dst overlaps {arg_name(key)}; "
                                            "in-place execution is not supported")
         t0 = time.perf_counter() if _verbose._level else 0.0
-        self._plan.run(x.view(np.uint8), src_dt == "s8", zrow, padcorr,
-                       pw.packed, dw_w, col_comp, zw, wzp_sn, rowsum,
-                       self._raw_s32, src_scale, scale, scale_sn, bias, 1, src1s,
-                       dst_scale, dzp, dzp_sn, out, _dispatch.get_num_threads())
+        if geo.is_gemm:
+            P = geo.out_pixels
+            self._plan.run(x.view(np.uint8), P * geo.IC, geo.IC, src_dt == "s8", pw.packed, 0,
+                           col_comp, 0, zw, wzp_sn, rowsum, P, self._raw_s32, src_scale, scale,
+                           scale_sn, bias, 0, 0, 1, src1s, dst_scale, dzp, dzp_sn, out,
+                           P * geo.OC, geo.OC, _dispatch.get_num_threads())
+        else:
+            self._plan.run(x.view(np.uint8), src_dt == "s8", zrow, padcorr,
+                           pw.packed, dw_w, col_comp, zw, wzp_sn, rowsum,
+                           self._raw_s32, src_scale, scale, scale_sn, bias, 1, src1s,
+                           dst_scale, dzp, dzp_sn, out, _dispatch.get_num_threads())
         if _verbose._level:
             self._verbose("exec", (time.perf_counter() - t0) * 1e3)
         # back to the caller's layout
