@@ -38,6 +38,7 @@ cdef extern from "dnnq_conv.h" nogil:
         const int32_t *padcorr
         const int8_t *packed
         const int16_t *dw_weights
+        int64_t dw_stride
         dnnq_gemm_args_t epi
         int64_t dst_img, rowsum_img
         int64_t post_b[32]
@@ -104,6 +105,7 @@ cdef class ConvPlan:
         cols = cv.OC if cv.depthwise else cv.OCg
         cv.n_panels = (cols + DNNQ_NR - 1) // DNNQ_NR
         cv.mc, cv.mr = geom["mc"], geom["mr"]
+        cv.dw_stride = geom["dw_stride"]
         if cv.mr < 1 or cv.mr > DNNQ_MR_MAX:
             raise ValueError("ConvPlan: mr out of range")
         cv.isa = isa

@@ -171,15 +171,36 @@ def pack_gemm(geo, wc):
     return out
 
 
-def pack_depthwise(geo, wc):
-    """(C, taps, 1, 1) -> int16 [p][tap][64] (channels past C are 0)."""
-    C = geo.G
+def pack_depthwise(geo, wct, pairs):
+    """Depthwise weights (C, taps) (any integer type that fits s16) -> the kernel's s16
+    layout: natural [p][tap][64], or with `pairs` (the AVX-512 kernel) per panel, per tap
+    pair, per half of 32 channels, the vpunpck{l,h}wd interleave of the pair's weights
+    ("lo" then "hi" vector; see ukernels/conv_dw_avx512.c).  Channels past C are 0."""
+    C, T = wct.shape
     P = (C + NR - 1) // NR
-    wd = np.zeros((P * NR, geo.ntaps), np.int16)
-    wd[:C] = wc.reshape(C, geo.ntaps)
-    out = aligned_empty(P * geo.ntaps * NR, np.int16)
-    out[:] = wd.reshape(P, NR, geo.ntaps).transpose(0, 2, 1).reshape(-1)
+    wd = np.zeros((P * NR, T + (T % 2 if pairs else 0)), np.int16)
+    wd[:C, :T] = wct
+    if not pairs:
+        out = aligned_empty(P * T * NR, np.int16)
+        out[:] = wd.reshape(P, NR, T).transpose(0, 2, 1).reshape(-1)
+        return out
+    Q = wd.shape[1] // 2
+    # (P, halves 2, lanes 4, j 8, pair Q, tap-in-pair 2)
+    w = wd.reshape(P, 2, 4, 8, Q, 2)
+    lo = w[:, :, :, :4]   # (P, 2, 4, 4, Q, 2): lane-local channels 0..3
+    hi = w[:, :, :, 4:]
+    # vector element order within a lane: (j, tap-in-pair); lanes concatenated
+    lo = lo.transpose(0, 4, 1, 2, 3, 5).reshape(P, Q, 2, 32)
+    hi = hi.transpose(0, 4, 1, 2, 3, 5).reshape(P, Q, 2, 32)
+    blocks = np.stack([lo, hi], axis=3)  # (P, Q, halves, lo/hi, 32)
+    out = aligned_empty(blocks.size, np.int16)
+    out[:] = blocks.reshape(-1)
     return out
+
+
+def depthwise_panel_stride(geo, pairs):
+    """s16 elements per 64-channel panel of the packed depthwise weights."""
+    return ((geo.ntaps + 1) // 2) * 2 * NR if pairs else geo.ntaps * NR
 
 
 class PackedConvWeights:
@@ -190,14 +211,15 @@ class PackedConvWeights:
 
     __slots__ = ("packed", "dw", "colsum", "tapsum", "plain", "owner", "_comp")
 
-    def __init__(self, geo, w, owner):
+    def __init__(self, geo, w, owner, dw_pairs=False):
         wc = canonical_weights(geo, w)
         self.plain = wc
         w64 = wc.astype(np.int64)
         self.tapsum = w64.sum(axis=2)                    # (G, taps, OCg)
         self.colsum = self.tapsum.sum(axis=1).reshape(-1)  # (OC,) int64
         if geo.depthwise:
-            self.packed, self.dw = None, pack_depthwise(geo, wc)
+            self.packed = None
+            self.dw = pack_depthwise(geo, wc.reshape(geo.G, geo.ntaps), dw_pairs)
         else:
             self.packed, self.dw = pack_gemm(geo, wc), None
         self.owner = owner

@@ -48,7 +48,8 @@ from dnnq.memory import MemoryDesc
 from dnnq.primitives import _plan
 from dnnq.primitives._common import arg_name, check_md, check_known_args
 from dnnq.post_ops import PostOps
-from dnnq.primitives._conv_geometry import ConvGeometry, PackedConvWeights
+from dnnq.primitives._conv_geometry import (ConvGeometry, PackedConvWeights, pack_depthwise,
+                                            depthwise_panel_stride)
 from dnnq.primitives._conv_fused_dw import FusedDepthwise, DW
 from dnnq.primitives._gemm_primitive import wrap_s32
 from dnnq._kernels import _conv, _gemm
@@ -95,6 +96,8 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
         # the batch-reduce kernel of the AMX level is the AVX-512 VNNI one (tiles need
         # strided rows)
         self._isa = "avx512_core_vnni" if isa == "avx512_core_amx" else isa
+        # the AVX-512 depthwise kernel takes its weights in tap pairs
+        self._dw_pairs = self._isa == "avx512_core_vnni"
         kernel = ("dw" if geo.depthwise else "brgconv_1x1" if geo.is_gemm else
                   "brgconv_fold" if geo.fold_kw else "brgconv")
         self.impl_info = f"{_ISA_NAME.get(self._isa, self._isa)}:{kernel}"
@@ -115,6 +118,7 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
         self._dw_index = dw_index
         r0, r1, first, second = f._band(0, min(f.OH2, 8))
         self._isa = first._isa
+        self._dw_pairs = first._dw_pairs
         self.impl_info = f"{first.impl_info}+{second.impl_info}"
         self._key = (type(self).__name__, self.src_desc, self.weights_desc, self.dst_desc,
                      self.bias_desc, attr.key(), geo.key(), self._isa)
@@ -268,7 +272,8 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
         g = dict(N=geo.N, G=geo.G, ICg=geo.ICg, OCg=geo.OCg, src=geo.src, dst=geo.dst,
                  kernel=geo.kernel, strides=geo.strides, steps=geo.steps, pads=geo.pads,
                  deconv=int(geo.deconv), depthwise=int(geo.depthwise), fold_kw=int(geo.fold_kw),
-                 kpair=geo.kpair, npairs=geo.npairs, mc=mc, mr=mr)
+                 kpair=geo.kpair, npairs=geo.npairs, mc=mc, mr=mr,
+                 dw_stride=depthwise_panel_stride(geo, self._dw_pairs))
         return _conv.ConvPlan(isa_code, g, _plan.DT_CODE[self.dst_desc.dt], self._post_specs,
                               fast)
 
@@ -291,7 +296,7 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
         the column sums of the compensation); `execute` accepts the result in their place."""
         d = self.weights_desc
         d.check_array(w, "weights")  # dtype / shape checks; packing reads any strides
-        return PackedConvWeights(self._geo, w, self._key)
+        return PackedConvWeights(self._geo, w, self._key, self._dw_pairs)
 
     def _weights(self, w):
         if isinstance(w, PackedConvWeights):
@@ -447,10 +452,7 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
                 raise Unimplemented(f"{p}.execute: depthwise weights minus the weights zero "
                                     "point must fit s16; got values in "
                                     f"[{wz.min()}, {wz.max()}]")
-            P = (geo.OC + 63) // 64
-            full = np.zeros((P * 64, geo.ntaps), np.int16)
-            full[:geo.OC] = wz
-            dw_w = np.ascontiguousarray(full.reshape(P, 64, geo.ntaps).transpose(0, 2, 1))
+            dw_w = pack_depthwise(geo, wz, self._dw_pairs)
             colsum = wz.sum(axis=1)
             tapw = wz[:, :, None]  # (C, taps, 1) as (G, taps, OCg)
             zw = None

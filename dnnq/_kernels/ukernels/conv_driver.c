@@ -61,51 +61,84 @@ static inline void out_pixel(const dnnq_conv_t *cv, int64_t m, int64_t *od, int6
     *od = m / cv->oh;
 }
 
+/* The interior ranges: output coordinates whose every tap reads inside the source, along one
+ * dimension ([lo, hi), empty for a deconvolution, whose taps skip source rows). */
+static inline void interior(int64_t O, int64_t K, int64_t s, int64_t d, int64_t p, int64_t I,
+                            int deconv, int64_t *lo, int64_t *hi) {
+    if (deconv) {
+        *lo = *hi = 0;
+        return;
+    }
+    /* o * s - p >= 0  and  o * s - p + (K - 1) * d <= I - 1 */
+    int64_t a = (p + s - 1) / s;
+    int64_t last = I - 1 - (K - 1) * d + p;
+    int64_t b = last < 0 ? 0 : last / s + 1;
+    *lo = a < O ? a : O;
+    *hi = b < O ? (b > *lo ? b : *lo) : O;
+}
+
 /* Row pointers of one micro-tile (rows m .. m + mr - 1): rows[t * mr + r] for pair t.  With
  * fold_kw, a (kd, kh) row whose KW taps are not all inside the source is gathered into
- * `gather` (zero-point bytes for the outside taps). */
+ * `gather` (zero-point bytes for the outside taps).  `delta` holds each pair's offset from the
+ * pixel's first tap, used for interior pixels (all taps inside: one add per tap). */
 static void tile_rows(const dnnq_conv_t *cv, int64_t n, int64_t g, int64_t m, int mr,
-                      int64_t chan0, const uint8_t **rows, uint8_t *gather) {
+                      int64_t chan0, const int64_t *delta, const int64_t *ilo,
+                      const int64_t *ihi, const uint8_t **rows, uint8_t *gather) {
     const uint8_t *img = cv->src + n * cv->id * cv->ih * cv->iw * cv->IC + chan0;
     const uint8_t *zrow = cv->zp_rows + (cv->depthwise ? chan0 : g * cv->kpair);
+    const int64_t np = cv->npairs;
+    int64_t od, oh, ow;
+    out_pixel(cv, m, &od, &oh, &ow);
     for (int r = 0; r < mr; ++r) {
-        int64_t od, oh, ow;
-        out_pixel(cv, m + r, &od, &oh, &ow);
-        int64_t t = 0;
-        for (int64_t kd = 0; kd < cv->kd; ++kd) {
-            const int64_t x_d = src_coord(od, kd, cv->sd, cv->dd, cv->pd, cv->id, cv->deconv);
-            for (int64_t kh = 0; kh < cv->kh; ++kh) {
-                const int64_t x_h = x_d < 0 ? -1
-                                            : src_coord(oh, kh, cv->sh, cv->dh, cv->ph, cv->ih,
-                                                        cv->deconv);
-                const uint8_t *plane =
-                    x_h >= 0 ? img + (x_d * cv->ih + x_h) * cv->iw * cv->IC : NULL;
-                if (cv->fold_kw) { /* G == 1, dense along w, convolution only */
-                    const int64_t x0 = ow * cv->sw - cv->pw;
-                    const uint8_t *p;
-                    if (x_h >= 0 && x0 >= 0 && x0 + cv->kw <= cv->iw) {
-                        p = plane + x0 * cv->IC;
-                    } else {
-                        uint8_t *buf = gather + (t * mr + r) * cv->kpair;
-                        for (int64_t kw = 0; kw < cv->kw; ++kw) {
-                            const int64_t x = x0 + kw;
-                            const uint8_t *s = x_h >= 0 && x >= 0 && x < cv->iw
-                                                   ? plane + x * cv->IC
-                                                   : zrow + kw * cv->IC;
-                            memcpy(buf + kw * cv->IC, s, (size_t)cv->IC);
-                        }
-                        p = buf;
-                    }
-                    rows[t * mr + r] = p;
-                    ++t;
-                    continue;
-                }
-                for (int64_t kw = 0; kw < cv->kw; ++kw, ++t) {
-                    const int64_t x_w = x_h < 0 ? -1
-                                                : src_coord(ow, kw, cv->sw, cv->dw, cv->pw, cv->iw,
+        if (od >= ilo[0] && od < ihi[0] && oh >= ilo[1] && oh < ihi[1] && ow >= ilo[2] &&
+            ow < ihi[2]) {
+            const uint8_t *base = img + (((od * cv->sd - cv->pd) * cv->ih + oh * cv->sh - cv->ph) *
+                                             cv->iw + ow * cv->sw - cv->pw) * cv->IC;
+            for (int64_t t = 0; t < np; ++t) rows[t * mr + r] = base + delta[t];
+        } else {
+            int64_t t = 0;
+            for (int64_t kd = 0; kd < cv->kd; ++kd) {
+                const int64_t x_d = src_coord(od, kd, cv->sd, cv->dd, cv->pd, cv->id, cv->deconv);
+                for (int64_t kh = 0; kh < cv->kh; ++kh) {
+                    const int64_t x_h = x_d < 0 ? -1
+                                                : src_coord(oh, kh, cv->sh, cv->dh, cv->ph, cv->ih,
                                                             cv->deconv);
-                    rows[t * mr + r] = x_w < 0 ? zrow : plane + x_w * cv->IC;
+                    const uint8_t *plane =
+                        x_h >= 0 ? img + (x_d * cv->ih + x_h) * cv->iw * cv->IC : NULL;
+                    if (cv->fold_kw) { /* G == 1, dense along w, convolution only */
+                        const int64_t x0 = ow * cv->sw - cv->pw;
+                        const uint8_t *p;
+                        if (x_h >= 0 && x0 >= 0 && x0 + cv->kw <= cv->iw) {
+                            p = plane + x0 * cv->IC;
+                        } else {
+                            uint8_t *buf = gather + (t * mr + r) * cv->kpair;
+                            for (int64_t kw = 0; kw < cv->kw; ++kw) {
+                                const int64_t x = x0 + kw;
+                                const uint8_t *src = x_h >= 0 && x >= 0 && x < cv->iw
+                                                         ? plane + x * cv->IC
+                                                         : zrow + kw * cv->IC;
+                                memcpy(buf + kw * cv->IC, src, (size_t)cv->IC);
+                            }
+                            p = buf;
+                        }
+                        rows[t * mr + r] = p;
+                        ++t;
+                        continue;
+                    }
+                    for (int64_t kw = 0; kw < cv->kw; ++kw, ++t) {
+                        const int64_t x_w = x_h < 0 ? -1
+                                                    : src_coord(ow, kw, cv->sw, cv->dw, cv->pw,
+                                                                cv->iw, cv->deconv);
+                        rows[t * mr + r] = x_w < 0 ? zrow : plane + x_w * cv->IC;
+                    }
                 }
+            }
+        }
+        if (++ow == cv->ow) { /* next output pixel */
+            ow = 0;
+            if (++oh == cv->oh) {
+                oh = 0;
+                ++od;
             }
         }
     }
@@ -161,7 +194,9 @@ void dnnq_conv_run_item(const dnnq_conv_t *cv, int64_t item) {
     const int mr_max = cv->mr;
     const int64_t npairs = cv->npairs;
     int32_t tile[DNNQ_MR_MAX * DNNQ_NR] __attribute__((aligned(64)));
-    const uint8_t **rows = (const uint8_t **)malloc(sizeof(uint8_t *) * (size_t)(npairs * mr_max));
+    const uint8_t **rows = (const uint8_t **)malloc(sizeof(uint8_t *) * (size_t)(npairs * mr_max) +
+                                                    sizeof(int64_t) * (size_t)npairs);
+    int64_t *delta = rows ? (int64_t *)(rows + npairs * mr_max) : NULL;
     dnnq_br_pair_t *pairs = cv->depthwise ? NULL
                                           : (dnnq_br_pair_t *)malloc(sizeof(dnnq_br_pair_t) *
                                                                      (size_t)npairs);
@@ -174,14 +209,27 @@ void dnnq_conv_run_item(const dnnq_conv_t *cv, int64_t item) {
     }
     const int64_t chan0 = cv->depthwise ? p * DNNQ_NR : cv->G > 1 ? g * cv->ICg : 0;
     const int8_t *bpanel = cv->packed + (g * cv->n_panels + p) * npairs * cv->K4 * 4 * DNNQ_NR;
-    const int16_t *wdw = cv->depthwise ? cv->dw_weights + p * npairs * DNNQ_NR : NULL;
+    const int16_t *wdw = cv->depthwise ? cv->dw_weights + p * cv->dw_stride : NULL;
     dnnq_dw_tile_fn dw = cv->depthwise ? dnnq_dw_tile_for_isa(cv->isa) : NULL;
 
+    /* each pair's source offset from the pixel's first tap, and the interior ranges */
+    {
+        int64_t t = 0;
+        for (int64_t kd = 0; kd < cv->kd; ++kd)
+            for (int64_t kh = 0; kh < cv->kh; ++kh)
+                for (int64_t kw = 0; kw < (cv->fold_kw ? 1 : cv->kw); ++kw, ++t)
+                    delta[t] = ((kd * cv->dd * cv->ih + kh * cv->dh) * cv->iw + kw * cv->dw) *
+                               cv->IC;
+    }
+    int64_t ilo[3], ihi[3];
+    interior(cv->od, cv->kd, cv->sd, cv->dd, cv->pd, cv->id, cv->deconv, &ilo[0], &ihi[0]);
+    interior(cv->oh, cv->kh, cv->sh, cv->dh, cv->ph, cv->ih, cv->deconv, &ilo[1], &ihi[1]);
+    interior(cv->ow, cv->kw, cv->sw, cv->dw, cv->pw, cv->iw, cv->deconv, &ilo[2], &ihi[2]);
     const int64_t ntiles = (mcur + mr_max - 1) / mr_max;
     for (int64_t ti = 0; ti < ntiles; ++ti) {
         const int64_t m = m0 + (mcur * ti) / ntiles;
         const int mr = (int)(m0 + (mcur * (ti + 1)) / ntiles - m);
-        tile_rows(cv, n, g, m, mr, chan0, rows, gather);
+        tile_rows(cv, n, g, m, mr, chan0, delta, ilo, ihi, rows, gather);
         if (cv->depthwise) {
             dw(mr, npairs, rows, nc, cv->src_signed, wdw, tile);
         } else {

@@ -46,7 +46,8 @@ typedef struct {
     const uint8_t *zp_rows;          /* G rows of kpair bytes (depthwise: one row of C) */
     const int32_t *padcorr;          /* NULL, or [g][tap][OCg] added per padded tap */
     const int8_t *packed;
-    const int16_t *dw_weights;       /* depthwise: [p][tap][64] */
+    const int16_t *dw_weights;       /* depthwise: one block of dw_stride s16 per panel */
+    int64_t dw_stride;
     /* epilogue template (b = 0): N = OCg, d_sm = OC, per-column pointers at group 0 */
     dnnq_gemm_args_t epi;
     int64_t dst_img;                 /* dst elements per image */
@@ -62,7 +63,8 @@ int64_t dnnq_conv_n_items(const dnnq_conv_t *cv);
 void dnnq_conv_run_item(const dnnq_conv_t *cv, int64_t item);
 
 /* Depthwise tile: acc[r][c] = sum_taps x(row_tap(r))[c] * w[tap][c] for the 64 channels of
- * panel p (channels past C are 0); rows[t * mr + r] point at the row's channel p * 64. */
+ * panel p (channels past C are 0); rows[t * mr + r] point at the row's channel p * 64; w is
+ * the panel's weights: [tap][64] s16, or the AVX-512 kernel's tap pairs (conv_dw_avx512.c). */
 typedef void (*dnnq_dw_tile_fn)(int mr, int64_t ntaps, const uint8_t *const *rows, int nc,
                                 int src_signed, const int16_t *w, int32_t *acc);
 #define DNNQ_DECLARE_DW(isa)                                                                    \
