@@ -226,23 +226,37 @@ void dnnq_conv_run_item(const dnnq_conv_t *cv, int64_t item) {
     interior(cv->oh, cv->kh, cv->sh, cv->dh, cv->ph, cv->ih, cv->deconv, &ilo[1], &ihi[1]);
     interior(cv->ow, cv->kw, cv->sw, cv->dw, cv->pw, cv->iw, cv->deconv, &ilo[2], &ihi[2]);
     const int64_t ntiles = (mcur + mr_max - 1) / mr_max;
+    const uint8_t *img = cv->src + n * cv->id * cv->ih * cv->iw * cv->IC + chan0;
     for (int64_t ti = 0; ti < ntiles; ++ti) {
         const int64_t m = m0 + (mcur * ti) / ntiles;
         const int mr = (int)(m0 + (mcur * (ti + 1)) / ntiles - m);
-        tile_rows(cv, n, g, m, mr, chan0, delta, ilo, ihi, rows, gather);
+        int64_t od, oh, ow;
+        out_pixel(cv, m, &od, &oh, &ow);
+        /* a run of interior pixels of one output row: every tap reads rows a fixed stride
+         * apart (dense A for the micro-kernel, no pointer table) */
+        const int dense = ow + mr <= ihi[2] && ow >= ilo[2] && oh >= ilo[1] && oh < ihi[1] &&
+                          od >= ilo[0] && od < ihi[0];
+        const int64_t ps = cv->sw * cv->IC;
+        if (dense) {
+            const uint8_t *base = img + (((od * cv->sd - cv->pd) * cv->ih + oh * cv->sh - cv->ph) *
+                                             cv->iw + ow * cv->sw - cv->pw) * cv->IC;
+            for (int64_t t = 0; t < npairs; ++t) rows[t] = base + delta[t];
+        } else {
+            tile_rows(cv, n, g, m, mr, chan0, delta, ilo, ihi, rows, gather);
+        }
         if (cv->depthwise) {
-            dw(mr, npairs, rows, nc, cv->src_signed, wdw, tile);
+            dw(mr, npairs, rows, dense ? ps : 0, nc, cv->src_signed, wdw, tile);
         } else {
             for (int64_t t = 0; t < npairs; ++t) {
-                pairs[t].a = NULL;
-                pairs[t].lda = 0;
-                pairs[t].rows = rows + t * mr;
+                pairs[t].a = dense ? rows[t] : NULL;
+                pairs[t].lda = dense ? ps : 0;
+                pairs[t].rows = dense ? NULL : rows + t * mr;
                 pairs[t].b = bpanel + t * cv->K4 * 4 * DNNQ_NR;
                 pairs[t].K = cv->kpair;
             }
             cv->brgemm(mr, npairs, pairs, cv->a_xor, 0, tile);
         }
-        if (cv->padcorr) add_pad_correction(cv, g, m, mr, p, nc, tile);
+        if (cv->padcorr && !dense) add_pad_correction(cv, g, m, mr, p, nc, tile);
         cv->epilogue(&ge, 0, m, mr, p, tile);
     }
     free(rows);

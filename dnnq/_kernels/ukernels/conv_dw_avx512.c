@@ -18,7 +18,7 @@ static inline __m512i load_x16(const uint8_t *x, __mmask32 m, int src_signed) {
     return src_signed ? _mm512_cvtepi8_epi16(b) : _mm512_cvtepu8_epi16(b);
 }
 
-void dnnq_dw_tile_avx512(int mr, int64_t ntaps, const uint8_t *const *rows, int nc,
+void dnnq_dw_tile_avx512(int mr, int64_t ntaps, const uint8_t *const *rows, int64_t ps, int nc,
                          int src_signed, const int16_t *w, int32_t *acc) {
     const int64_t npairs = (ntaps + 1) / 2;
     const int halves = nc > 32 ? 2 : 1;
@@ -33,9 +33,15 @@ void dnnq_dw_tile_avx512(int mr, int64_t ntaps, const uint8_t *const *rows, int 
     for (int r = 0; r < mr; ++r) {
         __m512i lo0 = zero, hi0 = zero, lo1 = zero, hi1 = zero;
         for (int64_t q = 0; q < npairs; ++q) {
-            const uint8_t *xa = rows[(2 * q) * mr + r];
             const int has_b = 2 * q + 1 < ntaps;
-            const uint8_t *xb = has_b ? rows[(2 * q + 1) * mr + r] : NULL;
+            const uint8_t *xa, *xb;
+            if (ps) {
+                xa = rows[2 * q] + r * ps;
+                xb = has_b ? rows[2 * q + 1] + r * ps : NULL;
+            } else {
+                xa = rows[(2 * q) * mr + r];
+                xb = has_b ? rows[(2 * q + 1) * mr + r] : NULL;
+            }
             const int16_t *wq = w + q * 2 * 64;
             {
                 const __m512i a = load_x16(xa, m0, src_signed);
@@ -57,7 +63,9 @@ void dnnq_dw_tile_avx512(int mr, int64_t ntaps, const uint8_t *const *rows, int 
         int32_t *out = acc + r * DNNQ_NR;
         _mm512_storeu_si512(out, _mm512_permutex2var_epi32(lo0, idx_a, hi0));
         _mm512_storeu_si512(out + 16, _mm512_permutex2var_epi32(lo0, idx_b, hi0));
-        _mm512_storeu_si512(out + 32, _mm512_permutex2var_epi32(lo1, idx_a, hi1));
-        _mm512_storeu_si512(out + 48, _mm512_permutex2var_epi32(lo1, idx_b, hi1));
+        if (halves == 2) { /* the epilogue reads only the nc columns */
+            _mm512_storeu_si512(out + 32, _mm512_permutex2var_epi32(lo1, idx_a, hi1));
+            _mm512_storeu_si512(out + 48, _mm512_permutex2var_epi32(lo1, idx_b, hi1));
+        }
     }
 }

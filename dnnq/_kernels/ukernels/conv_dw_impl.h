@@ -31,17 +31,17 @@ static inline void dw_tap_s8(const int8_t *restrict x, const int16_t *restrict w
 }
 
 void DNNQ_DW_CAT(dnnq_dw_tile, DNNQ_DW_ISA)(int mr, int64_t ntaps, const uint8_t *const *rows,
-                                            int nc, int src_signed, const int16_t *w,
-                                            int32_t *acc) {
+                                            int64_t ps, int nc, int src_signed,
+                                            const int16_t *w, int32_t *acc) {
     for (int r = 0; r < mr; ++r) {
         uint32_t a[DNNQ_NR] __attribute__((aligned(64)));
         memset(a, 0, sizeof(a));
         if (src_signed) {
             for (int64_t t = 0; t < ntaps; ++t)
-                dw_tap_s8((const int8_t *)rows[t * mr + r], w + t * DNNQ_NR, a, nc);
+                dw_tap_s8((const int8_t *)(ps ? rows[t] + r * ps : rows[t * mr + r]), w + t * DNNQ_NR, a, nc);
         } else {
             for (int64_t t = 0; t < ntaps; ++t)
-                dw_tap_u8(rows[t * mr + r], w + t * DNNQ_NR, a, nc);
+                dw_tap_u8(ps ? rows[t] + r * ps : rows[t * mr + r], w + t * DNNQ_NR, a, nc);
         }
         memcpy(acc + r * DNNQ_NR, a, sizeof(a));
     }

@@ -63,13 +63,14 @@ int64_t dnnq_conv_n_items(const dnnq_conv_t *cv);
 void dnnq_conv_run_item(const dnnq_conv_t *cv, int64_t item);
 
 /* Depthwise tile: acc[r][c] = sum_taps x(row_tap(r))[c] * w[tap][c] for the 64 channels of
- * panel p (channels past C are 0); rows[t * mr + r] point at the row's channel p * 64; w is
+ * panel p (channels past C are 0); rows[t * mr + r] point at the row's channel p * 64, or,
+ * when ps != 0 (a run of interior pixels), pixel r of tap t is at rows[t] + r * ps; w is
  * the panel's weights: [tap][64] s16, or the AVX-512 kernel's tap pairs (conv_dw_avx512.c). */
-typedef void (*dnnq_dw_tile_fn)(int mr, int64_t ntaps, const uint8_t *const *rows, int nc,
-                                int src_signed, const int16_t *w, int32_t *acc);
+typedef void (*dnnq_dw_tile_fn)(int mr, int64_t ntaps, const uint8_t *const *rows, int64_t ps,
+                                int nc, int src_signed, const int16_t *w, int32_t *acc);
 #define DNNQ_DECLARE_DW(isa)                                                                    \
-    void dnnq_dw_tile_##isa(int mr, int64_t ntaps, const uint8_t *const *rows, int nc,           \
-                            int src_signed, const int16_t *w, int32_t *acc);
+    void dnnq_dw_tile_##isa(int mr, int64_t ntaps, const uint8_t *const *rows, int64_t ps,       \
+                            int nc, int src_signed, const int16_t *w, int32_t *acc);
 DNNQ_DECLARE_DW(portable)
 DNNQ_DECLARE_DW(avx2)
 DNNQ_DECLARE_DW(avx512)
