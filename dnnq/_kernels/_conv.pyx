@@ -21,6 +21,7 @@ cdef extern from "dnnq_conv.h" nogil:
     enum:
         DNNQ_CONV_MAX_POST
         DNNQ_MR_MAX
+        DNNQ_CONV_TILE_ROWS
     ctypedef struct dnnq_conv_t:
         int64_t N, G, ICg, OCg, IC, OC
         int64_t id, ih, iw, od, oh, ow
@@ -106,7 +107,7 @@ cdef class ConvPlan:
         cv.n_panels = (cols + DNNQ_NR - 1) // DNNQ_NR
         cv.mc, cv.mr = geom["mc"], geom["mr"]
         cv.dw_stride = geom["dw_stride"]
-        if cv.mr < 1 or cv.mr > DNNQ_MR_MAX:
+        if cv.mr < 1 or cv.mr > (DNNQ_CONV_TILE_ROWS if cv.depthwise else DNNQ_MR_MAX):
             raise ValueError("ConvPlan: mr out of range")
         cv.isa = isa
         cv.brgemm = dnnq_brgemm_ukr_for_isa(isa)

@@ -262,13 +262,13 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
             return _gemm.GemmPlan(isa_code, geo.N, geo.out_pixels, geo.OC, geo.IC,
                                   _plan.DT_CODE[self.dst_desc.dt], self._post_specs, False,
                                   False)
-        mr = 8 if geo.depthwise else _conv.brgemm_rows(isa_code)
+        mr = 32 if geo.depthwise else _conv.brgemm_rows(isa_code)
         npix = geo.out_pixels
         cols = geo.OC if geo.depthwise else geo.OCg
         panels = (cols + 63) // 64
         groups = 1 if geo.depthwise else geo.G
         # pixel blocks of a few micro-tiles; smaller when that leaves threads without work
-        mc = mr * 8
+        mc = mr * (2 if geo.depthwise else 8)
         threads = max(1, _dispatch.get_num_threads())
         while mc > mr and geo.N * groups * panels * -(-npix // mc) < 4 * threads:
             mc -= mr

@@ -193,7 +193,7 @@ void dnnq_conv_run_item(const dnnq_conv_t *cv, int64_t item) {
 
     const int mr_max = cv->mr;
     const int64_t npairs = cv->npairs;
-    int32_t tile[DNNQ_MR_MAX * DNNQ_NR] __attribute__((aligned(64)));
+    int32_t tile[DNNQ_CONV_TILE_ROWS * DNNQ_NR] __attribute__((aligned(64)));
     const uint8_t **rows = (const uint8_t **)malloc(sizeof(uint8_t *) * (size_t)(npairs * mr_max) +
                                                     sizeof(int64_t) * (size_t)npairs);
     int64_t *delta = rows ? (int64_t *)(rows + npairs * mr_max) : NULL;

@@ -29,12 +29,14 @@ dw_pixels(const int R, int r0, int mr, int64_t ntaps, const uint8_t *const *rows
     const __m512i idx_b = _mm512_setr_epi32(8, 9, 10, 11, 24, 25, 26, 27, 12, 13, 14, 15, 28, 29,
                                             30, 31);
     __m512i lo0[4], hi0[4], lo1[4], hi1[4];
+#pragma GCC unroll 4
     for (int i = 0; i < R; ++i) lo0[i] = hi0[i] = lo1[i] = hi1[i] = zero;
     const int64_t npairs = (ntaps + 1) / 2;
     for (int64_t q = 0; q < npairs; ++q) {
         const int has_b = 2 * q + 1 < ntaps;
         const int16_t *wq = w + q * 2 * 64;
         const __m512i wl0 = _mm512_loadu_si512(wq), wh0 = _mm512_loadu_si512(wq + 32);
+#pragma GCC unroll 4
         for (int i = 0; i < R; ++i) {
             const int r = r0 + i;
             const uint8_t *xa = ps ? rows[2 * q] + r * ps : rows[(2 * q) * mr + r];
@@ -56,6 +58,7 @@ dw_pixels(const int R, int r0, int mr, int64_t ntaps, const uint8_t *const *rows
             }
         }
     }
+#pragma GCC unroll 4
     for (int i = 0; i < R; ++i) {
         int32_t *out = acc + (r0 + i) * DNNQ_NR;
         _mm512_storeu_si512(out, _mm512_permutex2var_epi32(lo0[i], idx_a, hi0[i]));

@@ -24,6 +24,9 @@
 #include "dnnq_kernels.h"
 
 #define DNNQ_CONV_MAX_POST 32
+/* rows of one accumulator tile: the batch-reduce kernel's mr (<= DNNQ_MR_MAX), or for the
+ * depthwise kernel up to this many (fewer epilogue calls: its per-call setup is amortised) */
+#define DNNQ_CONV_TILE_ROWS 32
 
 typedef struct {
     /* geometry */
