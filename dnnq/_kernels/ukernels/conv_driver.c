@@ -227,9 +227,20 @@ void dnnq_conv_run_item(const dnnq_conv_t *cv, int64_t item) {
     interior(cv->ow, cv->kw, cv->sw, cv->dw, cv->pw, cv->iw, cv->deconv, &ilo[2], &ihi[2]);
     const int64_t ntiles = (mcur + mr_max - 1) / mr_max;
     const uint8_t *img = cv->src + n * cv->id * cv->ih * cv->iw * cv->IC + chan0;
+    const uint8_t *src_end = cv->src + cv->N * cv->id * cv->ih * cv->iw * cv->IC;
+    /* micro-tiles accumulate into one tile of up to DNNQ_CONV_TILE_ROWS consecutive rows,
+     * finished by one epilogue call (its per-call setup amortised) */
+    int64_t tm = m0; /* first row of the pending tile */
+    int trows = 0;
     for (int64_t ti = 0; ti < ntiles; ++ti) {
         const int64_t m = m0 + (mcur * ti) / ntiles;
         const int mr = (int)(m0 + (mcur * (ti + 1)) / ntiles - m);
+        if (trows + mr > DNNQ_CONV_TILE_ROWS) {
+            cv->epilogue(&ge, 0, tm, trows, p, tile);
+            tm = m;
+            trows = 0;
+        }
+        int32_t *sub = tile + trows * DNNQ_NR;
         int64_t od, oh, ow;
         out_pixel(cv, m, &od, &oh, &ow);
         /* a run of interior pixels of one output row: every tap reads rows a fixed stride
@@ -245,20 +256,27 @@ void dnnq_conv_run_item(const dnnq_conv_t *cv, int64_t item) {
             tile_rows(cv, n, g, m, mr, chan0, delta, ilo, ihi, rows, gather);
         }
         if (cv->depthwise) {
-            dw(mr, npairs, rows, dense ? ps : 0, nc, cv->src_signed, wdw, tile);
+            dw(mr, npairs, rows, dense ? ps : 0, nc, cv->src_signed, wdw, sub);
         } else {
+            /* dense rows read K rounded up to a multiple of 4 where that stays inside the
+             * source: the extra bytes meet the zero padding of the packed weights, and the
+             * micro-kernel needs no K % 4 tail pass */
+            int64_t K = cv->kpair;
+            if (dense && (K & 3) && rows[npairs - 1] + (mr - 1) * ps + cv->K4 * 4 <= src_end)
+                K = cv->K4 * 4;
             for (int64_t t = 0; t < npairs; ++t) {
                 pairs[t].a = dense ? rows[t] : NULL;
                 pairs[t].lda = dense ? ps : 0;
                 pairs[t].rows = dense ? NULL : rows + t * mr;
                 pairs[t].b = bpanel + t * cv->K4 * 4 * DNNQ_NR;
-                pairs[t].K = cv->kpair;
+                pairs[t].K = K;
             }
-            cv->brgemm(mr, npairs, pairs, cv->a_xor, 0, tile);
+            cv->brgemm(mr, npairs, pairs, cv->a_xor, 0, sub);
         }
-        if (cv->padcorr && !dense) add_pad_correction(cv, g, m, mr, p, nc, tile);
-        cv->epilogue(&ge, 0, m, mr, p, tile);
+        if (cv->padcorr && !dense) add_pad_correction(cv, g, m, mr, p, nc, sub);
+        trows += mr;
     }
+    if (trows) cv->epilogue(&ge, 0, tm, trows, p, tile);
     free(rows);
     free(pairs);
     free(gather);
