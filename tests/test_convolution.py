@@ -42,7 +42,6 @@ class Case:
                  pl=(1, 1), pr=None, d=(0, 0), src_dt="u8", dst_dt="s32", deconv=False,
                  grouped=None, bias_dt=None, src_tag=None, dst_tag=None, q=None, post_ops=(),
                  sum_prev=False):
-        nsp = len(isp)
         self.deconv = deconv
         self.grouped = G > 1 if grouped is None else grouped
         self.src = rand(rng, src_dt, (mb, G * ICg) + tuple(isp))
@@ -62,7 +61,6 @@ class Case:
         self.src_tag, self.dst_tag = src_tag, dst_tag
         self.post_ops = list(post_ops)
         self.dst_prev = rand(rng, dst_dt, self.dst_shape) if sum_prev else None
-        del nsp
 
     # -- dnnq ---------------------------------------------------------------------------------
     def run_dnnq(self, prepared=True, dst_layout=None):
@@ -90,7 +88,6 @@ class Case:
                 ops.append_sum(op[1], op[2])
         attr.set_post_ops(ops)
         cls = dnnq.Deconvolution if self.deconv else dnnq.Convolution
-        nd = self.src.ndim
         p = cls(MemoryDesc(self.src.shape, self.src.dtype, self.src_tag),
                 MemoryDesc(self.wei.shape, "s8"),
                 MemoryDesc(self.dst_shape, self.dst_dt, self.dst_tag),
@@ -105,7 +102,6 @@ class Case:
             args[DNNL_ARG_DST] = channels_last(prev) if self.dst_tag else prev.copy()
         out = p.execute(args)
         assert out.shape == self.dst_shape
-        del nd
         return out, p
 
     # -- references ---------------------------------------------------------------------------
@@ -213,7 +209,7 @@ def random_case(rng, *, deconv=False, quant=True):
 # ---- random geometry vs oneDNN, every ISA level ----------------------------------------------
 
 @needs_onednn
-@pytest.mark.parametrize("seed", range(14))
+@pytest.mark.parametrize("seed", range(10))
 def test_conv_random_vs_onednn(isa, seed):
     rng = np.random.default_rng(1000 + seed)
     for _ in range(3):
@@ -223,7 +219,7 @@ def test_conv_random_vs_onednn(isa, seed):
 
 
 @needs_onednn
-@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("seed", range(6))
 def test_deconv_random_vs_onednn(isa, seed):
     rng = np.random.default_rng(2000 + seed)
     for _ in range(3):
@@ -243,7 +239,7 @@ def test_conv_random_vs_numpy(isa, seed):
 
 # ---- the sizes around every block: channels 16/32/64, 64-column panels, K % 4, row tiles ----
 
-@pytest.mark.parametrize("ic", [1, 3, 4, 5, 16, 17, 31, 32, 63, 64, 65])
+@pytest.mark.parametrize("ic", [1, 3, 4, 5, 16, 17, 32, 64, 65])
 def test_channel_sweep(isa, ic):
     """Below, at and past every block (vector widths, K % 4, 64-column panels, row tiles) vs
     the numpy model; one point per input-channel count vs oneDNN."""
@@ -282,7 +278,7 @@ def test_depthwise_sweep(isa, c_):
 
 @needs_onednn
 @pytest.mark.parametrize("src_dt,zp", [("u8", 0), ("u8", 37), ("u8", 255), ("s8", -20),
-                                       ("s8", 37), ("s8", -128)])
+                                       ("s8", -128)])
 @pytest.mark.parametrize("kind", ["plain", "fold", "grouped", "depthwise", "deconv"])
 def test_zero_point_in_padding(isa, src_dt, zp, kind):
     rng = np.random.default_rng(abs(zp) + len(kind))
@@ -401,7 +397,7 @@ def test_weights_tag_hwio(isa):
 @needs_onednn
 @pytest.mark.parametrize("shape", ["per_tensor", "per_channel", "per_image", "full",
                                    "per_image_channel"])
-@pytest.mark.parametrize("alg", ["add", "mul", "max"])
+@pytest.mark.parametrize("alg", ["add", "max"])
 def test_binary_post_op(isa, shape, alg):
     rng = np.random.default_rng(11)
     N, OC, OH, OW = 2, 70, 5, 6

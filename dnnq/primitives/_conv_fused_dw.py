@@ -26,7 +26,7 @@ from dnnq.attr import PrimitiveAttr
 from dnnq.errors import InvalidArguments, Unimplemented
 from dnnq.memory import MemoryDesc
 from dnnq.post_ops import PostOps
-from dnnq.primitives._common import arg_name
+from dnnq.primitives._common import arg_name, check_known_args
 
 DW = A.DNNL_ARG_ATTR_POST_OP_DW
 _DW_WEI, _DW_BIAS = DW | A.DNNL_ARG_WEIGHTS, DW | A.DNNL_ARG_BIAS
@@ -189,3 +189,75 @@ class FusedDepthwise:
             if not np.may_share_memory(band, out):
                 out[:, o0:o1] = np.moveaxis(band, 1, -1)
         return out
+
+
+def init_fused(self, attr, dw_index):
+    """Convolution.__init__ for a chain with a depthwise post-op (`self` the primitive)."""
+    geo = self._geo
+    f = FusedDepthwise(self._name, type(self), self.src_desc, self.weights_desc,
+                       self.dst_desc, self.bias_desc, geo, attr, dw_index)
+    self._fused = f
+    self._dw_index = dw_index
+    r0, r1, first, second = f._band(0, min(f.OH2, 8))
+    self._isa = first._isa
+    self._dw_pairs = first._dw_pairs
+    self.impl_info = f"{first.impl_info}+{second.impl_info}"
+    self._key = (type(self).__name__, self.src_desc, self.weights_desc, self.dst_desc,
+                 self.bias_desc, attr.key(), geo.key(), self._isa)
+    ops = attr.post_ops
+    known = {A.DNNL_ARG_SRC, A.DNNL_ARG_WEIGHTS, A.DNNL_ARG_DST, DW | A.DNNL_ARG_WEIGHTS}
+    if self.bias_desc is not None:
+        known.add(A.DNNL_ARG_BIAS)
+    if f.dw_bias_desc is not None:
+        known.add(DW | A.DNNL_ARG_BIAS)
+    known |= {A.DNNL_ARG_SCALE | a for a in attr.scales_args()}
+    known |= {A.DNNL_ARG_ATTR_ZERO_POINTS | a for a in attr.zero_points_args()}
+    self._remap = {}  # outer post-op input key -> (band part 0 / 1, inner key)
+    for i in range(len(ops)):
+        kind = ops.kind(i)
+        j, part = (i, 0) if i < dw_index else (i - dw_index - 1, 1)
+        for arg in ((A.DNNL_ARG_SRC_1,) if kind == "binary" else
+                    (A.DNNL_ARG_SRC_1, A.DNNL_ARG_SRC_2) if kind == "select" else ()):
+            key = A.DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | arg
+            known.add(key)
+            self._remap[key] = (part, A.DNNL_ARG_ATTR_MULTIPLE_POST_OP(j) | arg)
+    self._known = frozenset(known)
+
+def execute_fused(self, args):
+    """Convolution.execute for a chain with a depthwise post-op."""
+    p, f = self._name, self._fused
+    check_known_args(p, args, self._known)
+    for need, what in ((A.DNNL_ARG_SRC, "src"), (A.DNNL_ARG_WEIGHTS, "weights"),
+                       (DW | A.DNNL_ARG_WEIGHTS, "depthwise weights")):
+        if need not in args:
+            raise InvalidArguments(f"{p}.execute: missing {what} ({arg_name(need)})")
+    x = self._channels_last(self.src_desc, args[A.DNNL_ARG_SRC], "src")
+    pw = self._weights(args[A.DNNL_ARG_WEIGHTS])
+    _, _, _, second0 = f._band(0, min(f.OH2, 8))
+    dw_w = second0.prepare_weights(args[DW | A.DNNL_ARG_WEIGHTS])  # small: per execution
+    first_args, dw_args = {}, {}
+    for key, v in args.items():
+        if key in (A.DNNL_ARG_SRC, A.DNNL_ARG_WEIGHTS, A.DNNL_ARG_DST, DW | A.DNNL_ARG_WEIGHTS):
+            continue
+        if key == DW | A.DNNL_ARG_BIAS:
+            dw_args[A.DNNL_ARG_BIAS] = v
+        elif key == A.DNNL_ARG_SCALE | DW | A.DNNL_ARG_WEIGHTS:
+            dw_args[A.DNNL_ARG_SCALE | A.DNNL_ARG_WEIGHTS] = v
+        elif key == A.DNNL_ARG_SCALE | DW | A.DNNL_ARG_DST:
+            dw_args[A.DNNL_ARG_SCALE | A.DNNL_ARG_DST] = v
+        elif key in self._remap:
+            part, inner = self._remap[key]
+            (dw_args if part else first_args)[inner] = v
+        else:
+            first_args[key] = v
+            if key == A.DNNL_ARG_SCALE | A.DNNL_ARG_DST:  # the depthwise source scale
+                dw_args[A.DNNL_ARG_SCALE | A.DNNL_ARG_SRC] = v
+    out = f.execute(x, first_args, dw_args, pw, dw_w)
+    od = f.out_desc
+    user = args.get(A.DNNL_ARG_DST)
+    logical = np.moveaxis(out, -1, 1)
+    if user is None:
+        return logical if od.is_channels_last else np.ascontiguousarray(logical)
+    od.check_output(user, "dst")
+    np.copyto(user, logical)
+    return user

@@ -203,6 +203,28 @@ def depthwise_panel_stride(geo, pairs):
     return ((geo.ntaps + 1) // 2) * 2 * NR if pairs else geo.ntaps * NR
 
 
+def window_sums(geo, x, zs):
+    """rowsum (N, G, pixels) s32: per output pixel and group, the sum of (src - zp_src) over
+    the taps that read a source pixel (weights zero point compensation)."""
+    N = geo.N
+    xs = x.reshape((N,) + geo.src + (geo.G, geo.ICg)).astype(np.int64)
+    xs = xs - zs.reshape(geo.G, geo.ICg) if zs.size > 1 else xs - int(zs[0])
+    gs = xs.sum(axis=-1)  # (N, D, H, W, G)
+    gs = np.pad(gs, ((0, 0), (0, 1), (0, 1), (0, 1), (0, 0)))  # index -1 reads a zero
+    idx = [geo.tap_index(d) for d in range(3)]
+    acc = np.zeros((N,) + geo.dst + (geo.G,), np.int64)
+    for kd in range(geo.kernel[0]):
+        for kh in range(geo.kernel[1]):
+            for kw in range(geo.kernel[2]):
+                acc += gs[:, idx[0][kd][:, None, None], idx[1][kh][None, :, None],
+                          idx[2][kw][None, None, :], :]
+    return np.ascontiguousarray(_wrap_s32(np.moveaxis(acc.reshape(N, -1, geo.G), 2, 1)))
+
+
+def _wrap_s32(x):
+    return np.asarray(x, dtype=np.int64).astype(np.uint64).astype(np.uint32).view(np.int32)
+
+
 class PackedConvWeights:
     """Weights packed once by ``prepare_weights``: the kernel's layout, the column sums used by
     the compensation (``colsum`` (OC,), per tap ``tapsum`` (G, taps, OCg)), and the plain

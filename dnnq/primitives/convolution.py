@@ -49,8 +49,8 @@ from dnnq.primitives import _plan
 from dnnq.primitives._common import arg_name, check_md, check_known_args
 from dnnq.post_ops import PostOps
 from dnnq.primitives._conv_geometry import (ConvGeometry, PackedConvWeights, pack_depthwise,
-                                            depthwise_panel_stride)
-from dnnq.primitives._conv_fused_dw import FusedDepthwise, DW
+                                            depthwise_panel_stride, window_sums)
+from dnnq.primitives._conv_fused_dw import init_fused, execute_fused
 from dnnq.primitives._gemm_primitive import wrap_s32
 from dnnq._kernels import _conv, _gemm
 from dnnq._kernels._gemm import all_finite_positive as _all_finite_positive
@@ -94,7 +94,7 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
         ops = attr.post_ops if attr is not None else PostOps()
         dw_at = [i for i in range(len(ops)) if ops.kind(i) == "convolution"]
         if dw_at:  # 1x1 + fused depthwise: two convolutions (see _conv_fused_dw)
-            self._init_fused(attr, dw_at[0])
+            init_fused(self, attr, dw_at[0])
             return
         self._analyse_attr(attr)
         isa = _dispatch.get_effective_cpu_isa()
@@ -116,75 +116,6 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
             self._verbose("create", None)
 
     # ---- creation ----------------------------------------------------------------------------
-    def _init_fused(self, attr, dw_index):
-        geo = self._geo
-        f = FusedDepthwise(self._name, type(self), self.src_desc, self.weights_desc,
-                           self.dst_desc, self.bias_desc, geo, attr, dw_index)
-        self._fused = f
-        self._dw_index = dw_index
-        r0, r1, first, second = f._band(0, min(f.OH2, 8))
-        self._isa = first._isa
-        self._dw_pairs = first._dw_pairs
-        self.impl_info = f"{first.impl_info}+{second.impl_info}"
-        self._key = (type(self).__name__, self.src_desc, self.weights_desc, self.dst_desc,
-                     self.bias_desc, attr.key(), geo.key(), self._isa)
-        ops = attr.post_ops
-        known = {A.DNNL_ARG_SRC, A.DNNL_ARG_WEIGHTS, A.DNNL_ARG_DST, DW | A.DNNL_ARG_WEIGHTS}
-        if self.bias_desc is not None:
-            known.add(A.DNNL_ARG_BIAS)
-        if f.dw_bias_desc is not None:
-            known.add(DW | A.DNNL_ARG_BIAS)
-        known |= {A.DNNL_ARG_SCALE | a for a in attr.scales_args()}
-        known |= {A.DNNL_ARG_ATTR_ZERO_POINTS | a for a in attr.zero_points_args()}
-        self._remap = {}  # outer post-op input key -> (band part 0 / 1, inner key)
-        for i in range(len(ops)):
-            kind = ops.kind(i)
-            j, part = (i, 0) if i < dw_index else (i - dw_index - 1, 1)
-            for arg in ((A.DNNL_ARG_SRC_1,) if kind == "binary" else
-                        (A.DNNL_ARG_SRC_1, A.DNNL_ARG_SRC_2) if kind == "select" else ()):
-                key = A.DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | arg
-                known.add(key)
-                self._remap[key] = (part, A.DNNL_ARG_ATTR_MULTIPLE_POST_OP(j) | arg)
-        self._known = frozenset(known)
-
-    def _execute_fused(self, args):
-        p, f = self._name, self._fused
-        check_known_args(p, args, self._known)
-        for need, what in ((A.DNNL_ARG_SRC, "src"), (A.DNNL_ARG_WEIGHTS, "weights"),
-                           (DW | A.DNNL_ARG_WEIGHTS, "depthwise weights")):
-            if need not in args:
-                raise InvalidArguments(f"{p}.execute: missing {what} ({arg_name(need)})")
-        x = self._channels_last(self.src_desc, args[A.DNNL_ARG_SRC], "src")
-        pw = self._weights(args[A.DNNL_ARG_WEIGHTS])
-        _, _, _, second0 = f._band(0, min(f.OH2, 8))
-        dw_w = second0.prepare_weights(args[DW | A.DNNL_ARG_WEIGHTS])  # small: per execution
-        first_args, dw_args = {}, {}
-        for key, v in args.items():
-            if key in (A.DNNL_ARG_SRC, A.DNNL_ARG_WEIGHTS, A.DNNL_ARG_DST, DW | A.DNNL_ARG_WEIGHTS):
-                continue
-            if key == DW | A.DNNL_ARG_BIAS:
-                dw_args[A.DNNL_ARG_BIAS] = v
-            elif key == A.DNNL_ARG_SCALE | DW | A.DNNL_ARG_WEIGHTS:
-                dw_args[A.DNNL_ARG_SCALE | A.DNNL_ARG_WEIGHTS] = v
-            elif key == A.DNNL_ARG_SCALE | DW | A.DNNL_ARG_DST:
-                dw_args[A.DNNL_ARG_SCALE | A.DNNL_ARG_DST] = v
-            elif key in self._remap:
-                part, inner = self._remap[key]
-                (dw_args if part else first_args)[inner] = v
-            else:
-                first_args[key] = v
-                if key == A.DNNL_ARG_SCALE | A.DNNL_ARG_DST:  # the depthwise source scale
-                    dw_args[A.DNNL_ARG_SCALE | A.DNNL_ARG_SRC] = v
-        out = f.execute(x, first_args, dw_args, pw, dw_w)
-        od = f.out_desc
-        user = args.get(A.DNNL_ARG_DST)
-        logical = np.moveaxis(out, -1, 1)
-        if user is None:
-            return logical if od.is_channels_last else np.ascontiguousarray(logical)
-        od.check_output(user, "dst")
-        np.copyto(user, logical)
-        return user
-
     def _analyse_attr(self, attr):
         p, geo = self._name, self._geo
         per_oc = 3 if geo.grouped else 1
@@ -330,7 +261,6 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
     def _post_inputs(self, args):
         """f32 channels-last inputs of binary / select post-ops with (image, pixel, channel)
         strides; a partly broadcast spatial shape is expanded."""
-        geo = self._geo
         out = [None] * len(self._post_specs)
 
         def prepare(key, desc):
@@ -357,7 +287,6 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
         for i, cdesc, vdesc in self._selects:
             out[i] = (prepare(A.DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | A.DNNL_ARG_SRC_1, cdesc) +
                       prepare(A.DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | A.DNNL_ARG_SRC_2, vdesc))
-        del geo
         return out
 
     def _zero_point_rows(self, zs, vals):
@@ -380,24 +309,6 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
                 self._zrows.clear()
             self._zrows[key] = rows
         return rows
-
-    def _window_sums(self, x, zs):
-        """rowsum (N, G, pixels) s32: per output pixel and group, the sum of (src - zp_src) over
-        the taps that read a source pixel (weights zero point compensation)."""
-        geo = self._geo
-        N = geo.N
-        xs = x.reshape((N,) + geo.src + (geo.G, geo.ICg)).astype(np.int64)
-        xs = xs - zs.reshape(geo.G, geo.ICg) if zs.size > 1 else xs - int(zs[0])
-        gs = xs.sum(axis=-1)  # (N, D, H, W, G)
-        gs = np.pad(gs, ((0, 0), (0, 1), (0, 1), (0, 1), (0, 0)))  # index -1 reads a zero
-        idx = [geo.tap_index(d) for d in range(3)]
-        acc = np.zeros((N,) + geo.dst + (geo.G,), np.int64)
-        for kd in range(geo.kernel[0]):
-            for kh in range(geo.kernel[1]):
-                for kw in range(geo.kernel[2]):
-                    acc += gs[:, idx[0][kd][:, None, None], idx[1][kh][None, :, None],
-                              idx[2][kw][None, None, :], :]
-        return np.ascontiguousarray(wrap_s32(np.moveaxis(acc.reshape(N, -1, geo.G), 2, 1)))
 
     def _fast_plan(self):
         """What the fast path of execute needs, fixed at creation (see _execute_fast)."""
@@ -522,7 +433,7 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
     def execute(self, args):
         """Run once.  args: {DNNL_ARG_*: ndarray}; returns dst (written in place if given)."""
         if self._fused is not None:
-            return self._execute_fused(args)
+            return execute_fused(self, args)
         if self._fast:
             out = self._execute_fast(args)
             if out is not None:
@@ -613,7 +524,7 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
         rowsum = None
         wzp_sn = 0
         if zw is not None:
-            rowsum = self._window_sums(x, zs64)
+            rowsum = window_sums(self._geo, x, zs64)
             wzp_sn = int(zw.size > 1)
         bias = None
         if self.bias_desc is not None:
