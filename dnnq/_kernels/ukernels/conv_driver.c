@@ -232,9 +232,26 @@ void dnnq_conv_run_item(const dnnq_conv_t *cv, int64_t item) {
      * finished by one epilogue call (its per-call setup amortised) */
     int64_t tm = m0; /* first row of the pending tile */
     int trows = 0;
-    for (int64_t ti = 0; ti < ntiles; ++ti) {
-        const int64_t m = m0 + (mcur * ti) / ntiles;
-        const int mr = (int)(m0 + (mcur * (ti + 1)) / ntiles - m);
+    const int64_t mend = m0 + mcur;
+    for (int64_t m = m0, ti = 0; m < mend; ++ti) {
+        int mr;
+        if (cv->depthwise) {
+            /* row-aligned runs: the interior of an output row in dense runs of up to mr_max
+             * pixels, its borders apart (the GEMM path instead splits evenly: its indirect
+             * rows cost the micro-kernel nothing) */
+            int64_t od0, oh0, ow0, lim;
+            out_pixel(cv, m, &od0, &oh0, &ow0);
+            if (!(od0 >= ilo[0] && od0 < ihi[0] && oh0 >= ilo[1] && oh0 < ihi[1])) lim = cv->ow;
+            else if (ow0 < ilo[2]) lim = ilo[2];
+            else if (ow0 < ihi[2]) lim = ihi[2];
+            else lim = cv->ow;
+            int64_t c = lim - ow0;
+            if (c > mend - m) c = mend - m;
+            if (c > mr_max) c = mr_max;
+            mr = (int)c;
+        } else {
+            mr = (int)(m0 + (mcur * (ti + 1)) / ntiles - m);
+        }
         if (trows + mr > DNNQ_CONV_TILE_ROWS) {
             cv->epilogue(&ge, 0, tm, trows, p, tile);
             tm = m;
@@ -275,6 +292,7 @@ void dnnq_conv_run_item(const dnnq_conv_t *cv, int64_t item) {
         }
         if (cv->padcorr && !dense) add_pad_correction(cv, g, m, mr, p, nc, sub);
         trows += mr;
+        m += mr;
     }
     if (trows) cv->epilogue(&ge, 0, tm, trows, p, tile);
     free(rows);
