@@ -210,3 +210,44 @@ cdef class ConvPlan:
         with nogil:
             for it in prange(nitems, schedule='static', num_threads=nthreads):
                 dnnq_conv_run_item(cv, it)
+
+
+cdef void _transpose_block(const char* src, char* dst, int64_t rows, int64_t cols,
+                           int64_t esz) noexcept nogil:
+    """dst (cols, rows) = src (rows, cols)^T for elements of esz bytes, in 32 x 32 blocks (both
+    sides stay in cache lines)."""
+    cdef int64_t r0, c0, r, c, r1, c1
+    for r0 in range(0, rows, 32):
+        r1 = min(rows, r0 + 32)
+        for c0 in range(0, cols, 32):
+            c1 = min(cols, c0 + 32)
+            if esz == 1:
+                for c in range(c0, c1):
+                    for r in range(r0, r1):
+                        dst[c * rows + r] = src[r * cols + c]
+            else:
+                for c in range(c0, c1):
+                    for r in range(r0, r1):
+                        (<int32_t*>dst)[c * rows + r] = (<const int32_t*>src)[r * cols + c]
+
+
+def transpose_channels(src, dst, bint to_channels_last):
+    """Copy between plain (N, C, P) and channels-last (N, P, C) layouts of 1- or 4-byte
+    elements: both arrays C-contiguous, `src` of one layout, `dst` of the other (P = the
+    spatial dims flattened; shapes are taken from `dst`, whose last dims say which)."""
+    cdef int64_t esz = src.itemsize
+    cdef int64_t N = dst.shape[0]
+    cdef int64_t total = dst.size
+    cdef int64_t C = dst.shape[dst.ndim - 1] if to_channels_last else dst.shape[1]
+    cdef int64_t P = total // (N * C) if N * C else 0
+    cdef const char* s = <const char*>_ptr(src)
+    cdef char* d = <char*>_ptr(dst, True)
+    cdef int64_t n
+    if src.size != total or src.itemsize != dst.itemsize or esz not in (1, 4):
+        raise ValueError("transpose_channels: mismatched arrays")
+    with nogil:
+        for n in range(N):
+            if to_channels_last:  # (C, P) -> (P, C)
+                _transpose_block(s + n * C * P * esz, d + n * C * P * esz, C, P, esz)
+            else:                 # (P, C) -> (C, P)
+                _transpose_block(s + n * C * P * esz, d + n * C * P * esz, P, C, esz)

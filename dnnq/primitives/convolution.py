@@ -255,7 +255,9 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
         """The execution array as a C-contiguous channels-last (N, [D, H,] W, C) array."""
         x = desc.check_array(arr, name)
         if not desc.is_channels_last:
-            x = np.ascontiguousarray(np.moveaxis(x, 1, -1))
+            cl = np.empty(x.shape[:1] + x.shape[2:] + x.shape[1:2], x.dtype)
+            _conv.transpose_channels(x, cl, True)
+            x = cl
         return x
 
     def _post_inputs(self, args):
@@ -546,8 +548,10 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
         else:
             out = dd.check_output(user_dst, "dst")
             if not dd.is_channels_last:
-                out = np.ascontiguousarray(np.moveaxis(out, 1, -1)) if self._has_sum else \
-                    np.empty((geo.N,) + tuple(dd.dims[2:]) + (geo.OC,), dd.numpy_dtype)
+                cl = np.empty((geo.N,) + tuple(dd.dims[2:]) + (geo.OC,), dd.numpy_dtype)
+                if self._has_sum:
+                    _conv.transpose_channels(out, cl, True)
+                out = cl
             for key in (A.DNNL_ARG_SRC, A.DNNL_ARG_BIAS):
                 v = args.get(key)
                 if type(v) is np.ndarray and np.may_share_memory(user_dst, v):
@@ -572,10 +576,12 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
             if user_dst is None:
                 return dd.logical_view(out)
             return dd.copy_back(user_dst, out)
-        logical = np.moveaxis(out, -1, 1)
-        if user_dst is None:
-            return np.ascontiguousarray(logical)
-        np.copyto(user_dst, logical)
+        direct = user_dst is not None and user_dst.flags.c_contiguous
+        plain = user_dst if direct else np.empty(tuple(dd.dims), dd.numpy_dtype)
+        _conv.transpose_channels(out, plain, False)
+        if user_dst is None or direct:
+            return plain
+        np.copyto(user_dst, plain)
         return user_dst
 
     def _verbose(self, event, ms):
