@@ -48,6 +48,7 @@ cdef extern from "dnnq_conv.h" nogil:
         dnnq_gemm_epilogue_fn epilogue
         int isa
     int64_t dnnq_conv_n_items(const dnnq_conv_t *cv)
+    void dnnq_transpose(const void *src, void *dst, int64_t rows, int64_t cols, int esz)
     void dnnq_conv_run_item(const dnnq_conv_t *cv, int64_t item)
 
 NR = DNNQ_NR
@@ -212,25 +213,6 @@ cdef class ConvPlan:
                 dnnq_conv_run_item(cv, it)
 
 
-cdef void _transpose_block(const char* src, char* dst, int64_t rows, int64_t cols,
-                           int64_t esz) noexcept nogil:
-    """dst (cols, rows) = src (rows, cols)^T for elements of esz bytes, in 32 x 32 blocks (both
-    sides stay in cache lines)."""
-    cdef int64_t r0, c0, r, c, r1, c1
-    for r0 in range(0, rows, 32):
-        r1 = min(rows, r0 + 32)
-        for c0 in range(0, cols, 32):
-            c1 = min(cols, c0 + 32)
-            if esz == 1:
-                for c in range(c0, c1):
-                    for r in range(r0, r1):
-                        dst[c * rows + r] = src[r * cols + c]
-            else:
-                for c in range(c0, c1):
-                    for r in range(r0, r1):
-                        (<int32_t*>dst)[c * rows + r] = (<const int32_t*>src)[r * cols + c]
-
-
 def transpose_channels(src, dst, bint to_channels_last):
     """Copy between plain (N, C, P) and channels-last (N, P, C) layouts of 1- or 4-byte
     elements: both arrays C-contiguous, `src` of one layout, `dst` of the other (P = the
@@ -248,6 +230,6 @@ def transpose_channels(src, dst, bint to_channels_last):
     with nogil:
         for n in range(N):
             if to_channels_last:  # (C, P) -> (P, C)
-                _transpose_block(s + n * C * P * esz, d + n * C * P * esz, C, P, esz)
+                dnnq_transpose(s + n * C * P * esz, d + n * C * P * esz, C, P, <int>esz)
             else:                 # (P, C) -> (C, P)
-                _transpose_block(s + n * C * P * esz, d + n * C * P * esz, P, C, esz)
+                dnnq_transpose(s + n * C * P * esz, d + n * C * P * esz, P, C, <int>esz)

@@ -79,4 +79,7 @@ DNNQ_DECLARE_DW(avx2)
 DNNQ_DECLARE_DW(avx512)
 dnnq_dw_tile_fn dnnq_dw_tile_for_isa(int isa);
 
+/* dst (cols, rows) = src (rows, cols)^T for elements of esz = 1 or 4 bytes */
+void dnnq_transpose(const void *src, void *dst, int64_t rows, int64_t cols, int esz);
+
 #endif
