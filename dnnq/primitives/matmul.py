@@ -103,11 +103,7 @@ class _GemmPrimitive(metaclass=CachedPrimitive):
             dst = self._execute(args)
             self._verbose("exec", (time.perf_counter() - t0) * 1e3)
             return dst
-        if type(args) is dict:
-            dst = self._exec.run(args)
-            if dst is not None:
-                return dst
-        return self._execute_checked(args)
+        return self._execute(args)
 
     def _execute(self, args):
         if type(args) is dict:
