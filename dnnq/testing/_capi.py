@@ -97,6 +97,7 @@ _PROTOTYPES = {
     "dnnl_post_ops_append_sum": (None, [_H, c_float, c_int32, c_int]),
     "dnnl_post_ops_append_eltwise": (None, [_H, c_int, c_float, c_float]),
     "dnnl_post_ops_append_binary": (None, [_H, c_int, _H]),
+    "dnnl_post_ops_append_dw": (None, [_H, c_int, c_int, c_int, c_int64, c_int64, c_int64]),
     "dnnl_primitive_desc_query": (None, [_H, c_int, c_int, c_void_p]),
     "dnnl_primitive_desc_query_md": (_H, [_H, c_int, c_int]),
     "dnnl_primitive_desc_destroy": (None, [_H]),
