@@ -41,7 +41,8 @@ def _rnn_attr(s: Scope, data_scale, data_shift, wei_scales, wei_scale_mask):
 
 
 def _run_rnn(cell, src_layer, src_iter, src_iter_c, wei_layer, wei_iter, bias, *, data_scale,
-             data_shift, wei_scales, wei_scale_mask, dst_layer_dt, direction, return_impl):
+             data_shift, wei_scales, wei_scale_mask, dst_layer_dt, direction, return_impl,
+             absent_states=False):
     src_layer = as_operand(src_layer, np.uint8)
     wei_layer, wei_iter = as_operand(wei_layer), as_operand(wei_iter)
     L, D, _, G, H = wei_layer.shape
@@ -52,6 +53,10 @@ def _run_rnn(cell, src_layer, src_iter, src_iter_c, wei_layer, wei_iter, bias, *
     concat = direction == "bidirectional_concat"
     dst_layer_shape = (T, N, H * (2 if concat else 1))
     state_shape = (L, D, N, H)
+    # absent_states: a missing src_iter / src_iter_c is not passed at all (oneDNN then starts
+    # from the quantized 0.0, saturate(rne(shift)), and c = 0); otherwise it is u8 / f32 zeros
+    no_iter = absent_states and src_iter is None
+    no_iter_c = absent_states and src_iter_c is None
     src_iter = np.zeros(state_shape, np.uint8) if src_iter is None else as_operand(src_iter, np.uint8)
     bias = np.zeros((L, D, G, H), np.float32) if bias is None else as_operand(bias, np.float32)
     inputs = {const("DNNL_ARG_SRC_LAYER"): src_layer, const("DNNL_ARG_SRC_ITER"): src_iter,
@@ -65,7 +70,13 @@ def _run_rnn(cell, src_layer, src_iter, src_iter_c, wei_layer, wei_iter, bias, *
         outputs[const("DNNL_ARG_DST_ITER_C")] = np.empty(state_shape, np.float32)
     with Scope() as s:
         attr = _rnn_attr(s, data_scale, data_shift, wei_scales, wei_scale_mask)
+        if no_iter:
+            del inputs[const("DNNL_ARG_SRC_ITER")]
+        if cell == "lstm" and no_iter_c:
+            del inputs[const("DNNL_ARG_SRC_ITER_C")]
         md = {arg: s.md_of(a) for arg, a in {**inputs, **outputs}.items()}
+        md.setdefault(const("DNNL_ARG_SRC_ITER"), None)
+        md.setdefault(const("DNNL_ARG_SRC_ITER_C"), None)
         wl_md, wi_md = s.md_any(wei_layer.shape, "s8"), s.md_any(wei_iter.shape, "s8")
         common = [s.lib.engine, const("dnnl_forward_inference"), _direction(direction)]
         if cell == "lstm":
@@ -92,7 +103,7 @@ def _run_rnn(cell, src_layer, src_iter, src_iter_c, wei_layer, wei_iter, bias, *
 
 def lstm(src_layer, src_iter, src_iter_c, wei_layer, wei_iter, bias, *, data_scale, data_shift,
          wei_scales, wei_scale_mask=0, dst_layer_dt="u8", direction="unidirectional_left2right",
-         return_impl=False):
+         return_impl=False, absent_states=False):
     """int8 LSTM inference (gates i, f, c~, o); returns ``(dst_layer, dst_iter, dst_iter_c)``.
 
     ``src_layer`` / ``src_iter`` u8, ``src_iter_c`` f32 (None = zeros), weights ldigo f32
@@ -101,14 +112,16 @@ def lstm(src_layer, src_iter, src_iter_c, wei_layer, wei_iter, bias, *, data_sca
     return _run_rnn("lstm", src_layer, src_iter, src_iter_c, wei_layer, wei_iter, bias,
                     data_scale=data_scale, data_shift=data_shift, wei_scales=wei_scales,
                     wei_scale_mask=wei_scale_mask, dst_layer_dt=dt_name(dst_layer_dt),
-                    direction=direction, return_impl=return_impl)
+                    direction=direction, return_impl=return_impl,
+                    absent_states=absent_states)
 
 
 def gru(src_layer, src_iter, wei_layer, wei_iter, bias, *, data_scale, data_shift, wei_scales,
         wei_scale_mask=0, dst_layer_dt="u8", direction="unidirectional_left2right",
-        return_impl=False):
+        return_impl=False, absent_states=False):
     """int8 vanilla GRU inference (gates u, r, o); returns ``(dst_layer, dst_iter)``."""
     return _run_rnn("gru", src_layer, src_iter, None, wei_layer, wei_iter, bias,
                     data_scale=data_scale, data_shift=data_shift, wei_scales=wei_scales,
                     wei_scale_mask=wei_scale_mask, dst_layer_dt=dt_name(dst_layer_dt),
-                    direction=direction, return_impl=return_impl)
+                    direction=direction, return_impl=return_impl,
+                    absent_states=absent_states)

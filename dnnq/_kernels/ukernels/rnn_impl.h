@@ -1,0 +1,281 @@
+/* The int8 RNN driver: one layer and direction, the whole time loop, compiled once per ISA by
+ * rnn_<isa>.c (which defines DNNQ_RNN_ISA) so that the cell epilogue is vectorised with that
+ * ISA's flags.  The GEMM tiles come from the GEMM micro-kernel of the chosen level.
+ *
+ *   1. layer GEMM: the s32 products x(t) . W_layer of every time step at once (rows t*N + n);
+ *   2. per step: h(t-1) . W_iter per 64-channel block, all gates of the block in one pass
+ *      (the packed panels of a block sit side by side), and the fused cell epilogue on those
+ *      tiles: dequantize, bias, sigmoid / tanh, state update, requantize to u8.
+ * GRU needs r*h (requantized) of the whole row before its third gate, so its step has two
+ * phases.  Threads share each phase by (channel block, row tile), always the same share, so a
+ * thread's weight panels stay in its cache from step to step. */
+#include <omp.h>
+#include "dnnq_kernels.h"
+#include "dnnq_rnn.h"
+#include "rnn_math.h"
+
+#define RNN_CAT2(a, b) a##_##b
+#define RNN_CAT(a, b) RNN_CAT2(a, b)
+#define RNN_FN(name) RNN_CAT(name, DNNQ_RNN_ISA)
+#define RNN_MAXG 4
+
+typedef struct {
+    const dnnq_rnn_args_t *a;
+    dnnq_gemm_ukr_fn ukr;
+    int mr;
+    int64_t lw;             /* columns of a layer-products row: nblk * G * 64 */
+    int64_t wl_panel, wi_panel;  /* bytes per packed panel */
+    int64_t nrt;            /* row tiles of a step */
+    int64_t lmb, nlmb;      /* layer GEMM row block and their count */
+} rnn_ctx_t;
+
+static inline const uint8_t *rnn_h_prev(const dnnq_rnn_args_t *a, int64_t s, int64_t n,
+                                        int64_t *lda) {
+    if (s == 0) {
+        *lda = a->h0_sn;
+        return a->h0 + n * a->h0_sn;
+    }
+    const int64_t tp = a->reverse ? a->T - s : s - 1;
+    *lda = a->out_sn;
+    return a->out + tp * a->out_st + n * a->out_sn;
+}
+
+static inline int64_t rnn_time(const dnnq_rnn_args_t *a, int64_t s) {
+    return a->reverse ? a->T - 1 - s : s;
+}
+
+/* ---- cell epilogues: one row n, the nc channels of block j ------------------------------- */
+
+/* LSTM (gates i, f, c~, o): c = f*c_prev + i*c~ (as oneDNN: c_prev*f, then a fused i*c~ +),
+ * h = o * tanh(c) */
+static void RNN_FN(rnn_epi_lstm)(const dnnq_rnn_args_t *a, const int32_t *lrow,
+                                 int32_t *const *tiles, int r, int64_t j, int nc, float *c,
+                                 uint8_t *h, float *hf) {
+    const int64_t H = a->H, o = j * 64;
+    const int32_t *l0 = lrow, *l1 = lrow + 64, *l2 = lrow + 128, *l3 = lrow + 192;
+    const int32_t *t0 = tiles[0] + r * 64, *t1 = tiles[1] + r * 64, *t2 = tiles[2] + r * 64,
+                  *t3 = tiles[3] + r * 64;
+    const float *b0 = a->bias + o, *b1 = b0 + H, *b2 = b1 + H, *b3 = b2 + H;
+    const float *d0 = a->div + o, *d1 = d0 + H, *d2 = d1 + H, *d3 = d2 + H;
+    const float sc = a->scale, sh = a->shift;
+    for (int k = 0; k < nc; ++k) {
+        const float gi = rnn_logistic((float)(l0[k] + t0[k]) / d0[k] + b0[k]);
+        const float gf = rnn_logistic((float)(l1[k] + t1[k]) / d1[k] + b1[k]);
+        const float gc = rnn_tanh((float)(l2[k] + t2[k]) / d2[k] + b2[k]);
+        const float go = rnn_logistic((float)(l3[k] + t3[k]) / d3[k] + b3[k]);
+        const float cn = fmaf(gi, gc, c[k] * gf);
+        c[k] = cn;
+        const uint8_t q = rnn_quantize_u8(rnn_tanh(cn) * go, sc, sh);
+        h[k] = q;
+        if (hf) hf[k] = rnn_dequantize_u8(q, sc, sh);
+    }
+}
+
+/* vanilla RNN: h = act(W x + U h + b) */
+static void RNN_FN(rnn_epi_vanilla)(const dnnq_rnn_args_t *a, const int32_t *lrow,
+                                    int32_t *const *tiles, int r, int64_t j, int nc, uint8_t *h,
+                                    float *hf) {
+    const int64_t o = j * 64;
+    const int32_t *t0 = tiles[0] + r * 64;
+    const float *b0 = a->bias + o, *d0 = a->div + o;
+    const float sc = a->scale, sh = a->shift;
+    float v[64];
+    for (int k = 0; k < nc; ++k) v[k] = (float)(lrow[k] + t0[k]) / d0[k] + b0[k];
+    if (a->act == DNNQ_RNN_ACT_TANH)
+        for (int k = 0; k < nc; ++k) v[k] = rnn_tanh(v[k]);
+    else if (a->act == DNNQ_RNN_ACT_LOGISTIC)
+        for (int k = 0; k < nc; ++k) v[k] = rnn_logistic(v[k]);
+    else
+        for (int k = 0; k < nc; ++k) v[k] = v[k] > 0.0f ? v[k] : v[k] * 0.0f;
+    for (int k = 0; k < nc; ++k) {
+        const uint8_t q = rnn_quantize_u8(v[k], sc, sh);
+        h[k] = q;
+        if (hf) hf[k] = rnn_dequantize_u8(q, sc, sh);
+    }
+}
+
+/* GRU phase 1 (gates u, r): u kept in f32, r * h_prev requantized to u8 for the o gate GEMM */
+static void RNN_FN(rnn_epi_gru1)(const dnnq_rnn_args_t *a, const int32_t *lrow,
+                                 int32_t *const *tiles, int r, int64_t j, int nc,
+                                 const uint8_t *hp, float *u, uint8_t *rh) {
+    const int64_t H = a->H, o = j * 64;
+    const int32_t *l0 = lrow, *l1 = lrow + 64;
+    const int32_t *t0 = tiles[0] + r * 64, *t1 = tiles[1] + r * 64;
+    const float *b0 = a->bias + o, *b1 = b0 + H;
+    const float *d0 = a->div + o, *d1 = d0 + H;
+    const float sc = a->scale, sh = a->shift;
+    for (int k = 0; k < nc; ++k) {
+        u[k] = rnn_logistic((float)(l0[k] + t0[k]) / d0[k] + b0[k]);
+        const float gr = rnn_logistic((float)(l1[k] + t1[k]) / d1[k] + b1[k]);
+        rh[k] = rnn_quantize_u8(gr * rnn_dequantize_u8(hp[k], sc, sh), sc, sh);
+    }
+}
+
+/* GRU phase 2: o = tanh(W_o x + U_o (r*h) + b_o), h = u*h_prev + (1-u)*o (u*h_prev, then a
+ * fused (1-u)*o +, as oneDNN) */
+static void RNN_FN(rnn_epi_gru2)(const dnnq_rnn_args_t *a, const int32_t *lrow,
+                                 const int32_t *tile, int64_t j, int nc, const uint8_t *hp,
+                                 const float *u, uint8_t *h, float *hf) {
+    const int64_t H = a->H, o = j * 64;
+    const int32_t *l2 = lrow + 128;
+    const float *b2 = a->bias + 2 * H + o, *d2 = a->div + 2 * H + o;
+    const float sc = a->scale, sh = a->shift;
+    for (int k = 0; k < nc; ++k) {
+        const float go = rnn_tanh((float)(l2[k] + tile[k]) / d2[k] + b2[k]);
+        const float hprev = rnn_dequantize_u8(hp[k], sc, sh);
+        const float hn = fmaf(1.0f - u[k], go, u[k] * hprev);
+        const uint8_t q = rnn_quantize_u8(hn, sc, sh);
+        h[k] = q;
+        if (hf) hf[k] = rnn_dequantize_u8(q, sc, sh);
+    }
+}
+
+/* LBR-GRU: u, r as GRU; o = tanh((W_o x + b_o) + r * (U_o h + b_extra)), each product
+ * dequantized on its own (bias rows 2 and 3 carry their own shift compensation) */
+static void RNN_FN(rnn_epi_lbr)(const dnnq_rnn_args_t *a, const int32_t *lrow,
+                                int32_t *const *tiles, int r, int64_t j, int nc,
+                                const uint8_t *hp, uint8_t *h, float *hf) {
+    const int64_t H = a->H, o = j * 64;
+    const int32_t *l0 = lrow, *l1 = lrow + 64, *l2 = lrow + 128;
+    const int32_t *t0 = tiles[0] + r * 64, *t1 = tiles[1] + r * 64, *t2 = tiles[2] + r * 64;
+    const float *b0 = a->bias + o, *b1 = b0 + H, *b2 = b1 + H, *b3 = b2 + H;
+    const float *d0 = a->div + o, *d1 = d0 + H, *d2 = d1 + H;
+    const float sc = a->scale, sh = a->shift;
+    for (int k = 0; k < nc; ++k) {
+        const float gu = rnn_logistic((float)(l0[k] + t0[k]) / d0[k] + b0[k]);
+        const float gr = rnn_logistic((float)(l1[k] + t1[k]) / d1[k] + b1[k]);
+        const float wx = (float)l2[k] / d2[k] + b2[k];
+        const float uh = (float)t2[k] / d2[k] + b3[k];
+        const float go = rnn_tanh(wx + gr * uh);
+        const float hprev = rnn_dequantize_u8(hp[k], sc, sh);
+        const float hn = fmaf(1.0f - gu, go, gu * hprev);
+        const uint8_t q = rnn_quantize_u8(hn, sc, sh);
+        h[k] = q;
+        if (hf) hf[k] = rnn_dequantize_u8(q, sc, sh);
+    }
+}
+
+/* ---- work ---------------------------------------------------------------------------------- */
+
+static void RNN_FN(rnn_layer_gemm)(const rnn_ctx_t *x, int tid, int nth) {
+    const dnnq_rnn_args_t *a = x->a;
+    const int64_t npan = a->nblk * a->G, nitems = npan * x->nlmb, M = a->T * a->N;
+    const int64_t i0 = nitems * tid / nth, i1 = nitems * (tid + 1) / nth;
+    int32_t tile[DNNQ_MR_MAX * 64] __attribute__((aligned(64)));
+    for (int64_t it = i0; it < i1; ++it) {
+        const int64_t p = it / x->nlmb, mb = it % x->nlmb;
+        const int64_t m0 = mb * x->lmb, m1 = m0 + x->lmb < M ? m0 + x->lmb : M;
+        const int8_t *bp = a->wl + p * x->wl_panel;
+        for (int64_t m = m0; m < m1; m += x->mr) {
+            const int mr = (int)(m1 - m < x->mr ? m1 - m : x->mr);
+            x->ukr(mr, a->C, a->x + m * a->x_sn, a->x_sn, 0, bp, tile);
+            for (int r = 0; r < mr; ++r)
+                memcpy(a->lacc + (m + r) * x->lw + p * 64, tile + r * 64, 64 * sizeof(int32_t));
+        }
+    }
+}
+
+/* one phase of step s: items (block j, row tile) shared out in contiguous runs */
+static void RNN_FN(rnn_step_phase)(const rnn_ctx_t *x, int64_t s, int phase, int tid, int nth) {
+    const dnnq_rnn_args_t *a = x->a;
+    const int64_t N = a->N, H = a->H, G = a->G, nrt = x->nrt, nitems = a->nblk * nrt;
+    const int64_t i0 = nitems * tid / nth, i1 = nitems * (tid + 1) / nth;
+    const int64_t t = rnn_time(a, s);
+    int32_t tbuf[RNN_MAXG][DNNQ_MR_MAX * 64] __attribute__((aligned(64)));
+    int32_t *tiles[RNN_MAXG] = {tbuf[0], tbuf[1], tbuf[2], tbuf[3]};
+    for (int64_t it = i0; it < i1; ++it) {
+        const int64_t j = it / nrt, rt = it % nrt;
+        const int64_t n0 = N * rt / nrt, n1 = N * (rt + 1) / nrt;
+        const int mr = (int)(n1 - n0);
+        const int nc = (int)(H - j * 64 < 64 ? H - j * 64 : 64);
+        if (mr <= 0) continue;
+        int64_t lda;
+        const uint8_t *hp = rnn_h_prev(a, s, n0, &lda);
+        const int8_t *wb = a->wi + j * G * x->wi_panel;
+        if (a->cell == DNNQ_RNN_GRU && phase == 1) {
+            /* o gate: U_o . (r*h) */
+            x->ukr(mr, H, a->rh + n0 * H, H, 0, wb + 2 * x->wi_panel, tiles[0]);
+        } else {
+            const int ng = a->cell == DNNQ_RNN_GRU ? 2 : (int)G;
+            for (int g = 0; g < ng; ++g) x->ukr(mr, H, hp, lda, 0, wb + g * x->wi_panel, tiles[g]);
+        }
+        for (int r = 0; r < mr; ++r) {
+            const int64_t n = n0 + r;
+            const int32_t *lrow = a->lacc + (t * N + n) * x->lw + j * G * 64;
+            uint8_t *h = a->out + t * a->out_st + n * a->out_sn + j * 64;
+            float *hf = a->outf ? a->outf + t * a->outf_st + n * a->outf_sn + j * 64 : NULL;
+            const uint8_t *hpr = hp + r * lda + j * 64;
+            switch (a->cell) {
+            case DNNQ_RNN_LSTM:
+                RNN_FN(rnn_epi_lstm)(a, lrow, tiles, r, j, nc, a->c + n * H + j * 64, h, hf);
+                break;
+            case DNNQ_RNN_VANILLA:
+                RNN_FN(rnn_epi_vanilla)(a, lrow, tiles, r, j, nc, h, hf);
+                break;
+            case DNNQ_RNN_LBR_GRU:
+                RNN_FN(rnn_epi_lbr)(a, lrow, tiles, r, j, nc, hpr, h, hf);
+                break;
+            default:
+                if (phase == 0)
+                    RNN_FN(rnn_epi_gru1)(a, lrow, tiles, r, j, nc, hpr, a->gate_u + n * H + j * 64,
+                                         a->rh + n * H + j * 64);
+                else
+                    RNN_FN(rnn_epi_gru2)(a, lrow, tiles[0] + r * 64, j, nc, hpr,
+                                         a->gate_u + n * H + j * 64, h, hf);
+            }
+        }
+    }
+}
+
+void RNN_FN(dnnq_rnn_forward)(const dnnq_rnn_args_t *a) {
+    rnn_ctx_t x;
+    const int gisa = a->gemm_isa == DNNQ_ISA_AVX512_CORE_AMX ? DNNQ_ISA_AVX512_CORE_VNNI
+                                                             : a->gemm_isa;
+    x.a = a;
+    x.ukr = dnnq_gemm_ukr_for_isa(gisa);
+    x.mr = dnnq_gemm_mr_for_isa(gisa);
+    if (x.mr > DNNQ_MR_MAX) x.mr = DNNQ_MR_MAX;
+    x.lw = a->nblk * a->G * 64;
+    x.wl_panel = ((a->C + 3) / 4) * 4 * 64;
+    x.wi_panel = ((a->H + 3) / 4) * 4 * 64;
+    x.nrt = (a->N + x.mr - 1) / x.mr;
+    x.lmb = (int64_t)x.mr * 8;
+    x.nlmb = (a->T * a->N + x.lmb - 1) / x.lmb;
+    const int nph = a->cell == DNNQ_RNN_GRU ? 2 : 1;
+    const int64_t T = a->T;
+    int nt = a->nthreads < 1 ? 1 : a->nthreads;
+    if (nt == 1) {
+        RNN_FN(rnn_layer_gemm)(&x, 0, 1);
+        for (int64_t s = 0; s < T; ++s)
+            for (int ph = 0; ph < nph; ++ph) RNN_FN(rnn_step_phase)(&x, s, ph, 0, 1);
+        return;
+    }
+    if (a->fork_join) {
+#pragma omp parallel num_threads(nt)
+        RNN_FN(rnn_layer_gemm)(&x, omp_get_thread_num(), omp_get_num_threads());
+        for (int64_t s = 0; s < T; ++s)
+            for (int ph = 0; ph < nph; ++ph) {
+#pragma omp parallel num_threads(nt)
+                RNN_FN(rnn_step_phase)(&x, s, ph, omp_get_thread_num(), omp_get_num_threads());
+            }
+        return;
+    }
+#pragma omp parallel num_threads(nt)
+    {
+        const int tid = omp_get_thread_num(), nth = omp_get_num_threads();
+        RNN_FN(rnn_layer_gemm)(&x, tid, nth);
+#pragma omp barrier
+        for (int64_t s = 0; s < T; ++s)
+            for (int ph = 0; ph < nph; ++ph) {
+                RNN_FN(rnn_step_phase)(&x, s, ph, tid, nth);
+#pragma omp barrier
+            }
+    }
+}
+
+void RNN_FN(dnnq_rnn_eltwise)(int alg, float *v, int64_t n) {
+    if (alg == DNNQ_RNN_ACT_TANH)
+        for (int64_t i = 0; i < n; ++i) v[i] = rnn_tanh(v[i]);
+    else
+        for (int64_t i = 0; i < n; ++i) v[i] = rnn_logistic(v[i]);
+}

@@ -1,0 +1,78 @@
+/* oneDNN 3.2's f32 sigmoid and tanh as its jit RNN cells compute them (the eltwise injector of
+ * jit_uni_eltwise_injector.cpp), operation by operation, so the u8 states match bit for bit.
+ * Every fused multiply-add below is one in oneDNN too; nothing else may be fused (the build
+ * passes -ffp-contract=off).  Written as branch-free scalar code that the per-ISA builds
+ * vectorise (the tanh coefficients become gathers). */
+#ifndef DNNQ_RNN_MATH_H
+#define DNNQ_RNN_MATH_H
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+#include "rnn_tanh_table.h"
+
+static inline float rnn_bits2f(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+static inline uint32_t rnn_f2bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+
+/* exp(x) = 2 * 2^(n-1) * p(r), n = floor(x * log2(e) + 0.5), r = x - n * ln 2, p of degree 5;
+ * 0 below ln(FLT_MIN) */
+static inline float rnn_exp(float x) {
+    const float lo = rnn_bits2f(0xc2aeac50u), hi = rnn_bits2f(0x42b17218u);
+    const int under = x < lo;
+    x = x < hi ? x : hi;          /* vminps / vmaxps: x is not NaN here */
+    x = x > lo ? x : lo;
+    float fx = x * rnn_bits2f(0x3fb8aa3bu);
+    fx = fx + 0.5f;
+    const float n = floorf(fx);
+    const float r = fmaf(-n, rnn_bits2f(0x3f317218u), x);
+    const int32_t e = (int32_t)(n - 1.0f) + 127;
+    const float p2 = under ? 0.0f : rnn_bits2f((uint32_t)e << 23);
+    float p = rnn_bits2f(0x3c07cfceu);
+    p = fmaf(p, r, rnn_bits2f(0x3d2b9d0du));
+    p = fmaf(p, r, rnn_bits2f(0x3e2aad40u));
+    p = fmaf(p, r, rnn_bits2f(0x3efffee3u));
+    p = fmaf(p, r, rnn_bits2f(0x3f7ffffbu));
+    p = fmaf(p, r, 1.0f);
+    p = p * p2;
+    return p * 2.0f;
+}
+
+/* logistic: y = e / (e + 1) with e = exp(-|x|); 1 - y for x >= +0 */
+static inline float rnn_logistic(float x) {
+    const uint32_t b = rnn_f2bits(x);
+    const float e = rnn_exp(rnn_bits2f(b | 0x80000000u));
+    const float y = e / (e + 1.0f);
+    return (b >> 31) ? y : 1.0f - y;
+}
+
+/* tanh: |x| below 0x1.bb67aep-12 -> x; above 0x1.205966p3 -> 1; else the degree-6 polynomial of
+ * the half binade of |x| in (|x| - start of that half binade); the sign put back */
+static inline float rnn_tanh(float x) {
+    const uint32_t b = rnn_f2bits(x), sign = b & 0x80000000u, ab = b & 0x7fffffffu;
+    const float s = rnn_bits2f(ab);
+    const uint32_t idx = ((ab - 0x39800000u) >> 22) & 31u;   /* vpermt2ps reads 5 index bits */
+    const float r = s - rnn_bits2f(ab & 0xffc00000u);
+    float p = rnn_bits2f(dnnq_rnn_tanh_pol[6][idx]);
+    p = fmaf(p, r, rnn_bits2f(dnnq_rnn_tanh_pol[5][idx]));
+    p = fmaf(p, r, rnn_bits2f(dnnq_rnn_tanh_pol[4][idx]));
+    p = fmaf(p, r, rnn_bits2f(dnnq_rnn_tanh_pol[3][idx]));
+    p = fmaf(p, r, rnn_bits2f(dnnq_rnn_tanh_pol[2][idx]));
+    p = fmaf(p, r, rnn_bits2f(dnnq_rnn_tanh_pol[1][idx]));
+    p = fmaf(p, r, rnn_bits2f(dnnq_rnn_tanh_pol[0][idx]));
+    float d = rnn_bits2f(0x41102cb3u) > s ? p : 1.0f;
+    d = rnn_bits2f(0x39ddb3d7u) > s ? s : d;
+    return rnn_bits2f(rnn_f2bits(d) ^ sign);
+}
+
+/* u8 = saturate(rne(v * scale + shift)) (multiply, then add; NaN -> 0) */
+static inline uint8_t rnn_quantize_u8(float v, float scale, float shift) {
+    v = v * scale;
+    v = v + shift;
+    v = v > 0.0f ? v : 0.0f;
+    v = v < 255.0f ? v : 255.0f;
+    return (uint8_t)(int32_t)((v + 12582912.0f) - 12582912.0f);
+}
+
+static inline float rnn_dequantize_u8(uint8_t q, float scale, float shift) {
+    return ((float)q - shift) / scale;
+}
+#endif
