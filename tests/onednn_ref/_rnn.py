@@ -17,7 +17,7 @@ import ctypes
 
 import numpy as np
 
-from ._capi import Scope, as_operand, const, dt_name, impl_name, np_dtype, query_md
+from ._capi import Scope, as_operand, const, dt_name, impl_name, md_equal, np_dtype, query_md
 from ._attr import run
 
 _DIRECTIONS = ("unidirectional_left2right", "unidirectional_right2left",
@@ -40,9 +40,11 @@ def _rnn_attr(s: Scope, data_scale, data_shift, wei_scales, wei_scale_mask):
     return attr
 
 
-def _run_rnn(cell, src_layer, src_iter, src_iter_c, wei_layer, wei_iter, bias, *, data_scale,
-             data_shift, wei_scales, wei_scale_mask, dst_layer_dt, direction, return_impl,
+def _prepare(s, cell, src_layer, src_iter, src_iter_c, wei_layer, wei_iter, bias, *, data_scale,
+             data_shift, wei_scales, wei_scale_mask, dst_layer_dt, direction,
              absent_states=False):
+    """Create the primitive descriptor in scope ``s`` and reorder the weights in; returns
+    (pd, inputs, outputs, extra memories)."""
     src_layer = as_operand(src_layer, np.uint8)
     wei_layer, wei_iter = as_operand(wei_layer), as_operand(wei_iter)
     L, D, _, G, H = wei_layer.shape
@@ -68,37 +70,75 @@ def _run_rnn(cell, src_layer, src_iter, src_iter_c, wei_layer, wei_iter, bias, *
             else as_operand(src_iter_c, np.float32)
         inputs[const("DNNL_ARG_SRC_ITER_C")] = src_iter_c
         outputs[const("DNNL_ARG_DST_ITER_C")] = np.empty(state_shape, np.float32)
+    attr = _rnn_attr(s, data_scale, data_shift, wei_scales, wei_scale_mask)
+    if no_iter:
+        del inputs[const("DNNL_ARG_SRC_ITER")]
+    if cell == "lstm" and no_iter_c:
+        del inputs[const("DNNL_ARG_SRC_ITER_C")]
+    md = {arg: s.md_of(a) for arg, a in {**inputs, **outputs}.items()}
+    md.setdefault(const("DNNL_ARG_SRC_ITER"), None)
+    md.setdefault(const("DNNL_ARG_SRC_ITER_C"), None)
+    wl_md, wi_md = s.md_any(wei_layer.shape, "s8"), s.md_any(wei_iter.shape, "s8")
+    common = [s.lib.engine, const("dnnl_forward_inference"), _direction(direction)]
+    if cell == "lstm":
+        pd = s.pd("dnnl_lstm_forward_primitive_desc_create", *common,
+                  md[const("DNNL_ARG_SRC_LAYER")], md[const("DNNL_ARG_SRC_ITER")],
+                  md[const("DNNL_ARG_SRC_ITER_C")], wl_md, wi_md, None, None,
+                  md[const("DNNL_ARG_BIAS")], md[const("DNNL_ARG_DST_LAYER")],
+                  md[const("DNNL_ARG_DST_ITER")], md[const("DNNL_ARG_DST_ITER_C")], 0, attr)
+    else:
+        pd = s.pd("dnnl_gru_forward_primitive_desc_create", *common,
+                  md[const("DNNL_ARG_SRC_LAYER")], md[const("DNNL_ARG_SRC_ITER")], wl_md, wi_md,
+                  md[const("DNNL_ARG_BIAS")], md[const("DNNL_ARG_DST_LAYER")],
+                  md[const("DNNL_ARG_DST_ITER")], 0, attr)
+    extra = {}
+    for arg, w in ((const("DNNL_ARG_WEIGHTS_LAYER"), wei_layer),
+                   (const("DNNL_ARG_WEIGHTS_ITER"), wei_iter)):
+        packed = s.memory(query_md(pd, arg))
+        s.reorder(s.wrap(w), packed, attr)
+        extra[arg] = packed
+    return pd, inputs, outputs, extra
+
+
+def _run_rnn(cell, *arrays, return_impl, **kw):
     with Scope() as s:
-        attr = _rnn_attr(s, data_scale, data_shift, wei_scales, wei_scale_mask)
-        if no_iter:
-            del inputs[const("DNNL_ARG_SRC_ITER")]
-        if cell == "lstm" and no_iter_c:
-            del inputs[const("DNNL_ARG_SRC_ITER_C")]
-        md = {arg: s.md_of(a) for arg, a in {**inputs, **outputs}.items()}
-        md.setdefault(const("DNNL_ARG_SRC_ITER"), None)
-        md.setdefault(const("DNNL_ARG_SRC_ITER_C"), None)
-        wl_md, wi_md = s.md_any(wei_layer.shape, "s8"), s.md_any(wei_iter.shape, "s8")
-        common = [s.lib.engine, const("dnnl_forward_inference"), _direction(direction)]
-        if cell == "lstm":
-            pd = s.pd("dnnl_lstm_forward_primitive_desc_create", *common,
-                      md[const("DNNL_ARG_SRC_LAYER")], md[const("DNNL_ARG_SRC_ITER")],
-                      md[const("DNNL_ARG_SRC_ITER_C")], wl_md, wi_md, None, None,
-                      md[const("DNNL_ARG_BIAS")], md[const("DNNL_ARG_DST_LAYER")],
-                      md[const("DNNL_ARG_DST_ITER")], md[const("DNNL_ARG_DST_ITER_C")], 0, attr)
-        else:
-            pd = s.pd("dnnl_gru_forward_primitive_desc_create", *common,
-                      md[const("DNNL_ARG_SRC_LAYER")], md[const("DNNL_ARG_SRC_ITER")], wl_md, wi_md,
-                      md[const("DNNL_ARG_BIAS")], md[const("DNNL_ARG_DST_LAYER")],
-                      md[const("DNNL_ARG_DST_ITER")], 0, attr)
-        extra = {}
-        for arg, w in ((const("DNNL_ARG_WEIGHTS_LAYER"), wei_layer),
-                       (const("DNNL_ARG_WEIGHTS_ITER"), wei_iter)):
-            packed = s.memory(query_md(pd, arg))
-            s.reorder(s.wrap(w), packed, attr)
-            extra[arg] = packed
+        pd, inputs, outputs, extra = _prepare(s, cell, *arrays, **kw)
         run(s, pd, inputs, outputs, extra)
         result = tuple(outputs.values())
         return (result, impl_name(pd)) if return_impl else result
+
+
+class RnnHandle:
+    """A oneDNN int8 LSTM / GRU primitive with every memory bound once (as a C++ caller runs
+    it, for timing); ``execute()`` runs it and returns the outputs.  ``cell`` is "lstm" or
+    "gru"; the other arguments are those of :func:`lstm` / :func:`gru` (src_iter_c None for
+    GRU)."""
+
+    def __init__(self, cell, src_layer, src_iter, src_iter_c, wei_layer, wei_iter, bias, **kw):
+        kw.setdefault("dst_layer_dt", "u8")
+        kw["dst_layer_dt"] = dt_name(kw["dst_layer_dt"])
+        kw.setdefault("direction", "unidirectional_left2right")
+        kw.setdefault("wei_scale_mask", 0)
+        self.scope = s = Scope()
+        pd, inputs, outputs, extra = _prepare(s, cell, src_layer, src_iter, src_iter_c,
+                                              wei_layer, wei_iter, bias, **kw)
+        self.impl = impl_name(pd)
+        args = dict(extra)
+        for arg, a in list(inputs.items()) + list(outputs.items()):
+            user = s.wrap(a)
+            if not md_equal(s.mem_md(user), query_md(pd, arg)):
+                raise ValueError(f"RnnHandle: argument {arg} needs a layout change")
+            args[arg] = user
+        self.outputs = tuple(outputs.values())
+        self.prim = s.primitive(pd)
+        self.args = args
+
+    def execute(self):
+        self.scope.execute(self.prim, self.args)
+        return self.outputs
+
+    def close(self):
+        self.scope.__exit__(None, None, None)
 
 
 def lstm(src_layer, src_iter, src_iter_c, wei_layer, wei_iter, bias, *, data_scale, data_shift,

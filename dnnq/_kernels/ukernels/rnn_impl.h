@@ -44,6 +44,18 @@ static inline int64_t rnn_time(const dnnq_rnn_args_t *a, int64_t s) {
     return a->reverse ? a->T - 1 - s : s;
 }
 
+/* the f32 dst_layer: the dequantized u8 value, as oneDNN */
+static inline void rnn_store_f32(const uint8_t *h, float *hf, int nc, float sc, float sh) {
+    for (int k = 0; k < nc; ++k) hf[k] = rnn_dequantize_u8(h[k], sc, sh);
+}
+
+/* v = f32(layer product + iteration product) / divisor + bias (oneDNN: vcvtdq2ps, vdivps,
+ * vaddps) */
+static inline void rnn_gate(float *restrict v, const int32_t *restrict l, const int32_t *restrict t,
+                            const float *restrict d, const float *restrict b, int nc) {
+    for (int k = 0; k < nc; ++k) v[k] = (float)(l[k] + t[k]) / d[k] + b[k];
+}
+
 /* ---- cell epilogues: one row n, the nc channels of block j ------------------------------- */
 
 /* LSTM (gates i, f, c~, o): c = f*c_prev + i*c~ (as oneDNN: c_prev*f, then a fused i*c~ +),
@@ -58,17 +70,25 @@ static void RNN_FN(rnn_epi_lstm)(const dnnq_rnn_args_t *a, const int32_t *lrow,
     const float *b0 = a->bias + o, *b1 = b0 + H, *b2 = b1 + H, *b3 = b2 + H;
     const float *d0 = a->div + o, *d1 = d0 + H, *d2 = d1 + H, *d3 = d2 + H;
     const float sc = a->scale, sh = a->shift;
+    float gi[64], gf[64], gc[64], go[64];
+    /* dequantize + bias of each gate, then the non-linearities: short loops over local
+     * arrays are what gcc vectorises (one long loop with 14 streams is not) */
+    rnn_gate(gi, l0, t0, d0, b0, nc);
+    rnn_gate(gf, l1, t1, d1, b1, nc);
+    rnn_gate(gc, l2, t2, d2, b2, nc);
+    rnn_gate(go, l3, t3, d3, b3, nc);
     for (int k = 0; k < nc; ++k) {
-        const float gi = rnn_logistic((float)(l0[k] + t0[k]) / d0[k] + b0[k]);
-        const float gf = rnn_logistic((float)(l1[k] + t1[k]) / d1[k] + b1[k]);
-        const float gc = rnn_tanh((float)(l2[k] + t2[k]) / d2[k] + b2[k]);
-        const float go = rnn_logistic((float)(l3[k] + t3[k]) / d3[k] + b3[k]);
-        const float cn = fmaf(gi, gc, c[k] * gf);
-        c[k] = cn;
-        const uint8_t q = rnn_quantize_u8(rnn_tanh(cn) * go, sc, sh);
-        h[k] = q;
-        if (hf) hf[k] = rnn_dequantize_u8(q, sc, sh);
+        gi[k] = rnn_logistic(gi[k]);
+        gf[k] = rnn_logistic(gf[k]);
+        gc[k] = rnn_tanh(gc[k]);
+        go[k] = rnn_logistic(go[k]);
     }
+    for (int k = 0; k < nc; ++k) {
+        const float cn = fmaf(gi[k], gc[k], c[k] * gf[k]);
+        c[k] = cn;
+        h[k] = rnn_quantize_u8(rnn_tanh(cn) * go[k], sc, sh);
+    }
+    if (hf) rnn_store_f32(h, hf, nc, sc, sh);
 }
 
 /* vanilla RNN: h = act(W x + U h + b) */
@@ -87,11 +107,8 @@ static void RNN_FN(rnn_epi_vanilla)(const dnnq_rnn_args_t *a, const int32_t *lro
         for (int k = 0; k < nc; ++k) v[k] = rnn_logistic(v[k]);
     else
         for (int k = 0; k < nc; ++k) v[k] = v[k] > 0.0f ? v[k] : v[k] * 0.0f;
-    for (int k = 0; k < nc; ++k) {
-        const uint8_t q = rnn_quantize_u8(v[k], sc, sh);
-        h[k] = q;
-        if (hf) hf[k] = rnn_dequantize_u8(q, sc, sh);
-    }
+    for (int k = 0; k < nc; ++k) h[k] = rnn_quantize_u8(v[k], sc, sh);
+    if (hf) rnn_store_f32(h, hf, nc, sc, sh);
 }
 
 /* GRU phase 1 (gates u, r): u kept in f32, r * h_prev requantized to u8 for the o gate GEMM */
@@ -104,11 +121,14 @@ static void RNN_FN(rnn_epi_gru1)(const dnnq_rnn_args_t *a, const int32_t *lrow,
     const float *b0 = a->bias + o, *b1 = b0 + H;
     const float *d0 = a->div + o, *d1 = d0 + H;
     const float sc = a->scale, sh = a->shift;
+    float gu[64], gr[64];
+    rnn_gate(gu, l0, t0, d0, b0, nc);
+    rnn_gate(gr, l1, t1, d1, b1, nc);
     for (int k = 0; k < nc; ++k) {
-        u[k] = rnn_logistic((float)(l0[k] + t0[k]) / d0[k] + b0[k]);
-        const float gr = rnn_logistic((float)(l1[k] + t1[k]) / d1[k] + b1[k]);
-        rh[k] = rnn_quantize_u8(gr * rnn_dequantize_u8(hp[k], sc, sh), sc, sh);
+        u[k] = rnn_logistic(gu[k]);
+        gr[k] = rnn_logistic(gr[k]);
     }
+    for (int k = 0; k < nc; ++k) rh[k] = rnn_quantize_u8(gr[k] * rnn_dequantize_u8(hp[k], sc, sh), sc, sh);
 }
 
 /* GRU phase 2: o = tanh(W_o x + U_o (r*h) + b_o), h = u*h_prev + (1-u)*o (u*h_prev, then a
@@ -124,10 +144,9 @@ static void RNN_FN(rnn_epi_gru2)(const dnnq_rnn_args_t *a, const int32_t *lrow,
         const float go = rnn_tanh((float)(l2[k] + tile[k]) / d2[k] + b2[k]);
         const float hprev = rnn_dequantize_u8(hp[k], sc, sh);
         const float hn = fmaf(1.0f - u[k], go, u[k] * hprev);
-        const uint8_t q = rnn_quantize_u8(hn, sc, sh);
-        h[k] = q;
-        if (hf) hf[k] = rnn_dequantize_u8(q, sc, sh);
+        h[k] = rnn_quantize_u8(hn, sc, sh);
     }
+    if (hf) rnn_store_f32(h, hf, nc, sc, sh);
 }
 
 /* LBR-GRU: u, r as GRU; o = tanh((W_o x + b_o) + r * (U_o h + b_extra)), each product
@@ -149,10 +168,9 @@ static void RNN_FN(rnn_epi_lbr)(const dnnq_rnn_args_t *a, const int32_t *lrow,
         const float go = rnn_tanh(wx + gr * uh);
         const float hprev = rnn_dequantize_u8(hp[k], sc, sh);
         const float hn = fmaf(1.0f - gu, go, gu * hprev);
-        const uint8_t q = rnn_quantize_u8(hn, sc, sh);
-        h[k] = q;
-        if (hf) hf[k] = rnn_dequantize_u8(q, sc, sh);
+        h[k] = rnn_quantize_u8(hn, sc, sh);
     }
+    if (hf) rnn_store_f32(h, hf, nc, sc, sh);
 }
 
 /* ---- work ---------------------------------------------------------------------------------- */

@@ -22,10 +22,14 @@ static inline float rnn_exp(float x) {
     x = x > lo ? x : lo;
     float fx = x * rnn_bits2f(0x3fb8aa3bu);
     fx = fx + 0.5f;
-    const float n = floorf(fx);
+    /* floor(fx) (|fx| < 130 here) and the integer n - 1 through the 1.5 * 2^23 rounding trick:
+     * floorf is a libm call and gcc 12 does not vectorise a float -> int conversion after the
+     * clamps, so no conversion instruction at all (the results are the same) */
+    const float rn = (fx + 12582912.0f) - 12582912.0f;      /* rne(fx) */
+    const float n = rn - (rn > fx ? 1.0f : 0.0f);
     const float r = fmaf(-n, rnn_bits2f(0x3f317218u), x);
-    const int32_t e = (int32_t)(n - 1.0f) + 127;
-    const float p2 = under ? 0.0f : rnn_bits2f((uint32_t)e << 23);
+    const int32_t e = (int32_t)(rnn_f2bits((n - 1.0f) + 12582912.0f) - 0x4b400000u) + 127;
+    const float p2 = rnn_bits2f(under ? 0u : (uint32_t)e << 23);
     float p = rnn_bits2f(0x3c07cfceu);
     p = fmaf(p, r, rnn_bits2f(0x3d2b9d0du));
     p = fmaf(p, r, rnn_bits2f(0x3e2aad40u));
@@ -41,7 +45,8 @@ static inline float rnn_logistic(float x) {
     const uint32_t b = rnn_f2bits(x);
     const float e = rnn_exp(rnn_bits2f(b | 0x80000000u));
     const float y = e / (e + 1.0f);
-    return (b >> 31) ? y : 1.0f - y;
+    const float z = 1.0f - y;
+    return (b >> 31) ? y : z;
 }
 
 /* tanh: |x| below 0x1.bb67aep-12 -> x; above 0x1.205966p3 -> 1; else the degree-6 polynomial of
