@@ -38,7 +38,7 @@ from ._capi import (LIB, SKIP_REASON, OnednnError, arg_multiple_post_op, availab
                     has_vnni)
 from ._primitives import (binary, concat, convolution, deconvolution, eltwise, gemm_s8s8s32,
                           gemm_u8s8s32, inner_product, matmul, pooling, reorder, softmax, sum)
-from ._rnn import RnnHandle, gru, lstm
+from ._rnn import RnnHandle, gru, int8_support as rnn_int8_support, lstm
 
 if pytest is not None:
     #: ``@requires_onednn`` / ``pytestmark = requires_onednn``: skip when oneDNN is absent.

@@ -17,7 +17,8 @@ import ctypes
 
 import numpy as np
 
-from ._capi import Scope, as_operand, const, dt_name, impl_name, md_equal, np_dtype, query_md
+from ._capi import (OnednnError, Scope, as_operand, const, dt_name, impl_name, md_equal,
+                    np_dtype, query_md)
 from ._attr import run
 
 _DIRECTIONS = ("unidirectional_left2right", "unidirectional_right2left",
@@ -165,3 +166,42 @@ def gru(src_layer, src_iter, wei_layer, wei_iter, bias, *, data_scale, data_shif
                     wei_scale_mask=wei_scale_mask, dst_layer_dt=dt_name(dst_layer_dt),
                     direction=direction, return_impl=return_impl,
                     absent_states=absent_states)
+
+
+def int8_support(cell, *, peephole=False, projection=False):
+    """Whether oneDNN creates an int8 (u8 data, s8 weights) forward-inference primitive for
+    ``cell`` ("lstm", "gru", "lbr_gru", "vanilla_rnn"), optionally an LSTM with peepholes
+    (f32, the only type the API takes) or a projection (s8): the implementation name, or None
+    for ``dnnl_unimplemented``."""
+    T, N, C, H = 3, 2, 16, 16
+    G = {"lstm": 4, "gru": 3, "lbr_gru": 3, "vanilla_rnn": 1}[cell]
+    with Scope() as s:
+        attr = _rnn_attr(s, 64.0, 128.0, np.array([100.0], np.float32), 0)
+        if projection:
+            one = s.keep(np.array([100.0], np.float32))
+            s.call("dnnl_primitive_attr_set_rnn_weights_projection_qparams", attr, 1, 0,
+                   one.ctypes.data_as(ctypes.POINTER(ctypes.c_float)))
+        st, stc = s.md((1, 1, N, H), "u8"), s.md((1, 1, N, H), "f32")
+        src, dst = s.md((T, N, C), "u8"), s.md((T, N, H), "u8")
+        wl, wi = s.md_any((1, 1, C, G, H), "s8"), s.md_any((1, 1, H, G, H), "s8")
+        bias = s.md((1, 1, G + (cell == "lbr_gru"), H), "f32")
+        common = [s.lib.engine, const("dnnl_forward_inference"),
+                  _direction("unidirectional_left2right")]
+        try:
+            if cell == "lstm":
+                wp = s.md((1, 1, 3, H), "f32") if peephole else None
+                wpr = s.md_any((1, 1, H, H), "s8") if projection else None
+                pd = s.pd("dnnl_lstm_forward_primitive_desc_create", *common, src, st, stc, wl,
+                          wi, wp, wpr, bias, dst, st, stc, 0, attr)
+            elif cell == "vanilla_rnn":
+                pd = s.pd("dnnl_vanilla_rnn_forward_primitive_desc_create", *common[:2],
+                          const("dnnl_eltwise_tanh"), common[2], src, st, wl, wi, bias, dst, st, 0,
+                          ctypes.c_float(0.0), ctypes.c_float(0.0), attr)
+            else:
+                pd = s.pd(f"dnnl_{cell}_forward_primitive_desc_create", *common, src, st, wl, wi,
+                          bias, dst, st, 0, attr)
+        except OnednnError as e:
+            if "unimplemented" in str(e):
+                return None
+            raise
+        return impl_name(pd)

@@ -262,6 +262,10 @@ void RNN_FN(dnnq_rnn_forward)(const dnnq_rnn_args_t *a) {
     const int nph = a->cell == DNNQ_RNN_GRU ? 2 : 1;
     const int64_t T = a->T;
     int nt = a->nthreads < 1 ? 1 : a->nthreads;
+    /* a thread per 2^17 multiply-adds of a step at most: below that a barrier (a few us, far
+     * more when the machine is oversubscribed) costs more than the share it saves */
+    const int64_t step_macs = a->N * a->H * a->G * a->H;
+    if (nt > 1 && step_macs >> 17 < nt) nt = step_macs >> 17 < 1 ? 1 : (int)(step_macs >> 17);
     if (nt == 1) {
         RNN_FN(rnn_layer_gemm)(&x, 0, 1);
         for (int64_t s = 0; s < T; ++s)

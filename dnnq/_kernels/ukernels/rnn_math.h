@@ -13,6 +13,25 @@
 static inline float rnn_bits2f(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
 static inline uint32_t rnn_f2bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
 
+#ifndef __FMA__
+/* The portable build has no FMA instruction and glibc's software fmaf is slow (it switches
+ * rounding modes).  Exact emulation: the product is exact in f64; the f64 sum is rounded to odd
+ * (TwoSum gives its exact error; an inexact even result moves one ulp towards the true value),
+ * and round-to-odd in 53 >= 24 + 2 bits followed by the f32 rounding is a correct rounding
+ * (Boldo & Melquiond, "Emulation of FMA and correctly rounded sums", 2008). */
+static inline float rnn_fmaf(float a, float b, float c) {
+    const double p = (double)a * (double)b, q = (double)c;
+    const double s = p + q, bb = s - p, e = (p - (s - bb)) + (q - bb);
+    uint64_t u;
+    memcpy(&u, &s, 8);
+    if (e != 0.0 && !(u & 1) && s - s == 0.0) u += ((e > 0.0) == (s > 0.0)) ? 1 : (uint64_t)-1;
+    double r;
+    memcpy(&r, &u, 8);
+    return (float)r;
+}
+#define fmaf rnn_fmaf
+#endif
+
 /* exp(x) = 2 * 2^(n-1) * p(r), n = floor(x * log2(e) + 0.5), r = x - n * ln 2, p of degree 5;
  * 0 below ln(FLT_MIN) */
 static inline float rnn_exp(float x) {
