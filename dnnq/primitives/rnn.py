@@ -80,6 +80,8 @@ _GATES = {"lstm": 4, "gru": 3, "lbr_gru": 3, "vanilla": 1}
 _CELL_CODE = {"lstm": _rnn.CELL_LSTM, "gru": _rnn.CELL_GRU, "lbr_gru": _rnn.CELL_LBR_GRU,
               "vanilla": _rnn.CELL_VANILLA}
 _PER_GATE_OC = (1 << 3) | (1 << 4)   # the g and o dims of ldigo
+_ARG_NAMES = {A.DNNL_ARG_SRC_LAYER: "src_layer", A.DNNL_ARG_WEIGHTS_LAYER: "weights_layer",
+              A.DNNL_ARG_WEIGHTS_ITER: "weights_iter"}
 _F32 = np.float32
 _UNIFIED_ARGS = (A.DNNL_ARG_SRC_LAYER, A.DNNL_ARG_WEIGHTS_LAYER, A.DNNL_ARG_WEIGHTS_ITER)
 # one parallel region with a barrier per step phase (0) or a region per phase (1); see
@@ -246,7 +248,7 @@ class _RNN(metaclass=CachedPrimitive):
                                     "weights_layer / weights_iter (mask 0 or 24)")
             ok = (0,) if arg == A.DNNL_ARG_SRC_LAYER else (0, _PER_GATE_OC)
             if mask not in ok:
-                raise Unimplemented(f"{p}: scales mask {mask} of {A.name(arg)} is not "
+                raise Unimplemented(f"{p}: scales mask {mask} of {_ARG_NAMES[arg]} is not "
                                     f"supported; supported: {', '.join(map(str, ok))}")
         for arg, mask in zps.items():
             if arg != A.DNNL_ARG_SRC_LAYER or mask != 0:
@@ -331,7 +333,7 @@ class _RNN(metaclass=CachedPrimitive):
             if s is None:
                 raise InvalidArguments(f"{p}.execute: scales of src_layer missing; expected "
                                        "one f32 value as DNNL_ARG_SCALE | DNNL_ARG_SRC_LAYER")
-            sv = check_scales(s, 1, "scales of src_layer")[0]
+            sv = check_scales(s, 1, f"{p}.execute: scales of src_layer")[0]
             scale = _F32(1.0) / _F32(sv)
             if not np.isfinite(scale):
                 raise InvalidArguments(f"{p}.execute: scales of src_layer: got {sv!r}; its f32 "
@@ -342,9 +344,10 @@ class _RNN(metaclass=CachedPrimitive):
             if z is None:
                 raise InvalidArguments(f"{p}.execute: zero point of src_layer missing; "
                                        "expected one s32 value")
-            shift = _F32(check_zero_points(z, 1, "zero points of src_layer")[0])
+            shift = _F32(check_zero_points(z, 1, f"{p}.execute: zero points of src_layer")[0])
         ws = []
-        for arg in (A.DNNL_ARG_WEIGHTS_LAYER, A.DNNL_ARG_WEIGHTS_ITER):
+        for arg, wname in ((A.DNNL_ARG_WEIGHTS_LAYER, "weights_layer"),
+                           (A.DNNL_ARG_WEIGHTS_ITER, "weights_iter")):
             if arg not in self._uscale:
                 ws.append(np.ones(self.G * self.H, _F32))
                 continue
@@ -352,13 +355,13 @@ class _RNN(metaclass=CachedPrimitive):
             cnt = 1 if mask == 0 else self.G * self.H
             v = args.get(A.DNNL_ARG_SCALE | arg)
             if v is None:
-                raise InvalidArguments(f"{p}.execute: scales of {A.name(arg)} missing; "
+                raise InvalidArguments(f"{p}.execute: scales of {wname} missing; "
                                        f"expected {cnt} f32 values")
-            v = check_scales(v, cnt, f"scales of {A.name(arg)}")
+            v = check_scales(v, cnt, f"{p}.execute: scales of {wname}")
             with np.errstate(over="ignore"):
                 inv = (_F32(1.0) / v).astype(_F32)
             if not np.isfinite(inv).all():
-                raise InvalidArguments(f"{p}.execute: scales of {A.name(arg)} too small: their "
+                raise InvalidArguments(f"{p}.execute: scales of {wname} too small: their "
                                        "f32 reciprocals overflow")
             ws.append(np.broadcast_to(inv, (self.G * self.H,)))
         if not np.array_equal(ws[0], ws[1]):
