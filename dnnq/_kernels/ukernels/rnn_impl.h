@@ -13,6 +13,9 @@
 #include "dnnq_kernels.h"
 #include "dnnq_rnn.h"
 #include "rnn_math.h"
+#ifdef __AVX512F__
+#include "rnn_math_avx512.h"
+#endif
 
 #define RNN_CAT2(a, b) a##_##b
 #define RNN_CAT(a, b) RNN_CAT2(a, b)
@@ -69,6 +72,25 @@ static void RNN_FN(rnn_epi_lstm)(const dnnq_rnn_args_t *a, const int32_t *lrow,
                   *t3 = tiles[3] + r * 64;
     const float *b0 = a->bias + o, *b1 = b0 + H, *b2 = b1 + H, *b3 = b2 + H;
     const float *d0 = a->div + o, *d1 = d0 + H, *d2 = d1 + H, *d3 = d2 + H;
+#ifdef __AVX512F__
+    {
+        rv_tanh_tab_t tt;
+        rv_tanh_load(&tt);
+        const __m512 vsc = _mm512_set1_ps(a->scale), vsh = _mm512_set1_ps(a->shift);
+        for (int k = 0; k < nc; k += 16) {
+            const __mmask16 m = rv_mask(k, nc);
+            const __m512 gi = rv_logistic(rv_gate(l0 + k, t0 + k, d0 + k, b0 + k, m));
+            const __m512 gf = rv_logistic(rv_gate(l1 + k, t1 + k, d1 + k, b1 + k, m));
+            const __m512 gc = rv_tanh(rv_gate(l2 + k, t2 + k, d2 + k, b2 + k, m), &tt);
+            const __m512 go = rv_logistic(rv_gate(l3 + k, t3 + k, d3 + k, b3 + k, m));
+            const __m512 cn = _mm512_fmadd_ps(gi, gc, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, c + k), gf));
+            _mm512_mask_storeu_ps(c + k, m, cn);
+            rv_store_u8(h + k, m, _mm512_mul_ps(rv_tanh(cn, &tt), go), vsc, vsh);
+        }
+        if (hf) rnn_store_f32(h, hf, nc, a->scale, a->shift);
+        return;
+    }
+#endif
     const float sc = a->scale, sh = a->shift;
     float gi[64], gf[64], gc[64], go[64];
     /* dequantize + bias of each gate, then the non-linearities: short loops over local
@@ -120,6 +142,18 @@ static void RNN_FN(rnn_epi_gru1)(const dnnq_rnn_args_t *a, const int32_t *lrow,
     const int32_t *t0 = tiles[0] + r * 64, *t1 = tiles[1] + r * 64;
     const float *b0 = a->bias + o, *b1 = b0 + H;
     const float *d0 = a->div + o, *d1 = d0 + H;
+#ifdef __AVX512F__
+    {
+        const __m512 vsc = _mm512_set1_ps(a->scale), vsh = _mm512_set1_ps(a->shift);
+        for (int k = 0; k < nc; k += 16) {
+            const __mmask16 m = rv_mask(k, nc);
+            _mm512_mask_storeu_ps(u + k, m, rv_logistic(rv_gate(l0 + k, t0 + k, d0 + k, b0 + k, m)));
+            const __m512 gr = rv_logistic(rv_gate(l1 + k, t1 + k, d1 + k, b1 + k, m));
+            rv_store_u8(rh + k, m, _mm512_mul_ps(gr, rv_load_u8(hp + k, m, vsc, vsh)), vsc, vsh);
+        }
+        return;
+    }
+#endif
     const float sc = a->scale, sh = a->shift;
     float gu[64], gr[64];
     rnn_gate(gu, l0, t0, d0, b0, nc);
@@ -139,6 +173,24 @@ static void RNN_FN(rnn_epi_gru2)(const dnnq_rnn_args_t *a, const int32_t *lrow,
     const int64_t H = a->H, o = j * 64;
     const int32_t *l2 = lrow + 128;
     const float *b2 = a->bias + 2 * H + o, *d2 = a->div + 2 * H + o;
+#ifdef __AVX512F__
+    {
+        rv_tanh_tab_t tt;
+        rv_tanh_load(&tt);
+        const __m512 vsc = _mm512_set1_ps(a->scale), vsh = _mm512_set1_ps(a->shift);
+        const __m512 one = _mm512_set1_ps(1.0f);
+        for (int k = 0; k < nc; k += 16) {
+            const __mmask16 m = rv_mask(k, nc);
+            const __m512 go = rv_tanh(rv_gate(l2 + k, tile + k, d2 + k, b2 + k, m), &tt);
+            const __m512 gu = _mm512_maskz_loadu_ps(m, u + k);
+            const __m512 hprev = rv_load_u8(hp + k, m, vsc, vsh);
+            const __m512 hn = _mm512_fmadd_ps(_mm512_sub_ps(one, gu), go, _mm512_mul_ps(gu, hprev));
+            rv_store_u8(h + k, m, hn, vsc, vsh);
+        }
+        if (hf) rnn_store_f32(h, hf, nc, a->scale, a->shift);
+        return;
+    }
+#endif
     const float sc = a->scale, sh = a->shift;
     for (int k = 0; k < nc; ++k) {
         const float go = rnn_tanh((float)(l2[k] + tile[k]) / d2[k] + b2[k]);
