@@ -227,6 +227,14 @@ static void RNN_FN(rnn_epi_lbr)(const dnnq_rnn_args_t *a, const int32_t *lrow,
 
 /* ---- work ---------------------------------------------------------------------------------- */
 
+/* The layer products of row m = t*N + n, channel block j (G * 64 s32): laid out [t][j][n] so
+ * that the rows of one work item of a step are one contiguous run */
+static inline int32_t *rnn_lacc_row(const rnn_ctx_t *x, int64_t m, int64_t j) {
+    const dnnq_rnn_args_t *a = x->a;
+    const int64_t t = m / a->N, n = m % a->N;
+    return a->lacc + ((t * a->nblk + j) * a->N + n) * a->G * 64;
+}
+
 static void RNN_FN(rnn_layer_gemm)(const rnn_ctx_t *x, int tid, int nth) {
     const dnnq_rnn_args_t *a = x->a;
     const int64_t npan = a->nblk * a->G, nitems = npan * x->nlmb, M = a->T * a->N;
@@ -240,7 +248,8 @@ static void RNN_FN(rnn_layer_gemm)(const rnn_ctx_t *x, int tid, int nth) {
             const int mr = (int)(m1 - m < x->mr ? m1 - m : x->mr);
             x->ukr(mr, a->C, a->x + m * a->x_sn, a->x_sn, 0, bp, tile);
             for (int r = 0; r < mr; ++r)
-                memcpy(a->lacc + (m + r) * x->lw + p * 64, tile + r * 64, 64 * sizeof(int32_t));
+                memcpy(rnn_lacc_row(x, m + r, p / a->G) + (p % a->G) * 64, tile + r * 64,
+                       64 * sizeof(int32_t));
         }
     }
 }
@@ -259,6 +268,13 @@ static void RNN_FN(rnn_step_phase)(const rnn_ctx_t *x, int64_t s, int phase, int
         const int mr = (int)(n1 - n0);
         const int nc = (int)(H - j * 64 < 64 ? H - j * 64 : 64);
         if (mr <= 0) continue;
+        if (phase == 0) {
+            /* the layer products of this item were written long ago (out of cache by now):
+             * fetch them while the micro-kernel runs */
+            const char *lp = (const char *)rnn_lacc_row(x, t * N + n0, j);
+            const int64_t bytes = (int64_t)mr * G * 64 * 4;
+            for (int64_t o = 0; o < bytes; o += 64) __builtin_prefetch(lp + o, 0, 3);
+        }
         int64_t lda;
         const uint8_t *hp = rnn_h_prev(a, s, n0, &lda);
         const int8_t *wb = a->wi + j * G * x->wi_panel;
@@ -271,7 +287,7 @@ static void RNN_FN(rnn_step_phase)(const rnn_ctx_t *x, int64_t s, int phase, int
         }
         for (int r = 0; r < mr; ++r) {
             const int64_t n = n0 + r;
-            const int32_t *lrow = a->lacc + (t * N + n) * x->lw + j * G * 64;
+            const int32_t *lrow = rnn_lacc_row(x, t * N + n, j);
             uint8_t *h = a->out + t * a->out_st + n * a->out_sn + j * 64;
             float *hf = a->outf ? a->outf + t * a->outf_st + n * a->outf_sn + j * 64 : NULL;
             const uint8_t *hpr = hp + r * lda + j * 64;
