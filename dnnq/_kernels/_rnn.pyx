@@ -43,6 +43,7 @@ cdef extern from "dnnq_rnn.h" nogil:
     ctypedef void (*dnnq_rnn_fn)(const dnnq_rnn_args_t *a)
     dnnq_rnn_fn dnnq_rnn_for_isa(int isa)
     void dnnq_rnn_eltwise(int isa, int alg, float *x, int64_t n)
+    int64_t dnnq_rnn_read_stream(int isa, const uint8_t *buf, int64_t n, int64_t reps)
 
 CELL_LSTM = DNNQ_RNN_LSTM
 CELL_GRU = DNNQ_RNN_GRU
@@ -113,3 +114,21 @@ def eltwise(int isa, int alg, x):
         with nogil:
             dnnq_rnn_eltwise(isa, alg, &v[0], v.shape[0])
     return x
+
+
+def read_bandwidth(int isa, int64_t nbytes, int64_t reps=200):
+    """Bytes per second of reading an `nbytes` buffer (rounded up to 256) `reps` times on one
+    thread with the ISA's widest loads: nbytes = 512 KiB gives the L2 read bandwidth the
+    batch-1 RNN step is measured against (benchmarks; best of 5)."""
+    import time
+    n = (nbytes + 255) // 256 * 256
+    buf = np.ones(n, np.uint8)
+    cdef const uint8_t[::1] v = buf
+    cdef int64_t r = reps, total = 0, nn = n
+    best = 1e30
+    for _ in range(6):
+        t0 = time.perf_counter()
+        with nogil:
+            total += dnnq_rnn_read_stream(isa, &v[0], nn, r)
+        best = min(best, time.perf_counter() - t0)
+    return n * reps / best

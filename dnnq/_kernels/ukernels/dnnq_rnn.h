@@ -49,6 +49,9 @@ void dnnq_rnn_forward_avx2(const dnnq_rnn_args_t *a);
 void dnnq_rnn_forward_avx512(const dnnq_rnn_args_t *a);
 dnnq_rnn_fn dnnq_rnn_for_isa(int isa);
 
+/* reads n bytes (multiple of 256) reps times; returns a checksum (bandwidth benchmarks) */
+int64_t dnnq_rnn_read_stream(int isa, const uint8_t *buf, int64_t n, int64_t reps);
+
 /* oneDNN 3.2's jit sigmoid / tanh on n floats in place (tests) */
 void dnnq_rnn_eltwise(int isa, int alg, float *x, int64_t n);
 

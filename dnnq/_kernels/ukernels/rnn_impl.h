@@ -262,7 +262,12 @@ static void RNN_FN(rnn_step_phase)(const rnn_ctx_t *x, int64_t s, int phase, int
     const int64_t t = rnn_time(a, s);
     int32_t tbuf[RNN_MAXG][DNNQ_MR_MAX * 64] __attribute__((aligned(64)));
     int32_t *tiles[RNN_MAXG] = {tbuf[0], tbuf[1], tbuf[2], tbuf[3]};
-    for (int64_t it = i0; it < i1; ++it) {
+    /* odd steps walk the work (and the gates) backwards: the recurrent weights are about the
+     * size of L2 at batch 1 (1 MiB for H = 512), and a cyclic walk would miss on every line
+     * while a back-and-forth walk starts on the lines the previous step used last */
+    const int back = (int)(s & 1);
+    for (int64_t ii = i0; ii < i1; ++ii) {
+        const int64_t it = back ? i1 - 1 - (ii - i0) : ii;
         const int64_t j = it / nrt, rt = it % nrt;
         const int64_t n0 = N * rt / nrt, n1 = N * (rt + 1) / nrt;
         const int mr = (int)(n1 - n0);
@@ -283,7 +288,10 @@ static void RNN_FN(rnn_step_phase)(const rnn_ctx_t *x, int64_t s, int phase, int
             x->ukr(mr, H, a->rh + n0 * H, H, 0, wb + 2 * x->wi_panel, tiles[0]);
         } else {
             const int ng = a->cell == DNNQ_RNN_GRU ? 2 : (int)G;
-            for (int g = 0; g < ng; ++g) x->ukr(mr, H, hp, lda, 0, wb + g * x->wi_panel, tiles[g]);
+            for (int gg = 0; gg < ng; ++gg) {
+                const int g = back ? ng - 1 - gg : gg;
+                x->ukr(mr, H, hp, lda, 0, wb + g * x->wi_panel, tiles[g]);
+            }
         }
         for (int r = 0; r < mr; ++r) {
             const int64_t n = n0 + r;
@@ -368,4 +376,29 @@ void RNN_FN(dnnq_rnn_eltwise)(int alg, float *v, int64_t n) {
         for (int64_t i = 0; i < n; ++i) v[i] = rnn_tanh(v[i]);
     else
         for (int64_t i = 0; i < n; ++i) v[i] = rnn_logistic(v[i]);
+}
+
+/* Streams n bytes (a multiple of 256) reps times with the widest loads of the ISA and
+ * returns a checksum: the read bandwidth the batch-1 step is compared against (benchmarks). */
+int64_t RNN_FN(dnnq_rnn_read_stream)(const uint8_t *buf, int64_t n, int64_t reps) {
+#ifdef __AVX512F__
+    __m512i s0 = _mm512_setzero_si512(), s1 = s0, s2 = s0, s3 = s0;
+    for (int64_t r = 0; r < reps; ++r)
+        for (int64_t o = 0; o < n; o += 256) {
+            s0 = _mm512_add_epi32(s0, _mm512_loadu_si512((const void *)(buf + o)));
+            s1 = _mm512_add_epi32(s1, _mm512_loadu_si512((const void *)(buf + o + 64)));
+            s2 = _mm512_add_epi32(s2, _mm512_loadu_si512((const void *)(buf + o + 128)));
+            s3 = _mm512_add_epi32(s3, _mm512_loadu_si512((const void *)(buf + o + 192)));
+        }
+    return _mm512_reduce_add_epi32(_mm512_add_epi32(_mm512_add_epi32(s0, s1), _mm512_add_epi32(s2, s3)));
+#else
+    int64_t acc = 0;
+    for (int64_t r = 0; r < reps; ++r)
+        for (int64_t o = 0; o < n; o += 8) {
+            int64_t v;
+            memcpy(&v, buf + o, 8);
+            acc += v;
+        }
+    return acc;
+#endif
 }
