@@ -299,3 +299,40 @@ def test_prepared_weights_inplace_outputs_and_absent_states():
     other = primitive(p, legacy_attr(dict(p, scale=32.0)))
     with pytest.raises(dnnq.InvalidArguments, match="packed by another"):
         other.execute(a)
+
+
+@requires_onednn
+def test_single_step_lstm_with_another_src_iter_width(isa):
+    """T = 1: oneDNN lets src_iter be narrower / wider than H (benchdnn's slc_neq_sic shapes)."""
+    rng = np.random.default_rng(61)
+    for N, C, SIC, H in ((7, 17, 17, 34), (4, 34, 17, 68), (3, 32, 80, 16)):
+        x = rng.integers(0, 256, (1, N, C), dtype=np.uint8)
+        wl = rng.integers(-127, 128, (1, 1, C, 4, H), dtype=np.int8)
+        wi = rng.integers(-127, 128, (1, 1, SIC, 4, H), dtype=np.int8)
+        b = rng.standard_normal((1, 1, 4, H)).astype(np.float32)
+        h0 = rng.integers(0, 256, (1, 1, N, SIC), dtype=np.uint8)
+        c0 = rng.standard_normal((1, 1, N, H)).astype(np.float32)
+        ws = rng.uniform(300, 900, 4 * H).astype(np.float32)
+        attr = dnnq.PrimitiveAttr()
+        attr.set_rnn_data_qparams(64.0, 128.0)
+        attr.set_rnn_weights_qparams(24, ws)
+        st, st_h, stc = MD((1, 1, N, SIC), "u8"), MD((1, 1, N, H), "u8"), MD((1, 1, N, H), "f32")
+        p = dnnq.LSTM("unidirectional_left2right", MD(x.shape, "u8"), st, stc, MD(wl.shape, "s8"),
+                      MD(wi.shape, "s8"), MD(b.shape, "f32"), MD((1, N, H), "u8"), st_h, stc,
+                      attr=attr)
+        o = p.execute({DNNL_ARG_SRC_LAYER: x, DNNL_ARG_SRC_ITER: h0, DNNL_ARG_SRC_ITER_C: c0,
+                       DNNL_ARG_WEIGHTS_LAYER: wl, DNNL_ARG_WEIGHTS_ITER: wi, DNNL_ARG_BIAS: b})
+        want = ref.lstm(x, h0, c0, wl, wi, b, data_scale=64.0, data_shift=128.0, wei_scales=ws,
+                        wei_scale_mask=24)
+        assert_same([o[DNNL_ARG_DST_LAYER], o[DNNL_ARG_DST_ITER], o[DNNL_ARG_DST_ITER_C]],
+                    list(want))
+
+
+@requires_onednn
+def test_bench_driver_rnn_correctness_mode(capsys):
+    from dnnq.bench.__main__ import main
+    rc = main(["--rnn", "--mode=C", "--alg=VANILLA_LSTM", "--direction=concat", "l2t3mb3sic20",
+               "--alg=VANILLA_GRU", "--direction=sum", "--cfg=u8u8u8f32", "l1t4mb2sic70",
+               "--alg=LBR_GRU", "l1t2mb2sic16", "--min-time=0.01"])
+    out = capsys.readouterr().out
+    assert rc == 0 and out.count("PASSED") == 2 and "no oneDNN int8 lbr_gru" in out

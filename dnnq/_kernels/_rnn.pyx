@@ -19,6 +19,7 @@ cdef extern from "dnnq_rnn.h" nogil:
     ctypedef struct dnnq_rnn_args_t:
         int cell, act
         int64_t T, N, C, H, G, nblk
+        int64_t Ki
         int reverse
         const uint8_t *x
         int64_t x_st, x_sn
@@ -63,7 +64,7 @@ cdef void* _ptr(object arr, bint writable=False) except NULL:
 
 
 def run_layer(int isa, int cell, int act, int64_t T, int64_t N, int64_t C, int64_t H, int64_t G,
-              bint reverse, x, int64_t x_off, int64_t x_sn, wl, wi, bias, div,
+              int64_t Ki, bint reverse, x, int64_t x_off, int64_t x_sn, wl, wi, bias, div,
               float scale, float shift, h0, int64_t h0_off, int64_t h0_sn, c,
               out, int64_t out_off, int64_t out_st, int64_t out_sn,
               outf, int64_t outf_off, int64_t outf_st, int64_t outf_sn,
@@ -76,6 +77,7 @@ def run_layer(int isa, int cell, int act, int64_t T, int64_t N, int64_t C, int64
     a.cell, a.act = cell, act
     a.T, a.N, a.C, a.H, a.G = T, N, C, H, G
     a.nblk = (H + 63) // 64
+    a.Ki = Ki
     a.reverse = reverse
     a.x = <const uint8_t*>_ptr(x) + x_off
     a.x_sn = x_sn

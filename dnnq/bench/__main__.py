@@ -26,7 +26,10 @@ DEFAULT = ["--matmul", "1x768:768x768", "1x768:768x3072", "128x768:768x768",
 _ONEDNN_ISA = {"default": "SSE41", "avx2": "AVX2", "avx2_vnni": "AVX2_VNNI",
                "avx512_core_vnni": "AVX512_CORE_VNNI", "avx512_core_amx": "AVX512_CORE_AMX"}
 _DEFAULTS = {"dt": "u8:s8:s8", "attr-scales": "src:common:0.05+wei:per_oc+dst:common:0.5",
-             "attr-zero-points": "", "attr-post-ops": "", "bia-dt": "f32", "mode": "P"}
+             "attr-zero-points": "", "attr-post-ops": "", "bia-dt": "f32", "mode": "P",
+             # --rnn knobs (dnnq/bench/rnn.py)
+             "alg": "VANILLA_LSTM", "direction": "left2right", "activation": "TANH",
+             "cfg": "u8u8u8u8", "scaling": "per_oc"}
 
 
 def _onednn(peer_isa):
@@ -103,8 +106,16 @@ def main(argv=None):
         dnnq.set_num_threads(int(opts["threads"]))
         os.environ["OMP_NUM_THREADS"] = str(opts["threads"])
     ref = None if opts["no-peers"] else _onednn(opts["peer-isa"])
-    from dnnq.bench.matmul import run_problems
-    return run_problems(problems, float(opts["min-time"]), ref, not opts["no-peers"])
+    from dnnq.bench.matmul import run_problems, best_time
+    rnn = [(desc, kn) for drv, desc, kn in problems if drv == "rnn"]
+    problems = [pr for pr in problems if pr[0] != "rnn"]
+    failures = 0
+    if rnn:
+        from dnnq.bench import rnn as rnn_bench
+        failures += rnn_bench.run_problems(rnn, float(opts["min-time"]), ref, best_time)
+    if problems:
+        failures += run_problems(problems, float(opts["min-time"]), ref, not opts["no-peers"])
+    return 1 if failures else 0
 
 
 if __name__ == "__main__":

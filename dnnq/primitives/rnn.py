@@ -180,8 +180,15 @@ class _RNN(metaclass=CachedPrimitive):
         if C != C_src:
             raise InvalidArguments(f"{p}: weights_layer_desc input channels {C} (dims "
                                    f"{wl.dims}) differ from src_layer_desc's {C_src}")
-        _dims_must(p, wi, "weights_iter_desc", (L, D, H, G, H),
-                   "(L, D, H, G, H) of weights_layer_desc (no projection: input = H)")
+        SIC = wi.dims[2]
+        # the src_iter width may differ from H only for a single step (oneDNN's rule; GRUs
+        # never: r*h is an H-vector)
+        if SIC != H and (T > 1 or self._cell in ("gru", "lbr_gru")):
+            raise InvalidArguments(f"{p}: weights_iter_desc input channels {SIC} differ from "
+                                   f"H = {H}; only a single-step LSTM / vanilla RNN may have "
+                                   "another src_iter width (no projection)")
+        _dims_must(p, wi, "weights_iter_desc", (L, D, SIC, G, H),
+                   "(L, D, SIC, G, H) with L, D, G, H of weights_layer_desc")
         if L > 1 and C != H:
             raise InvalidArguments(f"{p}: {L} layers need src_layer channels == H (each "
                                    f"layer reads the previous one's h); got C = {C}, H = {H}")
@@ -194,7 +201,7 @@ class _RNN(metaclass=CachedPrimitive):
         _dims_must(p, dl, "dst_layer_desc", (T, N, dlc), f"(T, N, {dlc}) for {direction}")
         si = _desc(p, src_iter_desc, "src_iter_desc", state_dt, 4, optional=True)
         di = _desc(p, dst_iter_desc, "dst_iter_desc", state_dt, 4, optional=True)
-        _dims_must(p, si, "src_iter_desc", (L, D, N, H), "(L, D, N, H) (ldnc)")
+        _dims_must(p, si, "src_iter_desc", (L, D, N, SIC), "(L, D, N, SIC) (ldnc)")
         _dims_must(p, di, "dst_iter_desc", (L, D, N, H), "(L, D, N, H) (ldnc)")
         sic = dic = None
         if self._cell == "lstm":
@@ -209,6 +216,7 @@ class _RNN(metaclass=CachedPrimitive):
         self.weights_layer_desc, self.weights_iter_desc, self.bias_desc = wl, wi, b
         self.dst_layer_desc, self.dst_iter_desc, self.dst_iter_c_desc = dl, di, dic
         self.L, self.D, self.T, self.N, self.C, self.G, self.H = L, D, T, N, C, G, H
+        self.SIC = SIC
         self.n_bias = n_bias
         self._quant_setup(attr)
         self._isa = effective_isa_level()
@@ -402,7 +410,7 @@ class _RNN(metaclass=CachedPrimitive):
              "ws": [[np.empty((T, N, H), np.uint8) for _ in range(self.D)]
                     for _ in range(min(self.L, 2))],
              "rh": np.empty((N, H), np.uint8), "u": np.empty((N, H), _F32),
-             "c": np.empty((N, H), _F32), "h0": np.empty((N, H), np.uint8)}
+             "c": np.empty((N, H), _F32), "h0": np.empty((N, self.SIC), np.uint8)}
         return s
 
     def _put_scratch(self, s):
@@ -524,9 +532,10 @@ class _RNN(metaclass=CachedPrimitive):
                         c[:] = sic[l, d]
                     else:
                         c.fill(0)
-                _rnn.run_layer(isa, cell, act, T, N, K, H, G, reverse, xin, 0, K,
+                SIC = self.SIC
+                _rnn.run_layer(isa, cell, act, T, N, K, H, G, SIC, reverse, xin, 0, K,
                                wl.packed[l][d], wi.packed[l][d], biasc[l, d], div, sc, sh,
-                               h0, 0, H, c, out, out_off, out_st, out_sn,
+                               h0, 0, SIC, c, out, out_off, out_st, out_sn,
                                outf, outf_off, outf_st, outf_sn,
                                scratch["lacc"], scratch["rh"], scratch["u"], nthreads,
                                FORK_JOIN)

@@ -18,6 +18,8 @@ enum { DNNQ_RNN_ACT_RELU = 0, DNNQ_RNN_ACT_TANH = 1, DNNQ_RNN_ACT_LOGISTIC = 2 }
 typedef struct {
     int cell, act;
     int64_t T, N, C, H, G, nblk;     /* nblk = ceil(H / 64) */
+    int64_t Ki;                      /* K of the recurrent GEMM: H (another src_iter width
+                                        only when T = 1, LSTM / vanilla RNN) */
     int reverse;                     /* right2left: step s is time T - 1 - s */
     /* u8 layer input: x(t, n) at x + t * x_st + n * x_sn (C bytes) */
     const uint8_t *x; int64_t x_st, x_sn;

@@ -290,7 +290,7 @@ static void RNN_FN(rnn_step_phase)(const rnn_ctx_t *x, int64_t s, int phase, int
             const int ng = a->cell == DNNQ_RNN_GRU ? 2 : (int)G;
             for (int gg = 0; gg < ng; ++gg) {
                 const int g = back ? ng - 1 - gg : gg;
-                x->ukr(mr, H, hp, lda, 0, wb + g * x->wi_panel, tiles[g]);
+                x->ukr(mr, a->Ki, hp, lda, 0, wb + g * x->wi_panel, tiles[g]);
             }
         }
         for (int r = 0; r < mr; ++r) {
@@ -331,7 +331,7 @@ void RNN_FN(dnnq_rnn_forward)(const dnnq_rnn_args_t *a) {
     if (x.mr > DNNQ_MR_MAX) x.mr = DNNQ_MR_MAX;
     x.lw = a->nblk * a->G * 64;
     x.wl_panel = ((a->C + 3) / 4) * 4 * 64;
-    x.wi_panel = ((a->H + 3) / 4) * 4 * 64;
+    x.wi_panel = ((a->Ki + 3) / 4) * 4 * 64;
     x.nrt = (a->N + x.mr - 1) / x.mr;
     x.lmb = (int64_t)x.mr * 8;
     x.nlmb = (a->T * a->N + x.lmb - 1) / x.lmb;
