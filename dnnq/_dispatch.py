@@ -9,10 +9,10 @@ its kernel once, at creation, from the effective level = min(detected, cap).
 import os
 import warnings
 
-from dnnq._kernels import _cpu
+from dnnq._kernels import _cpu, _codes
 from dnnq.errors import InvalidArguments
 
-ISA_LEVELS = ("default", "avx2", "avx2_vnni", "avx512_core_vnni", "avx512_core_amx")
+ISA_LEVELS = tuple(_codes.ISA)  # ("default", "avx2", "avx2_vnni", "avx512_core_vnni", "avx512_core_amx")
 _TOP = len(ISA_LEVELS) - 1
 
 # oneDNN's DNNL_MAX_CPU_ISA names mapped to the dnnq level that does not exceed them.

@@ -19,13 +19,13 @@ from dnnq import masks as _masks
 from dnnq import _dispatch, _verbose
 from dnnq.errors import InvalidArguments, Unimplemented
 from dnnq.post_ops import ELTWISE_ALGS, BINARY_ALGS
-from dnnq._kernels import _toolkit as _tk
+from dnnq._kernels import _toolkit as _tk, _codes
 from dnnq.primitives._common import arg_name, check_md, check_known_args  # noqa: F401 (re-exported)
 
-DT_CODE = {"f32": 0, "s32": 1, "s8": 2, "u8": 3}
-ISA_CODE = {name: i for i, name in enumerate(_dispatch.ISA_LEVELS)}
-ELT = {name: i for i, name in enumerate(ELTWISE_ALGS)}
-BIN = {name: i for i, name in enumerate(BINARY_ALGS)}
+DT_CODE = _codes.DT
+ISA_CODE = _codes.ISA
+ELT = _codes.ELTWISE
+BIN = _codes.BINARY
 CHUNK = _tk.CHUNK
 LINEAR_UNFUSED = 100      # DNNQ_ELT_LINEAR_UNFUSED (ukernels/dnnq_toolkit.h)
 _PARALLEL_MIN = 1 << 15   # elements below which a run stays on one thread
