@@ -69,7 +69,7 @@ from dnnq.errors import InvalidArguments, Unimplemented
 from dnnq.masks import check_scales, check_zero_points
 from dnnq.memory import MemoryDesc
 from dnnq.primitives._common import check_known_args
-from dnnq.primitives._plan import ISA_IMPL_NAME, aligned_empty
+from dnnq.primitives._plan import aligned_empty
 
 __all__ = ["LSTM", "GRU", "LBRGRU", "VanillaRNN", "PackedRnnWeights"]
 
@@ -220,7 +220,8 @@ class _RNN(metaclass=CachedPrimitive):
         self.n_bias = n_bias
         self._quant_setup(attr)
         self._isa = effective_isa_level()
-        self.impl_info = f"{ISA_IMPL_NAME[ISA_LEVELS[self._isa]]}:rnn_fused_cell"
+        level = ISA_LEVELS[self._isa]
+        self.impl_info = f"{'portable' if level == 'default' else level}:rnn_fused_cell"
         known = {A.DNNL_ARG_SRC_LAYER, A.DNNL_ARG_WEIGHTS_LAYER, A.DNNL_ARG_WEIGHTS_ITER,
                  A.DNNL_ARG_DST_LAYER}
         for d, arg in ((si, A.DNNL_ARG_SRC_ITER), (sic, A.DNNL_ARG_SRC_ITER_C),
