@@ -29,7 +29,7 @@ typedef struct {
     int64_t lw;             /* columns of a layer-products row: nblk * G * 64 */
     int64_t wl_panel, wi_panel;  /* bytes per packed panel */
     int64_t nrt;            /* row tiles of a step */
-    int64_t lmb, nlmb;      /* layer GEMM row block and their count */
+    int64_t lmb;            /* layer GEMM row block */
 } rnn_ctx_t;
 
 static inline const uint8_t *rnn_h_prev(const dnnq_rnn_args_t *a, int64_t s, int64_t n,
@@ -235,14 +235,17 @@ static inline int32_t *rnn_lacc_row(const rnn_ctx_t *x, int64_t m, int64_t j) {
     return a->lacc + ((t * a->nblk + j) * a->N + n) * a->G * 64;
 }
 
-static void RNN_FN(rnn_layer_gemm)(const rnn_ctx_t *x, int tid, int nth) {
+/* the layer products of rows [mlo, mhi) (whole time steps), items (panel, row block) */
+static void RNN_FN(rnn_layer_gemm)(const rnn_ctx_t *x, int64_t mlo, int64_t mhi, int tid,
+                                   int nth) {
     const dnnq_rnn_args_t *a = x->a;
-    const int64_t npan = a->nblk * a->G, nitems = npan * x->nlmb, M = a->T * a->N;
+    const int64_t nlmb = (mhi - mlo + x->lmb - 1) / x->lmb;
+    const int64_t npan = a->nblk * a->G, nitems = npan * nlmb;
     const int64_t i0 = nitems * tid / nth, i1 = nitems * (tid + 1) / nth;
     int32_t tile[DNNQ_MR_MAX * 64] __attribute__((aligned(64)));
     for (int64_t it = i0; it < i1; ++it) {
-        const int64_t p = it / x->nlmb, mb = it % x->nlmb;
-        const int64_t m0 = mb * x->lmb, m1 = m0 + x->lmb < M ? m0 + x->lmb : M;
+        const int64_t p = it / nlmb, mb = it % nlmb;
+        const int64_t m0 = mlo + mb * x->lmb, m1 = m0 + x->lmb < mhi ? m0 + x->lmb : mhi;
         const int8_t *bp = a->wl + p * x->wl_panel;
         for (int64_t m = m0; m < m1; m += x->mr) {
             const int mr = (int)(m1 - m < x->mr ? m1 - m : x->mr);
@@ -252,6 +255,14 @@ static void RNN_FN(rnn_layer_gemm)(const rnn_ctx_t *x, int tid, int nth) {
                        64 * sizeof(int32_t));
         }
     }
+}
+
+/* rows of the layer products needed by steps [s0, s1) */
+static inline void rnn_chunk_rows(const dnnq_rnn_args_t *a, int64_t s0, int64_t s1,
+                                  int64_t *mlo, int64_t *mhi) {
+    const int64_t tlo = a->reverse ? a->T - s1 : s0, thi = a->reverse ? a->T - s0 : s1;
+    *mlo = tlo * a->N;
+    *mhi = thi * a->N;
 }
 
 /* one phase of step s: items (block j, row tile) shared out in contiguous runs */
@@ -334,40 +345,59 @@ void RNN_FN(dnnq_rnn_forward)(const dnnq_rnn_args_t *a) {
     x.wi_panel = ((a->Ki + 3) / 4) * 4 * 64;
     x.nrt = (a->N + x.mr - 1) / x.mr;
     x.lmb = (int64_t)x.mr * 8;
-    x.nlmb = (a->T * a->N + x.lmb - 1) / x.lmb;
     const int nph = a->cell == DNNQ_RNN_GRU ? 2 : 1;
     const int64_t T = a->T;
+    /* the layer GEMM runs in chunks of tc steps, just before them, so that their products
+     * (N * G * H s32 a step) are still in cache when the steps read them (2 MiB a chunk) */
+    const int64_t step_bytes = a->N * x.lw * 4;
+    int64_t tc = ((int64_t)2 << 20) / (step_bytes > 0 ? step_bytes : 1);
+    tc = tc < 1 ? 1 : tc > T ? T : tc;
     int nt = a->nthreads < 1 ? 1 : a->nthreads;
     /* a thread per 2^17 multiply-adds of a step at most: below that a barrier (a few us, far
      * more when the machine is oversubscribed) costs more than the share it saves */
     const int64_t step_macs = a->N * a->H * a->G * a->H;
     if (nt > 1 && step_macs >> 17 < nt) nt = step_macs >> 17 < 1 ? 1 : (int)(step_macs >> 17);
+    int64_t mlo, mhi;
     if (nt == 1) {
-        RNN_FN(rnn_layer_gemm)(&x, 0, 1);
-        for (int64_t s = 0; s < T; ++s)
-            for (int ph = 0; ph < nph; ++ph) RNN_FN(rnn_step_phase)(&x, s, ph, 0, 1);
+        for (int64_t s0 = 0; s0 < T; s0 += tc) {
+            const int64_t s1 = s0 + tc < T ? s0 + tc : T;
+            rnn_chunk_rows(a, s0, s1, &mlo, &mhi);
+            RNN_FN(rnn_layer_gemm)(&x, mlo, mhi, 0, 1);
+            for (int64_t s = s0; s < s1; ++s)
+                for (int ph = 0; ph < nph; ++ph) RNN_FN(rnn_step_phase)(&x, s, ph, 0, 1);
+        }
         return;
     }
     if (a->fork_join) {
+        for (int64_t s0 = 0; s0 < T; s0 += tc) {
+            const int64_t s1 = s0 + tc < T ? s0 + tc : T;
+            rnn_chunk_rows(a, s0, s1, &mlo, &mhi);
 #pragma omp parallel num_threads(nt)
-        RNN_FN(rnn_layer_gemm)(&x, omp_get_thread_num(), omp_get_num_threads());
-        for (int64_t s = 0; s < T; ++s)
-            for (int ph = 0; ph < nph; ++ph) {
+            RNN_FN(rnn_layer_gemm)(&x, mlo, mhi, omp_get_thread_num(), omp_get_num_threads());
+            for (int64_t s = s0; s < s1; ++s)
+                for (int ph = 0; ph < nph; ++ph) {
 #pragma omp parallel num_threads(nt)
-                RNN_FN(rnn_step_phase)(&x, s, ph, omp_get_thread_num(), omp_get_num_threads());
-            }
+                    RNN_FN(rnn_step_phase)(&x, s, ph, omp_get_thread_num(),
+                                           omp_get_num_threads());
+                }
+        }
         return;
     }
 #pragma omp parallel num_threads(nt)
     {
         const int tid = omp_get_thread_num(), nth = omp_get_num_threads();
-        RNN_FN(rnn_layer_gemm)(&x, tid, nth);
+        int64_t lo, hi;
+        for (int64_t s0 = 0; s0 < T; s0 += tc) {
+            const int64_t s1 = s0 + tc < T ? s0 + tc : T;
+            rnn_chunk_rows(a, s0, s1, &lo, &hi);
+            RNN_FN(rnn_layer_gemm)(&x, lo, hi, tid, nth);
 #pragma omp barrier
-        for (int64_t s = 0; s < T; ++s)
-            for (int ph = 0; ph < nph; ++ph) {
-                RNN_FN(rnn_step_phase)(&x, s, ph, tid, nth);
+            for (int64_t s = s0; s < s1; ++s)
+                for (int ph = 0; ph < nph; ++ph) {
+                    RNN_FN(rnn_step_phase)(&x, s, ph, tid, nth);
 #pragma omp barrier
-            }
+                }
+        }
     }
 }
 
