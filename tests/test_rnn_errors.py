@@ -198,3 +198,29 @@ def test_lstm_states_must_pair_shapes():
         dnnq.LSTM(L2R, d[0], d[1], MD((1, 1, N, H + 1), "f32"), d[2], d[3], d[4], d[5], d[6],
                   None, attr=attr())
     assert lstm() is not None
+
+
+def test_output_overlapping_an_input_refused():
+    rng = np.random.default_rng(2)
+    d = gru_descs(C_=H)
+    p = dnnq.GRU("bidirectional_sum", *gru_descs(D=2, C_=H), attr=attr())
+    args = {DNNL_ARG_SRC_LAYER: rng.integers(0, 256, (T, N, H), dtype=np.uint8),
+            DNNL_ARG_WEIGHTS_LAYER: rng.integers(-127, 128, (1, 2, H, 3, H), dtype=np.int8),
+            DNNL_ARG_WEIGHTS_ITER: rng.integers(-127, 128, (1, 2, H, 3, H), dtype=np.int8)}
+    args[DNNL_ARG_DST_LAYER] = args[DNNL_ARG_SRC_LAYER]
+    with pytest.raises(dnnq.InvalidArguments, match="dst_layer overlaps an input"):
+        p.execute(args)
+    assert d is not None
+
+
+def test_verbose_line(capsys):
+    rng = np.random.default_rng(3)
+    p = dnnq.GRU(L2R, *gru_descs(), attr=attr())
+    before = dnnq.get_verbose()
+    try:
+        dnnq.set_verbose(1)
+        p.execute(_args(rng))
+    finally:
+        dnnq.set_verbose(before)
+    out = capsys.readouterr().out
+    assert "dnnq_verbose,exec,cpu,rnn:gru," in out and "direction:unidirectional_left2right" in out

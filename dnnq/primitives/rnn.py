@@ -57,10 +57,12 @@ the u8 engine runs, and dst_layer / dst_iter are the dequantized u8 values: the 
 exactly the u8 mode's on the quantized inputs.
 """
 import threading
+import time
 
 import numpy as np
 
 from dnnq import args as A
+from dnnq import _verbose
 from dnnq._cache import CachedPrimitive
 from dnnq._dispatch import effective_isa_level, get_num_threads, ISA_LEVELS
 from dnnq._kernels import _gemm, _rnn
@@ -80,6 +82,8 @@ _GATES = {"lstm": 4, "gru": 3, "lbr_gru": 3, "vanilla": 1}
 _CELL_CODE = {"lstm": _rnn.CELL_LSTM, "gru": _rnn.CELL_GRU, "lbr_gru": _rnn.CELL_LBR_GRU,
               "vanilla": _rnn.CELL_VANILLA}
 _PER_GATE_OC = (1 << 3) | (1 << 4)   # the g and o dims of ldigo
+_OUT_NAMES = {A.DNNL_ARG_DST_LAYER: "dst_layer", A.DNNL_ARG_DST_ITER: "dst_iter",
+              A.DNNL_ARG_DST_ITER_C: "dst_iter_c"}
 _ARG_NAMES = {A.DNNL_ARG_SRC_LAYER: "src_layer", A.DNNL_ARG_WEIGHTS_LAYER: "weights_layer",
               A.DNNL_ARG_WEIGHTS_ITER: "weights_iter"}
 _F32 = np.float32
@@ -219,6 +223,7 @@ class _RNN(metaclass=CachedPrimitive):
         self.SIC = SIC
         self.n_bias = n_bias
         self._quant_setup(attr)
+        self.attr = attr
         self._isa = effective_isa_level()
         level = ISA_LEVELS[self._isa]
         self.impl_info = f"{'portable' if level == 'default' else level}:rnn_fused_cell"
@@ -238,6 +243,19 @@ class _RNN(metaclass=CachedPrimitive):
         self._scratch = []
         self._lock = threading.Lock()
         self._comp_cache = None
+        if _verbose.enabled(2):
+            self._verbose("create", None)
+
+    def _verbose(self, event, ms):
+        descs = [(n, d) for n, d in (
+            ("src_layer", self.src_layer_desc), ("src_iter", self.src_iter_desc),
+            ("src_iter_c", self.src_iter_c_desc), ("weights_layer", self.weights_layer_desc),
+            ("weights_iter", self.weights_iter_desc), ("bias", self.bias_desc),
+            ("dst_layer", self.dst_layer_desc), ("dst_iter", self.dst_iter_desc),
+            ("dst_iter_c", self.dst_iter_c_desc))]
+        act = f",activation:{self.activation}" if self.activation else ""
+        _verbose.line(event, f"rnn:{self._cell}", self.impl_info, descs, self.attr,
+                      f"direction:{self.direction}{act}", ms)
 
     def _quant_setup(self, attr):
         p = self._name
@@ -463,11 +481,19 @@ class _RNN(metaclass=CachedPrimitive):
             biasc = (_F32(0.0) - term).astype(_F32)
         else:
             biasc = (bias - term).astype(_F32)
+        inputs = [a for a in (x, si, sic, bias) if a is not None]
+        for arg, (user, buf, desc) in outs.items():
+            if any(np.may_share_memory(buf, a) for a in inputs):
+                raise InvalidArguments(f"{p}.execute: {_OUT_NAMES[arg]} overlaps an input array; "
+                                       "expected separate output memory")
+        t0 = time.perf_counter() if _verbose.enabled(1) else None
         scratch = self._get_scratch()
         try:
             self._run(x, si, sic, wl, wi, biasc, div, scale, shift, outs, scratch)
         finally:
             self._put_scratch(scratch)
+        if t0 is not None:
+            self._verbose("exec", (time.perf_counter() - t0) * 1e3)
         result = {}
         for arg, (user, buf, desc) in outs.items():
             desc.copy_back(user, buf)
