@@ -336,3 +336,15 @@ def test_bench_driver_rnn_correctness_mode(capsys):
                "--alg=LBR_GRU", "l1t2mb2sic16", "--min-time=0.01"])
     out = capsys.readouterr().out
     assert rc == 0 and out.count("PASSED") == 2 and "no oneDNN int8 lbr_gru" in out
+
+
+def test_plain_weights_repacked_every_call():
+    """Different plain weights on consecutive calls of one primitive each give their own
+    result (the compensation cache is keyed on the packed weights themselves)."""
+    p1 = make("gru", "unidirectional_left2right", 3, 2, 16, 16, 1, init=True, per_oc=True,
+              seed=71, shift=100.0)
+    p2 = dict(p1, wl=np.ascontiguousarray(p1["wl"][..., ::-1]),
+              wi=np.ascontiguousarray(-p1["wi"]))
+    prim = primitive(p1, legacy_attr(p1))
+    for p in (p1, p2, p1, p2):
+        assert_same(run(prim, p), cached(numpy_model, p, ("repack", p is p1)))

@@ -112,7 +112,9 @@ def main(argv=None):
     failures = 0
     if rnn:
         from dnnq.bench import rnn as rnn_bench
-        failures += rnn_bench.run_problems(rnn, float(opts["min-time"]), ref, best_time)
+        failures += rnn_bench.run_problems(rnn, float(opts["min-time"]), ref, best_time,
+                                           not opts["no-peers"], opts["threads"] and
+                                           int(opts["threads"]))
     if problems:
         failures += run_problems(problems, float(opts["min-time"]), ref, not opts["no-peers"])
     return 1 if failures else 0

@@ -12,7 +12,8 @@ RNN), ``--cfg=u8u8u8u8|u8u8u8f32|f32u8f32u8|f32u8f32f32`` (benchdnn's names: the
 dst_layer, a leading f32 the f32 states of the f32 mode), ``--scaling=common|per_oc`` (weights
 scales).  Data quantization as benchdnn: scale 63.75 (u8 range / the f32 range [-2, 2]), shift
 128.  The output line gives the time, GOPS (2 * multiply-adds of both GEMMs), oneDNN's time and
-the ratio (the two timed in alternation); ``--mode=C`` compares the outputs with oneDNN instead (LSTM and GRU only: oneDNN
+the ratio (the two timed in alternation), and PyTorch's dynamically quantized LSTM / GRU
+(``quantize_dynamic``, f32 data) where installed; ``--mode=C`` compares the outputs with oneDNN instead (LSTM and GRU only: oneDNN
 3.2 has no int8 LBR-GRU or vanilla RNN).
 """
 import re
@@ -159,18 +160,42 @@ def paired_best_time(f, g, min_time, rounds=8):
     return bf, bg
 
 
+def torch_rnn(b, threads):
+    """PyTorch's dynamically quantized LSTM / GRU (``quantize_dynamic``, qint8 weights, f32
+    data quantized per call) on the same shapes, or None without PyTorch / for other cells."""
+    if b["cell"] not in ("lstm", "gru") or b["direction"] == "bidirectional_sum":
+        return None
+    try:
+        import torch
+    except ImportError:
+        return None
+    if threads:
+        torch.set_num_threads(threads)
+    cls = torch.nn.LSTM if b["cell"] == "lstm" else torch.nn.GRU
+    bidir = b["direction"] == "bidirectional_concat"
+    model = cls(b["C"], b["H"], num_layers=b["L"], bidirectional=bidir)
+    q = torch.ao.quantization.quantize_dynamic(model, {cls}, dtype=torch.qint8)
+    x = torch.from_numpy(np.random.default_rng(1).uniform(-2, 2, (b["T"], b["N"], b["C"]))
+                         .astype(np.float32))
+
+    def run():
+        with torch.no_grad():
+            return q(x)
+    return run
+
+
 def _same(a, b):
     if a.dtype == np.float32:
         return int(np.count_nonzero(a.view(np.int32) != b.view(np.int32)))
     return int(np.count_nonzero(a != b))
 
 
-def run_problems(problems, min_time, ref, best_time):
+def run_problems(problems, min_time, ref, best_time, use_torch=True, threads=None):
     """problems: (desc, knobs) pairs; best_time(fn, min_time) -> seconds.  Returns the number
     of failures (errors, or outputs that differ from oneDNN)."""
     rng = np.random.default_rng(0)
     print(f"{'rnn problem':30s} {'kernel':28s} {'dnnq us':>9s} {'GOPS':>7s} "
-          f"{'oneDNN us':>10s} {'ratio':>6s}")
+          f"{'oneDNN us':>10s} {'ratio':>6s} {'torch us':>9s} {'ratio':>6s}")
     failures = 0
     for desc, knobs in problems:
         label = f"{knobs.get('alg', KNOBS['alg'])[:12]}:{desc}"[:30]
@@ -206,5 +231,11 @@ def run_problems(problems, min_time, ref, best_time):
         if h is not None:
             line += f" {t_ref * 1e6:10.1f} {t / t_ref:6.2f}"
             h.close()
+        else:
+            line += f" {'-':>10s} {'-':>6s}"
+        tq = torch_rnn(b, threads) if use_torch else None
+        if tq is not None:
+            t_torch = paired_best_time(run, tq, min_time)[1]
+            line += f" {t_torch * 1e6:9.1f} {t / t_torch:6.2f}"
         print(line)
     return failures

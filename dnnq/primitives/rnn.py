@@ -400,9 +400,11 @@ class _RNN(metaclass=CachedPrimitive):
 
     def _compensation(self, wl, wi, scale, shift, ws):
         """div (G, H) and the (L, D, n_bias, H) term subtracted from the bias."""
-        key = (float(scale), float(shift), ws.tobytes(), id(wl), id(wi))
+        # the packed weights are compared by identity (the cache holds them, so an id cannot
+        # be reused by other weights while the entry lives)
+        key = (float(scale), float(shift), ws.tobytes())
         cache = self._comp_cache
-        if cache is not None and cache[0] == key:
+        if cache is not None and cache[0] == key and cache[3] is wl and cache[4] is wi:
             return cache[1], cache[2]
         G, H = self.G, self.H
         div = (ws.reshape(G, H) * _F32(scale)).astype(_F32)          # f32(ws * scale)
@@ -415,7 +417,7 @@ class _RNN(metaclass=CachedPrimitive):
             term[:, :, 3] = (ci[:, :, 2] * sh) / div[2]
         else:
             term[:] = ((ci + cl) * sh) / div
-        self._comp_cache = (key, div, term)
+        self._comp_cache = (key, div, term, wl, wi)
         return div, term
 
     # --- execution -----------------------------------------------------------------------------
