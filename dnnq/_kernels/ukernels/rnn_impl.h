@@ -244,11 +244,15 @@ static void RNN_FN(rnn_layer_gemm)(const rnn_ctx_t *x, int64_t mlo, int64_t mhi,
     const int64_t i0 = nitems * tid / nth, i1 = nitems * (tid + 1) / nth;
     int32_t tile[DNNQ_MR_MAX * 64] __attribute__((aligned(64)));
     for (int64_t it = i0; it < i1; ++it) {
-        const int64_t p = it / nlmb, mb = it % nlmb;
-        const int64_t m0 = mlo + mb * x->lmb, m1 = m0 + x->lmb < mhi ? m0 + x->lmb : mhi;
+        const int64_t p = it / nlmb, mb = it % nlmb, M = mhi - mlo;
+        /* blocks and the tiles inside them split evenly (50 rows: 25 + 25 as 5 x 5, not
+         * 48 + 2): a short tile reuses each weights load for fewer rows */
+        const int64_t m0 = mlo + M * mb / nlmb, m1 = mlo + M * (mb + 1) / nlmb;
+        const int64_t ntl = (m1 - m0 + x->mr - 1) / x->mr;
         const int8_t *bp = a->wl + p * x->wl_panel;
-        for (int64_t m = m0; m < m1; m += x->mr) {
-            const int mr = (int)(m1 - m < x->mr ? m1 - m : x->mr);
+        for (int64_t tl = 0; tl < ntl; ++tl) {
+            const int64_t m = m0 + (m1 - m0) * tl / ntl;
+            const int mr = (int)(m0 + (m1 - m0) * (tl + 1) / ntl - m);
             x->ukr(mr, a->C, a->x + m * a->x_sn, a->x_sn, 0, bp, tile);
             for (int r = 0; r < mr; ++r)
                 memcpy(rnn_lacc_row(x, m + r, p / a->G) + (p % a->G) * 64, tile + r * 64,
