@@ -447,7 +447,6 @@ class _RNN(metaclass=CachedPrimitive):
                 raise InvalidArguments(f"{p}.execute: {name} missing")
             return desc.check_array(args[arg], name)
 
-        mode_dt = np.float32 if self.f32_mode else np.uint8
         x = need(A.DNNL_ARG_SRC_LAYER, self.src_layer_desc, "src_layer")
         for arg, name in ((A.DNNL_ARG_WEIGHTS_LAYER, "weights_layer"),
                           (A.DNNL_ARG_WEIGHTS_ITER, "weights_iter")):
@@ -522,7 +521,7 @@ class _RNN(metaclass=CachedPrimitive):
             x = self._quantize(x, scale, shift)
             if si is not None:
                 si = self._quantize(si, scale, shift)
-        dl_user, dl, dl_desc = outs[A.DNNL_ARG_DST_LAYER]
+        dl = outs[A.DNNL_ARG_DST_LAYER][1]
         dl_u8 = dl.dtype == np.uint8
         concat = self.direction == "bidirectional_concat"
         bisum = self.direction == "bidirectional_sum"
