@@ -52,6 +52,7 @@ from dnnq._verbose import set_verbose, get_verbose
 from dnnq._cache import (set_primitive_cache_capacity, get_primitive_cache_capacity,
                          primitive_cache_size)
 from dnnq.primitives.matmul import MatMul, InnerProduct
+from dnnq.primitives.rnn import LSTM, GRU, LBRGRU, VanillaRNN
 from dnnq.primitives.gemm import gemm_u8s8s32, gemm_s8s8s32
 from dnnq.primitives.convolution import Convolution, Deconvolution
 # --- the int8 toolkit (issue 4): reorder / quantize, element-wise, pooling, softmax, FakeQuantize
