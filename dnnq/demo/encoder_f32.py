@@ -1,0 +1,138 @@
+"""all-MiniLM-L6-v2 (BERT: embeddings, 6 encoder layers, mean pooling, L2 normalisation) in
+float32: numpy with its BLAS for the matmuls, dnnq's f32 Eltwise for GELU.  The pieces that are not linear layers (embeddings, LayerNorm, attention with
+its softmax, pooling) are shared with the int8 encoder, so the two differ only in their
+linear layers."""
+import numpy as np
+
+import dnnq
+from dnnq import MemoryDesc, DNNL_ARG_SRC
+
+_F32 = np.float32
+
+
+def layer_norm(x, gamma, beta, eps):
+    """LayerNorm over the last axis, in float32, into a new array."""
+    mu = x.mean(axis=-1, keepdims=True, dtype=_F32)
+    xc = x - mu
+    var = np.einsum("...i,...i->...", xc, xc)[..., None]
+    var *= _F32(1.0 / x.shape[-1])
+    var += _F32(eps)
+    np.sqrt(var, out=var)
+    xc /= var
+    xc *= gamma
+    xc += beta
+    return xc
+
+
+def embed(w, ids):
+    """Word + position + token-type embeddings and their LayerNorm: (B*S, hidden) float32."""
+    b, s = ids.shape
+    x = w["embeddings.word_embeddings.weight"][ids.reshape(-1)].reshape(b, s, -1)
+    x += w["embeddings.position_embeddings.weight"][:s]
+    x += w["embeddings.token_type_embeddings.weight"][0]
+    return layer_norm(x.reshape(b * s, -1), w["embeddings.LayerNorm.weight"],
+                      w["embeddings.LayerNorm.bias"], w.config.eps)
+
+
+def attention(qkv, mask_bias, heads):
+    """Scaled dot-product attention of every head, in float32.
+
+    qkv: (B*S, 3*hidden) -- query, key and value projections side by side; mask_bias:
+    (B, S) with 0 for tokens and a large negative number for padding.  Returns the context
+    (B*S, hidden)."""
+    b, s = mask_bias.shape
+    hidden = qkv.shape[1] // 3
+    d = hidden // heads
+    t = qkv.reshape(b, s, 3, heads, d).transpose(2, 0, 3, 1, 4)   # (3, B, H, S, D)
+    q, k, v = t[0], t[1], t[2]
+    scores = np.matmul(q, k.transpose(0, 1, 3, 2))                # (B, H, S, S)
+    scores *= _F32(1.0 / np.sqrt(d))
+    scores += mask_bias[:, None, None, :]
+    scores -= scores.max(axis=-1, keepdims=True)
+    np.exp(scores, out=scores)
+    scores /= scores.sum(axis=-1, keepdims=True)
+    ctx = np.matmul(scores, v)                                    # (B, H, S, D)
+    return np.ascontiguousarray(ctx.transpose(0, 2, 1, 3)).reshape(b * s, hidden)
+
+
+def mask_bias(mask):
+    """Additive attention mask (B, S): 0 for tokens, the most negative float32 for padding,
+    which then gets exactly zero weight after the softmax (as in transformers' BertModel)."""
+    return np.where(mask > 0, _F32(0.0), _F32(np.finfo(np.float32).min)).astype(_F32)
+
+
+def mean_pool_normalize(x, mask):
+    """Mean of the token vectors over the real tokens, then L2-normalised: (B, hidden)."""
+    b, s = mask.shape
+    m = mask.astype(_F32)
+    summed = np.einsum("bsh,bs->bh", x.reshape(b, s, -1), m)
+    summed /= np.maximum(m.sum(axis=1, keepdims=True), _F32(1e-9))
+    norm = np.linalg.norm(summed, axis=1, keepdims=True)
+    return summed / np.maximum(norm, _F32(1e-12))
+
+
+def gelu_erf(x):
+    """BERT's GELU ``x * (1 + erf(x / sqrt 2)) / 2`` in float32, through dnnq's f32 Eltwise
+    (libm's erff; numpy has no erf, and a numpy polynomial for it took a third of this
+    path's time, which would flatter the int8 speed-up)."""
+    return dnnq.Eltwise("gelu_erf", MemoryDesc(x.shape, "f32"),
+                        MemoryDesc(x.shape, "f32")).execute({DNNL_ARG_SRC: x})
+
+
+class Float32Encoder:
+    """The float32 numpy encoder.  ``encode(ids, mask)`` returns L2-normalised sentence
+    embeddings (B, hidden)."""
+
+    name = "float32 numpy"
+
+    def __init__(self, weights):
+        self.w = weights
+        c = weights.config
+        self.config = c
+        self.layers = []
+        for i in range(c.layers):
+            lw = lambda n: weights.layer(i, n)  # noqa: E731
+            wqkv = np.concatenate([lw("attention.self.query.weight"), lw("attention.self.key.weight"),
+                                   lw("attention.self.value.weight")], axis=0)
+            bqkv = np.concatenate([lw("attention.self.query.bias"), lw("attention.self.key.bias"),
+                                   lw("attention.self.value.bias")])
+            self.layers.append(dict(
+                # (in, out) contiguous: x @ W is one sgemm without a transposed operand
+                wqkv=np.ascontiguousarray(wqkv.T), bqkv=bqkv,
+                wo=np.ascontiguousarray(lw("attention.output.dense.weight").T),
+                bo=lw("attention.output.dense.bias"),
+                ln1=(lw("attention.output.LayerNorm.weight"), lw("attention.output.LayerNorm.bias")),
+                w1=np.ascontiguousarray(lw("intermediate.dense.weight").T),
+                b1=lw("intermediate.dense.bias"),
+                w2=np.ascontiguousarray(lw("output.dense.weight").T), b2=lw("output.dense.bias"),
+                ln2=(lw("output.LayerNorm.weight"), lw("output.LayerNorm.bias"))))
+
+    def hidden_states(self, ids, mask, n_layers=None, record=None):
+        """The last hidden state (B*S, hidden) after ``n_layers`` layers (all by default).
+        ``record``: a dict that receives the input of every linear layer, keyed by
+        (layer, "qkv" | "attn_out" | "ffn_in" | "ffn_out") (the int8 encoder's calibration)."""
+        c = self.config
+        x = embed(self.w, ids)
+        mb = mask_bias(mask)
+        rec = record if record is not None else {}
+        for i, p in enumerate(self.layers[:n_layers]):
+            rec[i, "qkv"] = x
+            qkv = x @ p["wqkv"]
+            qkv += p["bqkv"]
+            ctx = rec[i, "attn_out"] = attention(qkv, mb, c.heads)
+            h = ctx @ p["wo"]
+            h += p["bo"]
+            h += x
+            x = rec[i, "ffn_in"] = layer_norm(h, *p["ln1"], c.eps)
+            f = x @ p["w1"]
+            f += p["b1"]
+            f = rec[i, "ffn_out"] = gelu_erf(f)
+            h = f @ p["w2"]
+            h += p["b2"]
+            h += x
+            x = layer_norm(h, *p["ln2"], c.eps)
+        return x
+
+    def encode(self, ids, mask, n_layers=None):
+        """L2-normalised mean-pooled embeddings (B, hidden)."""
+        return mean_pool_normalize(self.hidden_states(ids, mask, n_layers), mask)

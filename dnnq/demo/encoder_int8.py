@@ -1,0 +1,200 @@
+"""all-MiniLM-L6-v2 with every linear layer int8 through dnnq's public API.
+
+The recipe (docs/demo.md explains it for any model's linear layers):
+
+* weights: s8, one scale per output channel, symmetric (``dnnq.calibrate.minmax(w, "s8",
+  axis=0, symmetric=True)`` then ``dnnq.quantize(w, scale, 0, "s8", axis=0)``);
+* activations entering a linear layer: u8, one scale and zero point per tensor
+  (``dnnq.calibrate.minmax(x, "u8")``), chosen once on a calibration set (static) or from each
+  batch (dynamic); quantized by a dnnq ``Reorder``;
+* each linear layer is one ``dnnq.InnerProduct`` (weights ``(out, in)`` as nn.Linear stores
+  them) with its bias fused, and the rest of the layer fused as post-ops where oneDNN's
+  contract allows: GELU (``gelu_erf`` eltwise) with a u8 destination for the feed-forward
+  input (static mode), and the residual add as a ``sum`` post-op into an f32 destination that
+  holds the residual (attention output and feed-forward output);
+* LayerNorm, softmax and the two attention matmuls (Q·Kᵀ and P·V) stay float32 (numpy).
+
+A primitive's row count M is fixed at creation, and weights packed by one primitive serve
+only that primitive, so rows (batch × tokens) are padded up to a few buckets and each bucket
+has its own primitives and packed weights (created at first use).
+"""
+import numpy as np
+
+import dnnq
+from dnnq import (MemoryDesc, PrimitiveAttr, PostOps, DNNL_ARG_SRC, DNNL_ARG_WEIGHTS,
+                  DNNL_ARG_BIAS, DNNL_ARG_DST, DNNL_ARG_SCALE, DNNL_ARG_ATTR_ZERO_POINTS)
+from dnnq import calibrate
+
+from dnnq.demo.encoder_f32 import (Float32Encoder, embed, attention, layer_norm, mask_bias,
+                                   mean_pool_normalize)
+
+_F32 = np.float32
+_SRC_SCALE = DNNL_ARG_SCALE | DNNL_ARG_SRC
+_WEI_SCALE = DNNL_ARG_SCALE | DNNL_ARG_WEIGHTS
+_DST_SCALE = DNNL_ARG_SCALE | DNNL_ARG_DST
+_SRC_ZP = DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC
+_DST_ZP = DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST
+
+
+def row_bucket(m):
+    """Rows are padded up to this many (few distinct primitive shapes, little padding)."""
+    step = 8 if m <= 64 else 32 if m <= 512 else 64
+    return -(-m // step) * step
+
+
+def qparams(x):
+    """u8 per-tensor (scale, zero point) covering x's range, as 1-element arrays."""
+    s, z = calibrate.minmax(x, "u8")
+    return np.asarray(s, _F32).reshape(1), np.asarray(z, np.int32).reshape(1)
+
+
+class Quantizer:
+    """f32 -> u8 with one scale and zero point, through a dnnq Reorder per row bucket."""
+
+    def __init__(self, width):
+        self.width = width
+        self._prims = {}
+
+    def __call__(self, x, scale, zp):
+        m = x.shape[0]
+        prim = self._prims.get(m)
+        if prim is None:
+            attr = PrimitiveAttr()
+            attr.set_scales_mask(DNNL_ARG_DST, 0)
+            attr.set_zero_points_mask(DNNL_ARG_DST, 0)
+            prim = dnnq.Reorder(MemoryDesc((m, self.width), "f32"),
+                                MemoryDesc((m, self.width), "u8"), attr)
+            self._prims[m] = prim
+        return prim.execute({DNNL_ARG_SRC: x, _DST_SCALE: scale, _DST_ZP: zp})
+
+
+class QLinear:
+    """One nn.Linear (weight (out, in), bias (out,)) as a dnnq InnerProduct: u8 source with a
+    per-tensor scale and zero point, s8 weights with per-output-channel scales, f32 bias, and
+    either an f32 destination (optionally ``+=`` into a residual through a sum post-op) or,
+    with ``gelu_u8``, GELU fused and a u8 destination."""
+
+    def __init__(self, weight, bias, *, residual=False, gelu=False, dst_u8=False):
+        self.n, self.k = weight.shape
+        w_scale, _ = calibrate.minmax(weight, "s8", axis=0, symmetric=True)
+        self.w_scale = np.ascontiguousarray(w_scale, _F32)
+        self.w_s8 = dnnq.quantize(np.ascontiguousarray(weight, _F32), self.w_scale, 0, "s8", axis=0)
+        self.bias = np.ascontiguousarray(bias, _F32)
+        self.residual, self.gelu, self.dst_u8 = residual, gelu, dst_u8
+        self._prims = {}
+
+    def _primitive(self, m):
+        got = self._prims.get(m)
+        if got is None:
+            attr = PrimitiveAttr()
+            attr.set_scales_mask(DNNL_ARG_SRC, 0)
+            attr.set_scales_mask(DNNL_ARG_WEIGHTS, 1)          # per output channel (dim 0)
+            attr.set_zero_points_mask(DNNL_ARG_SRC, 0)
+            ops = PostOps()
+            if self.gelu:
+                ops.append_eltwise("gelu_erf")
+            if self.residual:
+                ops.append_sum(1.0)
+            attr.set_post_ops(ops)
+            if self.dst_u8:
+                attr.set_scales_mask(DNNL_ARG_DST, 0)
+                attr.set_zero_points_mask(DNNL_ARG_DST, 0)
+            prim = dnnq.InnerProduct(MemoryDesc((m, self.k), "u8"), MemoryDesc((self.n, self.k), "s8"),
+                                     MemoryDesc((m, self.n), "u8" if self.dst_u8 else "f32"),
+                                     MemoryDesc((self.n,), "f32"), attr=attr)
+            got = self._prims[m] = (prim, prim.prepare_weights(self.w_s8))
+        return got
+
+    def __call__(self, x_u8, scale, zp, dst=None, dst_q=None):
+        prim, packed = self._primitive(x_u8.shape[0])
+        args = {DNNL_ARG_SRC: x_u8, DNNL_ARG_WEIGHTS: packed, DNNL_ARG_BIAS: self.bias,
+                _SRC_SCALE: scale, _WEI_SCALE: self.w_scale, _SRC_ZP: zp}
+        if dst is not None:
+            args[DNNL_ARG_DST] = dst
+        if dst_q is not None:
+            args[_DST_SCALE], args[_DST_ZP] = dst_q
+        return prim.execute(args)
+
+
+# the quantization points of one layer: inputs of qkv, attention output, ffn in, ffn out
+POINTS = ("qkv", "attn_out", "ffn_in", "ffn_out")
+
+
+class Int8Encoder:
+    """The encoder with its 36 linear layers int8 through dnnq (see the module docstring).
+
+    ``Int8Encoder(weights, calibration=(ids, mask))`` -- static: activation scales chosen once
+    on the calibration batch; ``Int8Encoder(weights, dynamic=True)`` -- from each batch."""
+
+    def __init__(self, weights, calibration=None, dynamic=False, n_layers=None):
+        if not dynamic and calibration is None:
+            raise ValueError("static quantization needs a calibration batch (ids, mask)")
+        self.w = weights
+        c = self.config = weights.config
+        self.dynamic = dynamic
+        self.name = "dnnq int8 (dynamic)" if dynamic else "dnnq int8"
+        self.n_layers = c.layers if n_layers is None else n_layers
+        self.layers = []
+        for i in range(self.n_layers):
+            lw = lambda n: weights.layer(i, n)  # noqa: E731
+            wqkv = np.concatenate([lw(f"attention.self.{p}.weight") for p in ("query", "key", "value")])
+            bqkv = np.concatenate([lw(f"attention.self.{p}.bias") for p in ("query", "key", "value")])
+            self.layers.append(dict(
+                qkv=QLinear(wqkv, bqkv),
+                attn_out=QLinear(lw("attention.output.dense.weight"), lw("attention.output.dense.bias"),
+                                 residual=True),
+                ffn_in=QLinear(lw("intermediate.dense.weight"), lw("intermediate.dense.bias"),
+                               gelu=True, dst_u8=not dynamic),
+                ffn_out=QLinear(lw("output.dense.weight"), lw("output.dense.bias"), residual=True),
+                ln1=(lw("attention.output.LayerNorm.weight"), lw("attention.output.LayerNorm.bias")),
+                ln2=(lw("output.LayerNorm.weight"), lw("output.LayerNorm.bias"))))
+        self._quant = {c.hidden: Quantizer(c.hidden), c.intermediate: Quantizer(c.intermediate)}
+        self.static = None
+        if not dynamic:
+            self.static = self.calibrate(*calibration)
+
+    def calibrate(self, ids, mask):
+        """Per-tensor u8 (scale, zero point) of every quantization point, from the float32
+        model's activations on the calibration batch (padding tokens excluded)."""
+        record = {}
+        Float32Encoder(self.w).hidden_states(ids, mask, self.n_layers, record=record)
+        keep = mask.reshape(-1) > 0
+        return {key: qparams(x[keep]) for key, x in record.items()}
+
+    def _q(self, x, m, key):
+        """Quantize f32 rows x (the first m are real) to u8; returns (x_u8, scale, zp)."""
+        if self.dynamic:
+            s, z = qparams(x[:m])
+        else:
+            s, z = self.static[key]
+        return self._quant[x.shape[1]](x, s, z), s, z
+
+    def hidden_states(self, ids, mask):
+        c = self.config
+        b, s = ids.shape
+        m = b * s
+        mp = row_bucket(m)
+        x = np.zeros((mp, c.hidden), _F32)
+        x[:m] = embed(self.w, ids)
+        mb = mask_bias(mask)
+        ctx = np.zeros((mp, c.hidden), _F32)
+        for i, p in enumerate(self.layers):
+            xq, sc, zp = self._q(x, m, (i, "qkv"))
+            qkv = p["qkv"](xq, sc, zp)
+            ctx[:m] = attention(qkv[:m], mb, c.heads)
+            xq, sc, zp = self._q(ctx, m, (i, "attn_out"))
+            p["attn_out"](xq, sc, zp, dst=x)                     # x += ctx @ Wo^T + bo
+            x = layer_norm(x, *p["ln1"], c.eps)
+            xq, sc, zp = self._q(x, m, (i, "ffn_in"))
+            if self.dynamic:
+                f = p["ffn_in"](xq, sc, zp)                      # f32 GELU(x W1^T + b1)
+                fq, sc, zp = self._q(f, m, (i, "ffn_out"))
+            else:                                                # u8 GELU(...) straight out
+                fq = p["ffn_in"](xq, sc, zp, dst_q=self.static[(i, "ffn_out")])
+                sc, zp = self.static[(i, "ffn_out")]
+            p["ffn_out"](fq, sc, zp, dst=x)                      # x += f @ W2^T + b2
+            x = layer_norm(x, *p["ln2"], c.eps)
+        return x[:m]
+
+    def encode(self, ids, mask):
+        return mean_pool_normalize(self.hidden_states(ids, mask), mask)
