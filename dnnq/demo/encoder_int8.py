@@ -26,7 +26,7 @@ from dnnq import (MemoryDesc, PrimitiveAttr, PostOps, DNNL_ARG_SRC, DNNL_ARG_WEI
 from dnnq import calibrate
 
 from dnnq.demo.encoder_f32 import (Float32Encoder, embed, attention, layer_norm, mask_bias,
-                                   mean_pool_normalize)
+                                   mean_pool_normalize, gelu_erf)
 
 _F32 = np.float32
 _SRC_SCALE = DNNL_ARG_SCALE | DNNL_ARG_SRC
@@ -126,9 +126,14 @@ class Int8Encoder:
     ``Int8Encoder(weights, calibration=(ids, mask))`` -- static: activation scales chosen once
     on the calibration batch; ``Int8Encoder(weights, dynamic=True)`` -- from each batch."""
 
-    def __init__(self, weights, calibration=None, dynamic=False, n_layers=None):
+    def __init__(self, weights, calibration=None, dynamic=False, n_layers=None, gelu="lut",
+                 fuse_residual=True):
         if not dynamic and calibration is None:
             raise ValueError("static quantization needs a calibration batch (ids, mask)")
+        if gelu not in ("lut", "post_op"):
+            raise ValueError(f"gelu={gelu!r}; expected 'lut' or 'post_op'")
+        self.gelu = gelu if not dynamic else "numpy"
+        self.fuse_residual = fuse_residual
         self.w = weights
         c = self.config = weights.config
         self.dynamic = dynamic
@@ -142,16 +147,29 @@ class Int8Encoder:
             self.layers.append(dict(
                 qkv=QLinear(wqkv, bqkv),
                 attn_out=QLinear(lw("attention.output.dense.weight"), lw("attention.output.dense.bias"),
-                                 residual=True),
+                                 residual=fuse_residual),
                 ffn_in=QLinear(lw("intermediate.dense.weight"), lw("intermediate.dense.bias"),
-                               gelu=True, dst_u8=not dynamic),
-                ffn_out=QLinear(lw("output.dense.weight"), lw("output.dense.bias"), residual=True),
+                               gelu=self.gelu == "post_op", dst_u8=not dynamic),
+                ffn_out=QLinear(lw("output.dense.weight"), lw("output.dense.bias"),
+                                residual=fuse_residual),
                 ln1=(lw("attention.output.LayerNorm.weight"), lw("attention.output.LayerNorm.bias")),
                 ln2=(lw("output.LayerNorm.weight"), lw("output.LayerNorm.bias"))))
         self._quant = {c.hidden: Quantizer(c.hidden), c.intermediate: Quantizer(c.intermediate)}
         self.static = None
         if not dynamic:
             self.static = self.calibrate(*calibration)
+            if self.gelu == "lut":
+                self.luts = [self._gelu_lut(i) for i in range(self.n_layers)]
+
+    def _gelu_lut(self, i):
+        """u8 -> u8 table: the quantized pre-activation (the feed-forward input layer's u8
+        output) to the quantized GELU output (the output layer's u8 input)."""
+        (s_pre,), (z_pre,) = self.static[i, "ffn_pre"]
+        (s_out,), (z_out,) = self.static[i, "ffn_out"]
+        v = np.float64(s_pre) * (np.arange(256) - int(z_pre))
+        from math import erf
+        g = np.array([0.5 * t * (1.0 + erf(t / np.sqrt(2.0))) for t in v])
+        return np.clip(np.rint(g / np.float64(s_out)) + int(z_out), 0, 255).astype(np.uint8)
 
     def calibrate(self, ids, mask):
         """Per-tensor u8 (scale, zero point) of every quantization point, from the float32
@@ -159,7 +177,7 @@ class Int8Encoder:
         record = {}
         Float32Encoder(self.w).hidden_states(ids, mask, self.n_layers, record=record)
         keep = mask.reshape(-1) > 0
-        return {key: qparams(x[keep]) for key, x in record.items()}
+        return {key: qparams(x[keep]) for key, x in record.items() if x is not None}
 
     def _q(self, x, m, key):
         """Quantize f32 rows x (the first m are real) to u8; returns (x_u8, scale, zp)."""
@@ -168,6 +186,13 @@ class Int8Encoder:
         else:
             s, z = self.static[key]
         return self._quant[x.shape[1]](x, s, z), s, z
+
+    def _residual(self, linear, xq, sc, zp, x):
+        if self.fuse_residual:
+            return linear(xq, sc, zp, dst=x)                     # sum post-op, in place
+        y = linear(xq, sc, zp)
+        y += x
+        return y
 
     def hidden_states(self, ids, mask):
         c = self.config
@@ -183,16 +208,20 @@ class Int8Encoder:
             qkv = p["qkv"](xq, sc, zp)
             ctx[:m] = attention(qkv[:m], mb, c.heads)
             xq, sc, zp = self._q(ctx, m, (i, "attn_out"))
-            p["attn_out"](xq, sc, zp, dst=x)                     # x += ctx @ Wo^T + bo
+            x = self._residual(p["attn_out"], xq, sc, zp, x)    # x + ctx Wo^T + bo
             x = layer_norm(x, *p["ln1"], c.eps)
             xq, sc, zp = self._q(x, m, (i, "ffn_in"))
-            if self.dynamic:
-                f = p["ffn_in"](xq, sc, zp)                      # f32 GELU(x W1^T + b1)
+            if self.gelu == "numpy":                             # dynamic: f32, GELU, quantize
+                f = gelu_erf(p["ffn_in"](xq, sc, zp))
                 fq, sc, zp = self._q(f, m, (i, "ffn_out"))
-            else:                                                # u8 GELU(...) straight out
-                fq = p["ffn_in"](xq, sc, zp, dst_q=self.static[(i, "ffn_out")])
-                sc, zp = self.static[(i, "ffn_out")]
-            p["ffn_out"](fq, sc, zp, dst=x)                      # x += f @ W2^T + b2
+            elif self.gelu == "post_op":                         # u8 GELU(x W1^T + b1) straight out
+                fq = p["ffn_in"](xq, sc, zp, dst_q=self.static[i, "ffn_out"])
+                sc, zp = self.static[i, "ffn_out"]
+            else:                                                # u8 x W1^T + b1, GELU by table
+                pre = p["ffn_in"](xq, sc, zp, dst_q=self.static[i, "ffn_pre"])
+                fq = np.take(self.luts[i], pre)
+                sc, zp = self.static[i, "ffn_out"]
+            x = self._residual(p["ffn_out"], fq, sc, zp, x)     # x + f W2^T + b2
             x = layer_norm(x, *p["ln2"], c.eps)
         return x[:m]
 
