@@ -15,7 +15,8 @@ class Progress:
     """A one-line progress bar on stderr (redrawn in place on a terminal; on a pipe or a file,
     one line per step so logs stay readable)."""
 
-    def __init__(self, total, stream=sys.stderr, width=28):
+    def __init__(self, total, stream=None, width=28):
+        stream = sys.stderr if stream is None else stream
         self.total, self.done, self.stream, self.width = total, 0, stream, width
         self.tty = stream.isatty()
 
@@ -51,16 +52,18 @@ def _read_sentences(path):
     return sentences
 
 
-def _limit_threads(n):
+def _limit_threads(n, torch_too):
     """Same threads for every engine: dnnq, numpy's BLAS, PyTorch (ONNX Runtime takes it at
     session creation).  Returns a note when numpy's BLAS could not be limited."""
     import dnnq
     dnnq.set_num_threads(n)
-    try:
+    if torch_too:
         import torch
         torch.set_num_threads(n)
-    except ImportError:
-        pass
+        try:
+            torch.set_num_interop_threads(1)
+        except RuntimeError:  # only possible before PyTorch's first parallel work
+            pass
     try:
         from threadpoolctl import threadpool_limits
     except ImportError:
@@ -140,12 +143,13 @@ def run(args):
     for i, n in tok.too_long(sentences):
         out.append(f"note: sentence {i + 1} has {n} tokens; truncated to the model's limit of "
                    f"{MAX_TOKENS}")
-    note = _limit_threads(threads)
+    have_torch = not args.no_peers and peers.torch_available()
+    have_ort = not args.no_peers and peers.onnxruntime_available()
+    note = _limit_threads(threads, have_torch)
     if note:
         out.append(note)
 
     engines = []
-    have_torch, have_ort = peers.torch_available(), peers.onnxruntime_available()
     n_steps = 3 + 2 * (2 + 2 * have_torch + 2 * have_ort) + 1
     bar = Progress(n_steps)
     bar.step("model loaded")
@@ -237,7 +241,7 @@ def run(args):
               f"{rb[int8.name] / rb['ONNX Runtime dynamic int8']:.2f}x")
     missing = [n for n, ok in (("torch==2.13.0", have_torch), ("onnx onnxruntime", have_ort))
                if not ok]
-    if missing:
+    if missing and not args.no_peers:
         print(f"  (peers not installed: pip install {' '.join(missing)})")
     if args.plot:
         print(plot_note)
@@ -262,6 +266,8 @@ def parser():
                    "batch instead of the built-in calibration set")
     p.add_argument("--plot", metavar="OUT.png", help="write a bar chart of throughput per engine "
                    "(needs matplotlib)")
+    p.add_argument("--no-peers", action="store_true", help="time only dnnq int8 and float32 "
+                   "numpy, even where PyTorch / ONNX Runtime are installed")
     p.add_argument("--min-time", type=float, default=0.5, help=argparse.SUPPRESS)
     return p
 
