@@ -4,13 +4,24 @@ its softmax, pooling) are shared with the int8 encoder, so the two differ only i
 linear layers."""
 import numpy as np
 
+from dnnq.demo._parallel import split_rows
+
 _F32 = np.float32
 
 
-def layer_norm(x, gamma, beta, eps):
-    """LayerNorm over the last axis, in float32, into a new array."""
+def layer_norm(x, gamma, beta, eps, out=None):
+    """LayerNorm over the last axis of 2-D x, in float32, into ``out`` or a new array; the
+    rows are split over the threads (:mod:`dnnq.demo._parallel`)."""
+    if out is None:
+        out = np.empty_like(x)
+    split_rows(lambda lo, hi: _layer_norm_rows(x[lo:hi], gamma, beta, eps, out[lo:hi]),
+               x.shape[0])
+    return out
+
+
+def _layer_norm_rows(x, gamma, beta, eps, xc):
     mu = x.mean(axis=-1, keepdims=True, dtype=_F32)
-    xc = x - mu
+    np.subtract(x, mu, out=xc)
     var = np.einsum("...i,...i->...", xc, xc)[..., None]
     var *= _F32(1.0 / x.shape[-1])
     var += _F32(eps)
@@ -18,7 +29,6 @@ def layer_norm(x, gamma, beta, eps):
     xc /= var
     xc *= gamma
     xc += beta
-    return xc
 
 
 def embed(w, ids):
@@ -32,6 +42,18 @@ def embed(w, ids):
 
 
 def attention(qkv, mask_bias, heads):
+    """Scaled dot-product attention of every head, in float32 (sentences split over the
+    threads); see :func:`_attention`."""
+    b, s = mask_bias.shape
+    out = np.empty((b * s, qkv.shape[1] // 3), _F32)
+
+    def part(lo, hi):
+        out[lo * s:hi * s] = _attention(qkv[lo * s:hi * s], mask_bias[lo:hi], heads)
+    split_rows(part, b)
+    return out
+
+
+def _attention(qkv, mask_bias, heads):
     """Scaled dot-product attention of every head, in float32.
 
     qkv: (B*S, 3*hidden) -- query, key and value projections side by side; mask_bias:
@@ -103,8 +125,11 @@ def gelu_erf(x, out=None):
     new array; ``out`` may be ``x``); within 3e-7 of the exact value."""
     if out is None:
         out = np.empty_like(x)
-    for i in range(0, x.shape[0], _GELU_ROWS):
-        _gelu_rows(x[i:i + _GELU_ROWS], out[i:i + _GELU_ROWS])
+
+    def part(lo, hi):
+        for i in range(lo * _GELU_ROWS, min(hi * _GELU_ROWS, x.shape[0]), _GELU_ROWS):
+            _gelu_rows(x[i:i + _GELU_ROWS], out[i:i + _GELU_ROWS])
+    split_rows(part, -(-x.shape[0] // _GELU_ROWS))
     return out
 
 

@@ -25,6 +25,7 @@ from dnnq import (MemoryDesc, PrimitiveAttr, PostOps, DNNL_ARG_SRC, DNNL_ARG_WEI
                   DNNL_ARG_BIAS, DNNL_ARG_DST, DNNL_ARG_SCALE, DNNL_ARG_ATTR_ZERO_POINTS)
 from dnnq import calibrate
 
+from dnnq.demo._parallel import split_rows
 from dnnq.demo.encoder_f32 import (Float32Encoder, embed, attention, layer_norm, mask_bias,
                                    mean_pool_normalize, gelu_erf)
 
@@ -219,7 +220,9 @@ class Int8Encoder:
                 sc, zp = self.static[i, "ffn_out"]
             else:                                                # u8 x W1^T + b1, GELU by table
                 pre = p["ffn_in"](xq, sc, zp, dst_q=self.static[i, "ffn_pre"])
-                fq = np.take(self.luts[i], pre)
+                fq = np.empty_like(pre)
+                lut = self.luts[i]
+                split_rows(lambda lo, hi: np.take(lut, pre[lo:hi], out=fq[lo:hi]), mp)
                 sc, zp = self.static[i, "ffn_out"]
             x = self._residual(p["ffn_out"], fq, sc, zp, x)     # x + f W2^T + b2
             x = layer_norm(x, *p["ln2"], c.eps)
