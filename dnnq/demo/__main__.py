@@ -96,7 +96,7 @@ def _throughput(enc, tokenized, n_sentences, min_time):
             return passes * n_sentences / elapsed
 
 
-def _plot(path, engines, rates, batch):
+def _plot(path, engines, rates, batch, subtitle):
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -114,7 +114,7 @@ def _plot(path, engines, rates, batch):
         ax.set_title(f"batch {b}")
         for y, v in enumerate(vals[::-1]):
             ax.text(v, y, f" {v:.0f}", va="center", fontsize=8)
-    fig.suptitle("all-MiniLM-L6-v2 throughput (same process, same threads)")
+    fig.suptitle(f"all-MiniLM-L6-v2 throughput, same process ({subtitle})")
     fig.tight_layout()
     try:
         fig.savefig(path, dpi=110)
@@ -192,7 +192,8 @@ def run(args):
             rates[e.name, b] = best
             bar.step(f"timed {e.name}, batch {b}")
     if args.plot:
-        plot_note = _plot(args.plot, [e.name for e in engines], rates, args.batch)
+        plot_note = _plot(args.plot, [e.name for e in engines], rates, args.batch,
+                          f"{threads} thread(s), {dnnq.get_effective_cpu_isa()}")
     bar.step("done")
     bar.close()
 

@@ -8,16 +8,19 @@ import dnnq
 
 
 class RowSplit:
-    """``split(fn, n)`` calls ``fn(lo, hi)`` on about ``dnnq.get_num_threads()`` contiguous
-    parts of ``range(n)``, one of them in the calling thread, and returns when all are done."""
+    """``split(fn, n, grain)`` calls ``fn(lo, hi)`` on up to ``dnnq.get_num_threads()``
+    contiguous parts of ``range(n)`` of at least ``grain`` items each (below that, handing a
+    part to another thread costs more than it saves), one part in the calling thread, and
+    returns when all are done."""
 
     def __init__(self):
         self._pool, self._workers = None, 0
 
-    def __call__(self, fn, n):
-        parts = min(dnnq.get_num_threads(), n)
+    def __call__(self, fn, n, grain=1):
+        parts = min(dnnq.get_num_threads(), n // max(grain, 1))
         if parts <= 1:
-            fn(0, n)
+            if n > 0:
+                fn(0, n)
             return
         if self._workers != parts - 1:
             if self._pool is not None:

@@ -15,7 +15,7 @@ def layer_norm(x, gamma, beta, eps, out=None):
     if out is None:
         out = np.empty_like(x)
     split_rows(lambda lo, hi: _layer_norm_rows(x[lo:hi], gamma, beta, eps, out[lo:hi]),
-               x.shape[0])
+               x.shape[0], grain=64)
     return out
 
 
@@ -49,7 +49,7 @@ def attention(qkv, mask_bias, heads):
 
     def part(lo, hi):
         out[lo * s:hi * s] = _attention(qkv[lo * s:hi * s], mask_bias[lo:hi], heads)
-    split_rows(part, b)
+    split_rows(part, b, grain=max(1, 64 // s))
     return out
 
 

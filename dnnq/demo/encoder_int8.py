@@ -222,7 +222,7 @@ class Int8Encoder:
                 pre = p["ffn_in"](xq, sc, zp, dst_q=self.static[i, "ffn_pre"])
                 fq = np.empty_like(pre)
                 lut = self.luts[i]
-                split_rows(lambda lo, hi: np.take(lut, pre[lo:hi], out=fq[lo:hi]), mp)
+                split_rows(lambda lo, hi: np.take(lut, pre[lo:hi], out=fq[lo:hi]), mp, 64)
                 sc, zp = self.static[i, "ffn_out"]
             x = self._residual(p["ffn_out"], fq, sc, zp, x)     # x + f W2^T + b2
             x = layer_norm(x, *p["ln2"], c.eps)

@@ -11,6 +11,8 @@ Every engine maps (ids, mask) to L2-normalised embeddings; for ONNX Runtime the 
 lookup and the mean pooling run in numpy around the graph (both are a small part of the
 time).
 """
+import warnings
+
 import numpy as np
 
 from dnnq.demo.encoder_f32 import embed, mean_pool_normalize
@@ -109,8 +111,10 @@ class TorchEncoder:
         self._torch = torch
         model = _torch_model(weights)
         if int8:
-            model = torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear},
-                                                           dtype=torch.qint8)
+            with warnings.catch_warnings():   # PyTorch 2.13 announces the API's deprecation
+                warnings.simplefilter("ignore")
+                model = torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear},
+                                                               dtype=torch.qint8)
         self.model = model
         self.name = "PyTorch dynamic int8" if int8 else "PyTorch float32"
 
@@ -205,7 +209,11 @@ class OnnxRuntimeEncoder:
             if int8:
                 from onnxruntime.quantization import quantize_dynamic, QuantType
                 qpath = os.path.join(tmp, "encoder_int8.onnx")
-                quantize_dynamic(path, qpath, weight_type=QuantType.QInt8, per_channel=True)
+                import logging
+                logging.getLogger().setLevel(logging.ERROR)   # its advice on pre-processing
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    quantize_dynamic(path, qpath, weight_type=QuantType.QInt8, per_channel=True)
                 path = qpath
             opts = ort.SessionOptions()
             opts.intra_op_num_threads = threads
