@@ -21,7 +21,7 @@ import dnnq
 from dnnq.demo import data
 from dnnq.demo.__main__ import main
 from dnnq.demo.encoder_f32 import Float32Encoder, gelu_erf
-from dnnq.demo.encoder_int8 import Int8Encoder, QLinear, row_bucket
+from dnnq.demo.encoder_int8 import Int8Encoder, QLinear, row_bucket, qparams
 from dnnq.demo.model import load_weights, Tokenizer, MAX_TOKENS
 
 # every 8th dimension (0, 8, ..., 376) of the unit-norm embedding, the 4 texts in one batch
@@ -89,6 +89,18 @@ def test_tokenizer_truncates_to_the_model_limit(tok):
     assert tok.too_long(["short one", long]) == [(1, 402)]   # + [CLS] and [SEP]
     ids, mask = tok(["short one", long])
     assert ids.shape == (2, MAX_TOKENS) and mask[0].sum() == 4 and mask[1].sum() == MAX_TOKENS
+
+
+def test_dynamic_qparams_match_calibrate():
+    rng = np.random.default_rng(3)
+    cases = [rng.standard_normal(50).astype(np.float32) * 10 ** rng.uniform(-3, 3) + off
+             for off in (0.0, 5.0, -5.0) for _ in range(30)]
+    cases += [np.zeros(4, np.float32), np.array([0.0, 2.55], np.float32),
+              np.array([-1.0, 1.0], np.float32), np.array([3.0], np.float32)]
+    for x in cases:
+        s, z = qparams(x)
+        ws, wz = dnnq.calibrate.minmax(x, "u8")
+        assert s[0] == ws and z[0] == wz, (x.min(), x.max(), s, z, ws, wz)
 
 
 def test_row_bucket():

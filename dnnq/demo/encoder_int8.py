@@ -5,13 +5,14 @@ The recipe (docs/demo.md explains it for any model's linear layers):
 * weights: s8, one scale per output channel, symmetric (``dnnq.calibrate.minmax(w, "s8",
   axis=0, symmetric=True)`` then ``dnnq.quantize(w, scale, 0, "s8", axis=0)``);
 * activations entering a linear layer: u8, one scale and zero point per tensor
-  (``dnnq.calibrate.minmax(x, "u8")``), chosen once on a calibration set (static) or from each
-  batch (dynamic); quantized by a dnnq ``Reorder``;
+  (``dnnq.calibrate.minmax``), chosen once on a calibration set (static) or from each batch
+  (dynamic); quantized by a dnnq ``Reorder``;
 * each linear layer is one ``dnnq.InnerProduct`` (weights ``(out, in)`` as nn.Linear stores
-  them) with its bias fused, and the rest of the layer fused as post-ops where oneDNN's
-  contract allows: GELU (``gelu_erf`` eltwise) with a u8 destination for the feed-forward
-  input (static mode), and the residual add as a ``sum`` post-op into an f32 destination that
-  holds the residual (attention output and feed-forward output);
+  them) with its bias fused; the residual adds are ``sum`` post-ops into the f32 destination
+  that holds the residual; the feed-forward input layer writes its u8 pre-activation (static:
+  quantized in the epilogue) and GELU is a 256-entry u8 -> u8 table onto the next layer's
+  input grid -- or, with ``gelu="post_op"``, a fused ``gelu_erf`` post-op with a u8
+  destination (same accuracy, slower today: docs/demo.md);
 * LayerNorm, softmax and the two attention matmuls (Q·Kᵀ and P·V) stay float32 (numpy).
 
 A primitive's row count M is fixed at creation, and weights packed by one primitive serve
@@ -27,7 +28,7 @@ from dnnq import calibrate
 
 from dnnq.demo._parallel import split_rows
 from dnnq.demo.encoder_f32 import (Float32Encoder, embed, attention, layer_norm, mask_bias,
-                                   mean_pool_normalize, gelu_erf)
+                                   mean_pool_normalize, gelu_erf)  # noqa: F401
 
 _F32 = np.float32
 _SRC_SCALE = DNNL_ARG_SCALE | DNNL_ARG_SRC
@@ -44,9 +45,32 @@ def row_bucket(m):
 
 
 def qparams(x):
-    """u8 per-tensor (scale, zero point) covering x's range, as 1-element arrays."""
-    s, z = calibrate.minmax(x, "u8")
-    return np.asarray(s, _F32).reshape(1), np.asarray(z, np.int32).reshape(1)
+    """u8 per-tensor (scale, zero point) covering x's range, as 1-element arrays: the
+    asymmetric ``dnnq.calibrate.minmax(x, "u8")``, computed from the two extremes in Python
+    floats (the same values -- tests/test_demo.py checks it -- without calibrate's float64
+    copy of the tensor and checks, which matter when this runs for every batch)."""
+    lo, hi = min(float(x.min()), 0.0), max(float(x.max()), 0.0)
+    scale = (hi - lo) / 255.0 if hi > lo else 1.0
+    zp = min(max(round(-lo / scale), 0), 255)          # round() is half-to-even, as np.rint
+    s32 = np.array([scale], _F32)
+    if not s32[0] > 0:
+        s32[0] = np.finfo(np.float32).tiny
+    return s32, np.array([zp], np.int32)
+
+
+def gelu_table(pre_q, out_q=None):
+    """The 256-entry u8 -> u8 GELU table from the pre-activation's quantization ``pre_q``
+    (scale, zero point) to the output's ``out_q``; without ``out_q``, the output's is chosen
+    to cover exactly the 256 values GELU takes on the pre-activation's grid.  Returns
+    (table, out_q)."""
+    (s_pre,), (z_pre,) = pre_q
+    grid = (np.float64(s_pre) * (np.arange(256) - int(z_pre))).astype(_F32).reshape(1, 256)
+    g = gelu_erf(grid).astype(np.float64).reshape(256)
+    if out_q is None:
+        out_q = qparams(g)
+    (s_out,), (z_out,) = out_q
+    table = np.clip(np.rint(g / np.float64(s_out)) + int(z_out), 0, 255).astype(np.uint8)
+    return table, out_q
 
 
 class Quantizer:
@@ -71,9 +95,10 @@ class Quantizer:
 
 class QLinear:
     """One nn.Linear (weight (out, in), bias (out,)) as a dnnq InnerProduct: u8 source with a
-    per-tensor scale and zero point, s8 weights with per-output-channel scales, f32 bias, and
-    either an f32 destination (optionally ``+=`` into a residual through a sum post-op) or,
-    with ``gelu_u8``, GELU fused and a u8 destination."""
+    per-tensor scale and zero point, s8 weights with per-output-channel scales, f32 bias; an
+    f32 destination (``residual``: added into the given destination by a sum post-op) or a u8
+    one (``dst_u8``; call with ``dst_q=(scale, zero_point)``), optionally through a fused
+    ``gelu_erf`` post-op (``gelu``)."""
 
     def __init__(self, weight, bias, *, residual=False, gelu=False, dst_u8=False):
         self.n, self.k = weight.shape
@@ -133,7 +158,10 @@ class Int8Encoder:
             raise ValueError("static quantization needs a calibration batch (ids, mask)")
         if gelu not in ("lut", "post_op"):
             raise ValueError(f"gelu={gelu!r}; expected 'lut' or 'post_op'")
-        self.gelu = gelu if not dynamic else "numpy"
+        if dynamic and gelu == "post_op":
+            raise ValueError("gelu='post_op' needs static scales (the u8 output's scale is "
+                             "fixed before the batch is seen)")
+        self.gelu = gelu
         self.fuse_residual = fuse_residual
         self.w = weights
         c = self.config = weights.config
@@ -150,7 +178,7 @@ class Int8Encoder:
                 attn_out=QLinear(lw("attention.output.dense.weight"), lw("attention.output.dense.bias"),
                                  residual=fuse_residual),
                 ffn_in=QLinear(lw("intermediate.dense.weight"), lw("intermediate.dense.bias"),
-                               gelu=self.gelu == "post_op", dst_u8=not dynamic),
+                               gelu=gelu == "post_op", dst_u8=not dynamic),
                 ffn_out=QLinear(lw("output.dense.weight"), lw("output.dense.bias"),
                                 residual=fuse_residual),
                 ln1=(lw("attention.output.LayerNorm.weight"), lw("attention.output.LayerNorm.bias")),
@@ -165,12 +193,7 @@ class Int8Encoder:
     def _gelu_lut(self, i):
         """u8 -> u8 table: the quantized pre-activation (the feed-forward input layer's u8
         output) to the quantized GELU output (the output layer's u8 input)."""
-        (s_pre,), (z_pre,) = self.static[i, "ffn_pre"]
-        (s_out,), (z_out,) = self.static[i, "ffn_out"]
-        v = np.float64(s_pre) * (np.arange(256) - int(z_pre))
-        from math import erf
-        g = np.array([0.5 * t * (1.0 + erf(t / np.sqrt(2.0))) for t in v])
-        return np.clip(np.rint(g / np.float64(s_out)) + int(z_out), 0, 255).astype(np.uint8)
+        return gelu_table(self.static[i, "ffn_pre"], self.static[i, "ffn_out"])[0]
 
     def calibrate(self, ids, mask):
         """Per-tensor u8 (scale, zero point) of every quantization point, from the float32
@@ -178,7 +201,12 @@ class Int8Encoder:
         record = {}
         Float32Encoder(self.w).hidden_states(ids, mask, self.n_layers, record=record)
         keep = mask.reshape(-1) > 0
-        return {key: qparams(x[keep]) for key, x in record.items() if x is not None}
+        out = {}
+        for key, x in record.items():
+            if x is not None:
+                s, z = calibrate.minmax(x[keep], "u8")
+                out[key] = np.asarray(s, _F32).reshape(1), np.asarray(z, np.int32).reshape(1)
+        return out
 
     def _q(self, x, m, key):
         """Quantize f32 rows x (the first m are real) to u8; returns (x_u8, scale, zp)."""
@@ -212,18 +240,19 @@ class Int8Encoder:
             x = self._residual(p["attn_out"], xq, sc, zp, x)    # x + ctx Wo^T + bo
             x = layer_norm(x, *p["ln1"], c.eps)
             xq, sc, zp = self._q(x, m, (i, "ffn_in"))
-            if self.gelu == "numpy":                             # dynamic: f32, GELU, quantize
-                f = gelu_erf(p["ffn_in"](xq, sc, zp))
-                fq, sc, zp = self._q(f, m, (i, "ffn_out"))
-            elif self.gelu == "post_op":                         # u8 GELU(x W1^T + b1) straight out
+            if self.gelu == "post_op":                           # u8 GELU(x W1^T + b1) straight out
                 fq = p["ffn_in"](xq, sc, zp, dst_q=self.static[i, "ffn_out"])
                 sc, zp = self.static[i, "ffn_out"]
             else:                                                # u8 x W1^T + b1, GELU by table
-                pre = p["ffn_in"](xq, sc, zp, dst_q=self.static[i, "ffn_pre"])
+                if self.dynamic:                                 # f32 out, this batch's range
+                    pre, sc, zp = self._q(p["ffn_in"](xq, sc, zp), m, None)
+                    lut, (sc, zp) = gelu_table((sc, zp))
+                else:
+                    pre = p["ffn_in"](xq, sc, zp, dst_q=self.static[i, "ffn_pre"])
+                    lut = self.luts[i]
+                    sc, zp = self.static[i, "ffn_out"]
                 fq = np.empty_like(pre)
-                lut = self.luts[i]
                 split_rows(lambda lo, hi: np.take(lut, pre[lo:hi], out=fq[lo:hi]), mp, 64)
-                sc, zp = self.static[i, "ffn_out"]
             x = self._residual(p["ffn_out"], fq, sc, zp, x)     # x + f W2^T + b2
             x = layer_norm(x, *p["ln2"], c.eps)
         return x[:m]
