@@ -9,7 +9,7 @@ __version__ = "0.1.0"
 from dnnq.errors import DnnqError, InvalidArguments, Unimplemented
 from dnnq._dispatch import (
     cpu_info, get_effective_cpu_isa, set_max_cpu_isa, set_num_threads, get_num_threads,
-    available_isa_levels, ISA_LEVELS,
+    available_isa_levels, ISA_LEVELS, MAX_NUM_THREADS,
 )
 from dnnq import args
 from dnnq.args import *  # noqa: F401,F403  (the DNNL_ARG_* constants)

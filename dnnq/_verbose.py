@@ -65,6 +65,14 @@ def attr_str(attr):
     return " ".join(parts)
 
 
+def dispatch_line(kind, chosen, skipped):
+    """DNNQ_VERBOSE=2: the implementation chosen at creation and why each one before it was
+    passed over."""
+    why = "; ".join(f"skipped {name} ({reason})" for name, reason in skipped)
+    sys.stdout.write(f"dnnq_verbose,dispatch,cpu,{kind},{chosen},{why}\n")
+    sys.stdout.flush()
+
+
 def line(event, kind, impl, descs, attr, problem, ms=None):
     md = " ".join(f"{name}:{d.dims_str()}" for name, d in descs if d is not None)
     t = "" if ms is None else f"{ms:.4f}"

@@ -52,8 +52,9 @@ from typing import Optional
 
 import numpy as np
 
-from .errors import invalid
+from .errors import invalid, real_to_float
 from .memory import MemoryDesc, as_dt
+from ._kernels import _codes
 
 __all__ = [
     "ELTWISE_ALGS", "BINARY_ALGS", "SELECT_ALGS", "POST_OP_KINDS", "MAX_POST_OPS",
@@ -62,12 +63,10 @@ __all__ = [
     "SelectOp", "PostOps",
 ]
 
-#: Eltwise algorithms; the index is the kernels' DNNQ_ELT_* value.
-ELTWISE_ALGS = ("relu", "tanh", "elu", "square", "abs", "sqrt", "linear", "soft_relu",
-                "logistic", "exp", "gelu_tanh", "gelu_erf", "swish", "log", "clip", "clip_v2",
-                "pow", "round", "mish", "hardswish", "hardsigmoid")
+#: Eltwise algorithms; the index is the kernels' DNNQ_ELT_* value (ukernels/dnnq_codes.h).
+ELTWISE_ALGS = tuple(_codes.ELTWISE)
 #: Binary algorithms; the index is the kernels' DNNQ_BIN_* value.
-BINARY_ALGS = ("add", "sub", "mul", "div", "min", "max", "ge", "gt", "le", "lt", "eq", "ne")
+BINARY_ALGS = tuple(_codes.BINARY)
 #: Comparisons of the select post-op (dnnq extension); each is the binary algorithm of that
 #: name applied to (saved, cond), so its kernel code is its index in BINARY_ALGS.
 SELECT_ALGS = ("le", "lt", "ge", "gt", "eq", "ne")
@@ -117,7 +116,7 @@ def _f32_param(value, name):
     """A finite real parameter, returned as the Python float of its f32 rounding."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, Real):
         raise invalid(name, f"{value!r} of type {type(value).__name__}", "a finite real number")
-    v = float(value)
+    v = real_to_float(value)
     with np.errstate(over="ignore"):
         f = np.float32(v)
     if not np.isfinite(v) or not np.isfinite(f):

@@ -172,3 +172,30 @@ def test_thread_count_applies_to_every_python_thread():
     finally:
         dnnq.set_num_threads(old)
     assert seen == [1]
+
+
+def test_dispatch_table_reasons_at_verbose_2():
+    """DNNQ_VERBOSE=2 prints the implementation chosen at creation and why each better one
+    was passed over (ISA cap, missing CPU feature, problem shape)."""
+    out = _run("import numpy as np, dnnq\n"
+               "from dnnq import MemoryDesc as MD\n"
+               "dnnq.MatMul(MD((2, 8), 'u8'), MD((8, 4), 's8'), MD((2, 4), 's32'))\n",
+               DNNQ_VERBOSE="2", DNNQ_MAX_CPU_ISA="avx2")
+    lines = [l for l in out.splitlines() if l.startswith("dnnq_verbose,dispatch")]
+    assert len(lines) == 1, out
+    fields = lines[0].split(",")
+    assert fields[3] == "matmul" and fields[4] == "avx2:blocked"
+    assert "skipped avx512_core_vnni:blocked (" in lines[0]
+    # the reason names the cap when the CPU has the level, the CPU otherwise
+    if "avx512_core_vnni" in dnnq.available_isa_levels():
+        assert "above the ISA cap avx2" in lines[0]
+    else:
+        assert "the CPU has no avx512_core_vnni" in lines[0]
+
+
+def test_dispatch_table_amx_row_rule():
+    from dnnq import _impls
+    impl = _impls.GEMM[0]
+    assert impl.isa == "avx512_core_amx"
+    assert "fewer than 8 rows" in impl.reject({"M": 7})
+    assert impl.reject({"M": 8}) is None

@@ -7,6 +7,7 @@ import dnnq
 from dnnq import (MemoryDesc as MD, PrimitiveAttr, PostOps, DNNL_ARG_SRC, DNNL_ARG_WEIGHTS,
                   DNNL_ARG_DST, DNNL_ARG_BIAS, DNNL_ARG_SCALE, DNNL_ARG_ATTR_ZERO_POINTS,
                   DNNL_ARG_SRC_1, DNNL_ARG_ATTR_MULTIPLE_POST_OP)
+from dnnq import MatMul, MemoryDesc
 from _quant_ref import matmul_acc
 
 M, K, N = 4, 8, 6
@@ -195,3 +196,61 @@ def test_weights_packed_under_another_isa_are_refused():
         p_lo.execute({DNNL_ARG_SRC: Xs, DNNL_ARG_WEIGHTS: p_hi.prepare_weights(W)})
     np.testing.assert_array_equal(p_lo.execute({DNNL_ARG_SRC: Xs, DNNL_ARG_WEIGHTS: W}),
                                   p_hi.execute({DNNL_ARG_SRC: Xs, DNNL_ARG_WEIGHTS: W}))
+
+
+def test_rnn_qparams_are_refused_by_gemm_primitives():
+    """RNN-only attributes must not be silently ignored (they would change nothing)."""
+    from dnnq import InnerProduct
+    for setter in (lambda a: a.set_rnn_data_qparams(0.5, 1.0),
+                   lambda a: a.set_rnn_weights_qparams(0, [2.0])):
+        attr = PrimitiveAttr()
+        setter(attr)
+        with pytest.raises(dnnq.Unimplemented, match="RNN"):
+            MatMul(MemoryDesc((2, 4), "u8"), MemoryDesc((4, 3), "s8"),
+                   MemoryDesc((2, 3), "s32"), attr=attr)
+        with pytest.raises(dnnq.Unimplemented, match="RNN"):
+            InnerProduct(MemoryDesc((2, 4), "u8"), MemoryDesc((3, 4), "s8"),
+                         MemoryDesc((2, 3), "s32"), attr=attr)
+
+
+@pytest.mark.parametrize("key_name", ["scale_wei", "scale_src", "zp_dst", "bias"])
+def test_inputs_that_are_views_of_dst_are_refused(key_name):
+    """Every input, scales and zero points included, must lie outside dst: the kernel would
+    read them after overwriting them."""
+    B, M, K, N = 2, 4, 8, 16
+    attr = PrimitiveAttr()
+    attr.set_scales_mask(DNNL_ARG_WEIGHTS, 4)
+    attr.set_scales_mask(DNNL_ARG_SRC, 0)
+    attr.set_zero_points_mask(DNNL_ARG_DST, 0)
+    mm = MatMul(MemoryDesc((B, M, K), "u8"), MemoryDesc((B, K, N), "s8"),
+                MemoryDesc((B, M, N), "s32"), MemoryDesc((1, 1, N), "f32"), attr=attr)
+    rng = np.random.default_rng(0)
+    x = rng.integers(0, 255, (B, M, K)).astype(np.uint8)
+    w = mm.prepare_weights(rng.integers(-128, 127, (B, K, N)).astype(np.int8))
+    dst = np.ones((B, M, N), np.int32)
+    dst_f = dst.view(np.float32)
+    args = {DNNL_ARG_SRC: x, DNNL_ARG_WEIGHTS: w, DNNL_ARG_DST: dst,
+            DNNL_ARG_SCALE | DNNL_ARG_WEIGHTS: np.ones(N, np.float32),
+            DNNL_ARG_SCALE | DNNL_ARG_SRC: np.ones(1, np.float32),
+            DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST: np.zeros(1, np.int32),
+            DNNL_ARG_BIAS: np.zeros((1, 1, N), np.float32)}
+    dst_f[0, 0] = 1.0
+    view = {"scale_wei": (DNNL_ARG_SCALE | DNNL_ARG_WEIGHTS, dst_f[0, 0]),
+            "scale_src": (DNNL_ARG_SCALE | DNNL_ARG_SRC, dst_f[0, 0, :1]),
+            "zp_dst": (DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST, dst[1, 1, 3:4]),
+            "bias": (DNNL_ARG_BIAS, dst_f[1, 0].reshape(1, 1, N))}[key_name]
+    args[view[0]] = view[1]
+    with pytest.raises(dnnq.InvalidArguments, match="overlaps"):
+        mm.execute(args)
+
+
+def test_packed_weights_cannot_be_replaced():
+    """Execution trusts the packed buffer's size: it is read-only after packing."""
+    mm = MatMul(MemoryDesc((4, 64), "u8"), MemoryDesc((64, 64), "s8"), MemoryDesc((4, 64), "s32"))
+    pw = mm.prepare_weights(np.ones((64, 64), np.int8))
+    for attr in ("packed", "colsum", "K", "N", "batch", "batch_stride", "owner"):
+        with pytest.raises(AttributeError):
+            setattr(pw, attr, getattr(pw, attr))
+    assert not pw.packed.flags.writeable
+    with pytest.raises(ValueError):
+        pw.packed[:1] = 0

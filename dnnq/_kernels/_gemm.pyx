@@ -13,26 +13,41 @@ from libc.string cimport memset
 from cython.parallel cimport prange
 
 from dnnq._kernels._kernels cimport (
-    DNNQ_NR, DNNQ_ISA_AVX512_CORE_AMX, dnnq_gemm_args_t, dnnq_postop_t, dnnq_gemm_block_fn,
+    DNNQ_NR, dnnq_gemm_args_t, dnnq_postop_t, dnnq_gemm_block_fn,
     dnnq_gemm_ukr_fn,
     dnnq_gemm_block_for_isa, dnnq_gemm_ukr_for_isa, dnnq_gemm_mr_for_isa, dnnq_pack_b,
+    dnnq_br_pair_t, dnnq_brgemm_ukr_fn, dnnq_brgemm_ukr_for_isa, dnnq_brgemm_mr_for_isa,
 )
+
+from dnnq._kernels._codes cimport DNNQ_ISA_AVX512_CORE_AMX
 
 import numpy as np
 
 NR = DNNQ_NR
 
 
-cdef void* _ptr(object arr, bint writable=False) except NULL:
-    """Address of a C-contiguous buffer (the caller keeps `arr` alive)."""
-    cdef Py_buffer view
-    cdef int flags = PyBUF_ANY_CONTIGUOUS | (PyBUF_WRITABLE if writable else 0)
-    PyObject_GetBuffer(arr, &view, flags)
-    cdef void* p = view.buf
-    PyBuffer_Release(&view)
-    if p == NULL:  # zero-size buffers have no address; never dereferenced then
-        return <void*>1
-    return p
+cdef class _Buffers:
+    """The buffers of one kernel call, acquired (PyObject_GetBuffer) until the object dies:
+    an exporter cannot free or move its memory while the kernel runs."""
+    cdef Py_buffer views[24]
+    cdef int n
+
+    def __dealloc__(self):
+        cdef int i
+        for i in range(self.n):
+            PyBuffer_Release(&self.views[i])
+
+    cdef void* ptr(self, object arr, bint writable=False) except NULL:
+        """Address of a C-contiguous buffer, held until this object is released."""
+        if self.n == 24:
+            raise ValueError("too many buffers for one call")
+        PyObject_GetBuffer(arr, &self.views[self.n],
+                           PyBUF_ANY_CONTIGUOUS | (PyBUF_WRITABLE if writable else 0))
+        self.n += 1
+        cdef void* p = self.views[self.n - 1].buf
+        if p == NULL:  # zero-size buffers have no address; never dereferenced then
+            return <void*>1
+        return p
 
 
 def packed_size(int64_t K, int64_t N):
@@ -73,9 +88,71 @@ def micro_kernel(int isa, a, packed, int64_t K, bint s8_src):
     out = np.zeros((mr, DNNQ_NR), dtype=np.int32)
     a = np.ascontiguousarray(a)
     cdef dnnq_gemm_ukr_fn fn = dnnq_gemm_ukr_for_isa(isa)
-    fn(mr, K, <const uint8_t*>_ptr(a), K, 0x80808080 if s8_src else 0,
-       <const int8_t*>_ptr(packed), <int32_t*>_ptr(out, True))
+    cdef _Buffers bufs = _Buffers()
+    fn(mr, K, <const uint8_t*>bufs.ptr(a), K, 0x80808080 if s8_src else 0,
+       <const int8_t*>bufs.ptr(packed), <int32_t*>bufs.ptr(out, True))
     return out
+
+
+def brgemm_rows(int isa):
+    """The largest row count one batch-reduce micro-kernel call takes at this ISA level."""
+    return dnnq_brgemm_mr_for_isa(isa)
+
+
+def brgemm_micro_kernel(int isa, const uint8_t[::1] base, list pairs, bint s8_src,
+                        bint accumulate, int32_t[:, ::1] c):
+    """Run the batch-reduce micro-kernel once (tests): c (mr, 64) (+)= sum over the pairs.
+
+    base: one u8 buffer holding every A row.  pairs: (row_offsets, dense, packed_panel, K):
+    indirect A when row_offsets is an int64 array of mr byte offsets into base (dense is then
+    ignored), dense A when row_offsets is None and dense = (offset, lda); packed_panel is one
+    packed 64-column panel (int8, 1-D).  Every row read is checked to lie inside base here
+    (the kernel itself trusts its pointers).
+    """
+    cdef int mr = c.shape[0]
+    cdef int64_t npairs = len(pairs), i, r, off, lda, K
+    if c.shape[1] != 64 or mr < 1 or mr > dnnq_brgemm_mr_for_isa(isa):
+        raise ValueError("c must be (mr, 64) with 1 <= mr <= brgemm_rows(isa)")
+    cdef dnnq_br_pair_t* q = <dnnq_br_pair_t*>malloc(sizeof(dnnq_br_pair_t) * max(npairs, 1))
+    cdef const uint8_t** rows = <const uint8_t**>malloc(sizeof(void*) * max(npairs, 1) * mr)
+    cdef const int8_t[::1] panel
+    cdef const int64_t[::1] offs
+    if q == NULL or rows == NULL:
+        free(q); free(rows)
+        raise MemoryError()
+    keep = []
+    try:
+        for i in range(npairs):
+            offsets, dense, packed, K = pairs[i]
+            panel = packed
+            keep.append(packed)
+            if panel.shape[0] < ((K + 3) // 4) * 256:
+                raise ValueError("packed panel too short for K")
+            q[i].K = K
+            q[i].b = &panel[0] if panel.shape[0] else NULL
+            if offsets is None:
+                off, lda = dense
+                if off < 0 or lda < 0 or off + lda * (mr - 1) + K > base.shape[0]:
+                    raise ValueError("dense A rows outside base")
+                q[i].a = &base[0] + off
+                q[i].lda = lda
+                q[i].rows = NULL
+            else:
+                offs = offsets
+                if offs.shape[0] != mr:
+                    raise ValueError("one row offset per row")
+                for r in range(mr):
+                    if offs[r] < 0 or offs[r] + K > base.shape[0]:
+                        raise ValueError("indirect A row outside base")
+                    rows[i * mr + r] = &base[0] + offs[r]
+                q[i].a = NULL
+                q[i].lda = 0
+                q[i].rows = rows + i * mr
+        dnnq_brgemm_ukr_for_isa(isa)(mr, npairs, q, 0x80808080 if s8_src else 0, accumulate,
+                                     &c[0, 0])
+    finally:
+        free(q)
+        free(rows)
 
 
 def micro_kernel_rows(int isa):
@@ -85,16 +162,8 @@ def micro_kernel_rows(int isa):
 cdef class GemmPlan:
     """Everything fixed at primitive creation: shapes, ISA, dst type, post-op kinds.
 
-    `run` fills the per-execution pointers and launches the parallel loop.
+    `run` (Python) or `launch` (C level, from Cython drivers; see _gemm.pxd) executes it.
     """
-    cdef dnnq_gemm_args_t g
-    cdef dnnq_gemm_block_fn block
-    cdef dnnq_postop_t* post
-    cdef public int64_t batch, M, N, K, mc, n_mblocks
-    cdef public int isa
-    cdef public int64_t min_work_per_thread
-    cdef public bint swap_s8, signed_s8, m_outer
-
     def __cinit__(self):
         self.post = NULL
 
@@ -102,17 +171,20 @@ cdef class GemmPlan:
         free(self.post)
 
     def __init__(self, int isa, int64_t batch, int64_t M, int64_t N, int64_t K, int dst_dt,
-                 list post_ops, bint swap_s8=False):
+                 list post_ops, bint swap_s8=False, bint signed_s8=False):
         """post_ops: list of (kind, alg, alpha, beta) with kind 1 eltwise, 2 binary, 3 sum,
-        4 checkpoint, 5 select (alg: the comparison's DNNQ_BIN_* code)."""
+        4 checkpoint, 5 select (alg: the comparison's DNNQ_BIN_* code).  swap_s8 / signed_s8:
+        how an s8 source is multiplied (dnnq._impls: the VNNI swap, AMX's signed tiles;
+        neither: XOR to u8)."""
         cdef int i
         memset(&self.g, 0, sizeof(dnnq_gemm_args_t))
         self.isa = isa
         self.swap_s8 = swap_s8
-        # AMX multiplies an s8 source as signed (tdpbssd); the VNNI levels cannot
-        self.signed_s8 = isa == DNNQ_ISA_AVX512_CORE_AMX
-        if swap_s8 and self.signed_s8:
-            raise ValueError("swap_s8 is for the VNNI levels, not AMX")
+        self.signed_s8 = signed_s8
+        if signed_s8 and isa != DNNQ_ISA_AVX512_CORE_AMX:
+            raise ValueError("signed_s8 needs the AMX kernels (tdpbssd)")
+        if swap_s8 and signed_s8:
+            raise ValueError("swap_s8 and signed_s8 exclude each other")
         self.block = dnnq_gemm_block_for_isa(isa)
         self.batch, self.M, self.N, self.K = batch, M, N, K
         self.g.M, self.g.N, self.g.K = M, N, K
@@ -159,6 +231,7 @@ cdef class GemmPlan:
         value_f32, s_b, s_m, s_n) per select post-op, None for the others.
         """
         cdef dnnq_gemm_args_t g = self.g
+        cdef _Buffers bufs = _Buffers()  # every array stays acquired until the kernel returns
         cdef int i
         # the post-op table is copied per call: binary inputs differ between concurrent
         # executions of one primitive from several Python threads
@@ -168,35 +241,35 @@ cdef class GemmPlan:
         for i in range(g.n_post):
             local_post[i] = self.post[i]
         g.post = local_post
-        g.a = <const uint8_t*>_ptr(a)
+        g.a = <const uint8_t*>bufs.ptr(a)
         g.a_sb, g.a_sm = a_sb, a_sm
         # s8 sources: the signed-operand kernels (weights packed as w + 128) where the ISA has
         # them, else a XOR to u8 per broadcast
         g.a_xor = ((1 if self.swap_s8 else 2 if self.signed_s8 else 0x80808080) if s8_src
                    else 0)
-        g.b = <const int8_t*>_ptr(packed)
+        g.b = <const int8_t*>bufs.ptr(packed)
         g.b_sb = b_sb
-        g.col_comp = <const int32_t*>_ptr(col_comp)
+        g.col_comp = <const int32_t*>bufs.ptr(col_comp)
         g.c_sb = c_sb
         if wzp is not None:
-            g.wzp = <const int32_t*>_ptr(wzp)
+            g.wzp = <const int32_t*>bufs.ptr(wzp)
             g.wzp_sn = wzp_sn
-            g.rowsum = <const int32_t*>_ptr(rowsum)
+            g.rowsum = <const int32_t*>bufs.ptr(rowsum)
             g.r_sb = r_sb
         g.raw_s32 = raw_s32
         g.src_scale = src_scale
-        g.scale = <const float*>_ptr(scale)
+        g.scale = <const float*>bufs.ptr(scale)
         g.scale_sn = scale_sn
         if bias is not None:
-            g.bias = <const float*>_ptr(bias)
+            g.bias = <const float*>bufs.ptr(bias)
             g.bias_sb, g.bias_sm, g.bias_sn = bias_sb, bias_sm, bias_sn
         for i in range(g.n_post):
             s = src1s[i]
             if s is not None:
-                local_post[i].src1 = <const float*>_ptr(s[0])
+                local_post[i].src1 = <const float*>bufs.ptr(s[0])
                 local_post[i].s1_b, local_post[i].s1_m, local_post[i].s1_n = s[1], s[2], s[3]
                 if len(s) > 4:
-                    local_post[i].src2 = <const float*>_ptr(s[4])
+                    local_post[i].src2 = <const float*>bufs.ptr(s[4])
                     local_post[i].s2_b, local_post[i].s2_m, local_post[i].s2_n = s[5], s[6], s[7]
             if (local_post[i].kind == 2 and local_post[i].src1 == NULL) or \
                     (local_post[i].kind == 5 and local_post[i].src2 == NULL):
@@ -204,13 +277,15 @@ cdef class GemmPlan:
         # f32 reciprocal, then a multiply in the epilogue: what oneDNN does (not a division)
         g.inv_dst_scale = <float>1.0 / dst_scale
         if dst_zp is not None:
-            g.dst_zp = <const int32_t*>_ptr(dst_zp)
+            g.dst_zp = <const int32_t*>bufs.ptr(dst_zp)
             g.dst_zp_sn = dst_zp_sn
-        g.dst = _ptr(dst, True)
+        g.dst = bufs.ptr(dst, True)
         g.d_sb, g.d_sm = d_sb, d_sm
-        self._launch(&g, nthreads)
+        with nogil:
+            self.launch(&g, nthreads)
 
-    cdef void _launch(self, const dnnq_gemm_args_t* g, int nthreads):
+    cdef void launch(self, const dnnq_gemm_args_t* g, int nthreads) noexcept nogil:
+        """The parallel loop over (batch, column panel, row block) items of a filled g."""
         cdef int64_t nmb = self.n_mblocks, npan = g.n_panels, mc = self.mc, M = self.M
         cdef int64_t nitems = self.batch * npan * nmb
         cdef int64_t it
@@ -224,13 +299,11 @@ cdef class GemmPlan:
             nthreads = 1
         if nthreads == 1:
             # no parallel region at all: even a one-thread OpenMP team costs microseconds
-            with nogil:
-                for it in range(nitems):
-                    _run_item(fn, g, it, npan, nmb, mc, M, m_outer)
-            return
-        with nogil:
-            for it in prange(nitems, schedule='static', num_threads=nthreads):
+            for it in range(nitems):
                 _run_item(fn, g, it, npan, nmb, mc, M, m_outer)
+            return
+        for it in prange(nitems, schedule='static', num_threads=nthreads):
+            _run_item(fn, g, it, npan, nmb, mc, M, m_outer)
 
 
 cdef inline void _run_item(dnnq_gemm_block_fn fn, const dnnq_gemm_args_t* g, int64_t it,

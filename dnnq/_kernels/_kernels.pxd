@@ -4,11 +4,6 @@ from libc.stdint cimport int8_t, uint8_t, int32_t, uint32_t, int64_t
 cdef extern from "dnnq_kernels.h" nogil:
     enum:
         DNNQ_NR
-        DNNQ_ISA_DEFAULT
-        DNNQ_ISA_AVX2
-        DNNQ_ISA_AVX2_VNNI
-        DNNQ_ISA_AVX512_CORE_VNNI
-        DNNQ_ISA_AVX512_CORE_AMX
 
     ctypedef struct dnnq_cpu_features_t:
         int sse41, avx, avx2, fma, avx512f, avx512bw, avx512vl, avx512dq, avx512_vnni, avx_vnni
@@ -58,6 +53,21 @@ cdef extern from "dnnq_kernels.h" nogil:
                                         int64_t mc, int64_t p)
     ctypedef void (*dnnq_gemm_ukr_fn)(int mr, int64_t K, const uint8_t *a, int64_t lda,
                                       uint32_t a_xor, const int8_t *bp, int32_t *c)
+
+    ctypedef struct dnnq_br_pair_t:
+        const uint8_t *a
+        int64_t lda
+        const uint8_t *const *rows
+        const int8_t *b
+        int64_t K
+
+    ctypedef void (*dnnq_brgemm_ukr_fn)(int mr, int64_t npairs, const dnnq_br_pair_t *pairs,
+                                        uint32_t a_xor, int accumulate, int32_t *c)
+    ctypedef void (*dnnq_gemm_epilogue_fn)(const dnnq_gemm_args_t *g, int64_t b, int64_t m,
+                                           int mr, int64_t p, const int32_t *tile)
+    dnnq_brgemm_ukr_fn dnnq_brgemm_ukr_for_isa(int isa)
+    int dnnq_brgemm_mr_for_isa(int isa)
+    dnnq_gemm_epilogue_fn dnnq_gemm_epilogue_for_isa(int isa)
 
     dnnq_gemm_block_fn dnnq_gemm_block_for_isa(int isa)
     dnnq_gemm_ukr_fn dnnq_gemm_ukr_for_isa(int isa)

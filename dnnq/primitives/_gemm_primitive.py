@@ -23,9 +23,10 @@ from dnnq import args as A
 from dnnq import masks as _masks
 from dnnq.errors import InvalidArguments, Unimplemented
 from dnnq.primitives import _plan
-from dnnq._kernels import _gemm
+from dnnq._kernels import _gemm, _gemm_exec
 from dnnq.primitives._common import arg_name
-from dnnq import _dispatch
+from dnnq.primitives._attr_plan import AttrPlan
+from dnnq import _impls
 
 _ONE = np.ones(1, np.float32)
 _KEY_SS = A.DNNL_ARG_SCALE | A.DNNL_ARG_SRC
@@ -36,6 +37,7 @@ _KEY_ZW = A.DNNL_ARG_ATTR_ZERO_POINTS | A.DNNL_ARG_WEIGHTS
 _KEY_ZD = A.DNNL_ARG_ATTR_ZERO_POINTS | A.DNNL_ARG_DST
 _ZERO_F = np.zeros(1, np.float32)
 _I32 = np.iinfo(np.int32)
+_POST_OP_KINDS = ("eltwise", "binary", "sum", "checkpoint", "select")
 
 
 def wrap_s32(x):
@@ -78,33 +80,19 @@ class GemmCore:
         self.prim = prim
         self.batch, self.M, self.N, self.K = batch, M, N, K
         self.src_dt, self.dst_dt = src_dt, dst_dt
-        self.scale_axis = {}
-        self.zp_axis = {}
-        attr_scales = attr.scales_args() if attr is not None else {}
-        attr_zps = attr.zero_points_args() if attr is not None else {}
-        for kind, given, support, out in (("scale", attr_scales, scale_support, self.scale_axis),
-                                          ("zp", attr_zps, zp_support, self.zp_axis)):
-            what = "scales" if kind == "scale" else "zero points"
-            for arg, mask in given.items():
-                if arg not in support:
-                    raise Unimplemented(
-                        f"{prim}: {what} of {arg_name(arg)} are not supported; supported: "
-                        f"{what} of {', '.join(arg_name(a) for a in support) or 'nothing'}")
-                plain = resolve(arg, mask)
-                if plain not in support[arg]:
-                    raise Unimplemented(
-                        f"{prim}: {what} mask {mask} of {arg_name(arg)} is not supported; "
-                        f"supported masks: {', '.join(map(str, support[arg]))}")
-                out[arg] = mask_meaning[(kind, arg, plain)]
+        plan = AttrPlan(prim, attr, {a: (None, m) for a, m in scale_support.items()},
+                        {a: (None, m) for a, m in zp_support.items()}, _POST_OP_KINDS,
+                        resolve=lambda arg, mask, name: resolve(arg, mask))
+        # which GEMM axis each runtime vector runs along
+        self.scale_axis = {a: mask_meaning[("scale", a, m)] for a, m in plan.scale_mask.items()}
+        self.zp_axis = {a: mask_meaning[("zp", a, m)] for a, m in plan.zp_mask.items()}
         self.view_strides = view_strides
         post_specs = []
         self.binary = []  # (post-op index, src1 desc, (sb, sm, sn))
         self.selects = []  # (post-op index, cond desc, strides, value desc, strides)
         self.has_sum = False
-        ops = attr.post_ops if attr is not None else None
-        for i in range(len(ops) if ops is not None else 0):
-            kind = ops.kind(i)
-            op = ops[i]
+        for i, op in enumerate(plan.post_ops):
+            kind = op.kind
             if kind == "eltwise":
                 post_specs.append((_plan.PO_ELTWISE, _plan.ELTWISE_CODE[op.alg],
                                    float(op.alpha), float(op.beta)))
@@ -121,28 +109,27 @@ class GemmCore:
                 post_specs.append((_plan.PO_SUM, 0, float(op.scale), float(op.zero_point)))
             elif kind == "checkpoint":
                 post_specs.append((_plan.PO_CHECKPOINT, 0, 0.0, 0.0))
-            elif kind == "select":
+            else:  # select
                 post_specs.append((_plan.PO_SELECT, _plan.BINARY_CODE[op.alg], 0.0, 0.0))
                 self.selects.append(
                     (i, op.cond_desc, view_strides(op.cond_desc.dims, f"post_op[{i}].src_1"),
                      op.value_desc, view_strides(op.value_desc.dims, f"post_op[{i}].src_2")))
-            else:
-                raise Unimplemented(f"{prim}: post_op[{i}] of kind {kind} is not supported; "
-                                    "supported: eltwise, binary, sum, checkpoint, select")
         self.n_post = len(post_specs)
         # an s32 dst with nothing to apply receives the accumulator as is (a bias, even s32,
         # goes through f32 as in oneDNN)
         self.raw_s32 = (dst_dt == "s32" and not self.scale_axis and not has_bias and
                         A.DNNL_ARG_DST not in self.zp_axis and not post_specs)
-        self.isa = _plan.kernel_isa(_dispatch.get_effective_cpu_isa(), M)
+        impl = _impls.choose(prim.lower(), _impls.GEMM, M=M)
+        self.isa = impl.isa
         # s8 sources with VNNI: the source is the signed operand of vpdpbusd and the weights
         # are packed as u8 = w + 128; the kernel folds the 128 * rowsum back.  Elsewhere the
         # source is XOR-ed to u8 (+128) and -128 * colsum is compensated here.
         # With AMX the s8 source is multiplied as it is (tdpbssd): no shift at all.
-        self.swap_s8 = src_dt == "s8" and self.isa in ("avx512_core_vnni", "avx2_vnni")
+        self.swap_s8 = src_dt == "s8" and impl.s8_src == "swap"
         self.plan = _gemm.GemmPlan(_plan.ISA_CODE[self.isa], batch, M, N, K,
-                                   _plan.DT_CODE[dst_dt], post_specs, self.swap_s8)
-        self.impl_info = f"{_plan.ISA_IMPL_NAME[self.isa]}:blocked"
+                                   _plan.DT_CODE[dst_dt], post_specs, self.swap_s8,
+                                   impl.s8_src == "signed")
+        self.impl_info = impl.name
         self.shift = 128 if src_dt == "s8" and not (self.swap_s8 or self.plan.signed_s8) else 0
         self._specs = self._runtime_specs()
 
@@ -171,74 +158,58 @@ class GemmCore:
             out[key] = (check(value, count, name), axis)
         return out
 
-    def run(self, args, a, a_batch, pw, bias, dst):
-        """a: C-contiguous (a_batch, M, K) u8/s8; pw: PackedGemmWeights; bias: None or
-        (f32 array, strides); dst: C-contiguous (batch, M, N) array of the dst type."""
-        N, K = self.N, self.K
-        rt = self.runtime_values(args) if self._specs else {}
-        # scales: the kernel multiplies f32(src_scale * wei_scale[n]) (oneDNN's order)
-        ss = rt.get(_KEY_SS)
-        ws = rt.get(_KEY_WS)
-        ds = rt.get(_KEY_DS)
-        src_scale = ss[0].item(0) if ss is not None else 1.0
-        scale, scale_sn = (ws[0], int(ws[0].size > 1)) if ws is not None else (_ONE, 0)
-        dst_scale = ds[0].item(0) if ds is not None else 1.0
-        zs = rt.get(_KEY_ZS)
-        zw = rt.get(_KEY_ZW)
-        zd = rt.get(_KEY_ZD)
-        # compensation
-        colsum = pw.colsum  # (wb, N) int32
-        if zw is None and (zs is None or zs[1] == "common"):
-            col_comp = pw.comp_for_shift(self.shift + (int(zs[0][0]) if zs is not None else 0))
-        else:
-            comp = -self.shift * colsum.astype(np.int64)
-            zsum = 0
-            if zs is not None:
-                z, axis = zs
-                if axis == "common":
-                    comp -= int(z[0]) * colsum.astype(np.int64)
-                    zsum = int(z[0]) * K
-                else:
-                    comp -= np.einsum("k,bkn->bn", z.astype(np.int64), pw.plain.astype(np.int64))
-                    zsum = int(z.astype(np.int64).sum())
-            if zw is not None and zsum:
-                comp += zw[0].astype(np.int64) * zsum
-            col_comp = wrap_s32(comp)
-        wzp = rowsum = None
-        wzp_sn = r_sb = 0
-        if zw is not None and np.any(zw[0]):
-            wzp = zw[0]
-            wzp_sn = 1 if wzp.size > 1 else 0
-            rowsum = wrap_s32(a.sum(axis=-1, dtype=np.int64))
-            r_sb = self.M if a_batch > 1 else 0
-        dzp, dzp_sn = (zd[0], int(zd[0].size > 1)) if zd is not None else (None, 0)
-        # binary post-op inputs, converted to f32 (the epilogue computes in f32)
-        src1s = [None] * self.n_post
+    def runtime_keys(self):
+        return list(self._specs)
+
+    def post_input_specs(self):
+        """(key, post-op index, which input (1 src1 / cond, 2 select value), dims, strides over
+        (batch, M, N), is-f32) of every post-op input array."""
+        specs = []
         for i, desc, strides in self.binary:
-            key = A.DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | A.DNNL_ARG_SRC_1
-            if key not in args:
-                raise InvalidArguments(f"{self.prim}.execute: missing {arg_name(key)} "
-                                       f"(binary post-op {i}, dims {desc.dims})")
-            x = desc.check_array(args[key], arg_name(key))
-            src1s[i] = (np.ascontiguousarray(x, dtype=np.float32),) + tuple(strides)
+            specs.append((A.DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | A.DNNL_ARG_SRC_1, i, 1,
+                          tuple(desc.dims), tuple(strides), desc.dt == "f32"))
         for i, cdesc, cst, vdesc, vst in self.selects:
-            entry = ()
-            for arg, desc, strides in ((A.DNNL_ARG_SRC_1, cdesc, cst),
-                                       (A.DNNL_ARG_SRC_2, vdesc, vst)):
-                key = A.DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | arg
-                if key not in args:
-                    raise InvalidArguments(f"{self.prim}.execute: missing {arg_name(key)} (select "
-                                           f"post-op {i}, dims {desc.dims})")
-                x = desc.check_array(args[key], arg_name(key))
-                entry += (np.ascontiguousarray(x, dtype=np.float32),) + tuple(strides)
-            src1s[i] = entry
-        bias_arr, (bsb, bsm, bsn) = bias if bias is not None else (None, (0, 0, 0))
-        self.plan.run(a.view(np.uint8), self.M * K if a_batch > 1 else 0, K, self.src_dt == "s8",
-                      pw.packed, pw.batch_stride if pw.batch > 1 else 0,
-                      col_comp, N if col_comp.shape[0] > 1 else 0,
-                      wzp, wzp_sn, rowsum, r_sb,
-                      self.raw_s32, src_scale, scale, scale_sn,
-                      bias_arr, bsb, bsm, bsn, src1s,
-                      dst_scale, dzp, dzp_sn,
-                      dst, self.M * N, N, _dispatch.get_num_threads())
-        return dst
+            for which, arg, desc, st in ((1, A.DNNL_ARG_SRC_1, cdesc, cst),
+                                         (2, A.DNNL_ARG_SRC_2, vdesc, vst)):
+                specs.append((A.DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | arg, i, which,
+                              tuple(desc.dims), tuple(st), desc.dt == "f32"))
+        return specs
+
+    def executor(self, owner, src_dims, src_dtype, a_batch, bias_dims, bias_strides, dst_dims,
+                 dst_dtype, n_known, strict):
+        """The C-level execute path (dnnq._kernels._gemm_exec.GemmExec) of this primitive."""
+        kinds = {_KEY_SS: _gemm_exec.SS, _KEY_WS: _gemm_exec.WS, _KEY_DS: _gemm_exec.DS,
+                 _KEY_ZS: _gemm_exec.ZS, _KEY_ZW: _gemm_exec.ZW, _KEY_ZD: _gemm_exec.ZD}
+        axes = {"common": _gemm_exec.COMMON, "n": _gemm_exec.PER_N, "k": _gemm_exec.PER_K}
+        runtime = [(key, kinds[key], axes[axis], count)
+                   for key, (count, _, _, axis) in self._specs.items()]
+        post_inputs = [spec[:5] for spec in self.post_input_specs()]
+        return _gemm_exec.GemmExec(
+            self.plan, owner, tuple(src_dims), src_dtype, a_batch, self.shift,
+            tuple(bias_dims) if bias_dims is not None else None, np.float32,
+            tuple(bias_strides) if bias_strides is not None else (0, 0, 0),
+            tuple(dst_dims), dst_dtype, self.has_sum, runtime, post_inputs, n_known,
+            (A.DNNL_ARG_SRC, A.DNNL_ARG_WEIGHTS, A.DNNL_ARG_BIAS, A.DNNL_ARG_DST), strict)
+
+    def canonical_args(self, args, a, pw, bias, dst):
+        """The argument dict of the C path after validation and conversion: a C-contiguous
+        src (GEMM view), packed weights, f32 bias, f32 scales and s32 zero points of their
+        counts, f32 post-op inputs, dst."""
+        canon = {A.DNNL_ARG_SRC: a, A.DNNL_ARG_WEIGHTS: pw, A.DNNL_ARG_DST: dst}
+        if bias is not None:
+            canon[A.DNNL_ARG_BIAS] = bias
+        if self._specs:
+            for key, (value, _) in self.runtime_values(args).items():
+                canon[key] = value
+        for key, i, which, dims, _, _ in self.post_input_specs():
+            if key not in args:
+                kind = "binary" if which == 1 and any(b[0] == i for b in self.binary) else "select"
+                raise InvalidArguments(f"{self.prim}.execute: missing {arg_name(key)} ({kind} "
+                                       f"post-op {i}, dims {dims})")
+            desc = next((d for j, d, _ in self.binary if j == i), None) if which == 1 else None
+            if desc is None:
+                sel = next(x for x in self.selects if x[0] == i)
+                desc = sel[1] if which == 1 else sel[3]
+            x = desc.check_array(args[key], arg_name(key))
+            canon[key] = np.ascontiguousarray(x, dtype=np.float32)
+        return canon

@@ -22,17 +22,10 @@ from dnnq import _verbose
 from dnnq._cache import CachedPrimitive
 from dnnq import masks as _masks
 from dnnq.errors import InvalidArguments
-from dnnq.primitives._plan import PackedGemmWeights, aligned_empty
+from dnnq._kernels._gemm_exec import PackedGemmWeights, aligned_empty
 from dnnq.primitives._common import arg_name, check_md, check_known_args
-from dnnq.primitives._gemm_primitive import (GemmCore, broadcast_strides, _KEY_SS, _KEY_WS,
-                                             _KEY_DS, _ONE, _KEY_ZS, _KEY_ZD)
-from dnnq._kernels._gemm import all_finite_positive as _all_finite_positive
-from dnnq._dispatch import get_num_threads as _get_num_threads
+from dnnq.primitives._gemm_primitive import GemmCore, broadcast_strides
 
-_F32 = np.dtype(np.float32)
-_I32 = np.dtype(np.int32)
-_INF = float("inf")
-_NO_SRC1 = [[None] * n for n in range(33)]  # src1 lists of a chain without binary post-ops
 
 _SRC_DTS = ("u8", "s8")
 _DST_DTS = ("f32", "s32", "s8", "u8")
@@ -65,25 +58,30 @@ class _GemmPrimitive(metaclass=CachedPrimitive):
         known = {A.DNNL_ARG_SRC, A.DNNL_ARG_WEIGHTS, A.DNNL_ARG_DST}
         if bias_desc is not None:
             known.add(A.DNNL_ARG_BIAS)
-        known |= {A.DNNL_ARG_SCALE | a for a in core.scale_axis}
-        known |= {A.DNNL_ARG_ATTR_ZERO_POINTS | a for a in core.zp_axis}
-        known |= {A.DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | A.DNNL_ARG_SRC_1 for i, _, _ in core.binary}
-        post_inputs = [A.DNNL_ARG_ATTR_MULTIPLE_POST_OP(s[0]) | arg for s in core.selects
-                       for arg in (A.DNNL_ARG_SRC_1, A.DNNL_ARG_SRC_2)]
-        known |= set(post_inputs)
+        known |= set(core.runtime_keys())
+        post_inputs = core.post_input_specs()
+        known |= {key for key, *_ in post_inputs}
         self._known = frozenset(known)
-        self._fast_plan()
+        self._dst_np = self.dst_desc.numpy_dtype
+        self._dst_dims = tuple(self.dst_desc.dims)
+        self._dst_size = int(np.prod(self._dst_dims))
+        # the arrays that could be a view of dst: every input but the weights
+        self._alias_candidates = sorted(known - {A.DNNL_ARG_WEIGHTS, A.DNNL_ARG_DST})
+        strict = (not self.src_desc.is_channels_last and
+                  (bias_desc is None or bias_desc.dt == "f32") and
+                  all(spec[-1] for spec in post_inputs))
+        self._exec = core.executor(
+            self._key, self.src_desc.dims, self.src_desc.numpy_dtype, self._a_batch,
+            self.bias_desc.dims if bias_desc is not None else None, self._bias_strides,
+            self._dst_dims, self._dst_np, len(known), strict)
         if _verbose.enabled(2):
             self._verbose("create", None)
-        self._alias_candidates = [A.DNNL_ARG_SRC, A.DNNL_ARG_BIAS] + [
-            A.DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | A.DNNL_ARG_SRC_1 for i, _, _ in core.binary
-        ] + post_inputs
 
     def prepare_weights(self, w):
         """Pack weights once (VNNI blocked layout + column sums) for repeated execution."""
         w = self.weights_desc.check_array(w, "weights")
         return PackedGemmWeights(self._gemm_weights(w), owner=self._key,
-                                 keep_plain=self._keep_plain, u8_shifted=self._core.swap_s8)
+                                 u8_shifted=self._core.swap_s8)
 
     def _weights(self, w):
         if isinstance(w, PackedGemmWeights):
@@ -93,112 +91,33 @@ class _GemmPrimitive(metaclass=CachedPrimitive):
             return w
         return self.prepare_weights(w)
 
-    def _fast_plan(self):
-        """What the fast path of execute needs, computed once (see _execute_fast)."""
-        c = self._core
-        # zero points: common source and destination ones, or per-N destination ones
-        zp_ok = (A.DNNL_ARG_WEIGHTS not in c.zp_axis and
-                 c.zp_axis.get(A.DNNL_ARG_SRC, "common") == "common")
-        self._fast = (not c.binary and not c.selects and zp_ok
-                      and not self.src_desc.is_channels_last
-                      and (self.bias_desc is None or self.bias_desc.dt == "f32"))
-        self._src_np = self.src_desc.numpy_dtype
-        self._src_dims = tuple(self.src_desc.dims)
-        self._dst_np = self.dst_desc.numpy_dtype
-        self._dst_dims = tuple(self.dst_desc.dims)
-        self._dst_size = int(np.prod(self._dst_dims))  # dst we allocate: 64-byte aligned rows
-        self._bias_dims = tuple(self.bias_desc.dims) if self.bias_desc is not None else None
-        self._scale_specs = [(key, count, _F32 if key & A.DNNL_ARG_SCALE else _I32)
-                             for key, (count, _, _, _) in c._specs.items()]
-        self._nthreads = None
+    def execute(self, args):
+        """Run once. args: {DNNL_ARG_*: ndarray}; returns dst (written in place if given).
 
-    def _execute_fast(self, args):
-        """The common case (plain contiguous arrays of the right types, packed weights, f32 or
-        no bias, scales only, no binary post-op): every check of the general path, without
-        its generality.  Returns None to hand over to the general path (which also produces
-        the error messages)."""
-        if type(args) is not dict:
-            return None
-        known = self._known
-        for key in args:
-            if key not in known:
-                return None
-        src = args.get(A.DNNL_ARG_SRC)
-        if type(src) is not np.ndarray or src.dtype is not self._src_np or \
-                src.shape != self._src_dims or not src.flags.c_contiguous:
-            return None
-        pw = args.get(A.DNNL_ARG_WEIGHTS)
-        if type(pw) is not PackedGemmWeights or pw.owner is not self._key:
-            return None
-        bias = None
-        if self._bias_dims is not None:
-            bias = args.get(A.DNNL_ARG_BIAS)
-            if type(bias) is not np.ndarray or bias.dtype is not _F32 or \
-                    bias.shape != self._bias_dims or not bias.flags.c_contiguous:
-                return None
-        vals = {}
-        for key, count, dt in self._scale_specs:
-            v = args.get(key)
-            if type(v) is not np.ndarray or v.dtype is not dt or v.size != count or \
-                    not v.flags.c_contiguous:
-                return None
-            if dt is _I32:  # a zero point: any s32 value
-                vals[key] = v.item(0) if count == 1 else v.reshape(-1)
-            elif count == 1:
-                x = v.item(0)
-                if not 0.0 < x < _INF:
-                    return None
-                vals[key] = x
-            else:
-                if v.ndim != 1 or not _all_finite_positive(v):
-                    return None
-                vals[key] = v
-        dst = args.get(A.DNNL_ARG_DST)
-        if dst is None:
-            if self._core.has_sum:
-                return None
-            dst = aligned_empty(self._dst_size, self._dst_np).reshape(self._dst_dims)
-        elif type(dst) is not np.ndarray or dst.dtype is not self._dst_np or \
-                dst.shape != self._dst_dims or not dst.flags.c_contiguous or \
-                not dst.flags.writeable or np.may_share_memory(dst, src) or \
-                (bias is not None and np.may_share_memory(dst, bias)):
-            return None
-        c = self._core
-        ws = vals.get(_KEY_WS)
-        if ws is None:
-            scale, scale_sn = _ONE, 0
-        elif type(ws) is float:
-            scale, scale_sn = np.full(1, ws, np.float32), 0
-        else:
-            scale, scale_sn = ws, 1
-        col_comp = pw.comp_for_shift(c.shift + vals.get(_KEY_ZS, 0))
-        dzp = vals.get(_KEY_ZD)
-        if dzp is None:
-            dzp_sn = 0
-        elif type(dzp) is int:
-            dzp, dzp_sn = args[_KEY_ZD].reshape(-1), 0
-        else:
-            dzp_sn = 1
-        bs = self._bias_strides
+        Arrays of exactly the described dtype and shape, C-contiguous, with packed weights
+        and numpy scales run straight through the C-level path; anything else (lists,
+        strided or channels-last arrays, plain weights, other bias types) is validated and
+        converted here first, at the cost of those copies."""
         if _verbose._level:
             t0 = time.perf_counter()
-        c.plan.run(src.view(np.uint8), c.M * c.K if self._a_batch > 1 else 0, c.K, c.src_dt == "s8",
-                   pw.packed, pw.batch_stride if pw.batch > 1 else 0,
-                   col_comp, c.N if col_comp.shape[0] > 1 else 0,
-                   None, 0, None, 0, c.raw_s32, vals.get(_KEY_SS, 1.0), scale, scale_sn,
-                   bias, bs[0] if bs else 0, bs[1] if bs else 0, bs[2] if bs else 0, _NO_SRC1[c.n_post],
-                   vals.get(_KEY_DS, 1.0), dzp, dzp_sn, dst, c.M * c.N, c.N, _get_num_threads())
-        if _verbose._level:
+            dst = self._execute(args)
             self._verbose("exec", (time.perf_counter() - t0) * 1e3)
-        return dst
+            return dst
+        return self._execute(args)
 
-    def execute(self, args):
-        """Run once. args: {DNNL_ARG_*: ndarray}; returns dst (written in place if given)."""
-        if self._fast:
-            dst = self._execute_fast(args)
+    def _execute(self, args):
+        if type(args) is dict:
+            dst = self._exec.run(args)
             if dst is not None:
                 return dst
+        return self._execute_checked(args)
+
+    def _execute_checked(self, args):
+        """Every check with its error message, then the conversions, then the C path."""
         core = self._core
+        if not isinstance(args, dict):
+            raise InvalidArguments(f"{self._name}.execute: args got {type(args).__name__}; "
+                                   "expected a dict {DNNL_ARG_*: array}")
         check_known_args(self._name, args, self._known)
         for need, what in ((A.DNNL_ARG_SRC, "src"), (A.DNNL_ARG_WEIGHTS, "weights")):
             if need not in args:
@@ -213,7 +132,7 @@ class _GemmPrimitive(metaclass=CachedPrimitive):
                 raise InvalidArguments(f"{self._name}.execute: missing bias (DNNL_ARG_BIAS); the "
                                        f"primitive was created with bias dims {self.bias_desc.dims}")
             b = self.bias_desc.check_array(args[A.DNNL_ARG_BIAS], "bias")
-            bias = (np.ascontiguousarray(b, dtype=np.float32), self._bias_strides)
+            bias = np.ascontiguousarray(b, dtype=np.float32)
         dst = args.get(A.DNNL_ARG_DST)
         if dst is None:
             if core.has_sum:
@@ -221,14 +140,13 @@ class _GemmPrimitive(metaclass=CachedPrimitive):
                                        "destination, but no DNNL_ARG_DST array was given")
             dst = aligned_empty(self._dst_size, self._dst_np).reshape(self._dst_dims)
         else:
-            self._check_dst(dst, src, args)
-        if _verbose._level:
-            t0 = time.perf_counter()
-            core.run(args, a, self._a_batch, pw, bias, dst)
-            self._verbose("exec", (time.perf_counter() - t0) * 1e3)
-            return dst
-        core.run(args, a, self._a_batch, pw, bias, dst)
-        return dst
+            self._check_dst(dst, args)
+        canon = core.canonical_args(args, a, pw, bias, dst)
+        out = self._exec.run(canon, True)
+        if out is None:  # every check above passed: the C path cannot refuse these
+            raise RuntimeError(f"{self._name}.execute: internal error, canonical arguments "
+                               "refused by the C path")
+        return out
 
     def _verbose(self, event, ms):
         c = self._core
@@ -239,7 +157,7 @@ class _GemmPrimitive(metaclass=CachedPrimitive):
                        ("bia", self.bias_desc), ("dst", self.dst_desc)),
                       self.attr, problem, ms)
 
-    def _check_dst(self, dst, src, args):
+    def _check_dst(self, dst, args):
         d = self.dst_desc
         if not isinstance(dst, np.ndarray):
             raise InvalidArguments(f"{self._name}.execute: dst got {type(dst).__name__}; "
@@ -250,7 +168,7 @@ class _GemmPrimitive(metaclass=CachedPrimitive):
         if not (dst.flags.c_contiguous and dst.flags.writeable):
             raise InvalidArguments(f"{self._name}.execute: dst must be a writable C-contiguous "
                                    "array (it is written in place)")
-        # the inputs big enough to be a view of dst (scales and zero points are not)
+        # every input (scales and zero points too) must lie outside dst
         for key in self._alias_candidates:
             value = args.get(key)
             if type(value) is np.ndarray and np.may_share_memory(dst, value):
@@ -327,7 +245,6 @@ class MatMul(_GemmPrimitive):
                         mask_meaning=meaning, resolve=_plain_resolver(p, dims_of),
                         view_strides=view_strides)
         self._view_strides = view_strides
-        self._keep_plain = core.zp_axis.get(A.DNNL_ARG_SRC) == "k"
         # the ISA is part of it: the packed layout depends on the kernel (u8-shifted weights
         # for the AVX-512 signed-source kernel)
         self._key = ("MatMul", src_desc, weights_desc, dst_desc, bias_desc,
@@ -405,7 +322,6 @@ class InnerProduct(_GemmPrimitive):
                         scale_support=scale_support, zp_support=zp_support,
                         mask_meaning=meaning, resolve=resolve, view_strides=view_strides)
         self._view_strides = view_strides
-        self._keep_plain = False
         self._key = ("InnerProduct", src_desc, weights_desc, dst_desc, bias_desc,
                      attr.key() if attr is not None else None, core.isa)
         self._finish_init(core, bias_desc)

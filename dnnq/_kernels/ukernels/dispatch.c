@@ -42,3 +42,45 @@ int dnnq_gemm_mr_for_isa(int isa) {
     (void)isa;
     return dnnq_gemm_mr_portable();
 }
+
+dnnq_brgemm_ukr_fn dnnq_brgemm_ukr_for_isa(int isa) {
+#ifdef DNNQ_HAVE_X86_KERNELS
+    switch (isa) {
+    case DNNQ_ISA_AVX512_CORE_AMX: /* AMX tiles need strided A: the VNNI kernel serves */
+    case DNNQ_ISA_AVX512_CORE_VNNI: return dnnq_brgemm_ukr_avx512vnni;
+    case DNNQ_ISA_AVX2_VNNI: return dnnq_brgemm_ukr_avxvnni;
+    case DNNQ_ISA_AVX2: return dnnq_brgemm_ukr_avx2;
+    default: break;
+    }
+#endif
+    (void)isa;
+    return dnnq_brgemm_ukr_portable;
+}
+
+int dnnq_brgemm_mr_for_isa(int isa) {
+#ifdef DNNQ_HAVE_X86_KERNELS
+    switch (isa) {
+    case DNNQ_ISA_AVX512_CORE_AMX:
+    case DNNQ_ISA_AVX512_CORE_VNNI: return dnnq_brgemm_mr_avx512vnni();
+    case DNNQ_ISA_AVX2_VNNI: return dnnq_brgemm_mr_avxvnni();
+    case DNNQ_ISA_AVX2: return dnnq_brgemm_mr_avx2();
+    default: break;
+    }
+#endif
+    (void)isa;
+    return dnnq_brgemm_mr_portable();
+}
+
+dnnq_gemm_epilogue_fn dnnq_gemm_epilogue_for_isa(int isa) {
+#ifdef DNNQ_HAVE_X86_KERNELS
+    switch (isa) {
+    case DNNQ_ISA_AVX512_CORE_AMX: return dnnq_gemm_epilogue_amx;
+    case DNNQ_ISA_AVX512_CORE_VNNI: return dnnq_gemm_epilogue_avx512vnni;
+    case DNNQ_ISA_AVX2_VNNI: return dnnq_gemm_epilogue_avxvnni;
+    case DNNQ_ISA_AVX2: return dnnq_gemm_epilogue_avx2;
+    default: break;
+    }
+#endif
+    (void)isa;
+    return dnnq_gemm_epilogue_portable;
+}

@@ -10,6 +10,7 @@
 #define DNNQ_KERNELS_H
 #include <stdint.h>
 #include <stddef.h>
+#include "dnnq_codes.h"
 
 #define DNNQ_NR 64
 /* a_xor value of an s8 source multiplied as the signed operand against weights packed as
@@ -20,10 +21,7 @@
 #define DNNQ_A_SIGNED 2u
 #define DNNQ_MR_MAX 8
 
-/* ---- CPU features and ISA levels ------------------------------------------------------- */
-enum { DNNQ_ISA_DEFAULT = 0, DNNQ_ISA_AVX2 = 1, DNNQ_ISA_AVX2_VNNI = 2, DNNQ_ISA_AVX512_CORE_VNNI = 3,
-       DNNQ_ISA_AVX512_CORE_AMX = 4 };
-
+/* ---- CPU features ------------------------------------------------------------------- */
 typedef struct {
     int sse41, avx, avx2, fma, avx512f, avx512bw, avx512vl, avx512dq, avx512_vnni, avx_vnni,
         os_ymm, os_zmm, amx_tile, amx_int8, os_amx;   /* os_amx: XTILEDATA saved and granted */
@@ -31,29 +29,6 @@ typedef struct {
 
 void dnnq_cpu_detect(dnnq_cpu_features_t *f);
 int dnnq_cpu_best_isa(const dnnq_cpu_features_t *f);
-
-/* ---- data types of the epilogue (numbers shared with dnnq/primitives/_epilogue.py) ------ */
-enum { DNNQ_DT_F32 = 0, DNNQ_DT_S32 = 1, DNNQ_DT_S8 = 2, DNNQ_DT_U8 = 3 };
-
-/* post-op kinds; CHECKPOINT and SELECT are dnnq extensions (no oneDNN 3.2 equivalent):
- * CHECKPOINT saves the current value, SELECT sets v = alg(saved, src1) ? src2 : v with alg one
- * of the DNNQ_BIN_* comparisons */
-enum { DNNQ_PO_ELTWISE = 1, DNNQ_PO_BINARY = 2, DNNQ_PO_SUM = 3, DNNQ_PO_CHECKPOINT = 4,
-       DNNQ_PO_SELECT = 5 };
-
-/* eltwise algorithms */
-enum {
-    DNNQ_ELT_RELU = 0, DNNQ_ELT_TANH, DNNQ_ELT_ELU, DNNQ_ELT_SQUARE, DNNQ_ELT_ABS, DNNQ_ELT_SQRT,
-    DNNQ_ELT_LINEAR, DNNQ_ELT_SOFT_RELU, DNNQ_ELT_LOGISTIC, DNNQ_ELT_EXP, DNNQ_ELT_GELU_TANH,
-    DNNQ_ELT_GELU_ERF, DNNQ_ELT_SWISH, DNNQ_ELT_LOG, DNNQ_ELT_CLIP, DNNQ_ELT_CLIP_V2, DNNQ_ELT_POW,
-    DNNQ_ELT_ROUND, DNNQ_ELT_MISH, DNNQ_ELT_HARDSWISH, DNNQ_ELT_HARDSIGMOID
-};
-
-/* binary algorithms */
-enum {
-    DNNQ_BIN_ADD = 0, DNNQ_BIN_SUB, DNNQ_BIN_MUL, DNNQ_BIN_DIV, DNNQ_BIN_MIN, DNNQ_BIN_MAX,
-    DNNQ_BIN_GE, DNNQ_BIN_GT, DNNQ_BIN_LE, DNNQ_BIN_LT, DNNQ_BIN_EQ, DNNQ_BIN_NE
-};
 
 typedef struct {
     int kind, alg;
@@ -95,23 +70,6 @@ typedef void (*dnnq_gemm_block_fn)(const dnnq_gemm_args_t *g, int64_t b, int64_t
 typedef void (*dnnq_gemm_ukr_fn)(int mr, int64_t K, const uint8_t *a, int64_t lda, uint32_t a_xor,
                                  const int8_t *bp, int32_t *c);
 
-#define DNNQ_DECLARE_ISA(isa)                                                                    \
-    void dnnq_gemm_block_##isa(const dnnq_gemm_args_t *g, int64_t b, int64_t m0, int64_t mc,     \
-                               int64_t p);                                                       \
-    void dnnq_gemm_ukr_##isa(int mr, int64_t K, const uint8_t *a, int64_t lda, uint32_t a_xor,   \
-                             const int8_t *bp, int32_t *c);                                      \
-    int dnnq_gemm_mr_##isa(void);
-
-DNNQ_DECLARE_ISA(portable)
-DNNQ_DECLARE_ISA(avx2)
-DNNQ_DECLARE_ISA(avxvnni)
-DNNQ_DECLARE_ISA(avx512vnni)
-DNNQ_DECLARE_ISA(amx)
-
-dnnq_gemm_block_fn dnnq_gemm_block_for_isa(int isa);
-dnnq_gemm_ukr_fn dnnq_gemm_ukr_for_isa(int isa);
-int dnnq_gemm_mr_for_isa(int isa);
-
 /* ---- Batch-reduce GEMM micro-kernel ("brgemm"), the engine under every GEMM-shaped primitive
  *
  *   c[r][n] (+)= sum_i sum_{k < K_i} A_i[r][k] * B_i[k][n]        r < mr, n < 64 (one panel)
@@ -141,10 +99,32 @@ int dnnq_brgemm_mr_for_isa(int isa);  /* the largest mr one call takes */
 /* The fused epilogue of one accumulator tile: rows m .. m + mr - 1 of batch b, columns of
  * panel p -> dst, exactly as the GEMM primitives finish (compensation col_comp / wzp * rowsum,
  * scales, bias, post-ops, dst scale and zero point, round-half-even, saturation).  g describes
- * the problem (g->a and g->b are not read). */
+ * the problem (g->a and g->b are not read).  tile: 64-byte aligned. */
 typedef void (*dnnq_gemm_epilogue_fn)(const dnnq_gemm_args_t *g, int64_t b, int64_t m, int mr,
                                       int64_t p, const int32_t *tile);
 dnnq_gemm_epilogue_fn dnnq_gemm_epilogue_for_isa(int isa);
+
+#define DNNQ_DECLARE_ISA(isa)                                                                    \
+    void dnnq_gemm_block_##isa(const dnnq_gemm_args_t *g, int64_t b, int64_t m0, int64_t mc,     \
+                               int64_t p);                                                       \
+    void dnnq_gemm_ukr_##isa(int mr, int64_t K, const uint8_t *a, int64_t lda, uint32_t a_xor,   \
+                             const int8_t *bp, int32_t *c);                                      \
+    int dnnq_gemm_mr_##isa(void);                                                                \
+    void dnnq_brgemm_ukr_##isa(int mr, int64_t npairs, const dnnq_br_pair_t *pairs,              \
+                               uint32_t a_xor, int accumulate, int32_t *c);                      \
+    int dnnq_brgemm_mr_##isa(void);                                                              \
+    void dnnq_gemm_epilogue_##isa(const dnnq_gemm_args_t *g, int64_t b, int64_t m, int mr,       \
+                                  int64_t p, const int32_t *tile);
+
+DNNQ_DECLARE_ISA(portable)
+DNNQ_DECLARE_ISA(avx2)
+DNNQ_DECLARE_ISA(avxvnni)
+DNNQ_DECLARE_ISA(avx512vnni)
+DNNQ_DECLARE_ISA(amx)
+
+dnnq_gemm_block_fn dnnq_gemm_block_for_isa(int isa);
+dnnq_gemm_ukr_fn dnnq_gemm_ukr_for_isa(int isa);
+int dnnq_gemm_mr_for_isa(int isa);
 
 /* Packing (portable): pack W (K x N, row stride ldw) into the dnnq layout and its column sums. */
 void dnnq_pack_b(const int8_t *w, int64_t ldw, int64_t wn_stride, int64_t K, int64_t N,

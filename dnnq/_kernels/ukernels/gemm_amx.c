@@ -232,4 +232,8 @@ static void amx_ukr_pipelined(int mr, int64_t K, const uint8_t *a, int64_t lda, 
 }
 #define DNNQ_UKR_PIPELINED amx_ukr_pipelined
 
+/* AMX tiles load A as a strided 2-D block, so the dense micro-kernel stays AMX's own, and the
+ * batch-reduce kernel (indirect rows) of this level is the AVX512-VNNI one (dispatch.c). */
+#define DNNQ_DENSE_UKR
+#define DNNQ_BR_EXTERNAL
 #include "gemm_impl.h"

@@ -9,41 +9,54 @@
 #define DNNQ_ISA avx2
 #define DNNQ_MR 2
 
-/* 16 columns (4 groups of 4) x MR rows; bk16 points at the 64 packed bytes of those columns */
-DNNQ_ALWAYS_INLINE void strip_avx2(const int MR, int64_t K, const uint8_t *a, int64_t lda,
-                                   uint32_t a_xor, const int8_t *bp, int32_t *c) {
+/* 16 columns (4 groups of 4) x MR rows, summed over the (A, B) pairs; each pair's bp points
+ * at the packed bytes of those columns (byte offset 64 * strip in every 256-byte k-row) */
+DNNQ_ALWAYS_INLINE void strip_avx2(const int MR, int64_t np, const dnnq_br_pair_t *pairs,
+                                   int64_t boff, uint32_t a_xor, int accumulate, int32_t *c) {
     __m256i acc[DNNQ_MR][4];
     for (int r = 0; r < MR; ++r)
         for (int j = 0; j < 4; ++j) acc[r][j] = _mm256_setzero_si256();
-    const int64_t K4 = (K + 3) / 4, K4f = K / 4;
-    for (int64_t k4 = 0; k4 < K4; ++k4) {
-        const int8_t *bk = bp + k4 * 4 * DNNQ_NR;
-        __m256i bw[4];
-        for (int j = 0; j < 4; ++j)
-            bw[j] = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(bk + 16 * j)));
-        for (int r = 0; r < MR; ++r) {
-            const uint8_t *ar = a + r * lda;
-            uint32_t w = (k4 < K4f ? dnnq_load_a4(ar, k4) : dnnq_load_a_tail(ar, K)) ^ a_xor;
-            /* the 4 bytes zero-extended to 4 x u16 (vpmovzxbw), repeated over the register */
-            const __m256i av = _mm256_broadcastq_epi64(_mm_cvtepu8_epi16(_mm_cvtsi32_si128((int)w)));
+    for (int64_t i = 0; i < np; ++i) {
+        const dnnq_br_pair_t *q = pairs + i;
+        const uint8_t *arow[DNNQ_MR];
+        for (int r = 0; r < MR; ++r) arow[r] = q->rows ? q->rows[r] : q->a + r * q->lda;
+        const int64_t K = q->K, K4 = (K + 3) / 4, K4f = K / 4;
+        const int8_t *bp = q->b + boff;
+        for (int64_t k4 = 0; k4 < K4; ++k4) {
+            const int8_t *bk = bp + k4 * 4 * DNNQ_NR;
+            __m256i bw[4];
             for (int j = 0; j < 4; ++j)
-                acc[r][j] = _mm256_add_epi32(acc[r][j], _mm256_madd_epi16(av, bw[j]));
+                bw[j] = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(bk + 16 * j)));
+            for (int r = 0; r < MR; ++r) {
+                const uint8_t *ar = arow[r];
+                uint32_t w = (k4 < K4f ? dnnq_load_a4(ar, k4) : dnnq_load_a_tail(ar, K)) ^ a_xor;
+                /* the 4 bytes zero-extended to 4 x u16 (vpmovzxbw), repeated over the register */
+                const __m256i av =
+                    _mm256_broadcastq_epi64(_mm_cvtepu8_epi16(_mm_cvtsi32_si128((int)w)));
+                for (int j = 0; j < 4; ++j)
+                    acc[r][j] = _mm256_add_epi32(acc[r][j], _mm256_madd_epi16(av, bw[j]));
+            }
         }
     }
     for (int r = 0; r < MR; ++r) {
         /* acc[j] = [c0 c0 c1 c1 | c2 c2 c3 c3] of columns 4j..4j+3 */
         __m256i lo = _mm256_permute4x64_epi64(_mm256_hadd_epi32(acc[r][0], acc[r][1]), 0xD8);
         __m256i hi = _mm256_permute4x64_epi64(_mm256_hadd_epi32(acc[r][2], acc[r][3]), 0xD8);
-        _mm256_storeu_si256((__m256i *)(c + r * DNNQ_NR), lo);
-        _mm256_storeu_si256((__m256i *)(c + r * DNNQ_NR + 8), hi);
+        __m256i *o = (__m256i *)(c + r * DNNQ_NR);
+        if (accumulate) {
+            lo = _mm256_add_epi32(lo, _mm256_loadu_si256(o));
+            hi = _mm256_add_epi32(hi, _mm256_loadu_si256(o + 1));
+        }
+        _mm256_storeu_si256(o, lo);
+        _mm256_storeu_si256(o + 1, hi);
     }
 }
 
-static void dnnq_ukr(int mr, int64_t K, const uint8_t *a, int64_t lda, uint32_t a_xor,
-                     const int8_t *bp, int32_t *c) {
+static void dnnq_br_ukr(int mr, int64_t np, const dnnq_br_pair_t *pairs, uint32_t a_xor,
+                        int accumulate, int32_t *c) {
     for (int s = 0; s < 4; ++s) {
-        if (mr == 1) strip_avx2(1, K, a, lda, a_xor, bp + 64 * s, c + 16 * s);
-        else strip_avx2(2, K, a, lda, a_xor, bp + 64 * s, c + 16 * s);
+        if (mr == 1) strip_avx2(1, np, pairs, 64 * s, a_xor, accumulate, c + 16 * s);
+        else strip_avx2(2, np, pairs, 64 * s, a_xor, accumulate, c + 16 * s);
     }
 }
 

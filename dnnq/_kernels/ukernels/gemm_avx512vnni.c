@@ -38,55 +38,81 @@
     const __m512i b2 = _mm512_loadu_si512((const void *)((bk) + 128));                            \
     const __m512i b3 = _mm512_loadu_si512((const void *)((bk) + 192));
 
-DNNQ_ALWAYS_INLINE void tile_avx512(const int MR, const int XOR, int64_t K, const uint8_t *a,
-                                    int64_t lda, const int8_t *bp, int32_t *c) {
+#define ACC_LOAD(r)                                                                               \
+    if (MR > r) {                                                                                 \
+        c##r##0 = _mm512_loadu_si512((const void *)(c + r * DNNQ_NR));                            \
+        c##r##1 = _mm512_loadu_si512((const void *)(c + r * DNNQ_NR + 16));                       \
+        c##r##2 = _mm512_loadu_si512((const void *)(c + r * DNNQ_NR + 32));                       \
+        c##r##3 = _mm512_loadu_si512((const void *)(c + r * DNNQ_NR + 48));                       \
+    }
+
+/* MR rows x 64 columns, summed over the (A, B) pairs with the accumulators in registers
+ * throughout.  The K % 4 tails are added afterwards by tail_avx512: with them inside the pair
+ * loop gcc 12 spills the accumulators. */
+DNNQ_ALWAYS_INLINE void tile_avx512(const int MR, const int XOR, int64_t np,
+                                    const dnnq_br_pair_t *pairs, int accumulate, int32_t *c) {
     const __m512i vx = _mm512_set1_epi32((int)0x80808080);
     ACC_DECL(0) ACC_DECL(1) ACC_DECL(2) ACC_DECL(3) ACC_DECL(4) ACC_DECL(5)
-    const uint8_t *a0 = a, *a1 = a + lda, *a2 = a + 2 * lda, *a3 = a + 3 * lda, *a4 = a + 4 * lda,
-                  *a5 = a + 5 * lda;
-    const int64_t K4f = K / 4;
-    for (int64_t k4 = 0; k4 < K4f; ++k4) {
-        const int8_t *bk = bp + k4 * 4 * DNNQ_NR;
-        LOAD_B(bk)
-        ACC_ROW(0, dnnq_load_a4(a0, k4)) ACC_ROW(1, dnnq_load_a4(a1, k4))
-        ACC_ROW(2, dnnq_load_a4(a2, k4)) ACC_ROW(3, dnnq_load_a4(a3, k4))
-        ACC_ROW(4, dnnq_load_a4(a4, k4)) ACC_ROW(5, dnnq_load_a4(a5, k4))
+    if (accumulate) { ACC_LOAD(0) ACC_LOAD(1) ACC_LOAD(2) ACC_LOAD(3) ACC_LOAD(4) ACC_LOAD(5) }
+    for (int64_t i = 0; i < np; ++i) {
+        const dnnq_br_pair_t *q = pairs + i;
+        DNNQ_PAIR_ROWS(q, MR, a0, a1, a2, a3, a4, a5)
+        const int8_t *bp = q->b;
+        const int64_t K = q->K, K4f = K / 4;
+        for (int64_t k4 = 0; k4 < K4f; ++k4) {
+            const int8_t *bk = bp + k4 * 4 * DNNQ_NR;
+            LOAD_B(bk)
+            ACC_ROW(0, dnnq_load_a4(a0, k4)) ACC_ROW(1, dnnq_load_a4(a1, k4))
+            ACC_ROW(2, dnnq_load_a4(a2, k4)) ACC_ROW(3, dnnq_load_a4(a3, k4))
+            ACC_ROW(4, dnnq_load_a4(a4, k4)) ACC_ROW(5, dnnq_load_a4(a5, k4))
+        }
     }
     ACC_STORE(0) ACC_STORE(1) ACC_STORE(2) ACC_STORE(3) ACC_STORE(4) ACC_STORE(5)
 }
 
+#define DPB4(e0, e1, e2, e3, av, bk)                                                              \
+    e0 = DPB(e0, av, _mm512_loadu_si512((const void *)(bk)));                                     \
+    e1 = DPB(e1, av, _mm512_loadu_si512((const void *)((bk) + 64)));                              \
+    e2 = DPB(e2, av, _mm512_loadu_si512((const void *)((bk) + 128)));                             \
+    e3 = DPB(e3, av, _mm512_loadu_si512((const void *)((bk) + 192)));
 
 /* One row (M = 1, the batch-1 case): with only 4 accumulators the vpdpbusd latency chain would
  * bound the loop, so k is split over two accumulator sets (even / odd k4), summed at the end. */
-DNNQ_ALWAYS_INLINE void row1_avx512(const int XOR, int64_t K, const uint8_t *a, const int8_t *bp,
-                                    int32_t *c) {
+DNNQ_ALWAYS_INLINE void row1_avx512(const int XOR, int64_t np, const dnnq_br_pair_t *pairs,
+                                    int accumulate, int32_t *c) {
     const __m512i vx = _mm512_set1_epi32((int)0x80808080);
     __m512i e0 = _mm512_setzero_si512(), e1 = e0, e2 = e0, e3 = e0;
     __m512i o0 = e0, o1 = e0, o2 = e0, o3 = e0;
-    const int64_t K4f = K / 4;
-    int64_t k4 = 0;
-    for (; k4 + 1 < K4f; k4 += 2) {
-        const int8_t *bk = bp + k4 * 4 * DNNQ_NR;
-        __m512i av = _mm512_set1_epi32((int)dnnq_load_a4(a, k4));
-        __m512i aw = _mm512_set1_epi32((int)dnnq_load_a4(a, k4 + 1));
-        if (XOR == 1) { av = _mm512_xor_si512(av, vx); aw = _mm512_xor_si512(aw, vx); }
-        e0 = DPB(e0, av, _mm512_loadu_si512((const void *)bk));
-        e1 = DPB(e1, av, _mm512_loadu_si512((const void *)(bk + 64)));
-        e2 = DPB(e2, av, _mm512_loadu_si512((const void *)(bk + 128)));
-        e3 = DPB(e3, av, _mm512_loadu_si512((const void *)(bk + 192)));
-        o0 = DPB(o0, aw, _mm512_loadu_si512((const void *)(bk + 256)));
-        o1 = DPB(o1, aw, _mm512_loadu_si512((const void *)(bk + 320)));
-        o2 = DPB(o2, aw, _mm512_loadu_si512((const void *)(bk + 384)));
-        o3 = DPB(o3, aw, _mm512_loadu_si512((const void *)(bk + 448)));
+    if (accumulate) {
+        e0 = _mm512_loadu_si512((const void *)c);
+        e1 = _mm512_loadu_si512((const void *)(c + 16));
+        e2 = _mm512_loadu_si512((const void *)(c + 32));
+        e3 = _mm512_loadu_si512((const void *)(c + 48));
     }
-    if (k4 < K4f) {
-        const int8_t *bk = bp + k4 * 4 * DNNQ_NR;
-        __m512i av = _mm512_set1_epi32((int)dnnq_load_a4(a, k4));
-        if (XOR == 1) av = _mm512_xor_si512(av, vx);
-        e0 = DPB(e0, av, _mm512_loadu_si512((const void *)bk));
-        e1 = DPB(e1, av, _mm512_loadu_si512((const void *)(bk + 64)));
-        e2 = DPB(e2, av, _mm512_loadu_si512((const void *)(bk + 128)));
-        e3 = DPB(e3, av, _mm512_loadu_si512((const void *)(bk + 192)));
+    for (int64_t i = 0; i < np; ++i) {
+        const dnnq_br_pair_t *q = pairs + i;
+        const uint8_t *a = q->rows ? q->rows[0] : q->a;
+        const int8_t *bp = q->b;
+        const int64_t K = q->K, K4f = K / 4;
+        int64_t k4 = 0;
+        for (; k4 + 1 < K4f; k4 += 2) {
+            const int8_t *bk = bp + k4 * 4 * DNNQ_NR;
+            __m512i av = _mm512_set1_epi32((int)dnnq_load_a4(a, k4));
+            __m512i aw = _mm512_set1_epi32((int)dnnq_load_a4(a, k4 + 1));
+            if (XOR == 1) { av = _mm512_xor_si512(av, vx); aw = _mm512_xor_si512(aw, vx); }
+            DPB4(e0, e1, e2, e3, av, bk)
+            DPB4(o0, o1, o2, o3, aw, bk + 256)
+        }
+        if (k4 < K4f) {
+            __m512i av = _mm512_set1_epi32((int)dnnq_load_a4(a, k4));
+            if (XOR == 1) av = _mm512_xor_si512(av, vx);
+            DPB4(e0, e1, e2, e3, av, bp + k4 * 4 * DNNQ_NR)
+        }
+        if (K & 3) {
+            __m512i av = _mm512_set1_epi32((int)dnnq_load_a_tail(a, K));
+            if (XOR == 1) av = _mm512_xor_si512(av, vx);
+            DPB4(o0, o1, o2, o3, av, bp + K4f * 4 * DNNQ_NR)
+        }
     }
     _mm512_storeu_si512((void *)c, _mm512_add_epi32(e0, o0));
     _mm512_storeu_si512((void *)(c + 16), _mm512_add_epi32(e1, o1));
@@ -94,45 +120,47 @@ DNNQ_ALWAYS_INLINE void row1_avx512(const int XOR, int64_t K, const uint8_t *a, 
     _mm512_storeu_si512((void *)(c + 48), _mm512_add_epi32(e3, o3));
 }
 
-/* The K % 4 tail, added into the stored tile (kept out of the main loop: with it inside,
- * gcc 12 spills the accumulators on every iteration). */
-DNNQ_ALWAYS_INLINE void tail_avx512(int mr, const int XOR, int64_t K, const uint8_t *a,
-                                    int64_t lda, const int8_t *bp, int32_t *c) {
+/* The K % 4 tails of the pairs, added into the stored tile. */
+static void tail_avx512(int mr, int x, int64_t np, const dnnq_br_pair_t *pairs, int32_t *c) {
     const __m512i vx = _mm512_set1_epi32((int)0x80808080);
-    const int8_t *bk = bp + (K / 4) * 4 * DNNQ_NR;
-    for (int r = 0; r < mr; ++r) {
-        __m512i av = _mm512_set1_epi32((int)dnnq_load_a_tail(a + r * lda, K));
-        if (XOR == 1) av = _mm512_xor_si512(av, vx);
-        for (int j = 0; j < 4; ++j) {
-            __m512i acc = _mm512_loadu_si512((const void *)(c + r * DNNQ_NR + 16 * j));
-            acc = DPB(acc, av, _mm512_loadu_si512((const void *)(bk + 64 * j)));
-            _mm512_storeu_si512((void *)(c + r * DNNQ_NR + 16 * j), acc);
+    for (int64_t i = 0; i < np; ++i) {
+        const dnnq_br_pair_t *q = pairs + i;
+        const int64_t K = q->K;
+        if (!(K & 3)) continue;
+        const int8_t *bk = q->b + (K / 4) * 4 * DNNQ_NR;
+        for (int r = 0; r < mr; ++r) {
+            const uint8_t *ar = q->rows ? q->rows[r] : q->a + r * q->lda;
+            __m512i av = _mm512_set1_epi32((int)dnnq_load_a_tail(ar, K));
+            if (x == 1) av = _mm512_xor_si512(av, vx);
+            for (int j = 0; j < 4; ++j) {
+                __m512i acc = _mm512_loadu_si512((const void *)(c + r * DNNQ_NR + 16 * j));
+                const __m512i bv = _mm512_loadu_si512((const void *)(bk + 64 * j));
+                acc = x == 2 ? _mm512_dpbusd_epi32(acc, bv, av) : _mm512_dpbusd_epi32(acc, av, bv);
+                _mm512_storeu_si512((void *)(c + r * DNNQ_NR + 16 * j), acc);
+            }
         }
     }
 }
 
-static void dnnq_ukr(int mr, int64_t K, const uint8_t *a, int64_t lda, uint32_t a_xor,
-                     const int8_t *bp, int32_t *c) {
+static void dnnq_br_ukr(int mr, int64_t np, const dnnq_br_pair_t *pairs, uint32_t a_xor,
+                        int accumulate, int32_t *c) {
+    const int x = a_xor == DNNQ_A_SWAP ? 2 : a_xor ? 1 : 0;
 #define DNNQ_CASE(m)                                                                              \
     case m:                                                                                       \
-        if (a_xor == DNNQ_A_SWAP) tile_avx512(m, 2, K, a, lda, bp, c);                            \
-        else if (a_xor) tile_avx512(m, 1, K, a, lda, bp, c);                                      \
-        else tile_avx512(m, 0, K, a, lda, bp, c);                                                 \
+        if (x == 2) tile_avx512(m, 2, np, pairs, accumulate, c);                                  \
+        else if (x == 1) tile_avx512(m, 1, np, pairs, accumulate, c);                             \
+        else tile_avx512(m, 0, np, pairs, accumulate, c);                                         \
         break;
     switch (mr) {
     case 1:
-        if (a_xor == DNNQ_A_SWAP) row1_avx512(2, K, a, bp, c);
-        else if (a_xor) row1_avx512(1, K, a, bp, c);
-        else row1_avx512(0, K, a, bp, c);
+        if (x == 2) row1_avx512(2, np, pairs, accumulate, c);
+        else if (x == 1) row1_avx512(1, np, pairs, accumulate, c);
+        else row1_avx512(0, np, pairs, accumulate, c);
         break;
     DNNQ_CASE(2) DNNQ_CASE(3) DNNQ_CASE(4) DNNQ_CASE(5) DNNQ_CASE(6)
     }
 #undef DNNQ_CASE
-    if (K & 3) {
-        if (a_xor == DNNQ_A_SWAP) tail_avx512(mr, 2, K, a, lda, bp, c);
-        else if (a_xor) tail_avx512(mr, 1, K, a, lda, bp, c);
-        else tail_avx512(mr, 0, K, a, lda, bp, c);
-    }
+    if (mr > 1) tail_avx512(mr, x, np, pairs, c);
 }
 
 /* For DNNQ_A_SWAP tiles: raw = sum_k a * (w + 128) -> sum_k a * w, by subtracting

@@ -1,8 +1,11 @@
 /* The ISA-independent part of the int8 GEMM: the block driver (micro-kernel tiles over rows)
  * and the fused f32 epilogue.  Included once per ISA by gemm_<isa>.c after that file defined
- *   DNNQ_ISA            the suffix (portable, avx2, avxvnni, avx512vnni)
+ *   DNNQ_ISA            the suffix (portable, avx2, avxvnni, avx512vnni, amx)
  *   DNNQ_MR             rows per micro-kernel call
- *   dnnq_ukr(...)       the micro-kernel, same signature as dnnq_gemm_ukr_fn
+ *   dnnq_br_ukr(...)    the batch-reduce micro-kernel (signature of dnnq_brgemm_ukr_fn); the
+ *                       dense micro-kernel is its one-pair case, unless the file defines
+ *                       DNNQ_DENSE_UKR and its own dnnq_ukr (AMX: tiles need strided A), and
+ *                       DNNQ_BR_EXTERNAL when its batch-reduce kernel lives elsewhere
  * so that the epilogue is compiled (and auto-vectorised) with that ISA's flags. */
 #include <string.h>
 #include "eltwise_impl.h"
@@ -14,6 +17,15 @@
 /* 1.5 * 2^23: adding and subtracting it rounds an f32 of magnitude < 2^22 to the nearest
  * integer, ties to even, in the current (default) rounding mode, and vectorises everywhere. */
 #define DNNQ_RNE_MAGIC 12582912.0f
+
+#ifndef DNNQ_DENSE_UKR
+/* the dense micro-kernel: the batch-reduce one with a single (A, B) pair, overwriting c */
+DNNQ_ALWAYS_INLINE void dnnq_ukr(int mr, int64_t K, const uint8_t *a, int64_t lda,
+                                 uint32_t a_xor, const int8_t *bp, int32_t *c) {
+    const dnnq_br_pair_t q = {a, lda, NULL, bp, K};
+    dnnq_br_ukr(mr, 1, &q, a_xor, 0, c);
+}
+#endif
 
 static void dnnq_store_row(const dnnq_gemm_args_t *g, const float *v, void *out, int64_t n0,
                            int nc) {
@@ -171,6 +183,36 @@ static void dnnq_epilogue_row(const dnnq_gemm_args_t *g, int64_t b, int64_t m, i
     dnnq_store_row(g, v, drow, n0, nc);
 }
 
+/* the fused intrinsic epilogue covers per-N vectors, no weights zero point, and a bias that
+ * does not vary along the rows */
+static inline int dnnq_fast_epi_ok(const dnnq_gemm_args_t *g) {
+    return g->fast_epi && !g->wzp && (!g->bias || (g->bias_sb == 0 && g->bias_sm == 0));
+}
+
+void DNNQ_FN(dnnq_gemm_epilogue)(const dnnq_gemm_args_t *g, int64_t b, int64_t m, int mr,
+                                 int64_t p, const int32_t *tile) {
+    const int64_t n0 = p * DNNQ_NR;
+    const int nc = (int)(g->N - n0 < DNNQ_NR ? g->N - n0 : DNNQ_NR);
+#ifdef DNNQ_FAST_EPILOGUE
+    if (dnnq_fast_epi_ok(g)) {
+        dnnq_epi_consts_t epi;
+        DNNQ_EPI_PREPARE(g, b, n0, nc, &epi);
+        DNNQ_FAST_EPILOGUE(g, &epi, m, mr, tile);
+        return;
+    }
+#endif
+    for (int r = 0; r < mr; ++r) dnnq_epilogue_row(g, b, m + r, n0, nc, tile + r * DNNQ_NR);
+}
+
+#ifndef DNNQ_BR_EXTERNAL
+void DNNQ_FN(dnnq_brgemm_ukr)(int mr, int64_t npairs, const dnnq_br_pair_t *pairs,
+                              uint32_t a_xor, int accumulate, int32_t *c) {
+    dnnq_br_ukr(mr, npairs, pairs, a_xor, accumulate, c);
+}
+
+int DNNQ_FN(dnnq_brgemm_mr)(void) { return DNNQ_MR; }
+#endif
+
 void DNNQ_FN(dnnq_gemm_block)(const dnnq_gemm_args_t *g, int64_t b, int64_t m0, int64_t mc,
                               int64_t p) {
     int32_t tile[DNNQ_MR * DNNQ_NR] __attribute__((aligned(64)));
@@ -180,7 +222,7 @@ void DNNQ_FN(dnnq_gemm_block)(const dnnq_gemm_args_t *g, int64_t b, int64_t m0, 
     const uint8_t *abase = g->a + b * g->a_sb;
 #ifdef DNNQ_FAST_EPILOGUE
     /* the common epilogue (per-N vectors, relu / linear, any dst type) in intrinsics */
-    const int fast = g->fast_epi && !g->wzp && (!g->bias || (g->bias_sb == 0 && g->bias_sm == 0));
+    const int fast = dnnq_fast_epi_ok(g);
     dnnq_epi_consts_t epi;
     if (fast) DNNQ_EPI_PREPARE(g, b, n0, nc, &epi);
 #else

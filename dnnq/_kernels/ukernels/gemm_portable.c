@@ -5,19 +5,28 @@
 #define DNNQ_ISA portable
 #define DNNQ_MR 4
 
-static void dnnq_ukr(int mr, int64_t K, const uint8_t *a, int64_t lda, uint32_t a_xor,
-                     const int8_t *bp, int32_t *c) {
-    const int64_t K4f = K / 4, K4 = (K + 3) / 4;
+/* The batch-reduce micro-kernel: c[r] (+)= sum over pairs of A_i[r] . B_i (see dnnq_kernels.h) */
+static void dnnq_br_ukr(int mr, int64_t npairs, const dnnq_br_pair_t *pairs, uint32_t a_xor,
+                        int accumulate, int32_t *c) {
     for (int r = 0; r < mr; ++r) {
         int32_t acc[DNNQ_NR];
-        for (int n = 0; n < DNNQ_NR; ++n) acc[n] = 0;
-        const uint8_t *ar = a + r * lda;
-        for (int64_t k4 = 0; k4 < K4; ++k4) {
-            uint32_t w = (k4 < K4f ? dnnq_load_a4(ar, k4) : dnnq_load_a_tail(ar, K)) ^ a_xor;
-            const int32_t a0 = w & 0xff, a1 = (w >> 8) & 0xff, a2 = (w >> 16) & 0xff, a3 = w >> 24;
-            const int8_t *bk = bp + k4 * 4 * DNNQ_NR;
-            for (int n = 0; n < DNNQ_NR; ++n)
-                acc[n] += a0 * bk[4 * n] + a1 * bk[4 * n + 1] + a2 * bk[4 * n + 2] + a3 * bk[4 * n + 3];
+        if (accumulate) memcpy(acc, c + r * DNNQ_NR, sizeof(acc));
+        else memset(acc, 0, sizeof(acc));
+        for (int64_t i = 0; i < npairs; ++i) {
+            const dnnq_br_pair_t *q = &pairs[i];
+            const uint8_t *ar = q->rows ? q->rows[r] : q->a + r * q->lda;
+            const int64_t K = q->K, K4f = K / 4, K4 = (K + 3) / 4;
+            for (int64_t k4 = 0; k4 < K4; ++k4) {
+                uint32_t w = (k4 < K4f ? dnnq_load_a4(ar, k4) : dnnq_load_a_tail(ar, K)) ^ a_xor;
+                const int32_t a0 = w & 0xff, a1 = (w >> 8) & 0xff, a2 = (w >> 16) & 0xff,
+                              a3 = w >> 24;
+                const int8_t *bk = q->b + k4 * 4 * DNNQ_NR;
+                /* unsigned wrap: the hardware accumulators wrap, C's signed overflow is UB */
+                for (int n = 0; n < DNNQ_NR; ++n)
+                    acc[n] = (int32_t)((uint32_t)acc[n] +
+                                       (uint32_t)(a0 * bk[4 * n] + a1 * bk[4 * n + 1] +
+                                                  a2 * bk[4 * n + 2] + a3 * bk[4 * n + 3]));
+            }
         }
         memcpy(c + r * DNNQ_NR, acc, sizeof(acc));
     }

@@ -926,13 +926,13 @@ static void tk_row_offsets(const dnnq_pw_plan_t *p, int64_t row, int64_t *off) {
 
 #define TK_OFF_STACK 64
 
-void DNNQ_TK_FN(dnnq_pw_run)(const dnnq_pw_plan_t *p, int64_t it0, int64_t it1) {
+int DNNQ_TK_FN(dnnq_pw_run)(const dnnq_pw_plan_t *p, int64_t it0, int64_t it1) {
     float buf[DNNQ_PW_NBUF][TK_CH] __attribute__((aligned(64)));
     float tmp[TK_CH] __attribute__((aligned(64)));
     int64_t off_stack[TK_OFF_STACK];
     int64_t *off = p->n_opnds <= TK_OFF_STACK ? off_stack
                                                : (int64_t *)malloc(sizeof(int64_t) * p->n_opnds);
-    if (!off) return;
+    if (!off) return DNNQ_TK_ENOMEM;
     const int64_t inner = p->dims[p->ndims - 1];
     const int64_t blk = p->block > 0 ? p->block : inner;
     const int64_t nblk = (inner + blk - 1) / blk;
@@ -950,6 +950,7 @@ void DNNQ_TK_FN(dnnq_pw_run)(const dnnq_pw_plan_t *p, int64_t it0, int64_t it1) 
         }
     }
     if (off != off_stack) free(off);
+    return 0;
 }
 
 /* ---- pooling -------------------------------------------------------------------------------- */
@@ -977,11 +978,13 @@ static inline void tk_tap_range(int64_t o, int64_t S, int64_t P, int64_t Dl, int
  * Vector blocks keep the accumulator in a register across the taps (intrinsics per ISA); the
  * remaining channels go element by element.  Each returns the number of channels done. */
 #if defined(__AVX512BW__)
+/* one 64-byte vector holds 64 / sizeof(T) channels */
 #define TK_CL_MAX8(NAME, T, MAXOP, INIT)                                                      \
     static inline int NAME(const char *src, const int64_t *tap, int ntap, int64_t c0,         \
                            int nc, T *acc) {                                                  \
+        const int W = (int)(64 / sizeof(T));                                                  \
         int b = 0;                                                                            \
-        for (; b + 64 <= nc; b += 64) {                                                       \
+        for (; b + W <= nc; b += W) {                                                         \
             __m512i m = INIT;                                                                 \
             for (int t = 0; t < ntap; ++t)                                                    \
                 m = MAXOP(m, _mm512_loadu_si512((const void *)((const T *)src + tap[t] + c0 + b))); \
@@ -1613,7 +1616,7 @@ static void tk_p8_favg(const uint8_t *base, const int64_t *off, int ntap, int64_
 static void tk_pool8_favg(const dnnq_pool_args_t *a, int64_t it0, int64_t it1) {
     const uint8_t *src = (const uint8_t *)a->src;
     uint8_t *dst = (uint8_t *)a->dst;
-    const int64_t C = a->C, KW = a->KW, ntap_max = a->KD * a->KH * a->KW;
+    const int64_t C = a->C, KW = a->KW, ntap_max = a->window; /* <= TK_P8_FUSE_MAX here */
     const int u8 = a->src_dt == DNNQ_DT_U8, inc = a->alg == DNNQ_POOL_AVG_INC;
     const int64_t step = a->SW * C, rowlen = a->IW * C;
     /* outputs [w_lo, w_hi) have every column of the window inside [0, IW) */
@@ -1692,21 +1695,21 @@ static void tk_pool8_favg(const dnnq_pool_args_t *a, int64_t it0, int64_t it1) {
 
 static int tk_pool8_fast_ok(const dnnq_pool_args_t *a) {
     return a->fast8 && a->channels_last && (a->src_dt == DNNQ_DT_S8 || a->src_dt == DNNQ_DT_U8)
-           && (a->alg == DNNQ_POOL_MAX || a->avg_rcp) && a->KD * a->KH * a->KW <= TK_P8_MAXTAP;
+           && (a->alg == DNNQ_POOL_MAX || a->avg_rcp) && a->window <= TK_P8_MAXTAP;
 }
 
 /* Separable: for each segment of one output row (n, od, oh), a vertical pass combines the input
  * rows of the window (flat, contiguous over the columns needed) into a row buffer, then each
  * output takes its KW columns from it.  Max and integer sums are exact in any order, so this
  * equals the generic tap-by-tap kernel. */
-static void tk_pool8_fast(const dnnq_pool_args_t *a, int64_t it0, int64_t it1) {
+static int tk_pool8_fast(const dnnq_pool_args_t *a, int64_t it0, int64_t it1) {
     const uint8_t *src = (const uint8_t *)a->src;
     uint8_t *dst = (uint8_t *)a->dst;
-    const int64_t C = a->C, ntap_max = a->KD * a->KH * a->KW;
+    const int64_t C = a->C;
     const int u8 = a->src_dt == DNNQ_DT_U8, is_max = a->alg == DNNQ_POOL_MAX;
     const uint8_t *tp[TK_P8_MAXTAP];
     void *tmp = malloc((size_t)(a->IW * C) * (is_max ? 1 : 2) + 64);
-    if (!tmp) return;
+    if (!tmp) return DNNQ_TK_ENOMEM;
     int64_t r = it0;
     while (r < it1) {
         const int64_t ow_a = r % a->OW, row = r / a->OW;
@@ -1735,6 +1738,7 @@ static void tk_pool8_fast(const dnnq_pool_args_t *a, int64_t it0, int64_t it1) {
          * the horizontal pass computes: the vertical pass then finds them in cache (without
          * it a thread alternates between waiting for memory and computing; measured: one row
          * ahead gains less, prefetcht2 loses) */
+        /* (the Python side sends strides <= the source dims here: no overflow) */
         const int64_t nxt = 2 * a->SH * a->IW * C, pstep = a->SW * C;
         for (int64_t ow = ow_a; ow < ow_b; ++ow, ++r) {
             const int64_t po = nxt + (ow - ow_a) * pstep;
@@ -1749,18 +1753,108 @@ static void tk_pool8_fast(const dnnq_pool_args_t *a, int64_t it0, int64_t it1) {
                            dst + r * C, u8);
             } else {
                 const int ntap = nrow * nw;
-                const float cnt = a->alg == DNNQ_POOL_AVG_INC ? (float)ntap_max : (float)ntap;
+                const float cnt = a->alg == DNNQ_POOL_AVG_INC ? a->count_inc : (float)ntap;
                 tk_p8_havg((const uint16_t *)tmp + col0 * C, a->DW * C, nrow ? nw : 0, C,
                            dst + r * C, u8, u8 ? 0 : 128 * ntap, 1.0f / cnt);
             }
         }
     }
     free(tmp);
+    return 0;
 }
 
 #define TK_LOWEST_F32 (-3.402823466e+38f)
 
-void DNNQ_TK_FN(dnnq_pool_run)(const dnnq_pool_args_t *a, int64_t it0, int64_t it1) {
+/* plain layout, one (n, c, od, oh) row, outputs [o0, o0 + no): taps in (d, h, w) order for
+ * every output (the f32 sums round as oneDNN's).  KW <= TK_CH: tap-major (each kw over the
+ * outputs it reaches, ranges precomputed); a larger kernel: output-major over each output's
+ * valid columns (work and memory follow the taps inside the source, never KW). */
+#define TK_POOL_ROW_DISPATCH(FN_SUM, FN_MAX, ...)                                             \
+    switch (dt + 4 * is_max) {                                                                \
+    case DNNQ_DT_U8: FN_SUM##_u8((const uint8_t *)srow, __VA_ARGS__, acc->i); break;          \
+    case DNNQ_DT_S8: FN_SUM##_s8((const int8_t *)srow, __VA_ARGS__, acc->i); break;           \
+    case DNNQ_DT_S32: FN_SUM##_s32((const int32_t *)srow, __VA_ARGS__, acc->u); break;        \
+    case DNNQ_DT_F32: FN_SUM##_f32((const float *)srow, __VA_ARGS__, acc->f); break;          \
+    case DNNQ_DT_U8 + 4: FN_MAX##_u8((const uint8_t *)srow, __VA_ARGS__, acc->b); break;      \
+    case DNNQ_DT_S8 + 4: FN_MAX##_s8((const int8_t *)srow, __VA_ARGS__, acc->c); break;       \
+    case DNNQ_DT_S32 + 4: FN_MAX##_s32((const int32_t *)srow, __VA_ARGS__, acc->i); break;    \
+    default: FN_MAX##_f32((const float *)srow, __VA_ARGS__, acc->f); break;                   \
+    }
+
+static void tk_pool_plain_chunk(const dnnq_pool_args_t *a, const char *pl, int64_t od,
+                                int64_t oh, int64_t o0, int no, tk_acc_t *acc,
+                                int32_t *restrict cntw) {
+    const int is_max = a->alg == DNNQ_POOL_MAX, dt = a->src_dt, es = tk_esize(dt);
+    int64_t dlo, dhi, hlo, hhi;
+    tk_tap_range(od, a->SD, a->PD, a->DD, a->KD, a->ID, &dlo, &dhi);
+    tk_tap_range(oh, a->SH, a->PH, a->DH, a->KH, a->IH, &hlo, &hhi);
+    if (a->KW <= TK_CH) {
+        int64_t kwr[2 * TK_CH];
+        for (int i = 0; i < no; ++i) cntw[i] = 0;
+        /* valid outputs [olo, ohi) of each kw inside the chunk (0 <= o*SW - PW + kw*DW < IW) */
+        for (int64_t kw = 0; kw < a->KW; ++kw) {
+            const int64_t base = kw * a->DW - a->PW;
+            int64_t olo = base >= 0 ? 0 : (-base + a->SW - 1) / a->SW;
+            const int64_t lastnum = a->IW - 1 - base;
+            int64_t ohi = lastnum < 0 ? 0 : lastnum / a->SW + 1;
+            if (olo < o0) olo = o0;
+            if (ohi > o0 + no) ohi = o0 + no;
+            if (ohi < olo) ohi = olo;
+            kwr[2 * kw] = olo;
+            kwr[2 * kw + 1] = ohi;
+            for (int64_t o = olo; o < ohi; ++o) cntw[o - o0] += 1;
+        }
+        for (int64_t kd = dlo; kd < dhi; ++kd) {
+            const int64_t id = od * a->SD - a->PD + kd * a->DD;
+            for (int64_t kh = hlo; kh < hhi; ++kh) {
+                const int64_t ih = oh * a->SH - a->PH + kh * a->DH;
+                const char *srow = pl + (id * a->IH + ih) * a->IW * es;
+                for (int64_t kw = 0; kw < a->KW; ++kw) {
+                    const int64_t olo = kwr[2 * kw], ohi = kwr[2 * kw + 1];
+                    if (olo >= ohi) continue;
+                    const int64_t base = kw * a->DW - a->PW;
+                    TK_POOL_ROW_DISPATCH(tk_pool_row_sum, tk_pool_row_max, o0, olo, ohi, a->SW,
+                                         base)
+                }
+            }
+        }
+        return;
+    }
+    for (int i = 0; i < no; ++i) {
+        int64_t wlo, whi;
+        const int64_t o = o0 + i;
+        tk_tap_range(o, a->SW, a->PW, a->DW, a->KW, a->IW, &wlo, &whi);
+        cntw[i] = (int32_t)(whi - wlo);
+        /* column o*SW - PW + kw*DW = (o*SW - PW + wlo*DW) + t*DW: one output, "SW" = DW */
+        const int64_t first = o * a->SW - a->PW + wlo * a->DW;
+        for (int64_t kd = dlo; kd < dhi; ++kd) {
+            const int64_t id = od * a->SD - a->PD + kd * a->DD;
+            for (int64_t kh = hlo; kh < hhi; ++kh) {
+                const int64_t ih = oh * a->SH - a->PH + kh * a->DH;
+                const char *srow = pl + ((id * a->IH + ih) * a->IW + first) * es;
+                switch (dt + 4 * is_max) { /* the taps of output o in order */
+#define TK_OM(T, OP)                                                                          \
+    for (int64_t t = 0; t < whi - wlo; ++t) {                                                 \
+        const T v = ((const T *)srow)[t * a->DW];                                             \
+        OP;                                                                                   \
+    }                                                                                         \
+    break;
+                case DNNQ_DT_U8: TK_OM(uint8_t, acc->i[i] += v)
+                case DNNQ_DT_S8: TK_OM(int8_t, acc->i[i] += v)
+                case DNNQ_DT_S32: TK_OM(int32_t, acc->u[i] += (uint32_t)v)
+                case DNNQ_DT_F32: TK_OM(float, acc->f[i] = acc->f[i] + v)
+                case DNNQ_DT_U8 + 4: TK_OM(uint8_t, acc->b[i] = v > acc->b[i] ? v : acc->b[i])
+                case DNNQ_DT_S8 + 4: TK_OM(int8_t, acc->c[i] = v > acc->c[i] ? v : acc->c[i])
+                case DNNQ_DT_S32 + 4: TK_OM(int32_t, acc->i[i] = v > acc->i[i] ? v : acc->i[i])
+                default: TK_OM(float, acc->f[i] = v > acc->f[i] ? v : acc->f[i])
+#undef TK_OM
+                }
+            }
+        }
+    }
+}
+
+int DNNQ_TK_FN(dnnq_pool_run)(const dnnq_pool_args_t *a, int64_t it0, int64_t it1) {
     float buf[DNNQ_PW_NBUF][TK_CH] __attribute__((aligned(64)));
     float tmp[TK_CH] __attribute__((aligned(64)));
     tk_acc_t acc __attribute__((aligned(64)));
@@ -1768,21 +1862,22 @@ void DNNQ_TK_FN(dnnq_pool_run)(const dnnq_pool_args_t *a, int64_t it0, int64_t i
     const dnnq_pw_plan_t *epi = &a->epi;
     int64_t *off = epi->n_opnds <= TK_OFF_STACK ? off_stack
                                                  : (int64_t *)malloc(sizeof(int64_t) * epi->n_opnds);
-    if (!off) return;
+    if (!off) return DNNQ_TK_ENOMEM;
     const int is_max = a->alg == DNNQ_POOL_MAX;
     const int dt = a->src_dt;
     const int64_t C = a->C;
+    int status = 0;
     if (tk_pool8_fast_ok(a)) {
 #ifdef TK_P8F_VEC
-        if (!is_max && a->KD * a->KH * a->KW <= TK_P8_FUSE_MAX && C >= TK_P8_FUSE_MINC)
+        if (!is_max && a->window <= TK_P8_FUSE_MAX && C >= TK_P8_FUSE_MINC)
             tk_pool8_favg(a, it0, it1);
         else
 #endif
-        tk_pool8_fast(a, it0, it1);
+        status = tk_pool8_fast(a, it0, it1);
     } else if (a->channels_last) {
-        const int64_t ntap_max = a->KD * a->KH * a->KW;
-        int64_t *tap = (int64_t *)malloc(sizeof(int64_t) * (size_t)(ntap_max > 0 ? ntap_max : 1));
-        if (!tap) { if (off != off_stack) free(off); return; }
+        /* the taps of one window inside the source: at most max_taps (< 2^31) */
+        int64_t *tap = (int64_t *)malloc(sizeof(int64_t) * (size_t)(a->max_taps > 0 ? a->max_taps : 1));
+        if (!tap) { if (off != off_stack) free(off); return DNNQ_TK_ENOMEM; }
         int64_t ow = it0 % a->OW, oh = it0 / a->OW % a->OH;
         int64_t od = it0 / (a->OW * a->OH) % a->OD, n = it0 / (a->OW * a->OH * a->OD);
         for (int64_t r = it0; r < it1; ++r) {
@@ -1808,7 +1903,7 @@ void DNNQ_TK_FN(dnnq_pool_run)(const dnnq_pool_args_t *a, int64_t it0, int64_t i
                     }
                 }
             }
-            const float cnt = a->alg == DNNQ_POOL_AVG_INC ? (float)ntap_max : (float)ntap;
+            const float cnt = a->alg == DNNQ_POOL_AVG_INC ? a->count_inc : (float)ntap;
             for (int64_t c0 = 0; c0 < C; c0 += TK_CH) {
                 const int nc = (int)(C - c0 < TK_CH ? C - c0 : TK_CH);
                 if (is_max) {
@@ -1849,8 +1944,6 @@ void DNNQ_TK_FN(dnnq_pool_run)(const dnnq_pool_args_t *a, int64_t it0, int64_t i
         const int64_t plane = a->ID * a->IH * a->IW;
         const int es = tk_esize(dt);
         int32_t cntw[TK_CH];
-        int64_t *kwr = (int64_t *)malloc(sizeof(int64_t) * 2 * (size_t)a->KW);
-        if (!kwr) { if (off != off_stack) free(off); return; }
         int64_t oh = it0 % a->OH, od = it0 / a->OH % a->OD, nc_ = it0 / (a->OH * a->OD);
         for (int64_t r = it0; r < it1; ++r) {
             if (r != it0 && ++oh == a->OH) { /* advance (n * C + c, od, oh) */
@@ -1864,7 +1957,6 @@ void DNNQ_TK_FN(dnnq_pool_run)(const dnnq_pool_args_t *a, int64_t it0, int64_t i
             const int64_t ndh = (dhi - dlo) * (hhi - hlo);
             for (int64_t o0 = 0; o0 < OW; o0 += TK_CH) {
                 const int no = (int)(OW - o0 < TK_CH ? OW - o0 : TK_CH);
-                for (int i = 0; i < no; ++i) cntw[i] = 0;
                 if (is_max) {
                     switch (dt) {
                     case DNNQ_DT_U8: memset(acc.b, 0, (size_t)no); break;
@@ -1875,42 +1967,7 @@ void DNNQ_TK_FN(dnnq_pool_run)(const dnnq_pool_args_t *a, int64_t it0, int64_t i
                 } else {
                     memset(acc.i, 0, sizeof(int32_t) * (size_t)no);
                 }
-                /* valid outputs [olo, ohi) of each kw inside the chunk (0 <= o*SW - PW + kw*DW < IW) */
-                for (int64_t kw = 0; kw < a->KW; ++kw) {
-                    const int64_t base = kw * a->DW - a->PW;
-                    int64_t olo = base >= 0 ? 0 : (-base + a->SW - 1) / a->SW;
-                    const int64_t lastnum = a->IW - 1 - base;
-                    int64_t ohi = lastnum < 0 ? 0 : lastnum / a->SW + 1;
-                    if (olo < o0) olo = o0;
-                    if (ohi > o0 + no) ohi = o0 + no;
-                    if (ohi < olo) ohi = olo;
-                    kwr[2 * kw] = olo;
-                    kwr[2 * kw + 1] = ohi;
-                    for (int64_t o = olo; o < ohi; ++o) cntw[o - o0] += 1;
-                }
-                /* taps in (d, h, w) order: the f32 sums round as oneDNN's */
-                for (int64_t kd = dlo; kd < dhi; ++kd) {
-                    const int64_t id = od * a->SD - a->PD + kd * a->DD;
-                    for (int64_t kh = hlo; kh < hhi; ++kh) {
-                        const int64_t ih = oh * a->SH - a->PH + kh * a->DH;
-                        const char *srow = pl + (id * a->IH + ih) * a->IW * es;
-                        for (int64_t kw = 0; kw < a->KW; ++kw) {
-                            const int64_t olo = kwr[2 * kw], ohi = kwr[2 * kw + 1];
-                            if (olo >= ohi) continue;
-                            const int64_t base = kw * a->DW - a->PW;
-                            switch (dt + 4 * is_max) {
-                            case DNNQ_DT_U8: tk_pool_row_sum_u8((const uint8_t *)srow, o0, olo, ohi, a->SW, base, acc.i); break;
-                            case DNNQ_DT_S8: tk_pool_row_sum_s8((const int8_t *)srow, o0, olo, ohi, a->SW, base, acc.i); break;
-                            case DNNQ_DT_S32: tk_pool_row_sum_s32((const int32_t *)srow, o0, olo, ohi, a->SW, base, acc.u); break;
-                            case DNNQ_DT_F32: tk_pool_row_sum_f32((const float *)srow, o0, olo, ohi, a->SW, base, acc.f); break;
-                            case DNNQ_DT_U8 + 4: tk_pool_row_max_u8((const uint8_t *)srow, o0, olo, ohi, a->SW, base, acc.b); break;
-                            case DNNQ_DT_S8 + 4: tk_pool_row_max_s8((const int8_t *)srow, o0, olo, ohi, a->SW, base, acc.c); break;
-                            case DNNQ_DT_S32 + 4: tk_pool_row_max_s32((const int32_t *)srow, o0, olo, ohi, a->SW, base, acc.i); break;
-                            default: tk_pool_row_max_f32((const float *)srow, o0, olo, ohi, a->SW, base, acc.f); break;
-                            }
-                        }
-                    }
-                }
+                tk_pool_plain_chunk(a, pl, od, oh, o0, no, &acc, cntw);
                 if (is_max && a->raw_store) {
                     tk_raw_store(dt, a->dst, r * OW + o0, &acc, no);
                     continue;
@@ -1918,7 +1975,7 @@ void DNNQ_TK_FN(dnnq_pool_run)(const dnnq_pool_args_t *a, int64_t it0, int64_t i
                 float *v = buf[0];
                 tk_acc_to_f32(dt, is_max, &acc, v, no);
                 if (a->alg == DNNQ_POOL_AVG_INC) {
-                    const float cnt = (float)(a->KD * a->KH * a->KW);
+                    const float cnt = a->count_inc;
                     if (a->avg_rcp) {
                         const float rcp = 1.0f / cnt;
                         for (int i = 0; i < no; ++i) v[i] = v[i] * rcp;
@@ -1934,14 +1991,14 @@ void DNNQ_TK_FN(dnnq_pool_run)(const dnnq_pool_args_t *a, int64_t it0, int64_t i
                 tk_epilogue(epi, r, o0, no, buf, tmp, off);
             }
         }
-        free(kwr);
     }
     if (off != off_stack) free(off);
+    return status;
 }
 
 /* ---- softmax -------------------------------------------------------------------------------- */
-void DNNQ_TK_FN(dnnq_softmax_run)(const dnnq_softmax_args_t *a, int64_t it0, int64_t it1,
-                                  float *w) {
+int DNNQ_TK_FN(dnnq_softmax_run)(const dnnq_softmax_args_t *a, int64_t it0, int64_t it1,
+                                 float *w) {
     const int64_t L = a->axis_len;
     const int ses = tk_esize(a->src_dt), des = tk_esize(a->dst_dt);
     for (int64_t r = it0; r < it1; ++r) {
@@ -1983,4 +2040,5 @@ void DNNQ_TK_FN(dnnq_softmax_run)(const dnnq_softmax_args_t *a, int64_t it0, int
             tk_store(d + i0 * a->dst_as * des, a->dst_dt, a->dst_as, w + i0, n);
         }
     }
+    return 0;
 }

@@ -21,4 +21,16 @@ DNNQ_ALWAYS_INLINE uint32_t dnnq_load_a_tail(const uint8_t *a, int64_t K) {
     for (int i = 0; k0 + i < K; ++i) x |= (uint32_t)a[k0 + i] << (8 * i);
     return x;
 }
+/* The row pointers of one batch-reduce pair for an MR-row tile (dense or indirect A; rows
+ * past MR are never read and alias row 0). */
+#define DNNQ_PAIR_ROWS(q, MR, a0, a1, a2, a3, a4, a5)                                         \
+    const uint8_t *a0, *a1, *a2, *a3, *a4, *a5;                                                 \
+    if ((q)->rows) {                                                                            \
+        const uint8_t *const *rp_ = (q)->rows;                                                  \
+        a0 = rp_[0]; a1 = (MR) > 1 ? rp_[1] : a0; a2 = (MR) > 2 ? rp_[2] : a0;                  \
+        a3 = (MR) > 3 ? rp_[3] : a0; a4 = (MR) > 4 ? rp_[4] : a0; a5 = (MR) > 5 ? rp_[5] : a0;  \
+    } else {                                                                                    \
+        const int64_t ld_ = (q)->lda;                                                           \
+        a0 = (q)->a; a1 = a0 + ld_; a2 = a1 + ld_; a3 = a2 + ld_; a4 = a3 + ld_; a5 = a4 + ld_; \
+    }
 #endif

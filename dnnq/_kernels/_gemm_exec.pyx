@@ -1,0 +1,495 @@
+"""The C-level execute path of the GEMM primitives (MatMul, InnerProduct).
+
+A `GemmExec` is built once, at primitive creation, from the analysed description: the plan,
+the argument ids it reads, the dtype and shape of every array, the runtime scales and zero
+points with their counts.  `run(args)` then only looks the arrays up, checks them (exact type,
+dtype, shape, C-contiguity, writeable dst that overlaps no input, finite positive scales),
+fills the C argument struct, computes the compensation vectors in C and launches the kernel
+with the GIL released, holding a reference to every array until the kernel has finished.
+
+It never raises for a bad argument: it returns None, and the primitive's Python path (which
+accepts lists, strided arrays, plain weights, other bias types...) produces the error message
+or a canonical argument dict that it runs through `run(args, canonical=True)`.
+"""
+cimport numpy as cnp
+from cpython.dict cimport PyDict_GetItem, PyDict_Size
+from cpython.ref cimport PyObject
+from libc.stdint cimport int8_t, uint8_t, int32_t, uint32_t, int64_t, uintptr_t
+from libc.stdlib cimport malloc, free
+from libc.string cimport memcpy
+
+from dnnq._kernels._kernels cimport DNNQ_NR, dnnq_gemm_args_t, dnnq_postop_t
+from dnnq._kernels._gemm cimport GemmPlan
+
+import numpy as np
+from dnnq._kernels import _gemm
+from dnnq import _dispatch
+
+cnp.import_array()
+
+# kinds of runtime scales / zero points
+SS, WS, DS, ZS, ZW, ZD = 0, 1, 2, 3, 4, 5
+# axis of a zero point or scale vector
+COMMON, PER_N, PER_K = 0, 1, 2
+
+cdef enum:
+    MAX_DIMS = 6
+    MAX_POST = 32
+
+
+def aligned_empty(Py_ssize_t n, dtype, Py_ssize_t align=64):
+    """np.empty of n elements whose data starts on an `align`-byte boundary: numpy only
+    promises 16, and a packed-weights row split over two cache lines costs every zmm load."""
+    dtype = np.dtype(dtype)
+    raw = np.empty(n * dtype.itemsize + align, dtype=np.uint8)
+    offset = (-raw.ctypes.data) % align
+    return raw[offset:offset + n * dtype.itemsize].view(dtype)
+
+
+cdef class PackedGemmWeights:
+    """s8 weights (batch, K, N) packed once into the VNNI layout, with their column sums.
+
+    Read-only: `packed` (1-D int8, batch blocks of `batch_stride` bytes, not writeable),
+    `colsum` (int32 (batch, N)), `batch`, `K`, `N`, `owner` (the key of the primitive
+    description they were packed for) and `u8_shifted`.  Execution trusts these, so they cannot
+    be replaced after packing.
+    """
+    cdef readonly object packed, colsum, owner
+    cdef readonly int64_t batch, K, N, batch_stride
+    cdef readonly bint u8_shifted
+    cdef dict _comp
+    cdef object _last_comp
+    cdef int64_t _last_shift
+
+    def __init__(self, w, owner=None, u8_shifted=False):
+        w = np.asarray(w)
+        if w.ndim == 2:
+            w = w[None]
+        if w.dtype != np.int8 or w.ndim != 3:
+            raise TypeError("PackedGemmWeights: expected int8 weights (K, N) or (batch, K, N)")
+        self.batch, self.K, self.N = (int(d) for d in w.shape)
+        self.batch_stride = _gemm.packed_size(self.K, self.N)
+        packed = aligned_empty(self.batch * self.batch_stride, np.int8)
+        colsum = np.empty((self.batch, self.N), dtype=np.int32)
+        for b in range(self.batch):
+            p, c = _gemm.pack_weights_vnni(w[b])
+            packed[b * self.batch_stride:(b + 1) * self.batch_stride] = p
+            colsum[b] = c
+        if u8_shifted:  # u8 = w + 128 (padding becomes 128, met by zero source bytes)
+            np.bitwise_xor(packed.view(np.uint8), 0x80, out=packed.view(np.uint8))
+        packed.flags.writeable = False
+        colsum.flags.writeable = False
+        self.packed, self.colsum = packed, colsum
+        self.u8_shifted = u8_shifted
+        self.owner = owner
+        self._comp = {}
+        self._last_comp = None
+        self._last_shift = 0
+
+    cpdef comp_for_shift(self, int64_t shift):
+        """-shift * colsum as s32 (wrapping), computed once per shift: the s8-source +128
+        compensation plus a common source zero point (shift = 128·[s8] + zp)."""
+        if self._last_comp is not None and shift == self._last_shift:
+            return self._last_comp
+        c = self._comp.get(shift)
+        if c is None:
+            c = (-shift * self.colsum.astype(np.int64)).astype(np.uint64).astype(
+                np.uint32).view(np.int32)
+            if len(self._comp) >= 16:  # zero points that change every call: keep it bounded
+                self._comp.clear()
+            self._comp[shift] = c
+        self._last_comp, self._last_shift = c, shift
+        return c
+
+    @property
+    def nbytes(self):
+        return self.packed.nbytes + self.colsum.nbytes
+
+    def __reduce__(self):
+        raise TypeError("PackedGemmWeights cannot be pickled; pack the plain weights again")
+
+
+cdef struct ArrSpec:
+    int typenum
+    int ndim
+    int64_t dims[MAX_DIMS]
+    int64_t nbytes
+
+
+cdef struct RtSpec:
+    int kind       # SS .. ZD
+    int axis       # COMMON / PER_N / PER_K
+    int64_t count
+
+
+cdef bint _spec_from(ArrSpec* s, dims, dtype) except False:
+    s.typenum = np.dtype(dtype).num
+    s.ndim = len(dims)
+    if s.ndim > MAX_DIMS:
+        raise ValueError("too many dims")
+    s.nbytes = np.dtype(dtype).itemsize
+    for i, d in enumerate(dims):
+        s.dims[i] = d
+        s.nbytes *= d
+    return True
+
+
+cdef inline bint _matches(object o, const ArrSpec* s, bint canonical):
+    """o is exactly an ndarray of the spec's dtype and shape, C-contiguous (canonical: any
+    shape of the same byte size; the Python path reshaped it)."""
+    if not cnp.PyArray_CheckExact(o):
+        return False
+    cdef cnp.ndarray a = <cnp.ndarray>o
+    if cnp.PyArray_TYPE(a) != s.typenum or not cnp.PyArray_IS_C_CONTIGUOUS(a):
+        return False
+    if canonical:
+        return cnp.PyArray_NBYTES(a) == s.nbytes
+    if cnp.PyArray_NDIM(a) != s.ndim:
+        return False
+    cdef cnp.npy_intp* d = cnp.PyArray_DIMS(a)
+    cdef int i
+    for i in range(s.ndim):
+        if d[i] != s.dims[i]:
+            return False
+    return True
+
+
+cdef inline bint _overlaps(uintptr_t p0, uintptr_t p1, object o):
+    """[p0, p1) overlaps the data of ndarray o."""
+    cdef cnp.ndarray a = <cnp.ndarray>o
+    cdef uintptr_t q0 = <uintptr_t>cnp.PyArray_DATA(a)
+    cdef uintptr_t q1 = q0 + <uintptr_t>cnp.PyArray_NBYTES(a)
+    return q0 < p1 and p0 < q1 and q1 > q0
+
+
+cdef inline bint _finite_positive(const float* x, int64_t n) noexcept nogil:
+    cdef int64_t i
+    for i in range(n):
+        if not (x[i] > 0.0 and x[i] < <float>3.4028234663852886e38 * <float>2.0):
+            return False
+    return True
+
+
+cdef void _zp_times_weights(const int8_t* packed, int64_t batch, int64_t batch_stride,
+                            int64_t K, int64_t N, bint u8_shifted, const int32_t* zp,
+                            uint32_t* out) noexcept nogil:
+    """out[b, n] += sum_k zp[k] * W[b, k, n] (wrapping s32), read from the packed layout: the
+    per-K source zero point's compensation, with no copy of the weights."""
+    cdef int64_t K4 = (K + 3) // 4, b, n, k, p, nn
+    cdef const int8_t* base
+    cdef uint32_t acc
+    cdef int8_t x
+    for b in range(batch):
+        base = packed + b * batch_stride
+        for n in range(N):
+            p = n // DNNQ_NR
+            nn = n % DNNQ_NR
+            acc = 0
+            for k in range(K):
+                x = base[((p * K4 + k // 4) * DNNQ_NR + nn) * 4 + k % 4]
+                if u8_shifted:
+                    x = <int8_t>(<uint8_t>x ^ 0x80)
+                acc += <uint32_t>zp[k] * <uint32_t><int32_t>x
+            out[b * N + n] += acc
+
+
+cdef void _row_sums(const uint8_t* a, bint s8, int64_t rows, int64_t K,
+                    int32_t* out) noexcept nogil:
+    """out[r] = sum_k src[r, k] (src u8, or s8 when s8) as wrapping s32."""
+    cdef int64_t r, k
+    cdef uint32_t acc
+    for r in range(rows):
+        acc = 0
+        if s8:
+            for k in range(K):
+                acc += <uint32_t><int32_t>(<const int8_t*>a)[r * K + k]
+        else:
+            for k in range(K):
+                acc += a[r * K + k]
+        out[r] = <int32_t>acc
+
+
+cdef class GemmExec:
+    """The execute path of one GEMM primitive, fixed at creation (see the module docstring)."""
+    cdef GemmPlan plan
+    cdef object owner
+    cdef object k_src, k_wei, k_bias, k_dst
+    cdef ArrSpec src, bias, dst
+    cdef bint has_bias, has_sum, s8_src, strict
+    cdef int64_t a_batch, shift, n_known
+    cdef int64_t bias_sb, bias_sm, bias_sn
+    cdef list rt_keys
+    cdef RtSpec rt[6]
+    cdef int n_rt
+    # post-op inputs: (post-op index, which input 1 / 2, key, spec, strides)
+    cdef list po_keys
+    cdef ArrSpec po_spec[2 * MAX_POST]
+    cdef int po_index[2 * MAX_POST]
+    cdef int po_which[2 * MAX_POST]
+    cdef int64_t po_strides[2 * MAX_POST][3]
+    cdef int n_po
+
+    def __init__(self, GemmPlan plan, owner, src_dims, src_dtype, int64_t a_batch, int64_t shift,
+                 bias_dims, bias_dtype, bias_strides, dst_dims, dst_dtype, bint has_sum,
+                 list runtime, list post_inputs, int64_t n_known, keys, bint strict=True):
+        """runtime: (key, kind, axis, count) per scale / zero point; post_inputs: (key, post-op
+        index, which (1 = src1 / cond, 2 = select value), dims, (s_b, s_m, s_n)); keys: the
+        (src, weights, bias, dst) argument ids; strict: the user's arrays may be used as they
+        are (False when a descriptor's dtype or layout needs the Python path's conversion)."""
+        self.plan = plan
+        self.owner = owner
+        self.strict = strict
+        self.k_src, self.k_wei, self.k_bias, self.k_dst = keys
+        _spec_from(&self.src, src_dims, src_dtype)
+        self.s8_src = np.dtype(src_dtype) == np.int8
+        self.a_batch = a_batch
+        self.shift = shift
+        self.has_bias = bias_dims is not None
+        if self.has_bias:
+            _spec_from(&self.bias, bias_dims, bias_dtype)
+            self.bias_sb, self.bias_sm, self.bias_sn = bias_strides
+        _spec_from(&self.dst, dst_dims, dst_dtype)
+        self.has_sum = has_sum
+        self.n_known = n_known
+        if len(runtime) > 6 or len(post_inputs) > 2 * MAX_POST:
+            raise ValueError("too many runtime arguments")
+        self.rt_keys = []
+        self.n_rt = len(runtime)
+        for i, (key, kind, axis, count) in enumerate(runtime):
+            self.rt_keys.append(key)
+            self.rt[i].kind, self.rt[i].axis, self.rt[i].count = kind, axis, count
+        self.po_keys = []
+        self.n_po = len(post_inputs)
+        for i, (key, index, which, dims, strides) in enumerate(post_inputs):
+            self.po_keys.append(key)
+            _spec_from(&self.po_spec[i], dims, np.float32)
+            self.po_index[i], self.po_which[i] = index, which
+            self.po_strides[i][0], self.po_strides[i][1], self.po_strides[i][2] = strides
+
+    def run(self, dict args, bint canonical=False):
+        """Execute with `args` if every array is exactly as expected; else return None."""
+        cdef PyObject* item
+        cdef int64_t found = 0
+        cdef GemmPlan plan = self.plan
+        cdef dnnq_gemm_args_t g = plan.g
+        cdef dnnq_postop_t local_post[MAX_POST]
+        cdef int i, nthreads, kind
+        cdef int64_t wbi
+        cdef int64_t M = plan.M, N = plan.N, K = plan.K, batch = plan.batch, zsum = 0, n
+        cdef const float* fp
+        cdef const int32_t* ip
+        cdef float src_scale = 1.0, dst_scale = 1.0
+        cdef int64_t src_zp = 0
+        cdef const int32_t* zs_vec = NULL
+        cdef const int32_t* zw_vec = NULL
+        cdef int64_t zw_n = 0
+        cdef bint zw_any = False
+        cdef uintptr_t d0, d1
+        cdef cnp.ndarray arr
+        cdef PackedGemmWeights pw
+        cdef uint32_t* comp_buf = NULL
+        cdef int32_t* rowsum_buf = NULL
+        cdef int64_t wb
+        cdef cnp.npy_intp ddims[MAX_DIMS]
+        # ---- look up and check every array (references held in these locals) -------------
+        if not canonical and (not self.strict or PyDict_Size(args) > self.n_known):
+            return None
+        item = PyDict_GetItem(args, self.k_src)
+        if item == NULL or not _matches(<object>item, &self.src, canonical):
+            return None
+        src = <object>item
+        found += 1
+        item = PyDict_GetItem(args, self.k_wei)
+        if item == NULL or type(<object>item) is not PackedGemmWeights:
+            return None
+        pw = <PackedGemmWeights>item
+        if pw.owner is not self.owner and pw.owner != self.owner:
+            return None
+        found += 1
+        bias = None
+        if self.has_bias:
+            item = PyDict_GetItem(args, self.k_bias)
+            if item == NULL or not _matches(<object>item, &self.bias, canonical):
+                return None
+            bias = <object>item
+            found += 1
+        rt_vals = [None] * self.n_rt
+        for i in range(self.n_rt):
+            item = PyDict_GetItem(args, self.rt_keys[i])
+            if item == NULL or not cnp.PyArray_CheckExact(<object>item):
+                return None
+            arr = <cnp.ndarray>item
+            if cnp.PyArray_SIZE(arr) != self.rt[i].count or not cnp.PyArray_IS_C_CONTIGUOUS(arr):
+                return None
+            if self.rt[i].kind <= DS:
+                if cnp.PyArray_TYPE(arr) != cnp.NPY_FLOAT32 or not _finite_positive(
+                        <const float*>cnp.PyArray_DATA(arr), self.rt[i].count):
+                    return None
+            elif cnp.PyArray_TYPE(arr) != cnp.NPY_INT32:
+                return None
+            rt_vals[i] = arr
+            found += 1
+        po_vals = [None] * self.n_po
+        for i in range(self.n_po):
+            item = PyDict_GetItem(args, self.po_keys[i])
+            if item == NULL or not _matches(<object>item, &self.po_spec[i], canonical):
+                return None
+            po_vals[i] = <object>item
+            found += 1
+        item = PyDict_GetItem(args, self.k_dst)
+        if item == NULL:
+            if self.has_sum:
+                return None
+            for i in range(self.dst.ndim):
+                ddims[i] = self.dst.dims[i]
+            dst = cnp.PyArray_EMPTY(self.dst.ndim, ddims, self.dst.typenum, 0)
+        else:
+            if not _matches(<object>item, &self.dst, canonical) or \
+                    not cnp.PyArray_ISWRITEABLE(<cnp.ndarray>item):
+                return None
+            dst = <object>item
+            found += 1
+            # in-place execution is not supported: dst may overlap no input
+            d0 = <uintptr_t>cnp.PyArray_DATA(<cnp.ndarray>dst)
+            d1 = d0 + <uintptr_t>cnp.PyArray_NBYTES(<cnp.ndarray>dst)
+            if _overlaps(d0, d1, src) or (bias is not None and _overlaps(d0, d1, bias)):
+                return None
+            for v in rt_vals:
+                if _overlaps(d0, d1, v):
+                    return None
+            for v in po_vals:
+                if _overlaps(d0, d1, v):
+                    return None
+        if not canonical and found != PyDict_Size(args):
+            return None  # an argument this primitive does not take
+        # ---- fill the argument struct --------------------------------------------------------
+        g.a = <const uint8_t*>cnp.PyArray_DATA(<cnp.ndarray>src)
+        g.a_sb = M * K if self.a_batch > 1 else 0
+        g.a_sm = K
+        g.a_xor = ((1 if plan.swap_s8 else 2 if plan.signed_s8 else 0x80808080) if self.s8_src
+                   else 0)
+        g.b = <const int8_t*>cnp.PyArray_DATA(<cnp.ndarray>pw.packed)
+        g.b_sb = pw.batch_stride if pw.batch > 1 else 0
+        g.scale = <const float*>&_ONE_F[0]
+        g.scale_sn = 0
+        for i in range(self.n_rt):
+            arr = <cnp.ndarray>rt_vals[i]
+            kind = self.rt[i].kind
+            if kind == SS:
+                src_scale = (<const float*>cnp.PyArray_DATA(arr))[0]
+            elif kind == WS:
+                g.scale = <const float*>cnp.PyArray_DATA(arr)
+                g.scale_sn = 1 if self.rt[i].count > 1 else 0
+            elif kind == DS:
+                dst_scale = (<const float*>cnp.PyArray_DATA(arr))[0]
+            elif kind == ZS:
+                if self.rt[i].axis == PER_K:
+                    zs_vec = <const int32_t*>cnp.PyArray_DATA(arr)
+                else:
+                    src_zp = (<const int32_t*>cnp.PyArray_DATA(arr))[0]
+            elif kind == ZW:
+                zw_vec = <const int32_t*>cnp.PyArray_DATA(arr)
+                zw_n = self.rt[i].count
+                ip = zw_vec
+                for n in range(zw_n):
+                    if ip[n] != 0:
+                        zw_any = True
+                        break
+            else:
+                g.dst_zp = <const int32_t*>cnp.PyArray_DATA(arr)
+                g.dst_zp_sn = 1 if self.rt[i].count > 1 else 0
+        g.src_scale = src_scale
+        # f32 reciprocal, then a multiply in the epilogue: what oneDNN does (not a division)
+        g.inv_dst_scale = <float>1.0 / dst_scale
+        if self.has_bias:
+            g.bias = <const float*>cnp.PyArray_DATA(<cnp.ndarray>bias)
+            g.bias_sb, g.bias_sm, g.bias_sn = self.bias_sb, self.bias_sm, self.bias_sn
+        if g.n_post:
+            for i in range(g.n_post):
+                local_post[i] = plan.post[i]
+            for i in range(self.n_po):
+                fp = <const float*>cnp.PyArray_DATA(<cnp.ndarray>po_vals[i])
+                if self.po_which[i] == 1:
+                    local_post[self.po_index[i]].src1 = fp
+                    local_post[self.po_index[i]].s1_b = self.po_strides[i][0]
+                    local_post[self.po_index[i]].s1_m = self.po_strides[i][1]
+                    local_post[self.po_index[i]].s1_n = self.po_strides[i][2]
+                else:
+                    local_post[self.po_index[i]].src2 = fp
+                    local_post[self.po_index[i]].s2_b = self.po_strides[i][0]
+                    local_post[self.po_index[i]].s2_m = self.po_strides[i][1]
+                    local_post[self.po_index[i]].s2_n = self.po_strides[i][2]
+            g.post = local_post
+        g.dst = cnp.PyArray_DATA(<cnp.ndarray>dst)
+        g.d_sb = M * N
+        g.d_sm = N
+        wb = pw.batch
+        nthreads = _dispatch._num_threads
+        # ---- compensation: acc = raw + col_comp[n] - zp_wei[n] * rowsum[m] -------------------
+        if zs_vec == NULL and zw_vec == NULL:
+            col = pw.comp_for_shift(self.shift + src_zp)  # cached per shift in the weights
+            g.col_comp = <const int32_t*>cnp.PyArray_DATA(<cnp.ndarray>col)
+            g.c_sb = N if wb > 1 else 0
+            with nogil:
+                plan.launch(&g, nthreads)
+            return dst
+        col = pw.comp_for_shift(self.shift)
+        try:
+            comp_buf = <uint32_t*>malloc(sizeof(uint32_t) * wb * N)
+            if comp_buf == NULL:
+                raise MemoryError()
+            memcpy(comp_buf, cnp.PyArray_DATA(<cnp.ndarray>col), sizeof(uint32_t) * wb * N)
+            if zs_vec != NULL:  # per-K: comp -= zp_src @ W
+                _neg_zp_times_weights(pw, zs_vec, comp_buf)
+                for n in range(K):
+                    zsum += zs_vec[n]
+            else:  # common: comp -= zp * colsum (not in the cached shift: zp_wei needs zsum)
+                ip = <const int32_t*>cnp.PyArray_DATA(<cnp.ndarray>pw.colsum)
+                for n in range(wb * N):
+                    comp_buf[n] -= <uint32_t>src_zp * <uint32_t>ip[n]
+                zsum = src_zp * K
+            if zw_vec != NULL and zsum != 0:  # + zp_wei[n] * sum_k zp_src[k]
+                for wbi in range(wb):
+                    for n in range(N):
+                        comp_buf[wbi * N + n] += <uint32_t>zw_vec[n if zw_n > 1 else 0] * \
+                            <uint32_t>zsum
+            g.col_comp = <const int32_t*>comp_buf
+            g.c_sb = N if wb > 1 else 0
+            if zw_any:
+                rowsum_buf = <int32_t*>malloc(sizeof(int32_t) * self.a_batch * M + 1)
+                if rowsum_buf == NULL:
+                    raise MemoryError()
+                with nogil:
+                    _row_sums(g.a, self.s8_src, self.a_batch * M, K, rowsum_buf)
+                g.wzp = zw_vec
+                g.wzp_sn = 1 if zw_n > 1 else 0
+                g.rowsum = rowsum_buf
+                g.r_sb = M if self.a_batch > 1 else 0
+            with nogil:
+                plan.launch(&g, nthreads)
+        finally:
+            free(comp_buf)
+            free(rowsum_buf)
+        return dst
+
+
+cdef int _neg_zp_times_weights(PackedGemmWeights pw, const int32_t* zp,
+                               uint32_t* comp) except -1:
+    """comp[b, n] -= sum_k zp[k] W[b, k, n]"""
+    cdef int64_t n, total = pw.batch * pw.N
+    cdef uint32_t* tmp = <uint32_t*>malloc(sizeof(uint32_t) * total + 4)
+    if tmp == NULL:
+        raise MemoryError()
+    for n in range(total):
+        tmp[n] = 0
+    cdef const int8_t* packed = <const int8_t*>cnp.PyArray_DATA(<cnp.ndarray>pw.packed)
+    with nogil:
+        _zp_times_weights(packed, pw.batch, pw.batch_stride, pw.K, pw.N, pw.u8_shifted, zp, tmp)
+    for n in range(total):
+        comp[n] -= tmp[n]
+    free(tmp)
+    return 0
+
+
+cdef float _ONE_F[1]
+_ONE_F[0] = 1.0
