@@ -176,8 +176,8 @@ def test_cli_last_line_and_report(tmp_path, capsys):
     assert float(lines[-1].split()[-1]) >= 0.98
     assert "note: sentence 3 has 302 tokens; truncated to the model's limit of 256" in out
     assert "12/12 queries (all)" in out
-    assert "dnnq int8" in out and "float32 numpy" in out and "16/" not in err
-    assert "done" in err                                           # the progress bar
+    assert "dnnq int8" in out and "float32 numpy" in out and "PyTorch" not in out
+    assert "10/10 done" in err                                     # the progress bar
 
 
 def _error(capsys, argv):
