@@ -21,7 +21,8 @@ import dnnq
 from dnnq.demo import data
 from dnnq.demo.__main__ import main
 from dnnq.demo.encoder_f32 import Float32Encoder, gelu_erf
-from dnnq.demo.encoder_int8 import Int8Encoder, QLinear, row_bucket, qparams
+from dnnq.demo.encoder_int8 import (Int8Encoder, QLinear, row_bucket, qparams, apply_table,
+                                    pair_table)
 from dnnq.demo.model import load_weights, Tokenizer, MAX_TOKENS
 
 # every 8th dimension (0, 8, ..., 376) of the unit-norm embedding, the 4 texts in one batch
@@ -103,10 +104,20 @@ def test_dynamic_qparams_match_calibrate():
         assert s[0] == ws and z[0] == wz, (x.min(), x.max(), s, z, ws, wz)
 
 
+def test_apply_table():
+    rng = np.random.default_rng(4)
+    table = rng.integers(0, 256, 256, dtype=np.uint8)
+    for shape in ((3, 8), (100, 1536), (577, 1536)):
+        q = rng.integers(0, 256, shape, dtype=np.uint8)
+        want = np.array([[table[v] for v in row] for row in q[:50]], np.uint8)
+        assert np.array_equal(apply_table(table, q)[:50], want)
+        assert np.array_equal(apply_table(pair_table(table), q), table[q])
+
+
 def test_row_bucket():
     for m in range(1, 2000):
         b = row_bucket(m)
-        assert b >= m and b - m < (8 if m <= 64 else 32 if m <= 512 else 64)
+        assert b >= m and b - m < (8 if m <= 128 else 32 if m <= 1024 else 128)
 
 
 def test_qlinear_bit_exact_against_numpy(weights):
