@@ -191,7 +191,7 @@ def run(args):
     counts = {1: min(16, len(sentences)), args.batch: len(sentences)}
     for rnd in range(ROUNDS):
         for e in engines:
-            for b in (1, args.batch):
+            for b in sorted({1, args.batch}):
                 r = _throughput(e, timed[b], counts[b], args.min_time)
                 rates[e.name, b] = max(rates.get((e.name, b), 0.0), r)
             bar.step(f"round {rnd + 1}/{ROUNDS}: timed {e.name}")
