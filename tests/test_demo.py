@@ -177,6 +177,7 @@ def test_int8_variants_on_two_layers(weights, tok, f32):
 
 
 def test_cli_last_line_and_report(tmp_path, capsys):
+    threads_before = dnnq.get_num_threads()
     f = tmp_path / "s.txt"
     f.write_text("The cat sat on the mat.\n\nA dog barked at night.\n" + "word " * 300 + "\n")
     assert main(["--sentences", str(f), "--batch", "8", "--threads", "1", "--no-peers",
@@ -189,6 +190,7 @@ def test_cli_last_line_and_report(tmp_path, capsys):
     assert "12/12 queries (all)" in out
     assert "dnnq int8" in out and "float32 numpy" in out and "PyTorch" not in out
     assert "10/10 done" in err                                     # the progress bar
+    assert dnnq.get_num_threads() == threads_before                # --threads 1 undone
 
 
 def _error(capsys, argv):

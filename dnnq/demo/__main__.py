@@ -1,7 +1,6 @@
 """``dnnq-demo`` / ``python -m dnnq.demo``: all-MiniLM-L6-v2 in float32 and int8 through dnnq,
 with accuracy, retrieval and throughput against the installed peers.  See docs/demo.md."""
 import argparse
-import os
 import sys
 import time
 
@@ -55,13 +54,18 @@ def _read_sentences(path):
     return sentences
 
 
-def _limit_threads(n, torch_too):
+def _limit_threads(n, torch_too, restore):
     """Same threads for every engine: dnnq, numpy's BLAS, PyTorch (ONNX Runtime takes it at
-    session creation).  Returns a note when numpy's BLAS could not be limited."""
+    session creation).  Appends to ``restore`` what undoes it; returns a note when numpy's
+    BLAS could not be limited."""
     import dnnq
+    before = dnnq.get_num_threads()
+    restore.append(lambda: dnnq.set_num_threads(before))
     dnnq.set_num_threads(n)
     if torch_too:
         import torch
+        torch_before = torch.get_num_threads()
+        restore.append(lambda: torch.set_num_threads(torch_before))
         torch.set_num_threads(n)
         try:
             torch.set_num_interop_threads(1)
@@ -72,8 +76,7 @@ def _limit_threads(n, torch_too):
     except ImportError:
         return ("note: threadpoolctl is not installed, so numpy's BLAS uses its own thread count "
                 "(pip install threadpoolctl)")
-    global _BLAS_LIMIT
-    _BLAS_LIMIT = threadpool_limits(limits=n)
+    restore.append(threadpool_limits(limits=n).restore_original_limits)
     return None
 
 
@@ -127,6 +130,16 @@ def _plot(path, engines, rates, batch, subtitle):
 
 
 def run(args):
+    """The demo; the thread settings it changes are put back when it returns."""
+    restore = []
+    try:
+        return _run(args, restore)
+    finally:
+        for undo in reversed(restore):
+            undo()
+
+
+def _run(args, restore):
     import dnnq
     from dnnq.demo.model import load_weights, Tokenizer
     from dnnq.demo.encoder_f32 import Float32Encoder
@@ -148,7 +161,7 @@ def run(args):
                    f"{MAX_TOKENS}")
     have_torch = not args.no_peers and peers.torch_available()
     have_ort = not args.no_peers and peers.onnxruntime_available()
-    note = _limit_threads(threads, have_torch)
+    note = _limit_threads(threads, have_torch, restore)
     if note:
         out.append(note)
 

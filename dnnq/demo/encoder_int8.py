@@ -28,7 +28,7 @@ from dnnq import calibrate
 
 from dnnq.demo._parallel import split_rows
 from dnnq.demo.encoder_f32 import (Float32Encoder, embed, attention, layer_norm, mask_bias,
-                                   mean_pool_normalize, gelu_erf)  # noqa: F401
+                                   mean_pool_normalize, gelu_erf)
 
 _F32 = np.float32
 _SRC_SCALE = DNNL_ARG_SCALE | DNNL_ARG_SRC
