@@ -21,12 +21,16 @@ def _commands(script):
 
 def test_ci_runs_the_readme_test_command():
     readme = _read("README.md")
-    m = re.search(r"pip install '\.\[test\]' && (pytest[^\n]*)", readme)
-    assert m, "README has no `pip install '.[test]' && pytest` command"
+    m = re.search(r"^ +(python3 -m venv .*pip install '\.\[test\]'.*&& pytest[^\n]*)$", readme,
+                  re.M)
+    assert m, "README has no set-up command installing '.[test]' and running pytest"
+    steps = [s.strip() for s in m.group(1).split("&&")]
     cmds = _commands(_read(".ci", "run"))
     assert "set -euo pipefail" in cmds  # any failing command (pytest exit 1, 5, ...) fails CI
-    assert "python -m pip install '.[test]'" in cmds
-    assert m.group(1).strip() in cmds
+    for step in steps:
+        if step.startswith("pip install"):  # each install of the README, through the venv's pip
+            assert f"python -m {step}" in cmds, step
+    assert steps[-1].startswith("pytest") and steps[-1] in cmds
 
 
 def test_ci_runs_kernel_and_matmul_tests_on_the_portable_path():
