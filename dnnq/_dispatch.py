@@ -38,7 +38,8 @@ def _runnable_levels(feat):
             avx512 and feat["amx_tile"] and feat["amx_int8"])
 
 
-_runnable = _runnable_levels(_cpu.cpu_features())
+_features = _cpu.cpu_features()  # cpuid once: the features do not change while running
+_runnable = _runnable_levels(_features)
 
 
 def _parse_isa(value, name):
@@ -103,14 +104,22 @@ def available_isa_levels():
 
 # The thread count is dnnq's own process-wide setting, passed to every parallel region
 # explicitly: omp_set_num_threads alone would only affect the calling Python thread.
-_num_threads = _cpu.get_num_threads()  # OMP_NUM_THREADS, or the number of cores
+#: The most threads dnnq will run.  libgomp cannot report a failed thread creation: it ends
+#: the process (or crashes) instead, so a team far beyond any CPU (100000 threads) is refused
+#: here rather than discovered by the next execute.  The kernels split work statically, so
+#: threads beyond the cores only add overhead.
+MAX_NUM_THREADS = 1024
+# OMP_NUM_THREADS, or the number of cores (clamped: the environment cannot ask for more)
+_num_threads = max(1, min(_cpu.get_num_threads(), MAX_NUM_THREADS))
 
 
 def set_num_threads(n):
-    """Number of OpenMP threads dnnq's kernels use, for every Python thread."""
+    """Number of OpenMP threads dnnq's kernels use, for every Python thread: an int in
+    [1, MAX_NUM_THREADS] (1024)."""
     global _num_threads
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise InvalidArguments(f"set_num_threads: got {n!r}; expected an int >= 1")
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_NUM_THREADS:
+        raise InvalidArguments(f"set_num_threads: got {n!r}; expected an int in [1, "
+                               f"{MAX_NUM_THREADS}]")
     _cpu.set_num_threads(n)
     _num_threads = n
 

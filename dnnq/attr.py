@@ -32,7 +32,7 @@ from numbers import Real
 import numpy as np
 
 from . import args as _args
-from .errors import InvalidArguments, invalid
+from .errors import InvalidArguments, invalid, real_to_float
 from .masks import check_mask, check_scales
 from .post_ops import PostOps
 
@@ -58,9 +58,10 @@ def _target(arg, prefix, what):
 def _positive_f32(value, name):
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, Real):
         raise invalid(name, f"{value!r} of type {type(value).__name__}", "a finite real > 0")
+    v = real_to_float(value)
     with np.errstate(over="ignore"):
-        f = np.float32(float(value))
-    if not (np.isfinite(float(value)) and np.isfinite(f) and f > 0):
+        f = np.float32(v)
+    if not (np.isfinite(v) and np.isfinite(f) and f > 0):
         raise invalid(name, repr(value), "a finite real > 0 (also in f32)")
     return float(f)
 
@@ -140,9 +141,10 @@ class PrimitiveAttr:
         if isinstance(shift, (bool, np.bool_)) or not isinstance(shift, Real):
             raise invalid("rnn data shift", f"{shift!r} of type {type(shift).__name__}",
                           "a finite real")
+        v = real_to_float(shift)
         with np.errstate(over="ignore"):
-            sh = np.float32(float(shift))
-        if not (np.isfinite(float(shift)) and np.isfinite(sh)):
+            sh = np.float32(v)
+        if not (np.isfinite(v) and np.isfinite(sh)):
             raise invalid("rnn data shift", repr(shift), "a finite real (also in f32)")
         self._rnn_data = (s, float(sh))
         return self

@@ -19,7 +19,7 @@ from numbers import Integral, Real
 
 import numpy as np
 
-from dnnq.errors import InvalidArguments
+from dnnq.errors import InvalidArguments, real_to_float
 from dnnq.memory import as_dt
 
 __all__ = ["minmax", "percentile", "rnn_data_qparams", "rnn_weights_qparams"]
@@ -95,7 +95,7 @@ def percentile(x, dt, *, pct=99.99, axis=None, symmetric=False):
     x64 = _data(name, x)
     d = _dt(name, dt)
     if isinstance(pct, (bool, np.bool_)) or not isinstance(pct, Real) \
-            or not 50.0 < float(pct) <= 100.0:
+            or not 50.0 < real_to_float(pct) <= 100.0:
         raise InvalidArguments(f"{name}: pct got {pct!r}; expected a number in (50, 100]")
     red, _ = _axes(name, x64, axis)
     p = float(pct)

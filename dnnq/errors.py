@@ -24,3 +24,12 @@ def invalid(name, given, accepted):
 
 def unimplemented(name, given, supported):
     return Unimplemented(f"{name}: {given} is not supported; supported: {supported}")
+
+
+def real_to_float(value):
+    """float(value) for a real number, +-inf when it is beyond the float range (Python ints
+    such as 10**400 raise OverflowError in float()): callers then reject it as not finite."""
+    try:
+        return float(value)
+    except OverflowError:
+        return float("inf") if value > 0 else float("-inf")

@@ -36,7 +36,7 @@ from .errors import invalid
 
 __all__ = [
     "u8", "s8", "s32", "f32", "DATA_TYPES", "as_dt", "numpy_dtype", "dt_range", "dt_size",
-    "MemoryDesc", "PLAIN_TAGS", "CHANNELS_LAST_TAGS", "MAX_NDIMS",
+    "MemoryDesc", "PLAIN_TAGS", "CHANNELS_LAST_TAGS", "MAX_NDIMS", "MAX_BYTES",
 ]
 
 u8 = "u8"
@@ -49,6 +49,9 @@ _NP = {u8: np.dtype(np.uint8), s8: np.dtype(np.int8), s32: np.dtype(np.int32),
 DATA_TYPES = tuple(_NP)
 _BY_NP = {v: k for k, v in _NP.items()}
 MAX_NDIMS = 12
+#: the largest tensor a descriptor may describe, in bytes (numpy's and the kernels' int64 /
+#: ssize_t index arithmetic)
+MAX_BYTES = 2 ** 63 - 1
 
 #: plain tag -> number of dims ("any" fits any rank)
 PLAIN_TAGS = {
@@ -156,6 +159,13 @@ class MemoryDesc:
             raise invalid("tag", repr(tag), "None, 'any', a plain tag "
                           f"({', '.join(PLAIN_TAGS)}) or a channels-last tag "
                           f"({', '.join(CHANNELS_LAST_TAGS)})")
+        nbytes = _NP[d].itemsize
+        for n in dd:
+            nbytes *= n
+        if nbytes > MAX_BYTES:
+            raise invalid("dims", f"{dd!r} ({nbytes} bytes of {d})",
+                          f"a tensor of at most 2^63 - 1 bytes ({MAX_BYTES}), the most an "
+                          "array can address")
         object.__setattr__(self, "_dims", dd)
         object.__setattr__(self, "_dt", d)
         object.__setattr__(self, "_tag", tag)

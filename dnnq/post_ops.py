@@ -52,7 +52,7 @@ from typing import Optional
 
 import numpy as np
 
-from .errors import invalid
+from .errors import invalid, real_to_float
 from .memory import MemoryDesc, as_dt
 from ._kernels import _codes
 
@@ -116,7 +116,7 @@ def _f32_param(value, name):
     """A finite real parameter, returned as the Python float of its f32 rounding."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, Real):
         raise invalid(name, f"{value!r} of type {type(value).__name__}", "a finite real number")
-    v = float(value)
+    v = real_to_float(value)
     with np.errstate(over="ignore"):
         f = np.float32(v)
     if not np.isfinite(v) or not np.isfinite(f):

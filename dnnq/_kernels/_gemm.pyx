@@ -26,16 +26,28 @@ import numpy as np
 NR = DNNQ_NR
 
 
-cdef void* _ptr(object arr, bint writable=False) except NULL:
-    """Address of a C-contiguous buffer (the caller keeps `arr` alive)."""
-    cdef Py_buffer view
-    cdef int flags = PyBUF_ANY_CONTIGUOUS | (PyBUF_WRITABLE if writable else 0)
-    PyObject_GetBuffer(arr, &view, flags)
-    cdef void* p = view.buf
-    PyBuffer_Release(&view)
-    if p == NULL:  # zero-size buffers have no address; never dereferenced then
-        return <void*>1
-    return p
+cdef class _Buffers:
+    """The buffers of one kernel call, acquired (PyObject_GetBuffer) until the object dies:
+    an exporter cannot free or move its memory while the kernel runs."""
+    cdef Py_buffer views[24]
+    cdef int n
+
+    def __dealloc__(self):
+        cdef int i
+        for i in range(self.n):
+            PyBuffer_Release(&self.views[i])
+
+    cdef void* ptr(self, object arr, bint writable=False) except NULL:
+        """Address of a C-contiguous buffer, held until this object is released."""
+        if self.n == 24:
+            raise ValueError("too many buffers for one call")
+        PyObject_GetBuffer(arr, &self.views[self.n],
+                           PyBUF_ANY_CONTIGUOUS | (PyBUF_WRITABLE if writable else 0))
+        self.n += 1
+        cdef void* p = self.views[self.n - 1].buf
+        if p == NULL:  # zero-size buffers have no address; never dereferenced then
+            return <void*>1
+        return p
 
 
 def packed_size(int64_t K, int64_t N):
@@ -76,8 +88,9 @@ def micro_kernel(int isa, a, packed, int64_t K, bint s8_src):
     out = np.zeros((mr, DNNQ_NR), dtype=np.int32)
     a = np.ascontiguousarray(a)
     cdef dnnq_gemm_ukr_fn fn = dnnq_gemm_ukr_for_isa(isa)
-    fn(mr, K, <const uint8_t*>_ptr(a), K, 0x80808080 if s8_src else 0,
-       <const int8_t*>_ptr(packed), <int32_t*>_ptr(out, True))
+    cdef _Buffers bufs = _Buffers()
+    fn(mr, K, <const uint8_t*>bufs.ptr(a), K, 0x80808080 if s8_src else 0,
+       <const int8_t*>bufs.ptr(packed), <int32_t*>bufs.ptr(out, True))
     return out
 
 
@@ -218,6 +231,7 @@ cdef class GemmPlan:
         value_f32, s_b, s_m, s_n) per select post-op, None for the others.
         """
         cdef dnnq_gemm_args_t g = self.g
+        cdef _Buffers bufs = _Buffers()  # every array stays acquired until the kernel returns
         cdef int i
         # the post-op table is copied per call: binary inputs differ between concurrent
         # executions of one primitive from several Python threads
@@ -227,35 +241,35 @@ cdef class GemmPlan:
         for i in range(g.n_post):
             local_post[i] = self.post[i]
         g.post = local_post
-        g.a = <const uint8_t*>_ptr(a)
+        g.a = <const uint8_t*>bufs.ptr(a)
         g.a_sb, g.a_sm = a_sb, a_sm
         # s8 sources: the signed-operand kernels (weights packed as w + 128) where the ISA has
         # them, else a XOR to u8 per broadcast
         g.a_xor = ((1 if self.swap_s8 else 2 if self.signed_s8 else 0x80808080) if s8_src
                    else 0)
-        g.b = <const int8_t*>_ptr(packed)
+        g.b = <const int8_t*>bufs.ptr(packed)
         g.b_sb = b_sb
-        g.col_comp = <const int32_t*>_ptr(col_comp)
+        g.col_comp = <const int32_t*>bufs.ptr(col_comp)
         g.c_sb = c_sb
         if wzp is not None:
-            g.wzp = <const int32_t*>_ptr(wzp)
+            g.wzp = <const int32_t*>bufs.ptr(wzp)
             g.wzp_sn = wzp_sn
-            g.rowsum = <const int32_t*>_ptr(rowsum)
+            g.rowsum = <const int32_t*>bufs.ptr(rowsum)
             g.r_sb = r_sb
         g.raw_s32 = raw_s32
         g.src_scale = src_scale
-        g.scale = <const float*>_ptr(scale)
+        g.scale = <const float*>bufs.ptr(scale)
         g.scale_sn = scale_sn
         if bias is not None:
-            g.bias = <const float*>_ptr(bias)
+            g.bias = <const float*>bufs.ptr(bias)
             g.bias_sb, g.bias_sm, g.bias_sn = bias_sb, bias_sm, bias_sn
         for i in range(g.n_post):
             s = src1s[i]
             if s is not None:
-                local_post[i].src1 = <const float*>_ptr(s[0])
+                local_post[i].src1 = <const float*>bufs.ptr(s[0])
                 local_post[i].s1_b, local_post[i].s1_m, local_post[i].s1_n = s[1], s[2], s[3]
                 if len(s) > 4:
-                    local_post[i].src2 = <const float*>_ptr(s[4])
+                    local_post[i].src2 = <const float*>bufs.ptr(s[4])
                     local_post[i].s2_b, local_post[i].s2_m, local_post[i].s2_n = s[5], s[6], s[7]
             if (local_post[i].kind == 2 and local_post[i].src1 == NULL) or \
                     (local_post[i].kind == 5 and local_post[i].src2 == NULL):
@@ -263,9 +277,9 @@ cdef class GemmPlan:
         # f32 reciprocal, then a multiply in the epilogue: what oneDNN does (not a division)
         g.inv_dst_scale = <float>1.0 / dst_scale
         if dst_zp is not None:
-            g.dst_zp = <const int32_t*>_ptr(dst_zp)
+            g.dst_zp = <const int32_t*>bufs.ptr(dst_zp)
             g.dst_zp_sn = dst_zp_sn
-        g.dst = _ptr(dst, True)
+        g.dst = bufs.ptr(dst, True)
         g.d_sb, g.d_sm = d_sb, d_sm
         with nogil:
             self.launch(&g, nthreads)

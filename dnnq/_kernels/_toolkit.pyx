@@ -37,6 +37,7 @@ cdef extern from "dnnq_toolkit.h" nogil:
         const dnnq_pw_opnd_t *opnds
         int n_stages
         const dnnq_pw_stage_t *stages
+        int use_vbmi
 
     ctypedef struct dnnq_pool_args_t:
         int alg, src_dt, channels_last, raw_store
@@ -45,6 +46,8 @@ cdef extern from "dnnq_toolkit.h" nogil:
         int64_t N, C, ID, IH, IW, OD, OH, OW
         int64_t KD, KH, KW, SD, SH, SW, DD, DH, DW
         int64_t PD, PH, PW
+        int64_t window, max_taps
+        float count_inc
         const char *src
         void *dst
         dnnq_pw_plan_t epi
@@ -60,10 +63,10 @@ cdef extern from "dnnq_toolkit.h" nogil:
         const char *src
         char *dst
 
-    ctypedef void (*dnnq_pw_run_fn)(const dnnq_pw_plan_t *p, int64_t it0, int64_t it1)
-    ctypedef void (*dnnq_pool_run_fn)(const dnnq_pool_args_t *a, int64_t it0, int64_t it1)
-    ctypedef void (*dnnq_softmax_run_fn)(const dnnq_softmax_args_t *a, int64_t it0, int64_t it1,
-                                         float *work)
+    ctypedef int (*dnnq_pw_run_fn)(const dnnq_pw_plan_t *p, int64_t it0, int64_t it1)
+    ctypedef int (*dnnq_pool_run_fn)(const dnnq_pool_args_t *a, int64_t it0, int64_t it1)
+    ctypedef int (*dnnq_softmax_run_fn)(const dnnq_softmax_args_t *a, int64_t it0, int64_t it1,
+                                        float *work)
 
     dnnq_pw_run_fn dnnq_pw_run_for_isa(int isa)
     dnnq_pool_run_fn dnnq_pool_run_for_isa(int isa)
@@ -100,19 +103,26 @@ cdef int _esize(int dt) noexcept nogil:
     return 1 if dt == 2 or dt == 3 else 4
 
 
-cdef void _run_pw(dnnq_pw_run_fn fn, const dnnq_pw_plan_t* p, int64_t nitems,
-                  int nthreads) noexcept nogil:
+cdef int _run_pw(dnnq_pw_run_fn fn, const dnnq_pw_plan_t* p, int64_t nitems,
+                 int nthreads) noexcept nogil:
+    """Split [0, nitems) over the threads; the number of items whose kernel call failed."""
     cdef int64_t t, nt
+    cdef int failed = 0
     if nitems <= 0:
-        return
+        return 0
     nt = nthreads
     if nt > nitems:
         nt = nitems
     if nt <= 1:
-        fn(p, 0, nitems)
-        return
+        return fn(p, 0, nitems) != 0
     for t in prange(nt, num_threads=nt, schedule='static'):
-        fn(p, t * nitems // nt, (t + 1) * nitems // nt)
+        failed += fn(p, t * nitems // nt, (t + 1) * nitems // nt) != 0
+    return failed
+
+
+cdef int _raise_nomem(str what) except -1:
+    raise MemoryError(f"{what}: a kernel could not allocate its scratch memory; the "
+                      "destination is incomplete")
 
 
 cdef class PwPlan:
@@ -128,6 +138,10 @@ cdef class PwPlan:
     writable[k] says whether the kernel writes it.
     """
     cdef dnnq_pw_plan_t plan
+
+    @property
+    def use_vbmi(self):
+        return bool(self.plan.use_vbmi)
     cdef dnnq_pw_opnd_t* opnds
     cdef dnnq_pw_stage_t* stages
     cdef int64_t* offsets
@@ -145,13 +159,16 @@ cdef class PwPlan:
         free(self.stages)
         free(self.offsets)
 
-    def __init__(self, int isa, dims, int64_t block, list operands, list stages):
+    def __init__(self, int isa, dims, int64_t block, list operands, list stages,
+                 bint use_vbmi=False):
+        """use_vbmi: the AVX-512 kernels may use VBMI byte lookups (dnnq._impls decides)."""
         cdef int i, k
         nd = len(dims)
         if not 1 <= nd <= DNNQ_PW_MAXD:
             raise ValueError(f"PwPlan: {nd} dims; at most {DNNQ_PW_MAXD}")
         memset(&self.plan, 0, sizeof(dnnq_pw_plan_t))
         self.fn = dnnq_pw_run_for_isa(isa)
+        self.plan.use_vbmi = use_vbmi
         self.plan.ndims = nd
         self.n_elems = 1
         for i in range(nd):
@@ -212,26 +229,30 @@ cdef class PwPlan:
         cdef dnnq_pw_opnd_t* ops = self._bind(arrays, writable)
         p.opnds = ops
         cdef int64_t nitems = self.n_items
+        cdef int failed
         with nogil:
-            _run_pw(self.fn, &p, nitems, nthreads)
+            failed = _run_pw(self.fn, &p, nitems, nthreads)
         free(ops)
+        if failed:
+            _raise_nomem("pointwise kernel")
 
     cdef dnnq_pw_plan_t* _template(self):
         return &self.plan
 
 
-cdef void _run_pool(dnnq_pool_run_fn fn, const dnnq_pool_args_t* a, int64_t nitems,
-                    int nthreads) noexcept nogil:
+cdef int _run_pool(dnnq_pool_run_fn fn, const dnnq_pool_args_t* a, int64_t nitems,
+                   int nthreads) noexcept nogil:
     cdef int64_t t, nt = nthreads
+    cdef int failed = 0
     if nitems <= 0:
-        return
+        return 0
     if nt > nitems:
         nt = nitems
     if nt <= 1:
-        fn(a, 0, nitems)
-        return
+        return fn(a, 0, nitems) != 0
     for t in prange(nt, num_threads=nt, schedule='static'):
-        fn(a, t * nitems // nt, (t + 1) * nitems // nt)
+        failed += fn(a, t * nitems // nt, (t + 1) * nitems // nt) != 0
+    return failed
 
 
 cdef class PoolPlan:
@@ -265,6 +286,7 @@ cdef class PoolPlan:
         a.SD, a.SH, a.SW = g["SD"], g["SH"], g["SW"]
         a.DD, a.DH, a.DW = g["DD"], g["DH"], g["DW"]
         a.PD, a.PH, a.PW = g["PD"], g["PH"], g["PW"]
+        a.window, a.max_taps, a.count_inc = g["window"], g["max_taps"], g["count_inc"]
         self.epi = epi
         if channels_last:
             self.n_items = a.N * a.OD * a.OH * a.OW
@@ -279,9 +301,12 @@ cdef class PoolPlan:
         a.src = _addr(src, False)
         a.dst = <void*>_addr(dst, True)
         cdef int64_t nitems = self.n_items
+        cdef int failed
         with nogil:
-            _run_pool(self.fn, &a, nitems, nthreads)
+            failed = _run_pool(self.fn, &a, nitems, nthreads)
         free(ops)
+        if failed:
+            _raise_nomem("Pooling")
 
 
 def softmax_run(int isa, bint logsoftmax, int src_dt, int dst_dt, dims, src_st, dst_st,
@@ -313,10 +338,13 @@ def softmax_run(int isa, bint logsoftmax, int src_dt, int dst_dt, dims, src_st, 
     cdef float* work = <float*>malloc(sizeof(float) * axis_len * nt)
     if work == NULL:
         raise MemoryError()
+    cdef int failed = 0
     with nogil:
         if nt <= 1:
-            fn(&a, 0, nrows, work)
+            failed = fn(&a, 0, nrows, work) != 0
         else:
             for t in prange(nt, num_threads=nt, schedule='static'):
-                fn(&a, t * nrows // nt, (t + 1) * nrows // nt, work + t * axis_len)
+                failed += fn(&a, t * nrows // nt, (t + 1) * nrows // nt, work + t * axis_len) != 0
     free(work)
+    if failed:
+        _raise_nomem("Softmax")

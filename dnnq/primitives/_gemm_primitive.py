@@ -25,6 +25,7 @@ from dnnq.errors import InvalidArguments, Unimplemented
 from dnnq.primitives import _plan
 from dnnq._kernels import _gemm, _gemm_exec
 from dnnq.primitives._common import arg_name
+from dnnq.primitives._attr_plan import AttrPlan
 from dnnq import _impls
 
 _ONE = np.ones(1, np.float32)
@@ -36,6 +37,7 @@ _KEY_ZW = A.DNNL_ARG_ATTR_ZERO_POINTS | A.DNNL_ARG_WEIGHTS
 _KEY_ZD = A.DNNL_ARG_ATTR_ZERO_POINTS | A.DNNL_ARG_DST
 _ZERO_F = np.zeros(1, np.float32)
 _I32 = np.iinfo(np.int32)
+_POST_OP_KINDS = ("eltwise", "binary", "sum", "checkpoint", "select")
 
 
 def wrap_s32(x):
@@ -78,39 +80,19 @@ class GemmCore:
         self.prim = prim
         self.batch, self.M, self.N, self.K = batch, M, N, K
         self.src_dt, self.dst_dt = src_dt, dst_dt
-        self.scale_axis = {}
-        self.zp_axis = {}
-        if attr is not None and (attr.rnn_data_qparams is not None or
-                                 attr.rnn_weights_qparams is not None):
-            raise Unimplemented(f"{prim}: RNN data / weights qparams (set_rnn_data_qparams, "
-                                "set_rnn_weights_qparams) are not supported; they apply to "
-                                "LSTM / GRU / LBRGRU / VanillaRNN only: use set_scales_mask and "
-                                "set_zero_points_mask")
-        attr_scales = attr.scales_args() if attr is not None else {}
-        attr_zps = attr.zero_points_args() if attr is not None else {}
-        for kind, given, support, out in (("scale", attr_scales, scale_support, self.scale_axis),
-                                          ("zp", attr_zps, zp_support, self.zp_axis)):
-            what = "scales" if kind == "scale" else "zero points"
-            for arg, mask in given.items():
-                if arg not in support:
-                    raise Unimplemented(
-                        f"{prim}: {what} of {arg_name(arg)} are not supported; supported: "
-                        f"{what} of {', '.join(arg_name(a) for a in support) or 'nothing'}")
-                plain = resolve(arg, mask)
-                if plain not in support[arg]:
-                    raise Unimplemented(
-                        f"{prim}: {what} mask {mask} of {arg_name(arg)} is not supported; "
-                        f"supported masks: {', '.join(map(str, support[arg]))}")
-                out[arg] = mask_meaning[(kind, arg, plain)]
+        plan = AttrPlan(prim, attr, {a: (None, m) for a, m in scale_support.items()},
+                        {a: (None, m) for a, m in zp_support.items()}, _POST_OP_KINDS,
+                        resolve=lambda arg, mask, name: resolve(arg, mask))
+        # which GEMM axis each runtime vector runs along
+        self.scale_axis = {a: mask_meaning[("scale", a, m)] for a, m in plan.scale_mask.items()}
+        self.zp_axis = {a: mask_meaning[("zp", a, m)] for a, m in plan.zp_mask.items()}
         self.view_strides = view_strides
         post_specs = []
         self.binary = []  # (post-op index, src1 desc, (sb, sm, sn))
         self.selects = []  # (post-op index, cond desc, strides, value desc, strides)
         self.has_sum = False
-        ops = attr.post_ops if attr is not None else None
-        for i in range(len(ops) if ops is not None else 0):
-            kind = ops.kind(i)
-            op = ops[i]
+        for i, op in enumerate(plan.post_ops):
+            kind = op.kind
             if kind == "eltwise":
                 post_specs.append((_plan.PO_ELTWISE, _plan.ELTWISE_CODE[op.alg],
                                    float(op.alpha), float(op.beta)))
@@ -127,14 +109,11 @@ class GemmCore:
                 post_specs.append((_plan.PO_SUM, 0, float(op.scale), float(op.zero_point)))
             elif kind == "checkpoint":
                 post_specs.append((_plan.PO_CHECKPOINT, 0, 0.0, 0.0))
-            elif kind == "select":
+            else:  # select
                 post_specs.append((_plan.PO_SELECT, _plan.BINARY_CODE[op.alg], 0.0, 0.0))
                 self.selects.append(
                     (i, op.cond_desc, view_strides(op.cond_desc.dims, f"post_op[{i}].src_1"),
                      op.value_desc, view_strides(op.value_desc.dims, f"post_op[{i}].src_2")))
-            else:
-                raise Unimplemented(f"{prim}: post_op[{i}] of kind {kind} is not supported; "
-                                    "supported: eltwise, binary, sum, checkpoint, select")
         self.n_post = len(post_specs)
         # an s32 dst with nothing to apply receives the accumulator as is (a bias, even s32,
         # goes through f32 as in oneDNN)

@@ -17,7 +17,9 @@ zero points       none;  post-ops: none
 ================  ============================================================
 
 Numerics: an input with the dst's data type and no scale is copied exactly; otherwise
-``dst = saturate(rne(f32(src) * scale))`` (f32 dst: the product), as oneDNN.
+``dst = saturate(rne(f32(src) * scale))`` (f32 dst: the product), as oneDNN.  Inputs may be
+views of the destination (any overlap): they are read as they were before execute wrote
+anything (dnnq copies them first).
 """
 from numbers import Integral
 
@@ -108,9 +110,13 @@ class Concat(pw.ToolkitPrimitive, metaclass=CachedPrimitive):
                 arrays["scale"] = s
             inputs.append(arrays)
         user, phys = pw.output(p, self.dst_desc, args)
-        for arrays, plan in zip(inputs, self._plans):
-            if user is not None:
+        # every input that shares memory with dst is copied before the first plan writes
+        # (an input viewing a part of dst that an earlier input overwrites must still be read
+        # as given)
+        if user is not None:
+            for arrays in inputs:
                 pw.unalias(phys, arrays)
+        for arrays, plan in zip(inputs, self._plans):
             arrays["dst"] = phys
             plan.run(arrays)
         return pw.finish(self.dst_desc, user, phys)

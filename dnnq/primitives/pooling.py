@@ -8,7 +8,10 @@ are ``dilation + 1`` apart; None = 0), ``padding_l`` >= 0 (None = 0), ``padding_
 ``padding_l``; may be negative down to ``-stride``, as oneDNN).  The destination size must be
 oneDNN's ``(I - ((K - 1) * (D + 1) + 1) + PL + PR) // S + 1``; for avg_exclude_padding the
 paddings must also be smaller than the dilated kernel extent and ``dilation < I`` (no window
-may lie entirely in the padding).
+may lie entirely in the padding).  Limits (InvalidArguments beyond them): kernel, strides and
+``dilation + 1`` at most 2^61, and so is the padded source ``I + PL + PR``; the window
+``KD*KH*KW`` itself may be larger (its average divides by f32 of the exact product), the work
+and memory follow the taps inside the source, never the kernel size.
 
 Support table (``ext`` = beyond oneDNN 3.2):
 
@@ -41,6 +44,7 @@ integer, plain, or max (ref:any)       ``f32(sum) / count``    ``alpha*x`` then 
 
 (The choices only show with post-ops: without them every variant rounds to the same integer.)
 """
+import math
 from numbers import Integral
 
 import numpy as np
@@ -55,6 +59,25 @@ from dnnq._kernels import _toolkit as _tk
 _ALGS = {"max": _tk.POOL_MAX, "avg_include_padding": _tk.POOL_AVG_INC,
          "avg_exclude_padding": _tk.POOL_AVG_EXC}
 _DTS = ("f32", "s32", "s8", "u8")
+# Largest kernel, stride, dilation + 1 and padded source extent (I + PL + PR): the kernels'
+# 64-bit index arithmetic adds up to three such values (tap index = o * S - PL + k * (D + 1)).
+GEOMETRY_LIMIT = 2 ** 61
+_INT32_MAX = 2 ** 31 - 1
+_F32_MAX = float(np.finfo(np.float32).max)
+
+
+def _f32_of_int(n):
+    """f32(n) rounded once, half to even, for any int n >= 0 (float(n) would round twice
+    above 2^53); inf above the f32 range."""
+    if n < 2 ** 24:
+        return float(n)
+    shift = n.bit_length() - 24
+    q, r = divmod(n, 1 << shift)
+    half = 1 << (shift - 1)
+    if r > half or (r == half and q & 1):
+        q += 1
+    v = math.ldexp(float(q), shift) if shift < 1000 else math.inf  # q * 2^shift, exact
+    return v if v <= _F32_MAX else math.inf
 
 
 def _alg(alg):
@@ -118,7 +141,22 @@ class Pooling(pw.ToolkitPrimitive, metaclass=CachedPrimitive):
         d = _spatial("dilation", dilation, ns, 0, 0)
         pl = _spatial("padding_l", padding_l, ns, 0, 0)
         pr = list(pl) if padding_r is None else _spatial("padding_r", padding_r, ns, 0, None)
+        for name, vals in (("kernel", k), ("strides", s)):
+            for v in vals:
+                if v > GEOMETRY_LIMIT:
+                    raise InvalidArguments(f"{p}: {name} got {vals}; expected values <= 2^61 "
+                                           f"({GEOMETRY_LIMIT})")
+        for v in d:
+            if v + 1 > GEOMETRY_LIMIT:
+                raise InvalidArguments(f"{p}: dilation got {d}; expected values < 2^61 "
+                                       f"({GEOMETRY_LIMIT})")
         for i in range(ns):
+            if isp[i] + pl[i] + max(pr[i], 0) > GEOMETRY_LIMIT:
+                raise InvalidArguments(
+                    f"{p}: padding_l {pl} and padding_r {pr} with source dims {tuple(isp)}: the "
+                    f"padded source in spatial dimension {i} ({isp[i]} + {pl[i]} + {pr[i]}) "
+                    f"exceeds 2^61 ({GEOMETRY_LIMIT}); expected I + padding_l + padding_r <= "
+                    "2^61")
             ext = (k[i] - 1) * (d[i] + 1) + 1
             if pr[i] + s[i] < 0:
                 raise InvalidArguments(f"{p}: padding_r {pr} is below -strides {s} in spatial "
@@ -164,14 +202,32 @@ class Pooling(pw.ToolkitPrimitive, metaclass=CachedPrimitive):
         pad3 = lambda v, fill: [fill] * (3 - ns) + list(v)  # noqa: E731
         kk, ss, dd, pp = pad3(k, 1), pad3(s, 1), pad3([x + 1 for x in d], 1), pad3(pl, 0)
         ii, oo = pad3(isp, 1), pad3(osp, 1)
+        # a stride is irrelevant where the output has one position; elsewhere it is at most
+        # the padded source (the direct int8 kernels below also want it <= the source size)
+        ss = [1 if o_ == 1 else s_ for s_, o_ in zip(ss, oo)]
+        # window sizes in exact integers: KD*KH*KW can pass 2^64 (r03, r05); the kernels get
+        # the window capped (only compared with small bounds), the include-padding count as
+        # its f32 value, and the most taps a window can have inside the source (the size of
+        # their tap lists: never proportional to the kernel)
+        window = kk[0] * kk[1] * kk[2]
+        max_taps = 1
+        for K_, I_, D_ in zip(kk, ii, dd):
+            max_taps *= min(K_, -(-I_ // D_))
+        if max_taps > _INT32_MAX:
+            raise Unimplemented(f"{p}: a window can hold {max_taps} taps inside source dims "
+                                f"{src_desc.dims} (kernel {tuple(k)}, dilation {tuple(d)}); "
+                                f"supported: at most 2^31 - 1")
         geom = dict(N=N, C=C, ID=ii[0], IH=ii[1], IW=ii[2], OD=oo[0], OH=oo[1], OW=oo[2],
                     KD=kk[0], KH=kk[1], KW=kk[2], SD=ss[0], SH=ss[1], SW=ss[2],
-                    DD=dd[0], DH=dd[1], DW=dd[2], PD=pp[0], PH=pp[1], PW=pp[2])
+                    DD=dd[0], DH=dd[1], DW=dd[2], PD=pp[0], PH=pp[1], PW=pp[2],
+                    window=min(window, _INT32_MAX), max_taps=max_taps,
+                    count_inc=_f32_of_int(window))
         raw = (self.alg == "max" and not qa.post_ops and dst_desc.dt == src_desc.dt
                and dst_desc.physical_order == src_desc.physical_order)
         # direct int8 kernels (max in int8, average in s16 / s32 then one f32 step)
         fast8 = (cl and src_desc.dt in ("s8", "u8") and dst_desc.dt == src_desc.dt
-                 and not qa.post_ops and dst_desc.physical_order == src_desc.physical_order)
+                 and not qa.post_ops and dst_desc.physical_order == src_desc.physical_order
+                 and window <= 256 and all(s_ <= i_ for s_, i_ in zip(ss, ii)))
         self._plan = _tk.PoolPlan(pw.ISA_CODE[self._isa], _ALGS[self.alg],
                                   pw.DT_CODE[src_desc.dt], cl, raw, geom, epi.plan, jit_int,
                                   fast8)

@@ -72,6 +72,7 @@ typedef struct {
     const dnnq_pw_opnd_t *opnds;
     int n_stages;
     const dnnq_pw_stage_t *stages;
+    int use_vbmi;                  /* 1: VBMI byte lookups allowed (CPU and ISA cap: dnnq._impls) */
 } dnnq_pw_plan_t;
 
 /* Pooling.  Spatial dims are padded to 3 (D, H, W; missing ones have size 1).  The values of
@@ -92,6 +93,11 @@ typedef struct {
     int64_t N, C, ID, IH, IW, OD, OH, OW;
     int64_t KD, KH, KW, SD, SH, SW, DD, DH, DW;   /* DD.. = dilation + 1 */
     int64_t PD, PH, PW;                            /* left padding */
+    int64_t window;                                /* KD*KH*KW, capped at INT32_MAX (compared
+                                                      with small bounds only) */
+    int64_t max_taps;                              /* most taps of one window inside the source
+                                                      (< 2^31): the size of a tap list */
+    float count_inc;                               /* f32(KD*KH*KW) of the exact product */
     const char *src;
     void *dst;
     dnnq_pw_plan_t epi;
@@ -111,15 +117,18 @@ typedef struct {
     char *dst;
 } dnnq_softmax_args_t;
 
-typedef void (*dnnq_pw_run_fn)(const dnnq_pw_plan_t *p, int64_t it0, int64_t it1);
-typedef void (*dnnq_pool_run_fn)(const dnnq_pool_args_t *a, int64_t it0, int64_t it1);
-typedef void (*dnnq_softmax_run_fn)(const dnnq_softmax_args_t *a, int64_t it0, int64_t it1, float *work);
+/* The run functions return 0, or DNNQ_TK_ENOMEM when a scratch allocation failed (the
+ * driver raises MemoryError: the destination is then incomplete). */
+#define DNNQ_TK_ENOMEM 1
+typedef int (*dnnq_pw_run_fn)(const dnnq_pw_plan_t *p, int64_t it0, int64_t it1);
+typedef int (*dnnq_pool_run_fn)(const dnnq_pool_args_t *a, int64_t it0, int64_t it1);
+typedef int (*dnnq_softmax_run_fn)(const dnnq_softmax_args_t *a, int64_t it0, int64_t it1, float *work);
 
 #define DNNQ_DECLARE_TOOLKIT(isa)                                                             \
-    void dnnq_pw_run_##isa(const dnnq_pw_plan_t *p, int64_t it0, int64_t it1);                \
-    void dnnq_pool_run_##isa(const dnnq_pool_args_t *a, int64_t it0, int64_t it1);            \
-    void dnnq_softmax_run_##isa(const dnnq_softmax_args_t *a, int64_t it0, int64_t it1,       \
-                                float *work);
+    int dnnq_pw_run_##isa(const dnnq_pw_plan_t *p, int64_t it0, int64_t it1);                 \
+    int dnnq_pool_run_##isa(const dnnq_pool_args_t *a, int64_t it0, int64_t it1);             \
+    int dnnq_softmax_run_##isa(const dnnq_softmax_args_t *a, int64_t it0, int64_t it1,        \
+                               float *work);
 
 DNNQ_DECLARE_TOOLKIT(portable)
 DNNQ_DECLARE_TOOLKIT(avx2)
