@@ -12,12 +12,11 @@ RNN), ``--cfg=u8u8u8u8|u8u8u8f32|f32u8f32u8|f32u8f32f32`` (benchdnn's names: the
 dst_layer, a leading f32 the f32 states of the f32 mode), ``--scaling=common|per_oc`` (weights
 scales).  Data quantization as benchdnn: scale 63.75 (u8 range / the f32 range [-2, 2]), shift
 128.  The output line gives the time, GOPS (2 * multiply-adds of both GEMMs), oneDNN's time and
-the ratio (the two timed in alternation), and PyTorch's dynamically quantized LSTM / GRU
+the ratio (timed in interleaved rounds by dnnq.bench.registry), and PyTorch's dynamically quantized LSTM / GRU
 (``quantize_dynamic``, f32 data) where installed; ``--mode=C`` compares the outputs with oneDNN instead (LSTM and GRU only: oneDNN
 3.2 has no int8 LBR-GRU or vanilla RNN).
 """
 import re
-import time
 
 import numpy as np
 
@@ -138,28 +137,6 @@ def onednn_handle(ref, b):
                          data_scale=DATA_SCALE, data_shift=DATA_SHIFT, wei_scales=b["ws"],
                          wei_scale_mask=b["mask"], dst_layer_dt=b["dl_dt"],
                          direction=b["direction"])
-
-
-def paired_best_time(f, g, min_time, rounds=8):
-    """Best times of f and of g, timed in alternation (a batch of f, then a batch of g, for
-    `rounds` rounds): on a shared machine the load changes during a run, and alternating
-    exposes both to the same conditions."""
-    f(), g()
-    t0 = time.perf_counter()
-    f()
-    once = time.perf_counter() - t0
-    n = max(1, int(min_time / rounds / max(once, 1e-6)))
-    bf = bg = float("inf")
-    for _ in range(rounds):
-        t0 = time.perf_counter()
-        for _ in range(n):
-            f()
-        bf = min(bf, (time.perf_counter() - t0) / n)
-        t0 = time.perf_counter()
-        for _ in range(n):
-            g()
-        bg = min(bg, (time.perf_counter() - t0) / n)
-    return bf, bg
 
 
 def torch_rnn(b, threads):
