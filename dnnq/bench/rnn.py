@@ -12,12 +12,11 @@ RNN), ``--cfg=u8u8u8u8|u8u8u8f32|f32u8f32u8|f32u8f32f32`` (benchdnn's names: the
 dst_layer, a leading f32 the f32 states of the f32 mode), ``--scaling=common|per_oc`` (weights
 scales).  Data quantization as benchdnn: scale 63.75 (u8 range / the f32 range [-2, 2]), shift
 128.  The output line gives the time, GOPS (2 * multiply-adds of both GEMMs), oneDNN's time and
-the ratio (the two timed in alternation), and PyTorch's dynamically quantized LSTM / GRU
+the ratio (timed in interleaved rounds by dnnq.bench.registry), and PyTorch's dynamically quantized LSTM / GRU
 (``quantize_dynamic``, f32 data) where installed; ``--mode=C`` compares the outputs with oneDNN instead (LSTM and GRU only: oneDNN
 3.2 has no int8 LBR-GRU or vanilla RNN).
 """
 import re
-import time
 
 import numpy as np
 
@@ -51,12 +50,14 @@ def parse_rnn(desc):
     p["dhc"] = vals.get("dhc", p["sic"])
     p["dic"] = vals.get("dic", p["dhc"])
     p["name"] = name
+    p["desc"] = desc
     return p
 
 
 def build(desc, knobs, rng):
     """The dnnq primitive, its execution args (packed weights) and the raw arrays."""
-    d = parse_rnn(desc)
+    d = desc if isinstance(desc, dict) else parse_rnn(desc)
+    desc = d.get("desc", desc)
     alg = knobs.get("alg", KNOBS["alg"]).upper()
     if alg not in ALGS:
         raise Unimplemented(f"--alg={alg}: supported {', '.join(ALGS)}")
@@ -138,28 +139,6 @@ def onednn_handle(ref, b):
                          direction=b["direction"])
 
 
-def paired_best_time(f, g, min_time, rounds=8):
-    """Best times of f and of g, timed in alternation (a batch of f, then a batch of g, for
-    `rounds` rounds): on a shared machine the load changes during a run, and alternating
-    exposes both to the same conditions."""
-    f(), g()
-    t0 = time.perf_counter()
-    f()
-    once = time.perf_counter() - t0
-    n = max(1, int(min_time / rounds / max(once, 1e-6)))
-    bf = bg = float("inf")
-    for _ in range(rounds):
-        t0 = time.perf_counter()
-        for _ in range(n):
-            f()
-        bf = min(bf, (time.perf_counter() - t0) / n)
-        t0 = time.perf_counter()
-        for _ in range(n):
-            g()
-        bg = min(bg, (time.perf_counter() - t0) / n)
-    return bf, bg
-
-
 def torch_rnn(b, threads):
     """PyTorch's dynamically quantized LSTM / GRU (``quantize_dynamic``, qint8 weights, f32
     data quantized per call) on the same shapes, or None without PyTorch / for other cells."""
@@ -174,7 +153,10 @@ def torch_rnn(b, threads):
     cls = torch.nn.LSTM if b["cell"] == "lstm" else torch.nn.GRU
     bidir = b["direction"] == "bidirectional_concat"
     model = cls(b["C"], b["H"], num_layers=b["L"], bidirectional=bidir)
-    q = torch.ao.quantization.quantize_dynamic(model, {cls}, dtype=torch.qint8)
+    import warnings
+    with warnings.catch_warnings():   # torch.ao.quantization's deprecation notice
+        warnings.simplefilter("ignore", DeprecationWarning)
+        q = torch.ao.quantization.quantize_dynamic(model, {cls}, dtype=torch.qint8)
     x = torch.from_numpy(np.random.default_rng(1).uniform(-2, 2, (b["T"], b["N"], b["C"]))
                          .astype(np.float32))
 
@@ -190,52 +172,57 @@ def _same(a, b):
     return int(np.count_nonzero(a != b))
 
 
-def run_problems(problems, min_time, ref, best_time, use_torch=True, threads=None):
-    """problems: (desc, knobs) pairs; best_time(fn, min_time) -> seconds.  Returns the number
-    of failures (errors, or outputs that differ from oneDNN)."""
-    rng = np.random.default_rng(0)
-    print(f"{'rnn problem':30s} {'kernel':28s} {'dnnq us':>9s} {'GOPS':>7s} "
-          f"{'oneDNN us':>10s} {'ratio':>6s} {'torch us':>9s} {'ratio':>6s}")
-    failures = 0
-    for desc, knobs in problems:
-        label = f"{knobs.get('alg', KNOBS['alg'])[:12]}:{desc}"[:30]
-        try:
-            b = build(desc, knobs, rng)
-        except dnnq.DnnqError as e:
-            print(f"{label:30s} {type(e).__name__}: {e}")
-            failures += 1
-            continue
-        p, args = b["p"], b["args"]
-        h = onednn_handle(ref, b)
-        if knobs.get("mode", "P").upper() == "C":
-            if h is None:
-                print(f"{label:30s} {p.impl_info:28s} no oneDNN int8 {b['cell']} to compare with")
-                continue
-            out = p.execute(args)
-            want = h.execute()
-            got = [out[k] for k in (DNNL_ARG_DST_LAYER, DNNL_ARG_DST_ITER, DNNL_ARG_DST_ITER_C)
-                   if k in out]
-            bad = sum(_same(g, w) for g, w in zip(got, want))
-            total = sum(g.size for g in got)
-            failures += bad > 0
-            print(f"{label:30s} {p.impl_info:28s} {'PASSED' if not bad else 'FAILED'}: "
-                  f"{total - bad} of {total} elements bit-identical to oneDNN")
-            h.close()
-            continue
-        run = lambda: p.execute(args)  # noqa: E731
-        if h is None:
-            t = best_time(run, min_time)
-        else:
-            t, t_ref = paired_best_time(run, h.execute, min_time)
-        line = f"{label:30s} {p.impl_info:28s} {t * 1e6:9.1f} {b['ops'] / t / 1e9:7.0f}"
-        if h is not None:
-            line += f" {t_ref * 1e6:10.1f} {t / t_ref:6.2f}"
-            h.close()
-        else:
-            line += f" {'-':>10s} {'-':>6s}"
-        tq = torch_rnn(b, threads) if use_torch else None
+def create_case(problem, settings, env):
+    """The registry's ``create``: dnnq's primitive, the oneDNN peer (memories bound once) and
+    PyTorch's dynamically quantized LSTM / GRU where installed."""
+    from dnnq.bench.registry import Case
+    b = build(problem, settings, env.rng)
+    p, args = b["p"], b["args"]
+    outs = (DNNL_ARG_DST_LAYER, DNNL_ARG_DST_ITER, DNNL_ARG_DST_ITER_C)
+
+    def run():
+        o = p.execute(args)
+        return [o[k] for k in outs if k in o]
+    case = Case(kernel=p.impl_info, ops=b["ops"], dnnq=run)
+    h = onednn_handle(env.onednn, b)
+    if h is not None:
+        case.peers["oneDNN"] = h.execute
+        case.reference = lambda: list(h.execute())
+        case.close = h.close
+    else:
+        why = env.onednn_absent if env.onednn is None else \
+            f"oneDNN 3.2 has no int8 {b['cell']}" + (" with f32 states" if b["f32_states"]
+                                                      else "")
+        case.peers["oneDNN"] = why
+        case.reference = why
+    if not env.use_torch:
+        case.peers["torch"] = "--no-peers"
+    else:
+        tq = torch_rnn(b, env.threads)
+        case.peers["torch"] = tq if tq is not None else "no PyTorch / no such cell"
         if tq is not None:
-            t_torch = paired_best_time(run, tq, min_time)[1]
-            line += f" {t_torch * 1e6:9.1f} {t / t_torch:6.2f}"
-        print(line)
-    return failures
+            case.notes.append("torch: quantize_dynamic, f32 data")
+    return case
+
+
+def check_case(case):
+    """Every output (dst_layer, dst_iter, dst_iter_c) bit for bit against oneDNN."""
+    from dnnq.bench.registry import Unchecked
+    ref = case.reference
+    if ref is None or isinstance(ref, str):
+        raise Unchecked(ref or "no reference")
+    got, want = case.dnnq(), ref()
+    equal = sum(g.size - _same(g, w) for g, w in zip(got, want))
+    return equal, sum(g.size for g in got), ""
+
+
+def _register():
+    from dnnq.bench.registry import register
+    register("rnn", parse=parse_rnn, create=create_case, check=check_case,
+             settings=dict(KNOBS),
+             summary=f"u8 data (scale {DATA_SCALE}, shift {DATA_SHIFT}), s8 weights with "
+                     "per-gate-per-OC scales (--scaling), f32 bias; --cfg picks f32 states / "
+                     "dst_layer")
+
+
+_register()

@@ -463,7 +463,7 @@ class _RNN(metaclass=CachedPrimitive):
             sic = self.src_iter_c_desc.check_array(args[A.DNNL_ARG_SRC_ITER_C], "src_iter_c")
         if self.bias_desc is not None and A.DNNL_ARG_BIAS in args:
             bias = self.bias_desc.check_array(args[A.DNNL_ARG_BIAS], "bias")
-        outs = {}
+        outs, given = {}, []
         for arg, desc, name in ((A.DNNL_ARG_DST_LAYER, self.dst_layer_desc, "dst_layer"),
                                 (A.DNNL_ARG_DST_ITER, self.dst_iter_desc, "dst_iter"),
                                 (A.DNNL_ARG_DST_ITER_C, self.dst_iter_c_desc, "dst_iter_c")):
@@ -473,6 +473,7 @@ class _RNN(metaclass=CachedPrimitive):
                 user = args[arg]
                 buf = desc.check_output(user, name)
                 outs[arg] = (user, buf, desc)
+                given.append(arg)
             else:
                 a = desc.empty()
                 outs[arg] = (a, a, desc)
@@ -483,7 +484,8 @@ class _RNN(metaclass=CachedPrimitive):
         else:
             biasc = (bias - term).astype(_F32)
         inputs = [a for a in (x, si, sic, bias) if a is not None]
-        for arg, (user, buf, desc) in outs.items():
+        for arg in given:   # arrays allocated here cannot overlap anything
+            buf = outs[arg][1]
             if any(np.may_share_memory(buf, a) for a in inputs):
                 raise InvalidArguments(f"{p}.execute: {_OUT_NAMES[arg]} overlaps an input array; "
                                        "expected separate output memory")
@@ -528,7 +530,8 @@ class _RNN(metaclass=CachedPrimitive):
         dlc = dl.shape[2]
         di = outs.get(A.DNNL_ARG_DST_ITER)
         dic = outs.get(A.DNNL_ARG_DST_ITER_C)
-        q0 = self._quantize(np.zeros(1, _F32), scale, shift)[0]      # the absent h state
+        # the absent h state: the quantized 0.0, saturate(rne(shift))
+        q0 = int(np.clip(np.rint(_F32(shift)), 0, 255)) if si is None else 0
         prev = None
         for l in range(L):
             last = l == L - 1
