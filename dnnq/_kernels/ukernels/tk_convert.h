@@ -167,7 +167,14 @@ static void tk_copy(char *dst, int64_t dst_st, const char *src, int64_t src_st, 
             for (int i = 0; i < n; ++i) out[i] = ((((float)s[i * st] - a) * b) * c) + d;      \
     } while (0)
 
-__attribute__((noinline)) static void tk_affine(float *restrict out, const char *src, int dt, int64_t st, int n, float a,
+/* (the portable build keeps it out of line: inlined into the stage program, gcc spilled the
+ * loaded vector to the stack every iteration there) */
+#if TK_VEC
+#define TK_AFFINE_ATTR
+#else
+#define TK_AFFINE_ATTR __attribute__((noinline))
+#endif
+TK_AFFINE_ATTR static void tk_affine(float *restrict out, const char *src, int dt, int64_t st, int n, float a,
                       float b, float c, float d) {
     switch (dt) {
     case DNNQ_DT_F32: TK_AFFINE_T(float); break;
