@@ -11,7 +11,7 @@ import sys
 import threading
 from collections import OrderedDict
 
-from dnnq import _dispatch
+from dnnq import _dispatch, _impls  # noqa: F401
 
 _lock = threading.Lock()
 _entries = OrderedDict()
@@ -98,7 +98,7 @@ class CachedPrimitive(type):
         if _capacity == 0:
             return super().__call__(*args, **kwargs)
         try:
-            key = (cls, _freeze(args), _freeze(kwargs), _dispatch.effective_isa_level())
+            key = (cls, _freeze(args), _freeze(kwargs), _impls.dispatch_key())
             hash(key)
         except TypeError:  # something unhashable: let the constructor judge it
             return super().__call__(*args, **kwargs)

@@ -205,10 +205,11 @@ def test_batched_matmul_broadcast_vs_onednn(isa, src_batch, wei_batch):
 
 
 @needs_onednn
-def test_matmul_per_k_src_zp_and_per_n_dst_zp_vs_onednn(isa):
+@pytest.mark.parametrize("src_dt", ["u8", "s8"])
+def test_matmul_per_k_src_zp_and_per_n_dst_zp_vs_onednn(isa, src_dt):
     rng = np.random.default_rng(11)
     M, K, N = 10, 37, 150  # N over two 64-column panels: per-N vectors must follow them
-    src, wei = rand(rng, "u8", (M, K)), rand(rng, "s8", (K, N))
+    src, wei = rand(rng, src_dt, (M, K)), rand(rng, "s8", (K, N))
     q = dict(src_zp=rng.integers(-20, 20, K).astype(np.int32), src_zp_mask=2,
              dst_zp=rng.integers(-5, 5, N).astype(np.int32), dst_zp_mask=2,
              wei_scales=np.array([0.01], np.float32))
@@ -264,6 +265,27 @@ def test_matmul_weights_zero_point_extension(isa, src_dt, per_n):
     acc = matmul_acc(src, wei, szp[0], wzp)
     ref = epilogue(acc, "s8", scale=q["wei_scales"])
     np.testing.assert_array_equal(out, ref)
+
+
+@pytest.mark.parametrize("src_dt", ["u8", "s8"])
+@pytest.mark.parametrize("wzp_kind", ["none", "common", "per_n"])
+def test_matmul_3d_per_k_src_zp_with_weights_zp_extension(isa, src_dt, wzp_kind):
+    """Per-K source zero point (computed in C from the packed weights of each batch: the s8
+    source packs them as u8 = w + 128 on the VNNI levels) with weights zero points, batched
+    weights, against numpy int64."""
+    rng = np.random.default_rng(21)
+    B, M, K, N = 2, 7, 45, 70
+    src, wei = rand(rng, src_dt, (B, M, K)), rand(rng, "s8", (B, K, N))
+    szp = rng.integers(-30, 30, K).astype(np.int32)
+    q = dict(src_zp=szp, src_zp_mask=4, wei_scales=rng.uniform(1e-3, 1e-2, N).astype(np.float32),
+             wei_scale_mask=4)
+    wzp = None
+    if wzp_kind != "none":
+        wzp = rng.integers(-10, 10, N if wzp_kind == "per_n" else 1).astype(np.int32)
+        q.update(wei_zp=wzp, wei_zp_mask=4 if wzp_kind == "per_n" else 0)
+    out, _ = run_dnnq(src, wei, None, "s32", q)
+    acc = matmul_acc(src, wei, szp, wzp)
+    np.testing.assert_array_equal(out, epilogue(acc, "s32", scale=q["wei_scales"]))
 
 
 def test_inner_product_zero_points_extension(isa):
