@@ -102,7 +102,7 @@ def random_case(rng, u8_small=False, ksplit=False, shared_a=False):
 def compare(fn, A, B, C, kw):
     """(dnnq result, oneDNN result); C is not modified."""
     import dnnq
-    import onednn_ref
+    import dnnq.testing as onednn_ref
     ref_c = C.copy() if C is not None else None
     ref = getattr(onednn_ref, fn)(A, B, ref_c, **kw)
     out = getattr(dnnq, fn)(A, B, C.copy() if C is not None else None, **kw)

@@ -1,5 +1,5 @@
 """dnnq.gemm_u8s8s32 / gemm_s8s8s32 bit for bit against oneDNN 3.2's dnnl_gemm_* (the real
-library through tests/onednn_ref): thousands of random problems (alpha / beta random and
+library through dnnq.testing): thousands of random problems (alpha / beta random and
 special, ties, saturation of beta * C, wrapping co and accumulators, ao / bo / co, all three
 offsetc, transa / transb, M / N / K tails, one and several K blocks, s8 and u8 A), on every
 ISA level this CPU has, with 1, 2 and 6 threads, plus a hypothesis search for mismatches.
@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import dnnq
-import onednn_ref
+import dnnq.testing as onednn_ref
 import _gemm_cases as gc
 
 pytestmark = onednn_ref.requires_vnni

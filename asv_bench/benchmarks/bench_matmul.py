@@ -102,20 +102,6 @@ class MatMulInt8:
 
     track_ratio_vs_onednn.unit = "dnnq time / oneDNN time"
 
-    def track_onednn_marshalling_us(self, shape, threads):
-        """What the old way of timing oneDNN added per call (microseconds): the handle's
-        execute(), which rebuilds the ctypes argument array and looks its C functions up on
-        every call, minus the runner() a C++ caller's loop corresponds to."""
-        h = self._onednn()
-        run_ref = h.runner()
-        old, new = [], []
-        for _ in range(3):
-            old.append(best_time(h.execute, 0.1))
-            new.append(best_time(run_ref, 0.1))
-        return (min(old) - min(new)) * 1e6
-
-    track_onednn_marshalling_us.unit = "us per call"
-
     def track_exact_vs_numpy(self, shape, threads):
         """1 when the result equals the numpy model bit for bit."""
         a = self.args
@@ -130,3 +116,33 @@ class MatMulInt8:
         """1 when the result equals oneDNN 3.2's bit for bit."""
         out = self.p.execute(self.args)
         return int(np.array_equal(out, self._onednn().execute()))
+
+
+class OnednnMarshalling:
+    """What the old way of timing oneDNN added per call (microseconds), on the small shapes
+    where it shows (on big ones it drowns in the noise): the bridge handle's ``execute()``,
+    which rebuilds the ctypes argument array and looks its C functions up on every call,
+    minus ``runner()``, which corresponds to a C++ caller's loop.  1 thread."""
+
+    params = ([(1, 64, 64), (1, 768, 768)],)
+    param_names = ["M_K_N"]
+    timeout = 120
+
+    def setup(self, shape):
+        dnnq.set_num_threads(1)
+        case = MatMulInt8()
+        case.setup(shape, 1)
+        self.handle = case._onednn()
+
+    def teardown(self, shape):
+        self.handle.close()
+
+    def track_onednn_marshalling_us(self, shape):
+        run_ref = self.handle.runner()
+        old, new = [], []
+        for _ in range(3):
+            old.append(best_time(self.handle.execute, 0.1))
+            new.append(best_time(run_ref, 0.1))
+        return (min(old) - min(new)) * 1e6
+
+    track_onednn_marshalling_us.unit = "us per call"
