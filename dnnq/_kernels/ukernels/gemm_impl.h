@@ -126,58 +126,31 @@ static void dnnq_epilogue_row(const dnnq_gemm_args_t *g, int64_t b, int64_t m, i
         else
             for (int n = 0; n < nc; ++n) v[n] += bs[0];
     }
+    /* the post-op chain (postop_chain.h, shared with the toolkit) */
     for (int i = 0; i < g->n_post; ++i) {
         const dnnq_postop_t *po = &g->post[i];
         if (po->kind == DNNQ_PO_ELTWISE) {
-            const float al = po->alpha, be = po->beta;
-            switch (po->alg) { /* the exact, common ones get vectorisable loops */
-            case DNNQ_ELT_RELU:
-                if (al == 0.0f)
-                    for (int n = 0; n < nc; ++n) v[n] = v[n] > 0.0f ? v[n] : 0.0f;
-                else
-                    for (int n = 0; n < nc; ++n) v[n] = v[n] > 0.0f ? v[n] : v[n] * al;
-                break;
-            case DNNQ_ELT_LINEAR:
-                for (int n = 0; n < nc; ++n) v[n] = fmaf(al, v[n], be);
-                break;
-            default:
-                for (int n = 0; n < nc; ++n) v[n] = dnnq_eltwise(po->alg, v[n], al, be);
-            }
+            /* relu with alpha = 0 is max(x, 0) here, as oneDNN's JIT injector computes it */
+            const int alg = po->alg == DNNQ_ELT_RELU && po->alpha == 0.0f ? DNNQ_ELT_RELU_MAX0
+                                                                          : po->alg;
+            dnnq_po_eltwise(alg, v, po->alpha, po->beta, nc);
         } else if (po->kind == DNNQ_PO_BINARY) {
             const float *s1 = po->src1 + b * po->s1_b + m * po->s1_m;
-            if (po->s1_n) {
-                s1 += n0;
-                if (po->alg == DNNQ_BIN_ADD)
-                    for (int n = 0; n < nc; ++n) v[n] += s1[n];
-                else if (po->alg == DNNQ_BIN_MUL)
-                    for (int n = 0; n < nc; ++n) v[n] *= s1[n];
-                else
-                    for (int n = 0; n < nc; ++n) v[n] = dnnq_binary(po->alg, v[n], s1[n]);
-            } else {
-                const float x1 = s1[0];
-                for (int n = 0; n < nc; ++n) v[n] = dnnq_binary(po->alg, v[n], x1);
-            }
+            if (po->s1_n) dnnq_po_binary(po->alg, v, s1 + n0, nc);
+            else dnnq_po_binary_scalar(po->alg, v, s1[0], nc);
         } else if (po->kind == DNNQ_PO_SUM) {
-            const float sc = po->alpha, zp = po->beta;
-            for (int n = 0; n < nc; ++n) v[n] += sc * (dnnq_load_dst_f32(drow, g->dst_dt, n) - zp);
+            float prev[DNNQ_NR];
+            for (int n = 0; n < nc; ++n) prev[n] = dnnq_load_dst_f32(drow, g->dst_dt, n);
+            dnnq_po_sum(v, prev, po->alpha, po->beta, nc);
         } else if (po->kind == DNNQ_PO_CHECKPOINT) {
-            memcpy(sv, v, sizeof(float) * nc);
+            dnnq_po_checkpoint(sv, v, nc);
         } else if (po->kind == DNNQ_PO_SELECT) {
-            /* v = saved <alg> cond ? value : v (IEEE comparisons: NaN is false except for ne) */
             float c[DNNQ_NR], x[DNNQ_NR];
             const float *c1 = po->src1 + b * po->s1_b + m * po->s1_m;
             const float *x1 = po->src2 + b * po->s2_b + m * po->s2_m;
             for (int n = 0; n < nc; ++n) c[n] = c1[(n0 + n) * po->s1_n];
             for (int n = 0; n < nc; ++n) x[n] = x1[(n0 + n) * po->s2_n];
-            switch (po->alg) {
-            case DNNQ_BIN_LE: for (int n = 0; n < nc; ++n) v[n] = sv[n] <= c[n] ? x[n] : v[n]; break;
-            case DNNQ_BIN_LT: for (int n = 0; n < nc; ++n) v[n] = sv[n] < c[n] ? x[n] : v[n]; break;
-            case DNNQ_BIN_GE: for (int n = 0; n < nc; ++n) v[n] = sv[n] >= c[n] ? x[n] : v[n]; break;
-            case DNNQ_BIN_GT: for (int n = 0; n < nc; ++n) v[n] = sv[n] > c[n] ? x[n] : v[n]; break;
-            case DNNQ_BIN_EQ: for (int n = 0; n < nc; ++n) v[n] = sv[n] == c[n] ? x[n] : v[n]; break;
-            case DNNQ_BIN_NE: for (int n = 0; n < nc; ++n) v[n] = sv[n] != c[n] ? x[n] : v[n]; break;
-            default: break;
-            }
+            dnnq_po_select(po->alg, v, sv, c, x, nc);
         }
     }
     dnnq_store_row(g, v, drow, n0, nc);
@@ -225,6 +198,7 @@ void DNNQ_FN(dnnq_gemm_block)(const dnnq_gemm_args_t *g, int64_t b, int64_t m0, 
     const int fast = dnnq_fast_epi_ok(g);
     dnnq_epi_consts_t epi;
     if (fast) DNNQ_EPI_PREPARE(g, b, n0, nc, &epi);
+    else memset(&epi, 0, sizeof epi); /* unread then; set so the compiler can tell */
 #else
     const int fast = 0;
 #endif
