@@ -38,7 +38,8 @@ def _runnable_levels(feat):
             avx512 and feat["amx_tile"] and feat["amx_int8"])
 
 
-_runnable = _runnable_levels(_cpu.cpu_features())
+_features = _cpu.cpu_features()  # cpuid once: the features do not change while running
+_runnable = _runnable_levels(_features)
 
 
 def _parse_isa(value, name):

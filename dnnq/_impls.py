@@ -37,6 +37,35 @@ def isa_unavailable(isa):
     return None
 
 
+# Optional CPU features no ISA level implies, each with the lowest cap that allows it.  A cap
+# at or below a level that does not include the feature turns it off (as DNNL_MAX_CPU_ISA
+# does), so that DNNQ_MAX_CPU_ISA=avx512_core_vnni runs the instructions of that level only
+# and the fallback paths are testable on any CPU.
+OPTIONAL_FEATURES = {
+    # byte lookups of the toolkit's 8-bit requantization (Ice Lake, Zen 4 and later; not part
+    # of avx512_core_vnni, which Cascade Lake defines)
+    "avx512_vbmi": ("avx512_core_vnni", "avx512_core_amx"),
+}
+
+
+def optional_feature(name, isa):
+    """True when kernels of level `isa` may use the optional feature `name` now: the CPU has
+    it, `isa` is a level it extends, and the ISA cap is above the levels that lack it."""
+    base, min_cap = OPTIONAL_FEATURES[name]
+    levels = _dispatch.ISA_LEVELS
+    return (bool(_dispatch._features.get(name)) and
+            levels.index(isa) >= levels.index(base) and
+            _dispatch._cap_level >= levels.index(min_cap))
+
+
+def dispatch_key():
+    """Everything dispatch depends on besides the description: the primitive cache's key part
+    (two caps with the same effective level may still differ in optional features)."""
+    level = _dispatch.effective_isa_level()
+    isa = _dispatch.ISA_LEVELS[level]
+    return (level,) + tuple(optional_feature(f, isa) for f in OPTIONAL_FEATURES)
+
+
 def _amx_rows(problem):
     if problem.get("M", 8) < 8:
         return ("fewer than 8 rows: the AVX512-VNNI row kernels stream the weights faster "

@@ -3,7 +3,6 @@ execution from several Python threads."""
 import os
 import subprocess
 import sys
-import threading
 
 import numpy as np
 import pytest
@@ -12,6 +11,7 @@ import dnnq
 from dnnq import MemoryDesc, PrimitiveAttr, PostOps, DNNL_ARG_SRC, DNNL_ARG_WEIGHTS
 from dnnq import DNNL_ARG_SCALE, DNNL_ARG_SRC_1, DNNL_ARG_ATTR_MULTIPLE_POST_OP
 from _quant_ref import matmul_acc
+from _threads import run_in_threads
 
 
 def _run(code, **env):
@@ -143,22 +143,15 @@ def test_concurrent_execution_from_python_threads():
         b = rng.normal(0, 100, (M, N)).astype(np.float32)
         ref = matmul_acc(x, w).astype(np.float32) + b
         jobs.append((x, b, ref))
-    errors = []
 
     def work(x, b, ref):
-        for _ in range(30):
+        for i in range(30):
             out = p.execute({DNNL_ARG_SRC: x, DNNL_ARG_WEIGHTS: pw,
                              DNNL_ARG_SCALE | DNNL_ARG_WEIGHTS: np.ones(N, np.float32),
                              DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1: b})
-            if not np.array_equal(out, ref):
-                errors.append(1)
+            np.testing.assert_array_equal(out, ref, err_msg=f"execution {i}")
 
-    threads = [threading.Thread(target=work, args=j) for j in jobs]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors
+    run_in_threads(work, jobs)  # re-raises a worker's failure here
 
 
 def test_thread_count_applies_to_every_python_thread():
@@ -166,9 +159,7 @@ def test_thread_count_applies_to_every_python_thread():
     seen = []
     try:
         dnnq.set_num_threads(1)
-        t = threading.Thread(target=lambda: seen.append(dnnq.get_num_threads()))
-        t.start()
-        t.join()
+        run_in_threads(lambda: seen.append(dnnq.get_num_threads()), [()])
     finally:
         dnnq.set_num_threads(old)
     assert seen == [1]
@@ -199,3 +190,44 @@ def test_dispatch_table_amx_row_rule():
     assert impl.isa == "avx512_core_amx"
     assert "fewer than 8 rows" in impl.reject({"M": 7})
     assert impl.reject({"M": 8}) is None
+
+
+def test_isa_cap_caps_optional_features():
+    """VBMI (the toolkit's byte-lookup requantization) is used only when the CPU has it and the
+    cap is above avx512_core_vnni (a Cascade Lake level, which lacks it); the results are the
+    same bits either way."""
+    from dnnq import Reorder
+    has_vbmi = dnnq.cpu_info()["avx512_vbmi"]
+    rng = np.random.default_rng(5)
+    x = rng.integers(0, 256, (4, 300)).astype(np.uint8)
+    attr = PrimitiveAttr()
+    attr.set_scales_mask(DNNL_ARG_SRC, 0)
+    attr.set_zero_points_mask(dnnq.DNNL_ARG_DST, 0)
+    args = {DNNL_ARG_SRC: x, DNNL_ARG_SCALE | DNNL_ARG_SRC: np.array([0.37], np.float32),
+            dnnq.DNNL_ARG_ATTR_ZERO_POINTS | dnnq.DNNL_ARG_DST: np.array([-3], np.int32)}
+    outs = {}
+    for cap in ("all", "avx512_core_vnni", "avx2"):
+        previous = dnnq.set_max_cpu_isa(cap)
+        try:
+            r = Reorder(MemoryDesc((4, 300), "u8"), MemoryDesc((4, 300), "s8"), attr=attr)
+            used = [p.use_vbmi for p in _pw_plans(r)]
+            expect = has_vbmi and cap == "all" and \
+                "avx512_core_vnni" in dnnq.available_isa_levels()
+            assert used and all(u == expect for u in used), (cap, used)
+            outs[cap] = r.execute(dict(args))
+        finally:
+            dnnq.set_max_cpu_isa(previous)
+    np.testing.assert_array_equal(outs["all"], outs["avx512_core_vnni"])
+    np.testing.assert_array_equal(outs["all"], outs["avx2"])
+
+
+def _pw_plans(prim):
+    """The toolkit plans (PwPlan) a primitive holds, wherever it keeps them."""
+    from dnnq._kernels._toolkit import PwPlan
+    found = []
+    for v in vars(prim).values():
+        for item in (v if isinstance(v, (list, tuple)) else [v]):
+            plan = getattr(item, "plan", item)
+            if isinstance(plan, PwPlan):
+                found.append(plan)
+    return found

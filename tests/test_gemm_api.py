@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import dnnq
-import onednn_ref
+import dnnq.testing as onednn_ref
 
 
 @onednn_ref.requires_vnni

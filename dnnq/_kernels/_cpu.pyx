@@ -15,6 +15,7 @@ def cpu_features():
         "avx_vnni": bool(f.avx_vnni), "os_saves_ymm": bool(f.os_ymm),
         "os_saves_zmm": bool(f.os_zmm), "amx_tile": bool(f.amx_tile),
         "amx_int8": bool(f.amx_int8), "os_grants_amx": bool(f.os_amx),
+        "avx512_vbmi": bool(f.avx512_vbmi),
     }
 
 

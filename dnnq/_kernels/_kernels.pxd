@@ -7,7 +7,7 @@ cdef extern from "dnnq_kernels.h" nogil:
 
     ctypedef struct dnnq_cpu_features_t:
         int sse41, avx, avx2, fma, avx512f, avx512bw, avx512vl, avx512dq, avx512_vnni, avx_vnni
-        int os_ymm, os_zmm, amx_tile, amx_int8, os_amx
+        int os_ymm, os_zmm, amx_tile, amx_int8, os_amx, avx512_vbmi
 
     void dnnq_cpu_detect(dnnq_cpu_features_t *f)
     int dnnq_cpu_best_isa(const dnnq_cpu_features_t *f)

@@ -37,6 +37,7 @@ cdef extern from "dnnq_toolkit.h" nogil:
         const dnnq_pw_opnd_t *opnds
         int n_stages
         const dnnq_pw_stage_t *stages
+        int use_vbmi
 
     ctypedef struct dnnq_pool_args_t:
         int alg, src_dt, channels_last, raw_store
@@ -137,6 +138,10 @@ cdef class PwPlan:
     writable[k] says whether the kernel writes it.
     """
     cdef dnnq_pw_plan_t plan
+
+    @property
+    def use_vbmi(self):
+        return bool(self.plan.use_vbmi)
     cdef dnnq_pw_opnd_t* opnds
     cdef dnnq_pw_stage_t* stages
     cdef int64_t* offsets
@@ -154,13 +159,16 @@ cdef class PwPlan:
         free(self.stages)
         free(self.offsets)
 
-    def __init__(self, int isa, dims, int64_t block, list operands, list stages):
+    def __init__(self, int isa, dims, int64_t block, list operands, list stages,
+                 bint use_vbmi=False):
+        """use_vbmi: the AVX-512 kernels may use VBMI byte lookups (dnnq._impls decides)."""
         cdef int i, k
         nd = len(dims)
         if not 1 <= nd <= DNNQ_PW_MAXD:
             raise ValueError(f"PwPlan: {nd} dims; at most {DNNQ_PW_MAXD}")
         memset(&self.plan, 0, sizeof(dnnq_pw_plan_t))
         self.fn = dnnq_pw_run_for_isa(isa)
+        self.plan.use_vbmi = use_vbmi
         self.plan.ndims = nd
         self.n_elems = 1
         for i in range(nd):

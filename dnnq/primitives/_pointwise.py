@@ -16,7 +16,7 @@ import numpy as np
 
 from dnnq import args as A
 from dnnq import masks as _masks
-from dnnq import _dispatch, _verbose
+from dnnq import _dispatch, _impls, _verbose
 from dnnq.errors import InvalidArguments, Unimplemented
 from dnnq.post_ops import ELTWISE_ALGS, BINARY_ALGS
 from dnnq._kernels import _toolkit as _tk, _codes
@@ -176,7 +176,8 @@ class Program:
         inner = dims[-1]
         block = 0 if inner <= 2 * _BLOCK else _BLOCK
         ops = [(DT_CODE[op[1]], tuple(st), op[3]) for op, st in zip(self.operands, sts)]
-        plan = _tk.PwPlan(ISA_CODE[isa], dims, block, ops, list(self.stages))
+        plan = _tk.PwPlan(ISA_CODE[isa], dims, block, ops, list(self.stages),
+                          _impls.optional_feature("avx512_vbmi", isa))
         return BoundPlan(plan, [op[0] for op in self.operands],
                          [bool(op[4]) for op in self.operands])
 

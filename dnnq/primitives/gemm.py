@@ -119,7 +119,20 @@ def _gemm(a_dtype, A, B, C, transa, transb, alpha, beta, ao, bo, co, offsetc):
 def gemm_u8s8s32(A, B, C=None, *, transa=False, transb=False, alpha=1.0, beta=0.0, ao=0, bo=0,
                  co=None, offsetc="F"):
     """C = alpha * (op(A) - ao)(op(B) - bo) + beta * C + co with A u8, B s8 (oneDNN's
-    dnnl_gemm_u8s8s32, row-major).  Returns C (int32, written in place when given)."""
+    dnnl_gemm_u8s8s32, row-major).  Returns C (int32, written in place when given).
+
+    Support table (no execute keys: a function, all arguments given here):
+
+    ===========  ==========================================================
+    A            u8, 2-D, (M, K), or (K, M) with ``transa=True``
+    B            s8, 2-D, (K, N), or (N, K) with ``transb=True``
+    C            s32 (M, N), read when ``beta != 0``; None: a new array
+    alpha, beta  finite floats
+    ao, bo       the zero points of A (0..255) and B (-128..127)
+    co, offsetc  s32 offsets added after rounding: ``offsetc="F"`` one value,
+                 ``"C"`` one per row (M), ``"R"`` one per column (N)
+    ===========  ==========================================================
+    """
     return _gemm(np.uint8, A, B, C, transa, transb, alpha, beta, ao, bo, co, offsetc)
 
 

@@ -1,5 +1,7 @@
 /* Run-time CPU feature detection (cpuid + xgetbv), compiled without any ISA flags so it runs
  * on every x86-64; on other architectures every feature reads as absent. */
+/* syscall() is a glibc extension: under -std=c11 unistd.h declares it only when asked */
+#define _DEFAULT_SOURCE
 #include "dnnq_kernels.h"
 #include <string.h>
 
@@ -53,6 +55,7 @@ void dnnq_cpu_detect(dnnq_cpu_features_t *f) {
         f->avx512bw = (b >> 30) & 1;
         f->avx512vl = (b >> 31) & 1;
         f->avx512_vnni = (c >> 11) & 1;
+        f->avx512_vbmi = (c >> 1) & 1;
         unsigned sub_leaves = a;
         if (sub_leaves >= 1) {
             __cpuid_count(7, 1, a, b, c, d);
@@ -64,7 +67,7 @@ void dnnq_cpu_detect(dnnq_cpu_features_t *f) {
     }
     /* A feature the OS does not save the registers of is unusable. */
     if (!f->os_ymm) { f->avx = f->avx2 = f->fma = f->avx_vnni = 0; }
-    if (!f->os_zmm) { f->avx512f = f->avx512bw = f->avx512vl = f->avx512dq = f->avx512_vnni = 0; }
+    if (!f->os_zmm) { f->avx512f = f->avx512bw = f->avx512vl = f->avx512dq = f->avx512_vnni = f->avx512_vbmi = 0; }
     /* XTILECFG and XTILEDATA (XCR0 bits 17, 18) enabled, and the permission granted */
     if (f->amx_tile && f->amx_int8 && (xcr0 & 0x60000) == 0x60000) {
         static int granted = -1;

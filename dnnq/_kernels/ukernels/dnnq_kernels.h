@@ -24,7 +24,8 @@
 /* ---- CPU features ------------------------------------------------------------------- */
 typedef struct {
     int sse41, avx, avx2, fma, avx512f, avx512bw, avx512vl, avx512dq, avx512_vnni, avx_vnni,
-        os_ymm, os_zmm, amx_tile, amx_int8, os_amx;   /* os_amx: XTILEDATA saved and granted */
+        os_ymm, os_zmm, amx_tile, amx_int8, os_amx,   /* os_amx: XTILEDATA saved and granted */
+        avx512_vbmi;                                  /* optional: byte permutes (toolkit) */
 } dnnq_cpu_features_t;
 
 void dnnq_cpu_detect(dnnq_cpu_features_t *f);

@@ -101,7 +101,7 @@ static void tk_program(const dnnq_pw_plan_t *p, const int64_t *off, int64_t j, i
 #ifdef TK_HAVE_LUT
             if (rowconst && d && ds == 1 && is == 1 && n >= 128
                 && (o->dt == DNNQ_DT_S8 || o->dt == DNNQ_DT_U8)
-                && (d->dt == DNNQ_DT_S8 || d->dt == DNNQ_DT_U8) && tk_lut_ok()) {
+                && (d->dt == DNNQ_DT_S8 || d->dt == DNNQ_DT_U8) && p->use_vbmi && tk_lut_ok()) {
                 tk_lut_apply((uint8_t *)dp, (const uint8_t *)a, tk_lut_get(o->dt, d->dt, pv), n);
                 break;
             }

@@ -22,7 +22,7 @@ import ctypes
 import numpy as np
 
 from ._attr import Attr, alg_kind, broadcast_to_ndims, prefilled_dst, run
-from ._capi import (OnednnError, Scope, as_operand, const, dims_of, dt_name, impl_name, lib,
+from ._capi import (ExecArg, OnednnError, Scope, as_operand, const, dims_of, dt_name, impl_name, lib,
                     md_equal, np_dtype, query_md)
 
 A = const  # short alias for argument ids inside this module
@@ -106,6 +106,12 @@ class MatmulHandle:
                   const("DNNL_ARG_DST"): self.dst}
         if bias is not None:
             arrays[const("DNNL_ARG_BIAS")] = bias
+        self._bind(pd, arrays, args)
+
+    def _bind(self, pd, arrays, args):
+        """Wrap the user arrays as memories (the weights reordered once, here, into the
+        layout the primitive chose) and create the primitive."""
+        s = self.scope
         for arg, a in arrays.items():
             user = s.wrap(a)
             want = query_md(pd, arg)
@@ -119,11 +125,57 @@ class MatmulHandle:
         self.args = args
 
     def execute(self):
+        """Run once and return the destination (builds the argument array on each call:
+        convenient, not what a benchmark should time; see :meth:`runner`)."""
         self.scope.execute(self.prim, self.args)
         return self.dst
 
+    def runner(self):
+        """A no-argument callable that runs the primitive as a C++ caller does.
+
+        The ``dnnl_exec_arg_t`` array, the stream and the two C functions
+        (``dnnl_primitive_execute``, ``dnnl_stream_wait``) are resolved here, once; each
+        call is then those two C calls and a status check.  What remains of Python is the
+        ctypes call overhead of two foreign calls (``ctypes_call_overhead`` measures it)."""
+        lib_ = self.scope.lib
+        arr = (ExecArg * len(self.args))(*[ExecArg(k, m) for k, m in self.args.items()])
+        n, prim, stream = len(self.args), self.prim, lib_.stream
+        execute, wait = lib_.dll.dnnl_primitive_execute, lib_.dll.dnnl_stream_wait
+        self._keep_runner = arr  # the array must outlive every call of the runner
+
+        def run_once():
+            if execute(prim, stream, n, arr) or wait(stream):
+                self.scope.execute(self.prim, self.args)  # raises OnednnError with the status
+        return run_once
+
     def close(self):
         self.scope.__exit__(None, None, None)
+
+
+class InnerProductHandle(MatmulHandle):
+    """A oneDNN inner product with its memories bound (plain src / dst, weights in the
+    layout oneDNN chose, reordered once); ``execute()`` and ``runner()`` as
+    :class:`MatmulHandle`.  Arguments as :func:`inner_product` (bias of shape ``(OC,)``)."""
+
+    def __init__(self, src, wei, bias=None, dst_dt="s8", *, post_ops=(), dst_prev=None, **q):
+        self.scope = s = Scope()
+        s.__enter__()
+        src, wei = as_operand(src), as_operand(wei)
+        dst_shape, dt = (src.shape[0], wei.shape[0]), dt_name(dst_dt)
+        bias = _bias(bias)
+        attr = _quant_attr(s, post_ops, 2, **q)
+        self.dst = prefilled_dst(dst_shape, dt, dst_prev, attr.sum_dt)
+        pd = s.pd("dnnl_inner_product_forward_primitive_desc_create", s.lib.engine,
+                  A("dnnl_forward_inference"), s.md_of(src), s.md_any(wei.shape, wei.dtype),
+                  None if bias is None else s.md_of(bias), s.md(dst_shape, dt), attr.handle)
+        self.impl = impl_name(pd)
+        args = dict(attr.exec_args({A("DNNL_ARG_SRC"): src.shape,
+                                    A("DNNL_ARG_WEIGHTS"): wei.shape,
+                                    A("DNNL_ARG_DST"): dst_shape}))
+        arrays = {A("DNNL_ARG_SRC"): src, A("DNNL_ARG_WEIGHTS"): wei, A("DNNL_ARG_DST"): self.dst}
+        if bias is not None:
+            arrays[A("DNNL_ARG_BIAS")] = bias
+        self._bind(pd, arrays, args)
 
 
 # ----------------------------------------------------------------------------- reorder
@@ -285,6 +337,118 @@ def _conv_like(kind, src, wei, bias, dst_dt, strides, padding_l, padding_r, dila
                 A("DNNL_ARG_DST"): dst_shape}
         run(s, pd, inputs, {A("DNNL_ARG_DST"): dst}, attr.exec_args(dims), prefill=[A("DNNL_ARG_DST")])
         return _result(dst, impl_name(pd), return_impl)
+
+
+def convolution_dw(src, wei, bias, dst_dt, dw_wei, dw_bias, dw_dst_dt, *, dw_stride,
+                   dw_padding, strides=None, padding_l=None, padding_r=None, post_ops=(),
+                   dw_wei_scales=None, dw_wei_scale_mask=0, dw_dst_scales=None,
+                   return_impl=False, **q):
+    """A convolution (``dst_dt`` = its own, intermediate, data type) with oneDNN's fused
+    depthwise post-op appended after ``post_ops``: ``dw_wei`` ``(C, 1, 1, K, K)`` s8,
+    ``dw_bias`` ``(C,)`` or None, output ``dw_dst_dt``.  The dw weights / bias / scales are
+    passed as ``DNNL_ARG_ATTR_POST_OP_DW | ...``; returns the final destination."""
+    src, wei = as_operand(src), as_operand(wei)
+    dw_wei = as_operand(dw_wei)
+    k = dw_wei.shape[-1]
+    ops = list(post_ops) + [("dw", dw_wei.dtype, None if dw_bias is None else
+                             as_operand(dw_bias).dtype, dw_dst_dt, k, dw_stride, dw_padding)]
+    nsp = src.ndim - 2
+    st, pl = _spatial(strides, nsp, 1), _spatial(padding_l, nsp, 0)
+    pr = list(pl) if padding_r is None else _spatial(padding_r, nsp, 0)
+    ks = wei.shape[-nsp:]
+    out_sp = [(src.shape[2 + i] - ks[i] + pl[i] + pr[i]) // st[i] + 1 for i in range(nsp)]
+    mid_shape = (src.shape[0], wei.shape[0], *out_sp)
+    DW = A("DNNL_ARG_ATTR_POST_OP_DW")
+    with Scope() as s:
+        attr = _quant_attr(s, ops, len(mid_shape), **q)
+        if dw_wei_scales is not None:
+            attr.scales(DW | A("DNNL_ARG_WEIGHTS"), dw_wei_scales, dw_wei_scale_mask)
+        if dw_dst_scales is not None:
+            attr.scales(DW | A("DNNL_ARG_DST"), dw_dst_scales, 0)
+        pd = s.pd("dnnl_convolution_forward_primitive_desc_create", s.lib.engine,
+                  A("dnnl_forward_inference"), A("dnnl_convolution_direct"),
+                  s.md_any(src.shape, src.dtype), s.md_any(wei.shape, wei.dtype),
+                  None if bias is None else s.md_of(_bias(bias)),
+                  s.md_any(mid_shape, dt_name(dst_dt)),
+                  dims_of(st), dims_of([0] * nsp), dims_of(pl), dims_of(pr), attr.handle)
+        oh = (out_sp[0] + 2 * dw_padding - k) // dw_stride + 1
+        ow = (out_sp[-1] + 2 * dw_padding - k) // dw_stride + 1
+        dst = np.zeros((src.shape[0], wei.shape[0], oh, ow)[:2 + nsp], np_dtype(dt_name(dw_dst_dt)))
+        inputs = {A("DNNL_ARG_SRC"): src, A("DNNL_ARG_WEIGHTS"): wei,
+                  DW | A("DNNL_ARG_WEIGHTS"): dw_wei}
+        if bias is not None:
+            inputs[A("DNNL_ARG_BIAS")] = _bias(bias)
+        if dw_bias is not None:
+            inputs[DW | A("DNNL_ARG_BIAS")] = _bias(dw_bias)
+        dims = {A("DNNL_ARG_SRC"): src.shape, A("DNNL_ARG_WEIGHTS"): wei.shape,
+                A("DNNL_ARG_DST"): mid_shape, DW | A("DNNL_ARG_WEIGHTS"): dw_wei.shape}
+        run(s, pd, inputs, {A("DNNL_ARG_DST"): dst}, attr.exec_args(dims))
+        return _result(dst, impl_name(pd), return_impl)
+
+
+class ConvHandle:
+    """A oneDNN (de)convolution with its memories bound once (the layouts oneDNN picks for
+    ``format_tag_any``; src and weights reordered in at creation), for timing as a C++ caller
+    runs it: ``execute()`` runs it once, ``result()`` returns the destination as a logical
+    numpy array.  Keywords as :func:`convolution` (no sum post-op)."""
+
+    def __init__(self, src, wei, bias=None, dst_dt="u8", *, deconv=False, strides=None,
+                 padding_l=None, padding_r=None, dilates=None, post_ops=(), **q):
+        kind = "deconvolution" if deconv else "convolution"
+        self.scope = s = Scope()
+        s.__enter__()
+        src, wei = as_operand(src), as_operand(wei)
+        nsp = src.ndim - 2
+        grouped = wei.ndim == src.ndim + 1
+        oc = wei.shape[0] * wei.shape[1] if grouped else wei.shape[0]
+        ks = wei.shape[-nsp:]
+        st, pl = _spatial(strides, nsp, 1), _spatial(padding_l, nsp, 0)
+        pr = list(pl) if padding_r is None else _spatial(padding_r, nsp, 0)
+        dl = _spatial(dilates, nsp, 0)
+        out_sp = []
+        for i in range(nsp):
+            ext = (ks[i] - 1) * (dl[i] + 1) + 1
+            out_sp.append((src.shape[2 + i] - ext + pl[i] + pr[i]) // st[i] + 1 if not deconv
+                          else (src.shape[2 + i] - 1) * st[i] - pl[i] - pr[i] + ext)
+        self.dst_shape, dt = (src.shape[0], oc, *out_sp), dt_name(dst_dt)
+        bias = _bias(bias)
+        attr = _quant_attr(s, post_ops, len(self.dst_shape), **q)
+        pd = s.pd(f"dnnl_{kind}_forward_primitive_desc_create", s.lib.engine,
+                  A("dnnl_forward_inference"), A(f"dnnl_{kind}_direct"),
+                  s.md_any(src.shape, src.dtype), s.md_any(wei.shape, wei.dtype),
+                  None if bias is None else s.md_of(bias), s.md_any(self.dst_shape, dt),
+                  dims_of(st), dims_of(dl), dims_of(pl), dims_of(pr), attr.handle)
+        self.impl = impl_name(pd)
+        args = dict(attr.exec_args({A("DNNL_ARG_SRC"): src.shape, A("DNNL_ARG_WEIGHTS"): wei.shape,
+                                    A("DNNL_ARG_DST"): self.dst_shape}))
+        inputs = {A("DNNL_ARG_SRC"): src, A("DNNL_ARG_WEIGHTS"): wei}
+        if bias is not None:
+            inputs[A("DNNL_ARG_BIAS")] = bias
+        for arg, a in inputs.items():
+            user = s.wrap(a)
+            want = query_md(pd, arg)
+            if md_equal(s.mem_md(user), want):
+                args[arg] = user
+            else:
+                internal = s.memory(want)
+                s.reorder(user, internal)
+                args[arg] = internal
+        self.dst_mem = s.memory(query_md(pd, A("DNNL_ARG_DST")))
+        args[A("DNNL_ARG_DST")] = self.dst_mem
+        self.dst = np.zeros(self.dst_shape, np_dtype(dt))
+        self.prim = s.primitive(pd)
+        self.args = args
+
+    def execute(self):
+        self.scope.execute(self.prim, self.args)
+
+    def result(self):
+        self.execute()
+        self.scope.reorder(self.dst_mem, self.scope.wrap(self.dst))
+        return self.dst
+
+    def close(self):
+        self.scope.__exit__(None, None, None)
 
 
 def convolution(src, wei, bias=None, dst_dt="f32", *, strides=None, padding_l=None,

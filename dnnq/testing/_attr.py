@@ -92,8 +92,14 @@ class Attr:
                 dnnl_dt = const("dnnl_data_type_undef") if dt is None else const("dnnl_" + dt_name(dt))
                 self.sum_dt = None if dt is None else dt_name(dt)
                 scope.call("dnnl_post_ops_append_sum", po, float(scale), int(zp), dnnl_dt)
+            elif kind == "dw":  # ("dw", weights_dt, bias_dt or None, dst_dt, kernel, stride, pad)
+                wdt, bdt, ddt, k, st, pad = params
+                undef = const("dnnl_data_type_undef")
+                scope.call("dnnl_post_ops_append_dw", po, const("dnnl_" + dt_name(wdt)),
+                           undef if bdt is None else const("dnnl_" + dt_name(bdt)),
+                           const("dnnl_" + dt_name(ddt)), int(k), int(st), int(pad))
             else:
-                raise ValueError(f"unknown post-op kind {kind!r} (eltwise, binary, sum)")
+                raise ValueError(f"unknown post-op kind {kind!r} (eltwise, binary, sum, dw)")
         scope.call("dnnl_primitive_attr_set_post_ops", self.handle, po)
         return self
 

@@ -1,0 +1,235 @@
+"""The convolution driver's Python face: a ConvPlan holds the geometry, the kernel pointers and
+the epilogue description fixed at primitive creation; `run` fills the per-execution pointers
+and runs the work items (image, group, panel, pixel block) in parallel, GIL released.
+
+All the checking happens in dnnq/primitives/convolution.py; this module takes raw pointers of
+C-contiguous arrays that the caller keeps alive.
+"""
+from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_C_CONTIGUOUS, PyBUF_WRITABLE
+from libc.stdint cimport int8_t, uint8_t, int16_t, int32_t, uint32_t, int64_t
+from libc.stdlib cimport malloc, free
+from libc.string cimport memset
+from cython.parallel cimport prange
+
+from dnnq._kernels._kernels cimport (
+    DNNQ_NR, dnnq_gemm_args_t, dnnq_postop_t, dnnq_br_pair_t, dnnq_brgemm_ukr_fn,
+    dnnq_gemm_epilogue_fn, dnnq_brgemm_ukr_for_isa, dnnq_brgemm_mr_for_isa,
+    dnnq_gemm_epilogue_for_isa,
+)
+
+cdef extern from "dnnq_conv.h" nogil:
+    enum:
+        DNNQ_CONV_MAX_POST
+        DNNQ_MR_MAX
+        DNNQ_CONV_TILE_ROWS
+    ctypedef struct dnnq_conv_t:
+        int64_t N, G, ICg, OCg, IC, OC
+        int64_t id, ih, iw, od, oh, ow
+        int64_t kd, kh, kw
+        int64_t sd, sh, sw
+        int64_t dd, dh, dw
+        int64_t pd, ph, pw
+        int deconv, depthwise, fold_kw
+        int64_t kpair, npairs, K4, n_panels, mc
+        int mr
+        const uint8_t *src
+        uint32_t a_xor
+        int src_signed
+        const uint8_t *zp_rows
+        const int32_t *padcorr
+        const int8_t *packed
+        const int16_t *dw_weights
+        int64_t dw_stride
+        dnnq_gemm_args_t epi
+        int64_t dst_img, rowsum_img
+        int64_t post_b[32]
+        int64_t post2_b[32]
+        dnnq_brgemm_ukr_fn brgemm
+        dnnq_gemm_epilogue_fn epilogue
+        int isa
+    int64_t dnnq_conv_n_items(const dnnq_conv_t *cv)
+    void dnnq_transpose(const void *src, void *dst, int64_t rows, int64_t cols, int esz)
+    void dnnq_conv_run_item(const dnnq_conv_t *cv, int64_t item)
+
+NR = DNNQ_NR
+MAX_POST = DNNQ_CONV_MAX_POST
+
+
+cdef const void* _ptr(object arr, bint writable=False) except NULL:
+    """Address of a C-contiguous buffer (the caller keeps `arr` alive); anything else raises
+    (an F-ordered array would be read in the wrong order)."""
+    cdef Py_buffer view
+    cdef int flags = PyBUF_C_CONTIGUOUS | (PyBUF_WRITABLE if writable else 0)
+    PyObject_GetBuffer(arr, &view, flags)
+    cdef void* p = view.buf
+    PyBuffer_Release(&view)
+    if p == NULL:  # zero-size buffers have no address; never dereferenced then
+        return <void*>1
+    return p
+
+
+def brgemm_rows(int isa):
+    """Rows one batch-reduce micro-kernel call takes at this ISA level."""
+    cdef int mr = dnnq_brgemm_mr_for_isa(isa)
+    return min(mr, DNNQ_MR_MAX)
+
+
+cdef class ConvPlan:
+    """Geometry, kernels and epilogue kinds of one convolution, fixed at creation."""
+    cdef dnnq_conv_t cv
+    cdef dnnq_postop_t* post
+    cdef public int64_t n_items, work
+
+    def __cinit__(self):
+        self.post = NULL
+
+    def __dealloc__(self):
+        free(self.post)
+
+    def __init__(self, int isa, dict geom, int dst_dt, list post_ops, bint fast_epi):
+        """geom: N, G, ICg, OCg, src (id, ih, iw), dst (od, oh, ow), kernel (kd, kh, kw),
+        strides, steps (dilation + 1), pads (left), deconv, depthwise, fold_kw, mc, mr.
+        post_ops: (kind, alg, alpha, beta) per post-op (kinds of dnnq_kernels.h)."""
+        cdef int i
+        cdef dnnq_conv_t* cv = &self.cv
+        memset(cv, 0, sizeof(dnnq_conv_t))
+        cv.N, cv.G, cv.ICg, cv.OCg = geom["N"], geom["G"], geom["ICg"], geom["OCg"]
+        cv.IC, cv.OC = cv.G * cv.ICg, cv.G * cv.OCg
+        cv.id, cv.ih, cv.iw = geom["src"]
+        cv.od, cv.oh, cv.ow = geom["dst"]
+        cv.kd, cv.kh, cv.kw = geom["kernel"]
+        cv.sd, cv.sh, cv.sw = geom["strides"]
+        cv.dd, cv.dh, cv.dw = geom["steps"]
+        cv.pd, cv.ph, cv.pw = geom["pads"]
+        cv.deconv, cv.depthwise, cv.fold_kw = geom["deconv"], geom["depthwise"], geom["fold_kw"]
+        cv.kpair, cv.npairs = geom["kpair"], geom["npairs"]
+        cv.K4 = (cv.kpair + 3) // 4
+        cols = cv.OC if cv.depthwise else cv.OCg
+        cv.n_panels = (cols + DNNQ_NR - 1) // DNNQ_NR
+        cv.mc, cv.mr = geom["mc"], geom["mr"]
+        cv.dw_stride = geom["dw_stride"]
+        if cv.mr < 1 or cv.mr > (DNNQ_CONV_TILE_ROWS if cv.depthwise else DNNQ_MR_MAX):
+            raise ValueError("ConvPlan: mr out of range")
+        cv.isa = isa
+        cv.brgemm = dnnq_brgemm_ukr_for_isa(isa)
+        cv.epilogue = dnnq_gemm_epilogue_for_isa(isa)
+        cv.dst_img = cv.od * cv.oh * cv.ow * cv.OC
+        cv.rowsum_img = cv.od * cv.oh * cv.ow
+        cv.epi.N = cols
+        cv.epi.K = cv.kpair * cv.npairs
+        cv.epi.K4 = cv.K4
+        cv.epi.n_panels = cv.n_panels
+        cv.epi.M = cv.od * cv.oh * cv.ow
+        cv.epi.dst_dt = dst_dt
+        cv.epi.d_sm = cv.OC
+        cv.epi.fast_epi = fast_epi
+        self.n_items = dnnq_conv_n_items(cv)
+        self.work = cv.N * cv.epi.M * cv.OC * cv.ICg * cv.kd * cv.kh * cv.kw
+        if len(post_ops) > DNNQ_CONV_MAX_POST:
+            raise ValueError(f"at most {DNNQ_CONV_MAX_POST} post-ops")
+        cv.epi.n_post = len(post_ops)
+        if cv.epi.n_post:
+            self.post = <dnnq_postop_t*>malloc(sizeof(dnnq_postop_t) * cv.epi.n_post)
+            if self.post == NULL:
+                raise MemoryError()
+            memset(self.post, 0, sizeof(dnnq_postop_t) * cv.epi.n_post)
+            for i, (kind, alg, alpha, beta) in enumerate(post_ops):
+                self.post[i].kind = kind
+                self.post[i].alg = alg
+                self.post[i].alpha = alpha
+                self.post[i].beta = beta
+
+    def run(self, src, bint s8_src, zp_rows, padcorr, packed, dw_weights,
+            col_comp, wzp, int64_t wzp_sn, rowsum,
+            bint raw_s32, float src_scale, scale, int64_t scale_sn,
+            bias, int64_t bias_sn, list src1s,
+            float dst_scale, dst_zp, int64_t dst_zp_sn, dst, int nthreads):
+        """One execution.  src: channels-last (N, D, H, W, C) bytes; dst channels-last of the
+        dst type; col_comp (OC,) s32; rowsum (N, G, pixels) s32 with wzp; src1s: per post-op
+        None, (f32, s_img, s_pix, s_chan) for binary or (cond, 3 strides, value, 3 strides)
+        for select."""
+        cdef dnnq_conv_t cv = self.cv
+        cdef dnnq_postop_t local_post[32]
+        cdef int i
+        for i in range(cv.epi.n_post):
+            local_post[i] = self.post[i]
+        cv.epi.post = local_post
+        cv.src = <const uint8_t*>_ptr(src)
+        cv.src_signed = s8_src
+        cv.a_xor = 0x80808080 if s8_src else 0
+        cv.zp_rows = <const uint8_t*>_ptr(zp_rows)
+        cv.padcorr = <const int32_t*>_ptr(padcorr) if padcorr is not None else NULL
+        if packed is not None:
+            cv.packed = <const int8_t*>_ptr(packed)
+        if dw_weights is not None:
+            cv.dw_weights = <const int16_t*>_ptr(dw_weights)
+        elif cv.depthwise:
+            raise ValueError("ConvPlan.run: depthwise needs dw_weights")
+        cv.epi.col_comp = <const int32_t*>_ptr(col_comp)
+        if wzp is not None:
+            cv.epi.wzp = <const int32_t*>_ptr(wzp)
+            cv.epi.wzp_sn = wzp_sn
+            cv.epi.rowsum = <const int32_t*>_ptr(rowsum)
+        cv.epi.raw_s32 = raw_s32
+        cv.epi.src_scale = src_scale
+        cv.epi.scale = <const float*>_ptr(scale)
+        cv.epi.scale_sn = scale_sn
+        if bias is not None:
+            cv.epi.bias = <const float*>_ptr(bias)
+            cv.epi.bias_sn = bias_sn
+        for i in range(cv.epi.n_post):
+            s = src1s[i]
+            if s is not None:
+                local_post[i].src1 = <const float*>_ptr(s[0])
+                cv.post_b[i], local_post[i].s1_m, local_post[i].s1_n = s[1], s[2], s[3]
+                if len(s) > 4:
+                    local_post[i].src2 = <const float*>_ptr(s[4])
+                    cv.post2_b[i], local_post[i].s2_m, local_post[i].s2_n = s[5], s[6], s[7]
+            if (local_post[i].kind == 2 and local_post[i].src1 == NULL) or \
+                    (local_post[i].kind == 5 and local_post[i].src2 == NULL):
+                raise ValueError(f"ConvPlan.run: post-op {i} has no input array")
+        cv.epi.inv_dst_scale = <float>1.0 / dst_scale
+        if dst_zp is not None:
+            cv.epi.dst_zp = <const int32_t*>_ptr(dst_zp)
+            cv.epi.dst_zp_sn = dst_zp_sn
+        cv.epi.dst = <void*>_ptr(dst, True)
+        self._launch(&cv, nthreads)
+
+    cdef void _launch(self, const dnnq_conv_t* cv, int nthreads):
+        cdef int64_t nitems = self.n_items, it
+        if nitems <= 0:
+            return
+        # small problems stay on one thread: a fork / join costs more than they do (about
+        # 2M multiply-adds take ~50 us on one VNNI core)
+        if self.work < (1 << 21) or nitems == 1:
+            nthreads = 1
+        if nthreads == 1:
+            with nogil:
+                for it in range(nitems):
+                    dnnq_conv_run_item(cv, it)
+            return
+        with nogil:
+            for it in prange(nitems, schedule='static', num_threads=nthreads):
+                dnnq_conv_run_item(cv, it)
+
+
+def transpose_channels(src, dst, bint to_channels_last):
+    """Copy between plain (N, C, P) and channels-last (N, P, C) layouts of 1- or 4-byte
+    elements: both arrays C-contiguous, `src` of one layout, `dst` of the other (P = the
+    spatial dims flattened; shapes are taken from `dst`, whose last dims say which)."""
+    cdef int64_t esz = src.itemsize
+    cdef int64_t N = dst.shape[0]
+    cdef int64_t total = dst.size
+    cdef int64_t C = dst.shape[dst.ndim - 1] if to_channels_last else dst.shape[1]
+    cdef int64_t P = total // (N * C) if N * C else 0
+    cdef const char* s = <const char*>_ptr(src)
+    cdef char* d = <char*>_ptr(dst, True)
+    cdef int64_t n
+    if src.size != total or src.itemsize != dst.itemsize or esz not in (1, 4):
+        raise ValueError("transpose_channels: mismatched arrays")
+    with nogil:
+        for n in range(N):
+            if to_channels_last:  # (C, P) -> (P, C)
+                dnnq_transpose(s + n * C * P * esz, d + n * C * P * esz, C, P, <int>esz)
+            else:                 # (P, C) -> (C, P)
+                dnnq_transpose(s + n * C * P * esz, d + n * C * P * esz, P, C, <int>esz)

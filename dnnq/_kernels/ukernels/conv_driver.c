@@ -1,0 +1,371 @@
+/* The convolution driver: one work item = (image, group, 64-column panel, block of output
+ * pixels).  For each micro-tile of output pixels it builds the tap -> source-row pointers,
+ * runs the batch-reduce micro-kernel over the taps (or the depthwise kernel) and hands the
+ * accumulator tile to the GEMM epilogue.  ISA-independent: the ISA code is reached through
+ * the function pointers in dnnq_conv_t (see dnnq_conv.h for the layouts). */
+#include <stdlib.h>
+#include <string.h>
+#include "dnnq_conv.h"
+
+/* the source coordinate a tap reads along one dimension, or -1 when it reads nothing */
+static inline int64_t src_coord(int64_t o, int64_t k, int64_t s, int64_t d, int64_t p, int64_t I,
+                                int deconv) {
+    int64_t x;
+    if (!deconv) {
+        x = o * s - p + k * d;
+    } else {
+        x = o + p - k * d;
+        if (x < 0 || x % s) return -1;
+        x /= s;
+    }
+    return x >= 0 && x < I ? x : -1;
+}
+
+int64_t dnnq_conv_n_items(const dnnq_conv_t *cv) {
+    const int64_t osp = cv->od * cv->oh * cv->ow;
+    const int64_t nblk = (osp + cv->mc - 1) / cv->mc;
+    const int64_t groups = cv->depthwise ? 1 : cv->G;
+    return cv->N * groups * cv->n_panels * nblk;
+}
+
+/* the epilogue description of image n, group g: per-column pointers moved to the group's
+ * first output channel, per-image ones to the image */
+static void item_epilogue_args(const dnnq_conv_t *cv, int64_t n, int64_t g, dnnq_gemm_args_t *ge,
+                               dnnq_postop_t *post) {
+    *ge = cv->epi;
+    const int64_t c0 = g * cv->OCg;
+    const int esz = ge->dst_dt == DNNQ_DT_S8 || ge->dst_dt == DNNQ_DT_U8 ? 1 : 4;
+    ge->dst = (char *)ge->dst + (n * cv->dst_img + c0) * esz;
+    ge->col_comp += c0;
+    ge->scale += c0 * ge->scale_sn;
+    if (ge->bias) ge->bias += c0 * ge->bias_sn;
+    if (ge->dst_zp) ge->dst_zp += c0 * ge->dst_zp_sn;
+    if (ge->wzp) {
+        ge->wzp += c0 * ge->wzp_sn;
+        ge->rowsum += (n * cv->G + g) * cv->rowsum_img;
+    }
+    for (int i = 0; i < ge->n_post; ++i) {
+        post[i] = cv->epi.post[i];
+        if (post[i].src1) post[i].src1 += n * cv->post_b[i] + c0 * post[i].s1_n;
+        if (post[i].src2) post[i].src2 += n * cv->post2_b[i] + c0 * post[i].s2_n;
+    }
+    ge->post = post;
+}
+
+/* output pixel m -> (od, oh, ow) */
+static inline void out_pixel(const dnnq_conv_t *cv, int64_t m, int64_t *od, int64_t *oh,
+                             int64_t *ow) {
+    *ow = m % cv->ow;
+    m /= cv->ow;
+    *oh = m % cv->oh;
+    *od = m / cv->oh;
+}
+
+/* The interior ranges: output coordinates whose every tap reads inside the source, along one
+ * dimension ([lo, hi), empty for a deconvolution, whose taps skip source rows). */
+static inline void interior(int64_t O, int64_t K, int64_t s, int64_t d, int64_t p, int64_t I,
+                            int deconv, int64_t *lo, int64_t *hi) {
+    if (deconv) {
+        *lo = *hi = 0;
+        return;
+    }
+    /* o * s - p >= 0  and  o * s - p + (K - 1) * d <= I - 1 */
+    int64_t a = (p + s - 1) / s;
+    int64_t last = I - 1 - (K - 1) * d + p;
+    int64_t b = last < 0 ? 0 : last / s + 1;
+    *lo = a < O ? a : O;
+    *hi = b < O ? (b > *lo ? b : *lo) : O;
+}
+
+/* Row pointers of one micro-tile (rows m .. m + mr - 1): rows[t * mr + r] for pair t.  With
+ * fold_kw, a (kd, kh) row whose KW taps are not all inside the source is gathered into
+ * `gather` (zero-point bytes for the outside taps).  `delta` holds each pair's offset from the
+ * pixel's first tap, used for interior pixels (all taps inside: one add per tap). */
+static void tile_rows(const dnnq_conv_t *cv, int64_t n, int64_t g, int64_t m, int mr,
+                      int64_t chan0, const int64_t *delta, const int64_t *ilo,
+                      const int64_t *ihi, const uint8_t **rows, uint8_t *gather) {
+    const uint8_t *img = cv->src + n * cv->id * cv->ih * cv->iw * cv->IC + chan0;
+    const uint8_t *zrow = cv->zp_rows + (cv->depthwise ? chan0 : g * cv->kpair);
+    const int64_t np = cv->npairs;
+    int64_t od, oh, ow;
+    out_pixel(cv, m, &od, &oh, &ow);
+    for (int r = 0; r < mr; ++r) {
+        if (od >= ilo[0] && od < ihi[0] && oh >= ilo[1] && oh < ihi[1] && ow >= ilo[2] &&
+            ow < ihi[2]) {
+            const uint8_t *base = img + (((od * cv->sd - cv->pd) * cv->ih + oh * cv->sh - cv->ph) *
+                                             cv->iw + ow * cv->sw - cv->pw) * cv->IC;
+            for (int64_t t = 0; t < np; ++t) rows[t * mr + r] = base + delta[t];
+        } else {
+            int64_t t = 0;
+            for (int64_t kd = 0; kd < cv->kd; ++kd) {
+                const int64_t x_d = src_coord(od, kd, cv->sd, cv->dd, cv->pd, cv->id, cv->deconv);
+                for (int64_t kh = 0; kh < cv->kh; ++kh) {
+                    const int64_t x_h = x_d < 0 ? -1
+                                                : src_coord(oh, kh, cv->sh, cv->dh, cv->ph, cv->ih,
+                                                            cv->deconv);
+                    const uint8_t *plane =
+                        x_h >= 0 ? img + (x_d * cv->ih + x_h) * cv->iw * cv->IC : NULL;
+                    if (cv->fold_kw) { /* G == 1, dense along w, convolution only */
+                        const int64_t x0 = ow * cv->sw - cv->pw;
+                        const uint8_t *p;
+                        if (x_h >= 0 && x0 >= 0 && x0 + cv->kw <= cv->iw) {
+                            p = plane + x0 * cv->IC;
+                        } else {
+                            uint8_t *buf = gather + (t * mr + r) * cv->kpair;
+                            for (int64_t kw = 0; kw < cv->kw; ++kw) {
+                                const int64_t x = x0 + kw;
+                                const uint8_t *src = x_h >= 0 && x >= 0 && x < cv->iw
+                                                         ? plane + x * cv->IC
+                                                         : zrow + kw * cv->IC;
+                                memcpy(buf + kw * cv->IC, src, (size_t)cv->IC);
+                            }
+                            p = buf;
+                        }
+                        rows[t * mr + r] = p;
+                        ++t;
+                        continue;
+                    }
+                    for (int64_t kw = 0; kw < cv->kw; ++kw, ++t) {
+                        const int64_t x_w = x_h < 0 ? -1
+                                                    : src_coord(ow, kw, cv->sw, cv->dw, cv->pw,
+                                                                cv->iw, cv->deconv);
+                        rows[t * mr + r] = x_w < 0 ? zrow : plane + x_w * cv->IC;
+                    }
+                }
+            }
+        }
+        if (++ow == cv->ow) { /* next output pixel */
+            ow = 0;
+            if (++oh == cv->oh) {
+                oh = 0;
+                ++od;
+            }
+        }
+    }
+}
+
+/* tile[r][:] += padcorr[tap][:] for every tap of row r that reads no source pixel */
+static void add_pad_correction(const dnnq_conv_t *cv, int64_t g, int64_t m, int mr, int64_t p,
+                               int nc, int32_t *tile) {
+    const int64_t ntaps = cv->kd * cv->kh * cv->kw;
+    const int64_t cols = cv->depthwise ? cv->OC : cv->OCg; /* [g][tap][cols] */
+    const int32_t *pc = cv->padcorr + g * ntaps * cols + p * DNNQ_NR;
+    for (int r = 0; r < mr; ++r) {
+        int64_t od, oh, ow;
+        out_pixel(cv, m + r, &od, &oh, &ow);
+        int32_t *row = tile + r * DNNQ_NR;
+        int64_t t = 0;
+        for (int64_t kd = 0; kd < cv->kd; ++kd) {
+            const int ok_d = src_coord(od, kd, cv->sd, cv->dd, cv->pd, cv->id, cv->deconv) >= 0;
+            for (int64_t kh = 0; kh < cv->kh; ++kh) {
+                const int ok_h = ok_d &&
+                    src_coord(oh, kh, cv->sh, cv->dh, cv->ph, cv->ih, cv->deconv) >= 0;
+                for (int64_t kw = 0; kw < cv->kw; ++kw, ++t) {
+                    if (ok_h && src_coord(ow, kw, cv->sw, cv->dw, cv->pw, cv->iw, cv->deconv) >= 0)
+                        continue;
+                    const int32_t *c = pc + t * cols;
+                    for (int n = 0; n < nc; ++n)
+                        row[n] = (int32_t)((uint32_t)row[n] + (uint32_t)c[n]);
+                }
+            }
+        }
+    }
+}
+
+void dnnq_conv_run_item(const dnnq_conv_t *cv, int64_t item) {
+    const int64_t osp = cv->od * cv->oh * cv->ow;
+    const int64_t nblk = (osp + cv->mc - 1) / cv->mc;
+    const int64_t groups = cv->depthwise ? 1 : cv->G;
+    const int64_t blk = item % nblk;
+    int64_t rest = item / nblk;
+    const int64_t p = rest % cv->n_panels;
+    rest /= cv->n_panels;
+    const int64_t g = rest % groups;
+    const int64_t n = rest / groups;
+    const int64_t m0 = blk * cv->mc;
+    const int64_t mcur = osp - m0 < cv->mc ? osp - m0 : cv->mc;
+    const int64_t ncols = cv->depthwise ? cv->OC : cv->OCg;
+    const int nc = (int)(ncols - p * DNNQ_NR < DNNQ_NR ? ncols - p * DNNQ_NR : DNNQ_NR);
+
+    dnnq_gemm_args_t ge;
+    dnnq_postop_t post[DNNQ_CONV_MAX_POST];
+    item_epilogue_args(cv, n, g, &ge, post);
+
+    const int mr_max = cv->mr;
+    const int64_t npairs = cv->npairs;
+    int32_t tile[DNNQ_CONV_TILE_ROWS * DNNQ_NR] __attribute__((aligned(64)));
+    const uint8_t **rows = (const uint8_t **)malloc(sizeof(uint8_t *) * (size_t)(npairs * mr_max) +
+                                                    sizeof(int64_t) * (size_t)npairs);
+    int64_t *delta = rows ? (int64_t *)(rows + npairs * mr_max) : NULL;
+    dnnq_br_pair_t *pairs = cv->depthwise ? NULL
+                                          : (dnnq_br_pair_t *)malloc(sizeof(dnnq_br_pair_t) *
+                                                                     (size_t)npairs);
+    uint8_t *gather = cv->fold_kw ? (uint8_t *)malloc((size_t)(npairs * mr_max * cv->kpair)) : NULL;
+    if (!rows || (!cv->depthwise && !pairs) || (cv->fold_kw && !gather)) {
+        free(rows);
+        free(pairs);
+        free(gather);
+        return; /* the caller checked the sizes; never reached in practice */
+    }
+    const int64_t chan0 = cv->depthwise ? p * DNNQ_NR : cv->G > 1 ? g * cv->ICg : 0;
+    const int8_t *bpanel = cv->packed + (g * cv->n_panels + p) * npairs * cv->K4 * 4 * DNNQ_NR;
+    const int16_t *wdw = cv->depthwise ? cv->dw_weights + p * cv->dw_stride : NULL;
+    dnnq_dw_tile_fn dw = cv->depthwise ? dnnq_dw_tile_for_isa(cv->isa) : NULL;
+
+    /* each pair's source offset from the pixel's first tap, and the interior ranges */
+    {
+        int64_t t = 0;
+        for (int64_t kd = 0; kd < cv->kd; ++kd)
+            for (int64_t kh = 0; kh < cv->kh; ++kh)
+                for (int64_t kw = 0; kw < (cv->fold_kw ? 1 : cv->kw); ++kw, ++t)
+                    delta[t] = ((kd * cv->dd * cv->ih + kh * cv->dh) * cv->iw + kw * cv->dw) *
+                               cv->IC;
+    }
+    int64_t ilo[3], ihi[3];
+    interior(cv->od, cv->kd, cv->sd, cv->dd, cv->pd, cv->id, cv->deconv, &ilo[0], &ihi[0]);
+    interior(cv->oh, cv->kh, cv->sh, cv->dh, cv->ph, cv->ih, cv->deconv, &ilo[1], &ihi[1]);
+    interior(cv->ow, cv->kw, cv->sw, cv->dw, cv->pw, cv->iw, cv->deconv, &ilo[2], &ihi[2]);
+    const int64_t ntiles = (mcur + mr_max - 1) / mr_max;
+    const uint8_t *img = cv->src + n * cv->id * cv->ih * cv->iw * cv->IC + chan0;
+    const uint8_t *src_end = cv->src + cv->N * cv->id * cv->ih * cv->iw * cv->IC;
+    /* micro-tiles accumulate into one tile of up to DNNQ_CONV_TILE_ROWS consecutive rows,
+     * finished by one epilogue call (its per-call setup amortised) */
+    int64_t tm = m0; /* first row of the pending tile */
+    int trows = 0;
+    const int64_t mend = m0 + mcur;
+    for (int64_t m = m0, ti = 0; m < mend; ++ti) {
+        int mr;
+        if (cv->depthwise) {
+            /* row-aligned runs: the interior of an output row in dense runs of up to mr_max
+             * pixels, its borders apart (the GEMM path instead splits evenly: its indirect
+             * rows cost the micro-kernel nothing) */
+            int64_t od0, oh0, ow0, lim;
+            out_pixel(cv, m, &od0, &oh0, &ow0);
+            if (!(od0 >= ilo[0] && od0 < ihi[0] && oh0 >= ilo[1] && oh0 < ihi[1])) lim = cv->ow;
+            else if (ow0 < ilo[2]) lim = ilo[2];
+            else if (ow0 < ihi[2]) lim = ihi[2];
+            else lim = cv->ow;
+            int64_t c = lim - ow0;
+            if (c > mend - m) c = mend - m;
+            if (c > mr_max) c = mr_max;
+            mr = (int)c;
+        } else {
+            mr = (int)(m0 + (mcur * (ti + 1)) / ntiles - m);
+        }
+        if (trows + mr > DNNQ_CONV_TILE_ROWS) {
+            cv->epilogue(&ge, 0, tm, trows, p, tile);
+            tm = m;
+            trows = 0;
+        }
+        int32_t *sub = tile + trows * DNNQ_NR;
+        int64_t od, oh, ow;
+        out_pixel(cv, m, &od, &oh, &ow);
+        /* a run of interior pixels of one output row: every tap reads rows a fixed stride
+         * apart (dense A for the micro-kernel, no pointer table) */
+        const int dense = ow + mr <= ihi[2] && ow >= ilo[2] && oh >= ilo[1] && oh < ihi[1] &&
+                          od >= ilo[0] && od < ihi[0];
+        const int64_t ps = cv->sw * cv->IC;
+        if (dense) {
+            const uint8_t *base = img + (((od * cv->sd - cv->pd) * cv->ih + oh * cv->sh - cv->ph) *
+                                             cv->iw + ow * cv->sw - cv->pw) * cv->IC;
+            for (int64_t t = 0; t < npairs; ++t) rows[t] = base + delta[t];
+        } else {
+            tile_rows(cv, n, g, m, mr, chan0, delta, ilo, ihi, rows, gather);
+        }
+        if (cv->depthwise) {
+            dw(mr, npairs, rows, dense ? ps : 0, nc, cv->src_signed, wdw, sub);
+        } else {
+            /* dense rows read K rounded up to a multiple of 4 where that stays inside the
+             * source: the extra bytes meet the zero padding of the packed weights, and the
+             * micro-kernel needs no K % 4 tail pass */
+            int64_t K = cv->kpair;
+            if (dense && (K & 3) && rows[npairs - 1] + (mr - 1) * ps + cv->K4 * 4 <= src_end)
+                K = cv->K4 * 4;
+            for (int64_t t = 0; t < npairs; ++t) {
+                pairs[t].a = dense ? rows[t] : NULL;
+                pairs[t].lda = dense ? ps : 0;
+                pairs[t].rows = dense ? NULL : rows + t * mr;
+                pairs[t].b = bpanel + t * cv->K4 * 4 * DNNQ_NR;
+                pairs[t].K = K;
+            }
+            cv->brgemm(mr, npairs, pairs, cv->a_xor, 0, sub);
+        }
+        if (cv->padcorr && !dense) add_pad_correction(cv, g, m, mr, p, nc, sub);
+        trows += mr;
+        m += mr;
+    }
+    if (trows) cv->epilogue(&ge, 0, tm, trows, p, tile);
+    free(rows);
+    free(pairs);
+    free(gather);
+}
+
+dnnq_dw_tile_fn dnnq_dw_tile_for_isa(int isa) {
+#ifdef DNNQ_HAVE_X86_KERNELS
+    switch (isa) {
+    case DNNQ_ISA_AVX512_CORE_AMX:
+    case DNNQ_ISA_AVX512_CORE_VNNI: return dnnq_dw_tile_avx512;
+    case DNNQ_ISA_AVX2_VNNI:
+    case DNNQ_ISA_AVX2: return dnnq_dw_tile_avx2;
+    default: break;
+    }
+#endif
+    (void)isa;
+    return dnnq_dw_tile_portable;
+}
+
+/* dst (cols, rows) = src (rows, cols)^T of 1- or 4-byte elements (the plain <-> channels-last
+ * copies around the kernels).  16 x 16 byte blocks (4 x 4 for 4-byte elements) transposed in
+ * registers by repeated perfect shuffles: out[2i], out[2i+1] = interleave(in[i], in[i + n/2]),
+ * log2(n) times; edges element by element. */
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
+#ifdef __SSE2__
+/* one register block: B rows of 16 bytes (B = 16 bytes, or 4 rows of 4 s32) */
+static inline __attribute__((always_inline)) void
+transpose_block(const uint8_t *src, uint8_t *dst, int64_t rows, int64_t cols, const int esz) {
+    const int B = esz == 1 ? 16 : 4, h = B / 2, rounds = esz == 1 ? 4 : 2;
+    __m128i v[16], w[16];
+#pragma GCC unroll 16
+    for (int i = 0; i < B; ++i) v[i] = _mm_loadu_si128((const __m128i *)(src + i * cols * esz));
+#pragma GCC unroll 4
+    for (int k = 0; k < rounds; ++k) {
+        __m128i *in = k & 1 ? w : v, *out = k & 1 ? v : w;
+#pragma GCC unroll 8
+        for (int i = 0; i < h; ++i) {
+            out[2 * i] = esz == 1 ? _mm_unpacklo_epi8(in[i], in[i + h])
+                                  : _mm_unpacklo_epi32(in[i], in[i + h]);
+            out[2 * i + 1] = esz == 1 ? _mm_unpackhi_epi8(in[i], in[i + h])
+                                      : _mm_unpackhi_epi32(in[i], in[i + h]);
+        }
+    }
+    /* an even number of rounds: the result is back in v */
+#pragma GCC unroll 16
+    for (int i = 0; i < B; ++i) _mm_storeu_si128((__m128i *)(dst + i * rows * esz), v[i]);
+}
+#endif
+
+void dnnq_transpose(const void *src_, void *dst_, int64_t rows, int64_t cols, int esz) {
+    const uint8_t *src = (const uint8_t *)src_;
+    uint8_t *dst = (uint8_t *)dst_;
+    const int B = esz == 1 ? 16 : 4;
+    for (int64_t c0 = 0; c0 < cols; c0 += B) {
+        for (int64_t r0 = 0; r0 < rows; r0 += B) {
+#ifdef __SSE2__
+            if (r0 + B <= rows && c0 + B <= cols) {
+                const uint8_t *s = src + (r0 * cols + c0) * esz;
+                uint8_t *d = dst + (c0 * rows + r0) * esz;
+                if (esz == 1) transpose_block(s, d, rows, cols, 1);
+                else transpose_block(s, d, rows, cols, 4);
+                continue;
+            }
+#endif
+            const int64_t r1 = r0 + B < rows ? r0 + B : rows, c1 = c0 + B < cols ? c0 + B : cols;
+            for (int64_t c = c0; c < c1; ++c)
+                for (int64_t r = r0; r < r1; ++r)
+                    memcpy(dst + (c * rows + r) * esz, src + (r * cols + c) * esz, (size_t)esz);
+        }
+    }
+}

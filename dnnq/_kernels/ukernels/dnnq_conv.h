@@ -1,0 +1,85 @@
+/* Implicit-GEMM convolution and deconvolution on the batch-reduce micro-kernel, and the
+ * channels-last depthwise kernel.
+ *
+ * Source and destination are channels-last (N, D, H, W, C) with 1-D / 2-D problems given as
+ * D = H = 1.  Output pixel m of image n is the flattened (od, oh, ow).  For every output pixel
+ * and kernel tap the driver builds a pointer to the source row the tap reads (the ICg channels
+ * of the pixel's group); a tap in the padding (or, for a deconvolution, a tap that meets no
+ * source pixel) points at a "zero-point row" holding the source zero point in the source type,
+ * so that it adds exactly what the per-column compensation removes:
+ *
+ *   raw[m][n] = sum_taps sum_ic a_u8(row_tap(m))[ic] * W[tap][ic][n]
+ *   acc       = raw + col_comp[n] - wzp[n] * rowsum[m]           (the GEMM epilogue's formula)
+ *   col_comp  = -(128 * [s8 source] + zp_src) * sum_{tap, ic} W          (exact at borders)
+ *
+ * A zero point that the source type cannot hold is written clamped, and the difference is
+ * added back per padded tap from per-tap column sums (`padcorr`).
+ *
+ * Packed weights: per group g and 64-column panel p, the pairs (taps, or with `fold_kw` the
+ * (kd, kh) rows whose KW taps are adjacent in memory) follow each other, each in dnnq's VNNI
+ * panel layout of `kpair` rows:  packed + ((g * n_panels + p) * npairs + t) * K4 * 4 * 64.
+ */
+#ifndef DNNQ_CONV_H
+#define DNNQ_CONV_H
+#include "dnnq_kernels.h"
+
+#define DNNQ_CONV_MAX_POST 32
+/* rows of one accumulator tile: the batch-reduce kernel's mr (<= DNNQ_MR_MAX), or for the
+ * depthwise kernel up to this many (fewer epilogue calls: its per-call setup is amortised) */
+#define DNNQ_CONV_TILE_ROWS 32
+
+typedef struct {
+    /* geometry */
+    int64_t N, G, ICg, OCg, IC, OC;
+    int64_t id, ih, iw, od, oh, ow;
+    int64_t kd, kh, kw;
+    int64_t sd, sh, sw;
+    int64_t dd, dh, dw;              /* distance between taps (oneDNN dilation + 1) */
+    int64_t pd, ph, pw;              /* left paddings */
+    int deconv;                      /* 1: the source pixel of a tap is (o + p - k*d) / s */
+    int depthwise;                   /* 1: ICg = OCg = 1, the dedicated kernel */
+    int fold_kw;                     /* pairs of K = KW * IC (G == 1, dense along w) */
+    int64_t kpair, npairs, K4, n_panels;
+    int64_t mc;                      /* output pixels per work item */
+    int mr;                          /* rows per micro-kernel call */
+    /* source (channels-last), its byte XOR for the micro-kernel, the zero-point rows */
+    const uint8_t *src;
+    uint32_t a_xor;
+    int src_signed;                  /* depthwise kernel: s8 source read as signed */
+    const uint8_t *zp_rows;          /* G rows of kpair bytes (depthwise: one row of C) */
+    const int32_t *padcorr;          /* NULL, or [g][tap][OCg] added per padded tap */
+    const int8_t *packed;
+    const int16_t *dw_weights;       /* depthwise: one block of dw_stride s16 per panel */
+    int64_t dw_stride;
+    /* epilogue template (b = 0): N = OCg, d_sm = OC, per-column pointers at group 0 */
+    dnnq_gemm_args_t epi;
+    int64_t dst_img;                 /* dst elements per image */
+    int64_t rowsum_img;              /* rowsum elements per (image, group) = output pixels */
+    int64_t post_b[DNNQ_CONV_MAX_POST], post2_b[DNNQ_CONV_MAX_POST];  /* per-image strides */
+    dnnq_brgemm_ukr_fn brgemm;
+    dnnq_gemm_epilogue_fn epilogue;
+    int isa;
+} dnnq_conv_t;
+
+/* Work items: (image, group, panel, pixel block), pixel blocks innermost. */
+int64_t dnnq_conv_n_items(const dnnq_conv_t *cv);
+void dnnq_conv_run_item(const dnnq_conv_t *cv, int64_t item);
+
+/* Depthwise tile: acc[r][c] = sum_taps x(row_tap(r))[c] * w[tap][c] for the 64 channels of
+ * panel p (channels past C are 0); rows[t * mr + r] point at the row's channel p * 64, or,
+ * when ps != 0 (a run of interior pixels), pixel r of tap t is at rows[t] + r * ps; w is
+ * the panel's weights: [tap][64] s16, or the AVX-512 kernel's tap pairs (conv_dw_avx512.c). */
+typedef void (*dnnq_dw_tile_fn)(int mr, int64_t ntaps, const uint8_t *const *rows, int64_t ps,
+                                int nc, int src_signed, const int16_t *w, int32_t *acc);
+#define DNNQ_DECLARE_DW(isa)                                                                    \
+    void dnnq_dw_tile_##isa(int mr, int64_t ntaps, const uint8_t *const *rows, int64_t ps,       \
+                            int nc, int src_signed, const int16_t *w, int32_t *acc);
+DNNQ_DECLARE_DW(portable)
+DNNQ_DECLARE_DW(avx2)
+DNNQ_DECLARE_DW(avx512)
+dnnq_dw_tile_fn dnnq_dw_tile_for_isa(int isa);
+
+/* dst (cols, rows) = src (rows, cols)^T for elements of esz = 1 or 4 bytes */
+void dnnq_transpose(const void *src, void *dst, int64_t rows, int64_t cols, int esz);
+
+#endif

@@ -1,0 +1,312 @@
+"""Convolution / deconvolution problems for the driver: benchdnn's descriptor grammar with its
+defaults, the built-in layer sets `resnet50` and `mobilenet`, and the timing of dnnq against
+oneDNN 3.2 (its argument array built once) and PyTorch's quantized Conv2d where installed.
+
+Target configuration (issue 9): u8 x s8 -> u8, per-OC weight scales, f32 bias, relu,
+channels-last data."""
+import re
+
+import numpy as np
+
+import dnnq
+from dnnq.errors import InvalidArguments
+from dnnq.bench.problems import strip_name
+
+# ---- descriptors --------------------------------------------------------------------------
+
+_KEYS = ("g", "mb", "ic", "id", "ih", "iw", "oc", "od", "oh", "ow", "kd", "kh", "kw", "sd", "sh",
+         "sw", "pd", "ph", "pw", "dd", "dh", "dw")
+
+
+def parse_conv(desc, deconv=False):
+    """benchdnn's `gXmbX_icXidXihXiwX_ocXodXohXowX_kdXkhXkwX_sdXshXswX_pdXphXpwX_ddXdhXdwX`
+    -> dict of the full geometry (keys above plus `nsp`, `pr` per spatial dim, `name`).
+
+    Defaults as benchdnn: g1, mb2, stride 1, dilation 0, padding 0; missing W values copy H
+    (and H copies D); an omitted output size is deduced from the others, an omitted padding
+    from the output size (the right padding always is)."""
+    body, name = strip_name(desc.strip())
+    vals = {}
+    for k, v in re.findall(r"([a-z]+)(\d+)", body.replace("_", "")):
+        if k not in _KEYS:
+            raise InvalidArguments(f"conv descriptor {desc!r}: unknown entry {k!r}; expected "
+                                   f"{', '.join(_KEYS)}")
+        vals[k] = int(v)
+    if "ic" not in vals or "oc" not in vals:
+        raise InvalidArguments(f"conv descriptor {desc!r}: ic and oc are required")
+    if not ("iw" in vals or "ih" in vals or "id" in vals):
+        raise InvalidArguments(f"conv descriptor {desc!r}: give at least one of id, ih, iw")
+    nsp = 3 if "id" in vals or "od" in vals or "kd" in vals else \
+        2 if "ih" in vals or "oh" in vals or "kh" in vals else 1
+    dims = "dhw"[3 - nsp:]
+    g = {"g": vals.get("g", 1), "mb": vals.get("mb", 2), "ic": vals["ic"], "oc": vals["oc"],
+         "nsp": nsp, "name": name}
+    # W <- H <- D promotion, per entry kind
+    for pre in ("i", "o", "k", "s", "p", "d"):
+        prev = None
+        for d in dims:
+            key = pre + d
+            if key in vals:
+                prev = vals[key]
+            elif prev is not None:
+                vals[key] = prev
+    for d in dims:
+        k, s, dl = vals.get("k" + d, 1), vals.get("s" + d, 1), vals.get("d" + d, 0)
+        ext = (k - 1) * (dl + 1) + 1
+        i = vals.get("i" + d)
+        o = vals.get("o" + d)
+        p = vals.get("p" + d)
+        if i is None:
+            raise InvalidArguments(f"conv descriptor {desc!r}: i{d} missing")
+        if deconv:
+            if o is None:
+                o = (i - 1) * s - 2 * (p or 0) + ext
+            if p is None:
+                p = max(0, ((i - 1) * s + ext - o) // 2)
+            pr = (i - 1) * s + ext - o - p
+        else:
+            if o is None:
+                o = (i + 2 * (p or 0) - ext) // s + 1
+            if p is None:
+                p = max(0, ((o - 1) * s + ext - i) // 2)
+            pr = (o - 1) * s + ext - i - p
+            if pr < 0 and (i + p - ext) // s + 1 == o:
+                pr = 0  # benchdnn's deduced negative right padding: the same output size
+        g.update({"i" + d: i, "o" + d: o, "k" + d: k, "s" + d: s, "p" + d: p, "d" + d: dl,
+                  "pr" + d: pr})
+    return g
+
+
+def conv_descs(geo, src_dt, dst_dt, tag=True, deconv=False):
+    """(src, weights, dst, bias) MemoryDescs and the keyword geometry of a parsed problem."""
+    nsp = geo["nsp"]
+    dims = "dhw"[3 - nsp:]
+    isp = tuple(geo["i" + d] for d in dims)
+    osp = tuple(geo["o" + d] for d in dims)
+    ks = tuple(geo["k" + d] for d in dims)
+    G, IC, OC = geo["g"], geo["ic"], geo["oc"]
+    cl = {1: "nwc", 2: "nhwc", 3: "ndhwc"}[nsp] if tag else None
+    wdims = ((G, OC // G, IC // G) if G > 1 else (OC, IC)) + ks
+    M = dnnq.MemoryDesc
+    kw = dict(strides=tuple(geo["s" + d] for d in dims),
+              padding_l=tuple(geo["p" + d] for d in dims),
+              padding_r=tuple(geo["pr" + d] for d in dims),
+              dilates=tuple(geo["d" + d] for d in dims))
+    return (M((geo["mb"], IC) + isp, src_dt, cl), M(wdims, "s8"),
+            M((geo["mb"], OC) + osp, dst_dt, cl), M((OC,), "f32"), kw)
+
+
+def conv_ops(geo):
+    nsp = geo["nsp"]
+    dims = "dhw"[3 - nsp:]
+    return 2 * geo["mb"] * geo["oc"] * (geo["ic"] // geo["g"]) * int(np.prod(
+        [geo["o" + d] * geo["k" + d] for d in dims]))
+
+
+# ---- the built-in sets (unique layer geometries; `*n` = how often the layer repeats) -------
+
+#: ResNet-50 v1 at batch 1: the 7x7 stem, then per stage the 1x1 reduce / 3x3 / 1x1 expand and
+#: the strided projections (stride on the 1x1, as in v1).
+RESNET50 = [
+    'mb1ic3ih224oc64oh112kh7sh2ph3n"stem_7x7s2"',
+    'mb1ic64ih56oc64oh56kh1ph0n"s2_reduce_first"',
+    'mb1ic64ih56oc64oh56kh3ph1n"s2_3x3*3"',
+    'mb1ic64ih56oc256oh56kh1ph0n"s2_expand*4"',
+    'mb1ic256ih56oc64oh56kh1ph0n"s2_reduce*2"',
+    'mb1ic256ih56oc128oh28kh1sh2ph0n"s3_reduce_s2"',
+    'mb1ic256ih56oc512oh28kh1sh2ph0n"s3_project_s2"',
+    'mb1ic128ih28oc128oh28kh3ph1n"s3_3x3*4"',
+    'mb1ic128ih28oc512oh28kh1ph0n"s3_expand*4"',
+    'mb1ic512ih28oc128oh28kh1ph0n"s3_reduce*3"',
+    'mb1ic512ih28oc256oh14kh1sh2ph0n"s4_reduce_s2"',
+    'mb1ic512ih28oc1024oh14kh1sh2ph0n"s4_project_s2"',
+    'mb1ic256ih14oc256oh14kh3ph1n"s4_3x3*6"',
+    'mb1ic256ih14oc1024oh14kh1ph0n"s4_expand*6"',
+    'mb1ic1024ih14oc256oh14kh1ph0n"s4_reduce*5"',
+    'mb1ic1024ih14oc512oh7kh1sh2ph0n"s5_reduce_s2"',
+    'mb1ic1024ih14oc2048oh7kh1sh2ph0n"s5_project_s2"',
+    'mb1ic512ih7oc512oh7kh3ph1n"s5_3x3*3"',
+    'mb1ic512ih7oc2048oh7kh1ph0n"s5_expand*3"',
+    'mb1ic2048ih7oc512oh7kh1ph0n"s5_reduce*2"',
+]
+
+#: MobileNet v1 (224x224) at batch 1: the 3x3 stride-2 stem, every depthwise 3x3 (stride 1
+#: and 2, 32 - 1024 channels) and every pointwise 1x1.
+MOBILENET_DW = [
+    'g32mb1ic32ih112oc32oh112kh3ph1n"dw1_s1"',
+    'g64mb1ic64ih112oc64oh56kh3sh2ph1n"dw2_s2"',
+    'g128mb1ic128ih56oc128oh56kh3ph1n"dw3_s1"',
+    'g128mb1ic128ih56oc128oh28kh3sh2ph1n"dw4_s2"',
+    'g256mb1ic256ih28oc256oh28kh3ph1n"dw5_s1"',
+    'g256mb1ic256ih28oc256oh14kh3sh2ph1n"dw6_s2"',
+    'g512mb1ic512ih14oc512oh14kh3ph1n"dw7_s1*5"',
+    'g512mb1ic512ih14oc512oh7kh3sh2ph1n"dw8_s2"',
+    'g1024mb1ic1024ih7oc1024oh7kh3ph1n"dw9_s1"',
+]
+MOBILENET = ['mb1ic3ih224oc32oh112kh3sh2ph1n"stem_3x3s2"'] + MOBILENET_DW + [
+    'mb1ic32ih112oc64oh112kh1ph0n"pw1"',
+    'mb1ic64ih56oc128oh56kh1ph0n"pw2"',
+    'mb1ic128ih56oc128oh56kh1ph0n"pw3"',
+    'mb1ic128ih28oc256oh28kh1ph0n"pw4"',
+    'mb1ic256ih28oc256oh28kh1ph0n"pw5"',
+    'mb1ic256ih14oc512oh14kh1ph0n"pw6"',
+    'mb1ic512ih14oc512oh14kh1ph0n"pw7*5"',
+    'mb1ic512ih7oc1024oh7kh1ph0n"pw8"',
+    'mb1ic1024ih7oc1024oh7kh1ph0n"pw9"',
+]
+SETS = {"resnet50": RESNET50, "mobilenet": MOBILENET, "mobilenet_dw": MOBILENET_DW}
+
+
+def with_batch(descs, mb):
+    return [re.sub(r"mb\d+", f"mb{mb}", d, count=1) for d in descs]
+
+
+# ---- timing ---------------------------------------------------------------------------------
+
+def build(desc, knobs, rng, deconv=False, tag=True):
+    """dnnq primitive + execution args (target configuration unless knobs say otherwise)."""
+    geo = parse_conv(desc, deconv)
+    sdt, _, ddt = (knobs.get("dt", "u8:s8:u8").split(":") + ["s8", "u8"])[:3]
+    sd, wd, dd, bd, kw = conv_descs(geo, sdt, ddt, tag, deconv)
+    attr = dnnq.PrimitiveAttr()
+    OC = geo["oc"]
+    G = geo["g"]
+    attr.set_scales_mask(dnnq.DNNL_ARG_SRC, 0)
+    attr.set_scales_mask(dnnq.DNNL_ARG_WEIGHTS, 3 if G > 1 else 1)
+    attr.set_scales_mask(dnnq.DNNL_ARG_DST, 0)
+    ops = dnnq.PostOps()
+    ops.append_eltwise("relu")
+    attr.set_post_ops(ops)
+    cls = dnnq.Deconvolution if deconv else dnnq.Convolution
+    p = cls(sd, wd, dd, bd, attr=attr, **kw)
+    info = np.iinfo(np.uint8 if sdt == "u8" else np.int8)
+    src = sd.logical_view(rng.integers(info.min, info.max + 1, sd.physical_shape,
+                                       dtype=info.dtype))
+    wei = rng.integers(-128, 128, wd.dims, dtype=np.int8)
+    bias = rng.normal(0, 1, OC).astype(np.float32)
+    ss = np.float32([0.02])
+    ws = rng.uniform(1e-3, 1e-2, OC).astype(np.float32)
+    ds = np.float32([0.5])
+    dst = dd.empty()
+    args = {dnnq.DNNL_ARG_SRC: src, dnnq.DNNL_ARG_WEIGHTS: p.prepare_weights(wei),
+            dnnq.DNNL_ARG_BIAS: bias, dnnq.DNNL_ARG_DST: dst,
+            dnnq.DNNL_ARG_SCALE | dnnq.DNNL_ARG_SRC: ss,
+            dnnq.DNNL_ARG_SCALE | dnnq.DNNL_ARG_WEIGHTS: ws,
+            dnnq.DNNL_ARG_SCALE | dnnq.DNNL_ARG_DST: ds}
+    ref_kw = dict(strides=kw["strides"], padding_l=kw["padding_l"], padding_r=kw["padding_r"],
+                  dilates=kw["dilates"], src_scales=ss, wei_scales=ws,
+                  wei_scale_mask=3 if G > 1 else 1, dst_scales=ds,
+                  post_ops=[("eltwise", "relu", 0.0, 0.0)])
+    return dict(p=p, args=args, src=np.asarray(src), wei=wei, bias=bias, ddt=ddt, geo=geo,
+                ref_kw=ref_kw, ops=conv_ops(geo) if not deconv else conv_ops(
+                    dict(geo, **{"o" + d: geo["i" + d] for d in "dhw" if "i" + d in geo})))
+
+
+def best_time(fn, min_time):
+    from dnnq.bench.matmul import best_time as bt
+    return bt(fn, min_time)
+
+
+def torch_conv(b):
+    """PyTorch's quantized Conv2d (x86 / fbgemm engine, channels-last) on the same problem,
+    or None.  Returns (callable, engine name)."""
+    geo = b["geo"]
+    if geo["nsp"] != 2:
+        return None
+    try:
+        import warnings
+        import torch
+    except ImportError:
+        return None
+    warnings.filterwarnings("ignore")
+    torch.set_num_threads(dnnq.get_num_threads())
+    engine = "x86" if "x86" in torch.backends.quantized.supported_engines else "fbgemm"
+    torch.backends.quantized.engine = engine
+    kw = b["ref_kw"]
+    x = torch.from_numpy(np.ascontiguousarray(b["src"])).contiguous(
+        memory_format=torch.channels_last)
+    xq = torch._make_per_tensor_quantized_tensor(x, float(kw["src_scales"][0]), 0)
+    w = b["wei"].reshape((geo["oc"], geo["ic"] // geo["g"], geo["kh"], geo["kw"]))
+    wq = torch._make_per_channel_quantized_tensor(
+        torch.from_numpy(w.copy()), torch.from_numpy(kw["wei_scales"].astype(np.float64)),
+        torch.zeros(geo["oc"], dtype=torch.long), 0)
+    conv = torch.ao.nn.intrinsic.quantized.ConvReLU2d(
+        geo["ic"], geo["oc"], (geo["kh"], geo["kw"]), stride=(geo["sh"], geo["sw"]),
+        padding=(geo["ph"], geo["pw"]), dilation=(geo["dh"] + 1, geo["dw"] + 1),
+        groups=geo["g"])
+    conv.set_weight_bias(wq, torch.from_numpy(b["bias"]))
+    conv.scale, conv.zero_point = float(kw["dst_scales"][0]), 0
+    return (lambda: conv(xq)), f"torch:{engine}"
+
+
+def run_problems(problems, min_time, ref, use_torch):
+    """problems: (driver, desc, knobs) with driver conv / deconv; prints one line per problem
+    and the geometric means of the time ratios.  Returns 1 when a result differs."""
+    rng = np.random.default_rng(0)
+    print(f"{'problem':34s} {'kernel':26s} {'dnnq us':>9s} {'GOPS':>6s} {'oneDNN us':>10s} "
+          f"{'ratio':>6s} {'torch us':>9s} {'ratio':>6s}  notes")
+    ratios, torch_ratios, failures = [], [], 0
+    for driver, desc, knobs in problems:
+        deconv = driver == "deconv"
+        try:
+            b = build(desc, knobs, rng, deconv, tag=knobs.get("tag", "nhwc") != "nchw")
+        except dnnq.DnnqError as e:
+            print(f"{desc[:34]:34s} {type(e).__name__}: {e}")
+            failures += 1
+            continue
+        label = (b["geo"]["name"] or desc)[:34]
+        p, args = b["p"], b["args"]
+        t = best_time(lambda: p.execute(args), min_time)
+        line = f"{label:34s} {p.impl_info:26s} {t * 1e6:9.1f} {b['ops'] / t / 1e9:6.0f}"
+        notes = []
+        if ref is not None:
+            try:
+                h = ref.ConvHandle(b["src"], b["wei"], b["bias"], b["ddt"], deconv=deconv,
+                                   **b["ref_kw"])
+            except Exception as e:  # oneDNN refuses the configuration
+                h = None
+                notes.append(f"oneDNN: {e}")
+            if h is not None:
+                t_ref = best_time(h.execute, min_time)
+                same = np.array_equal(h.result(), p.execute(args))
+                failures += not same
+                ratios.append(t / t_ref)
+                line += f" {t_ref * 1e6:10.1f} {t / t_ref:6.2f}"
+                notes.append(h.impl + ("" if same else " RESULTS DIFFER"))
+                h.close()
+            else:
+                line += f" {'-':>10s} {'-':>6s}"
+        else:
+            line += f" {'-':>10s} {'-':>6s}"
+        tc = torch_conv(b) if use_torch and not deconv and b["ddt"] == "u8" else None
+        if tc is not None:
+            t_t = best_time(tc[0], min_time)
+            torch_ratios.append(t / t_t)
+            line += f" {t_t * 1e6:9.1f} {t / t_t:6.2f}"
+            notes.append(tc[1])
+        else:
+            line += f" {'-':>9s} {'-':>6s}"
+        print(line + "  " + ", ".join(notes), flush=True)
+    for peer, rs in (("oneDNN", ratios), ("PyTorch quantized Conv2d", torch_ratios)):
+        if rs:
+            gm = float(np.exp(np.mean(np.log(rs))))
+            print(f"geometric mean time ratio dnnq/{peer}: {gm:.3f} over {len(rs)} problems "
+                  f"(< 1 means dnnq is faster); max {max(rs):.2f}")
+    return 1 if failures else 0
+
+
+def main_hook(problems, min_time, ref, use_torch):
+    """Entry for dnnq.bench.__main__: expands the built-in set names."""
+    out = []
+    for driver, desc, knobs in problems:
+        if desc in SETS:
+            out += [(driver, d, knobs) for d in SETS[desc]]
+        elif re.fullmatch(r"(resnet50|mobilenet|mobilenet_dw):mb\d+", desc):
+            name, mb = desc.split(":")
+            out += [(driver, d, knobs) for d in with_batch(SETS[name], int(mb[2:]))]
+        else:
+            out.append((driver, desc, knobs))
+    return run_problems(out, min_time, ref, use_torch)
+
+
+__all__ = ["parse_conv", "RESNET50", "MOBILENET", "MOBILENET_DW", "SETS", "run_problems"]

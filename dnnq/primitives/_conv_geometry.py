@@ -1,0 +1,272 @@
+"""Creation-time pieces of Convolution / Deconvolution: the geometry check (SPEC section 6,
+oneDNN's output-size formulas), the weights in the (G, taps, ICg, OCg) form, and their packing
+for the implicit-GEMM driver and the depthwise kernel (layouts in ukernels/dnnq_conv.h)."""
+from numbers import Integral
+
+import numpy as np
+
+from dnnq.errors import InvalidArguments
+from dnnq.primitives._plan import aligned_empty
+
+NR = 64
+
+
+def spatial_param(prim, name, value, nsp, lo, default=None):
+    """A per-spatial-dimension parameter: an int (for all) or `nsp` ints, each >= lo."""
+    if value is None:
+        if default is None:
+            raise InvalidArguments(f"{prim}: {name} is required (one int or {nsp} ints)")
+        return (default,) * nsp
+    if isinstance(value, Integral) and not isinstance(value, bool):
+        vals = (int(value),) * nsp
+    else:
+        try:
+            vals = tuple(value)
+        except TypeError:
+            raise InvalidArguments(f"{prim}: {name} got {value!r}; expected an int or {nsp} "
+                                   "ints") from None
+        if len(vals) != nsp or any(isinstance(v, bool) or not isinstance(v, Integral)
+                                   for v in vals):
+            raise InvalidArguments(f"{prim}: {name} got {value!r}; expected {nsp} ints (one "
+                                   "per spatial dimension)")
+        vals = tuple(int(v) for v in vals)
+    for v in vals:
+        if v < lo:
+            raise InvalidArguments(f"{prim}: {name} got {vals}; expected values >= {lo}")
+    return vals
+
+
+class ConvGeometry:
+    """N, G, ICg, OCg and the per-dimension (D, H, W) geometry of a (de)convolution, 1-D and
+    2-D problems padded to 3-D with size-1 dimensions (kernel 1, stride 1, no padding)."""
+
+    def __init__(self, prim, deconv, src_dims, wei_dims, dst_dims, strides, padding_l,
+                 padding_r, dilates):
+        nd = len(src_dims)
+        nsp = nd - 2
+        grouped = len(wei_dims) == nd + 1
+        if grouped:
+            G, OCg, ICg = wei_dims[:3]
+        else:
+            G, (OCg, ICg) = 1, wei_dims[:2]
+        ks = tuple(wei_dims[-nsp:])
+        N, IC = src_dims[:2]
+        if IC != G * ICg:
+            raise InvalidArguments(f"{prim}: src channels {IC} (dims {tuple(src_dims)}) must be "
+                                   f"groups x input channels per group = {G} x {ICg} = {G * ICg} "
+                                   f"from weights dims {tuple(wei_dims)}")
+        if dst_dims[0] != N:
+            raise InvalidArguments(f"{prim}: dst batch {dst_dims[0]} must equal src batch {N}")
+        if dst_dims[1] != G * OCg:
+            raise InvalidArguments(f"{prim}: dst channels {dst_dims[1]} (dims {tuple(dst_dims)}) "
+                                   f"must be groups x output channels per group = {G} x {OCg} "
+                                   f"= {G * OCg} from weights dims {tuple(wei_dims)}")
+        st = spatial_param(prim, "strides", strides, nsp, 1)
+        pl = spatial_param(prim, "padding_l", padding_l, nsp, 0)
+        pr = spatial_param(prim, "padding_r", padding_r, nsp, 0)
+        dl = spatial_param(prim, "dilates", dilates, nsp, 0, default=0)
+        isp, osp = tuple(src_dims[2:]), tuple(dst_dims[2:])
+        want = []
+        for i in range(nsp):
+            ext = (ks[i] - 1) * (dl[i] + 1) + 1
+            if deconv:
+                o = (isp[i] - 1) * st[i] - pl[i] - pr[i] + ext
+                if o < 1:
+                    raise InvalidArguments(
+                        f"{prim}: spatial dim {i}: (src {isp[i]} - 1) * stride {st[i]} - padding "
+                        f"{pl[i]} + {pr[i]} + dilated kernel {ext} = {o}; expected >= 1")
+            else:
+                if ext > isp[i] + pl[i] + pr[i]:
+                    raise InvalidArguments(
+                        f"{prim}: spatial dim {i}: dilated kernel extent {ext} (kernel {ks[i]}, "
+                        f"dilation {dl[i]}) is larger than the padded src {isp[i]} + "
+                        f"{pl[i]} + {pr[i]} = {isp[i] + pl[i] + pr[i]}")
+                o = (isp[i] + pl[i] + pr[i] - ext) // st[i] + 1
+            want.append(o)
+        if tuple(want) != osp:
+            kind = ("(I - 1) * S - PL - PR + (K - 1) * (D + 1) + 1" if deconv else
+                    "(I + PL + PR - (K - 1) * (D + 1) - 1) // S + 1")
+            raise InvalidArguments(f"{prim}: dst spatial dims {osp} do not match the geometry: "
+                                   f"expected {tuple(want)} = {kind} from src {isp}, kernel "
+                                   f"{ks}, strides {st}, padding {pl} / {pr}, dilates {dl}")
+
+        def pad3(t, fill):
+            return (fill,) * (3 - nsp) + tuple(t)
+
+        self.deconv = deconv
+        self.nsp, self.grouped = nsp, grouped
+        self.N, self.G, self.ICg, self.OCg = N, G, ICg, OCg
+        self.IC, self.OC = G * ICg, G * OCg
+        self.src = pad3(isp, 1)
+        self.dst = pad3(osp, 1)
+        self.kernel = pad3(ks, 1)
+        self.strides = pad3(st, 1)
+        self.dilates = pad3(dl, 0)
+        self.steps = tuple(d + 1 for d in self.dilates)
+        self.pads = pad3(pl, 0)
+        self.pads_r = pad3(pr, 0)
+        self.user = dict(strides=st, padding_l=pl, padding_r=pr, dilates=dl)
+        self.ntaps = int(np.prod(self.kernel))
+        self.out_pixels = int(np.prod(self.dst))
+        self.depthwise = grouped and ICg == 1 and OCg == 1
+        # 1x1, stride 1, no padding, no groups: a plain GEMM over the channels-last pixels
+        self.is_gemm = (G == 1 and not self.depthwise and self.kernel == (1, 1, 1) and
+                        self.strides == (1, 1, 1) and not any(self.pads) and
+                        not any(self.pads_r))
+        kd, kh, kw = self.kernel
+        # the first-layer shape (few channels): the KW taps of one kernel row are adjacent in a
+        # channels-last row, so they form one reduction of KW * IC (border rows gathered)
+        self.fold_kw = (not deconv and not self.depthwise and G == 1 and kw > 1 and self.steps[2] == 1 and
+                        kw * self.IC <= 64 and kd * kh <= 64)
+        if self.depthwise:
+            self.kpair, self.npairs = 1, self.ntaps
+        elif self.fold_kw:
+            self.kpair, self.npairs = kw * self.IC, kd * kh
+        else:
+            self.kpair, self.npairs = ICg, self.ntaps
+
+    def tap_index(self, dim):
+        """(K, O) int array: the source index each (tap, output) reads along spatial dim
+        `dim` (0..2 of D, H, W), or -1."""
+        K, O, S = self.kernel[dim], self.dst[dim], self.strides[dim]
+        st, p, I = self.steps[dim], self.pads[dim], self.src[dim]
+        o = np.arange(O)[None, :]
+        k = np.arange(K)[:, None]
+        if self.deconv:
+            x = o + p - k * st
+            ok = (x >= 0) & (x % S == 0)
+            x = np.where(ok, x // S, -1)
+        else:
+            x = o * S - p + k * st
+        return np.where((x >= 0) & (x < I), x, -1)
+
+    def key(self):
+        return (self.deconv, self.N, self.G, self.ICg, self.OCg, self.src, self.dst, self.kernel,
+                self.strides, self.steps, self.pads)
+
+
+def canonical_weights(geo, w):
+    """Logical weights ([G,] OCg, ICg, *k) -> int8 (G, taps, ICg, OCg), taps in (kd, kh, kw)
+    order."""
+    w = np.asarray(w)
+    if not geo.grouped:
+        w = w[None]
+    G, OCg, ICg = w.shape[:3]
+    w = w.reshape(G, OCg, ICg, geo.ntaps)
+    return np.ascontiguousarray(w.transpose(0, 3, 2, 1))
+
+
+def pack_gemm(geo, wc):
+    """(G, taps, ICg, OCg) -> the driver's packed panels [g][p][pair][K4 * 4 * 64] (int8)."""
+    G, OCg = geo.G, geo.OCg
+    kpair, npairs = geo.kpair, geo.npairs
+    wp = wc.reshape(G, npairs, kpair, OCg)  # fold: t = pair * KW + kw, k = kw * IC + ic
+    K4 = (kpair + 3) // 4
+    P = (OCg + NR - 1) // NR
+    full = np.zeros((G, npairs, K4 * 4, P * NR), np.int8)
+    full[:, :, :kpair, :OCg] = wp
+    blocks = full.reshape(G, npairs, K4, 4, P, NR).transpose(0, 4, 1, 2, 5, 3)
+    out = aligned_empty(blocks.size, np.int8)
+    out[:] = blocks.reshape(-1)
+    return out
+
+
+def pack_depthwise(geo, wct, pairs):
+    """Depthwise weights (C, taps) (any integer type that fits s16) -> the kernel's s16
+    layout: natural [p][tap][64], or with `pairs` (the AVX-512 kernel) per panel, per tap
+    pair, per half of 32 channels, the vpunpck{l,h}wd interleave of the pair's weights
+    ("lo" then "hi" vector; see ukernels/conv_dw_avx512.c).  Channels past C are 0."""
+    C, T = wct.shape
+    P = (C + NR - 1) // NR
+    wd = np.zeros((P * NR, T + (T % 2 if pairs else 0)), np.int16)
+    wd[:C, :T] = wct
+    if not pairs:
+        out = aligned_empty(P * T * NR, np.int16)
+        out[:] = wd.reshape(P, NR, T).transpose(0, 2, 1).reshape(-1)
+        return out
+    Q = wd.shape[1] // 2
+    # (P, halves 2, lanes 4, j 8, pair Q, tap-in-pair 2)
+    w = wd.reshape(P, 2, 4, 8, Q, 2)
+    lo = w[:, :, :, :4]   # (P, 2, 4, 4, Q, 2): lane-local channels 0..3
+    hi = w[:, :, :, 4:]
+    # vector element order within a lane: (j, tap-in-pair); lanes concatenated
+    lo = lo.transpose(0, 4, 1, 2, 3, 5).reshape(P, Q, 2, 32)
+    hi = hi.transpose(0, 4, 1, 2, 3, 5).reshape(P, Q, 2, 32)
+    blocks = np.stack([lo, hi], axis=3)  # (P, Q, halves, lo/hi, 32)
+    out = aligned_empty(blocks.size, np.int16)
+    out[:] = blocks.reshape(-1)
+    return out
+
+
+def depthwise_panel_stride(geo, pairs):
+    """s16 elements per 64-channel panel of the packed depthwise weights."""
+    return ((geo.ntaps + 1) // 2) * 2 * NR if pairs else geo.ntaps * NR
+
+
+def window_sums(geo, x, zs):
+    """rowsum (N, G, pixels) s32: per output pixel and group, the sum of (src - zp_src) over
+    the taps that read a source pixel (weights zero point compensation)."""
+    N = geo.N
+    xs = x.reshape((N,) + geo.src + (geo.G, geo.ICg)).astype(np.int64)
+    xs = xs - zs.reshape(geo.G, geo.ICg) if zs.size > 1 else xs - int(zs[0])
+    gs = xs.sum(axis=-1)  # (N, D, H, W, G)
+    gs = np.pad(gs, ((0, 0), (0, 1), (0, 1), (0, 1), (0, 0)))  # index -1 reads a zero
+    idx = [geo.tap_index(d) for d in range(3)]
+    acc = np.zeros((N,) + geo.dst + (geo.G,), np.int64)
+    for kd in range(geo.kernel[0]):
+        for kh in range(geo.kernel[1]):
+            for kw in range(geo.kernel[2]):
+                acc += gs[:, idx[0][kd][:, None, None], idx[1][kh][None, :, None],
+                          idx[2][kw][None, None, :], :]
+    return np.ascontiguousarray(_wrap_s32(np.moveaxis(acc.reshape(N, -1, geo.G), 2, 1)))
+
+
+def _wrap_s32(x):
+    return np.asarray(x, dtype=np.int64).astype(np.uint64).astype(np.uint32).view(np.int32)
+
+
+class PackedConvWeights:
+    """Weights packed once by ``prepare_weights``: the kernel's layout, the column sums used by
+    the compensation (``colsum`` (OC,), per tap ``tapsum`` (G, taps, OCg)), and the plain
+    (G, taps, ICg, OCg) weights for the per-execution compensation of per-channel source zero
+    points and weights zero points."""
+
+    __slots__ = ("packed", "dw", "colsum", "tapsum", "plain", "owner", "_comp")
+
+    def __init__(self, geo, w, owner, dw_pairs=False):
+        wc = canonical_weights(geo, w)
+        self.plain = wc
+        w64 = wc.astype(np.int64)
+        self.tapsum = w64.sum(axis=2)                    # (G, taps, OCg)
+        self.colsum = self.tapsum.sum(axis=1).reshape(-1)  # (OC,) int64
+        if geo.depthwise:
+            self.packed = None
+            self.dw = pack_depthwise(geo, wc.reshape(geo.G, geo.ntaps), dw_pairs)
+        else:
+            self.packed, self.dw = pack_gemm(geo, wc), None
+        self.owner = owner
+        self._comp = {}
+
+    def for_owner(self, owner):
+        """The same packed weights, accepted by another primitive of the same weights geometry
+        (the bands of a fused depthwise chain)."""
+        other = object.__new__(PackedConvWeights)
+        for name in self.__slots__:
+            setattr(other, name, getattr(self, name))
+        other.owner = owner
+        return other
+
+    def comp_for_shift(self, shift):
+        """-shift * colsum as wrapping s32, cached per shift (s8 +128 and a common zp)."""
+        c = self._comp.get(shift)
+        if c is None:
+            c = (-shift * self.colsum).astype(np.uint64).astype(np.uint32).view(np.int32)
+            if len(self._comp) >= 16:
+                self._comp.clear()
+            self._comp[shift] = c
+        return c
+
+    @property
+    def nbytes(self):
+        return ((self.packed.nbytes if self.packed is not None else 0) +
+                (self.dw.nbytes if self.dw is not None else 0) + self.colsum.nbytes)

@@ -1,0 +1,617 @@
+"""Convolution and Deconvolution (forward inference, int8), implicit GEMM on the batch-reduce
+micro-kernel, plus a dedicated channels-last depthwise kernel.
+
+``Convolution(src_desc, weights_desc, dst_desc, bias_desc=None, *, strides, padding_l,
+padding_r, dilates=None, attr=None)`` (``Deconvolution`` the same); ``strides`` / paddings /
+``dilates`` are one int or one int per spatial dimension (oneDNN's dilation: 0 = dense).
+
+Support table (masks over the tensor's own logical dims; "ext" = beyond oneDNN 3.2):
+
+==================  =====================================================================
+src                 u8, s8; ``ncw`` / ``nchw`` / ``ncdhw`` or ``nwc`` / ``nhwc`` / ``ndhwc``
+weights             s8; ``oiw`` / ``oihw`` / ``oidhw``, ``wio`` / ``hwio`` / ``dhwio``, grouped
+                    ``goiw`` / ``goihw`` / ``goidhw`` (G, OC/G, IC/G, k...); deconvolution:
+                    the same (OC, IC, k...) order, no kernel flip (oneDNN's convention)
+bias                f32, s32, s8, u8; dims (OC,); added in f32, unscaled
+dst                 f32, s32, s8, u8; plain or channels-last
+src scale           0
+weights scale       0, 1 (per OC); grouped: 0, 3 (per G and OC/G)
+dst scale           0
+src zero point      0, 2 (per IC; oneDNN: ref:any)
+weights zero point  0, 1 (per OC); grouped: 0, 3 (ext, as ONNX QLinearConv / OpenVINO)
+dst zero point      0, 2 (per OC; oneDNN: ref:any)
+post-ops            eltwise (all), binary (src1 dims each 1 or the dst's: per-tensor,
+                    per-channel (1, OC, 1, 1), per-image, full), sum (scale, zero point),
+                    checkpoint / select (ext), FakeQuantize chains
+==================  =====================================================================
+
+Semantic masks (DNNL_MASK_PER_CHANNEL_NCHW / _OIHW) resolve to the channel bits above.
+The padded area holds the source zero point (padded taps add nothing), exact at every border.
+
+Kernels (``impl_info``): ``<isa>:brgconv`` (batch-reduce over taps, indirect source rows),
+``<isa>:brgconv_fold`` (few input channels: the KW taps of a kernel row folded into one
+reduction of KW*IC, e.g. ResNet's 7x7 first layer), ``<isa>:dw`` (depthwise, G = IC = OC,
+vectorised over channels).  Plain (nchw) data is transposed to channels-last around the
+kernels (a copy of src and dst); channels-last data runs without any copy.
+"""
+import copy
+import time
+
+import numpy as np
+
+from dnnq import args as A
+from dnnq import masks as _masks
+from dnnq import _dispatch, _verbose
+from dnnq._cache import CachedPrimitive
+from dnnq.errors import InvalidArguments, Unimplemented
+from dnnq.memory import MemoryDesc
+from dnnq.primitives import _plan
+from dnnq.primitives._common import arg_name, check_md, check_known_args
+from dnnq.post_ops import PostOps
+from dnnq.primitives._conv_geometry import (ConvGeometry, PackedConvWeights, pack_depthwise,
+                                            depthwise_panel_stride, window_sums)
+from dnnq.primitives._conv_fused_dw import init_fused, execute_fused
+from dnnq.primitives._gemm_primitive import wrap_s32
+from dnnq._kernels import _conv, _gemm
+from dnnq._kernels._gemm import all_finite_positive as _all_finite_positive
+from dnnq.primitives._plan import aligned_empty
+
+_ONE = np.ones(1, np.float32)
+_F32, _I32 = np.dtype(np.float32), np.dtype(np.int32)
+_INF = float("inf")
+_NO_SRC1 = [[None] * n for n in range(33)]  # src1 lists of a chain without binary post-ops
+_SRC_DTS = ("u8", "s8")
+_DST_DTS = ("f32", "s32", "s8", "u8")
+_RANGE = {"u8": (0, 255), "s8": (-128, 127)}
+_ISA_NAME = {"default": "portable"}  # impl_info prefix per ISA level (else the level's name)
+
+
+class _ConvolutionBase(metaclass=CachedPrimitive):
+    _name = "Convolution"
+    _kind = "convolution"
+    _deconv = False
+
+    def __init__(self, src_desc, weights_desc, dst_desc, bias_desc=None, *, strides, padding_l,
+                 padding_r, dilates=None, attr=None):
+        p = self._name
+        check_md(p, src_desc, "src", _SRC_DTS, (3, 4, 5))
+        nd = src_desc.ndims
+        check_md(p, weights_desc, "weights", ("s8",), (nd, nd + 1))
+        check_md(p, dst_desc, "dst", _DST_DTS, (nd,))
+        check_md(p, bias_desc, "bias", _DST_DTS, (1,), optional=True, plain_only=True)
+        if weights_desc.is_channels_last and weights_desc.ndims != nd:
+            raise Unimplemented(f"{p}: weights tag {weights_desc.tag} for grouped weights dims "
+                                f"{weights_desc.dims}; supported: plain (goihw) for groups")
+        geo = ConvGeometry(p, self._deconv, src_desc.dims, weights_desc.dims, dst_desc.dims,
+                           strides, padding_l, padding_r, dilates)
+        if bias_desc is not None and tuple(bias_desc.dims) != (geo.OC,):
+            raise InvalidArguments(f"{p}: bias dims {bias_desc.dims}; expected ({geo.OC},)")
+        self.src_desc, self.weights_desc, self.dst_desc = src_desc, weights_desc, dst_desc
+        self.bias_desc = bias_desc
+        self.attr = copy.deepcopy(attr)
+        self._geo = geo
+        self._fused = None
+        ops = attr.post_ops if attr is not None else PostOps()
+        dw_at = [i for i in range(len(ops)) if ops.kind(i) == "convolution"]
+        if dw_at:  # 1x1 + fused depthwise: two convolutions (see _conv_fused_dw)
+            init_fused(self, attr, dw_at[0])
+            return
+        self._analyse_attr(attr)
+        isa = _dispatch.get_effective_cpu_isa()
+        # the batch-reduce kernel of the AMX level is the AVX-512 VNNI one (tiles need
+        # strided rows)
+        self._isa = "avx512_core_vnni" if isa == "avx512_core_amx" else isa
+        # the AVX-512 depthwise kernel takes its weights in tap pairs
+        self._dw_pairs = self._isa == "avx512_core_vnni"
+        kernel = ("dw" if geo.depthwise else "brgconv_1x1" if geo.is_gemm else
+                  "brgconv_fold" if geo.fold_kw else "brgconv")
+        self.impl_info = f"{_ISA_NAME.get(self._isa, self._isa)}:{kernel}"
+        self._plan = self._make_plan()
+        self._zrows = {}
+        self._key = (type(self).__name__, src_desc, weights_desc, dst_desc, bias_desc,
+                     attr.key() if attr is not None else None, geo.key(), self._isa)
+        self._known = self._known_args()
+        self._fast_plan()
+        if _verbose.enabled(2):
+            self._verbose("create", None)
+
+    # ---- creation ----------------------------------------------------------------------------
+    def _analyse_attr(self, attr):
+        p, geo = self._name, self._geo
+        per_oc = 3 if geo.grouped else 1
+        scale_support = {A.DNNL_ARG_SRC: (0,), A.DNNL_ARG_WEIGHTS: (0, per_oc),
+                         A.DNNL_ARG_DST: (0,)}
+        zp_support = {A.DNNL_ARG_SRC: (0, 2), A.DNNL_ARG_WEIGHTS: (0, per_oc),
+                      A.DNNL_ARG_DST: (0, 2)}
+        dims = {A.DNNL_ARG_SRC: self.src_desc.dims, A.DNNL_ARG_WEIGHTS: self.weights_desc.dims,
+                A.DNNL_ARG_DST: self.dst_desc.dims}
+        self._scale_mask, self._zp_mask = {}, {}
+        given = (attr.scales_args(), attr.zero_points_args()) if attr is not None else ({}, {})
+        for what, table, support, out in (("scales", given[0], scale_support, self._scale_mask),
+                                          ("zero points", given[1], zp_support, self._zp_mask)):
+            for arg, mask in table.items():
+                if arg not in support:
+                    raise Unimplemented(f"{p}: {what} of {arg_name(arg)} are not supported; "
+                                        f"supported: {what} of src, weights, dst")
+                kind = "weights_oihw" if arg == A.DNNL_ARG_WEIGHTS else "data_nchw"
+                plain = _masks.resolve_mask(mask, dims[arg], kind, groups=geo.grouped,
+                                            name=f"{what} mask of {arg_name(arg)}")
+                if plain not in support[arg]:
+                    raise Unimplemented(f"{p}: {what} mask {mask} of {arg_name(arg)} is not "
+                                        "supported; supported masks: "
+                                        f"{', '.join(map(str, support[arg]))}")
+                out[arg] = plain
+        # post-ops
+        self._post_specs, self._binary, self._selects = [], [], []
+        self._has_sum = False
+        ops = attr.post_ops if attr is not None else None
+        dst_dims = tuple(self.dst_desc.dims)
+        for i in range(len(ops) if ops is not None else 0):
+            kind, op = ops.kind(i), ops[i]
+            if kind == "eltwise":
+                self._post_specs.append((_plan.PO_ELTWISE, _plan.ELTWISE_CODE[op.alg],
+                                         float(op.alpha), float(op.beta)))
+            elif kind == "binary":
+                self._check_broadcast(op.src1_desc, f"post_op[{i}].src_1", dst_dims)
+                self._post_specs.append((_plan.PO_BINARY, _plan.BINARY_CODE[op.alg], 0.0, 0.0))
+                self._binary.append((i, op.src1_desc))
+            elif kind == "sum":
+                if op.dt is not None and op.dt != self.dst_desc.dt:
+                    raise Unimplemented(f"{p}: post_op[{i}] sum with data type {op.dt} differs "
+                                        f"from the destination data type {self.dst_desc.dt}; "
+                                        "supported: None or the destination data type")
+                self._has_sum = True
+                self._post_specs.append((_plan.PO_SUM, 0, float(op.scale),
+                                         float(op.zero_point)))
+            elif kind == "checkpoint":
+                self._post_specs.append((_plan.PO_CHECKPOINT, 0, 0.0, 0.0))
+            elif kind == "select":
+                self._check_broadcast(op.cond_desc, f"post_op[{i}].src_1", dst_dims)
+                self._check_broadcast(op.value_desc, f"post_op[{i}].src_2", dst_dims)
+                self._post_specs.append((_plan.PO_SELECT, _plan.BINARY_CODE[op.alg], 0.0, 0.0))
+                self._selects.append((i, op.cond_desc, op.value_desc))
+            else:
+                raise Unimplemented(f"{p}: post_op[{i}] of kind {kind} is not supported; "
+                                    "supported: eltwise, binary, sum, checkpoint, select")
+        self._raw_s32 = (self.dst_desc.dt == "s32" and not self._scale_mask and
+                         self.bias_desc is None and A.DNNL_ARG_DST not in self._zp_mask and
+                         not self._post_specs)
+
+    def _check_broadcast(self, desc, name, dst_dims):
+        if not isinstance(desc, MemoryDesc) or desc.ndims != len(dst_dims) or any(
+                d not in (1, t) for d, t in zip(desc.dims, dst_dims)):
+            got = desc.dims if isinstance(desc, MemoryDesc) else desc
+            raise InvalidArguments(f"{self._name}: {name} dims {got}; expected {len(dst_dims)} "
+                                   f"dims, each 1 or the dst's {dst_dims}")
+
+    def _make_plan(self):
+        geo = self._geo
+        isa_code = _plan.ISA_CODE[self._isa]
+        if geo.is_gemm:
+            # the GEMM driver over (image, pixels, OC); an s8 source XOR-ed to u8 (the
+            # compensation is this module's)
+            return _gemm.GemmPlan(isa_code, geo.N, geo.out_pixels, geo.OC, geo.IC,
+                                  _plan.DT_CODE[self.dst_desc.dt], self._post_specs, False,
+                                  False)
+        mr = 32 if geo.depthwise else _conv.brgemm_rows(isa_code)
+        npix = geo.out_pixels
+        cols = geo.OC if geo.depthwise else geo.OCg
+        panels = (cols + 63) // 64
+        groups = 1 if geo.depthwise else geo.G
+        # pixel blocks of a few micro-tiles; smaller when that leaves threads without work
+        mc = mr * (2 if geo.depthwise else 8)
+        threads = max(1, _dispatch.get_num_threads())
+        while mc > mr and geo.N * groups * panels * -(-npix // mc) < 4 * threads:
+            mc -= mr
+        fast = all(k == _plan.PO_ELTWISE and alg in (_plan.ELTWISE_CODE["relu"],
+                                                      _plan.ELTWISE_CODE["linear"])
+                   for k, alg, _, _ in self._post_specs)
+        g = dict(N=geo.N, G=geo.G, ICg=geo.ICg, OCg=geo.OCg, src=geo.src, dst=geo.dst,
+                 kernel=geo.kernel, strides=geo.strides, steps=geo.steps, pads=geo.pads,
+                 deconv=int(geo.deconv), depthwise=int(geo.depthwise), fold_kw=int(geo.fold_kw),
+                 kpair=geo.kpair, npairs=geo.npairs, mc=mc, mr=mr,
+                 dw_stride=depthwise_panel_stride(geo, self._dw_pairs))
+        return _conv.ConvPlan(isa_code, g, _plan.DT_CODE[self.dst_desc.dt], self._post_specs,
+                              fast)
+
+    def _known_args(self):
+        known = {A.DNNL_ARG_SRC, A.DNNL_ARG_WEIGHTS, A.DNNL_ARG_DST}
+        if self.bias_desc is not None:
+            known.add(A.DNNL_ARG_BIAS)
+        known |= {A.DNNL_ARG_SCALE | a for a in self._scale_mask}
+        known |= {A.DNNL_ARG_ATTR_ZERO_POINTS | a for a in self._zp_mask}
+        for i, _ in self._binary:
+            known.add(A.DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | A.DNNL_ARG_SRC_1)
+        for i, _, _ in self._selects:
+            known.add(A.DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | A.DNNL_ARG_SRC_1)
+            known.add(A.DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | A.DNNL_ARG_SRC_2)
+        return frozenset(known)
+
+    # ---- weights -----------------------------------------------------------------------------
+    def prepare_weights(self, w):
+        """Pack the weights once (blocked VNNI panels per tap, or the depthwise layout, with
+        the column sums of the compensation); `execute` accepts the result in their place."""
+        d = self.weights_desc
+        d.check_array(w, "weights")  # dtype / shape checks; packing reads any strides
+        return PackedConvWeights(self._geo, w, self._key, self._dw_pairs)
+
+    def _weights(self, w):
+        if isinstance(w, PackedConvWeights):
+            if w.owner != self._key:
+                raise InvalidArguments(f"{self._name}.execute: weights were packed by "
+                                       "prepare_weights of a primitive with another description")
+            return w
+        return self.prepare_weights(w)
+
+    # ---- execution ---------------------------------------------------------------------------
+    def _runtime(self, args, key, count, check):
+        v = args.get(key)
+        if v is None:
+            raise InvalidArguments(f"{self._name}.execute: missing {arg_name(key)} (the "
+                                   "attribute sets a mask for it)")
+        return check(v, count, arg_name(key))
+
+    def _channels_last(self, desc, arr, name):
+        """The execution array as a C-contiguous channels-last (N, [D, H,] W, C) array."""
+        x = desc.check_array(arr, name)
+        if not desc.is_channels_last:
+            cl = np.empty(x.shape[:1] + x.shape[2:] + x.shape[1:2], x.dtype)
+            _conv.transpose_channels(x, cl, True)
+            x = cl
+        return x
+
+    def _post_inputs(self, args):
+        """f32 channels-last inputs of binary / select post-ops with (image, pixel, channel)
+        strides; a partly broadcast spatial shape is expanded."""
+        out = [None] * len(self._post_specs)
+
+        def prepare(key, desc):
+            if key not in args:
+                raise InvalidArguments(f"{self._name}.execute: missing {arg_name(key)} (post-op "
+                                       f"input of dims {desc.dims})")
+            x = desc.check_array(args[key], arg_name(key))
+            x = desc.logical_view(x) if desc.is_channels_last else x
+            x = np.moveaxis(x.astype(np.float32, copy=False), 1, -1)  # (N', *sp', C')
+            sp = x.shape[1:-1]
+            full_sp = tuple(self.dst_desc.dims[2:])
+            if any(s == 1 for s in sp) and sp != full_sp and any(s != 1 for s in sp):
+                x = np.broadcast_to(x, (x.shape[0],) + full_sp + (x.shape[-1],))
+            x = np.ascontiguousarray(x)
+            sp = x.shape[1:-1]
+            c = x.shape[-1]
+            s_img = int(np.prod(sp)) * c if x.shape[0] > 1 else 0
+            s_pix = c if int(np.prod(sp)) > 1 else 0
+            s_chan = 1 if c > 1 else 0
+            return (x, s_img, s_pix, s_chan)
+
+        for i, desc in self._binary:
+            out[i] = prepare(A.DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | A.DNNL_ARG_SRC_1, desc)
+        for i, cdesc, vdesc in self._selects:
+            out[i] = (prepare(A.DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | A.DNNL_ARG_SRC_1, cdesc) +
+                      prepare(A.DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | A.DNNL_ARG_SRC_2, vdesc))
+        return out
+
+    def _zero_point_rows(self, zs, vals):
+        """The rows padded taps read (G rows of kpair bytes, a pixel row for depthwise) holding
+        the zero point in the source type; cached per zero point (execute allocates nothing
+        of the size of a row for repeated calls)."""
+        key = zs.tobytes()
+        rows = self._zrows.get(key)
+        if rows is None:
+            geo = self._geo
+            if geo.depthwise:
+                rows = np.broadcast_to(vals, (geo.IC,))
+            elif geo.fold_kw:
+                rows = np.tile(np.broadcast_to(vals, (geo.IC,)), geo.kernel[2])
+            else:
+                rows = np.broadcast_to(vals, (geo.IC,)).reshape(geo.G, geo.ICg)
+            rows = np.ascontiguousarray(rows.astype(np.int8 if self.src_desc.dt == "s8"
+                                                    else np.uint8)).view(np.uint8)
+            if len(self._zrows) >= 16:
+                self._zrows.clear()
+            self._zrows[key] = rows
+        return rows
+
+    def _fast_plan(self):
+        """What the fast path of execute needs, fixed at creation (see _execute_fast)."""
+        geo, sd, dd = self._geo, self.src_desc, self.dst_desc
+        zm = self._zp_mask
+        self._fast = (sd.is_channels_last and dd.is_channels_last and not self._binary and
+                      not self._selects and A.DNNL_ARG_WEIGHTS not in zm and
+                      zm.get(A.DNNL_ARG_SRC, 0) == 0 and zm.get(A.DNNL_ARG_DST, 0) == 0 and
+                      (self.bias_desc is None or self.bias_desc.dt == "f32"))
+        self._src_np, self._dst_np = sd.numpy_dtype, dd.numpy_dtype
+        self._src_dims, self._dst_dims = tuple(sd.dims), tuple(dd.dims)
+        self._src_order, self._dst_order = sd.physical_order, dd.physical_order
+        self._dst_phys = dd.physical_shape
+        self._bias_dims = (geo.OC,)
+        sm = self._scale_mask
+        self._ws_count = 0 if A.DNNL_ARG_WEIGHTS not in sm else (
+            1 if sm[A.DNNL_ARG_WEIGHTS] == 0 else geo.OC)
+        self._has_ss, self._has_ds = A.DNNL_ARG_SRC in sm, A.DNNL_ARG_DST in sm
+        self._has_zs, self._has_zd = A.DNNL_ARG_SRC in zm, A.DNNL_ARG_DST in zm
+        lo, hi = _RANGE[sd.dt]
+        self._zs_range = (lo, hi)
+        self._shift = 128 if sd.dt == "s8" and not geo.depthwise else 0
+
+    def _execute_fast(self, args):
+        """The common case (channels-last arrays of the right types, packed weights, f32 or no
+        bias, scales and common zero points, no binary post-op): every check of the general
+        path without its generality.  Returns None to hand over to the general path (which
+        also produces the error messages)."""
+        if type(args) is not dict:
+            return None
+        known = self._known
+        for key in args:
+            if key not in known:
+                return None
+        x = args.get(A.DNNL_ARG_SRC)
+        if type(x) is not np.ndarray or x.dtype is not self._src_np or \
+                x.shape != self._src_dims:
+            return None
+        x = x.transpose(self._src_order)
+        if not x.flags.c_contiguous:
+            return None
+        pw = args.get(A.DNNL_ARG_WEIGHTS)
+        if type(pw) is not PackedConvWeights or pw.owner is not self._key:
+            return None
+        bias = None
+        if self.bias_desc is not None:
+            bias = args.get(A.DNNL_ARG_BIAS)
+            if type(bias) is not np.ndarray or bias.dtype is not _F32 or \
+                    bias.shape != self._bias_dims or not bias.flags.c_contiguous:
+                return None
+        ss = ds = 1.0
+        if self._has_ss:
+            v = args.get(A.DNNL_ARG_SCALE | A.DNNL_ARG_SRC)
+            if type(v) is not np.ndarray or v.dtype is not _F32 or v.size != 1:
+                return None
+            ss = v.item(0)
+            if not 0.0 < ss < _INF:
+                return None
+        if self._has_ds:
+            v = args.get(A.DNNL_ARG_SCALE | A.DNNL_ARG_DST)
+            if type(v) is not np.ndarray or v.dtype is not _F32 or v.size != 1:
+                return None
+            ds = v.item(0)
+            if not 0.0 < ds < _INF:
+                return None
+        scale, scale_sn = _ONE, 0
+        if self._ws_count:
+            v = args.get(A.DNNL_ARG_SCALE | A.DNNL_ARG_WEIGHTS)
+            if type(v) is not np.ndarray or v.dtype is not _F32 or v.size != self._ws_count \
+                    or v.ndim != 1 or not _all_finite_positive(v):
+                return None
+            scale, scale_sn = v, int(self._ws_count > 1)
+        zs = 0
+        if self._has_zs:
+            v = args.get(A.DNNL_ARG_ATTR_ZERO_POINTS | A.DNNL_ARG_SRC)
+            if type(v) is not np.ndarray or v.dtype is not _I32 or v.size != 1:
+                return None
+            zs = v.item(0)
+            if not self._zs_range[0] <= zs <= self._zs_range[1]:
+                return None
+        dzp = None
+        if self._has_zd:
+            dzp = args.get(A.DNNL_ARG_ATTR_ZERO_POINTS | A.DNNL_ARG_DST)
+            if type(dzp) is not np.ndarray or dzp.dtype is not _I32 or dzp.size != 1 or \
+                    not dzp.flags.c_contiguous:
+                return None
+        user = args.get(A.DNNL_ARG_DST)
+        if user is None:
+            if self._has_sum:
+                return None
+            out = aligned_empty(int(np.prod(self._dst_phys)), self._dst_np).reshape(self._dst_phys)
+        else:
+            if type(user) is not np.ndarray or user.dtype is not self._dst_np or \
+                    user.shape != self._dst_dims or not user.flags.writeable:
+                return None
+            out = user.transpose(self._dst_order)
+            if not out.flags.c_contiguous or np.may_share_memory(user, x) or \
+                    (bias is not None and np.may_share_memory(user, bias)):
+                return None
+        geo = self._geo
+        key = zs.to_bytes(4, "little", signed=True) if type(zs) is int else None
+        zrow = self._zrows.get(key) if key is not None else None
+        if zrow is None:
+            zrow = self._zero_point_rows(np.int32([zs]), np.int64([zs]))
+        col_comp = pw.comp_for_shift(self._shift + zs)
+        t0 = time.perf_counter() if _verbose._level else 0.0
+        if geo.is_gemm:
+            P = geo.out_pixels
+            self._plan.run(x.view(np.uint8), P * geo.IC, geo.IC, self.src_desc.dt == "s8",
+                           pw.packed, 0, col_comp, 0, None, 0, None, P, self._raw_s32, ss, scale,
+                           scale_sn, bias, 0, 0, 1, _NO_SRC1[len(self._post_specs)], ds, dzp, 0,
+                           out, P * geo.OC, geo.OC, _dispatch.get_num_threads())
+        else:
+            self._plan.run(x.view(np.uint8), self.src_desc.dt == "s8", zrow, None, pw.packed,
+                           pw.dw, col_comp, None, 0, None, self._raw_s32, ss, scale, scale_sn,
+                           bias, 1, _NO_SRC1[len(self._post_specs)], ds, dzp, 0, out,
+                           _dispatch.get_num_threads())
+        if _verbose._level:
+            self._verbose("exec", (time.perf_counter() - t0) * 1e3)
+        return self.dst_desc.logical_view(out) if user is None else user
+
+    def execute(self, args):
+        """Run once.  args: {DNNL_ARG_*: ndarray}; returns dst (written in place if given)."""
+        if self._fused is not None:
+            return execute_fused(self, args)
+        if self._fast:
+            out = self._execute_fast(args)
+            if out is not None:
+                return out
+        p, geo = self._name, self._geo
+        check_known_args(p, args, self._known)
+        for need, what in ((A.DNNL_ARG_SRC, "src"), (A.DNNL_ARG_WEIGHTS, "weights")):
+            if need not in args:
+                raise InvalidArguments(f"{p}.execute: missing {what} (DNNL_ARG_{what.upper()})")
+        src_dt = self.src_desc.dt
+        x = self._channels_last(self.src_desc, args[A.DNNL_ARG_SRC], "src")
+        pw = self._weights(args[A.DNNL_ARG_WEIGHTS])
+        # runtime scales and zero points
+        sm, zm = self._scale_mask, self._zp_mask
+        src_scale = dst_scale = 1.0
+        scale, scale_sn = _ONE, 0
+        if A.DNNL_ARG_SRC in sm:
+            src_scale = self._runtime(args, A.DNNL_ARG_SCALE | A.DNNL_ARG_SRC, 1,
+                                      _masks.check_scales).item(0)
+        if A.DNNL_ARG_WEIGHTS in sm:
+            n = 1 if sm[A.DNNL_ARG_WEIGHTS] == 0 else geo.OC
+            scale = self._runtime(args, A.DNNL_ARG_SCALE | A.DNNL_ARG_WEIGHTS, n,
+                                  _masks.check_scales)
+            scale_sn = int(n > 1)
+        if A.DNNL_ARG_DST in sm:
+            dst_scale = self._runtime(args, A.DNNL_ARG_SCALE | A.DNNL_ARG_DST, 1,
+                                      _masks.check_scales).item(0)
+        zs = np.zeros(1, np.int32)
+        if A.DNNL_ARG_SRC in zm:
+            zs = self._runtime(args, A.DNNL_ARG_ATTR_ZERO_POINTS | A.DNNL_ARG_SRC,
+                               1 if zm[A.DNNL_ARG_SRC] == 0 else geo.IC, _masks.check_zero_points)
+        zw = None
+        if A.DNNL_ARG_WEIGHTS in zm:
+            zw = self._runtime(args, A.DNNL_ARG_ATTR_ZERO_POINTS | A.DNNL_ARG_WEIGHTS,
+                               1 if zm[A.DNNL_ARG_WEIGHTS] == 0 else geo.OC,
+                               _masks.check_zero_points)
+            if not np.any(zw):
+                zw = None
+        dzp, dzp_sn = None, 0
+        if A.DNNL_ARG_DST in zm:
+            dzp = self._runtime(args, A.DNNL_ARG_ATTR_ZERO_POINTS | A.DNNL_ARG_DST,
+                                1 if zm[A.DNNL_ARG_DST] == 0 else geo.OC, _masks.check_zero_points)
+            dzp_sn = int(dzp.size > 1)
+        # the zero-point rows the padded taps read, and what the compensation needs
+        lo, hi = _RANGE[src_dt]
+        zs64 = zs.astype(np.int64)
+        zrow_vals = np.clip(zs64, lo, hi)
+        delta = zs64 - zrow_vals  # zero points the source type cannot hold
+        per_ic = zs.size > 1
+        zrow = self._zero_point_rows(zs, zrow_vals)
+        dw_w = pw.dw
+        plain = pw.plain  # (G, taps, ICg, OCg)
+        if geo.depthwise and zw is not None:
+            # depthwise: the weights zero point is folded into the s16 weights (exact)
+            wz = plain[:, :, 0, 0].astype(np.int64) - zw.astype(np.int64).reshape(-1, 1)
+            if wz.min() < -32768 or wz.max() > 32767:
+                raise Unimplemented(f"{p}.execute: depthwise weights minus the weights zero "
+                                    "point must fit s16; got values in "
+                                    f"[{wz.min()}, {wz.max()}]")
+            dw_w = pack_depthwise(geo, wz, self._dw_pairs)
+            colsum = wz.sum(axis=1)
+            tapw = wz[:, :, None]  # (C, taps, 1) as (G, taps, OCg)
+            zw = None
+        else:
+            colsum = pw.colsum
+            tapw = None
+        shift = 128 if src_dt == "s8" and not geo.depthwise else 0
+        if not per_ic and tapw is None:
+            col_comp = pw.comp_for_shift(shift + int(zs[0]))
+        else:
+            if tapw is not None:
+                comp = -(shift + zs64) * colsum if not per_ic else -(zs64 * colsum)
+            elif per_ic:
+                zg = zs64.reshape(geo.G, 1, geo.ICg, 1)
+                comp = -shift * colsum - (zg * plain).sum(axis=(1, 2)).reshape(-1)
+            else:
+                comp = -(shift + zs64[0]) * colsum
+            col_comp = wrap_s32(comp)
+        padcorr = None
+        if np.any(delta):
+            if geo.depthwise:
+                wt = tapw if tapw is not None else plain[:, :, 0, 0].astype(np.int64)[:, :, None]
+                pc = (np.broadcast_to(delta, (geo.IC,))[:, None] * wt[:, :, 0]).T  # (taps, C)
+            else:
+                dg = np.broadcast_to(delta, (geo.IC,)).reshape(geo.G, 1, geo.ICg, 1)
+                pc = (dg * plain.astype(np.int64)).sum(axis=2)  # (G, taps, OCg)
+            padcorr = wrap_s32(np.ascontiguousarray(pc))
+        rowsum = None
+        wzp_sn = 0
+        if zw is not None:
+            rowsum = window_sums(self._geo, x, zs64)
+            wzp_sn = int(zw.size > 1)
+        bias = None
+        if self.bias_desc is not None:
+            if A.DNNL_ARG_BIAS not in args:
+                raise InvalidArguments(f"{p}.execute: missing bias (DNNL_ARG_BIAS); the "
+                                       f"primitive was created with bias dims {self.bias_desc.dims}")
+            bias = np.ascontiguousarray(self.bias_desc.check_array(args[A.DNNL_ARG_BIAS], "bias"),
+                                        dtype=np.float32)
+        src1s = self._post_inputs(args)
+        # destination: channels-last, in place when the caller's array is laid out so
+        dd = self.dst_desc
+        user_dst = args.get(A.DNNL_ARG_DST)
+        if user_dst is None:
+            if self._has_sum:
+                raise InvalidArguments(f"{p}.execute: a sum post-op reads the previous "
+                                       "destination, but no DNNL_ARG_DST array was given")
+            shape = (geo.N,) + tuple(dd.dims[2:]) + (geo.OC,)
+            out = np.empty(shape, dd.numpy_dtype)
+        else:
+            out = dd.check_output(user_dst, "dst")
+            if not dd.is_channels_last:
+                cl = np.empty((geo.N,) + tuple(dd.dims[2:]) + (geo.OC,), dd.numpy_dtype)
+                if self._has_sum:
+                    _conv.transpose_channels(out, cl, True)
+                out = cl
+            for key in (A.DNNL_ARG_SRC, A.DNNL_ARG_BIAS):
+                v = args.get(key)
+                if type(v) is np.ndarray and np.may_share_memory(user_dst, v):
+                    raise InvalidArguments(f"{p}.execute: dst overlaps {arg_name(key)}; "
+                                           "in-place execution is not supported")
+        t0 = time.perf_counter() if _verbose._level else 0.0
+        if geo.is_gemm:
+            P = geo.out_pixels
+            self._plan.run(x.view(np.uint8), P * geo.IC, geo.IC, src_dt == "s8", pw.packed, 0,
+                           col_comp, 0, zw, wzp_sn, rowsum, P, self._raw_s32, src_scale, scale,
+                           scale_sn, bias, 0, 0, 1, src1s, dst_scale, dzp, dzp_sn, out,
+                           P * geo.OC, geo.OC, _dispatch.get_num_threads())
+        else:
+            self._plan.run(x.view(np.uint8), src_dt == "s8", zrow, padcorr,
+                           pw.packed, dw_w, col_comp, zw, wzp_sn, rowsum,
+                           self._raw_s32, src_scale, scale, scale_sn, bias, 1, src1s,
+                           dst_scale, dzp, dzp_sn, out, _dispatch.get_num_threads())
+        if _verbose._level:
+            self._verbose("exec", (time.perf_counter() - t0) * 1e3)
+        # back to the caller's layout
+        if dd.is_channels_last:
+            if user_dst is None:
+                return dd.logical_view(out)
+            return dd.copy_back(user_dst, out)
+        direct = user_dst is not None and user_dst.flags.c_contiguous
+        plain = user_dst if direct else np.empty(tuple(dd.dims), dd.numpy_dtype)
+        _conv.transpose_channels(out, plain, False)
+        if user_dst is None or direct:
+            return plain
+        np.copyto(user_dst, plain)
+        return user_dst
+
+    def _verbose(self, event, ms):
+        g = self._geo
+        problem = (f"mb{g.N}_g{g.G}ic{g.IC}oc{g.OC}_"
+                   f"id{g.src[0]}ih{g.src[1]}iw{g.src[2]}_od{g.dst[0]}oh{g.dst[1]}ow{g.dst[2]}_"
+                   f"kd{g.kernel[0]}kh{g.kernel[1]}kw{g.kernel[2]}_"
+                   f"sd{g.strides[0]}sh{g.strides[1]}sw{g.strides[2]}")
+        _verbose.line(event, self._kind, self.impl_info,
+                      (("src", self.src_desc), ("wei", self.weights_desc),
+                       ("bia", self.bias_desc), ("dst", self.dst_desc)),
+                      self.attr, problem, ms)
+
+
+class Convolution(_ConvolutionBase):
+    """int8 forward convolution (1-D, 2-D, 3-D; groups; depthwise): see the module docstring
+    for the support table."""
+
+    _name = "Convolution"
+    _kind = "convolution"
+    _deconv = False
+
+
+class Deconvolution(_ConvolutionBase):
+    """int8 forward deconvolution (transposed convolution), oneDNN's convention: weights
+    (OC, IC, k...) or (G, OC/G, IC/G, k...), no kernel flip,
+    ``dst[oc, i*S - PL + k*(D+1)] += src[ic, i] * w[oc, ic, k]``, output size
+    ``(I - 1) * S - PL - PR + (K - 1) * (D + 1) + 1``.  Same data types, masks and post-ops as
+    Convolution."""
+
+    _name = "Deconvolution"
+    _kind = "deconvolution"
+    _deconv = True

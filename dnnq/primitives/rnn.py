@@ -1,0 +1,644 @@
+"""int8 RNN inference: LSTM, GRU, LBR-GRU and vanilla RNN (oneDNN 3.2's quantized RNN model).
+
+``LSTM(direction, src_layer_desc, src_iter_desc, src_iter_c_desc, weights_layer_desc,
+weights_iter_desc, bias_desc, dst_layer_desc, dst_iter_desc, dst_iter_c_desc, attr=None)``,
+``GRU`` / ``LBRGRU(direction, src_layer_desc, src_iter_desc, weights_layer_desc,
+weights_iter_desc, bias_desc, dst_layer_desc, dst_iter_desc, attr=None)``,
+``VanillaRNN(activation, direction, ...as GRU...)`` with activation ``"relu"`` / ``"tanh"`` /
+``"logistic"``.  ``execute(args)`` returns ``{DNNL_ARG_DST_LAYER: ..., DNNL_ARG_DST_ITER: ...,
+DNNL_ARG_DST_ITER_C: ...}`` (the outputs that have a descriptor).
+
+Layouts (oneDNN's): src_layer / dst_layer ``tnc`` (T, N, C); states ``ldnc`` (L, D, N, H);
+weights ``ldigo`` (L, D, I, G, H); bias ``ldgo`` (L, D, G, H).  Gate order: LSTM i, f, c~, o;
+GRU / LBR-GRU u, r, o (LBR-GRU bias has a 4th row, the bias of U_o h); vanilla RNN 1 gate.
+Directions ``unidirectional_left2right``, ``unidirectional_right2left``,
+``bidirectional_concat``, ``bidirectional_sum``; as in oneDNN, each direction is its own stack
+of layers (layer l reads layer l-1 of the same direction), so several layers need
+``C == H``.  Optional states absent = zero.
+
+Support table
+
+| | u8 mode | f32 mode (dynamic-quantization users) |
+|---|---|---|
+| src_layer | u8 | f32 |
+| src_iter / dst_iter | u8 | f32 |
+| src_iter_c / dst_iter_c (LSTM) | f32 | f32 |
+| weights_layer / weights_iter | s8 | s8 |
+| bias | f32 | f32 |
+| dst_layer | u8 or f32 (= the dequantized u8 value) | f32 |
+
+Quantization, one of two forms (mixing them raises InvalidArguments):
+
+* legacy (oneDNN): ``attr.set_rnn_data_qparams(scale, shift)`` (``u8 = scale * x + shift``, for
+  every u8 tensor: src / dst layer and iter) and ``attr.set_rnn_weights_qparams(mask, scales)``
+  (``s8 = scale * w``; mask 0 = one scale, or 24 = per gate and output channel, ``G * H``
+  values gate-major, shared by both weights, every layer and direction; absent = 1);
+* unified (``x_f32 = scale * (x_q - zp)``, values given at execution):
+  ``set_scales_mask(DNNL_ARG_SRC_LAYER, 0)`` and ``set_zero_points_mask(DNNL_ARG_SRC_LAYER, 0)``
+  (for every u8 tensor, as above), ``set_scales_mask(DNNL_ARG_WEIGHTS_LAYER | _ITER, 0 or 24)``.
+  They are the legacy parameters ``scale = f32(1 / s)``, ``shift = zp``, ``wscale = f32(1 / s_w)``
+  and give identical results.  The two weights scales must be equal (oneDNN dequantizes
+  ``x W_layer + h W_iter`` with one scale per gate and channel).
+
+u8 data needs the data parameters (either form).
+
+Numerics (u8 mode), as oneDNN 3.2's ``brgemm`` RNN (LSTM and GRU bit-identical to it):
+``gate = f32(x.W + h.U) / f32(wscale * scale) + (bias - (f32(ΣW) + f32(ΣU)) * shift /
+f32(wscale * scale))``; sigmoid and tanh are oneDNN's jit approximations, evaluated operation by
+operation; LSTM ``c = fma(i, c~, c_prev * f)``, ``h = tanh(c) * o``; GRU ``r * h_prev`` with
+``h_prev = (h_u8 - shift) / scale`` is requantized to u8 before the U_o product, ``h = fma(1 - u,
+o, u * h_prev)``; ``h_u8 = saturate(rne(h * scale + shift))``.  LBR-GRU and vanilla RNN (oneDNN
+3.2 has no int8 version) use the same pieces: LBR ``o = tanh((W_o x / d + b_o') + r * (U_o h / d
++ b_extra'))`` with each product's own shift compensation; vanilla ``h = act(gate)``.
+bidirectional_sum: u8 ``saturate(h_l2r + h_r2l)`` in u8 units as oneDNN (so the sum is in the
+``2 * shift`` offset domain); f32 ``(saturate_u8(h_l2r + h_r2l) - 2 * shift) / scale``.
+f32 mode: the f32 src_layer / src_iter are quantized (``saturate(rne(x * scale + shift))``),
+the u8 engine runs, and dst_layer / dst_iter are the dequantized u8 values: the results are
+exactly the u8 mode's on the quantized inputs.
+"""
+import threading
+import time
+
+import numpy as np
+
+from dnnq import args as A
+from dnnq import _verbose
+from dnnq._cache import CachedPrimitive
+from dnnq._dispatch import effective_isa_level, get_num_threads, ISA_LEVELS
+from dnnq._kernels import _gemm, _rnn
+from dnnq.attr import PrimitiveAttr
+from dnnq.errors import InvalidArguments, Unimplemented
+from dnnq.masks import check_scales, check_zero_points
+from dnnq.memory import MemoryDesc
+from dnnq.primitives._common import check_known_args
+from dnnq.primitives._plan import aligned_empty
+
+__all__ = ["LSTM", "GRU", "LBRGRU", "VanillaRNN", "PackedRnnWeights"]
+
+DIRECTIONS = ("unidirectional_left2right", "unidirectional_right2left",
+              "bidirectional_concat", "bidirectional_sum")
+ACTIVATIONS = {"relu": 0, "tanh": 1, "logistic": 2}
+_GATES = {"lstm": 4, "gru": 3, "lbr_gru": 3, "vanilla": 1}
+_CELL_CODE = {"lstm": _rnn.CELL_LSTM, "gru": _rnn.CELL_GRU, "lbr_gru": _rnn.CELL_LBR_GRU,
+              "vanilla": _rnn.CELL_VANILLA}
+_PER_GATE_OC = (1 << 3) | (1 << 4)   # the g and o dims of ldigo
+_OUT_NAMES = {A.DNNL_ARG_DST_LAYER: "dst_layer", A.DNNL_ARG_DST_ITER: "dst_iter",
+              A.DNNL_ARG_DST_ITER_C: "dst_iter_c"}
+_ARG_NAMES = {A.DNNL_ARG_SRC_LAYER: "src_layer", A.DNNL_ARG_WEIGHTS_LAYER: "weights_layer",
+              A.DNNL_ARG_WEIGHTS_ITER: "weights_iter"}
+_F32 = np.float32
+_UNIFIED_ARGS = (A.DNNL_ARG_SRC_LAYER, A.DNNL_ARG_WEIGHTS_LAYER, A.DNNL_ARG_WEIGHTS_ITER)
+# one parallel region with a barrier per step phase (0) or a region per phase (1); see
+# docs/rnn.md for the measurement that chose it
+FORK_JOIN = 0
+
+
+class PackedRnnWeights:
+    """One weights tensor (layer or iter) packed per layer and direction: panels of 64 channels
+    with the gates of a channel block side by side (ukernels/dnnq_rnn.h), and its sums over the
+    input channels (the shift compensation)."""
+
+    __slots__ = ("packed", "comp", "owner", "which")
+
+    def __init__(self, packed, comp, owner, which):
+        self.packed, self.comp, self.owner, self.which = packed, comp, owner, which
+
+
+def _pack(w, H):
+    """(L, D, K, G, H) s8 -> list over (l, d) of packed panels, and f32 (L, D, G, H) sums."""
+    L, D, K, G, _ = w.shape
+    nblk = (H + 63) // 64
+    out = []
+    for l in range(L):
+        row = []
+        for d in range(D):
+            wpad = np.zeros((K, G, nblk * 64), np.int8)
+            wpad[:, :, :H] = w[l, d]
+            wperm = np.ascontiguousarray(
+                wpad.reshape(K, G, nblk, 64).transpose(0, 2, 1, 3).reshape(K, nblk * G * 64))
+            packed, _ = _gemm.pack_weights_vnni(wperm)
+            buf = aligned_empty(packed.size, np.int8)
+            buf[:] = packed
+            row.append(buf)
+        out.append(row)
+    # the s32 sums as f32, as oneDNN's weights reorder keeps them
+    comp = w.sum(axis=2, dtype=np.int64).astype(np.int32).astype(_F32)
+    return out, comp
+
+
+def _desc(prim, d, name, dts, ndims, optional=False):
+    if d is None:
+        if optional:
+            return None
+        raise InvalidArguments(f"{prim}: {name} is required; got None")
+    if not isinstance(d, MemoryDesc):
+        raise InvalidArguments(f"{prim}: {name} got {d!r} of type {type(d).__name__}; "
+                               "expected a dnnq.MemoryDesc")
+    if d.ndims != ndims:
+        raise InvalidArguments(f"{prim}: {name} dims {d.dims} are {d.ndims}-D; expected "
+                               f"{ndims}-D")
+    if d.dt not in dts:
+        raise Unimplemented(f"{prim}: {name} data type {d.dt} is not supported here; "
+                            f"supported: {', '.join(dts)}")
+    if d.is_channels_last:
+        raise Unimplemented(f"{prim}: {name} tag {d.tag} is not supported; supported: the "
+                            "plain tnc / ldnc / ldigo / ldgo layouts")
+    return d
+
+
+def _dims_must(prim, d, name, want, what):
+    if d is not None and tuple(d.dims) != tuple(want):
+        raise InvalidArguments(f"{prim}: {name} dims {d.dims} do not match {what}; "
+                               f"expected {tuple(want)}")
+
+
+class _RNN(metaclass=CachedPrimitive):
+    _cell = None
+    _name = None
+
+    # --- creation ------------------------------------------------------------------------------
+    def _setup(self, direction, activation, src_layer_desc, src_iter_desc, src_iter_c_desc,
+               weights_layer_desc, weights_iter_desc, bias_desc, dst_layer_desc, dst_iter_desc,
+               dst_iter_c_desc, attr):
+        p = self._name
+        if direction not in DIRECTIONS:
+            raise InvalidArguments(f"{p}: direction got {direction!r}; expected one of "
+                                   f"{', '.join(DIRECTIONS)}")
+        self.direction = direction
+        self.activation = activation
+        D = 2 if direction.startswith("bidirectional") else 1
+        sl = _desc(p, src_layer_desc, "src_layer_desc", ("u8", "f32"), 3)
+        self.f32_mode = sl.dt == "f32"
+        state_dt = ("f32",) if self.f32_mode else ("u8",)
+        wl = _desc(p, weights_layer_desc, "weights_layer_desc", ("s8",), 5)
+        wi = _desc(p, weights_iter_desc, "weights_iter_desc", ("s8",), 5)
+        L, Dw, C, G, H = wl.dims
+        T, N, C_src = sl.dims
+        want_g = _GATES[self._cell]
+        if G != want_g:
+            raise InvalidArguments(f"{p}: weights_layer_desc has {G} gates (dims {wl.dims}, "
+                                   f"ldigo); {p} has {want_g}")
+        if Dw != D:
+            raise InvalidArguments(f"{p}: weights_layer_desc dims {wl.dims} have {Dw} "
+                                   f"direction(s); {direction} needs {D}")
+        if C != C_src:
+            raise InvalidArguments(f"{p}: weights_layer_desc input channels {C} (dims "
+                                   f"{wl.dims}) differ from src_layer_desc's {C_src}")
+        SIC = wi.dims[2]
+        # the src_iter width may differ from H only for a single step (oneDNN's rule; GRUs
+        # never: r*h is an H-vector)
+        if SIC != H and (T > 1 or self._cell in ("gru", "lbr_gru")):
+            raise InvalidArguments(f"{p}: weights_iter_desc input channels {SIC} differ from "
+                                   f"H = {H}; only a single-step LSTM / vanilla RNN may have "
+                                   "another src_iter width (no projection)")
+        _dims_must(p, wi, "weights_iter_desc", (L, D, SIC, G, H),
+                   "(L, D, SIC, G, H) with L, D, G, H of weights_layer_desc")
+        if L > 1 and C != H:
+            raise InvalidArguments(f"{p}: {L} layers need src_layer channels == H (each "
+                                   f"layer reads the previous one's h); got C = {C}, H = {H}")
+        n_bias = G + (1 if self._cell == "lbr_gru" else 0)
+        b = _desc(p, bias_desc, "bias_desc", ("f32",), 4, optional=True)
+        _dims_must(p, b, "bias_desc", (L, D, n_bias, H), "(L, D, gates, H) (ldgo)")
+        dl_dts = ("f32",) if self.f32_mode else ("u8", "f32")
+        dl = _desc(p, dst_layer_desc, "dst_layer_desc", dl_dts, 3)
+        dlc = H * (2 if direction == "bidirectional_concat" else 1)
+        _dims_must(p, dl, "dst_layer_desc", (T, N, dlc), f"(T, N, {dlc}) for {direction}")
+        si = _desc(p, src_iter_desc, "src_iter_desc", state_dt, 4, optional=True)
+        di = _desc(p, dst_iter_desc, "dst_iter_desc", state_dt, 4, optional=True)
+        _dims_must(p, si, "src_iter_desc", (L, D, N, SIC), "(L, D, N, SIC) (ldnc)")
+        _dims_must(p, di, "dst_iter_desc", (L, D, N, H), "(L, D, N, H) (ldnc)")
+        sic = dic = None
+        if self._cell == "lstm":
+            sic = _desc(p, src_iter_c_desc, "src_iter_c_desc", ("f32",), 4, optional=True)
+            dic = _desc(p, dst_iter_c_desc, "dst_iter_c_desc", ("f32",), 4, optional=True)
+            _dims_must(p, sic, "src_iter_c_desc", (L, D, N, H), "(L, D, N, H) (ldnc)")
+            _dims_must(p, dic, "dst_iter_c_desc", (L, D, N, H), "(L, D, N, H) (ldnc)")
+        if min(T, N, C, H) < 1 or L < 1:
+            raise InvalidArguments(f"{p}: empty problem (T={T}, N={N}, C={C}, H={H}, L={L}); "
+                                   "every dimension must be >= 1")
+        self.src_layer_desc, self.src_iter_desc, self.src_iter_c_desc = sl, si, sic
+        self.weights_layer_desc, self.weights_iter_desc, self.bias_desc = wl, wi, b
+        self.dst_layer_desc, self.dst_iter_desc, self.dst_iter_c_desc = dl, di, dic
+        self.L, self.D, self.T, self.N, self.C, self.G, self.H = L, D, T, N, C, G, H
+        self.SIC = SIC
+        self.n_bias = n_bias
+        self._quant_setup(attr)
+        self.attr = attr
+        self._isa = effective_isa_level()
+        level = ISA_LEVELS[self._isa]
+        self.impl_info = f"{'portable' if level == 'default' else level}:rnn_fused_cell"
+        known = {A.DNNL_ARG_SRC_LAYER, A.DNNL_ARG_WEIGHTS_LAYER, A.DNNL_ARG_WEIGHTS_ITER,
+                 A.DNNL_ARG_DST_LAYER}
+        for d, arg in ((si, A.DNNL_ARG_SRC_ITER), (sic, A.DNNL_ARG_SRC_ITER_C),
+                       (b, A.DNNL_ARG_BIAS), (di, A.DNNL_ARG_DST_ITER),
+                       (dic, A.DNNL_ARG_DST_ITER_C)):
+            if d is not None:
+                known.add(arg)
+        for arg in self._uscale:
+            known.add(A.DNNL_ARG_SCALE | arg)
+        if self._uzp:
+            known.add(A.DNNL_ARG_ATTR_ZERO_POINTS | A.DNNL_ARG_SRC_LAYER)
+        self._known = frozenset(known)
+        self._key = object()
+        self._scratch = []
+        self._lock = threading.Lock()
+        self._comp_cache = None
+        if _verbose.enabled(2):
+            self._verbose("create", None)
+
+    def _verbose(self, event, ms):
+        descs = [(n, d) for n, d in (
+            ("src_layer", self.src_layer_desc), ("src_iter", self.src_iter_desc),
+            ("src_iter_c", self.src_iter_c_desc), ("weights_layer", self.weights_layer_desc),
+            ("weights_iter", self.weights_iter_desc), ("bias", self.bias_desc),
+            ("dst_layer", self.dst_layer_desc), ("dst_iter", self.dst_iter_desc),
+            ("dst_iter_c", self.dst_iter_c_desc))]
+        act = f",activation:{self.activation}" if self.activation else ""
+        _verbose.line(event, f"rnn:{self._cell}", self.impl_info, descs, self.attr,
+                      f"direction:{self.direction}{act}", ms)
+
+    def _quant_setup(self, attr):
+        p = self._name
+        if attr is None:
+            attr = PrimitiveAttr()
+        if not isinstance(attr, PrimitiveAttr):
+            raise InvalidArguments(f"{p}: attr got {type(attr).__name__}; expected a "
+                                   "dnnq.PrimitiveAttr or None")
+        if len(attr.post_ops):
+            raise Unimplemented(f"{p}: post-ops are not supported by RNN primitives; got "
+                                f"{len(attr.post_ops)}")
+        scales, zps = attr.scales_args(), attr.zero_points_args()
+        for arg, mask in scales.items():
+            if arg not in _UNIFIED_ARGS:
+                raise Unimplemented(f"{p}: scales on {A.name(arg)} are not supported; "
+                                    "supported: src_layer (mask 0, for every u8 tensor), "
+                                    "weights_layer / weights_iter (mask 0 or 24)")
+            ok = (0,) if arg == A.DNNL_ARG_SRC_LAYER else (0, _PER_GATE_OC)
+            if mask not in ok:
+                raise Unimplemented(f"{p}: scales mask {mask} of {_ARG_NAMES[arg]} is not "
+                                    f"supported; supported: {', '.join(map(str, ok))}")
+        for arg, mask in zps.items():
+            if arg != A.DNNL_ARG_SRC_LAYER or mask != 0:
+                raise Unimplemented(f"{p}: zero points on {A.name(arg)} with mask {mask} are "
+                                    "not supported; supported: src_layer with mask 0 (for "
+                                    "every u8 tensor; weights are symmetric)")
+        legacy_d, legacy_w = attr.rnn_data_qparams, attr.rnn_weights_qparams
+        unified = bool(scales or zps)
+        if unified and (legacy_d is not None or legacy_w is not None):
+            raise InvalidArguments(f"{p}: attr sets both the legacy rnn qparams and "
+                                   "scales / zero points; expected one form only")
+        self._uscale = dict(scales)
+        self._uzp = bool(zps)
+        self.unified = unified
+        if unified:
+            if A.DNNL_ARG_SRC_LAYER not in scales and not zps:
+                raise InvalidArguments(f"{p}: u8 data needs its quantization; got weights "
+                                       "scales only, expected set_scales_mask / "
+                                       "set_zero_points_mask(DNNL_ARG_SRC_LAYER, 0) too")
+            self._data = None
+            self._wscales = None
+            return
+        if legacy_d is None:
+            raise InvalidArguments(f"{p}: u8 data needs its quantization; got no rnn data "
+                                   "qparams; expected attr.set_rnn_data_qparams(scale, shift) "
+                                   "or scales / zero points on DNNL_ARG_SRC_LAYER")
+        self._data = (_F32(legacy_d[0]), _F32(legacy_d[1]))
+        if legacy_w is None:
+            ws = np.ones(self.G * self.H, _F32)
+        else:
+            mask, vals = legacy_w
+            if mask not in (0, _PER_GATE_OC):
+                raise Unimplemented(f"{p}: rnn weights qparams mask {mask} is not supported; "
+                                    f"supported: 0, {_PER_GATE_OC} (per gate and channel)")
+            want = 1 if mask == 0 else self.G * self.H
+            if vals.size != want:
+                raise InvalidArguments(f"{p}: rnn weights scales: got {vals.size} values for "
+                                       f"mask {mask}; expected {want} (G * H = {self.G} * "
+                                       f"{self.H} for mask {_PER_GATE_OC})")
+            ws = np.broadcast_to(vals.astype(_F32), (self.G * self.H,)).copy()
+        self._wscales = ws
+
+    # --- weights -------------------------------------------------------------------------------
+    def prepare_weights(self, w):
+        """Pack ``{DNNL_ARG_WEIGHTS_LAYER: wl, DNNL_ARG_WEIGHTS_ITER: wi}`` once; returns a dict
+        to pass to execute in their place."""
+        if not isinstance(w, dict):
+            raise InvalidArguments(f"{self._name}.prepare_weights: got {type(w).__name__}; "
+                                   "expected a dict {DNNL_ARG_WEIGHTS_LAYER: wl, "
+                                   "DNNL_ARG_WEIGHTS_ITER: wi}")
+        out = {}
+        for arg, desc, name in ((A.DNNL_ARG_WEIGHTS_LAYER, self.weights_layer_desc,
+                                 "weights_layer"),
+                                (A.DNNL_ARG_WEIGHTS_ITER, self.weights_iter_desc,
+                                 "weights_iter")):
+            if arg not in w:
+                raise InvalidArguments(f"{self._name}.prepare_weights: {name} missing; "
+                                       "expected both weights")
+            out[arg] = self._pack_one(w[arg], desc, name, arg)
+        return out
+
+    def _pack_one(self, w, desc, name, arg):
+        if isinstance(w, PackedRnnWeights):
+            if w.owner is not self._key or w.which != arg:
+                raise InvalidArguments(f"{self._name}: {name} was packed by another primitive "
+                                       "or for another argument")
+            return w
+        w = desc.check_array(w, name)
+        packed, comp = _pack(w, self.H)
+        return PackedRnnWeights(packed, comp, self._key, arg)
+
+    # --- quantization parameters of one execution -----------------------------------------------
+    def _qparams(self, args):
+        """(scale, shift, wscales (G*H,) f32) of this execution."""
+        if not self.unified:
+            return self._data[0], self._data[1], self._wscales
+        p = self._name
+        s = args.get(A.DNNL_ARG_SCALE | A.DNNL_ARG_SRC_LAYER) if \
+            A.DNNL_ARG_SRC_LAYER in self._uscale else None
+        scale = _F32(1.0)
+        if A.DNNL_ARG_SRC_LAYER in self._uscale:
+            if s is None:
+                raise InvalidArguments(f"{p}.execute: scales of src_layer missing; expected "
+                                       "one f32 value as DNNL_ARG_SCALE | DNNL_ARG_SRC_LAYER")
+            sv = check_scales(s, 1, f"{p}.execute: scales of src_layer")[0]
+            scale = _F32(1.0) / _F32(sv)
+            if not np.isfinite(scale):
+                raise InvalidArguments(f"{p}.execute: scales of src_layer: got {sv!r}; its f32 "
+                                       "reciprocal overflows")
+        shift = _F32(0.0)
+        if self._uzp:
+            z = args.get(A.DNNL_ARG_ATTR_ZERO_POINTS | A.DNNL_ARG_SRC_LAYER)
+            if z is None:
+                raise InvalidArguments(f"{p}.execute: zero point of src_layer missing; "
+                                       "expected one s32 value")
+            shift = _F32(check_zero_points(z, 1, f"{p}.execute: zero points of src_layer")[0])
+        ws = []
+        for arg, wname in ((A.DNNL_ARG_WEIGHTS_LAYER, "weights_layer"),
+                           (A.DNNL_ARG_WEIGHTS_ITER, "weights_iter")):
+            if arg not in self._uscale:
+                ws.append(np.ones(self.G * self.H, _F32))
+                continue
+            mask = self._uscale[arg]
+            cnt = 1 if mask == 0 else self.G * self.H
+            v = args.get(A.DNNL_ARG_SCALE | arg)
+            if v is None:
+                raise InvalidArguments(f"{p}.execute: scales of {wname} missing; "
+                                       f"expected {cnt} f32 values")
+            v = check_scales(v, cnt, f"{p}.execute: scales of {wname}")
+            with np.errstate(over="ignore"):
+                inv = (_F32(1.0) / v).astype(_F32)
+            if not np.isfinite(inv).all():
+                raise InvalidArguments(f"{p}.execute: scales of {wname} too small: their "
+                                       "f32 reciprocals overflow")
+            ws.append(np.broadcast_to(inv, (self.G * self.H,)))
+        if not np.array_equal(ws[0], ws[1]):
+            raise Unimplemented(f"{p}.execute: scales of weights_layer and weights_iter "
+                                "differ; supported: equal scales (oneDNN's int8 RNN "
+                                "dequantizes x W_layer + h W_iter with one scale per gate "
+                                "and channel)")
+        return scale, shift, np.ascontiguousarray(ws[0])
+
+    def _compensation(self, wl, wi, scale, shift, ws):
+        """div (G, H) and the (L, D, n_bias, H) term subtracted from the bias."""
+        # the packed weights are compared by identity (the cache holds them, so an id cannot
+        # be reused by other weights while the entry lives)
+        key = (float(scale), float(shift), ws.tobytes())
+        cache = self._comp_cache
+        if cache is not None and cache[0] == key and cache[3] is wl and cache[4] is wi:
+            return cache[1], cache[2]
+        G, H = self.G, self.H
+        div = (ws.reshape(G, H) * _F32(scale)).astype(_F32)          # f32(ws * scale)
+        sh = _F32(shift)
+        cl, ci = wl.comp, wi.comp                                     # (L, D, G, H) f32
+        term = np.zeros((self.L, self.D, self.n_bias, H), _F32)
+        if self._cell == "lbr_gru":
+            term[:, :, :2] = ((ci[:, :, :2] + cl[:, :, :2]) * sh) / div[:2]
+            term[:, :, 2] = (cl[:, :, 2] * sh) / div[2]
+            term[:, :, 3] = (ci[:, :, 2] * sh) / div[2]
+        else:
+            term[:] = ((ci + cl) * sh) / div
+        self._comp_cache = (key, div, term, wl, wi)
+        return div, term
+
+    # --- execution -----------------------------------------------------------------------------
+    def _get_scratch(self):
+        with self._lock:
+            if self._scratch:
+                return self._scratch.pop()
+        T, N, H, G = self.T, self.N, self.H, self.G
+        nblk = (H + 63) // 64
+        s = {"lacc": aligned_empty(T * N * nblk * G * 64, np.int32),
+             "ws": [[np.empty((T, N, H), np.uint8) for _ in range(self.D)]
+                    for _ in range(min(self.L, 2))],
+             "rh": np.empty((N, H), np.uint8), "u": np.empty((N, H), _F32),
+             "c": np.empty((N, H), _F32), "h0": np.empty((N, self.SIC), np.uint8)}
+        return s
+
+    def _put_scratch(self, s):
+        with self._lock:
+            self._scratch.append(s)
+
+    def execute(self, args):
+        p = self._name
+        check_known_args(p, args, self._known)
+
+        def need(arg, desc, name):
+            if arg not in args:
+                raise InvalidArguments(f"{p}.execute: {name} missing")
+            return desc.check_array(args[arg], name)
+
+        x = need(A.DNNL_ARG_SRC_LAYER, self.src_layer_desc, "src_layer")
+        for arg, name in ((A.DNNL_ARG_WEIGHTS_LAYER, "weights_layer"),
+                          (A.DNNL_ARG_WEIGHTS_ITER, "weights_iter")):
+            if arg not in args:
+                raise InvalidArguments(f"{p}.execute: {name} missing")
+        wl = self._pack_one(args[A.DNNL_ARG_WEIGHTS_LAYER], self.weights_layer_desc,
+                            "weights_layer", A.DNNL_ARG_WEIGHTS_LAYER)
+        wi = self._pack_one(args[A.DNNL_ARG_WEIGHTS_ITER], self.weights_iter_desc,
+                            "weights_iter", A.DNNL_ARG_WEIGHTS_ITER)
+        si = sic = bias = None
+        if self.src_iter_desc is not None and A.DNNL_ARG_SRC_ITER in args:
+            si = self.src_iter_desc.check_array(args[A.DNNL_ARG_SRC_ITER], "src_iter")
+        if self.src_iter_c_desc is not None and A.DNNL_ARG_SRC_ITER_C in args:
+            sic = self.src_iter_c_desc.check_array(args[A.DNNL_ARG_SRC_ITER_C], "src_iter_c")
+        if self.bias_desc is not None and A.DNNL_ARG_BIAS in args:
+            bias = self.bias_desc.check_array(args[A.DNNL_ARG_BIAS], "bias")
+        outs = {}
+        for arg, desc, name in ((A.DNNL_ARG_DST_LAYER, self.dst_layer_desc, "dst_layer"),
+                                (A.DNNL_ARG_DST_ITER, self.dst_iter_desc, "dst_iter"),
+                                (A.DNNL_ARG_DST_ITER_C, self.dst_iter_c_desc, "dst_iter_c")):
+            if desc is None:
+                continue
+            if arg in args:
+                user = args[arg]
+                buf = desc.check_output(user, name)
+                outs[arg] = (user, buf, desc)
+            else:
+                a = desc.empty()
+                outs[arg] = (a, a, desc)
+        scale, shift, ws = self._qparams(args)
+        div, term = self._compensation(wl, wi, scale, shift, ws)
+        if bias is None:
+            biasc = (_F32(0.0) - term).astype(_F32)
+        else:
+            biasc = (bias - term).astype(_F32)
+        inputs = [a for a in (x, si, sic, bias) if a is not None]
+        for arg, (user, buf, desc) in outs.items():
+            if any(np.may_share_memory(buf, a) for a in inputs):
+                raise InvalidArguments(f"{p}.execute: {_OUT_NAMES[arg]} overlaps an input array; "
+                                       "expected separate output memory")
+        t0 = time.perf_counter() if _verbose.enabled(1) else None
+        scratch = self._get_scratch()
+        try:
+            self._run(x, si, sic, wl, wi, biasc, div, scale, shift, outs, scratch)
+        finally:
+            self._put_scratch(scratch)
+        if t0 is not None:
+            self._verbose("exec", (time.perf_counter() - t0) * 1e3)
+        result = {}
+        for arg, (user, buf, desc) in outs.items():
+            desc.copy_back(user, buf)
+            result[arg] = user
+        return result
+
+    def _quantize(self, x, scale, shift):
+        v = x * _F32(scale)
+        v = v + _F32(shift)
+        v = np.where(v > 0, v, _F32(0)).astype(_F32)       # NaN -> 0 as oneDNN's max
+        v = np.minimum(v, _F32(255))
+        return np.rint(v).astype(np.uint8)
+
+    def _dequantize(self, q, scale, shift):
+        return ((q.astype(_F32) - _F32(shift)) / _F32(scale)).astype(_F32)
+
+    def _run(self, x, si, sic, wl, wi, biasc, div, scale, shift, outs, scratch):
+        L, D, T, N, C, H, G = self.L, self.D, self.T, self.N, self.C, self.H, self.G
+        isa, nthreads = self._isa, get_num_threads()
+        cell = _CELL_CODE[self._cell]
+        act = ACTIVATIONS.get(self.activation, 0)
+        sc, sh = float(scale), float(shift)
+        if self.f32_mode:
+            x = self._quantize(x, scale, shift)
+            if si is not None:
+                si = self._quantize(si, scale, shift)
+        dl = outs[A.DNNL_ARG_DST_LAYER][1]
+        dl_u8 = dl.dtype == np.uint8
+        concat = self.direction == "bidirectional_concat"
+        bisum = self.direction == "bidirectional_sum"
+        dlc = dl.shape[2]
+        di = outs.get(A.DNNL_ARG_DST_ITER)
+        dic = outs.get(A.DNNL_ARG_DST_ITER_C)
+        q0 = self._quantize(np.zeros(1, _F32), scale, shift)[0]      # the absent h state
+        prev = None
+        for l in range(L):
+            last = l == L - 1
+            wsl = scratch["ws"][l % 2]
+            for d in range(D):
+                dir_id = d if D == 2 else (1 if self.direction == "unidirectional_right2left"
+                                           else 0)
+                reverse = dir_id == 1
+                K = C if l == 0 else H
+                xin = x if l == 0 else prev[d]
+                # where h goes: straight into a u8 dst_layer on the last layer, else scratch
+                if last and dl_u8 and not bisum:
+                    out, out_off, out_st, out_sn = dl, (d * H if concat else 0), N * dlc, dlc
+                else:
+                    out, out_off, out_st, out_sn = wsl[d], 0, N * H, H
+                outf = None
+                outf_off = outf_st = outf_sn = 0
+                if last and not dl_u8 and not bisum:
+                    outf, outf_off, outf_st, outf_sn = dl, (d * H if concat else 0), N * dlc, dlc
+                if si is not None:
+                    h0 = np.ascontiguousarray(si[l, d])
+                else:
+                    h0 = scratch["h0"]
+                    h0.fill(q0)
+                c = None
+                if self._cell == "lstm":
+                    c = scratch["c"]
+                    if sic is not None:
+                        c[:] = sic[l, d]
+                    else:
+                        c.fill(0)
+                SIC = self.SIC
+                _rnn.run_layer(isa, cell, act, T, N, K, H, G, SIC, reverse, xin, 0, K,
+                               wl.packed[l][d], wi.packed[l][d], biasc[l, d], div, sc, sh,
+                               h0, 0, SIC, c, out, out_off, out_st, out_sn,
+                               outf, outf_off, outf_st, outf_sn,
+                               scratch["lacc"], scratch["rh"], scratch["u"], nthreads,
+                               FORK_JOIN)
+                t_last = 0 if reverse else T - 1
+                hT = out[t_last, :, out_off:out_off + H]
+                if di is not None:
+                    if self.f32_mode:
+                        di[1][l, d] = self._dequantize(hT, scale, shift)
+                    else:
+                        di[1][l, d] = hT
+                if dic is not None:
+                    dic[1][l, d] = c
+            prev = wsl
+        if bisum:
+            a, b = prev[0].astype(np.int16), prev[1].astype(np.int16)
+            s = np.minimum(a + b, 255)
+            if dl_u8:
+                dl[...] = s.astype(np.uint8)
+            else:
+                dl[...] = ((s.astype(_F32) - _F32(2) * _F32(shift)) / _F32(scale)).astype(_F32)
+
+
+class LSTM(_RNN):
+    """int8 LSTM inference (gates i, f, c~, o).  See the module docstring for the support
+    table, the quantization forms and the numerics (bit-identical to oneDNN 3.2)."""
+
+    _cell = "lstm"
+    _name = "LSTM"
+
+    def __init__(self, direction, src_layer_desc, src_iter_desc, src_iter_c_desc,
+                 weights_layer_desc, weights_iter_desc, bias_desc, dst_layer_desc,
+                 dst_iter_desc, dst_iter_c_desc, attr=None):
+        self._setup(direction, None, src_layer_desc, src_iter_desc, src_iter_c_desc,
+                    weights_layer_desc, weights_iter_desc, bias_desc, dst_layer_desc,
+                    dst_iter_desc, dst_iter_c_desc, attr)
+
+
+class GRU(_RNN):
+    """int8 GRU inference (oneDNN's vanilla GRU, gates u, r, o; r*h requantized to u8)."""
+
+    _cell = "gru"
+    _name = "GRU"
+
+    def __init__(self, direction, src_layer_desc, src_iter_desc, weights_layer_desc,
+                 weights_iter_desc, bias_desc, dst_layer_desc, dst_iter_desc, attr=None):
+        self._setup(direction, None, src_layer_desc, src_iter_desc, None, weights_layer_desc,
+                    weights_iter_desc, bias_desc, dst_layer_desc, dst_iter_desc, None, attr)
+
+
+class LBRGRU(_RNN):
+    """int8 linear-before-reset GRU (gates u, r, o; bias (L, D, 4, H)).  oneDNN 3.2 has no
+    int8 LBR-GRU: numerics in the module docstring, tested against a numpy model."""
+
+    _cell = "lbr_gru"
+    _name = "LBRGRU"
+
+    def __init__(self, direction, src_layer_desc, src_iter_desc, weights_layer_desc,
+                 weights_iter_desc, bias_desc, dst_layer_desc, dst_iter_desc, attr=None):
+        self._setup(direction, None, src_layer_desc, src_iter_desc, None, weights_layer_desc,
+                    weights_iter_desc, bias_desc, dst_layer_desc, dst_iter_desc, None, attr)
+
+
+class VanillaRNN(_RNN):
+    """int8 vanilla RNN, ``h = act(W x + U h + b)`` with act relu / tanh / logistic.  oneDNN
+    3.2 has no int8 vanilla RNN: tested against a numpy model."""
+
+    _cell = "vanilla"
+    _name = "VanillaRNN"
+
+    def __init__(self, activation, direction, src_layer_desc, src_iter_desc, weights_layer_desc,
+                 weights_iter_desc, bias_desc, dst_layer_desc, dst_iter_desc, attr=None):
+        act = activation[len("eltwise_"):] if isinstance(activation, str) and \
+            activation.startswith("eltwise_") else activation
+        if act not in ACTIVATIONS:
+            raise InvalidArguments(f"VanillaRNN: activation got {activation!r}; expected one "
+                                   "of relu, tanh, logistic")
+        self._setup(direction, act, src_layer_desc, src_iter_desc, None, weights_layer_desc,
+                    weights_iter_desc, bias_desc, dst_layer_desc, dst_iter_desc, None, attr)
