@@ -167,6 +167,13 @@ def main(argv=None):
     if dnnq.get_effective_cpu_isa() != args.dnnq_isa:
         print(f"dnnq level {dnnq.get_effective_cpu_isa()} is not {args.dnnq_isa}")
         return 1
+    import onednn_ref
+    if onednn_level(onednn_ref.cpu_isa()) != args.dnnq_isa:  # the cap did not reach oneDNN
+        print(f"oneDNN runs at {onednn_ref.cpu_isa()}, not at the ISA of {args.dnnq_isa}")
+        return 1
+    if onednn_threads() != args.threads:
+        print(f"oneDNN runs {onednn_threads()} threads, not {args.threads}")
+        return 1
     rng = np.random.default_rng(args.seed)
     failures, elements, kinds = run_cases(rng, args.cases, args.dnnq_isa, args.threads,
                                           args.u8_small, args.ksplit, args.shared_a)

@@ -51,8 +51,10 @@ def one_thread():
 
 
 def _script(level, threads, cases, seed, *flags):
-    env = dict(os.environ, DNNL_MAX_CPU_ISA=ONEDNN_CAP[level], OMP_NUM_THREADS=str(threads),
-               OMP_WAIT_POLICY="passive", DNNQ_MAX_CPU_ISA=level)
+    # oneDNN 3 reads ONEDNN_MAX_CPU_ISA before DNNL_MAX_CPU_ISA (the benchmark driver sets the
+    # former in this process's environment): both are set
+    env = dict(os.environ, DNNL_MAX_CPU_ISA=ONEDNN_CAP[level], ONEDNN_MAX_CPU_ISA=ONEDNN_CAP[level],
+               OMP_NUM_THREADS=str(threads), OMP_WAIT_POLICY="passive", DNNQ_MAX_CPU_ISA=level)
     cmd = [sys.executable, os.path.join(HERE, "_gemm_cases.py"), "--dnnq-isa", level,
            "--threads", str(threads), "--cases", str(cases), "--seed", str(seed), *flags]
     return subprocess.Popen(cmd, env=env, cwd=HERE, stdout=subprocess.PIPE,

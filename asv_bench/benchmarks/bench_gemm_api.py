@@ -42,14 +42,18 @@ class GemmU8S8S32:
         dnnq.gemm_u8s8s32(self.A, self.B, self.C, **self.kw)
 
 
-def _best(f, reps=40):
-    f()
-    ts = []
-    for _ in range(reps):
-        t = time.perf_counter()
+def _best(fns, reps=60):
+    """Best time of each function, the functions interleaved call by call so that a noisy
+    moment of a shared machine hits all of them alike."""
+    for f in fns:
         f()
-        ts.append(time.perf_counter() - t)
-    return min(ts)
+    ts = [[] for _ in fns]
+    for _ in range(reps):
+        for f, t_list in zip(fns, ts):
+            t = time.perf_counter()
+            f()
+            t_list.append(time.perf_counter() - t)
+    return [min(t_list) for t_list in ts]
 
 
 def main():
@@ -69,17 +73,16 @@ def main():
              Co.ctypes.data, N, zero.ctypes.data)
     full = (b"N", b"N", b"R", M, N, K, FULL["alpha"], A.ctypes.data, K, FULL["ao"],
             B.ctypes.data, N, FULL["bo"], FULL["beta"], Co.ctypes.data, N, co.ctypes.data)
-    print(f"{M}x{K}x{N}, {threads} thread(s), best of 40 each, same process "
+    print(f"{M}x{K}x{N}, {threads} thread(s), best of 60 interleaved calls each, same process "
           f"(oneDNN {'.'.join(map(str, onednn_ref.version()))} at {onednn_ref.cpu_isa()}, "
           f"dnnq at {dnnq.get_effective_cpu_isa()})")
-    t_gemm = _best(lambda: dnnq.gemm_u8s8s32(A, B, Cd))
-    t_mm = _best(lambda: mm.execute(margs))
-    t_one = _best(lambda: fn(*plain))
+    t_gemm, t_mm, t_one = _best([lambda: dnnq.gemm_u8s8s32(A, B, Cd), lambda: mm.execute(margs),
+                                 lambda: fn(*plain)])
     print(f"  plain: gemm_u8s8s32 {t_gemm * 1e3:.3f} ms, MatMul {t_mm * 1e3:.3f} ms, oneDNN "
           f"gemm {t_one * 1e3:.3f} ms -> gemm/MatMul {t_gemm / t_mm:.2f}, "
           f"gemm/oneDNN {t_gemm / t_one:.2f}")
-    t_gemm = _best(lambda: dnnq.gemm_u8s8s32(A, B, Cd, co=co, **FULL))
-    t_one = _best(lambda: fn(*full))
+    t_gemm, t_one = _best([lambda: dnnq.gemm_u8s8s32(A, B, Cd, co=co, **FULL),
+                           lambda: fn(*full)], reps=20)
     print(f"  alpha 0.5, beta 1.5, ao 3, bo -2, co per column: gemm_u8s8s32 {t_gemm * 1e3:.3f} "
           f"ms, oneDNN gemm {t_one * 1e3:.3f} ms -> gemm/oneDNN {t_gemm / t_one:.2f}")
 

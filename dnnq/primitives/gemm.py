@@ -4,11 +4,12 @@ Row-major, A and B given as stored (A is (K, M) when transa).  co has 1 value (o
 M values, one per row of C (offsetc "C": a column vector added to every column), or N values,
 one per column (offsetc "R": a row vector added to every row) — as dnnl.h defines them.
 
-Bit-identical to oneDNN 3.2's dnnl_gemm_u8s8s32 / dnnl_gemm_s8s8s32 at the same ISA level
-(docs/matmul.md, "GEMM functions"): alpha and beta are f32; with alpha = 1 and beta in {0, 1}
+Bit-identical to oneDNN 3.2's dnnl_gemm_u8s8s32 / dnnl_gemm_s8s8s32 at the same ISA level and
+thread count (docs/matmul.md, "gemm_u8s8s32 / gemm_s8s8s32"): alpha and beta are f32; with alpha = 1 and beta in {0, 1}
 the result is the wrapping s32 sum acc + beta * C + co; otherwise oneDNN's K blocks
 (_gemm_kplan.py) each round f64(alpha) * acc_block + f64(beta_eff) * C half away from zero
-with saturation, and co is added (wrapping) after the last block.  The s32 accumulation
+with saturation (blocks split across threads are added as s32), and co is added (wrapping)
+after the last block.  The s32 accumulation
 wraps on overflow as oneDNN's does.  Packing, GEMM and finishing run in C
 (dnnq/_kernels/_gemm_api.pyx) without the GIL.
 """
