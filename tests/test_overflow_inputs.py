@@ -81,3 +81,17 @@ def test_huge_thread_count_then_execute():
                        timeout=300)
     assert r.returncode == 0 and r.stdout.startswith("ok"), (r.returncode, r.stdout,
                                                             r.stderr[-2000:])
+
+
+@pytest.mark.parametrize("bad", [10**400, -10**400, "1", b"1", True, None, float("nan"), 1e39])
+def test_gemm_alpha_beta_must_be_finite_f32_reals(bad):
+    """oneDNN's GEMM takes alpha / beta as float: anything that is not a real number of the f32
+    range raises InvalidArguments naming the argument (no OverflowError, no silent str)."""
+    A = np.ones((2, 3), np.uint8)
+    B = np.ones((3, 4), np.int8)
+    for name in ("alpha", "beta"):
+        kw = {name: bad}
+        if name == "beta":
+            kw["C"] = np.zeros((2, 4), np.int32)
+        with pytest.raises(dnnq.InvalidArguments, match=name):
+            dnnq.gemm_u8s8s32(A, B, **kw)

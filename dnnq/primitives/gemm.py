@@ -13,11 +13,13 @@ after the last block.  The s32 accumulation
 wraps on overflow as oneDNN's does.  Packing, GEMM and finishing run in C
 (dnnq/_kernels/_gemm_api.pyx) without the GIL.
 """
+import numbers
+
 import numpy as np
 
 from dnnq import _dispatch, _impls
 from dnnq._kernels import _gemm_api
-from dnnq.errors import InvalidArguments
+from dnnq.errors import InvalidArguments, real_to_float
 from dnnq.primitives._gemm_kplan import k_plan
 from dnnq.primitives._plan import DT_CODE, ISA_CODE
 
@@ -43,10 +45,10 @@ def _int_in(value, name, lo, hi):
 
 
 def _real(value, name):
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise InvalidArguments(f"{name}: got {value!r}; expected a finite real number") from None
+    # a real number only (no strings, no bool); 10**400 is a real beyond f32, not an overflow
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise InvalidArguments(f"{name}: got {value!r}; expected a finite real number")
+    v = real_to_float(value)
     if not np.isfinite(v) or abs(v) > _F32_MAX:
         raise InvalidArguments(f"{name}: got {value!r}; expected a finite real number (it is "
                                f"used as an f32, as oneDNN's float {name})")
