@@ -5,7 +5,9 @@ The key is the class, every constructor argument (memory descriptors and attribu
 and the effective ISA level (a primitive keeps the kernel it chose).  LRU, capacity from
 DNNQ_PRIMITIVE_CACHE_CAPACITY (default 1024; 0 disables), or set_primitive_cache_capacity().
 """
+import inspect
 import os
+import sys
 import threading
 from collections import OrderedDict
 
@@ -50,8 +52,47 @@ def _freeze(v):
     return v
 
 
+#: appended to every primitive's docstring (help(dnnq.MatMul), help(dnnq.Pooling), ...)
+EXECUTE_KEYS = """
+Execute keys common to every primitive (``prim.execute(args)``, ``args`` a dict of numpy
+arrays keyed by ``dnnq.DNNL_ARG_*``; the data keys of this primitive are listed above):
+
+- ``DNNL_ARG_DST``: optional; when given, the output is written into it and returned, else a
+  new array is returned.
+- ``DNNL_ARG_SCALE | <arg>`` (e.g. ``DNNL_ARG_SCALE | DNNL_ARG_SRC``): f32 scales of ``<arg>``,
+  required when ``attr.set_scales_mask(<arg>, mask)`` was set; ``dnnq.scale_count(mask,
+  dims)`` values (1 for mask 0).
+- ``DNNL_ARG_ATTR_ZERO_POINTS | <arg>``: s32 zero points of ``<arg>``, required when
+  ``attr.set_zero_points_mask(<arg>, mask)`` was set.
+- ``DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | DNNL_ARG_SRC_1``: the input of the binary post-op at
+  position ``i`` of the chain (the ``src1_desc`` given to ``append_binary``); for a select
+  post-op its condition, with ``... | DNNL_ARG_SRC_2`` its value.
+
+A key the primitive does not take, a missing required key, or an array of the wrong dtype or
+shape raises ``dnnq.InvalidArguments`` naming the key.
+"""
+
+
 class CachedPrimitive(type):
-    """Metaclass: `Cls(*args, **kw)` looks the description up before creating."""
+    """Metaclass: `Cls(*args, **kw)` looks the description up before creating.
+
+    It also gives each class the signature of its ``__init__`` (without it, ``help()`` and
+    ``inspect.signature`` would show this metaclass's ``(*args, **kwargs)``) and, for a class
+    whose docstring defers to its module's ("see the module docstring"), that module docstring
+    (support table, execute keys) appended, so that ``help(dnnq.Pooling)`` shows it."""
+
+    def __init__(cls, name, bases, namespace):
+        super().__init__(name, bases, namespace)
+        init = namespace.get("__init__")
+        if init is not None:
+            sig = inspect.signature(init)
+            cls.__signature__ = sig.replace(parameters=list(sig.parameters.values())[1:])
+        doc = namespace.get("__doc__") or ""
+        module_doc = getattr(sys.modules.get(cls.__module__), "__doc__", None)
+        if "see the module docstring" in doc and module_doc:
+            doc = inspect.cleandoc(doc) + "\n\n" + inspect.cleandoc(module_doc)
+        if doc and not name.startswith("_"):
+            cls.__doc__ = inspect.cleandoc(doc) + "\n" + EXECUTE_KEYS
 
     def __call__(cls, *args, **kwargs):
         if _capacity == 0:

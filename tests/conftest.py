@@ -1,15 +1,20 @@
 """Shared fixtures: every kernel test runs under each ISA level this CPU can execute
-(the `isa` fixture caps dispatch with dnnq.set_max_cpu_isa, as DNNQ_MAX_CPU_ISA does)."""
+(the `isa` fixture caps dispatch with dnnq.set_max_cpu_isa, as DNNQ_MAX_CPU_ISA does).
+
+The oneDNN bridge (dnnq.testing) is the reference of about half the suite: on x86-64 Linux,
+where its wheels exist, a missing or unloadable oneDNN stops the run with an error before any
+test runs (never a silent skip); elsewhere the tests that need it skip with the reason."""
 import os
 
 import pytest
 
 import dnnq
+import dnnq.testing
 from dnnq import _dispatch
 
 ISA_LEVELS = list(_dispatch.available_isa_levels())
-# DNNQ_MAX_CPU_ISA given in the environment limits the sweep too (CI runs the suite once more
-# with DNNQ_MAX_CPU_ISA=default to prove the portable path on its own).
+# DNNQ_MAX_CPU_ISA given in the environment limits the sweep too (.ci/run runs the kernel and
+# MatMul tests once more with DNNQ_MAX_CPU_ISA=default to prove the portable path on its own).
 _cap = _dispatch.effective_isa_level()
 ISA_LEVELS = [isa for isa in ISA_LEVELS if _dispatch.ISA_LEVELS.index(isa) <= _cap]
 
@@ -17,6 +22,13 @@ ISA_LEVELS = [isa for isa in ISA_LEVELS if _dispatch.ISA_LEVELS.index(isa) <= _c
 # Without an environment cap the highest level runs uncapped ("all"), so optional features no
 # level implies (VBMI) are exercised there; the levels below run capped, without them.
 _UNCAPPED_TOP = _dispatch._cap_level == len(_dispatch.ISA_LEVELS) - 1
+
+
+def pytest_configure(config):
+    if dnnq.testing.onednn_expected() and not dnnq.testing.available():
+        raise pytest.UsageError(
+            "the tests compare dnnq with the real oneDNN 3.2, which did not load: "
+            f"{dnnq.testing.SKIP_REASON}")
 
 
 @pytest.fixture(params=ISA_LEVELS)

@@ -3,7 +3,6 @@ execution from several Python threads."""
 import os
 import subprocess
 import sys
-import threading
 
 import numpy as np
 import pytest
@@ -12,6 +11,7 @@ import dnnq
 from dnnq import MemoryDesc, PrimitiveAttr, PostOps, DNNL_ARG_SRC, DNNL_ARG_WEIGHTS
 from dnnq import DNNL_ARG_SCALE, DNNL_ARG_SRC_1, DNNL_ARG_ATTR_MULTIPLE_POST_OP
 from _quant_ref import matmul_acc
+from _threads import run_in_threads
 
 
 def _run(code, **env):
@@ -143,22 +143,15 @@ def test_concurrent_execution_from_python_threads():
         b = rng.normal(0, 100, (M, N)).astype(np.float32)
         ref = matmul_acc(x, w).astype(np.float32) + b
         jobs.append((x, b, ref))
-    errors = []
 
     def work(x, b, ref):
-        for _ in range(30):
+        for i in range(30):
             out = p.execute({DNNL_ARG_SRC: x, DNNL_ARG_WEIGHTS: pw,
                              DNNL_ARG_SCALE | DNNL_ARG_WEIGHTS: np.ones(N, np.float32),
                              DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1: b})
-            if not np.array_equal(out, ref):
-                errors.append(1)
+            np.testing.assert_array_equal(out, ref, err_msg=f"execution {i}")
 
-    threads = [threading.Thread(target=work, args=j) for j in jobs]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors
+    run_in_threads(work, jobs)  # re-raises a worker's failure here
 
 
 def test_thread_count_applies_to_every_python_thread():
@@ -166,9 +159,7 @@ def test_thread_count_applies_to_every_python_thread():
     seen = []
     try:
         dnnq.set_num_threads(1)
-        t = threading.Thread(target=lambda: seen.append(dnnq.get_num_threads()))
-        t.start()
-        t.join()
+        run_in_threads(lambda: seen.append(dnnq.get_num_threads()), [()])
     finally:
         dnnq.set_num_threads(old)
     assert seen == [1]

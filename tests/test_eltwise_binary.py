@@ -10,7 +10,7 @@ import dnnq
 from dnnq import MemoryDesc as MD, PrimitiveAttr, PostOps
 from dnnq import args as A
 from dnnq.eltwise_math import eltwise_reference, binary_reference, fma_f32
-import onednn_ref as R
+import dnnq.testing as R
 from _quant_ref import saturate_rne as sat, gen
 
 F = np.float32
@@ -72,8 +72,8 @@ def post_ops_attr(post):
 def onednn_with_attr(kind, x, dst_dt, post, y=None, alg=None, a=0.0, b=0.0, dst_prev=None):
     """eltwise / binary through the bridge's internals, with post-ops and a prefilled dst (the
     bridge's own wrappers take neither)."""
-    from onednn_ref._attr import Attr, alg_kind, run, prefilled_dst
-    from onednn_ref._capi import Scope, const, np_dtype
+    from dnnq.testing._attr import Attr, alg_kind, run, prefilled_dst
+    from dnnq.testing._capi import Scope, const, np_dtype
     with Scope() as s:
         attr = Attr(s).post_ops(post, x.ndim)
         dst = prefilled_dst(x.shape, dst_dt, dst_prev)

@@ -10,7 +10,7 @@ import dnnq
 from dnnq import (MemoryDesc, PrimitiveAttr, PostOps, DNNL_ARG_SRC, DNNL_ARG_WEIGHTS,
                   DNNL_ARG_DST, DNNL_ARG_BIAS, DNNL_ARG_SCALE, DNNL_ARG_ATTR_ZERO_POINTS,
                   DNNL_ARG_SRC_1, DNNL_ARG_ATTR_MULTIPLE_POST_OP)
-import onednn_ref
+import dnnq.testing as onednn_ref
 from _quant_ref import epilogue, matmul_acc, NP
 
 needs_onednn = onednn_ref.requires_vnni

@@ -7,7 +7,7 @@ import dnnq
 from dnnq import _dispatch
 from dnnq import MemoryDesc as MD, PrimitiveAttr, PostOps
 from dnnq import args as A
-import onednn_ref as R
+import dnnq.testing as R
 
 F = np.float32
 NP = {"s8": np.int8, "u8": np.uint8, "s32": np.int32, "f32": F}

@@ -2,7 +2,6 @@
 takes post-ops, against an independent numpy model: per element, ``f = value if saved <alg>
 cond else f`` with ``saved`` the value at the latest checkpoint and IEEE comparisons (NaN
 false except ne)."""
-import threading
 
 import numpy as np
 import pytest
@@ -13,6 +12,7 @@ from dnnq import args as A
 from dnnq.post_ops import SELECT_ALGS
 
 from _quant_ref import gen, saturate_rne
+from _threads import run_in_threads
 
 F = np.float32
 CMP = {"le": np.less_equal, "lt": np.less, "ge": np.greater_equal, "gt": np.greater,
@@ -231,27 +231,17 @@ def test_matmul_select_inputs_are_per_call_across_threads(rng_seed):
     attr.set_post_ops(ops)
     p = dnnq.MatMul(MD((M, K), "u8"), MD((K, N), "s8"), MD((M, N), "f32"), attr=attr)
     pw = p.prepare_weights(wei)
-    errors = []
 
     def work(t):
         r = np.random.default_rng(t)
-        try:
-            for _ in range(20):
-                cond = r.standard_normal(N).astype(F) * 100
-                val = r.standard_normal((M, N)).astype(F)
-                out = p.execute({A.DNNL_ARG_SRC: src, A.DNNL_ARG_WEIGHTS: pw, po(1): cond,
-                                 po(1, A.DNNL_ARG_SRC_2): val})
-                if not np.array_equal(out, np.where(acc <= cond, val, acc)):
-                    errors.append(t)
-        except Exception as e:  # pragma: no cover - reported below
-            errors.append(e)
+        for _ in range(20):
+            cond = r.standard_normal(N).astype(F) * 100
+            val = r.standard_normal((M, N)).astype(F)
+            out = p.execute({A.DNNL_ARG_SRC: src, A.DNNL_ARG_WEIGHTS: pw, po(1): cond,
+                             po(1, A.DNNL_ARG_SRC_2): val})
+            np.testing.assert_array_equal(out, np.where(acc <= cond, val, acc))
 
-    threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors
+    run_in_threads(work, [(t,) for t in range(4)])  # re-raises a worker's failure here
 
 
 # ---- validation and errors ------------------------------------------------------------------

@@ -15,7 +15,7 @@ import pytest
 import dnnq
 from dnnq import MemoryDesc as MD, PrimitiveAttr
 from dnnq import args as A
-import onednn_ref as R
+import dnnq.testing as R
 from _quant_ref import saturate_rne as sat
 
 F = np.float32

@@ -6,7 +6,7 @@ import pytest
 import dnnq
 from dnnq import MemoryDesc as MD, PrimitiveAttr
 from dnnq import args as A
-import onednn_ref as R
+import dnnq.testing as R
 from _quant_ref import gen as _gen
 
 F = np.float32

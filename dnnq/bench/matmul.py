@@ -1,8 +1,12 @@
-"""Matmul problems for the driver: u8 x s8 -> dst with per-N weight scales and an f32 bias
-(the issue's target configuration), timed for dnnq and, when given, oneDNN."""
-import os
-import time
+"""The driver's matmul and ip kinds (``--matmul MxK:KxN``, ``--ip mbXicXocX``).
 
+Default problem configuration (the issue's target): u8 source, s8 weights, s8 destination,
+one common source scale, per-N (per output channel) weight scales, a common destination
+scale, an f32 bias, no zero points, no post-ops.  Peers: oneDNN 3.2 (``dnnq.testing``,
+timed through ``MatmulHandle.runner()`` / ``InnerProductHandle.runner()``: argument array
+built once) and PyTorch's quantized Linear (u8 2-D sources with src / wei / dst scales and a
+bias, no zero points or post-ops).
+"""
 import numpy as np
 
 import dnnq
@@ -10,25 +14,15 @@ from dnnq import (MemoryDesc, PrimitiveAttr, PostOps, DNNL_ARG_SRC, DNNL_ARG_WEI
                   DNNL_ARG_DST, DNNL_ARG_BIAS, DNNL_ARG_SCALE, DNNL_ARG_ATTR_ZERO_POINTS,
                   DNNL_ARG_SRC_1, DNNL_ARG_ATTR_MULTIPLE_POST_OP)
 from dnnq.bench.problems import parse_matmul, parse_ip, parse_quant, parse_post_ops
+from dnnq.bench.registry import Case, register
 
-def best_time(fn, min_time):
-    fn()
-    n, t = 1, 0.0
-    while True:  # calibrate a repeat count of about min_time / 5
-        t0 = time.perf_counter()
-        for _ in range(n):
-            fn()
-        t = time.perf_counter() - t0
-        if t > min_time / 5:
-            break
-        n *= 2
-    best = t / n
-    for _ in range(4):
-        t0 = time.perf_counter()
-        for _ in range(n):
-            fn()
-        best = min(best, (time.perf_counter() - t0) / n)
-    return best
+SETTINGS = {"dt": "u8:s8:s8", "bia-dt": "f32",
+            "attr-scales": "src:common:0.05+wei:per_oc+dst:common:0.5",
+            "attr-zero-points": "", "attr-post-ops": ""}
+SUMMARY = ("u8 src, s8 weights, s8 dst (--dt=src:wei:dst), f32 bias (--bia-dt), scales: "
+           "src common 0.05, weights per output channel (random in [1e-3, 1e-2)), dst common "
+           "0.5 (--attr-scales), no zero points (--attr-zero-points), no post-ops "
+           "(--attr-post-ops)")
 
 
 def torch_linear(x_u8, w_s8, bias, ss, ws, ds, threads):
@@ -64,17 +58,17 @@ def _mask(name, nd, per_oc_dim):
     return int(name)
 
 
-def build(driver, desc, knobs, rng):
+def build(driver, parsed, knobs, rng):
     """A dnnq primitive, its execution args and the matching oneDNN call for one problem."""
     sdt, wdt, ddt = (knobs["dt"].split(":") + ["s8", "s8"])[:3]
     if driver == "matmul":
-        sd, wd, name = parse_matmul(desc)
+        sd, wd, name = parsed
         nd = len(sd)
         dd = tuple(max(a, b) for a, b in zip(sd[:-2], wd[:-2])) + (sd[-2], wd[-1])
         n_dim, n = nd - 1, wd[-1]
         cls = dnnq.MatMul
     else:
-        sd, wd, name = parse_ip(desc)
+        sd, wd, name = parsed
         dd, n_dim, n = (sd[0], wd[0]), 1, wd[0]
         cls = dnnq.InnerProduct
     info = np.iinfo(np.uint8 if sdt == "u8" else np.int8)
@@ -133,91 +127,79 @@ def build(driver, desc, knobs, rng):
                 "matmul" else 2 * dd[0] * dd[1] * int(np.prod(sd[1:])), name=name)
 
 
-def run_problems(problems, min_time, ref, use_torch):
-    rng = np.random.default_rng(0)
-    print(f"dnnq {dnnq.__version__}  isa={dnnq.get_effective_cpu_isa()}  "
-          f"threads={dnnq.get_num_threads()}  peers="
-          f"{'oneDNN 3.2 (ONEDNN_MAX_CPU_ISA=' + os.environ.get('ONEDNN_MAX_CPU_ISA', '') + ')' if ref else 'none'}")
-    print(f"{'problem':24s} {'kernel':26s} {'dnnq us':>9s} {'GOPS':>7s} "
-          f"{'oneDNN us':>10s} {'ratio':>6s} {'torch us':>9s} {'ratio':>6s}  notes")
-    ratios, torch_ratios = [], []
-    failures = 0
-    for driver, desc, knobs in problems:
-        label = f"{driver}:{desc}"[:24]
-        if driver not in ("matmul", "ip"):
-            print(f"{label:24s} skipped: the {driver} driver is not implemented in dnnq yet")
-            continue
+
+
+def _torch_peer(driver, b, threads):
+    """PyTorch's quantized Linear on the same problem, or the reason it is not timed."""
+    kw = b["ref_kw"]
+    why = None
+    if b["src"].dtype != np.uint8:
+        why = "s8 source"
+    elif b["src"].ndim != 2:
+        why = "batched"
+    elif b["ref_ops"] or "src_zp" in kw or "dst_zp" in kw:
+        why = "post-ops/zp"
+    elif not all(f"{a}_scales" in kw for a in ("src", "wei", "dst")) or b["bias"] is None:
+        why = "needs scales+bias"
+    elif b["ddt"] != "u8" and b["ddt"] != "s8":
+        why = f"{b['ddt']} dst"
+    if why:
+        return f"n/a: {why}"
+    wei = b["wei"] if driver == "matmul" else b["wei"].T
+    ws = kw["wei_scales"] if kw["wei_scales"].size > 1 else \
+        np.full(wei.shape[-1], kw["wei_scales"][0], np.float32)
+    tl = torch_linear(b["src"], wei, b["bias"], kw["src_scales"], ws, kw["dst_scales"], threads)
+    return "not installed" if tl is None else tl
+
+
+def create(driver, parsed, settings, env):
+    b = build(driver, parsed, settings, env.rng)
+    p, args = b["p"], b["args"]
+    prev = b["prev"]
+    case = Case(kernel=p.impl_info, ops=b["ops"], dnnq=lambda: p.execute(args))
+    handle = None
+    if env.onednn is None:
+        case.peers["oneDNN"] = case.reference = env.onednn_absent
+    else:
+        cls = env.onednn.MatmulHandle if driver == "matmul" else env.onednn.InnerProductHandle
+        bias = b["bias"] if driver == "matmul" or b["bias"] is None else b["bias"].reshape(-1)
         try:
-            b = build(driver, desc, knobs, rng)
-        except dnnq.DnnqError as e:
-            print(f"{label:24s} {type(e).__name__}: {e}")
-            failures += 1
-            continue
-        p, args = b["p"], b["args"]
-        ref_fn = None
-        if ref is not None:
-            fn = ref.matmul if driver == "matmul" else ref.inner_product
-            ref_fn = lambda: fn(b["src"], b["wei"], b["bias"] if driver == "matmul" or b["bias"] is None
-                                else b["bias"].reshape(-1), b["ddt"], post_ops=b["ref_ops"],
-                                dst_prev=b["prev"], **b["ref_kw"])
-        if knobs["mode"].upper() == "C":
-            run_args = dict(args)
-            if b["prev"] is not None:
-                run_args[DNNL_ARG_DST] = b["prev"].copy()
-            out = p.execute(run_args)
-            if ref_fn is None:
-                print(f"{label:24s} {p.impl_info:26s} no oneDNN to compare with")
-                continue
-            try:
-                r = ref_fn()
-            except Exception as e:  # oneDNN refuses the configuration
-                print(f"{label:24s} {p.impl_info:26s} oneDNN: {e}")
-                continue
-            bad = int(np.count_nonzero(out != r)) if out.dtype != np.float32 else \
-                int(np.count_nonzero(out.view(np.int32) != r.view(np.int32)))
-            failures += bad > 0
-            print(f"{label:24s} {p.impl_info:26s} {'PASSED' if not bad else 'FAILED'}: "
-                  f"{out.size - bad} of {out.size} elements bit-identical to oneDNN")
-            continue
-        t_dnnq = best_time(lambda: p.execute(args), min_time)
-        line = f"{label:24s} {p.impl_info:26s} {t_dnnq * 1e6:9.1f} {b['ops'] / t_dnnq / 1e9:7.0f}"
-        notes = []
-        # the oneDNN handle binds its buffers once: no sum post-op (it would need the
-        # destination refilled before every execution)
-        timed_peer = driver == "matmul" and b["prev"] is None
-        simple = timed_peer and not b["ref_ops"] and "src_zp" not in b["ref_kw"] and \
-            "dst_zp" not in b["ref_kw"] and len(b["src"].shape) == 2
-        if ref is not None and timed_peer:
-            h = ref.MatmulHandle(b["src"], b["wei"], b["bias"], b["ddt"], post_ops=b["ref_ops"],
-                                 **b["ref_kw"])
-            t_ref = best_time(h.execute, min_time)
-            same = np.array_equal(h.execute(), p.execute(args))
-            failures += not same
-            ratios.append(t_dnnq / t_ref)
-            line += f" {t_ref * 1e6:10.1f} {t_dnnq / t_ref:6.2f}"
-            notes.append(h.impl + ("" if same else " RESULTS DIFFER"))
-            h.close()
+            handle = cls(b["src"], b["wei"], bias, b["ddt"], post_ops=b["ref_ops"],
+                         dst_prev=prev, **b["ref_kw"])
+        except env.onednn.OnednnError as exc:
+            case.peers["oneDNN"] = "refused"
+            case.reference = f"oneDNN refused: {exc}"
+            case.notes.append(f"oneDNN: {exc}")
         else:
-            line += f" {'-':>10s} {'-':>6s}"
-        tl = None
-        if use_torch and simple and b["src"].dtype == np.uint8 and "src_scales" in b["ref_kw"] \
-                and "wei_scales" in b["ref_kw"] and "dst_scales" in b["ref_kw"] and b["bias"] is not None:
-            kw = b["ref_kw"]
-            ws = kw["wei_scales"] if kw["wei_scales"].size > 1 else \
-                np.full(b["wei"].shape[-1], kw["wei_scales"][0], np.float32)
-            tl = torch_linear(b["src"], b["wei"], b["bias"], kw["src_scales"], ws,
-                              kw["dst_scales"], dnnq.get_num_threads())
-        if tl is not None:
-            t_t = best_time(tl[0], min_time)
-            torch_ratios.append(t_dnnq / t_t)
-            line += f" {t_t * 1e6:9.1f} {t_dnnq / t_t:6.2f}"
-            notes.append(tl[1])
-        else:
-            line += f" {'-':>9s} {'-':>6s}"
-        print(line + "  " + ", ".join(notes), flush=True)
-    for peer, rs in (("oneDNN", ratios), ("PyTorch quantized Linear", torch_ratios)):
-        if rs:
-            gm = float(np.exp(np.mean(np.log(rs))))
-            print(f"geometric mean time ratio dnnq/{peer}: {gm:.3f} over {len(rs)} problems "
-                  f"(< 1 means dnnq is faster); max {max(rs):.2f}")
-    return 1 if failures else 0
+            run_ref = handle.runner()
+            case.peers["oneDNN"] = run_ref
+            case.notes.append(handle.impl)
+
+            def reference():
+                run_ref()
+                return handle.dst
+            case.reference = reference
+            if not env.onednn.has_vnni():  # e.g. --peer-isa=AVX2: vpmaddubsw saturates in s16
+                case.reference = "oneDNN without VNNI is not exact (s16 saturation)"
+    if prev is not None:  # a sum post-op reads the destination: refill both before a check
+        def before_check():
+            args[DNNL_ARG_DST][...] = prev
+            if handle is not None:
+                handle.dst[...] = prev
+        case.before_check = before_check
+    if not env.use_torch:
+        case.peers["torch"] = "--no-peers"
+    else:
+        tl = _torch_peer(driver, b, env.threads)
+        case.peers["torch"] = tl if isinstance(tl, str) else tl[0]
+        if not isinstance(tl, str):
+            case.notes.append(tl[1])
+    if handle is not None:
+        case.close = handle.close
+    return case
+
+
+register("matmul", parse=parse_matmul, create=lambda *a: create("matmul", *a),
+         settings=SETTINGS, summary=SUMMARY)
+register("ip", parse=parse_ip, create=lambda *a: create("ip", *a),
+         settings=SETTINGS, summary=SUMMARY)

@@ -3,17 +3,26 @@
 Row-major, A and B given as stored (A is (K, M) when transa).  co has 1 value (offsetc "F"),
 M values, one per row of C (offsetc "C": a column vector added to every column), or N values,
 one per column (offsetc "R": a row vector added to every row) — as dnnl.h defines them.
-The s32 accumulation wraps on overflow as oneDNN's does; with alpha = 1 and beta = 0 the
-result is acc + co, saturated to s32; otherwise alpha*acc + beta*C + co is computed in f64 and
-rounded half away from zero (as oneDNN's GEMM, unlike the primitives), then saturated.
+
+Bit-identical to oneDNN 3.2's dnnl_gemm_u8s8s32 / dnnl_gemm_s8s8s32 at the same ISA level
+(docs/matmul.md, "GEMM functions"): alpha and beta are f32; with alpha = 1 and beta in {0, 1}
+the result is the wrapping s32 sum acc + beta * C + co; otherwise oneDNN's K blocks
+(_gemm_kplan.py) each round f64(alpha) * acc_block + f64(beta_eff) * C half away from zero
+with saturation, and co is added (wrapping) after the last block.  The s32 accumulation
+wraps on overflow as oneDNN's does.  Packing, GEMM and finishing run in C
+(dnnq/_kernels/_gemm_api.pyx) without the GIL.
 """
 import numpy as np
 
+from dnnq import _dispatch, _impls
+from dnnq._kernels import _gemm_api
 from dnnq.errors import InvalidArguments
-from dnnq.primitives._plan import s32_gemm
-from dnnq.primitives._gemm_primitive import wrap_s32
+from dnnq.primitives._gemm_kplan import k_plan
+from dnnq.primitives._plan import DT_CODE, ISA_CODE
 
 _S32 = (np.iinfo(np.int32).min, np.iinfo(np.int32).max)
+_F32_MAX = float(np.finfo(np.float32).max)
+_CO_MODE = {"F": 0, "C": 1, "R": 2}
 
 
 def _operand(x, name, dtype, trans):
@@ -22,7 +31,7 @@ def _operand(x, name, dtype, trans):
     if x.dtype != dtype or x.ndim != 2:
         raise InvalidArguments(f"{name}: got {x.dtype} with {x.ndim} dims; expected a 2-D "
                                f"{np.dtype(dtype).name} array")
-    return np.ascontiguousarray(x.T if trans else x)
+    return x.T if trans else x  # a view: the C side reads any strides
 
 
 def _int_in(value, name, lo, hi):
@@ -37,9 +46,19 @@ def _real(value, name):
         v = float(value)
     except (TypeError, ValueError):
         raise InvalidArguments(f"{name}: got {value!r}; expected a finite real number") from None
-    if not np.isfinite(v):
-        raise InvalidArguments(f"{name}: got {value!r}; expected a finite real number")
-    return v
+    if not np.isfinite(v) or abs(v) > _F32_MAX:
+        raise InvalidArguments(f"{name}: got {value!r}; expected a finite real number (it is "
+                               f"used as an f32, as oneDNN's float {name})")
+    return float(np.float32(v))
+
+
+def _overlap(x, y):
+    if not np.may_share_memory(x, y):
+        return False
+    try:
+        return np.shares_memory(x, y, max_work=100_000)
+    except np.exceptions.TooHardError:
+        return True
 
 
 def _gemm(a_dtype, A, B, C, transa, transb, alpha, beta, ao, bo, co, offsetc):
@@ -59,46 +78,60 @@ def _gemm(a_dtype, A, B, C, transa, transb, alpha, beta, ao, bo, co, offsetc):
     offsetc = offsetc.upper()
     count = {"F": 1, "C": M, "R": N}[offsetc]
     if co is None:
-        co_v = np.zeros(count, np.int64)
+        co_v = np.zeros(max(count, 1), np.int32)
     else:
         co_a = np.asarray(co)
         if co_a.dtype.kind not in "iu" or co_a.size != count:
             raise InvalidArguments(f"co: got {co_a.dtype} with {co_a.size} values; expected "
                                    f"{count} integer values for offsetc {offsetc!r}")
-        co_v = co_a.reshape(-1).astype(np.int64)
-        if co_v.min() < _S32[0] or co_v.max() > _S32[1]:
+        co_v = co_a.reshape(-1)
+        if co_v.size and (co_v.min() < _S32[0] or co_v.max() > _S32[1]):
             raise InvalidArguments("co: values outside the s32 range")
-    co_b = co_v.reshape(M, 1) if offsetc == "C" else co_v.reshape(1, -1)
+        co_v = np.ascontiguousarray(co_v, dtype=np.int32)
+        if co_v.size == 0:
+            co_v = np.zeros(1, np.int32)
     if C is not None:
         if not isinstance(C, np.ndarray) or C.dtype != np.int32 or C.shape != (M, N):
             raise InvalidArguments(f"C: expected an int32 array of shape ({M}, {N})")
         if not (C.flags.c_contiguous and C.flags.writeable):
             raise InvalidArguments("C: must be a writable C-contiguous array (written in place)")
+        for name, x in (("A", A), ("B", B), ("co", co)):
+            if isinstance(x, np.ndarray) and _overlap(C, x):
+                raise InvalidArguments(f"C: shares memory with {name}; expected separate "
+                                       f"arrays (C is written while {name} is read)")
     elif beta != 0.0:
         raise InvalidArguments("C: beta is not 0, so the previous C must be given")
-    acc = s32_gemm(a, b).astype(np.int64)
-    if ao or bo:
-        colsum = b.sum(axis=0, dtype=np.int64)
-        rowsum = a.sum(axis=1, dtype=np.int64)
-        acc = acc - ao * colsum[None, :] - bo * rowsum[:, None] + K * ao * bo
-    acc = wrap_s32(acc).astype(np.int64)
-    if alpha == 1.0 and beta == 0.0:
-        res = np.clip(acc + co_b, *_S32)
-    else:
-        r = alpha * acc.astype(np.float64) + co_b
-        if beta != 0.0:
-            r = r + beta * C.astype(np.float64)
-        r = np.where(r >= 0, np.floor(r + 0.5), np.ceil(r - 0.5))  # half away from zero
-        res = np.clip(r, *_S32)
-    out = C if C is not None else np.empty((M, N), np.int32)
-    out[...] = res
+    out = C if C is not None else np.zeros((M, N), np.int32)
+    if M == 0 or N == 0 or K == 0:
+        return out  # oneDNN returns at once: C is left as it is
+    isa = _dispatch.get_effective_cpu_isa()  # oneDNN's blocking follows the level
+    kernel = _impls.choose("gemm_u8s8s32", _impls.GEMM, M=M).isa  # AMX: AVX-512 below 8 rows
+    nthreads = _dispatch.get_num_threads()
+    s8 = a_dtype == np.int8
+    plan = k_plan(isa, M, N, K, alpha, beta, nthreads, ao, bo, s8)
+    _gemm_api.run(a.view(np.uint8) if s8 else a, b, out, s8, C is not None and beta != 0.0,
+                  alpha, beta, ao, bo, co_v, _CO_MODE[offsetc], plan,
+                  ISA_CODE[kernel], DT_CODE["s32"], nthreads)
     return out
 
 
 def gemm_u8s8s32(A, B, C=None, *, transa=False, transb=False, alpha=1.0, beta=0.0, ao=0, bo=0,
                  co=None, offsetc="F"):
     """C = alpha * (op(A) - ao)(op(B) - bo) + beta * C + co with A u8, B s8 (oneDNN's
-    dnnl_gemm_u8s8s32, row-major).  Returns C (int32, written in place when given)."""
+    dnnl_gemm_u8s8s32, row-major).  Returns C (int32, written in place when given).
+
+    Support table (no execute keys: a function, all arguments given here):
+
+    ===========  ==========================================================
+    A            u8, 2-D, (M, K), or (K, M) with ``transa=True``
+    B            s8, 2-D, (K, N), or (N, K) with ``transb=True``
+    C            s32 (M, N), read when ``beta != 0``; None: a new array
+    alpha, beta  finite floats
+    ao, bo       the zero points of A (0..255) and B (-128..127)
+    co, offsetc  s32 offsets added after rounding: ``offsetc="F"`` one value,
+                 ``"C"`` one per row (M), ``"R"`` one per column (N)
+    ===========  ==========================================================
+    """
     return _gemm(np.uint8, A, B, C, transa, transb, alpha, beta, ao, bo, co, offsetc)
 
 

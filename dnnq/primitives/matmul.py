@@ -180,9 +180,35 @@ class MatMul(_GemmPrimitive):
     """int8 matrix multiplication: dst = src (M, K) x weights (K, N), optionally batched
     (B, M, K) x (B, K, N) with the batch broadcast from 1 on either side.
 
-    Masks (bit i = dim i of that tensor): src scale 0; weights scale 0 or 1 << (ndims-1)
-    (per-N); dst scale 0; src zero point 0 or 1 << (ndims-1) (per-K); weights zero point 0 or
-    per-N (extension); dst zero point 0 or per-N.  Others raise Unimplemented.
+    ``MatMul(src_desc, weights_desc, dst_desc, bias_desc=None, attr=None)``: all checks,
+    kernel choice and planning happen here; ``prepare_weights(w)`` packs an s8 weights array
+    once; ``execute(args)`` runs (any number of times, from any number of Python threads).
+
+    Data keys of ``execute``: ``DNNL_ARG_SRC`` (u8 / s8), ``DNNL_ARG_WEIGHTS`` (s8, packed by
+    ``prepare_weights`` or plain, then packed on each call), ``DNNL_ARG_BIAS`` (when
+    ``bias_desc`` was given), ``DNNL_ARG_DST``.  Scales: ``DNNL_ARG_SCALE | DNNL_ARG_SRC``,
+    ``| DNNL_ARG_WEIGHTS``, ``| DNNL_ARG_DST``; zero points: ``DNNL_ARG_ATTR_ZERO_POINTS |
+    DNNL_ARG_SRC``, ``| DNNL_ARG_WEIGHTS``, ``| DNNL_ARG_DST``; post-op inputs below.
+
+    Support table (mask bit i = dim i of that tensor; n = ndims; ext = beyond oneDNN 3.2):
+
+    ===============  ===========================================================
+    src              u8, s8; 2-D (M, K) or 3-D (B, M, K), plain
+    weights          s8; (K, N) or (B, K, N), plain
+    bias             f32, s32, s8, u8; broadcastable to dst (e.g. (1, N))
+    dst              f32, s32, s8, u8; (M, N) or (B, M, N)
+    src scale        mask 0
+    weights scale    mask 0, or 1 << (n-1) (per-N)
+    dst scale        mask 0
+    src zero point   mask 0, or 1 << (n-1) (per-K; 3-D: ext)
+    weights zp       mask 0, or 1 << (n-1) (per-N) (ext)
+    dst zero point   mask 0, or 1 << (n-1) (per-N; 3-D: ext)
+    post-ops         eltwise (every algorithm), binary (src1 broadcastable to dst),
+                     one sum; checkpoint / select (ext)
+    ===============  ===========================================================
+
+    Other masks and data types raise Unimplemented / InvalidArguments.  Numerics and the
+    bounded exceptions: docs/matmul.md.
     """
 
     _name = "MatMul"
@@ -265,9 +291,29 @@ class InnerProduct(_GemmPrimitive):
     """int8 inner product (fully connected): dst (N, OC) = src (N, IC[, *spatial]) x
     weights (OC, IC[, *spatial])^T, with per-OC weight scales (mask 1).
 
-    Extensions beyond oneDNN (which has no zero points on inner product): source zero point
-    (common), weights zero point (common or per-OC, mask 1), destination zero point (common or
-    per-OC, mask 2).
+    ``InnerProduct(src_desc, weights_desc, dst_desc, bias_desc=None, attr=None)``;
+    ``prepare_weights(w)`` packs once; ``execute(args)`` as :class:`MatMul`.
+
+    Data keys of ``execute``: ``DNNL_ARG_SRC``, ``DNNL_ARG_WEIGHTS``, ``DNNL_ARG_BIAS`` (when
+    ``bias_desc`` was given), ``DNNL_ARG_DST``.  Scales: ``DNNL_ARG_SCALE | DNNL_ARG_SRC``,
+    ``| DNNL_ARG_WEIGHTS``, ``| DNNL_ARG_DST``; zero points: ``DNNL_ARG_ATTR_ZERO_POINTS |
+    DNNL_ARG_SRC``, ``| DNNL_ARG_WEIGHTS``, ``| DNNL_ARG_DST``; post-op inputs below.
+
+    Support table (ext = beyond oneDNN 3.2, which has no zero points on inner product):
+
+    ===============  ===========================================================
+    src              u8, s8; (N, IC), (N, IC, W), (N, IC, H, W), (N, IC, D, H, W)
+    weights          s8; (OC, IC[, *spatial]) matching src
+    bias             f32, s32, s8, u8; (OC,) or (1, OC)
+    dst              f32, s32, s8, u8; (N, OC)
+    src scale        mask 0
+    weights scale    mask 0, or 1 (per-OC)
+    dst scale        mask 0
+    src zero point   mask 0 (ext)
+    weights zp       mask 0, or 1 (per-OC) (ext)
+    dst zero point   mask 0, or 2 (per-OC) (ext)
+    post-ops         eltwise, binary, one sum; checkpoint / select (ext)
+    ===============  ===========================================================
     """
 
     _name = "InnerProduct"

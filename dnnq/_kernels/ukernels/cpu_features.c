@@ -1,5 +1,7 @@
 /* Run-time CPU feature detection (cpuid + xgetbv), compiled without any ISA flags so it runs
  * on every x86-64; on other architectures every feature reads as absent. */
+/* syscall() is a glibc extension: under -std=c11 unistd.h declares it only when asked */
+#define _DEFAULT_SOURCE
 #include "dnnq_kernels.h"
 #include <string.h>
 

@@ -198,6 +198,7 @@ void DNNQ_FN(dnnq_gemm_block)(const dnnq_gemm_args_t *g, int64_t b, int64_t m0, 
     const int fast = dnnq_fast_epi_ok(g);
     dnnq_epi_consts_t epi;
     if (fast) DNNQ_EPI_PREPARE(g, b, n0, nc, &epi);
+    else memset(&epi, 0, sizeof epi); /* unread then; set so the compiler can tell */
 #else
     const int fast = 0;
 #endif

@@ -73,15 +73,48 @@ static inline uint8_t tk_cvt_u8(float x) {
 }
 static inline int32_t tk_cvt_s32(float x) { return (int32_t)nearbyintf(tk_sat_s32(x)); }
 
-/* contiguous stores: whole vectors, then the scalar tail (the same values) */
+/* Contiguous stores: whole vectors (the stores of tk_vec.h), then the scalar tail (the same
+ * values).  The portable x86-64 build has SSE2 but scalar lanes, and gcc does not vectorise
+ * the scalar conversions: there 16 (8-bit) or 4 (s32) values at a time go through SSE2, with
+ * the same clamps (the bound second) and cvtps2dq's rne. */
+#if !TK_VEC && defined(__SSE2__)
+#include <emmintrin.h>
+TK_INLINE __m128i tk_sse2_cvt16(const float *v, __m128 hi, __m128 lo, int u8) {
+    __m128i q[4];
+    for (int k = 0; k < 4; ++k) {
+        __m128 x = _mm_loadu_ps(v + 4 * k);
+        x = u8 ? _mm_min_ps(_mm_max_ps(x, lo), hi) : _mm_max_ps(_mm_min_ps(x, hi), lo);
+        q[k] = _mm_cvtps_epi32(x);
+    }
+    const __m128i a16 = _mm_packs_epi32(q[0], q[1]), b16 = _mm_packs_epi32(q[2], q[3]);
+    return u8 ? _mm_packus_epi16(a16, b16) : _mm_packs_epi16(a16, b16);
+}
+TK_INLINE int tk_store_vec(char *o, int dt, const float *v, int n) {
+    int i = 0;
+    if (dt == DNNQ_DT_S32) {
+        const __m128 hi = _mm_set1_ps(TK_S32_HI), lo = _mm_set1_ps(TK_S32_LO);
+        for (; i + 4 <= n; i += 4)
+            _mm_storeu_si128((__m128i *)(o + 4 * i),
+                             _mm_cvtps_epi32(_mm_max_ps(_mm_min_ps(_mm_loadu_ps(v + i), hi), lo)));
+        return i;
+    }
+    const int u8 = dt == DNNQ_DT_U8;
+    const __m128 hi = _mm_set1_ps(u8 ? 255.0f : 127.0f), lo = _mm_set1_ps(u8 ? 0.0f : -128.0f);
+    for (; i + 16 <= n; i += 16) _mm_storeu_si128((__m128i *)(o + i), tk_sse2_cvt16(v + i, hi, lo, u8));
+    return i;
+}
+#else
+TK_INLINE int tk_store_vec(char *o, int dt, const float *v, int n) {
+    int i = 0;
+    if (TK_VEC)
+        for (; i + TK_VF <= n; i += TK_VF) tk_vf_store_dt(o + i * tk_esize(dt), dt, tk_vf_loadu(v + i));
+    return i;
+}
+#endif
 #define TK_STORE_CONTIG(T, DT, CVT)                                                           \
     do {                                                                                      \
         T *o = (T *)base;                                                                     \
-        int i = 0;                                                                            \
-        if (TK_VEC)                                                                           \
-            for (; i + TK_VF <= n; i += TK_VF)                                                \
-                tk_vf_store_dt((char *)(o + i), DT, tk_vf_loadu(v + i));                      \
-        for (; i < n; ++i) o[i] = CVT(v[i]);                                                  \
+        for (int i = tk_store_vec(base, DT, v, n); i < n; ++i) o[i] = CVT(v[i]);              \
     } while (0)
 
 static void tk_store(char *base, int dt, int64_t st, const float *restrict v, int n) {
@@ -134,7 +167,7 @@ static void tk_copy(char *dst, int64_t dst_st, const char *src, int64_t src_st, 
             for (int i = 0; i < n; ++i) out[i] = ((((float)s[i * st] - a) * b) * c) + d;      \
     } while (0)
 
-static void tk_affine(float *restrict out, const char *src, int dt, int64_t st, int n, float a,
+__attribute__((noinline)) static void tk_affine(float *restrict out, const char *src, int dt, int64_t st, int n, float a,
                       float b, float c, float d) {
     switch (dt) {
     case DNNQ_DT_F32: TK_AFFINE_T(float); break;

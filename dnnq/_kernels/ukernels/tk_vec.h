@@ -210,15 +210,15 @@ TK_INLINE tk_vb tk_vb_load_n(const void *p, int64_t n) {
 TK_INLINE void tk_vb_store_n(void *p, tk_vb x, int64_t n) {
     _mm512_mask_storeu_epi8(p, _cvtu64_mask64(~0ULL >> (64 - n)), x);
 }
-#else
+#else /* (unaligned stack copies: an aligned one would make every caller realign its frame) */
 TK_INLINE tk_vb tk_vb_load_n(const void *p, int64_t n) {
-    uint8_t t[TK_VB] __attribute__((aligned(32))) = {0};
+    uint8_t t[TK_VB] = {0};
     memcpy(t, p, (size_t)n);
-    return _mm256_load_si256((const __m256i *)t);
+    return _mm256_loadu_si256((const __m256i *)t);
 }
 TK_INLINE void tk_vb_store_n(void *p, tk_vb x, int64_t n) {
-    uint8_t t[TK_VB] __attribute__((aligned(32)));
-    _mm256_store_si256((__m256i *)t, x);
+    uint8_t t[TK_VB];
+    _mm256_storeu_si256((__m256i *)t, x);
     memcpy(p, t, (size_t)n);
 }
 #endif

@@ -45,9 +45,11 @@ def _find_files():
             if os.path.exists(os.path.join(cand, "dnnl_types.h")):
                 inc = cand
     if lib is None:
-        raise OSError("oneDNN library libdnnl.so.3 not found (pip install onednn-cpu-gomp==2023.2.0)")
+        raise OSError("the oneDNN library libdnnl.so.3 was not found under "
+                      f"{', '.join(_candidate_prefixes())}/lib")
     if inc is None:
-        raise OSError("oneDNN headers not found (pip install onednn-devel-cpu-gomp==2023.2.0)")
+        raise OSError("the oneDNN headers (include/oneapi/dnnl/dnnl_types.h) were not found "
+                      f"under {', '.join(_candidate_prefixes())}")
     return lib, inc
 
 
@@ -191,12 +193,22 @@ class _Library:
         return self._stream
 
 
+INSTALL_HINT = ("install the oneDNN 3.2 wheels: pip install 'dnnq[test]' (or 'dnnq[bench]'), i.e. "
+                "onednn-cpu-gomp==2023.2.0 and onednn-devel-cpu-gomp==2023.2.0 (x86-64 Linux); "
+                "ONEDNN_REF_PREFIX / ONEDNN_REF_LIBRARY / ONEDNN_REF_INCLUDE point elsewhere")
+
+
+class OnednnUnavailable(RuntimeError):
+    """The oneDNN library or its headers are absent or unusable (the message says why and
+    how to install them)."""
+
+
 try:
     LIB: _Library | None = _Library()
     SKIP_REASON = ""
-except (OSError, KeyError, AttributeError) as exc:  # absent, wrong version or platform
+except (OSError, KeyError, AttributeError) as exc:  # absent, unloadable, wrong version
     LIB = None
-    SKIP_REASON = f"oneDNN 3.x not usable: {exc}"
+    SKIP_REASON = f"oneDNN 3.2 is not usable: {exc}; {INSTALL_HINT}"
 
 
 def available() -> bool:
@@ -206,7 +218,7 @@ def available() -> bool:
 
 def lib() -> _Library:
     if LIB is None:
-        raise RuntimeError(SKIP_REASON)
+        raise OnednnUnavailable(SKIP_REASON)
     return LIB
 
 

@@ -22,7 +22,7 @@ import ctypes
 import numpy as np
 
 from ._attr import Attr, alg_kind, broadcast_to_ndims, prefilled_dst, run
-from ._capi import (OnednnError, Scope, as_operand, const, dims_of, dt_name, impl_name, lib,
+from ._capi import (ExecArg, OnednnError, Scope, as_operand, const, dims_of, dt_name, impl_name, lib,
                     md_equal, np_dtype, query_md)
 
 A = const  # short alias for argument ids inside this module
@@ -106,6 +106,12 @@ class MatmulHandle:
                   const("DNNL_ARG_DST"): self.dst}
         if bias is not None:
             arrays[const("DNNL_ARG_BIAS")] = bias
+        self._bind(pd, arrays, args)
+
+    def _bind(self, pd, arrays, args):
+        """Wrap the user arrays as memories (the weights reordered once, here, into the
+        layout the primitive chose) and create the primitive."""
+        s = self.scope
         for arg, a in arrays.items():
             user = s.wrap(a)
             want = query_md(pd, arg)
@@ -119,11 +125,57 @@ class MatmulHandle:
         self.args = args
 
     def execute(self):
+        """Run once and return the destination (builds the argument array on each call:
+        convenient, not what a benchmark should time; see :meth:`runner`)."""
         self.scope.execute(self.prim, self.args)
         return self.dst
 
+    def runner(self):
+        """A no-argument callable that runs the primitive as a C++ caller does.
+
+        The ``dnnl_exec_arg_t`` array, the stream and the two C functions
+        (``dnnl_primitive_execute``, ``dnnl_stream_wait``) are resolved here, once; each
+        call is then those two C calls and a status check.  What remains of Python is the
+        ctypes call overhead of two foreign calls (``ctypes_call_overhead`` measures it)."""
+        lib_ = self.scope.lib
+        arr = (ExecArg * len(self.args))(*[ExecArg(k, m) for k, m in self.args.items()])
+        n, prim, stream = len(self.args), self.prim, lib_.stream
+        execute, wait = lib_.dll.dnnl_primitive_execute, lib_.dll.dnnl_stream_wait
+        self._keep_runner = arr  # the array must outlive every call of the runner
+
+        def run_once():
+            if execute(prim, stream, n, arr) or wait(stream):
+                self.scope.execute(self.prim, self.args)  # raises OnednnError with the status
+        return run_once
+
     def close(self):
         self.scope.__exit__(None, None, None)
+
+
+class InnerProductHandle(MatmulHandle):
+    """A oneDNN inner product with its memories bound (plain src / dst, weights in the
+    layout oneDNN chose, reordered once); ``execute()`` and ``runner()`` as
+    :class:`MatmulHandle`.  Arguments as :func:`inner_product` (bias of shape ``(OC,)``)."""
+
+    def __init__(self, src, wei, bias=None, dst_dt="s8", *, post_ops=(), dst_prev=None, **q):
+        self.scope = s = Scope()
+        s.__enter__()
+        src, wei = as_operand(src), as_operand(wei)
+        dst_shape, dt = (src.shape[0], wei.shape[0]), dt_name(dst_dt)
+        bias = _bias(bias)
+        attr = _quant_attr(s, post_ops, 2, **q)
+        self.dst = prefilled_dst(dst_shape, dt, dst_prev, attr.sum_dt)
+        pd = s.pd("dnnl_inner_product_forward_primitive_desc_create", s.lib.engine,
+                  A("dnnl_forward_inference"), s.md_of(src), s.md_any(wei.shape, wei.dtype),
+                  None if bias is None else s.md_of(bias), s.md(dst_shape, dt), attr.handle)
+        self.impl = impl_name(pd)
+        args = dict(attr.exec_args({A("DNNL_ARG_SRC"): src.shape,
+                                    A("DNNL_ARG_WEIGHTS"): wei.shape,
+                                    A("DNNL_ARG_DST"): dst_shape}))
+        arrays = {A("DNNL_ARG_SRC"): src, A("DNNL_ARG_WEIGHTS"): wei, A("DNNL_ARG_DST"): self.dst}
+        if bias is not None:
+            arrays[A("DNNL_ARG_BIAS")] = bias
+        self._bind(pd, arrays, args)
 
 
 # ----------------------------------------------------------------------------- reorder

@@ -1,0 +1,220 @@
+"""The benchmark driver (dnnq-bench / python -P -m dnnq.bench): option order, usage errors and
+exit codes, the header and table, --csv / --plot / the progress bar, the kind registry, and the
+oneDNN bridge found from the installed package (subprocesses run from a temporary directory,
+outside the checkout).  Timings are never asserted: only what is printed and returned."""
+import csv
+import os
+import subprocess
+import sys
+
+import pytest
+
+import dnnq
+import dnnq.testing
+from dnnq.bench import __main__ as drv
+from dnnq.bench import registry
+
+KINDS = registry.load_kinds()
+
+
+def parse(*argv):
+    problems, opts = drv.parse_args(list(argv), KINDS)
+    return [(k, d, s["mode"], given) for k, d, _, s, given in problems], opts
+
+
+def bench(tmp_path, *argv, stderr=subprocess.PIPE):
+    """Run the driver in a fresh interpreter from a temporary directory (the installed dnnq,
+    not the checkout's sources)."""
+    return subprocess.run([sys.executable, "-m", "dnnq.bench", "--min-time=0.001", *argv],
+                          cwd=str(tmp_path), stdout=subprocess.PIPE, stderr=stderr, text=True,
+                          timeout=300, env=dict(os.environ, OMP_NUM_THREADS="1"))
+
+
+# ---- option order ----------------------------------------------------------------------------
+def test_settings_apply_to_the_problems_after_them():
+    probs, _ = parse("--matmul", "1x8:8x4", "--mode=C", "2x8:8x4", "--ip", "--dt=s8:s8:f32",
+                     "mb2ic8oc4", "--reset", "mb3ic8oc4")
+    assert probs == [("matmul", "1x8:8x4", "P", {}),
+                     ("matmul", "2x8:8x4", "C", {"mode": "C"}),
+                     ("ip", "mb2ic8oc4", "C", {"mode": "C", "dt": "s8:s8:f32"}),
+                     ("ip", "mb3ic8oc4", "P", {})]
+
+
+def test_trailing_settings_apply_to_problems_without_them():
+    # the help's example: a setting after the last problem applies to it
+    probs, _ = parse("--ip", "mb128ic768oc3072", "--mode=C")
+    assert probs == [("ip", "mb128ic768oc3072", "C", {"mode": "C"})]
+    # ... and to every earlier problem that did not set it itself
+    probs, _ = parse("--matmul", "--mode=P", "1x8:8x4", "--reset", "2x8:8x4",
+                     "--attr-post-ops=relu", "--mode", "C")
+    assert [(p[1], p[2], p[3]) for p in probs] == [
+        ("1x8:8x4", "P", {"mode": "P", "attr-post-ops": "relu"}),
+        ("2x8:8x4", "C", {"mode": "C", "attr-post-ops": "relu"})]
+
+
+def test_default_set_takes_the_settings_given():
+    probs, opts = parse("--mode=C", "--threads", "1", "--csv=x.csv")
+    assert [p[1] for p in probs] == drv.DEFAULT[1:]
+    assert all(p[2] == "C" for p in probs)
+    assert opts["threads"] == "1" and opts["csv"] == "x.csv"
+
+
+def test_batch_file(tmp_path):
+    f = tmp_path / "b.txt"
+    f.write_text("# a comment\n--matmul --dt=s8:s8:s32 4x8:8x4  # tail comment\n--ip mb2ic8oc4\n")
+    probs, _ = parse("--mode=C", f"--batch={f}")
+    assert probs == [("matmul", "4x8:8x4", "C", {"mode": "C", "dt": "s8:s8:s32"}),
+                     ("ip", "mb2ic8oc4", "C", {"mode": "C", "dt": "s8:s8:s32"})]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--bogus"], "unknown option '--bogus'"),
+    (["-x"], "unknown option '-x'"),
+    (["--conv", "mb1ic3ih5oc4kh3"], "no conv driver"),
+    (["--matmul", "1x2:3x4"], "matching K"),
+    (["--ip", "mb2oc4"], "mbXicXocX"),
+    (["--mode=X", "1x8:8x4"], "--mode=X"),
+    (["--reset=1"], "takes no value"),
+    (["--matmul", "1x8:8x4", "--dt"], "needs a value"),
+    (["--threads=0"], "positive integer"),
+    (["--batch=/nonexistent/file"], "cannot read"),
+])
+def test_usage_errors(argv, message):
+    with pytest.raises(drv.UsageError, match=message.replace("[", r"\[")):
+        drv.parse_args(argv, KINDS)
+
+
+def test_setting_of_another_kind_is_an_error():
+    registry.register("toy_kind", parse=int, create=None, settings={"alg": "a"})
+    try:
+        kinds = registry.kinds()
+        with pytest.raises(drv.UsageError, match="does not apply to --matmul.*--toy_kind"):
+            drv.parse_args(["--matmul", "--alg=b", "1x8:8x4"], kinds)
+        problems, _ = drv.parse_args(["--toy_kind", "--alg=b", "3", "--matmul", "1x8:8x4"], kinds)
+        assert [(p[0], p[4]) for p in problems] == [("toy_kind", {"alg": "b"}), ("matmul", {})]
+    finally:
+        registry._KINDS.pop("toy_kind")
+
+
+def test_descriptors_are_never_cut_short():
+    assert drv.repro("matmul", "12x128x64:12x64x128_n\"attention scores\"",
+                     {"dt": "s8:s8:f32"}) == \
+        "--matmul --dt=s8:s8:f32 12x128x64:12x64x128_n\"attention scores\""
+
+
+# ---- the registry: a kind plugged in from outside ---------------------------------------------
+def test_a_registered_kind_runs_through_the_driver(capsys):
+    calls = []
+
+    def create(problem, settings, env):
+        calls.append((problem, settings["mode"], settings["scale"]))
+        out = [problem] * 4
+        return registry.Case(kernel="toy:ref", ops=8 * problem, dnnq=lambda: list(out),
+                             peers={"oneDNN": "refused", "torch": "n/a: toy"},
+                             reference=lambda: [problem, problem, problem, 0])
+
+    registry.register("toy_kind", parse=int, create=create, settings={"scale": "1"},
+                      summary="toy problems")
+    try:
+        assert drv.main(["--toy_kind", "--scale=2", "5", "--mode=C", "--no-peers"]) == 1
+        out = capsys.readouterr().out
+        assert calls == [(5, "C", "2")]
+        assert "--toy_kind default problem configuration: toy problems" in out
+        assert "FAILED: 3 of 4 elements" in out and "--toy_kind --scale=2 --mode=C 5" in out
+        assert drv.main(["--toy_kind", "7", "--min-time=0.001"]) == 1  # P mode: results differ
+        out = capsys.readouterr().out
+        assert "refused" in out and "n/a: toy" in out and "RESULTS DIFFER (1 of 4)" in out
+    finally:
+        registry._KINDS.pop("toy_kind")
+
+
+# ---- the driver as a user runs it (subprocess, outside the checkout) --------------------------
+@pytest.mark.skipif(not dnnq.testing.onednn_expected(), reason="no oneDNN wheel off x86-64 Linux")
+def test_help_example_checks_correctness_against_the_installed_bridge(tmp_path):
+    # the help's `--ip mb128ic768oc3072 --mode=C`, smaller
+    r = bench(tmp_path, "--ip", "mb16ic96oc48", "--mode=C")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "peers: oneDNN 3.2" in r.stdout
+    assert "PASSED: 768 of 768 elements bit-identical to oneDNN" in r.stdout
+    assert "--ip default problem configuration: u8 src, s8 weights, s8 dst" in r.stdout
+    assert "--dt=u8:s8:s8" in r.stdout and "per output channel" in r.stdout
+
+
+def test_bridge_is_the_installed_package():
+    r = subprocess.run([sys.executable, "-c", "import dnnq.testing as t; print(t.__file__)"],
+                       cwd="/", capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip().endswith(os.path.join("dnnq", "testing", "__init__.py"))
+
+
+@pytest.mark.parametrize("argv", [["--bogus"], ["--matmul", "1x2:3x4"], ["--conv", "x"]])
+def test_usage_errors_exit_2_before_running(tmp_path, argv):
+    r = bench(tmp_path, *argv)
+    assert r.returncode == 2
+    assert r.stderr.startswith("dnnq-bench: error:") and r.stdout == ""
+
+
+def test_timing_run_csv_and_peer_reasons(tmp_path):
+    out_csv = tmp_path / "r.csv"
+    r = bench(tmp_path, "--matmul", "--attr-zero-points=src:common:2", "4x40:40x24", "--reset",
+              "2x3x40:2x40x24", f"--csv={out_csv}")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "\r" not in r.stderr  # no progress bar when stderr is not a terminal
+    rows = list(csv.DictReader(open(out_csv)))
+    assert [row["problem"] for row in rows] == [
+        "--matmul --attr-zero-points=src:common:2 4x40:40x24", "--matmul 2x3x40:2x40x24"]
+    for row in rows:
+        assert float(row["dnnq_us"]) > 0 and row["status"] in ("same", "")
+        # torch has no column value: it says why (not installed / n/a for this configuration)
+        assert row["torch_us"] or row["torch_note"]
+    assert rows[0]["torch_note"] in ("not installed", "n/a: post-ops/zp")
+    if dnnq.testing.available():
+        assert all(float(row["oneDNN_us"]) > 0 and row["status"] == "same" for row in rows)
+    r = bench(tmp_path, "--no-peers", "--matmul", "4x40:40x24")
+    line = [s for s in r.stdout.splitlines() if s.startswith("--matmul 4x40")][0]
+    assert line.count("--no-peers") == 2 and r.returncode == 0
+
+
+def test_plot_or_a_clear_message(tmp_path):
+    png = tmp_path / "g.png"
+    r = bench(tmp_path, "--matmul", "4x40:40x24", "8x40:40x24", f"--plot={png}")
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        assert r.returncode == 2 and "--plot needs matplotlib" in r.stderr and not png.exists()
+    else:
+        assert r.returncode == 0, r.stderr
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_progress_bar_on_a_terminal(tmp_path):
+    import pty
+    master, slave = pty.openpty()
+    try:
+        r = bench(tmp_path, "--no-peers", "--matmul", "4x40:40x24", "8x40:40x24", stderr=slave)
+        os.close(slave)
+        slave = None
+        err = b""
+        while True:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            err += chunk
+    finally:
+        os.close(master)
+        if slave is not None:
+            os.close(slave)
+    assert r.returncode == 0
+    assert b"\r[" in err and b"1/2 --matmul 8x40:40x24" in err
+
+
+@pytest.mark.skipif(not dnnq.testing.onednn_expected(), reason="no oneDNN wheel off x86-64 Linux")
+def test_peer_isa_without_vnni_is_not_a_reference(tmp_path):
+    # oneDNN capped at AVX2 saturates u8*s8 pairs in s16: timed, but never compared with
+    r = bench(tmp_path, "--peer-isa=AVX2", "--matmul", "4x40:40x24", "--mode=C")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "effective avx2" in r.stdout
+    assert "UNCHECKED: oneDNN without VNNI is not exact" in r.stdout
