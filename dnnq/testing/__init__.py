@@ -49,7 +49,8 @@ import sys
 
 from ._capi import (INSTALL_HINT, LIB, SKIP_REASON, OnednnError, OnednnUnavailable,
                     arg_multiple_post_op, available, const, cpu_isa, has_vnni)
-from ._primitives import (InnerProductHandle, MatmulHandle, binary, concat, convolution, deconvolution, eltwise, gemm_s8s8s32,
+from ._primitives import (ConvHandle, InnerProductHandle, MatmulHandle, binary, concat, convolution,
+                          convolution_dw, deconvolution, eltwise, gemm_s8s8s32,
                           gemm_u8s8s32, inner_product, matmul, pooling, reorder, softmax, sum)
 from ._rnn import gru, lstm
 
@@ -92,7 +93,8 @@ def header_values() -> dict:
 
 
 __all__ = ["available", "onednn_expected", "require", "SKIP_REASON", "INSTALL_HINT",
-           "OnednnUnavailable", "MatmulHandle", "InnerProductHandle", "cpu_isa", "has_vnni",
+           "OnednnUnavailable", "MatmulHandle", "InnerProductHandle", "ConvHandle", "cpu_isa",
+           "has_vnni", "convolution_dw",
            "OnednnError", "const",
            "arg_multiple_post_op", "version", "header_values", "matmul", "reorder",
            "gemm_u8s8s32", "gemm_s8s8s32", "inner_product", "convolution", "deconvolution",
