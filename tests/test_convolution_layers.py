@@ -9,7 +9,7 @@ import pytest
 
 import dnnq
 from dnnq.bench.conv import RESNET50, MOBILENET, build, parse_conv
-import onednn_ref
+import dnnq.testing as onednn_ref
 
 LAYERS = [("resnet50", d) for d in RESNET50] + [("mobilenet", d) for d in MOBILENET]
 
