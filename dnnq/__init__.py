@@ -85,7 +85,8 @@ __all__ = [
     # descriptors and attributes
     "MemoryDesc", "u8", "s8", "s32", "f32", "as_dt", "PrimitiveAttr", "PostOps",
     # primitives and functions
-    "MatMul", "InnerProduct", "gemm_u8s8s32", "gemm_s8s8s32", "Reorder", "quantize",
+    "MatMul", "InnerProduct", "Convolution", "Deconvolution", "gemm_u8s8s32", "gemm_s8s8s32",
+    "Reorder", "quantize",
     "dequantize", "Eltwise", "Binary", "Sum", "Concat", "Pooling", "Softmax",
     "append_fake_quantize", "fake_quantize", "Convolution", "Deconvolution", "LSTM", "GRU",
     "LBRGRU", "VanillaRNN",

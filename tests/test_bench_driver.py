@@ -70,7 +70,8 @@ def test_batch_file(tmp_path):
 @pytest.mark.parametrize("argv, message", [
     (["--bogus"], "unknown option '--bogus'"),
     (["-x"], "unknown option '-x'"),
-    (["--conv", "mb1ic3ih5oc4kh3"], "no conv driver"),
+    (["--conv", "mb1oc4ih5kh3"], "ic and oc are required"),
+    (["--conv", "mb1ic3oc4kh3"], "at least one of id, ih, iw"),
     (["--matmul", "1x2:3x4"], "matching K"),
     (["--ip", "mb2oc4"], "mbXicXocX"),
     (["--mode=X", "1x8:8x4"], "--mode=X"),
@@ -82,6 +83,19 @@ def test_batch_file(tmp_path):
 def test_usage_errors(argv, message):
     with pytest.raises(drv.UsageError, match=message.replace("[", r"\[")):
         drv.parse_args(argv, KINDS)
+
+
+def test_conv_descriptors_and_builtin_sets():
+    """benchdnn's defaults (mb2, W from H, output / right padding deduced) and the sets."""
+    from dnnq.bench.conv import parse_conv, RESNET50
+    g = parse_conv("ic16ih10oc32kh3ph1")
+    assert (g["mb"], g["iw"], g["ow"], g["kw"], g["pw"], g["prw"]) == (2, 10, 10, 3, 1, 1)
+    g = parse_conv("mb1ic8ih9oc8oh5kh3sh2")  # padding deduced from the output size
+    assert (g["ph"], g["prh"]) == (1, 1)
+    g = parse_conv("mb1ic8ih4oc8kh3sh2ph1", deconv=True)
+    assert g["oh"] == 7
+    problems, _ = drv.parse_args(["--conv", "resnet50:mb8"], KINDS)
+    assert len(problems) == len(RESNET50) and all("mb8" in p[1] for p in problems)
 
 
 def test_setting_of_another_kind_is_an_error():

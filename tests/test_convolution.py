@@ -11,7 +11,7 @@ import dnnq
 from dnnq import (MemoryDesc, PrimitiveAttr, PostOps, DNNL_ARG_SRC, DNNL_ARG_WEIGHTS,
                   DNNL_ARG_DST, DNNL_ARG_BIAS, DNNL_ARG_SCALE, DNNL_ARG_ATTR_ZERO_POINTS,
                   DNNL_ARG_SRC_1, DNNL_ARG_ATTR_MULTIPLE_POST_OP)
-import onednn_ref
+import dnnq.testing as onednn_ref
 from _quant_ref import NP
 from _conv_ref import conv_acc, deconv_acc, quantized
 

@@ -7,7 +7,7 @@ import dnnq
 from dnnq import (MemoryDesc, PrimitiveAttr, PostOps, InvalidArguments, Unimplemented,
                   DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, DNNL_ARG_BIAS, DNNL_ARG_SCALE,
                   DNNL_ARG_ATTR_POST_OP_DW, DNNL_ARG_ATTR_ZERO_POINTS)
-import onednn_ref
+import dnnq.testing as onednn_ref
 
 F = np.float32
 DW = DNNL_ARG_ATTR_POST_OP_DW

@@ -200,8 +200,9 @@ cdef class ConvPlan:
         if nitems <= 0:
             return
         # small problems stay on one thread: a fork / join costs more than they do (about
-        # 2M multiply-adds take ~50 us on one VNNI core)
-        if self.work < (1 << 21) or nitems == 1:
+        # 2M multiply-adds take ~50 us on one VNNI core; a depthwise multiply-add costs far
+        # more than a GEMM one, so it splits from 64K on)
+        if self.work < ((1 << 16) if cv.depthwise else (1 << 21)) or nitems == 1:
             nthreads = 1
         if nthreads == 1:
             with nogil:

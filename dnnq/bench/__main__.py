@@ -45,7 +45,7 @@ import os
 import shlex
 import sys
 
-from dnnq.bench.registry import PEERS, Env, Unchecked, load_kinds
+from dnnq.bench.registry import PEERS, Env, Unchecked, expand_set, load_kinds
 
 DEFAULT = ["--matmul", "1x768:768x768", "1x768:768x3072", "128x768:768x768",
            "128x768:768x3072", "512x768:768x768", "512x768:768x3072", "512x3072:3072x768",
@@ -116,7 +116,8 @@ def parse_args(argv, kinds):
         if not a.startswith("--"):
             if a.startswith("-") and a not in ("-h",):
                 raise UsageError(f"unknown option {a!r}")
-            add_problem(a)
+            for desc in expand_set(a) or [a]:  # a built-in set (resnet50, ...) or one problem
+                add_problem(desc)
             continue
         key, eq, value = a[2:].partition("=")
         if key in kinds:

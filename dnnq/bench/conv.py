@@ -164,8 +164,9 @@ def with_batch(descs, mb):
 # ---- timing ---------------------------------------------------------------------------------
 
 def build(desc, knobs, rng, deconv=False, tag=True):
-    """dnnq primitive + execution args (target configuration unless knobs say otherwise)."""
-    geo = parse_conv(desc, deconv)
+    """dnnq primitive + execution args (the target configuration, --dt honoured) for a
+    descriptor string or a parsed geometry."""
+    geo = parse_conv(desc, deconv) if isinstance(desc, str) else desc
     sdt, _, ddt = (knobs.get("dt", "u8:s8:u8").split(":") + ["s8", "u8"])[:3]
     sd, wd, dd, bd, kw = conv_descs(geo, sdt, ddt, tag, deconv)
     attr = dnnq.PrimitiveAttr()
@@ -203,7 +204,7 @@ def build(desc, knobs, rng, deconv=False, tag=True):
 
 
 def best_time(fn, min_time):
-    from dnnq.bench.matmul import best_time as bt
+    from dnnq.bench.timing import best_time as bt
     return bt(fn, min_time)
 
 
@@ -239,74 +240,55 @@ def torch_conv(b):
     return (lambda: conv(xq)), f"torch:{engine}"
 
 
-def run_problems(problems, min_time, ref, use_torch):
-    """problems: (driver, desc, knobs) with driver conv / deconv; prints one line per problem
-    and the geometric means of the time ratios.  Returns 1 when a result differs."""
-    rng = np.random.default_rng(0)
-    print(f"{'problem':34s} {'kernel':26s} {'dnnq us':>9s} {'GOPS':>6s} {'oneDNN us':>10s} "
-          f"{'ratio':>6s} {'torch us':>9s} {'ratio':>6s}  notes")
-    ratios, torch_ratios, failures = [], [], 0
-    for driver, desc, knobs in problems:
-        deconv = driver == "deconv"
+SETTINGS = {"dt": "u8:s8:u8", "tag": "nhwc"}
+SUMMARY = ("per-OC weight scales, f32 bias, relu; --tag=nhwc (channels-last) or nchw; "
+           "built-in sets: " + ", ".join(SETS) + " (NAME:mbN for batch N)")
+
+
+def create(driver, geo, settings, env):
+    """The registry's Case for one (de)convolution problem: dnnq, oneDNN's ConvHandle
+    (argument array built once), PyTorch's quantized ConvReLU2d where installed."""
+    from dnnq.bench.registry import Case
+    deconv = driver == "deconv"
+    b = build(geo, settings, env.rng, deconv, tag=settings.get("tag", "nhwc") != "nchw")
+    p, args = b["p"], b["args"]
+    case = Case(kernel=p.impl_info, ops=b["ops"], dnnq=lambda: p.execute(args))
+    if env.onednn is None:
+        case.peers["oneDNN"] = case.reference = env.onednn_absent
+    else:
         try:
-            b = build(desc, knobs, rng, deconv, tag=knobs.get("tag", "nhwc") != "nchw")
-        except dnnq.DnnqError as e:
-            print(f"{desc[:34]:34s} {type(e).__name__}: {e}")
-            failures += 1
-            continue
-        label = (b["geo"]["name"] or desc)[:34]
-        p, args = b["p"], b["args"]
-        t = best_time(lambda: p.execute(args), min_time)
-        line = f"{label:34s} {p.impl_info:26s} {t * 1e6:9.1f} {b['ops'] / t / 1e9:6.0f}"
-        notes = []
-        if ref is not None:
-            try:
-                h = ref.ConvHandle(b["src"], b["wei"], b["bias"], b["ddt"], deconv=deconv,
-                                   **b["ref_kw"])
-            except Exception as e:  # oneDNN refuses the configuration
-                h = None
-                notes.append(f"oneDNN: {e}")
-            if h is not None:
-                t_ref = best_time(h.execute, min_time)
-                same = np.array_equal(h.result(), p.execute(args))
-                failures += not same
-                ratios.append(t / t_ref)
-                line += f" {t_ref * 1e6:10.1f} {t / t_ref:6.2f}"
-                notes.append(h.impl + ("" if same else " RESULTS DIFFER"))
-                h.close()
-            else:
-                line += f" {'-':>10s} {'-':>6s}"
+            h = env.onednn.ConvHandle(b["src"], b["wei"], b["bias"], b["ddt"], deconv=deconv,
+                                      **b["ref_kw"])
+        except env.onednn.OnednnError as exc:
+            case.peers["oneDNN"] = "refused"
+            case.reference = f"oneDNN refused: {exc}"
         else:
-            line += f" {'-':>10s} {'-':>6s}"
-        tc = torch_conv(b) if use_torch and not deconv and b["ddt"] == "u8" else None
+            case.peers["oneDNN"] = h.runner()
+            case.reference = h.result
+            case.notes.append(h.impl)
+            case.close = h.close
+            if not env.onednn.has_vnni():
+                case.reference = "oneDNN without VNNI is not exact (s16 saturation)"
+    if not env.use_torch:
+        case.peers["torch"] = "--no-peers"
+    else:
+        tc = torch_conv(b) if not deconv and b["ddt"] == "u8" else None
+        case.peers["torch"] = "not installed / not comparable" if tc is None else tc[0]
         if tc is not None:
-            t_t = best_time(tc[0], min_time)
-            torch_ratios.append(t / t_t)
-            line += f" {t_t * 1e6:9.1f} {t / t_t:6.2f}"
-            notes.append(tc[1])
-        else:
-            line += f" {'-':>9s} {'-':>6s}"
-        print(line + "  " + ", ".join(notes), flush=True)
-    for peer, rs in (("oneDNN", ratios), ("PyTorch quantized Conv2d", torch_ratios)):
-        if rs:
-            gm = float(np.exp(np.mean(np.log(rs))))
-            print(f"geometric mean time ratio dnnq/{peer}: {gm:.3f} over {len(rs)} problems "
-                  f"(< 1 means dnnq is faster); max {max(rs):.2f}")
-    return 1 if failures else 0
+            case.notes.append(tc[1])
+    return case
 
 
-def main_hook(problems, min_time, ref, use_torch):
-    """Entry for dnnq.bench.__main__: expands the built-in set names."""
-    out = []
-    for driver, desc, knobs in problems:
-        if desc in SETS:
-            out += [(driver, d, knobs) for d in SETS[desc]]
-        elif re.fullmatch(r"(resnet50|mobilenet|mobilenet_dw):mb\d+", desc):
-            name, mb = desc.split(":")
-            out += [(driver, d, knobs) for d in with_batch(SETS[name], int(mb[2:]))]
-        else:
-            out.append((driver, desc, knobs))
-    return run_problems(out, min_time, ref, use_torch)
+def _register():
+    from dnnq.bench.registry import register, register_set
+    register("conv", parse=parse_conv, create=lambda *a: create("conv", *a),
+             settings=SETTINGS, summary=SUMMARY)
+    register("deconv", parse=lambda d: parse_conv(d, deconv=True),
+             create=lambda *a: create("deconv", *a), settings=SETTINGS, summary=SUMMARY)
+    for name, descs in SETS.items():
+        register_set(name, descs)
 
 
-__all__ = ["parse_conv", "RESNET50", "MOBILENET", "MOBILENET_DW", "SETS", "run_problems"]
+_register()
+
+__all__ = ["parse_conv", "RESNET50", "MOBILENET", "MOBILENET_DW", "SETS", "build", "create"]

@@ -101,6 +101,25 @@ class Kind:
 
 _KINDS: dict[str, Kind] = {}
 
+#: built-in problem sets: a bare name on the command line stands for its descriptors
+#: (e.g. ``--conv resnet50``; registered by the kind modules with :func:`register_set`)
+SETS: dict[str, list] = {}
+
+
+def register_set(name, descriptors):
+    """``name`` (and ``name:mbN``, the same with batch N) expands to ``descriptors``."""
+    SETS[name] = list(descriptors)
+
+
+def expand_set(token):
+    """The descriptors a built-in set name stands for, or None."""
+    import re
+    name, _, mb = token.partition(":")
+    if name not in SETS or (mb and not re.fullmatch(r"mb\d+", mb)):
+        return None
+    descs = SETS[name]
+    return [re.sub(r"mb\d+", mb, d, count=1) for d in descs] if mb else list(descs)
+
 
 def register(name, *, parse, create, settings, summary="", run=None, check=None):
     """Register (or replace) the problem kind ``--<name>``; see the module docstring."""

@@ -442,6 +442,20 @@ class ConvHandle:
     def execute(self):
         self.scope.execute(self.prim, self.args)
 
+    def runner(self):
+        """A no-argument callable running the primitive as a C++ caller does (the execution
+        argument array built once, here): see MatmulHandle.runner."""
+        lib_ = self.scope.lib
+        arr = (ExecArg * len(self.args))(*[ExecArg(k, m) for k, m in self.args.items()])
+        n, prim, stream = len(self.args), self.prim, lib_.stream
+        execute, wait = lib_.dll.dnnl_primitive_execute, lib_.dll.dnnl_stream_wait
+        self._keep_runner = arr
+
+        def run_once():
+            if execute(prim, stream, n, arr) or wait(stream):
+                self.scope.execute(self.prim, self.args)  # raises OnednnError with the status
+        return run_once
+
     def result(self):
         self.execute()
         self.scope.reorder(self.dst_mem, self.scope.wrap(self.dst))
