@@ -88,7 +88,7 @@ __all__ = [
     "MatMul", "InnerProduct", "Convolution", "Deconvolution", "gemm_u8s8s32", "gemm_s8s8s32",
     "Reorder", "quantize",
     "dequantize", "Eltwise", "Binary", "Sum", "Concat", "Pooling", "Softmax",
-    "append_fake_quantize", "fake_quantize", "Convolution", "Deconvolution", "LSTM", "GRU",
+    "append_fake_quantize", "fake_quantize", "LSTM", "GRU",
     "LBRGRU", "VanillaRNN",
     # submodules of the documented API (dnnq.testing is imported on demand: it loads oneDNN)
     "args", "masks", "memory", "attr", "post_ops", "errors", "calibrate", "eltwise_math",

@@ -167,7 +167,7 @@ def main(argv=None):
     if dnnq.get_effective_cpu_isa() != args.dnnq_isa:
         print(f"dnnq level {dnnq.get_effective_cpu_isa()} is not {args.dnnq_isa}")
         return 1
-    import onednn_ref
+    import dnnq.testing as onednn_ref
     if onednn_level(onednn_ref.cpu_isa()) != args.dnnq_isa:  # the cap did not reach oneDNN
         print(f"oneDNN runs at {onednn_ref.cpu_isa()}, not at the ISA of {args.dnnq_isa}")
         return 1

@@ -14,8 +14,8 @@ from dnnq import (DNNL_ARG_SRC_LAYER, DNNL_ARG_SRC_ITER, DNNL_ARG_SRC_ITER_C,
                   DNNL_ARG_ATTR_ZERO_POINTS)
 from dnnq._kernels import _rnn
 import dnnq.primitives.rnn as rnn_mod
-import onednn_ref as ref
-from onednn_ref import requires_onednn
+import dnnq.testing as ref
+from dnnq.testing import requires_onednn
 import _rnn_ref as model
 
 DIRS = ("unidirectional_left2right", "unidirectional_right2left", "bidirectional_concat",
