@@ -77,7 +77,8 @@ print("ok", dnnq.get_num_threads())
 
 def test_huge_thread_count_then_execute():
     """r12: after asking for 100000 threads, the next (parallel) execute still runs."""
-    r = subprocess.run([sys.executable, "-c", _THREADS_SCRIPT], capture_output=True, text=True,
+    # -P: never the uncompiled dnnq/ of the checkout (CI runs from its root)
+    r = subprocess.run([sys.executable, "-P", "-c", _THREADS_SCRIPT], capture_output=True, text=True,
                        timeout=300)
     assert r.returncode == 0 and r.stdout.startswith("ok"), (r.returncode, r.stdout,
                                                             r.stderr[-2000:])

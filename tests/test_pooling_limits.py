@@ -209,7 +209,8 @@ def test_failed_scratch_allocation_raises_memory_error(isa):
     raises MemoryError instead of returning with dst unwritten."""
     import subprocess
     import sys
-    r = subprocess.run([sys.executable, "-c", _NOMEM_SCRIPT, isa], capture_output=True,
+    # -P: never the uncompiled dnnq/ of the checkout (CI runs from its root)
+    r = subprocess.run([sys.executable, "-P", "-c", _NOMEM_SCRIPT, isa], capture_output=True,
                        text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("MemoryError"), (r.stdout, r.stderr)
