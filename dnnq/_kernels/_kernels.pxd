@@ -35,6 +35,7 @@ cdef extern from "dnnq_kernels.h" nogil:
         int64_t r_sb
         int raw_s32
         int fast_epi
+        int fast_epi_sum
         float src_scale
         const float *scale
         int64_t scale_sn

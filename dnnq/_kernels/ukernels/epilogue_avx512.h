@@ -21,7 +21,7 @@ typedef struct {
     __m512 sc[4], bi[4], zp[4];
     __mmask16 km[4];
     __mmask64 km8;
-    int full, has_zp, flags, post, kind;
+    int full, has_zp, flags, post, kind, has_sum;
     char *d0;       /* dst of (batch, row 0, column n0) */
     int64_t ldd;    /* its row stride in bytes */
 } epi_consts_t;
@@ -33,12 +33,17 @@ enum { EPI_RAW = 4 }; /* after the DNNQ_DT_* codes: s32 accumulators stored as t
  * below 2^30 in magnitude, where the saturating packs alone give the clamped result */
 enum { EPI_F_SIMPLE = 1, EPI_F_NOCC = 2, EPI_F_NOCLAMP = 4, EPI_F_GENERAL = 0 };
 
-DNNQ_ALWAYS_INLINE __m512 epi_post(const int POST, __m512 v, const dnnq_gemm_args_t *g) {
+/* prev: the destination's previous values as f32 (read only when the chain has a sum) */
+DNNQ_ALWAYS_INLINE __m512 epi_post(const int POST, __m512 v, const dnnq_gemm_args_t *g,
+                                   __m512 prev) {
     if (POST == EPI_RELU0) return _mm512_max_ps(v, _mm512_setzero_ps()); /* -0.0, NaN -> +0 */
     if (POST == EPI_CHAIN) {
         for (int i = 0; i < g->n_post; ++i) {
             const dnnq_postop_t *po = &g->post[i];
-            if (po->alg == DNNQ_ELT_RELU) {
+            if (po->kind == DNNQ_PO_SUM) { /* v += scale * (prev - zp): dnnq_po_sum's order */
+                v = _mm512_add_ps(v, _mm512_mul_ps(_mm512_set1_ps(po->alpha),
+                                                   _mm512_sub_ps(prev, _mm512_set1_ps(po->beta))));
+            } else if (po->alg == DNNQ_ELT_RELU) {
                 if (po->alpha == 0.0f) v = _mm512_max_ps(v, _mm512_setzero_ps());
                 else v = _mm512_mask_mov_ps(_mm512_mul_ps(v, _mm512_set1_ps(po->alpha)),
                                             _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_GT_OQ), v);
@@ -55,13 +60,25 @@ DNNQ_ALWAYS_INLINE __m512 epi_post(const int POST, __m512 v, const dnnq_gemm_arg
  * anything below -2^31 into INT_MIN, which the saturating packs send to the bottom: so NaN
  * goes to +127 (s8) / 2147483520 (s32) / 0 (u8) -- what oneDNN's matmul stores -- with one
  * clamp for s8, no NaN test. */
+/* the previous destination values of vector j of a row (columns 16j..), as f32 */
+DNNQ_ALWAYS_INLINE __m512 epi_prev(const int DT, const epi_consts_t *k, const char *o, int j) {
+    if (DT == DNNQ_DT_S8)
+        return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(k->km[j], o + 16 * j)));
+    if (DT == DNNQ_DT_U8)
+        return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(k->km[j], o + 16 * j)));
+    if (DT == DNNQ_DT_S32)
+        return _mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(k->km[j], o + 64 * j));
+    return _mm512_maskz_loadu_ps(k->km[j], o + 64 * j);
+}
+
 DNNQ_ALWAYS_INLINE __m512 epi_value(const int DT, const int POST, const int F,
                                     const dnnq_gemm_args_t *g, const epi_consts_t *k, __m512i ai,
-                                    int j) {
+                                    int j, const char *o) {
     if (!(F & EPI_F_NOCC)) ai = _mm512_add_epi32(ai, k->cc[j]);
     __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(ai), k->sc[j]);
     v = _mm512_add_ps(v, k->bi[j]);
-    v = epi_post(POST, v, g);
+    v = epi_post(POST, v, g,
+                 POST == EPI_CHAIN && k->has_sum ? epi_prev(DT, k, o, j) : _mm512_setzero_ps());
     if (!(F & EPI_F_SIMPLE)) {
         v = _mm512_mul_ps(v, _mm512_set1_ps(g->inv_dst_scale));
         if (k->has_zp) v = _mm512_add_ps(v, k->zp[j]); /* no "+ 0": -0.0 stays for f32 */
@@ -89,8 +106,8 @@ DNNQ_ALWAYS_INLINE void epi_tile(const int DT, const int POST, const int F,
                 __m512i q;
                 if (DT == EPI_RAW) q = _mm512_add_epi32(ai, k->cc[j]);
                 else if (DT == DNNQ_DT_F32)
-                    q = _mm512_castps_si512(epi_value(DT, POST, F, g, k, ai, j));
-                else q = _mm512_cvtps_epi32(epi_value(DT, POST, F, g, k, ai, j));
+                    q = _mm512_castps_si512(epi_value(DT, POST, F, g, k, ai, j, o));
+                else q = _mm512_cvtps_epi32(epi_value(DT, POST, F, g, k, ai, j, o));
                 if (k->full) _mm512_storeu_si512(o + 64 * j, q);
                 else _mm512_mask_storeu_epi32(o + 64 * j, k->km[j], q);
             }
@@ -101,7 +118,7 @@ DNNQ_ALWAYS_INLINE void epi_tile(const int DT, const int POST, const int F,
         __m512i q[4];
         for (int j = 0; j < 4; ++j)
             q[j] = _mm512_cvtps_epi32(
-                epi_value(DT, POST, F, g, k, _mm512_load_si512((const void *)(t + 16 * j)), j));
+                epi_value(DT, POST, F, g, k, _mm512_load_si512((const void *)(t + 16 * j)), j, o));
         const __m512i w01 = _mm512_packs_epi32(q[0], q[1]), w23 = _mm512_packs_epi32(q[2], q[3]);
         __m512i bytes = DT == DNNQ_DT_S8 ? _mm512_packs_epi16(w01, w23) : _mm512_packus_epi16(w01, w23);
         bytes = _mm512_permutexvar_epi32(
@@ -136,8 +153,11 @@ static void epi_prepare_avx512(const dnnq_gemm_args_t *g, int64_t b, int64_t n0,
     k->km8 = nc >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << nc) - 1);
     k->has_zp = g->dst_zp != NULL;
     k->post = g->n_post == 0 ? EPI_NONE
-              : (g->n_post == 1 && g->post[0].alg == DNNQ_ELT_RELU && g->post[0].alpha == 0.0f)
+              : (g->n_post == 1 && g->post[0].kind == DNNQ_PO_ELTWISE &&
+                 g->post[0].alg == DNNQ_ELT_RELU && g->post[0].alpha == 0.0f)
                   ? EPI_RELU0 : EPI_CHAIN;
+    k->has_sum = 0;
+    for (int i = 0; i < g->n_post; ++i) k->has_sum |= g->post[i].kind == DNNQ_PO_SUM;
     k->flags = 0;
     if (!k->has_zp && g->inv_dst_scale == 1.0f) k->flags |= EPI_F_SIMPLE;
     __mmask16 ccnz = 0;
@@ -198,6 +218,7 @@ static void fast_epilogue_avx512(const dnnq_gemm_args_t *g, const epi_consts_t *
 #undef EPI_8BIT
 }
 #define DNNQ_FAST_EPILOGUE fast_epilogue_avx512
+#define DNNQ_FAST_SUM 1 /* it reads the previous dst for sum post-ops */
 #define DNNQ_EPI_PREPARE epi_prepare_avx512
 typedef epi_consts_t dnnq_epi_consts_t;
 #endif

@@ -158,8 +158,12 @@ static void dnnq_epilogue_row(const dnnq_gemm_args_t *g, int64_t b, int64_t m, i
 
 /* the fused intrinsic epilogue covers per-N vectors, no weights zero point, and a bias that
  * does not vary along the rows */
+#ifndef DNNQ_FAST_SUM
+#define DNNQ_FAST_SUM 0 /* the ISA's fused epilogue has no sum post-op */
+#endif
 static inline int dnnq_fast_epi_ok(const dnnq_gemm_args_t *g) {
-    return g->fast_epi && !g->wzp && (!g->bias || (g->bias_sb == 0 && g->bias_sm == 0));
+    return (g->fast_epi || (DNNQ_FAST_SUM && g->fast_epi_sum)) && !g->wzp &&
+           (!g->bias || (g->bias_sb == 0 && g->bias_sm == 0));
 }
 
 void DNNQ_FN(dnnq_gemm_epilogue)(const dnnq_gemm_args_t *g, int64_t b, int64_t m, int mr,
