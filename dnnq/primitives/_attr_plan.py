@@ -110,26 +110,28 @@ class AttrPlan:
         mask = (self.scale_mask if kind == "scale" else self.zp_mask)[arg]
         return _masks.broadcast_index_strides(dims, mask)
 
-    def scales(self, args, arg):
-        """The validated f32 scales of ``arg`` (None when the attribute sets none)."""
-        if arg not in self.scale_mask:
+    def _runtime(self, args, arg, kind):
+        """The validated runtime values of ``arg`` (kind "scale" or "zp"), None when the
+        attribute sets no mask for them."""
+        scale = kind == "scale"
+        if arg not in (self.scale_mask if scale else self.zp_mask):
             return None
-        key = A.DNNL_ARG_SCALE | arg
+        key = (A.DNNL_ARG_SCALE if scale else A.DNNL_ARG_ATTR_ZERO_POINTS) | arg
         if key not in args:
             raise InvalidArguments(f"{self.prim}.execute: missing {arg_name(key)} (the attribute "
-                                   f"sets a scales mask for {arg_name(arg)})")
-        return _masks.check_scales(args[key], self.count(arg, "scale"), self._arg_name(key))
+                                   f"sets a {'scales' if scale else 'zero-points'} mask for "
+                                   f"{arg_name(arg)})")
+        check = _masks.check_scales if scale else _masks.check_zero_points
+        return check(args[key], self.count(arg, kind), self._arg_name(key))
+
+    def scales(self, args, arg):
+        """The validated f32 scales of ``arg`` (None when the attribute sets none)."""
+        return self._runtime(args, arg, "scale")
 
     def zero_points_f32(self, args, arg):
         """The validated zero points of ``arg`` converted to f32 (as oneDNN converts them)."""
-        if arg not in self.zp_mask:
-            return None
-        key = A.DNNL_ARG_ATTR_ZERO_POINTS | arg
-        if key not in args:
-            raise InvalidArguments(f"{self.prim}.execute: missing {arg_name(key)} (the attribute "
-                                   f"sets a zero-points mask for {arg_name(arg)})")
-        z = _masks.check_zero_points(args[key], self.count(arg, "zp"), self._arg_name(key))
-        return z.astype(F32)
+        z = self._runtime(args, arg, "zp")
+        return None if z is None else z.astype(F32)
 
 
 def fetch_post_op_inputs(prim, qa, args, arrays):

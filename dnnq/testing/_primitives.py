@@ -299,13 +299,10 @@ def inner_product(src, wei, bias=None, dst_dt="f32", *, src_scales=None, src_sca
 
 # ----------------------------------------------------------------------------- (de)convolution
 
-def _conv_like(kind, src, wei, bias, dst_dt, strides, padding_l, padding_r, dilates,
-               post_ops, dst_prev, any_format, return_impl, q):
-    src, wei = as_operand(src), as_operand(wei)
+def _conv_geometry(deconv, src, wei, strides, padding_l, padding_r, dilates):
+    """(dst shape, (strides, padding_l, padding_r, dilates)) of a (de)convolution, oneDNN's
+    conventions: dilation 0 = dense, padding_r defaults to padding_l."""
     nsp = src.ndim - 2
-    if nsp not in (1, 2, 3) or wei.ndim not in (src.ndim, src.ndim + 1):
-        raise ValueError(f"src {src.shape} / weights {wei.shape}: expected N,C,[D,]H,W data "
-                         "and [G,]O,I,[D,]H,W weights")
     grouped = wei.ndim == src.ndim + 1
     oc = wei.shape[0] * wei.shape[1] if grouped else wei.shape[0]
     ks = wei.shape[-nsp:]
@@ -315,11 +312,20 @@ def _conv_like(kind, src, wei, bias, dst_dt, strides, padding_l, padding_r, dila
     out_sp = []
     for i in range(nsp):
         ext = (ks[i] - 1) * (dl[i] + 1) + 1
-        if kind == "convolution":
-            out_sp.append((src.shape[2 + i] - ext + pl[i] + pr[i]) // st[i] + 1)
-        else:
-            out_sp.append((src.shape[2 + i] - 1) * st[i] - pl[i] - pr[i] + ext)
-    dst_shape, dt = (src.shape[0], oc, *out_sp), dt_name(dst_dt)
+        out_sp.append((src.shape[2 + i] - 1) * st[i] - pl[i] - pr[i] + ext if deconv
+                      else (src.shape[2 + i] - ext + pl[i] + pr[i]) // st[i] + 1)
+    return (src.shape[0], oc, *out_sp), (st, pl, pr, dl)
+
+
+def _conv_like(kind, src, wei, bias, dst_dt, strides, padding_l, padding_r, dilates,
+               post_ops, dst_prev, any_format, return_impl, q):
+    src, wei = as_operand(src), as_operand(wei)
+    if src.ndim - 2 not in (1, 2, 3) or wei.ndim not in (src.ndim, src.ndim + 1):
+        raise ValueError(f"src {src.shape} / weights {wei.shape}: expected N,C,[D,]H,W data "
+                         "and [G,]O,I,[D,]H,W weights")
+    dst_shape, (st, pl, pr, dl) = _conv_geometry(kind == "deconvolution", src, wei, strides,
+                                                 padding_l, padding_r, dilates)
+    dt = dt_name(dst_dt)
     bias = _bias(bias)
     with Scope() as s:
         attr = _quant_attr(s, post_ops, len(dst_shape), **q)
@@ -398,19 +404,9 @@ class ConvHandle:
         self.scope = s = Scope()
         s.__enter__()
         src, wei = as_operand(src), as_operand(wei)
-        nsp = src.ndim - 2
-        grouped = wei.ndim == src.ndim + 1
-        oc = wei.shape[0] * wei.shape[1] if grouped else wei.shape[0]
-        ks = wei.shape[-nsp:]
-        st, pl = _spatial(strides, nsp, 1), _spatial(padding_l, nsp, 0)
-        pr = list(pl) if padding_r is None else _spatial(padding_r, nsp, 0)
-        dl = _spatial(dilates, nsp, 0)
-        out_sp = []
-        for i in range(nsp):
-            ext = (ks[i] - 1) * (dl[i] + 1) + 1
-            out_sp.append((src.shape[2 + i] - ext + pl[i] + pr[i]) // st[i] + 1 if not deconv
-                          else (src.shape[2 + i] - 1) * st[i] - pl[i] - pr[i] + ext)
-        self.dst_shape, dt = (src.shape[0], oc, *out_sp), dt_name(dst_dt)
+        self.dst_shape, (st, pl, pr, dl) = _conv_geometry(deconv, src, wei, strides, padding_l,
+                                                          padding_r, dilates)
+        dt = dt_name(dst_dt)
         bias = _bias(bias)
         attr = _quant_attr(s, post_ops, len(self.dst_shape), **q)
         pd = s.pd(f"dnnl_{kind}_forward_primitive_desc_create", s.lib.engine,
