@@ -58,8 +58,7 @@ def _best(fns, reps=60):
 
 def main():
     import ctypes
-    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "tests"))
-    import onednn_ref
+    import dnnq.testing as onednn_ref
     threads = int(os.environ.get("OMP_NUM_THREADS", "0")) or dnnq.get_num_threads()
     dnnq.set_num_threads(threads)
     A, B, C, co = _data()
