@@ -40,6 +40,7 @@ cdef extern from "dnnq_conv.h" nogil:
         const int8_t *packed
         const int16_t *dw_weights
         int64_t dw_stride
+        int dw_kind
         dnnq_gemm_args_t epi
         int64_t dst_img, rowsum_img
         int64_t post_b[32]
@@ -79,6 +80,7 @@ cdef class ConvPlan:
     cdef dnnq_conv_t cv
     cdef dnnq_postop_t* post
     cdef public int64_t n_items, work
+    cdef int64_t dw_strides[2]
 
     def __cinit__(self):
         self.post = NULL
@@ -107,7 +109,8 @@ cdef class ConvPlan:
         cols = cv.OC if cv.depthwise else cv.OCg
         cv.n_panels = (cols + DNNQ_NR - 1) // DNNQ_NR
         cv.mc, cv.mr = geom["mc"], geom["mr"]
-        cv.dw_stride = geom["dw_stride"]
+        # s16 elements per panel of each depthwise layout (DNNQ_DW_S16, DNNQ_DW_VNNI4)
+        self.dw_strides[0], self.dw_strides[1] = geom["dw_strides"]
         if cv.mr < 1 or cv.mr > (DNNQ_CONV_TILE_ROWS if cv.depthwise else DNNQ_MR_MAX):
             raise ValueError("ConvPlan: mr out of range")
         cv.isa = isa
@@ -143,11 +146,11 @@ cdef class ConvPlan:
             col_comp, wzp, int64_t wzp_sn, rowsum,
             bint raw_s32, float src_scale, scale, int64_t scale_sn,
             bias, int64_t bias_sn, list src1s,
-            float dst_scale, dst_zp, int64_t dst_zp_sn, dst, int nthreads):
+            float dst_scale, dst_zp, int64_t dst_zp_sn, dst, int nthreads, int dw_kind=0):
         """One execution.  src: channels-last (N, D, H, W, C) bytes; dst channels-last of the
         dst type; col_comp (OC,) s32; rowsum (N, G, pixels) s32 with wzp; src1s: per post-op
         None, (f32, s_img, s_pix, s_chan) for binary or (cond, 3 strides, value, 3 strides)
-        for select."""
+        for select; dw_kind: the layout of dw_weights (0: the ISA's s16 one, 1: vnni4)."""
         cdef dnnq_conv_t cv = self.cv
         cdef dnnq_postop_t local_post[32]
         cdef int i
@@ -165,6 +168,10 @@ cdef class ConvPlan:
             cv.dw_weights = <const int16_t*>_ptr(dw_weights)
         elif cv.depthwise:
             raise ValueError("ConvPlan.run: depthwise needs dw_weights")
+        if dw_kind not in (0, 1) or (dw_kind == 1 and cv.isa < 3):
+            raise ValueError("ConvPlan.run: dw_kind must be 0, or 1 at an AVX-512 level")
+        cv.dw_kind = dw_kind
+        cv.dw_stride = self.dw_strides[dw_kind]
         cv.epi.col_comp = <const int32_t*>_ptr(col_comp)
         if wzp is not None:
             cv.epi.wzp = <const int32_t*>_ptr(wzp)

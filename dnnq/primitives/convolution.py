@@ -101,8 +101,11 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
         # the batch-reduce kernel of the AMX level is the AVX-512 VNNI one (tiles need
         # strided rows)
         self._isa = "avx512_core_vnni" if isa == "avx512_core_amx" else isa
-        # the AVX-512 depthwise kernel takes its weights in tap pairs
-        self._dw_pairs = self._isa == "avx512_core_vnni"
+        # the AVX-512 depthwise kernels take s8 weights four taps at a time (vnni4), and the
+        # s16 weights of a weights zero point in tap pairs
+        avx512 = self._isa == "avx512_core_vnni"
+        self._dw_layout = "vnni4" if avx512 else "natural"
+        self._dw_s16_layout = "pairs" if avx512 else "natural"
         kernel = ("dw" if geo.depthwise else "brgconv_1x1" if geo.is_gemm else
                   "brgconv_fold" if geo.fold_kw else "brgconv")
         self.impl_info = f"{_ISA_NAME.get(self._isa, self._isa)}:{kernel}"
@@ -210,7 +213,8 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
                  kernel=geo.kernel, strides=geo.strides, steps=geo.steps, pads=geo.pads,
                  deconv=int(geo.deconv), depthwise=int(geo.depthwise), fold_kw=int(geo.fold_kw),
                  kpair=geo.kpair, npairs=geo.npairs, mc=mc, mr=mr,
-                 dw_stride=depthwise_panel_stride(geo, self._dw_pairs))
+                 dw_strides=(depthwise_panel_stride(geo, self._dw_s16_layout),
+                             depthwise_panel_stride(geo, "vnni4")))
         return _conv.ConvPlan(isa_code, g, _plan.DT_CODE[self.dst_desc.dt], self._post_specs,
                               fast)
 
@@ -233,7 +237,7 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
         the column sums of the compensation); `execute` accepts the result in their place."""
         d = self.weights_desc
         d.check_array(w, "weights")  # dtype / shape checks; packing reads any strides
-        return PackedConvWeights(self._geo, w, self._key, self._dw_pairs)
+        return PackedConvWeights(self._geo, w, self._key, self._dw_layout)
 
     def _weights(self, w):
         if isinstance(w, PackedConvWeights):
@@ -333,6 +337,7 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
         lo, hi = _RANGE[sd.dt]
         self._zs_range = (lo, hi)
         self._shift = 128 if sd.dt == "s8" and not geo.depthwise else 0
+        self._dw_kind = int(geo.depthwise and self._dw_layout == "vnni4")
 
     def _execute_fast(self, args):
         """The common case (channels-last arrays of the right types, packed weights, f32 or no
@@ -427,7 +432,7 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
             self._plan.run(x.view(np.uint8), self.src_desc.dt == "s8", zrow, None, pw.packed,
                            pw.dw, col_comp, None, 0, None, self._raw_s32, ss, scale, scale_sn,
                            bias, 1, _NO_SRC1[len(self._post_specs)], ds, dzp, 0, out,
-                           _dispatch.get_num_threads())
+                           _dispatch.get_num_threads(), self._dw_kind)
         if _verbose._level:
             self._verbose("exec", (time.perf_counter() - t0) * 1e3)
         return self.dst_desc.logical_view(out) if user is None else user
@@ -486,7 +491,7 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
         delta = zs64 - zrow_vals  # zero points the source type cannot hold
         per_ic = zs.size > 1
         zrow = self._zero_point_rows(zs, zrow_vals)
-        dw_w = pw.dw
+        dw_w, dw_kind = pw.dw, self._dw_kind
         plain = pw.plain  # (G, taps, ICg, OCg)
         if geo.depthwise and zw is not None:
             # depthwise: the weights zero point is folded into the s16 weights (exact)
@@ -495,7 +500,7 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
                 raise Unimplemented(f"{p}.execute: depthwise weights minus the weights zero "
                                     "point must fit s16; got values in "
                                     f"[{wz.min()}, {wz.max()}]")
-            dw_w = pack_depthwise(geo, wz, self._dw_pairs)
+            dw_w, dw_kind = pack_depthwise(geo, wz, self._dw_s16_layout), 0
             colsum = wz.sum(axis=1)
             tapw = wz[:, :, None]  # (C, taps, 1) as (G, taps, OCg)
             zw = None
@@ -568,7 +573,7 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
             self._plan.run(x.view(np.uint8), src_dt == "s8", zrow, padcorr,
                            pw.packed, dw_w, col_comp, zw, wzp_sn, rowsum,
                            self._raw_s32, src_scale, scale, scale_sn, bias, 1, src1s,
-                           dst_scale, dzp, dzp_sn, out, _dispatch.get_num_threads())
+                           dst_scale, dzp, dzp_sn, out, _dispatch.get_num_threads(), dw_kind)
         if _verbose._level:
             self._verbose("exec", (time.perf_counter() - t0) * 1e3)
         # back to the caller's layout

@@ -210,7 +210,11 @@ void dnnq_conv_run_item(const dnnq_conv_t *cv, int64_t item) {
     const int64_t chan0 = cv->depthwise ? p * DNNQ_NR : cv->G > 1 ? g * cv->ICg : 0;
     const int8_t *bpanel = cv->packed + (g * cv->n_panels + p) * npairs * cv->K4 * 4 * DNNQ_NR;
     const int16_t *wdw = cv->depthwise ? cv->dw_weights + p * cv->dw_stride : NULL;
-    dnnq_dw_tile_fn dw = cv->depthwise ? dnnq_dw_tile_for_isa(cv->isa) : NULL;
+    dnnq_dw_tile_fn dw = cv->depthwise ? dnnq_dw_tile_for_isa(cv->isa, cv->dw_kind) : NULL;
+    /* the row kernel of three-tap kernel rows (its weights follow the vnni4 ones) */
+    const int rows3 = cv->depthwise && cv->dw_kind == DNNQ_DW_VNNI4 && cv->kw == 3 &&
+                      cv->dw == 1 && (cv->sw == 1 || cv->sw == 2) && !cv->deconv &&
+                      (cv->isa == DNNQ_ISA_AVX512_CORE_VNNI || cv->isa == DNNQ_ISA_AVX512_CORE_AMX);
 
     /* each pair's source offset from the pixel's first tap, and the interior ranges */
     {
@@ -273,7 +277,13 @@ void dnnq_conv_run_item(const dnnq_conv_t *cv, int64_t item) {
             tile_rows(cv, n, g, m, mr, chan0, delta, ilo, ihi, rows, gather);
         }
         if (cv->depthwise) {
-            dw(mr, npairs, rows, dense ? ps : 0, nc, cv->src_signed, wdw, sub);
+#ifdef DNNQ_HAVE_X86_KERNELS
+            if (dense && rows3)
+                dnnq_dw3row_avx512(mr, npairs / 3, rows, cv->IC, (int)cv->sw, nc, cv->src_signed,
+                                   (const int8_t *)wdw, npairs, sub);
+            else
+#endif
+                dw(mr, npairs, rows, dense ? ps : 0, nc, cv->src_signed, wdw, sub);
         } else {
             /* dense rows read K rounded up to a multiple of 4 where that stays inside the
              * source: the extra bytes meet the zero padding of the packed weights, and the
@@ -300,11 +310,12 @@ void dnnq_conv_run_item(const dnnq_conv_t *cv, int64_t item) {
     free(gather);
 }
 
-dnnq_dw_tile_fn dnnq_dw_tile_for_isa(int isa) {
+dnnq_dw_tile_fn dnnq_dw_tile_for_isa(int isa, int kind) {
 #ifdef DNNQ_HAVE_X86_KERNELS
     switch (isa) {
     case DNNQ_ISA_AVX512_CORE_AMX:
-    case DNNQ_ISA_AVX512_CORE_VNNI: return dnnq_dw_tile_avx512;
+    case DNNQ_ISA_AVX512_CORE_VNNI:
+        return kind == DNNQ_DW_VNNI4 ? dnnq_dw4_tile_avx512 : dnnq_dw_tile_avx512;
     case DNNQ_ISA_AVX2_VNNI:
     case DNNQ_ISA_AVX2: return dnnq_dw_tile_avx2;
     default: break;

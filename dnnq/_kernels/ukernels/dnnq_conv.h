@@ -51,6 +51,7 @@ typedef struct {
     const int8_t *packed;
     const int16_t *dw_weights;       /* depthwise: one block of dw_stride s16 per panel */
     int64_t dw_stride;
+    int dw_kind;                     /* DNNQ_DW_S16 or DNNQ_DW_VNNI4 (the weights' layout) */
     /* epilogue template (b = 0): N = OCg, d_sm = OC, per-column pointers at group 0 */
     dnnq_gemm_args_t epi;
     int64_t dst_img;                 /* dst elements per image */
@@ -77,7 +78,19 @@ typedef void (*dnnq_dw_tile_fn)(int mr, int64_t ntaps, const uint8_t *const *row
 DNNQ_DECLARE_DW(portable)
 DNNQ_DECLARE_DW(avx2)
 DNNQ_DECLARE_DW(avx512)
-dnnq_dw_tile_fn dnnq_dw_tile_for_isa(int isa);
+/* the AVX-512 VNNI kernel taking taps four at a time (s8 weights, "vnni4" layout) */
+void dnnq_dw4_tile_avx512(int mr, int64_t ntaps, const uint8_t *const *rows, int64_t ps, int nc,
+                          int src_signed, const int16_t *w, int32_t *acc);
+/* a dense run of mr interior pixels of a kernel whose rows are three taps along w, dilation 0,
+ * stride sw (1 or 2): rows[3 i] points at kernel row i's first tap of the first pixel, ic is
+ * the byte distance between source pixels; w the panel's vnni4 weights with their "rows3"
+ * block (conv_dw_avx512.c) */
+void dnnq_dw3row_avx512(int mr, int64_t nrows, const uint8_t *const *rows, int64_t ic, int sw,
+                        int nc, int src_signed, const int8_t *w, int64_t ntaps, int32_t *acc);
+/* depthwise weight layouts: the ISA's s16 one (natural [tap][64], or the AVX-512 tap pairs),
+ * or s8 taps by four for vpdpbusd (AVX-512 only) */
+enum { DNNQ_DW_S16 = 0, DNNQ_DW_VNNI4 = 1 };
+dnnq_dw_tile_fn dnnq_dw_tile_for_isa(int isa, int kind);
 
 /* dst (cols, rows) = src (rows, cols)^T for elements of esz = 1 or 4 bytes */
 void dnnq_transpose(const void *src, void *dst, int64_t rows, int64_t cols, int esz);
