@@ -287,28 +287,33 @@ void dnnq_dw4_tile_avx512(int mr, int64_t ntaps, const uint8_t *const *rows, int
 /* R (1..4, a constant after inlining) output pixels r0 .. r0+R-1 of a run of mr */
 #define DW3_BLOCK(NAME, W, VT, LOADV, ZERO, DP, MT, MASKT)                                     \
 static inline __attribute__((always_inline)) void                                              \
-NAME(const int R, const int CHECK, int r0, int mr, int64_t nrows, const uint8_t *const *rows, int64_t ic,       \
-     const int sw, int src_signed, const int8_t *wrow, const int8_t *comp, int32_t *acc,       \
+NAME(const int R, const int CHECK, int r0, int nrows, const uint8_t *const *rows,             \
+     const int64_t *strides, const int *widx, int64_t x0, int64_t lo, int64_t hi, VT zpv,       \
+     const int sw, int src_signed, const int8_t *wrow, const int8_t *comp, int32_t *acc,        \
      MASKT msk) {                                                                              \
     (void)msk;                                                                                 \
     const VT flip = _mm##W##_set1_epi8(src_signed ? (char)0x80 : 0);                            \
     const VT zero = ZERO();                                                                    \
-    const int64_t last = (int64_t)sw * (mr - 1) + 2; /* the last source pixel the run reads */ \
+    /* the block's source columns [lo, hi) are read, the others are the zero-point pixel */   \
+    lo -= (int64_t)sw * r0;                                                                    \
+    hi -= (int64_t)sw * r0;                                                                    \
+    (void)lo; (void)hi; (void)zpv;                                                             \
     VT s[4][4];                                                                                \
     _Pragma("GCC unroll 4") for (int i = 0; i < R; ++i)                                        \
     _Pragma("GCC unroll 4") for (int k = 0; k < 4; ++k)                                        \
         s[i][k] = src_signed ? LOADV(comp + k * 64) : zero;                                    \
-    for (int64_t row = 0; row < nrows; ++row) {                                                \
-        const uint8_t *x = rows[3 * row];                                                      \
-        const int8_t *wr = wrow + row * 1024;                                                  \
+    for (int row = 0; row < nrows; ++row) {                                                    \
+        const int64_t ic = strides[row];                                                       \
+        const uint8_t *x = rows[row] + (x0 + (int64_t)sw * r0) * ic; /* inside when read */   \
+        const int8_t *wr = wrow + widx[row] * 1024;                                            \
         if (sw == 1) {                                                                         \
             /* J = x[c0 .. c0+3] serves pixels c0 (A) and c0 + 1 (B) */                        \
             _Pragma("GCC unroll 2") for (int h = 0; 2 * h < R; ++h) {                          \
-                const int64_t c0 = r0 + 2 * h;                                                 \
+                const int64_t c0 = 2 * h;                                                      \
                 VT v[4], q[4];                                                                 \
                 _Pragma("GCC unroll 4") for (int j = 0; j < 4; ++j)                            \
-                    v[j] = !CHECK || c0 + j <= last ? _mm##W##_xor_si##W(MT(x + (c0 + j) * ic), flip) \
-                                          : zero;                                              \
+                    v[j] = !CHECK || (c0 + j >= lo && c0 + j < hi)                             \
+                               ? _mm##W##_xor_si##W(MT(x + (c0 + j) * ic), flip) : zpv;        \
                 DW4_INTERLEAVE(W, v[0], v[1], v[2], v[3], q);                                  \
                 _Pragma("GCC unroll 4") for (int k = 0; k < 4; ++k) {                          \
                     s[2 * h][k] = DP(s[2 * h][k], q[k], LOADV(wr + k * 64));                   \
@@ -322,11 +327,11 @@ NAME(const int R, const int CHECK, int r0, int mr, int64_t nrows, const uint8_t 
             VT q[4], qn[4];                                                                    \
             _Pragma("GCC unroll 3") for (int h = 0; h <= R; h += 2) {                          \
                 if (h > 0 && h - 1 >= R) break;                                                \
-                const int64_t c0 = 2 * ((int64_t)r0 + h);                                      \
+                const int64_t c0 = 2 * h;                                                      \
                 VT v[4];                                                                       \
                 _Pragma("GCC unroll 4") for (int j = 0; j < 4; ++j)                            \
-                    v[j] = !CHECK || c0 + j <= last ? _mm##W##_xor_si##W(MT(x + (c0 + j) * ic), flip) \
-                                          : zero;                                              \
+                    v[j] = !CHECK || (c0 + j >= lo && c0 + j < hi)                             \
+                               ? _mm##W##_xor_si##W(MT(x + (c0 + j) * ic), flip) : zpv;        \
                 DW4_INTERLEAVE(W, v[0], v[1], v[2], v[3], qn);                                 \
                 if (h > 0) {                                                                   \
                     _Pragma("GCC unroll 4") for (int k = 0; k < 4; ++k)                        \
@@ -383,18 +388,26 @@ DW3_BLOCK(dw3_256_mask, 256, __m256i, LD256, _mm256_setzero_si256, _mm256_dpbusd
           DW3_SRC256_MASK, __mmask32)
 
 /* a run of mr pixels: blocks of 4, the tail by its size (the block size a constant); only
- * blocks near the end of the run check which source pixels exist */
+ * blocks that meet a border or the end of the run check their source columns */
 #define DW3_RUN(BLOCK, SW, M)                                                                  \
     do {                                                                                       \
         int r = 0;                                                                             \
-        for (; r + 4 + 2 <= mr; r += 4)                                                        \
-            BLOCK(4, 0, r, mr, nrows, rows, ic, SW, src_signed, wrow, comp, acc, M);           \
-        for (; r + 4 <= mr; r += 4)                                                            \
-            BLOCK(4, 1, r, mr, nrows, rows, ic, SW, src_signed, wrow, comp, acc, M);           \
+        for (; r + 4 <= mr; r += 4) {                                                          \
+            const int64_t c = (int64_t)SW * r;                                                 \
+            if (c >= lo && c + (SW == 1 ? 5 : 11) < hi)                                        \
+                BLOCK(4, 0, r, nrows, rows, strides, widx, x0, lo, hi, zpv, SW, src_signed,    \
+                      wrow, comp, acc, M);                                                     \
+            else                                                                               \
+                BLOCK(4, 1, r, nrows, rows, strides, widx, x0, lo, hi, zpv, SW, src_signed,    \
+                      wrow, comp, acc, M);                                                     \
+        }                                                                                      \
         switch (mr - r) {                                                                      \
-        case 3: BLOCK(3, 1, r, mr, nrows, rows, ic, SW, src_signed, wrow, comp, acc, M); break; \
-        case 2: BLOCK(2, 1, r, mr, nrows, rows, ic, SW, src_signed, wrow, comp, acc, M); break; \
-        case 1: BLOCK(1, 1, r, mr, nrows, rows, ic, SW, src_signed, wrow, comp, acc, M); break; \
+        case 3: BLOCK(3, 1, r, nrows, rows, strides, widx, x0, lo, hi, zpv, SW, src_signed,    \
+                      wrow, comp, acc, M); break;                                              \
+        case 2: BLOCK(2, 1, r, nrows, rows, strides, widx, x0, lo, hi, zpv, SW, src_signed,    \
+                      wrow, comp, acc, M); break;                                              \
+        case 1: BLOCK(1, 1, r, nrows, rows, strides, widx, x0, lo, hi, zpv, SW, src_signed,    \
+                      wrow, comp, acc, M); break;                                              \
         default: break;                                                                        \
         }                                                                                      \
     } while (0)
@@ -404,12 +417,27 @@ DW3_BLOCK(dw3_256_mask, 256, __m256i, LD256, _mm256_setzero_si256, _mm256_dpbusd
         else DW3_RUN(BLOCK, 2, M);                                                             \
     } while (0)
 
-void dnnq_dw3row_avx512(int mr, int64_t nrows, const uint8_t *const *rows, int64_t ic, int sw,
+void dnnq_dw3row_avx512(int mr, int nrows, const uint8_t *const *rows, const int64_t *strides,
+                        const int *widx, int64_t x0, int64_t iw, const uint8_t *zpix, int sw,
                         int nc, int src_signed, const int8_t *w, int64_t ntaps, int32_t *acc) {
     const int8_t *comp = w + ((ntaps + 3) / 4) * 256;
     const int8_t *wrow = comp + 256;
-    if (nc == 64) DW3_RUN_SW(dw3_512_full, (__mmask64)0);
-    else if (nc > 32) DW3_RUN_SW(dw3_512_mask, (__mmask64)((1ull << nc) - 1));
-    else if (nc == 32) DW3_RUN_SW(dw3_256_full, (__mmask32)0);
-    else DW3_RUN_SW(dw3_256_mask, (__mmask32)((1ull << nc) - 1));
+    /* run columns c read source column x0 + c: inside the source and the run */
+    const int64_t lo = x0 < 0 ? -x0 : 0;
+    int64_t hi = iw - x0;
+    const int64_t last = (int64_t)sw * (mr - 1) + 3;
+    if (hi > last) hi = last;
+    if (nc > 32) {
+        const __mmask64 m = nc >= 64 ? ~0ull : (1ull << nc) - 1;
+        const __m512i zpv = _mm512_xor_si512(_mm512_maskz_loadu_epi8(m, zpix),
+                                             _mm512_set1_epi8(src_signed ? (char)0x80 : 0));
+        if (nc == 64) DW3_RUN_SW(dw3_512_full, m);
+        else DW3_RUN_SW(dw3_512_mask, m);
+    } else {
+        const __mmask32 m = nc >= 32 ? 0xffffffffu : (__mmask32)((1ull << nc) - 1);
+        const __m256i zpv = _mm256_xor_si256(_mm256_maskz_loadu_epi8(m, zpix),
+                                             _mm256_set1_epi8(src_signed ? (char)0x80 : 0));
+        if (nc == 32) DW3_RUN_SW(dw3_256_full, m);
+        else DW3_RUN_SW(dw3_256_mask, m);
+    }
 }

@@ -81,11 +81,14 @@ DNNQ_DECLARE_DW(avx512)
 /* the AVX-512 VNNI kernel taking taps four at a time (s8 weights, "vnni4" layout) */
 void dnnq_dw4_tile_avx512(int mr, int64_t ntaps, const uint8_t *const *rows, int64_t ps, int nc,
                           int src_signed, const int16_t *w, int32_t *acc);
-/* a dense run of mr interior pixels of a kernel whose rows are three taps along w, dilation 0,
- * stride sw (1 or 2): rows[3 i] points at kernel row i's first tap of the first pixel, ic is
- * the byte distance between source pixels; w the panel's vnni4 weights with their "rows3"
- * block (conv_dw_avx512.c) */
-void dnnq_dw3row_avx512(int mr, int64_t nrows, const uint8_t *const *rows, int64_t ic, int sw,
+/* mr consecutive output pixels of one output row, for a kernel whose rows are three taps along
+ * w (dilation 0 along w), stride sw (1 or 2): the run reads source columns x0 + c,
+ * c = 0 .. sw * (mr - 1) + 2; kernel row i (of nrows) reads column x at rows[i] + x *
+ * strides[i] when 0 <= x < iw (a stride of 0: the zero-point pixel), else the zero-point
+ * pixel zpix, with the weights of kernel row widx[i]; w: the panel's vnni4 weights with their
+ * "rows3" block (conv_dw_avx512.c) */
+void dnnq_dw3row_avx512(int mr, int nrows, const uint8_t *const *rows, const int64_t *strides,
+                        const int *widx, int64_t x0, int64_t iw, const uint8_t *zpix, int sw,
                         int nc, int src_signed, const int8_t *w, int64_t ntaps, int32_t *acc);
 /* depthwise weight layouts: the ISA's s16 one (natural [tap][64], or the AVX-512 tap pairs),
  * or s8 taps by four for vpdpbusd (AVX-512 only) */
