@@ -209,8 +209,8 @@ static void run_item_dw_rows3(const dnnq_conv_t *cv, int64_t item) {
     dnnq_gemm_args_t ge;
     dnnq_postop_t post[DNNQ_CONV_MAX_POST];
     item_epilogue_args(cv, n, 0, &ge, post);
-    const int TR = DNNQ_CONV_TILE_ROWS;
-    int32_t tile[DNNQ_CONV_TILE_ROWS * DNNQ_NR] __attribute__((aligned(64)));
+    const int TR = DNNQ_DW_TILE_ROWS;
+    int32_t tile[DNNQ_DW_TILE_ROWS * DNNQ_NR] __attribute__((aligned(64)));
     const uint8_t **rowp = (const uint8_t **)malloc((sizeof(uint8_t *) + sizeof(int64_t) +
                                                      sizeof(int)) * (size_t)nkr);
     if (!rowp) return; /* never reached in practice (a few bytes) */

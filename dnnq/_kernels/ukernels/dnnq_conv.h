@@ -27,6 +27,8 @@
 /* rows of one accumulator tile: the batch-reduce kernel's mr (<= DNNQ_MR_MAX), or for the
  * depthwise kernel up to this many (fewer epilogue calls: its per-call setup is amortised) */
 #define DNNQ_CONV_TILE_ROWS 32
+/* rows of the depthwise row driver's tile (one epilogue call per output row of up to this) */
+#define DNNQ_DW_TILE_ROWS 64
 
 typedef struct {
     /* geometry */
