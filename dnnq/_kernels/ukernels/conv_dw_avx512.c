@@ -284,6 +284,10 @@ void dnnq_dw4_tile_avx512(int mr, int64_t ntaps, const uint8_t *const *rows, int
  * Row weights ("rows3", after the vnni4 block of the panel): per kernel row i, per variant
  * v (A, B, C, D), 4 vectors k of 64 bytes in the vnni4 byte order. */
 
+/* source column c of the block (relative), or the zero-point pixel outside [lo, hi) */
+#define DW3_LD(XOR, MT, c)                                                                     \
+    (!CHECK || ((c) >= lo && (c) < hi) ? XOR(MT(x + (int64_t)(c) * ic), flip) : zpv)
+
 /* R (1..4, a constant after inlining) output pixels r0 .. r0+R-1 of a run of mr */
 #define DW3_BLOCK(NAME, W, VT, LOADV, ZERO, DP, MT, MASKT)                                     \
 static inline __attribute__((always_inline)) void                                              \
@@ -306,45 +310,52 @@ NAME(const int R, const int CHECK, int r0, int nrows, const uint8_t *const *rows
         const int64_t ic = strides[row];                                                       \
         const uint8_t *x = rows[row] + (x0 + (int64_t)sw * r0) * ic; /* inside when read */   \
         const int8_t *wr = wrow + widx[row] * 1024;                                            \
+        /* each weight vector is loaded once and used for every pixel it serves (the     \
+         * accumulators, the interleaved sources and two weights fit the registers) */    \
+        VT qq[2][4];                                                                           \
         if (sw == 1) {                                                                         \
-            /* J = x[c0 .. c0+3] serves pixels c0 (A) and c0 + 1 (B) */                        \
-            _Pragma("GCC unroll 2") for (int h = 0; 2 * h < R; ++h) {                          \
-                const int64_t c0 = 2 * h;                                                      \
-                VT v[4], q[4];                                                                 \
-                _Pragma("GCC unroll 4") for (int j = 0; j < 4; ++j)                            \
-                    v[j] = !CHECK || (c0 + j >= lo && c0 + j < hi)                             \
-                               ? _mm##W##_xor_si##W(MT(x + (c0 + j) * ic), flip) : zpv;        \
-                DW4_INTERLEAVE(W, v[0], v[1], v[2], v[3], q);                                  \
-                _Pragma("GCC unroll 4") for (int k = 0; k < 4; ++k) {                          \
-                    s[2 * h][k] = DP(s[2 * h][k], q[k], LOADV(wr + k * 64));                   \
-                    if (2 * h + 1 < R)                                                         \
-                        s[2 * h + 1][k] = DP(s[2 * h + 1][k], q[k], LOADV(wr + 256 + k * 64)); \
+            /* J(c) = x[c .. c+3] serves pixels c (A) and c + 1 (B); J(0), J(2) share loads */ \
+            VT v[6];                                                                           \
+            _Pragma("GCC unroll 6") for (int j = 0; j < 6; ++j)                                \
+                v[j] = j < R + 2 ? DW3_LD(_mm##W##_xor_si##W, MT, j) : zero;                                           \
+            DW4_INTERLEAVE(W, v[0], v[1], v[2], v[3], qq[0]);                                  \
+            if (R > 2) DW4_INTERLEAVE(W, v[2], v[3], v[4], v[5], qq[1]);                       \
+            _Pragma("GCC unroll 4") for (int k = 0; k < 4; ++k) {                              \
+                const VT a = LOADV(wr + k * 64);                                               \
+                s[0][k] = DP(s[0][k], qq[0][k], a);                                            \
+                if (R > 2) s[2][k] = DP(s[2][k], qq[1][k], a);                                 \
+                if (R > 1) {                                                                   \
+                    const VT b = LOADV(wr + 256 + k * 64);                                     \
+                    s[1][k] = DP(s[1][k], qq[0][k], b);                                        \
+                    if (R > 3) s[3][k] = DP(s[3][k], qq[1][k], b);                             \
                 }                                                                              \
             }                                                                                  \
         } else {                                                                               \
-            /* J(p) = x[2p .. 2p+3] for p = r0, r0+2, r0+4: pixel p (A), pixel p + 1 (C, and  \
-             * D of the next J) */                                                             \
-            VT q[4], qn[4];                                                                    \
-            _Pragma("GCC unroll 3") for (int h = 0; h <= R; h += 2) {                          \
-                if (h > 0 && h - 1 >= R) break;                                                \
-                const int64_t c0 = 2 * h;                                                      \
-                VT v[4];                                                                       \
-                _Pragma("GCC unroll 4") for (int j = 0; j < 4; ++j)                            \
-                    v[j] = !CHECK || (c0 + j >= lo && c0 + j < hi)                             \
-                               ? _mm##W##_xor_si##W(MT(x + (c0 + j) * ic), flip) : zpv;        \
-                DW4_INTERLEAVE(W, v[0], v[1], v[2], v[3], qn);                                 \
-                if (h > 0) {                                                                   \
-                    _Pragma("GCC unroll 4") for (int k = 0; k < 4; ++k)                        \
-                        s[h - 1][k] = DP(s[h - 1][k], qn[k], LOADV(wr + 768 + k * 64));        \
+            /* J(p) = x[2p .. 2p+3]: pixel p (A), pixel p + 1 (C, and D of J(p + 1)):        \
+             * pixels 0..3 from J(0), J(2), J(4) (the block's source columns 0, 4, 8) */      \
+            VT v[4];                                                                           \
+            _Pragma("GCC unroll 4") for (int j = 0; j < 4; ++j) v[j] = DW3_LD(_mm##W##_xor_si##W, MT, j);              \
+            DW4_INTERLEAVE(W, v[0], v[1], v[2], v[3], qq[0]);                                  \
+            if (R > 1) {                                                                       \
+                _Pragma("GCC unroll 4") for (int j = 0; j < 4; ++j) v[j] = DW3_LD(_mm##W##_xor_si##W, MT, 4 + j);      \
+                DW4_INTERLEAVE(W, v[0], v[1], v[2], v[3], qq[1]);                              \
+            }                                                                                  \
+            _Pragma("GCC unroll 4") for (int k = 0; k < 4; ++k) {                              \
+                const VT a = LOADV(wr + k * 64);                                               \
+                s[0][k] = DP(s[0][k], qq[0][k], a);                                            \
+                if (R > 2) s[2][k] = DP(s[2][k], qq[1][k], a);                                 \
+                if (R > 1) {                                                                   \
+                    const VT c = LOADV(wr + 512 + k * 64);                                     \
+                    s[1][k] = DP(s[1][k], qq[0][k], c);                                        \
+                    if (R > 3) s[3][k] = DP(s[3][k], qq[1][k], c);                             \
+                    s[1][k] = DP(s[1][k], qq[1][k], LOADV(wr + 768 + k * 64));                 \
                 }                                                                              \
-                if (h < R) {                                                                   \
-                    _Pragma("GCC unroll 4") for (int k = 0; k < 4; ++k) {                      \
-                        s[h][k] = DP(s[h][k], qn[k], LOADV(wr + k * 64));                      \
-                        if (h + 1 < R)                                                         \
-                            s[h + 1][k] = DP(s[h + 1][k], qn[k], LOADV(wr + 512 + k * 64));    \
-                    }                                                                          \
-                }                                                                              \
-                (void)q;                                                                       \
+            }                                                                                  \
+            if (R > 3) {                                                                       \
+                _Pragma("GCC unroll 4") for (int j = 0; j < 4; ++j) v[j] = DW3_LD(_mm##W##_xor_si##W, MT, 8 + j);      \
+                DW4_INTERLEAVE(W, v[0], v[1], v[2], v[3], qq[0]);                              \
+                _Pragma("GCC unroll 4") for (int k = 0; k < 4; ++k)                            \
+                    s[3][k] = DP(s[3][k], qq[0][k], LOADV(wr + 768 + k * 64));                 \
             }                                                                                  \
         }                                                                                      \
     }                                                                                          \
