@@ -285,11 +285,12 @@ void dnnq_dw4_tile_avx512(int mr, int64_t ntaps, const uint8_t *const *rows, int
  * v (A, B, C, D), 4 vectors k of 64 bytes in the vnni4 byte order. */
 
 /* source column c of the block (relative), or the zero-point pixel outside [lo, hi) */
-#define DW3_LD(XOR, MT, c)                                                                     \
-    (!CHECK || ((c) >= lo && (c) < hi) ? XOR(MT(x + (int64_t)(c) * ic), flip) : zpv)
+#define DW3_LD(XOR, MT, MTM, c)                                                                \
+    (!CHECK ? XOR(MT(x + (int64_t)(c) * ic), flip)                                             \
+            : XOR(MTM(zpv, (c) >= lo && (c) < hi ? kall : 0, x + (int64_t)(c) * ic), flip))
 
 /* R (1..4, a constant after inlining) output pixels r0 .. r0+R-1 of a run of mr */
-#define DW3_BLOCK(NAME, W, VT, LOADV, ZERO, DP, MT, MASKT)                                     \
+#define DW3_BLOCK(NAME, W, VT, LOADV, ZERO, DP, MT, MTM, MASKT)                                     \
 static inline __attribute__((always_inline)) void                                              \
 NAME(const int R, const int CHECK, int r0, int nrows, const uint8_t *const *rows,             \
      const int64_t *strides, const int *widx, int64_t x0, int64_t lo, int64_t hi, VT zpv,       \
@@ -302,6 +303,9 @@ NAME(const int R, const int CHECK, int r0, int nrows, const uint8_t *const *rows
     lo -= (int64_t)sw * r0;                                                                    \
     hi -= (int64_t)sw * r0;                                                                    \
     (void)lo; (void)hi; (void)zpv;                                                             \
+    /* checked loads: masked (no fault outside the source), zero-point bytes elsewhere */      \
+    const MASKT kall = msk;                                                                    \
+    (void)kall;                                                                                \
     VT s[4][4];                                                                                \
     _Pragma("GCC unroll 4") for (int i = 0; i < R; ++i)                                        \
     _Pragma("GCC unroll 4") for (int k = 0; k < 4; ++k)                                        \
@@ -317,7 +321,7 @@ NAME(const int R, const int CHECK, int r0, int nrows, const uint8_t *const *rows
             /* J(c) = x[c .. c+3] serves pixels c (A) and c + 1 (B); J(0), J(2) share loads */ \
             VT v[6];                                                                           \
             _Pragma("GCC unroll 6") for (int j = 0; j < 6; ++j)                                \
-                v[j] = j < R + 2 ? DW3_LD(_mm##W##_xor_si##W, MT, j) : zero;                                           \
+                v[j] = j < R + 2 ? DW3_LD(_mm##W##_xor_si##W, MT, MTM, j) : zero;                                           \
             DW4_INTERLEAVE(W, v[0], v[1], v[2], v[3], qq[0]);                                  \
             if (R > 2) DW4_INTERLEAVE(W, v[2], v[3], v[4], v[5], qq[1]);                       \
             _Pragma("GCC unroll 4") for (int k = 0; k < 4; ++k) {                              \
@@ -334,10 +338,10 @@ NAME(const int R, const int CHECK, int r0, int nrows, const uint8_t *const *rows
             /* J(p) = x[2p .. 2p+3]: pixel p (A), pixel p + 1 (C, and D of J(p + 1)):        \
              * pixels 0..3 from J(0), J(2), J(4) (the block's source columns 0, 4, 8) */      \
             VT v[4];                                                                           \
-            _Pragma("GCC unroll 4") for (int j = 0; j < 4; ++j) v[j] = DW3_LD(_mm##W##_xor_si##W, MT, j);              \
+            _Pragma("GCC unroll 4") for (int j = 0; j < 4; ++j) v[j] = DW3_LD(_mm##W##_xor_si##W, MT, MTM, j);              \
             DW4_INTERLEAVE(W, v[0], v[1], v[2], v[3], qq[0]);                                  \
             if (R > 1) {                                                                       \
-                _Pragma("GCC unroll 4") for (int j = 0; j < 4; ++j) v[j] = DW3_LD(_mm##W##_xor_si##W, MT, 4 + j);      \
+                _Pragma("GCC unroll 4") for (int j = 0; j < 4; ++j) v[j] = DW3_LD(_mm##W##_xor_si##W, MT, MTM, 4 + j);      \
                 DW4_INTERLEAVE(W, v[0], v[1], v[2], v[3], qq[1]);                              \
             }                                                                                  \
             _Pragma("GCC unroll 4") for (int k = 0; k < 4; ++k) {                              \
@@ -352,7 +356,7 @@ NAME(const int R, const int CHECK, int r0, int nrows, const uint8_t *const *rows
                 }                                                                              \
             }                                                                                  \
             if (R > 3) {                                                                       \
-                _Pragma("GCC unroll 4") for (int j = 0; j < 4; ++j) v[j] = DW3_LD(_mm##W##_xor_si##W, MT, 8 + j);      \
+                _Pragma("GCC unroll 4") for (int j = 0; j < 4; ++j) v[j] = DW3_LD(_mm##W##_xor_si##W, MT, MTM, 8 + j);      \
                 DW4_INTERLEAVE(W, v[0], v[1], v[2], v[3], qq[0]);                              \
                 _Pragma("GCC unroll 4") for (int k = 0; k < 4; ++k)                            \
                     s[3][k] = DP(s[3][k], qq[0][k], LOADV(wr + 768 + k * 64));                 \
@@ -390,13 +394,13 @@ NAME(const int R, const int CHECK, int r0, int nrows, const uint8_t *const *rows
 #define DW3_SRC256_MASK(p) _mm256_maskz_loadu_epi8(msk, (const void *)(p))
 
 DW3_BLOCK(dw3_512_full, 512, __m512i, LD512, _mm512_setzero_si512, _mm512_dpbusd_epi32,
-          DW3_SRC512_FULL, __mmask64)
+          DW3_SRC512_FULL, _mm512_mask_loadu_epi8, __mmask64)
 DW3_BLOCK(dw3_512_mask, 512, __m512i, LD512, _mm512_setzero_si512, _mm512_dpbusd_epi32,
-          DW3_SRC512_MASK, __mmask64)
+          DW3_SRC512_MASK, _mm512_mask_loadu_epi8, __mmask64)
 DW3_BLOCK(dw3_256_full, 256, __m256i, LD256, _mm256_setzero_si256, _mm256_dpbusd_epi32,
-          DW3_SRC256_FULL, __mmask32)
+          DW3_SRC256_FULL, _mm256_mask_loadu_epi8, __mmask32)
 DW3_BLOCK(dw3_256_mask, 256, __m256i, LD256, _mm256_setzero_si256, _mm256_dpbusd_epi32,
-          DW3_SRC256_MASK, __mmask32)
+          DW3_SRC256_MASK, _mm256_mask_loadu_epi8, __mmask32)
 
 /* a run of mr pixels: blocks of 4, the tail by its size (the block size a constant); only
  * blocks that meet a border or the end of the run check their source columns */
@@ -440,14 +444,12 @@ void dnnq_dw3row_avx512(int mr, int nrows, const uint8_t *const *rows, const int
     if (hi > last) hi = last;
     if (nc > 32) {
         const __mmask64 m = nc >= 64 ? ~0ull : (1ull << nc) - 1;
-        const __m512i zpv = _mm512_xor_si512(_mm512_maskz_loadu_epi8(m, zpix),
-                                             _mm512_set1_epi8(src_signed ? (char)0x80 : 0));
+        const __m512i zpv = _mm512_maskz_loadu_epi8(m, zpix);
         if (nc == 64) DW3_RUN_SW(dw3_512_full, m);
         else DW3_RUN_SW(dw3_512_mask, m);
     } else {
         const __mmask32 m = nc >= 32 ? 0xffffffffu : (__mmask32)((1ull << nc) - 1);
-        const __m256i zpv = _mm256_xor_si256(_mm256_maskz_loadu_epi8(m, zpix),
-                                             _mm256_set1_epi8(src_signed ? (char)0x80 : 0));
+        const __m256i zpv = _mm256_maskz_loadu_epi8(m, zpix);
         if (nc == 32) DW3_RUN_SW(dw3_256_full, m);
         else DW3_RUN_SW(dw3_256_mask, m);
     }
