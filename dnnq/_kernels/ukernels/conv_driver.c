@@ -184,7 +184,7 @@ static int dw_rows3(const dnnq_conv_t *cv) {
            (cv->isa == DNNQ_ISA_AVX512_CORE_VNNI || cv->isa == DNNQ_ISA_AVX512_CORE_AMX);
 }
 
-static void run_item_dw_rows3(const dnnq_conv_t *cv, int64_t item) {
+static int run_item_dw_rows3(const dnnq_conv_t *cv, int64_t item) {
     const int64_t osp = cv->od * cv->oh * cv->ow;
     const int64_t nblk = (osp + cv->mc - 1) / cv->mc;
     const int64_t blk = item % nblk;
@@ -213,7 +213,7 @@ static void run_item_dw_rows3(const dnnq_conv_t *cv, int64_t item) {
     int32_t tile[DNNQ_DW_TILE_ROWS * DNNQ_NR] __attribute__((aligned(64)));
     const uint8_t **rowp = (const uint8_t **)malloc((sizeof(uint8_t *) + sizeof(int64_t) +
                                                      sizeof(int)) * (size_t)nkr);
-    if (!rowp) return; /* never reached in practice (a few bytes) */
+    if (!rowp) return -1;
     int64_t *rstride = (int64_t *)(rowp + nkr);
     int *widx = (int *)(rstride + nkr);
 
@@ -253,15 +253,13 @@ static void run_item_dw_rows3(const dnnq_conv_t *cv, int64_t item) {
     }
     if (trows) cv->epilogue(&ge, 0, tm, trows, p, tile);
     free(rowp);
+    return 0;
 }
 #endif
 
-void dnnq_conv_run_item(const dnnq_conv_t *cv, int64_t item) {
+int dnnq_conv_run_item(const dnnq_conv_t *cv, int64_t item) {
 #ifdef DNNQ_HAVE_X86_KERNELS
-    if (dw_rows3(cv)) {
-        run_item_dw_rows3(cv, item);
-        return;
-    }
+    if (dw_rows3(cv)) return run_item_dw_rows3(cv, item);
 #endif
     const int64_t osp = cv->od * cv->oh * cv->ow;
     const int64_t nblk = (osp + cv->mc - 1) / cv->mc;
@@ -295,7 +293,7 @@ void dnnq_conv_run_item(const dnnq_conv_t *cv, int64_t item) {
         free(rows);
         free(pairs);
         free(gather);
-        return; /* the caller checked the sizes; never reached in practice */
+        return -1; /* the caller raises MemoryError */
     }
     const int64_t chan0 = cv->depthwise ? p * DNNQ_NR : cv->G > 1 ? g * cv->ICg : 0;
     const int8_t *bpanel = cv->packed + (g * cv->n_panels + p) * npairs * cv->K4 * 4 * DNNQ_NR;
@@ -388,6 +386,7 @@ void dnnq_conv_run_item(const dnnq_conv_t *cv, int64_t item) {
     free(rows);
     free(pairs);
     free(gather);
+    return 0;
 }
 
 dnnq_dw_tile_fn dnnq_dw_tile_for_isa(int isa, int kind) {
