@@ -109,7 +109,8 @@ DNNQ_ALWAYS_INLINE void epi_tile(const int DT, const int POST, const int F,
                 else if (DT == DNNQ_DT_F32)
                     q = _mm512_castps_si512(epi_value(DT, POST, F, g, k, ai, j, o));
                 else q = _mm512_cvtps_epi32(epi_value(DT, POST, F, g, k, ai, j, o));
-                if (k->full) _mm512_storeu_si512(o + 64 * j, q);
+                /* masked stores are slow on some cores (AMD Zen 4): only the last vector */
+                if (k->full || k->km[j] == 0xFFFF) _mm512_storeu_si512(o + 64 * j, q);
                 else _mm512_mask_storeu_epi32(o + 64 * j, k->km[j], q);
             }
             continue;
@@ -127,6 +128,8 @@ DNNQ_ALWAYS_INLINE void epi_tile(const int DT, const int POST, const int F,
         bytes = _mm512_permutexvar_epi32(
             _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), bytes);
         if (k->full) _mm512_storeu_si512(o, bytes);
+        else if (k->nv == 2 && k->km[1] == 0xFFFF) /* 32 columns: one plain 256-bit store */
+            _mm256_storeu_si256((__m256i *)o, _mm512_castsi512_si256(bytes));
         else _mm512_mask_storeu_epi8(o, k->km8, bytes);
     }
 }
