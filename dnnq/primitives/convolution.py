@@ -113,6 +113,7 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
         self.impl_info = f"{_ISA_NAME.get(self._isa, self._isa)}:{kernel}"
         self._plan = self._make_plan()
         self._zrows = {}
+        self._scratch = {}  # (shape, dtype) -> free channels-last copies (_Scratch)
         self._key = (type(self).__name__, src_desc, weights_desc, dst_desc, bias_desc,
                      attr.key() if attr is not None else None, geo.key(), self._isa)
         self._known = self._known_args()
@@ -257,11 +258,13 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
                                    "attribute sets a mask for it)")
         return check(v, count, arg_name(key))
 
-    def _channels_last(self, desc, arr, name):
-        """The execution array as a C-contiguous channels-last (N, [D, H,] W, C) array."""
+    def _channels_last(self, desc, arr, name, scratch=None):
+        """The execution array as a C-contiguous channels-last (N, [D, H,] W, C) array (a
+        transposed copy for plain data, in a `scratch` buffer when given)."""
         x = desc.check_array(arr, name)
         if not desc.is_channels_last:
-            cl = np.empty(x.shape[:1] + x.shape[2:] + x.shape[1:2], x.dtype)
+            shape = x.shape[:1] + x.shape[2:] + x.shape[1:2]
+            cl = np.empty(shape, x.dtype) if scratch is None else scratch.take(shape, x.dtype)
             _conv.transpose_channels(x, cl, True)
             x = cl
         return x
@@ -322,7 +325,8 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
         """What the fast path of execute needs, fixed at creation (see _execute_fast)."""
         geo, sd, dd = self._geo, self.src_desc, self.dst_desc
         zm = self._zp_mask
-        self._fast = (sd.is_channels_last and dd.is_channels_last and not self._binary and
+        # plain src / dst take it too, through channels-last copies in pooled buffers
+        self._fast = (not self._binary and
                       not self._selects and A.DNNL_ARG_WEIGHTS not in zm and
                       zm.get(A.DNNL_ARG_SRC, 0) == 0 and zm.get(A.DNNL_ARG_DST, 0) == 0 and
                       (self.bias_desc is None or self.bias_desc.dt == "f32"))
@@ -330,6 +334,9 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
         self._src_dims, self._dst_dims = tuple(sd.dims), tuple(dd.dims)
         self._src_order, self._dst_order = sd.physical_order, dd.physical_order
         self._dst_phys = dd.physical_shape
+        self._src_cl, self._dst_cl = sd.is_channels_last, dd.is_channels_last
+        self._src_cl_shape = (geo.N,) + tuple(sd.dims[2:]) + (geo.IC,)
+        self._dst_cl_shape = (geo.N,) + tuple(dd.dims[2:]) + (geo.OC,)
         self._bias_dims = (geo.OC,)
         sm = self._scale_mask
         self._ws_count = 0 if A.DNNL_ARG_WEIGHTS not in sm else (
@@ -342,10 +349,19 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
         self._dw_kind = int(geo.depthwise and self._dw_layout == "vnni4")
 
     def _execute_fast(self, args):
-        """The common case (channels-last arrays of the right types, packed weights, f32 or no
-        bias, scales and common zero points, no binary post-op): every check of the general
-        path without its generality.  Returns None to hand over to the general path (which
-        also produces the error messages)."""
+        """The common case (arrays of the right types, C-contiguous in their layout, packed
+        weights, f32 or no bias, scales and common zero points, no binary post-op): every
+        check of the general path without its generality.  Returns None to hand over to the
+        general path (which also produces the error messages)."""
+        if self._src_cl and self._dst_cl:
+            return self._execute_fast_body(args, None)
+        scratch = _Scratch(self._scratch)  # channels-last copies of plain arrays
+        try:
+            return self._execute_fast_body(args, scratch)
+        finally:
+            scratch.release()
+
+    def _execute_fast_body(self, args, scratch):
         if type(args) is not dict:
             return None
         known = self._known
@@ -356,6 +372,7 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
         if type(x) is not np.ndarray or x.dtype is not self._src_np or \
                 x.shape != self._src_dims:
             return None
+        x_user = x
         x = x.transpose(self._src_order)
         if not x.flags.c_contiguous:
             return None
@@ -414,9 +431,18 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
                     user.shape != self._dst_dims or not user.flags.writeable:
                 return None
             out = user.transpose(self._dst_order)
-            if not out.flags.c_contiguous or np.may_share_memory(user, x) or \
+            if not out.flags.c_contiguous or np.may_share_memory(user, x_user) or \
                     (bias is not None and np.may_share_memory(user, bias)):
                 return None
+        final = None
+        if not self._dst_cl:  # plain dst: computed channels-last, then transposed into it
+            if self._has_sum:
+                return None
+            final, out = out, scratch.take(self._dst_cl_shape, self._dst_np)
+        if not self._src_cl:
+            cl = scratch.take(self._src_cl_shape, self._src_np)
+            _conv.transpose_channels(x, cl, True)
+            x = cl
         geo = self._geo
         key = zs.to_bytes(4, "little", signed=True) if type(zs) is int else None
         zrow = self._zrows.get(key) if key is not None else None
@@ -437,6 +463,9 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
                            _dispatch.get_num_threads(), self._dw_kind)
         if _verbose._level:
             self._verbose("exec", (time.perf_counter() - t0) * 1e3)
+        if final is not None:
+            _conv.transpose_channels(out, final, False)
+            out = final
         return self.dst_desc.logical_view(out) if user is None else user
 
     def execute(self, args):
@@ -452,8 +481,16 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
         for need, what in ((A.DNNL_ARG_SRC, "src"), (A.DNNL_ARG_WEIGHTS, "weights")):
             if need not in args:
                 raise InvalidArguments(f"{p}.execute: missing {what} (DNNL_ARG_{what.upper()})")
+        scratch = _Scratch(self._scratch)
+        try:
+            return self._execute_general(args, scratch)
+        finally:
+            scratch.release()
+
+    def _execute_general(self, args, scratch):
+        p, geo = self._name, self._geo
         src_dt = self.src_desc.dt
-        x = self._channels_last(self.src_desc, args[A.DNNL_ARG_SRC], "src")
+        x = self._channels_last(self.src_desc, args[A.DNNL_ARG_SRC], "src", scratch)
         pw = self._weights(args[A.DNNL_ARG_WEIGHTS])
         # runtime scales and zero points
         sm, zm = self._scale_mask, self._zp_mask
@@ -551,11 +588,13 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
                 raise InvalidArguments(f"{p}.execute: a sum post-op reads the previous "
                                        "destination, but no DNNL_ARG_DST array was given")
             shape = (geo.N,) + tuple(dd.dims[2:]) + (geo.OC,)
-            out = np.empty(shape, dd.numpy_dtype)
+            # returned as it is when channels-last; a temporary before the plain copy
+            out = (np.empty(shape, dd.numpy_dtype) if dd.is_channels_last else
+                   scratch.take(shape, dd.numpy_dtype))
         else:
             out = dd.check_output(user_dst, "dst")
             if not dd.is_channels_last:
-                cl = np.empty((geo.N,) + tuple(dd.dims[2:]) + (geo.OC,), dd.numpy_dtype)
+                cl = scratch.take((geo.N,) + tuple(dd.dims[2:]) + (geo.OC,), dd.numpy_dtype)
                 if self._has_sum:
                     _conv.transpose_channels(out, cl, True)
                 out = cl
@@ -601,6 +640,35 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
                       (("src", self.src_desc), ("wei", self.weights_desc),
                        ("bia", self.bias_desc), ("dst", self.dst_desc)),
                       self.attr, problem, ms)
+
+
+class _Scratch:
+    """The channels-last copies of one execution, taken from and given back to the
+    primitive's pool: a fresh buffer of that size costs its page faults on every call
+    (hundreds of microseconds for a MobileNet layer).  Concurrent executions each take their
+    own (list pop / append are atomic under the GIL)."""
+
+    __slots__ = ("pool", "taken")
+
+    def __init__(self, pool):
+        self.pool, self.taken = pool, []
+
+    def take(self, shape, dtype):
+        key = (tuple(shape), np.dtype(dtype).str)
+        free = self.pool.setdefault(key, [])
+        try:
+            a = free.pop()
+        except IndexError:
+            a = aligned_empty(int(np.prod(shape)), dtype).reshape(shape)
+        self.taken.append((key, a))
+        return a
+
+    def release(self):
+        for key, a in self.taken:
+            free = self.pool.get(key)
+            if free is not None and len(free) < 2:
+                free.append(a)
+        self.taken = []
 
 
 class Convolution(_ConvolutionBase):
