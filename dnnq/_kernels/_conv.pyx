@@ -50,6 +50,8 @@ cdef extern from "dnnq_conv.h" nogil:
         int isa
     int64_t dnnq_conv_n_items(const dnnq_conv_t *cv)
     void dnnq_transpose(const void *src, void *dst, int64_t rows, int64_t cols, int esz)
+    void dnnq_transpose_for_isa(int isa, const void *src, void *dst, int64_t rows, int64_t cols,
+                                int esz)
     int dnnq_conv_run_item(const dnnq_conv_t *cv, int64_t item)
 
 NR = DNNQ_NR
@@ -227,10 +229,12 @@ cdef class ConvPlan:
         return 0
 
 
-def transpose_channels(src, dst, bint to_channels_last):
+def transpose_channels(src, dst, bint to_channels_last, int isa=0):
     """Copy between plain (N, C, P) and channels-last (N, P, C) layouts of 1- or 4-byte
     elements: both arrays C-contiguous, `src` of one layout, `dst` of the other (P = the
-    spatial dims flattened; shapes are taken from `dst`, whose last dims say which)."""
+    spatial dims flattened; shapes are taken from `dst`, whose last dims say which); `isa`
+    (a DNNQ_ISA_* code) picks the AVX-512 byte transpose at that level."""
+
     cdef int64_t esz = src.itemsize
     cdef int64_t N = dst.shape[0]
     cdef int64_t total = dst.size
@@ -244,6 +248,8 @@ def transpose_channels(src, dst, bint to_channels_last):
     with nogil:
         for n in range(N):
             if to_channels_last:  # (C, P) -> (P, C)
-                dnnq_transpose(s + n * C * P * esz, d + n * C * P * esz, C, P, <int>esz)
+                dnnq_transpose_for_isa(isa, s + n * C * P * esz, d + n * C * P * esz, C, P,
+                                       <int>esz)
             else:                 # (P, C) -> (C, P)
-                dnnq_transpose(s + n * C * P * esz, d + n * C * P * esz, P, C, <int>esz)
+                dnnq_transpose_for_isa(isa, s + n * C * P * esz, d + n * C * P * esz, P, C,
+                                       <int>esz)

@@ -71,6 +71,7 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
     _name = "Convolution"
     _kind = "convolution"
     _deconv = False
+    _isa_code = 0  # the transposes' level (set by _fast_plan; fused chains: the portable one)
 
     def __init__(self, src_desc, weights_desc, dst_desc, bias_desc=None, *, strides, padding_l,
                  padding_r, dilates=None, attr=None):
@@ -265,7 +266,7 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
         if not desc.is_channels_last:
             shape = x.shape[:1] + x.shape[2:] + x.shape[1:2]
             cl = np.empty(shape, x.dtype) if scratch is None else scratch.take(shape, x.dtype)
-            _conv.transpose_channels(x, cl, True)
+            _conv.transpose_channels(x, cl, True, self._isa_code)
             x = cl
         return x
 
@@ -335,6 +336,7 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
         self._src_order, self._dst_order = sd.physical_order, dd.physical_order
         self._dst_phys = dd.physical_shape
         self._src_cl, self._dst_cl = sd.is_channels_last, dd.is_channels_last
+        self._isa_code = _plan.ISA_CODE[self._isa]  # the plain <-> channels-last transposes
         self._src_cl_shape = (geo.N,) + tuple(sd.dims[2:]) + (geo.IC,)
         self._dst_cl_shape = (geo.N,) + tuple(dd.dims[2:]) + (geo.OC,)
         self._bias_dims = (geo.OC,)
@@ -441,7 +443,7 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
             final, out = out, scratch.take(self._dst_cl_shape, self._dst_np)
         if not self._src_cl:
             cl = scratch.take(self._src_cl_shape, self._src_np)
-            _conv.transpose_channels(x, cl, True)
+            _conv.transpose_channels(x, cl, True, self._isa_code)
             x = cl
         geo = self._geo
         key = zs.to_bytes(4, "little", signed=True) if type(zs) is int else None
@@ -464,7 +466,7 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
         if _verbose._level:
             self._verbose("exec", (time.perf_counter() - t0) * 1e3)
         if final is not None:
-            _conv.transpose_channels(out, final, False)
+            _conv.transpose_channels(out, final, False, self._isa_code)
             out = final
         return self.dst_desc.logical_view(out) if user is None else user
 
@@ -596,7 +598,7 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
             if not dd.is_channels_last:
                 cl = scratch.take((geo.N,) + tuple(dd.dims[2:]) + (geo.OC,), dd.numpy_dtype)
                 if self._has_sum:
-                    _conv.transpose_channels(out, cl, True)
+                    _conv.transpose_channels(out, cl, True, self._isa_code)
                 out = cl
             for key in (A.DNNL_ARG_SRC, A.DNNL_ARG_BIAS):
                 v = args.get(key)
@@ -624,7 +626,7 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
             return dd.copy_back(user_dst, out)
         direct = user_dst is not None and user_dst.flags.c_contiguous
         plain = user_dst if direct else np.empty(tuple(dd.dims), dd.numpy_dtype)
-        _conv.transpose_channels(out, plain, False)
+        _conv.transpose_channels(out, plain, False, self._isa_code)
         if user_dst is None or direct:
             return plain
         np.copyto(user_dst, plain)

@@ -459,3 +459,16 @@ void dnnq_transpose(const void *src_, void *dst_, int64_t rows, int64_t cols, in
         }
     }
 }
+
+void dnnq_transpose_for_isa(int isa, const void *src, void *dst, int64_t rows, int64_t cols,
+                            int esz) {
+#ifdef DNNQ_HAVE_X86_KERNELS
+    if (esz == 1 && cols >= 16 &&
+        (isa == DNNQ_ISA_AVX512_CORE_VNNI || isa == DNNQ_ISA_AVX512_CORE_AMX)) {
+        dnnq_transpose_u8_avx512((const uint8_t *)src, (uint8_t *)dst, rows, cols);
+        return;
+    }
+#endif
+    (void)isa;
+    dnnq_transpose(src, dst, rows, cols, esz);
+}

@@ -454,3 +454,56 @@ void dnnq_dw3row_avx512(int mr, int nrows, const uint8_t *const *rows, const int
         else DW3_RUN_SW(dw3_256_mask, m);
     }
 }
+
+/* ---- Byte transposes (plain <-> channels-last copies), AVX-512 -----------------------------
+ * dst (cols, rows) = src (rows, cols)^T of bytes.  The 16 x 16 register transpose of
+ * conv_driver.c done on four blocks at once: row i of four horizontally adjacent blocks is one
+ * 64-byte load, the four rounds of in-lane unpacks transpose each 128-bit lane's block, and
+ * lane L's rows are stored to the dst rows of block L. */
+#define DW_TRANSPOSE_BAND(W, VT, LOAD, LANES)                                                   \
+    for (; c0 + 16 * LANES <= cols; c0 += 16 * LANES) {                                        \
+        int64_t r0 = 0;                                                                        \
+        for (; r0 + 16 <= rows; r0 += 16) {                                                    \
+            VT v[16], w[16];                                                                   \
+            _Pragma("GCC unroll 16") for (int i = 0; i < 16; ++i)                              \
+                v[i] = LOAD(src + (r0 + i) * cols + c0);                                       \
+            _Pragma("GCC unroll 4") for (int k = 0; k < 4; ++k) {                              \
+                VT *in = k & 1 ? w : v, *out = k & 1 ? v : w;                                  \
+                _Pragma("GCC unroll 8") for (int i = 0; i < 8; ++i) {                          \
+                    out[2 * i] = _mm##W##_unpacklo_epi8(in[i], in[i + 8]);                     \
+                    out[2 * i + 1] = _mm##W##_unpackhi_epi8(in[i], in[i + 8]);                 \
+                }                                                                              \
+            }                                                                                  \
+            _Pragma("GCC unroll 16") for (int i = 0; i < 16; ++i) {                            \
+                uint8_t *d = dst + (c0 + i) * rows + r0;                                       \
+                DW_STORE_LANES_##W(d, v[i]);                                                   \
+            }                                                                                  \
+        }                                                                                      \
+        for (; r0 < rows; ++r0) /* the last rows of this column band */                       \
+            for (int64_t c = c0; c < c0 + 16 * LANES; ++c) dst[c * rows + r0] = src[r0 * cols + c]; \
+    }
+#define DW_STORE_LANES_512(d, x)                                                               \
+    do {                                                                                       \
+        _mm_storeu_si128((__m128i *)(d), _mm512_castsi512_si128(x));                           \
+        _mm_storeu_si128((__m128i *)((d) + 16 * rows), _mm512_extracti32x4_epi32(x, 1));       \
+        _mm_storeu_si128((__m128i *)((d) + 32 * rows), _mm512_extracti32x4_epi32(x, 2));       \
+        _mm_storeu_si128((__m128i *)((d) + 48 * rows), _mm512_extracti32x4_epi32(x, 3));       \
+    } while (0)
+#define DW_STORE_LANES_256(d, x)                                                               \
+    do {                                                                                       \
+        _mm_storeu_si128((__m128i *)(d), _mm256_castsi256_si128(x));                           \
+        _mm_storeu_si128((__m128i *)((d) + 16 * rows), _mm256_extracti128_si256(x, 1));        \
+    } while (0)
+#define DW_STORE_LANES_(d, x) _mm_storeu_si128((__m128i *)(d), x)
+#define DW_LD512(p) _mm512_loadu_si512((const void *)(p))
+#define DW_LD256(p) _mm256_loadu_si256((const __m256i *)(p))
+#define DW_LD128(p) _mm_loadu_si128((const __m128i *)(p))
+
+void dnnq_transpose_u8_avx512(const uint8_t *src, uint8_t *dst, int64_t rows, int64_t cols) {
+    int64_t c0 = 0;
+    DW_TRANSPOSE_BAND(512, __m512i, DW_LD512, 4)
+    DW_TRANSPOSE_BAND(256, __m256i, DW_LD256, 2)
+    DW_TRANSPOSE_BAND(, __m128i, DW_LD128, 1)
+    for (int64_t r = 0; r < rows; ++r) /* the last columns (fewer than 16) */
+        for (int64_t c = c0; c < cols; ++c) dst[c * rows + r] = src[r * cols + c];
+}

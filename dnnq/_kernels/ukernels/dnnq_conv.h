@@ -98,7 +98,11 @@ void dnnq_dw3row_avx512(int mr, int nrows, const uint8_t *const *rows, const int
 enum { DNNQ_DW_S16 = 0, DNNQ_DW_VNNI4 = 1 };
 dnnq_dw_tile_fn dnnq_dw_tile_for_isa(int isa, int kind);
 
-/* dst (cols, rows) = src (rows, cols)^T for elements of esz = 1 or 4 bytes */
+/* dst (cols, rows) = src (rows, cols)^T for elements of esz = 1 or 4 bytes; the AVX-512 level
+ * has its own byte transpose (conv_dw_avx512.c), picked by isa */
 void dnnq_transpose(const void *src, void *dst, int64_t rows, int64_t cols, int esz);
+void dnnq_transpose_u8_avx512(const uint8_t *src, uint8_t *dst, int64_t rows, int64_t cols);
+void dnnq_transpose_for_isa(int isa, const void *src, void *dst, int64_t rows, int64_t cols,
+                            int esz);
 
 #endif
