@@ -51,17 +51,21 @@ cdef class PackedGemmWeights:
 
     Read-only: `packed` (1-D int8, batch blocks of `batch_stride` bytes, not writeable),
     `colsum` (int32 (batch, N)), `batch`, `K`, `N`, `owner` (the key of the primitive
-    description they were packed for) and `u8_shifted`.  Execution trusts these, so they cannot
-    be replaced after packing.
+    description they were packed for), `origin` (that primitive, or None) and `u8_shifted`.
+    Execution trusts these, so they cannot be replaced after packing.
+
+    Pickling stores the plain weights (unpacked, checked against the column sums) and the
+    primitive; loading packs them again with ``origin.prepare_weights`` -- for the machine
+    that loads them, and without trusting any packed bytes from the pickle.
     """
-    cdef readonly object packed, colsum, owner
+    cdef readonly object packed, colsum, owner, origin
     cdef readonly int64_t batch, K, N, batch_stride
     cdef readonly bint u8_shifted
     cdef dict _comp
     cdef object _last_comp
     cdef int64_t _last_shift
 
-    def __init__(self, w, owner=None, u8_shifted=False):
+    def __init__(self, w, owner=None, u8_shifted=False, origin=None):
         w = np.asarray(w)
         if w.ndim == 2:
             w = w[None]
@@ -82,6 +86,7 @@ cdef class PackedGemmWeights:
         self.packed, self.colsum = packed, colsum
         self.u8_shifted = u8_shifted
         self.owner = owner
+        self.origin = origin
         self._comp = {}
         self._last_comp = None
         self._last_shift = 0
@@ -105,8 +110,28 @@ cdef class PackedGemmWeights:
     def nbytes(self):
         return self.packed.nbytes + self.colsum.nbytes
 
+    def unpack(self):
+        """The plain int8 weights (batch, K, N) these were packed from (the inverse of the
+        packing; see ukernels/dnnq_kernels.h for the layout), checked against `colsum`."""
+        body = np.asarray(self.packed).reshape(self.batch, self.batch_stride)
+        if self.u8_shifted:
+            body = np.bitwise_xor(body.view(np.uint8), 0x80).view(np.int8)
+        w = np.stack([_gemm.unpack_weights_vnni(body[b], self.K, self.N)
+                      for b in range(self.batch)])
+        if not np.array_equal(w.sum(axis=1, dtype=np.int64).astype(np.int32), self.colsum):
+            raise RuntimeError("PackedGemmWeights: the packed weights do not match their column "
+                               "sums (memory corrupted?)")
+        return w
+
     def __reduce__(self):
-        raise TypeError("PackedGemmWeights cannot be pickled; pack the plain weights again")
+        if self.origin is None:
+            return (PackedGemmWeights, (self.unpack(), self.owner, self.u8_shifted))
+        return (_repack, (self.origin, self.origin._weights_from_gemm(self.unpack())))
+
+
+def _repack(origin, w):
+    """Unpickling of PackedGemmWeights: pack the plain weights with their primitive."""
+    return origin.prepare_weights(w)
 
 
 cdef struct ArrSpec:

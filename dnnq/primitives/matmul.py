@@ -81,7 +81,7 @@ class _GemmPrimitive(metaclass=CachedPrimitive):
         """Pack weights once (VNNI blocked layout + column sums) for repeated execution."""
         w = self.weights_desc.check_array(w, "weights")
         return PackedGemmWeights(self._gemm_weights(w), owner=self._key,
-                                 u8_shifted=self._core.swap_s8)
+                                 u8_shifted=self._core.swap_s8, origin=self)
 
     def _weights(self, w):
         if isinstance(w, PackedGemmWeights):
@@ -283,6 +283,10 @@ class MatMul(_GemmPrimitive):
     def _gemm_weights(self, w):
         return w if w.ndim == 3 else w[None]
 
+    def _weights_from_gemm(self, g):
+        """The inverse of _gemm_weights (pickling of packed weights)."""
+        return g if self.weights_desc.ndims == 3 else g[0]
+
     def _gemm_src(self, src):
         return src
 
@@ -377,6 +381,10 @@ class InnerProduct(_GemmPrimitive):
 
     def _gemm_weights(self, w):
         return w.reshape(w.shape[0], -1).T[None]  # (1, K, OC), strided: packing reads it so
+
+    def _weights_from_gemm(self, g):
+        """The inverse of _gemm_weights (pickling of packed weights)."""
+        return np.ascontiguousarray(g[0].T).reshape(self.weights_desc.dims)
 
     def _gemm_src(self, src):
         return src.reshape(src.shape[0], -1)
