@@ -8,7 +8,7 @@ import pytest
 
 import dnnq
 from dnnq import MemoryDesc as MD, PrimitiveAttr, InvalidArguments
-from dnnq import (DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, DNNL_ARG_SRC_LAYER,
+from dnnq import (DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_SRC_LAYER,
                   DNNL_ARG_WEIGHTS_LAYER, DNNL_ARG_WEIGHTS_ITER)
 
 import _primitive_cases as pc

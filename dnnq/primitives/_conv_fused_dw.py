@@ -26,7 +26,7 @@ from dnnq.attr import PrimitiveAttr
 from dnnq.errors import InvalidArguments, Unimplemented
 from dnnq.memory import MemoryDesc
 from dnnq.post_ops import PostOps
-from dnnq.primitives._common import arg_name, check_known_args
+from dnnq.primitives._common import arg_name, check_known_args, check_overlaps
 from dnnq.primitives._conv_geometry import packed_sizes
 
 DW = A.DNNL_ARG_ATTR_POST_OP_DW
@@ -233,6 +233,8 @@ def execute_fused(self, args):
                        (DW | A.DNNL_ARG_WEIGHTS, "depthwise weights")):
         if need not in args:
             raise InvalidArguments(f"{p}.execute: missing {what} ({arg_name(need)})")
+    if A.DNNL_ARG_DST in args:  # no input may overlap dst (not in place)
+        check_overlaps(p, args)
     x = self._channels_last(self.src_desc, args[A.DNNL_ARG_SRC], "src")
     pw = self._weights(args[A.DNNL_ARG_WEIGHTS])
     _, _, _, second0 = f._band(0, min(f.OH2, 8))

@@ -46,7 +46,7 @@ from dnnq._cache import CachedPrimitive
 from dnnq.errors import InvalidArguments, Unimplemented
 from dnnq.memory import MemoryDesc
 from dnnq.primitives import _plan
-from dnnq.primitives._common import arg_name, check_md, check_known_args
+from dnnq.primitives._common import arg_name, check_md, check_known_args, check_overlaps
 from dnnq.post_ops import PostOps
 from dnnq.primitives._conv_geometry import (ConvGeometry, PackedConvWeights, pack_depthwise,
                                             depthwise_panel_stride, packed_sizes,
@@ -416,9 +416,12 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
                     user.shape != self._dst_dims or not user.flags.writeable:
                 return None
             out = user.transpose(self._dst_order)
-            if not out.flags.c_contiguous or np.may_share_memory(user, x) or \
-                    (bias is not None and np.may_share_memory(user, bias)):
+            if not out.flags.c_contiguous:
                 return None
+            for k, v in args.items():  # an overlap: the general path refuses it, naming both
+                if k != A.DNNL_ARG_DST and type(v) is np.ndarray and \
+                        np.may_share_memory(user, v):
+                    return None
         geo = self._geo
         key = zs.to_bytes(4, "little", signed=True) if type(zs) is int else None
         zrow = self._zrows.get(key) if key is not None else None
@@ -561,11 +564,8 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
                 if self._has_sum:
                     _conv.transpose_channels(out, cl, True)
                 out = cl
-            for key in (A.DNNL_ARG_SRC, A.DNNL_ARG_BIAS):
-                v = args.get(key)
-                if type(v) is np.ndarray and np.may_share_memory(user_dst, v):
-                    raise InvalidArguments(f"{p}.execute: dst overlaps {arg_name(key)}; "
-                                           "in-place execution is not supported")
+            # no input may overlap dst (not in place, as oneDNN's convolution)
+            check_overlaps(p, args)
         t0 = time.perf_counter() if _verbose._level else 0.0
         if geo.is_gemm:
             P = geo.out_pixels

@@ -70,7 +70,7 @@ from dnnq.attr import PrimitiveAttr
 from dnnq.errors import InvalidArguments, Unimplemented
 from dnnq.masks import check_scales, check_zero_points
 from dnnq.memory import MemoryDesc
-from dnnq.primitives._common import check_known_args
+from dnnq.primitives._common import check_known_args, check_overlaps
 from dnnq.primitives._plan import aligned_empty
 
 __all__ = ["LSTM", "GRU", "LBRGRU", "VanillaRNN", "PackedRnnWeights"]
@@ -86,6 +86,8 @@ _OUT_NAMES = {A.DNNL_ARG_DST_LAYER: "dst_layer", A.DNNL_ARG_DST_ITER: "dst_iter"
               A.DNNL_ARG_DST_ITER_C: "dst_iter_c"}
 _ARG_NAMES = {A.DNNL_ARG_SRC_LAYER: "src_layer", A.DNNL_ARG_WEIGHTS_LAYER: "weights_layer",
               A.DNNL_ARG_WEIGHTS_ITER: "weights_iter"}
+_ALL_NAMES = {**_OUT_NAMES, **_ARG_NAMES, A.DNNL_ARG_SRC_ITER: "src_iter",
+              A.DNNL_ARG_SRC_ITER_C: "src_iter_c", A.DNNL_ARG_BIAS: "bias"}
 _F32 = np.float32
 _UNIFIED_ARGS = (A.DNNL_ARG_SRC_LAYER, A.DNNL_ARG_WEIGHTS_LAYER, A.DNNL_ARG_WEIGHTS_ITER)
 # one parallel region with a barrier per step phase (0) or a region per phase (1); see
@@ -559,12 +561,8 @@ class _RNN(metaclass=CachedPrimitive):
             biasc = (_F32(0.0) - term).astype(_F32)
         else:
             biasc = (bias - term).astype(_F32)
-        inputs = [a for a in (x, si, sic, bias) if a is not None]
-        for arg in given:   # arrays allocated here cannot overlap anything
-            buf = outs[arg][1]
-            if any(np.may_share_memory(buf, a) for a in inputs):
-                raise InvalidArguments(f"{p}.execute: {_OUT_NAMES[arg]} overlaps an input array; "
-                                       "expected separate output memory")
+        if given:  # outputs overlap no input and no other output (oneDNN: not in place)
+            check_overlaps(p, args, outputs=_OUT_NAMES, names=_ALL_NAMES)
         t0 = time.perf_counter() if _verbose.enabled(1) else None
         scratch = self._get_scratch()
         try:
