@@ -166,3 +166,31 @@ def test_primitives_execute_identically_in_spawned_processes():
     with concurrent.futures.ProcessPoolExecutor(max_workers=2, mp_context=ctx) as pool:
         got = list(pool.map(pc.execute_pickled, blobs))
     assert got == expected
+
+
+def test_fused_depthwise_convolution_round_trip(no_cache):
+    """A convolution with the fused depthwise post-op (append_dw): the chain pickles with its
+    depthwise entry, the 1x1 weights with their primitive, and the band primitives are
+    created again."""
+    rng = np.random.default_rng(9)
+    IC, C, H, W = 8, 70, 9, 7
+    attr = PrimitiveAttr()
+    attr.set_zero_points_mask(DNNL_ARG_SRC, 0)
+    attr.set_scales_mask(DNNL_ARG_WEIGHTS, 1).set_scales_mask(dnnq.DNNL_ARG_DST, 0)
+    attr.set_post_ops(PostOps().append_dw("s8", None, "s32", 3, 2, 1))
+    p = dnnq.Convolution(MD((1, IC, H, W), "u8"), MD((C, IC, 1, 1), "s8"),
+                         MD((1, C, H, W), "u8"), strides=(1, 1), padding_l=(0, 0),
+                         padding_r=(0, 0), attr=attr)
+    DW = dnnq.DNNL_ARG_ATTR_POST_OP_DW
+    args = {DNNL_ARG_SRC: rng.integers(0, 256, (1, IC, H, W), dtype=np.uint8),
+            DNNL_ARG_WEIGHTS: p.prepare_weights(rng.integers(-128, 128, (C, IC, 1, 1),
+                                                             dtype=np.int8)),
+            DW | DNNL_ARG_WEIGHTS: rng.integers(-128, 128, (C, 1, 1, 3, 3), dtype=np.int8),
+            dnnq.DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC: np.int32([37]),
+            dnnq.DNNL_ARG_SCALE | DNNL_ARG_WEIGHTS: rng.uniform(0.001, 0.01, C).astype(np.float32),
+            dnnq.DNNL_ARG_SCALE | dnnq.DNNL_ARG_DST: np.float32([0.5])}
+    ref = pc.outputs(p.execute(pc.fresh(args)))
+    q, qargs = pickle.loads(pickle.dumps((p, args)))
+    assert q is not p and q.impl_info == p.impl_info
+    assert pc.outputs(q.execute(qargs)) == ref
+    assert pc.outputs(q.execute(pickle.loads(pickle.dumps(args)))) == ref
