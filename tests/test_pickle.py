@@ -108,6 +108,8 @@ def test_unpickled_primitive_is_dispatched_for_the_loading_isa_cap(name, no_cach
     finally:
         dnnq.set_max_cpu_isa(previous)
     assert q.impl_info == direct.impl_info
+    if dnnq.get_effective_cpu_isa() != "default":  # the pickle did not carry the kernel
+        assert q.impl_info != p.impl_info
     assert pc.outputs(q.execute(qargs)) == pc.outputs(direct.execute(dargs))
 
 
@@ -194,3 +196,24 @@ def test_fused_depthwise_convolution_round_trip(no_cache):
     assert q is not p and q.impl_info == p.impl_info
     assert pc.outputs(q.execute(qargs)) == ref
     assert pc.outputs(q.execute(pickle.loads(pickle.dumps(args)))) == ref
+
+
+@pytest.mark.parametrize("groups, wtag", [(1, "hwio"), (3, None), ("depthwise", None)])
+def test_grouped_and_channels_last_conv_weights_unpack(groups, wtag, no_cache):
+    rng = np.random.default_rng(4)
+    if groups == "depthwise":
+        C = 20
+        src, wdims, dst = (1, C, 6, 5), (C, 1, 1, 3, 3), (1, C, 6, 5)
+    else:
+        src, wdims, dst = (2, 6 * groups, 6, 5), (groups, 5, 6, 3, 3), (2, 5 * groups, 6, 5)
+        if groups == 1:
+            wdims = wdims[1:]
+    p = dnnq.Convolution(MD(src, "u8", "nhwc"), MD(wdims, "s8", wtag), MD(dst, "s32", "nhwc"),
+                         strides=1, padding_l=1, padding_r=1)
+    w = rng.integers(-128, 128, wdims, dtype=np.int8)
+    pw = p.prepare_weights(w)
+    np.testing.assert_array_equal(pw.__reduce__()[1][1], w)
+    x = rng.integers(0, 256, src, dtype=np.uint8)
+    ref = p.execute({DNNL_ARG_SRC: x, DNNL_ARG_WEIGHTS: pw})
+    q, qw = pickle.loads(pickle.dumps((p, pw)))
+    np.testing.assert_array_equal(q.execute({DNNL_ARG_SRC: x, DNNL_ARG_WEIGHTS: qw}), ref)
