@@ -188,6 +188,45 @@ cdef inline bint _overlaps(uintptr_t p0, uintptr_t p1, object o):
     return q0 < p1 and p0 < q1 and q1 > q0
 
 
+cdef inline void _extent(cnp.ndarray a, uintptr_t* lo, uintptr_t* hi) noexcept:
+    """[lo, hi): the bytes the elements of a lie in (any strides, negative ones too)."""
+    cdef uintptr_t base = <uintptr_t>cnp.PyArray_DATA(a)
+    cdef int i
+    cdef cnp.npy_intp* d = cnp.PyArray_DIMS(a)
+    cdef cnp.npy_intp* st = cnp.PyArray_STRIDES(a)
+    cdef Py_ssize_t low = 0, high = 0
+    if cnp.PyArray_SIZE(a) == 0:
+        lo[0] = hi[0] = base
+        return
+    for i in range(cnp.PyArray_NDIM(a)):
+        if st[i] < 0:
+            low += (d[i] - 1) * st[i]
+        else:
+            high += (d[i] - 1) * st[i]
+    lo[0] = base + low
+    hi[0] = base + high + <uintptr_t>cnp.PyArray_ITEMSIZE(a)
+
+
+def extents_meet(dst, dict args, skip):
+    """True when the byte extent of an ndarray value of `args` (other than the one under key
+    `skip`) meets dst's: the cheap first test of the aliasing checks (np.may_share_memory's
+    answer without its per-call cost).  False means no array in `args` shares memory with
+    dst."""
+    cdef uintptr_t d0, d1, q0, q1
+    if not cnp.PyArray_Check(dst):
+        return False
+    _extent(<cnp.ndarray>dst, &d0, &d1)
+    if d0 == d1:
+        return False
+    for key, v in args.items():
+        if key == skip or not cnp.PyArray_Check(v):
+            continue
+        _extent(<cnp.ndarray>v, &q0, &q1)
+        if q0 < d1 and d0 < q1 and q0 < q1:
+            return True
+    return False
+
+
 cdef inline bint _finite_positive(const float* x, int64_t n) noexcept nogil:
     cdef int64_t i
     for i in range(n):

@@ -7,6 +7,7 @@ import numbers
 import numpy as np
 
 from dnnq import args as A
+from dnnq._kernels._gemm_exec import extents_meet
 from dnnq.errors import InvalidArguments, Unimplemented
 from dnnq.memory import MemoryDesc
 
@@ -94,6 +95,10 @@ def check_overlaps(prim, args, outputs=(A.DNNL_ARG_DST,), in_place=None, names=N
     sharing memory raises -- inputs of any kind (data, weights, bias, scales, zero points,
     post-op inputs, states) and two outputs.  Cheap: one bounds test per (output, array).
     ``names``: {id: name} for messages where dnnq.args.name is not the primitive's word."""
+    if len(outputs) == 1:  # one output: one C-level pass over the extents, usually all
+        out_key = outputs[0]
+        if not extents_meet(args.get(out_key), args, out_key):
+            return set()
     in_place = in_place or {}
     names = names or {}
 

@@ -290,8 +290,9 @@ class PackedConvWeights:
     def check_sizes(self, sizes, prim):
         """Raise InvalidArguments unless the arrays have the sizes ``sizes`` (from
         ``packed_sizes`` of the executing primitive's geometry)."""
-        got = tuple(None if getattr(self, n) is None else getattr(self, n).size
-                    for n in ("packed", "dw", "plain", "colsum"))
+        packed, dw = self.packed, self.dw
+        got = (None if packed is None else packed.size, None if dw is None else dw.size,
+               self.plain.size, self.colsum.size)
         if got != sizes:
             raise InvalidArguments(f"{prim}.execute: packed weights have sizes {got} (packed, "
                                    f"depthwise, plain, colsum); this primitive expects {sizes}")

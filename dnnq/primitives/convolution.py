@@ -56,6 +56,7 @@ from dnnq.primitives._conv_fused_dw import init_fused, execute_fused
 from dnnq.primitives._gemm_primitive import wrap_s32
 from dnnq._kernels import _conv, _gemm
 from dnnq._kernels._gemm import all_finite_positive as _all_finite_positive
+from dnnq._kernels._gemm_exec import extents_meet
 from dnnq.primitives._plan import aligned_empty
 
 _ONE = np.ones(1, np.float32)
@@ -420,10 +421,8 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
             out = user.transpose(self._dst_order)
             if not out.flags.c_contiguous:
                 return None
-            for k, v in args.items():  # an overlap: the general path refuses it, naming both
-                if k != A.DNNL_ARG_DST and type(v) is np.ndarray and \
-                        np.may_share_memory(user, v):
-                    return None
+            if extents_meet(user, args, A.DNNL_ARG_DST):  # the general path names them
+                return None
         geo = self._geo
         key = zs.to_bytes(4, "little", signed=True) if type(zs) is int else None
         zrow = self._zrows.get(key) if key is not None else None
