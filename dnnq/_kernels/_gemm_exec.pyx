@@ -12,7 +12,8 @@ accepts lists, strided arrays, plain weights, other bias types...) produces the 
 or a canonical argument dict that it runs through `run(args, canonical=True)`.
 """
 cimport numpy as cnp
-from cpython.dict cimport PyDict_GetItem, PyDict_Size
+from cpython.dict cimport PyDict_GetItem, PyDict_Next, PyDict_Size
+from cpython.long cimport PyLong_CheckExact
 from cpython.ref cimport PyObject
 from libc.stdint cimport int8_t, uint8_t, int32_t, uint32_t, int64_t, uintptr_t
 from libc.stdlib cimport malloc, free
@@ -269,6 +270,9 @@ cdef class GemmExec:
     def run(self, dict args, bint canonical=False):
         """Execute with `args` if every array is exactly as expected; else return None."""
         cdef PyObject* item
+        cdef PyObject* key
+        cdef PyObject* value
+        cdef Py_ssize_t pos = 0
         cdef int64_t found = 0
         cdef GemmPlan plan = self.plan
         cdef dnnq_gemm_args_t g = plan.g
@@ -294,6 +298,12 @@ cdef class GemmExec:
         # ---- look up and check every array (references held in these locals) -------------
         if not canonical and (not self.strict or PyDict_Size(args) > self.n_known):
             return None
+        if not canonical:
+            # keys True or 1.0 compare equal to DNNL_ARG_SRC: only exact ints take this path
+            # (the checked path names anything else)
+            while PyDict_Next(args, &pos, &key, &value):
+                if not PyLong_CheckExact(<object>key):
+                    return None
         item = PyDict_GetItem(args, self.k_src)
         if item == NULL or not _matches(<object>item, &self.src, canonical):
             return None

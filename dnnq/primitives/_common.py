@@ -2,6 +2,7 @@
 execution-time check of the argument dict and the creation-time check of a memory
 descriptor."""
 import functools
+import numbers
 
 from dnnq import args as A
 from dnnq.errors import InvalidArguments, Unimplemented
@@ -23,6 +24,10 @@ def check_known_args(prim, args, known):
         raise InvalidArguments(f"{prim}.execute: got {type(args).__name__}; expected a dict "
                                "mapping DNNL_ARG_* ids to numpy arrays")
     for key in args:
+        # True == 1 and 1.0 == 1 would find DNNL_ARG_SRC: an id is an int, nothing else
+        if isinstance(key, bool) or not isinstance(key, numbers.Integral):
+            raise InvalidArguments(f"{prim}.execute: argument key {key!r} of type "
+                                   f"{type(key).__name__}; expected an int DNNL_ARG_* id")
         if key not in known:
             hint = ""
             if isinstance(key, int) and key & (A.DNNL_ARG_SCALE | A.DNNL_ARG_ATTR_ZERO_POINTS):

@@ -46,6 +46,7 @@ from dnnq._cache import CachedPrimitive
 from dnnq.errors import InvalidArguments, Unimplemented
 from dnnq.memory import MemoryDesc
 from dnnq.primitives import _plan
+from dnnq.primitives._attr_plan import check_attr_object
 from dnnq.primitives._common import arg_name, check_md, check_known_args
 from dnnq.post_ops import PostOps
 from dnnq.primitives._conv_geometry import (ConvGeometry, PackedConvWeights, pack_depthwise,
@@ -74,6 +75,7 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
     def __init__(self, src_desc, weights_desc, dst_desc, bias_desc=None, *, strides, padding_l,
                  padding_r, dilates=None, attr=None):
         p = self._name
+        check_attr_object(p, attr)
         check_md(p, src_desc, "src", _SRC_DTS, (3, 4, 5))
         nd = src_desc.ndims
         check_md(p, weights_desc, "weights", ("s8",), (nd, nd + 1))
@@ -343,7 +345,7 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
             return None
         known = self._known
         for key in args:
-            if key not in known:
+            if type(key) is not int or key not in known:
                 return None
         x = args.get(A.DNNL_ARG_SRC)
         if type(x) is not np.ndarray or x.dtype is not self._src_np or \

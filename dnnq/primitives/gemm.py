@@ -64,7 +64,18 @@ def _overlap(x, y):
         return True
 
 
+def _trans_flag(value, name):
+    # a bool (or dnnl_gemm's 'N' / 'T'): "yes", 1 or None are refused, not read as truthy
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, str) and value.upper() in ("N", "T"):
+        return value.upper() == "T"
+    raise InvalidArguments(f"{name}: got {value!r}; expected a bool (or 'N' / 'T' as in "
+                           "dnnl_gemm_u8s8s32)")
+
+
 def _gemm(a_dtype, A, B, C, transa, transb, alpha, beta, ao, bo, co, offsetc):
+    transa, transb = _trans_flag(transa, "transa"), _trans_flag(transb, "transb")
     a = _operand(A, "A", a_dtype, transa)
     b = _operand(B, "B", np.int8, transb)
     M, K = a.shape
@@ -76,7 +87,7 @@ def _gemm(a_dtype, A, B, C, transa, transb, alpha, beta, ao, bo, co, offsetc):
     ai = np.iinfo(a_dtype)
     ao = _int_in(ao, "ao", ai.min, ai.max)
     bo = _int_in(bo, "bo", -128, 127)
-    if offsetc not in ("F", "C", "R", "f", "c", "r"):
+    if not isinstance(offsetc, str) or offsetc not in ("F", "C", "R", "f", "c", "r"):
         raise InvalidArguments(f"offsetc: got {offsetc!r}; expected 'F', 'C' or 'R'")
     offsetc = offsetc.upper()
     count = {"F": 1, "C": M, "R": N}[offsetc]
