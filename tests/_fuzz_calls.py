@@ -11,9 +11,10 @@ from _fuzz_runner import Violation, build
 def _primitive(case, args):
     cls, pos, kw = case["ctor"]
     p = getattr(dnnq, cls)(*build(pos), **{k: build(v) for k, v in kw.items()})
-    if case.get("prepare") and isinstance(args.get(A.DNNL_ARG_WEIGHTS), np.ndarray):
+    rnn = cls in ("LSTM", "GRU", "LBRGRU", "VanillaRNN")
+    if case.get("prepare") and not rnn and isinstance(args.get(A.DNNL_ARG_WEIGHTS), np.ndarray):
         args[A.DNNL_ARG_WEIGHTS] = p.prepare_weights(args[A.DNNL_ARG_WEIGHTS])
-    if case.get("prepare") and cls in ("LSTM", "GRU", "LBRGRU", "VanillaRNN"):
+    if case.get("prepare") and rnn:
         keys = (A.DNNL_ARG_WEIGHTS_LAYER, A.DNNL_ARG_WEIGHTS_ITER)
         if all(isinstance(args.get(k), np.ndarray) for k in keys):
             args.update(p.prepare_weights({k: args[k] for k in keys}))

@@ -108,6 +108,8 @@ _RANGES = {"u8": (0, 255), "s8": (-128, 127), "s32": (-2 ** 31, 2 ** 31 - 1)}
 def fill_values(shape, dt, fill, rng):
     """Values of one tensor: 'rand' (ints over a useful range, f32 normal), 'small', 'edge'
     (the data type's extremes; f32 with NaN / inf / huge / denormal values)."""
+    if dt == "f32" and fill == "pos":
+        return rng.uniform(0.05, 4.0, shape).astype(np.float32)
     if dt == "f32":
         x = rng.standard_normal(shape).astype(np.float32) * np.float32(4 if fill != "small" else 1)
         if fill == "edge" and x.size:
@@ -117,6 +119,9 @@ def fill_values(shape, dt, fill, rng):
             x.reshape(-1)[idx] = rng.choice(specials, idx.size)
         return x
     lo, hi = _RANGES[dt]
+    if fill == "pos":
+        return rng.integers(1, 9, shape).astype({"u8": np.uint8, "s8": np.int8,
+                                                 "s32": np.int32}[dt])
     if fill == "small":
         lo, hi = max(lo, -8), min(hi, 8)
     elif fill == "rand" and dt == "s32":
@@ -139,6 +144,21 @@ def make_tensor(md_spec, fill, seed):
     return out
 
 
+def _stand_in(md_spec):
+    """The array of a descriptor dnnq refuses: zeros when numpy can make it (0-sized dims, for
+    the functions taking arrays without descriptors), else one f32 zero."""
+    _, dims, dt, _ = md_spec
+    try:
+        if dt in _RANGES or dt == "f32":
+            shape = tuple(int(d) for d in dims)
+            if all(0 <= d <= 64 for d in shape):
+                return np.zeros(shape, {"u8": np.uint8, "s8": np.int8, "s32": np.int32,
+                                        "f32": np.float32}[dt])
+    except (TypeError, ValueError):
+        pass
+    return np.zeros(1, np.float32)
+
+
 def scale_values(count, seed, zp=False):
     rng = np.random.default_rng(seed)
     if zp:
@@ -155,7 +175,7 @@ def _count(dims, mask):
 
 def _layout_variant(arr, how):
     """A view of a copy of ``arr`` with the same logical content and another memory layout."""
-    if arr.ndim == 0:
+    if arr.ndim == 0 or arr.dtype.hasobject:
         return arr
     if how == "stride2":
         big = np.empty(arr.shape[:-1] + (2 * arr.shape[-1],), arr.dtype)
@@ -260,13 +280,14 @@ def make_args(case, poison):
         try:
             a = make_tensor(md_spec, fill, case["seed"] + 7919 * i)
         except Exception:  # noqa: BLE001 - an invalid descriptor: the constructor refuses it
-            a = np.zeros(1, np.float32)
+            a = _stand_in(md_spec)
         if key in outs and not keep:
             a[...] = np.frombuffer(bytes([POISON[poison]]) * a.itemsize, a.dtype)[0]
         args[key] = a
     dims_of = {key: md_spec[1] for key, md_spec, _ in case.get("tensors", ())}
     dims_of.update(case.get("extra_dims", {}))
-    for j, (key, base, mask, zp) in enumerate(case.get("quant", ())):
+    for j, (key, base, mask, zp, *same) in enumerate(case.get("quant", ())):
+        j = same[0] if same else j  # entries that must hold equal values share a seed
         args[key] = scale_values(_count(dims_of.get(base, (1,)), mask), case["seed"] + 31 * j, zp)
     for mut in case.get("mutations", ()):
         apply_mutation(args, mut, outs)
@@ -322,7 +343,7 @@ def run_case(case):
         except (dnnq.InvalidArguments, dnnq.Unimplemented, MemoryError) as exc:
             if not str(exc).strip():
                 raise Violation(f"{type(exc).__name__} with an empty message") from exc
-            return "raised", type(exc).__name__
+            return "raised", f"{type(exc).__name__}: {exc}"
         except Violation:
             raise
         except BaseException as exc:  # noqa: BLE001 - the oracle's point
@@ -404,6 +425,7 @@ class CrashGuard:
         self.timeout = timeout
         self.proc = None
         self.stats = {}
+        self.messages = {}  # (family, start of an allowed exception's message) -> count
         self.restarts = 0
 
     def _start(self):
@@ -465,8 +487,11 @@ class CrashGuard:
             res = ("crash", f"worker died (exit status {code})\n" + self._stderr_tail())
             self.proc = None
             self.restarts += 1
-        key = (case["family"], res[0] if res[0] != "raised" else res[1])
+        key = (case["family"], res[0] if res[0] != "raised" else res[1].split(":")[0])
         self.stats[key] = self.stats.get(key, 0) + 1
+        if res[0] == "raised":
+            msg = (case["family"], res[1][:90])
+            self.messages[msg] = self.messages.get(msg, 0) + 1
         return res
 
     def check(self, case):

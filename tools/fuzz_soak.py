@@ -22,6 +22,8 @@ def main(argv=None):
     ap.add_argument("--examples", type=int, default=20000, help="cases in all (default 20000)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--family", action="append", help="only these families (repeatable)")
+    ap.add_argument("--messages", type=int, default=0, metavar="K",
+                    help="also print the K most frequent refusal messages per family")
     ap.add_argument("--max-failures", type=int, default=20, help="reproducers printed")
     opts = ap.parse_args(argv)
 
@@ -51,6 +53,10 @@ def main(argv=None):
             counts = {k[1]: v for k, v in guard.stats.items() if k[0] == fam}
             print(f"{fam:14s} {sum(counts.values()):8d} cases  {time.monotonic() - t1:7.1f} s  "
                   + "  ".join(f"{k} {v}" for k, v in sorted(counts.items())), flush=True)
+            top = sorted(((v, m) for (f, m), v in guard.messages.items() if f == fam),
+                         reverse=True)[:opts.messages]
+            for v, m in top:
+                print(f"    {v:6d}  {m}")
     finally:
         guard.close()
     total = sum(guard.stats.values())
