@@ -161,6 +161,7 @@ def _stand_in(md_spec):
 
 def scale_values(count, seed, zp=False):
     rng = np.random.default_rng(seed)
+    count = count if count <= 1 << 20 else 1  # of a huge descriptor, which must be refused
     if zp:
         return rng.integers(-4, 5, count).astype(np.int32)
     return rng.uniform(0.05, 4.0, count).astype(np.float32)
@@ -202,7 +203,10 @@ def apply_mutation(args, mut, out_keys):
     """Apply one mutation to the execution arguments (in place)."""
     op = mut[0]
     keys = sorted(args, key=repr)
-    key = keys[mut[1] % len(keys)] if keys else None
+    if op == "value":
+        key = mut[1] if mut[1] in args else None
+    else:
+        key = keys[mut[1] % len(keys)] if keys else None
     if op == "drop" and key is not None:
         del args[key]
     elif op == "extra":
@@ -271,7 +275,48 @@ def apply_mutation(args, mut, out_keys):
         raise AssertionError(mut)
 
 
-def make_args(case, poison):
+def must_refuse(case, args):
+    """Why the final execution arguments must be refused (SPEC sections 4 and 7), or None: a
+    data array (one with a descriptor) of another dtype or shape or not an ndarray, a
+    read-only destination, a scale that is not finite and > 0 in f32, a zero point that is not
+    an integer in s32."""
+    from dnnq import args as A
+    tensors = {key: md for key, md, _ in case.get("tensors", ())}
+    for key in case.get("strict_keys", ()):
+        a, md = args.get(key), tensors[key]
+        if a is None:
+            continue
+        if not isinstance(a, np.ndarray):
+            return f"{type(a).__name__} given for the data array {key!r}"
+        want = np.dtype({"u8": np.uint8, "s8": np.int8, "s32": np.int32,
+                         "f32": np.float32}.get(md[2], np.float64))
+        if not isinstance(md[1], tuple):
+            continue  # not a descriptor: its constructor refuses it
+        if a.dtype != want or (a.shape != tuple(md[1]) and key not in case.get(
+                "any_shape_keys", ())):
+            return f"{a.dtype}{a.shape} given for the data array {key!r} ({md})"
+    for key in case.get("outputs", ()):
+        a = args.get(key)
+        if isinstance(a, np.ndarray) and not a.flags.writeable:
+            return f"a read-only destination {key!r}"
+    for key, *_ in case.get("quant", ()):
+        a = args.get(key)
+        if not isinstance(a, np.ndarray) or a.dtype.kind not in "iuf" or not a.size:
+            continue
+        with np.errstate(all="ignore"):
+            if key & A.DNNL_ARG_ATTR_ZERO_POINTS:
+                bad = a.dtype.kind == "f" and not np.all(np.isfinite(a) & (a == np.round(a)))
+                bad = bad or np.any(a < -2 ** 31) or np.any(a >= 2 ** 31)
+            else:
+                f = a.astype(np.float32)
+                bad = not np.all(np.isfinite(f) & (f > 0))
+        if bad:
+            return f"{'zero points' if key & A.DNNL_ARG_ATTR_ZERO_POINTS else 'scales'} " \
+                   f"{a.reshape(-1)[:4]} in {key!r}"
+    return None
+
+
+def make_args(case, poison, with_refusals=False):
     """The execution dict of a case for one run (fresh arrays; destinations poisoned)."""
     args = {}
     outs = set(case.get("outputs", ()))
@@ -291,7 +336,7 @@ def make_args(case, poison):
         args[key] = scale_values(_count(dims_of.get(base, (1,)), mask), case["seed"] + 31 * j, zp)
     for mut in case.get("mutations", ()):
         apply_mutation(args, mut, outs)
-    return args
+    return (args, must_refuse(case, args)) if with_refusals else args
 
 
 def _snapshot(result, args, case):
@@ -327,8 +372,10 @@ def _call(case, args):
 
 def _one_run(case, poison, mutations=True):
     c = case if mutations else dict(case, mutations=())
-    args = make_args(c, poison)
+    args, refusals = make_args(c, poison, with_refusals=True)
     result = _call(c, args)
+    if refusals:
+        raise Violation("accepted what must be refused: " + refusals)
     return _snapshot(result, args, c), result, args
 
 

@@ -231,22 +231,23 @@ def arg_mutations(draw, quant_keys):
 
 
 def finish(draw, family, ctor, tensors, outputs, quant, *, has_sum=False, ref=None,
-           prepare=False, isa=True, extra_dims=None):
+           prepare=False, isa=True, extra_dims=None, strict_keys=None):
     from dnnq import available_isa_levels
     quant_keys = [q[0] for q in quant]
     muts = arg_mutations(draw, quant_keys)
-    # value mutations must aim at a scale / zero point: redirect the selector onto one
-    keys = sorted({t[0] for t in tensors} | set(quant_keys), key=repr)
+    # value mutations aim at a scale / zero point: they name it (the others pick a key by a
+    # selector, modulo the keys present then)
     fixed = []
     for m in muts:
         if m[0] == "value":
-            qk = draw(st.sampled_from(quant_keys))
-            m = (m[0], keys.index(qk), m[2], m[3])
+            m = (m[0], draw(st.sampled_from(quant_keys)), m[2], m[3])
         fixed.append(m)
     case = {"family": family, "ctor": ctor, "tensors": tensors, "outputs": outputs,
             "quant": quant, "mutations": fixed, "seed": draw(st.integers(0, 2 ** 20)),
             "dst_is_input": has_sum, "prepare": prepare,
-            "isa": draw(st.sampled_from(available_isa_levels())) if isa else None}
+            "isa": draw(st.sampled_from(available_isa_levels())) if isa else None,
+            # arrays with a descriptor: another dtype / shape / type must be refused
+            "strict_keys": [t[0] for t in tensors] if strict_keys is None else strict_keys}
     if ref and not fixed and all(t[2] != "edge" for t in tensors):
         case["ref"] = ref
     if extra_dims:
@@ -711,8 +712,9 @@ def gemm_case(draw):
     outputs = ["C"] if any(t[0] == "C" for t in tensors) else []
     ref = "gemm" if plain and isinstance(kw["transa"], bool) and K <= 64 and M and N and K \
         else None
-    return finish(draw, "gemm", None, tensors, outputs, [], has_sum=beta_reads_c, ref=ref) | \
-        {"fn": fn, "kw": kw}
+    return finish(draw, "gemm", None, tensors, outputs, [], has_sum=beta_reads_c, ref=ref,
+                  strict_keys=["A", "B"]) | \
+        {"fn": fn, "kw": kw, "any_shape_keys": ["A", "B"]}  # only their dtype is fixed
 
 
 def _bound(draw, C):
@@ -741,7 +743,7 @@ def fake_quantize_case(draw):
                                         (0, 1, 65537, 2 ** 40, 2.5, None)))
     post = draw(st.booleans())
     tensors = [("x" if not post else A.DNNL_ARG_SRC, x, fill(draw))]
-    case = finish(draw, "fake_quantize", None, tensors, [], [])
+    case = finish(draw, "fake_quantize", None, tensors, [], [], strict_keys=[])
     return case | {"kw": kw, "as_post_op": post, "md": x}
 
 
@@ -761,7 +763,7 @@ def quantize_case(draw):
         tensors.append(("zp", ("md", (n,), S32, None), "small"))
     else:
         kw["zp"] = draw(st.sampled_from((None, 0, 3, 2 ** 40, 1.5)))
-    case = finish(draw, "quantize", None, tensors, [], [])
+    case = finish(draw, "quantize", None, tensors, [], [], strict_keys=[])
     return case | {"fn": fn, "kw": kw}
 
 
@@ -783,7 +785,7 @@ def calibrate_case(draw):
         kw["symmetric"] = draw(st.booleans())
         if fn == "percentile":
             kw["pct"] = draw(st.sampled_from((99.9, 100.0, 50.0, 101.0, float("nan"), 75)))
-    case = finish(draw, "calibrate", None, tensors, [], [], isa=False)
+    case = finish(draw, "calibrate", None, tensors, [], [], isa=False, strict_keys=[])
     return case | {"fn": fn, "kw": kw}
 
 
