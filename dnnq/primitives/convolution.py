@@ -58,6 +58,7 @@ from dnnq._kernels import _conv, _gemm
 from dnnq._kernels._gemm import all_finite_positive as _all_finite_positive
 from dnnq._kernels._gemm_exec import extents_meet
 from dnnq.primitives._plan import aligned_empty
+from dnnq.primitives._scratch import Scratch as _Scratch
 
 _ONE = np.ones(1, np.float32)
 _F32, _I32 = np.dtype(np.float32), np.dtype(np.int32)
@@ -649,35 +650,6 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
                       (("src", self.src_desc), ("wei", self.weights_desc),
                        ("bia", self.bias_desc), ("dst", self.dst_desc)),
                       self.attr, problem, ms)
-
-
-class _Scratch:
-    """The channels-last copies of one execution, taken from and given back to the
-    primitive's pool: a fresh buffer of that size costs its page faults on every call
-    (hundreds of microseconds for a MobileNet layer).  Concurrent executions each take their
-    own (list pop / append are atomic under the GIL)."""
-
-    __slots__ = ("pool", "taken")
-
-    def __init__(self, pool):
-        self.pool, self.taken = pool, []
-
-    def take(self, shape, dtype):
-        key = (tuple(shape), np.dtype(dtype).str)
-        free = self.pool.setdefault(key, [])
-        try:
-            a = free.pop()
-        except IndexError:
-            a = aligned_empty(int(np.prod(shape)), dtype).reshape(shape)
-        self.taken.append((key, a))
-        return a
-
-    def release(self):
-        for key, a in self.taken:
-            free = self.pool.get(key)
-            if free is not None and len(free) < 2:
-                free.append(a)
-        self.taken = []
 
 
 class Convolution(_ConvolutionBase):
