@@ -16,43 +16,8 @@ from dnnq._kernels._kernels cimport (
     dnnq_gemm_epilogue_fn, dnnq_brgemm_ukr_for_isa, dnnq_brgemm_mr_for_isa,
     dnnq_gemm_epilogue_for_isa,
 )
-
-cdef extern from "dnnq_conv.h" nogil:
-    enum:
-        DNNQ_CONV_MAX_POST
-        DNNQ_MR_MAX
-        DNNQ_CONV_TILE_ROWS
-    ctypedef struct dnnq_conv_t:
-        int64_t N, G, ICg, OCg, IC, OC
-        int64_t id, ih, iw, od, oh, ow
-        int64_t kd, kh, kw
-        int64_t sd, sh, sw
-        int64_t dd, dh, dw
-        int64_t pd, ph, pw
-        int deconv, depthwise, fold_kw
-        int64_t kpair, npairs, K4, n_panels, mc
-        int mr
-        const uint8_t *src
-        uint32_t a_xor
-        int src_signed
-        const uint8_t *zp_rows
-        const int32_t *padcorr
-        const int8_t *packed
-        const int16_t *dw_weights
-        int64_t dw_stride
-        int dw_kind
-        dnnq_gemm_args_t epi
-        int64_t dst_img, rowsum_img
-        int64_t post_b[32]
-        int64_t post2_b[32]
-        dnnq_brgemm_ukr_fn brgemm
-        dnnq_gemm_epilogue_fn epilogue
-        int isa
-    int64_t dnnq_conv_n_items(const dnnq_conv_t *cv)
-    void dnnq_transpose(const void *src, void *dst, int64_t rows, int64_t cols, int esz)
-    void dnnq_transpose_for_isa(int isa, const void *src, void *dst, int64_t rows, int64_t cols,
-                                int esz)
-    int dnnq_conv_run_item(const dnnq_conv_t *cv, int64_t item)
+# dnnq_conv.h's declarations and ConvPlan's fields are in _conv.pxd (the C-level execute path,
+# _conv_exec.pyx, fills a dnnq_conv_t and launches it)
 
 NR = DNNQ_NR
 MAX_POST = DNNQ_CONV_MAX_POST
@@ -79,10 +44,6 @@ def brgemm_rows(int isa):
 
 cdef class ConvPlan:
     """Geometry, kernels and epilogue kinds of one convolution, fixed at creation."""
-    cdef dnnq_conv_t cv
-    cdef dnnq_postop_t* post
-    cdef public int64_t n_items, work
-    cdef int64_t dw_strides[2]
 
     def __cinit__(self):
         self.post = NULL
@@ -205,6 +166,7 @@ cdef class ConvPlan:
         self._launch(&cv, nthreads)
 
     cdef int _launch(self, const dnnq_conv_t* cv, int nthreads) except -1:
+        """Run every work item of a filled cv (GIL held on entry; released around the loop)."""
         cdef int64_t nitems = self.n_items, it
         cdef int failed = 0
         if nitems <= 0:

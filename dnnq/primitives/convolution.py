@@ -54,16 +54,10 @@ from dnnq.primitives._conv_geometry import (ConvGeometry, PackedConvWeights, pac
                                             window_sums)
 from dnnq.primitives._conv_fused_dw import init_fused, execute_fused
 from dnnq.primitives._gemm_primitive import wrap_s32
-from dnnq._kernels import _conv, _gemm
-from dnnq._kernels._gemm import all_finite_positive as _all_finite_positive
-from dnnq._kernels._gemm_exec import extents_meet
-from dnnq.primitives._plan import aligned_empty
+from dnnq._kernels import _conv, _conv_exec, _gemm
 from dnnq.primitives._scratch import Scratch as _Scratch
 
 _ONE = np.ones(1, np.float32)
-_F32, _I32 = np.dtype(np.float32), np.dtype(np.int32)
-_INF = float("inf")
-_NO_SRC1 = [[None] * n for n in range(33)]  # src1 lists of a chain without binary post-ops
 _SRC_DTS = ("u8", "s8")
 _DST_DTS = ("f32", "s32", "s8", "u8")
 _RANGE = {"u8": (0, 255), "s8": (-128, 127)}
@@ -332,164 +326,60 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
         return rows
 
     def _fast_plan(self):
-        """What the fast path of execute needs, fixed at creation (see _execute_fast)."""
+        """The C-level execute path (dnnq._kernels._conv_exec.ConvExec) of the common case:
+        packed weights, f32 or no bias, common scales and zero points, no binary / select
+        post-op, no weights zero point.  Plain (nchw) src / dst take it too, through
+        channels-last copies in pooled buffers.  None when the configuration needs the
+        checked path's generality."""
         geo, sd, dd = self._geo, self.src_desc, self.dst_desc
-        zm = self._zp_mask
-        # plain src / dst take it too, through channels-last copies in pooled buffers
-        self._fast = (not self._binary and
-                      not self._selects and A.DNNL_ARG_WEIGHTS not in zm and
-                      zm.get(A.DNNL_ARG_SRC, 0) == 0 and zm.get(A.DNNL_ARG_DST, 0) == 0 and
-                      (self.bias_desc is None or self.bias_desc.dt == "f32"))
-        self._src_np, self._dst_np = sd.numpy_dtype, dd.numpy_dtype
-        self._src_dims, self._dst_dims = tuple(sd.dims), tuple(dd.dims)
-        self._src_order, self._dst_order = sd.physical_order, dd.physical_order
-        self._dst_phys = dd.physical_shape
-        self._src_cl, self._dst_cl = sd.is_channels_last, dd.is_channels_last
+        zm, sm = self._zp_mask, self._scale_mask
         self._isa_code = _plan.ISA_CODE[self._isa]  # the plain <-> channels-last transposes
-        self._src_cl_shape = (geo.N,) + tuple(sd.dims[2:]) + (geo.IC,)
-        self._dst_cl_shape = (geo.N,) + tuple(dd.dims[2:]) + (geo.OC,)
-        self._bias_dims = (geo.OC,)
-        sm = self._scale_mask
-        self._ws_count = 0 if A.DNNL_ARG_WEIGHTS not in sm else (
-            1 if sm[A.DNNL_ARG_WEIGHTS] == 0 else geo.OC)
-        self._has_ss, self._has_ds = A.DNNL_ARG_SRC in sm, A.DNNL_ARG_DST in sm
-        self._has_zs, self._has_zd = A.DNNL_ARG_SRC in zm, A.DNNL_ARG_DST in zm
-        lo, hi = _RANGE[sd.dt]
-        self._zs_range = (lo, hi)
-        self._shift = 128 if sd.dt == "s8" and not geo.depthwise else 0
         self._dw_kind = int(geo.depthwise and self._dw_layout == "vnni4")
-
-    def _execute_fast(self, args):
-        """The common case (arrays of the right types, C-contiguous in their layout, packed
-        weights, f32 or no bias, scales and common zero points, no binary post-op): every
-        check of the general path without its generality.  Returns None to hand over to the
-        general path (which also produces the error messages)."""
-        if self._src_cl and self._dst_cl:
-            return self._execute_fast_body(args, None)
-        scratch = _Scratch(self._scratch)  # channels-last copies of plain arrays
-        try:
-            return self._execute_fast_body(args, scratch)
-        finally:
-            scratch.release()
-
-    def _execute_fast_body(self, args, scratch):
-        if type(args) is not dict:
-            return None
-        known = self._known
-        for key in args:
-            if type(key) is not int or key not in known:
-                return None
-        x = args.get(A.DNNL_ARG_SRC)
-        if type(x) is not np.ndarray or x.dtype is not self._src_np or \
-                x.shape != self._src_dims:
-            return None
-        x = x.transpose(self._src_order)
-        if not x.flags.c_contiguous:
-            return None
-        pw = args.get(A.DNNL_ARG_WEIGHTS)
-        if type(pw) is not PackedConvWeights or (pw.owner is not self._key and
-                                                 pw.owner != self._key):
-            return None
-        pw.check_sizes(self._packed_sizes, self._name)
-        bias = None
-        if self.bias_desc is not None:
-            bias = args.get(A.DNNL_ARG_BIAS)
-            if type(bias) is not np.ndarray or bias.dtype is not _F32 or \
-                    bias.shape != self._bias_dims or not bias.flags.c_contiguous:
-                return None
-        ss = ds = 1.0
-        if self._has_ss:
-            v = args.get(A.DNNL_ARG_SCALE | A.DNNL_ARG_SRC)
-            if type(v) is not np.ndarray or v.dtype is not _F32 or v.size != 1:
-                return None
-            ss = v.item(0)
-            if not 0.0 < ss < _INF:
-                return None
-        if self._has_ds:
-            v = args.get(A.DNNL_ARG_SCALE | A.DNNL_ARG_DST)
-            if type(v) is not np.ndarray or v.dtype is not _F32 or v.size != 1:
-                return None
-            ds = v.item(0)
-            if not 0.0 < ds < _INF:
-                return None
-        scale, scale_sn = _ONE, 0
-        if self._ws_count:
-            v = args.get(A.DNNL_ARG_SCALE | A.DNNL_ARG_WEIGHTS)
-            if type(v) is not np.ndarray or v.dtype is not _F32 or v.size != self._ws_count \
-                    or v.ndim != 1 or not _all_finite_positive(v):
-                return None
-            scale, scale_sn = v, int(self._ws_count > 1)
-        zs = 0
-        if self._has_zs:
-            v = args.get(A.DNNL_ARG_ATTR_ZERO_POINTS | A.DNNL_ARG_SRC)
-            if type(v) is not np.ndarray or v.dtype is not _I32 or v.size != 1:
-                return None
-            zs = v.item(0)
-            if not self._zs_range[0] <= zs <= self._zs_range[1]:
-                return None
-        dzp = None
-        if self._has_zd:
-            dzp = args.get(A.DNNL_ARG_ATTR_ZERO_POINTS | A.DNNL_ARG_DST)
-            if type(dzp) is not np.ndarray or dzp.dtype is not _I32 or dzp.size != 1 or \
-                    not dzp.flags.c_contiguous:
-                return None
-        user = args.get(A.DNNL_ARG_DST)
-        if user is None:
-            if self._has_sum:
-                return None
-            out = aligned_empty(int(np.prod(self._dst_phys)), self._dst_np).reshape(self._dst_phys)
-        else:
-            if type(user) is not np.ndarray or user.dtype is not self._dst_np or \
-                    user.shape != self._dst_dims or not user.flags.writeable:
-                return None
-            out = user.transpose(self._dst_order)
-            if not out.flags.c_contiguous:
-                return None
-            if extents_meet(user, args, A.DNNL_ARG_DST):  # the general path names them
-                return None
-        final = None
-        if not self._dst_cl:  # plain dst: computed channels-last, then transposed into it
-            if self._has_sum:
-                return None
-            final, out = out, scratch.take(self._dst_cl_shape, self._dst_np)
-        if not self._src_cl:
-            cl = scratch.take(self._src_cl_shape, self._src_np)
-            _conv.transpose_channels(x, cl, True, self._isa_code)
-            x = cl
-        geo = self._geo
-        key = zs.to_bytes(4, "little", signed=True) if type(zs) is int else None
-        zrow = self._zrows.get(key) if key is not None else None
-        if zrow is None:
-            zrow = self._zero_point_rows(np.int32([zs]), np.int64([zs]))
-        col_comp = pw.comp_for_shift(self._shift + zs)
-        t0 = time.perf_counter() if _verbose._level else 0.0
-        if geo.is_gemm:
-            P = geo.out_pixels
-            self._plan.run(x.view(np.uint8), P * geo.IC, geo.IC, self.src_desc.dt == "s8",
-                           pw.packed, 0, col_comp, 0, None, 0, None, P, self._raw_s32, ss, scale,
-                           scale_sn, bias, 0, 0, 1, _NO_SRC1[len(self._post_specs)], ds, dzp, 0,
-                           out, P * geo.OC, geo.OC, _dispatch.get_num_threads())
-        else:
-            self._plan.run(x.view(np.uint8), self.src_desc.dt == "s8", zrow, None, pw.packed,
-                           pw.dw, col_comp, None, 0, None, self._raw_s32, ss, scale, scale_sn,
-                           bias, 1, _NO_SRC1[len(self._post_specs)], ds, dzp, 0, out,
-                           _dispatch.get_num_threads(), self._dw_kind)
-        if _verbose._level:
-            self._verbose("exec", (time.perf_counter() - t0) * 1e3)
-        if final is not None:
-            _conv.transpose_channels(out, final, False, self._isa_code)
-            out = final
-        return self.dst_desc.logical_view(out) if user is None else user
+        self._exec = None
+        if (self._binary or self._selects or A.DNNL_ARG_WEIGHTS in zm or
+                zm.get(A.DNNL_ARG_SRC, 0) != 0 or zm.get(A.DNNL_ARG_DST, 0) != 0 or
+                (self.bias_desc is not None and self.bias_desc.dt != "f32")):
+            return
+        ws_count = 0 if A.DNNL_ARG_WEIGHTS not in sm else (
+            1 if sm[A.DNNL_ARG_WEIGHTS] == 0 else geo.OC)
+        layout = dict(src_dims=tuple(sd.dims), src_order=tuple(sd.physical_order),
+                      src_dtype=sd.numpy_dtype, dst_dims=tuple(dd.dims),
+                      dst_order=tuple(dd.physical_order), dst_dtype=dd.numpy_dtype,
+                      N=geo.N, IC=geo.IC, OC=geo.OC, P_src=int(np.prod(sd.dims[2:])),
+                      P_dst=int(np.prod(dd.dims[2:])), isa_code=self._isa_code)
+        attrs = dict(has_bias=self.bias_desc is not None, has_ss=A.DNNL_ARG_SRC in sm,
+                     has_ds=A.DNNL_ARG_DST in sm, ws_count=ws_count,
+                     has_zs=A.DNNL_ARG_SRC in zm, has_zd=A.DNNL_ARG_DST in zm,
+                     zs_range=_RANGE[sd.dt], has_sum=self._has_sum,
+                     shift=128 if sd.dt == "s8" and not geo.depthwise else 0,
+                     raw_s32=self._raw_s32, dw_kind=self._dw_kind, depthwise=geo.depthwise)
+        keys = dict(src=A.DNNL_ARG_SRC, wei=A.DNNL_ARG_WEIGHTS, bias=A.DNNL_ARG_BIAS,
+                    dst=A.DNNL_ARG_DST, ss=A.DNNL_ARG_SCALE | A.DNNL_ARG_SRC,
+                    ws=A.DNNL_ARG_SCALE | A.DNNL_ARG_WEIGHTS,
+                    ds=A.DNNL_ARG_SCALE | A.DNNL_ARG_DST,
+                    zs=A.DNNL_ARG_ATTR_ZERO_POINTS | A.DNNL_ARG_SRC,
+                    zd=A.DNNL_ARG_ATTR_ZERO_POINTS | A.DNNL_ARG_DST, n_known=len(self._known))
+        zrow_for = None if geo.is_gemm else (
+            lambda zs: self._zero_point_rows(np.int32([zs]), np.int64([zs])))
+        self._exec = _conv_exec.ConvExec(self._plan, self._key, PackedConvWeights,
+                                         self._packed_sizes, zrow_for, layout, attrs, keys)
 
     def execute(self, args):
         """Run once.  args: {DNNL_ARG_*: ndarray}; returns dst (written in place if given)."""
         if self._fused is not None:
             return execute_fused(self, args)
-        if self._fast:
-            out = self._execute_fast(args)
-            if out is not None:
-                return out
-        p, geo = self._name, self._geo
+        if self._exec is not None:
+            if _verbose._level:
+                t0 = time.perf_counter()
+                out = self._exec.run(args)
+                if out is not None:
+                    self._verbose("exec", (time.perf_counter() - t0) * 1e3)
+                    return out
+            else:
+                out = self._exec.run(args)
+                if out is not None:
+                    return out
+        p = self._name
         check_known_args(p, args, self._known)
         for need, what in ((A.DNNL_ARG_SRC, "src"), (A.DNNL_ARG_WEIGHTS, "weights")):
             if need not in args:

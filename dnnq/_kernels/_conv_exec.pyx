@@ -1,0 +1,470 @@
+"""The C-level execute path of Convolution / Deconvolution (the counterpart of MatMul's GemmExec).
+
+A `ConvExec` is built once, at primitive creation, for the configurations the common case
+covers: packed weights, f32 or no bias, common scales and common zero points, no binary or
+select post-op, no weights zero point.  `run(args)` looks the arrays up and checks them
+without Python-level calls -- exact int keys the primitive takes, exact ndarrays of the
+described dtype (native byte order) and logical shape, dense in the descriptor's layout, a
+writeable dst whose bytes meet no other array of `args`, packed weights of this primitive with
+the expected sizes, finite positive scales, a source zero point the source type holds -- then
+fills the driver's argument struct and launches the kernel (ConvPlan, or GemmPlan for a 1x1
+convolution) with the GIL released.  Plain (nchw) data goes through channels-last copies in
+buffers pooled per primitive.
+
+It never raises for a bad argument: it returns None, and the primitive's checked Python path
+runs instead (it accepts more and produces the error messages).
+"""
+cimport numpy as cnp
+from cpython.dict cimport PyDict_GetItem, PyDict_Next, PyDict_Size
+from cpython.long cimport PyLong_CheckExact
+from cpython.ref cimport PyObject
+from libc.math cimport INFINITY
+from libc.stdint cimport int8_t, uint8_t, int16_t, int32_t, uint32_t, int64_t, uintptr_t
+
+from dnnq._kernels._kernels cimport dnnq_gemm_args_t, dnnq_postop_t
+from dnnq._kernels._gemm cimport GemmPlan
+from dnnq._kernels._conv cimport ConvPlan, dnnq_conv_t, dnnq_transpose_for_isa
+
+import numpy as np
+from dnnq import _dispatch
+from dnnq._kernels._gemm_exec import aligned_empty
+
+cnp.import_array()
+
+cdef enum:
+    MAX_DIMS = 5
+    MAX_POST = 32
+
+
+cdef struct DenseSpec:
+    # an exact ndarray of this dtype and logical shape, dense in a given physical order
+    int typenum
+    int ndim
+    int64_t dims[MAX_DIMS]
+    int64_t strides[MAX_DIMS]  # bytes, per logical dim
+
+
+cdef int _spec_from(DenseSpec* s, dims, order, dtype) except -1:
+    """dims: logical; order: the physical order of the logical dims (outermost first)."""
+    dt = np.dtype(dtype)
+    s.typenum = dt.num
+    s.ndim = len(dims)
+    if s.ndim > MAX_DIMS:
+        raise ValueError("ConvExec: too many dims")
+    cdef int64_t acc = dt.itemsize
+    for i, d in enumerate(dims):
+        s.dims[i] = d
+    for i in reversed(order):
+        s.strides[i] = acc
+        acc *= dims[i]
+    return 0
+
+
+cdef inline bint _dense(object o, const DenseSpec* s) noexcept:
+    """o is exactly an ndarray of the spec (native byte order; strides of dims of size 1 are
+    free, as numpy's contiguity flags have them)."""
+    if not cnp.PyArray_CheckExact(o):
+        return False
+    cdef cnp.ndarray a = <cnp.ndarray>o
+    if cnp.PyArray_TYPE(a) != s.typenum or cnp.PyArray_NDIM(a) != s.ndim or \
+            cnp.PyArray_ISBYTESWAPPED(a):
+        return False
+    cdef cnp.npy_intp* d = cnp.PyArray_DIMS(a)
+    cdef cnp.npy_intp* st = cnp.PyArray_STRIDES(a)
+    cdef int i
+    for i in range(s.ndim):
+        if d[i] != s.dims[i] or (d[i] != 1 and st[i] != s.strides[i]):
+            return False
+    return True
+
+
+cdef inline bint _vector(object o, int typenum, int64_t size) noexcept:
+    """o is exactly a C-contiguous ndarray of `size` elements of this dtype (any shape)."""
+    if not cnp.PyArray_CheckExact(o):
+        return False
+    cdef cnp.ndarray a = <cnp.ndarray>o
+    return (cnp.PyArray_TYPE(a) == typenum and cnp.PyArray_SIZE(a) == size and
+            cnp.PyArray_IS_C_CONTIGUOUS(a) and not cnp.PyArray_ISBYTESWAPPED(a))
+
+
+cdef inline bint _scalar(object o, int typenum) noexcept:
+    """o is exactly an ndarray of one element of this dtype (any shape, native order)."""
+    if not cnp.PyArray_CheckExact(o):
+        return False
+    cdef cnp.ndarray a = <cnp.ndarray>o
+    return (cnp.PyArray_TYPE(a) == typenum and cnp.PyArray_SIZE(a) == 1 and
+            not cnp.PyArray_ISBYTESWAPPED(a))
+
+
+cdef inline bint _has_size(object o, int64_t size) noexcept:
+    """A packed-weights array: None when size < 0, else a C-contiguous ndarray of `size`
+    elements (their dtypes are the packing's own)."""
+    if size < 0:
+        return o is None
+    if not cnp.PyArray_Check(o):
+        return False
+    cdef cnp.ndarray a = <cnp.ndarray>o
+    return cnp.PyArray_SIZE(a) == size and cnp.PyArray_IS_C_CONTIGUOUS(a)
+
+
+cdef inline void _extent(cnp.ndarray a, uintptr_t* lo, uintptr_t* hi) noexcept:
+    """[lo, hi): the bytes the elements of a lie in (any strides, negative ones too)."""
+    cdef uintptr_t base = <uintptr_t>cnp.PyArray_DATA(a)
+    cdef int i
+    cdef cnp.npy_intp* d = cnp.PyArray_DIMS(a)
+    cdef cnp.npy_intp* st = cnp.PyArray_STRIDES(a)
+    cdef Py_ssize_t low = 0, high = 0
+    if cnp.PyArray_SIZE(a) == 0:
+        lo[0] = hi[0] = base
+        return
+    for i in range(cnp.PyArray_NDIM(a)):
+        if st[i] < 0:
+            low += (d[i] - 1) * st[i]
+        else:
+            high += (d[i] - 1) * st[i]
+    lo[0] = base + low
+    hi[0] = base + high + <uintptr_t>cnp.PyArray_ITEMSIZE(a)
+
+
+cdef inline bint _finite_positive(const float* x, int64_t n) noexcept nogil:
+    cdef int64_t i
+    for i in range(n):
+        if not (x[i] > 0.0 and x[i] < INFINITY):
+            return False
+    return True
+
+
+cdef inline void* _data(object a) noexcept:
+    return cnp.PyArray_DATA(<cnp.ndarray>a)
+
+
+cdef class ConvExec:
+    """The execute path of one convolution primitive, fixed at creation (module docstring)."""
+    cdef object conv_plan, gemm_plan
+    cdef object owner, wtype, zrow_for, comp_cache, zrow_cache
+    cdef object k_src, k_wei, k_bias, k_dst, k_ss, k_ws, k_ds, k_zs, k_zd
+    cdef DenseSpec src, dst
+    cdef int64_t n_known, ws_count, shift, zs_lo, zs_hi
+    cdef int64_t sizes[4]  # packed, dw, plain, colsum elements (-1: None)
+    cdef int64_t OC, IC, P_src, P_dst, N, a_sb, a_sm, d_sb, d_sm
+    cdef bint has_bias, has_ss, has_ds, has_zs, has_zd, has_sum, s8_src, raw_s32
+    cdef bint src_cl, dst_cl, depthwise
+    cdef int dw_kind, isa_code, src_esz, dst_esz
+    cdef object dst_dtype, dst_phys, dst_inverse
+    cdef list src_pool, dst_pool
+
+    def __init__(self, plan, owner, wtype, packed_sizes, zrow_for, dict layout, dict attrs,
+                 dict keys):
+        """plan: the primitive's ConvPlan or GemmPlan (1x1); owner: the key PackedConvWeights
+        carry; wtype: the PackedConvWeights class; packed_sizes: (packed, dw, plain, colsum)
+        element counts (None: absent); zrow_for(zs): the zero-point rows of a common source
+        zero point in the source type's range (None for the GEMM plan).
+        layout: src_dims, src_order, src_dtype, dst_dims, dst_order, dst_dtype, N, IC, OC,
+        P_src, P_dst (pixels per image), isa_code (the transposes' level).
+        attrs: has_bias, has_ss, has_ds, ws_count, has_zs, has_zd, zs_range, has_sum, shift,
+        raw_s32, dw_kind, depthwise.  keys: the argument ids (src, wei, bias, dst, ss, ws, ds,
+        zs, zd) and n_known (how many ids the primitive takes)."""
+        if isinstance(plan, ConvPlan):
+            self.conv_plan = plan
+        elif isinstance(plan, GemmPlan):
+            self.gemm_plan = plan
+        else:
+            raise TypeError("ConvExec: plan must be a ConvPlan or a GemmPlan")
+        self.owner, self.wtype, self.zrow_for = owner, wtype, zrow_for
+        for i, n in enumerate(packed_sizes):
+            self.sizes[i] = -1 if n is None else n
+        _spec_from(&self.src, layout["src_dims"], layout["src_order"], layout["src_dtype"])
+        _spec_from(&self.dst, layout["dst_dims"], layout["dst_order"], layout["dst_dtype"])
+        self.src_cl = tuple(layout["src_order"]) != tuple(range(len(layout["src_dims"])))
+        self.dst_cl = tuple(layout["dst_order"]) != tuple(range(len(layout["dst_dims"])))
+        self.src_esz = np.dtype(layout["src_dtype"]).itemsize
+        self.dst_dtype = np.dtype(layout["dst_dtype"])
+        self.dst_esz = self.dst_dtype.itemsize
+        dims, order = layout["dst_dims"], layout["dst_order"]
+        self.dst_phys = tuple(dims[i] for i in order)
+        inverse = [0] * len(order)
+        for k, i in enumerate(order):
+            inverse[i] = k
+        self.dst_inverse = tuple(inverse)
+        self.N, self.IC, self.OC = layout["N"], layout["IC"], layout["OC"]
+        self.P_src, self.P_dst = layout["P_src"], layout["P_dst"]
+        self.isa_code = layout["isa_code"]
+        self.a_sb, self.a_sm = self.P_dst * self.IC, self.IC   # the 1x1 (GEMM) strides
+        self.d_sb, self.d_sm = self.P_dst * self.OC, self.OC
+        self.has_bias, self.has_ss, self.has_ds = attrs["has_bias"], attrs["has_ss"], \
+            attrs["has_ds"]
+        self.ws_count = attrs["ws_count"]
+        self.has_zs, self.has_zd, self.has_sum = attrs["has_zs"], attrs["has_zd"], \
+            attrs["has_sum"]
+        self.zs_lo, self.zs_hi = attrs["zs_range"]
+        self.shift = attrs["shift"]
+        self.raw_s32 = attrs["raw_s32"]
+        self.dw_kind = attrs["dw_kind"]
+        self.depthwise = attrs["depthwise"]
+        self.s8_src = np.dtype(layout["src_dtype"]) == np.int8
+        self.k_src, self.k_wei, self.k_bias, self.k_dst = (keys["src"], keys["wei"],
+                                                           keys["bias"], keys["dst"])
+        self.k_ss, self.k_ws, self.k_ds = keys["ss"], keys["ws"], keys["ds"]
+        self.k_zs, self.k_zd = keys["zs"], keys["zd"]
+        self.n_known = keys["n_known"]
+        self.comp_cache = (None, 0, None)
+        self.zrow_cache = (0, zrow_for(0) if zrow_for is not None else None)
+        self.src_pool, self.dst_pool = [], []
+
+    cdef object _take(self, list pool, int64_t nbytes):
+        """A pooled scratch buffer of nbytes (the channels-last copy of a plain array): a fresh
+        one costs its page faults on every call."""
+        if pool:
+            return pool.pop()
+        return aligned_empty(nbytes, np.uint8)
+
+    def run(self, object args):
+        """Execute with `args` if every argument is exactly as expected; else return None."""
+        cdef PyObject* item
+        cdef PyObject* key
+        cdef PyObject* value
+        cdef Py_ssize_t pos = 0, nargs
+        cdef int64_t found = 0, zs = 0, shift
+        cdef float ss = 1.0, ds = 1.0
+        cdef const float* ws_ptr = &_ONE_F[0]
+        cdef int64_t ws_sn = 0
+        cdef const int32_t* dzp_ptr = NULL
+        cdef const float* bias_ptr = NULL
+        cdef cnp.ndarray arr
+        cdef uintptr_t d0, d1, q0, q1
+        cdef const uint8_t* a_ptr
+        cdef void* d_ptr
+        if type(args) is not dict:
+            return None
+        nargs = PyDict_Size(args)
+        if nargs > self.n_known:
+            return None
+        # keys True or 1.0 compare equal to DNNL_ARG_SRC: only exact ints take this path
+        while PyDict_Next(args, &pos, &key, &value):
+            if not PyLong_CheckExact(<object>key):
+                return None
+        # ---- source, weights, bias -----------------------------------------------------------
+        item = PyDict_GetItem(args, self.k_src)
+        if item == NULL or not _dense(<object>item, &self.src):
+            return None
+        src = <object>item
+        found += 1
+        item = PyDict_GetItem(args, self.k_wei)
+        if item == NULL or type(<object>item) is not self.wtype:
+            return None
+        pw = <object>item
+        owner = pw.owner
+        if owner is not self.owner and owner != self.owner:
+            return None
+        packed, dw = pw.packed, pw.dw
+        if not (_has_size(packed, self.sizes[0]) and _has_size(dw, self.sizes[1]) and
+                _has_size(pw.plain, self.sizes[2]) and _has_size(pw.colsum, self.sizes[3])):
+            return None  # the checked path names the sizes
+        found += 1
+        if self.has_bias:
+            item = PyDict_GetItem(args, self.k_bias)
+            if item == NULL or not _vector(<object>item, cnp.NPY_FLOAT32, self.OC) or \
+                    cnp.PyArray_NDIM(<cnp.ndarray>item) != 1:
+                return None
+            bias_ptr = <const float*>_data(<object>item)
+            found += 1
+        # ---- scales and zero points ----------------------------------------------------------
+        if self.has_ss:
+            item = PyDict_GetItem(args, self.k_ss)
+            if item == NULL or not _scalar(<object>item, cnp.NPY_FLOAT32):
+                return None
+            ss = (<const float*>_data(<object>item))[0]
+            if not _finite_positive(&ss, 1):
+                return None
+            found += 1
+        if self.has_ds:
+            item = PyDict_GetItem(args, self.k_ds)
+            if item == NULL or not _scalar(<object>item, cnp.NPY_FLOAT32):
+                return None
+            ds = (<const float*>_data(<object>item))[0]
+            if not _finite_positive(&ds, 1):
+                return None
+            found += 1
+        if self.ws_count:
+            item = PyDict_GetItem(args, self.k_ws)
+            if item == NULL or not _vector(<object>item, cnp.NPY_FLOAT32, self.ws_count) or \
+                    cnp.PyArray_NDIM(<cnp.ndarray>item) != 1:
+                return None
+            ws_ptr = <const float*>_data(<object>item)
+            if not _finite_positive(ws_ptr, self.ws_count):
+                return None
+            ws_sn = self.ws_count > 1
+            found += 1
+        if self.has_zs:
+            item = PyDict_GetItem(args, self.k_zs)
+            if item == NULL or not _scalar(<object>item, cnp.NPY_INT32):
+                return None
+            zs = (<const int32_t*>_data(<object>item))[0]
+            if not self.zs_lo <= zs <= self.zs_hi:
+                return None  # the padding rows cannot hold it: the checked path corrects
+            found += 1
+        if self.has_zd:
+            item = PyDict_GetItem(args, self.k_zd)
+            if item == NULL or not _vector(<object>item, cnp.NPY_INT32, 1):
+                return None
+            dzp_ptr = <const int32_t*>_data(<object>item)
+            found += 1
+        # ---- destination ---------------------------------------------------------------------
+        item = PyDict_GetItem(args, self.k_dst)
+        user = None
+        if item != NULL:
+            if not _dense(<object>item, &self.dst) or \
+                    not cnp.PyArray_ISWRITEABLE(<cnp.ndarray>item):
+                return None
+            user = <object>item
+            found += 1
+        elif self.has_sum:
+            return None  # the sum reads dst: the checked path names it missing
+        if found != nargs:
+            return None  # an argument this primitive does not take
+        if user is not None:
+            # no input may overlap dst (not in place, as oneDNN's convolution); the checked
+            # path names the pair
+            _extent(<cnp.ndarray>user, &d0, &d1)
+            pos = 0
+            while PyDict_Next(args, &pos, &key, &value):
+                if not cnp.PyArray_Check(<object>value) or <object>key == self.k_dst:
+                    continue
+                _extent(<cnp.ndarray>value, &q0, &q1)
+                if q0 < d1 and d0 < q1 and q0 < q1:
+                    return None
+            if not self.dst_cl and self.has_sum:
+                return None  # the previous dst would need a transposed copy first
+        # ---- the cached compensation and zero-point rows ---------------------------------------
+        shift = self.shift + zs
+        cache = self.comp_cache  # (weights, shift, comp): one tuple, swapped whole
+        if (<tuple>cache)[0] is pw and (<tuple>cache)[1] == shift:
+            comp = (<tuple>cache)[2]
+        else:
+            comp = pw.comp_for_shift(shift)
+            if not _vector(comp, cnp.NPY_INT32, self.OC):
+                return None
+            self.comp_cache = (pw, shift, comp)
+        zrow = None
+        if self.conv_plan is not None:
+            cache = self.zrow_cache
+            if (<tuple>cache)[0] == zs:
+                zrow = (<tuple>cache)[1]
+            else:
+                zrow = self.zrow_for(zs)
+                self.zrow_cache = (zs, zrow)
+        # ---- layouts: channels-last copies of plain arrays -----------------------------------
+        src_copy = dst_copy = None
+        try:
+            if self.src_cl:
+                a_ptr = <const uint8_t*>_data(src)
+            else:
+                src_copy = self._take(self.src_pool, self.N * self.P_src * self.IC)
+                a_ptr = <const uint8_t*>_data(src_copy)
+                self._transpose(_data(src), <void*>a_ptr, self.IC, self.P_src, 1)
+            if user is None:
+                out = aligned_empty(self.N * self.P_dst * self.OC, self.dst_dtype).reshape(
+                    self.dst_phys)
+            else:
+                out = user
+            if self.dst_cl:
+                d_ptr = _data(out)
+            else:
+                dst_copy = self._take(self.dst_pool, self.N * self.P_dst * self.OC *
+                                      self.dst_esz)
+                d_ptr = _data(dst_copy)
+            self._launch(a_ptr, packed, dw, comp, zrow, ss, ws_ptr, ws_sn, bias_ptr, ds,
+                         dzp_ptr, d_ptr)
+            if not self.dst_cl:
+                self._transpose(d_ptr, _data(out), self.P_dst, self.OC, self.dst_esz)
+        finally:
+            if src_copy is not None and len(self.src_pool) < 2:
+                self.src_pool.append(src_copy)
+            if dst_copy is not None and len(self.dst_pool) < 2:
+                self.dst_pool.append(dst_copy)
+        if user is not None:
+            return user
+        return out.transpose(self.dst_inverse) if self.dst_cl else out
+
+    cdef void _transpose(self, const void* s, void* d, int64_t rows, int64_t cols,
+                         int esz) noexcept:
+        """Per image: (rows, cols) -> (cols, rows) elements of esz bytes."""
+        cdef int64_t n, img = rows * cols * esz
+        with nogil:
+            for n in range(self.N):
+                dnnq_transpose_for_isa(self.isa_code, <const char*>s + n * img,
+                                       <char*>d + n * img, rows, cols, esz)
+
+    cdef int _launch(self, const uint8_t* a_ptr, packed, dw, comp, zrow, float ss,
+                     const float* ws_ptr, int64_t ws_sn, const float* bias_ptr, float ds,
+                     const int32_t* dzp_ptr, void* d_ptr) except -1:
+        cdef dnnq_postop_t local_post[MAX_POST]
+        cdef dnnq_conv_t cv
+        cdef dnnq_gemm_args_t g
+        cdef ConvPlan cplan
+        cdef GemmPlan gplan
+        cdef int i, nthreads = _dispatch._num_threads
+        if self.conv_plan is None:  # 1x1: the GEMM driver over (image, pixels, OC)
+            gplan = <GemmPlan>self.gemm_plan
+            g = gplan.g
+            if g.n_post > MAX_POST:
+                raise ValueError("at most 32 post-ops")
+            for i in range(g.n_post):
+                local_post[i] = gplan.post[i]
+            g.post = local_post
+            g.a = a_ptr
+            g.a_sb, g.a_sm = self.a_sb, self.a_sm
+            g.a_xor = ((1 if gplan.swap_s8 else 2 if gplan.signed_s8 else 0x80808080)
+                       if self.s8_src else 0)
+            g.b = <const int8_t*>_data(packed)
+            g.b_sb = 0
+            g.col_comp = <const int32_t*>_data(comp)
+            g.c_sb = 0
+            g.raw_s32 = self.raw_s32
+            g.src_scale = ss
+            g.scale, g.scale_sn = ws_ptr, ws_sn
+            if bias_ptr != NULL:
+                g.bias = bias_ptr
+                g.bias_sb, g.bias_sm, g.bias_sn = 0, 0, 1
+            # f32 reciprocal, then a multiply in the epilogue: what oneDNN does
+            g.inv_dst_scale = <float>1.0 / ds
+            if dzp_ptr != NULL:
+                g.dst_zp, g.dst_zp_sn = dzp_ptr, 0
+            g.dst = d_ptr
+            g.d_sb, g.d_sm = self.d_sb, self.d_sm
+            with nogil:
+                gplan.launch(&g, nthreads)
+            return 0
+        cplan = <ConvPlan>self.conv_plan
+        cv = cplan.cv
+        if cv.epi.n_post > MAX_POST:
+            raise ValueError("at most 32 post-ops")
+        for i in range(cv.epi.n_post):
+            local_post[i] = cplan.post[i]
+        cv.epi.post = local_post
+        cv.src = a_ptr
+        cv.src_signed = self.s8_src
+        cv.a_xor = 0x80808080 if self.s8_src else 0
+        cv.zp_rows = <const uint8_t*>_data(zrow)
+        cv.padcorr = NULL
+        if self.depthwise:
+            cv.dw_weights = <const int16_t*>_data(dw)
+        else:
+            cv.packed = <const int8_t*>_data(packed)
+        cv.dw_kind = self.dw_kind
+        cv.dw_stride = cplan.dw_strides[self.dw_kind]
+        cv.epi.col_comp = <const int32_t*>_data(comp)
+        cv.epi.raw_s32 = self.raw_s32
+        cv.epi.src_scale = ss
+        cv.epi.scale, cv.epi.scale_sn = ws_ptr, ws_sn
+        if bias_ptr != NULL:
+            cv.epi.bias, cv.epi.bias_sn = bias_ptr, 1
+        cv.epi.inv_dst_scale = <float>1.0 / ds
+        if dzp_ptr != NULL:
+            cv.epi.dst_zp, cv.epi.dst_zp_sn = dzp_ptr, 0
+        cv.epi.dst = d_ptr
+        return cplan._launch(&cv, nthreads)
+
+
+cdef float _ONE_F[1]
+_ONE_F[0] = 1.0
