@@ -2,7 +2,8 @@
 the epilogue description fixed at primitive creation; `run` fills the per-execution pointers
 and runs the work items (image, group, panel, pixel block) in parallel, GIL released.
 
-All the checking happens in dnnq/primitives/convolution.py; this module takes raw pointers of
+All the checking happens in dnnq/primitives/convolution.py or, for the common case, in
+_conv_exec.pyx (which fills a copy of `cv` and calls `_launch`); `run` takes raw pointers of
 C-contiguous arrays that the caller keeps alive.
 """
 from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_C_CONTIGUOUS, PyBUF_WRITABLE
