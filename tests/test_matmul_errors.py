@@ -254,3 +254,34 @@ def test_packed_weights_cannot_be_replaced():
     assert not pw.packed.flags.writeable
     with pytest.raises(ValueError):
         pw.packed[:1] = 0
+
+
+@pytest.mark.parametrize("what", ["src scale", "wei scales", "dst zero point", "dst"])
+def test_byte_swapped_arrays_are_never_read_as_native(what):
+    """A byte-swapped array has numpy's native type number: the C-level execute path must not
+    take it (its values would be read scrambled).  The checked path converts or refuses it."""
+    attr = PrimitiveAttr()
+    attr.set_scales_mask(DNNL_ARG_SRC, 0)
+    attr.set_scales_mask(DNNL_ARG_WEIGHTS, 2)
+    attr.set_zero_points_mask(DNNL_ARG_DST, 0)
+    p = MatMul(MD((3, 5), "u8"), MD((5, 4), "s8"), MD((3, 4), "s32"), attr=attr)
+    x = np.arange(15, dtype=np.uint8).reshape(3, 5)
+    w = (np.arange(20) % 7 - 3).astype(np.int8).reshape(5, 4)
+    ss, ws, zd = np.float32([0.5]), np.float32([1, 2, 0.25, 4]), np.int32([3])
+    # s32 dst: round-half-even of 0.5 * ws * acc + the zero point (all exact in f32)
+    ref = np.rint(0.5 * ws * matmul_acc(x, w) + 3).astype(np.int32)
+    args = {DNNL_ARG_SRC: x, DNNL_ARG_WEIGHTS: p.prepare_weights(w),
+            DNNL_ARG_SCALE | DNNL_ARG_SRC: ss, DNNL_ARG_SCALE | DNNL_ARG_WEIGHTS: ws,
+            DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST: zd}
+    np.testing.assert_array_equal(p.execute(dict(args)), ref)
+    key = {"src scale": DNNL_ARG_SCALE | DNNL_ARG_SRC, "wei scales": DNNL_ARG_SCALE |
+           DNNL_ARG_WEIGHTS, "dst zero point": DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST,
+           "dst": DNNL_ARG_DST}[what]
+    value = np.zeros((3, 4), np.int32) if what == "dst" else args[key]
+    args[key] = value.astype(value.dtype.newbyteorder())
+    assert p._exec.run(args) is None
+    try:
+        out = p.execute(args)
+    except dnnq.InvalidArguments:
+        return  # refused with a message: never a silent wrong answer
+    np.testing.assert_array_equal(out, ref)

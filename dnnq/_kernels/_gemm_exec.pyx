@@ -166,7 +166,9 @@ cdef inline bint _matches(object o, const ArrSpec* s, bint canonical):
     if not cnp.PyArray_CheckExact(o):
         return False
     cdef cnp.ndarray a = <cnp.ndarray>o
-    if cnp.PyArray_TYPE(a) != s.typenum or not cnp.PyArray_IS_C_CONTIGUOUS(a):
+    # a byte-swapped array has the native type number: its values would be read scrambled
+    if cnp.PyArray_TYPE(a) != s.typenum or not cnp.PyArray_IS_C_CONTIGUOUS(a) or \
+            cnp.PyArray_ISBYTESWAPPED(a):
         return False
     if canonical:
         return cnp.PyArray_NBYTES(a) == s.nbytes
@@ -393,7 +395,8 @@ cdef class GemmExec:
             if item == NULL or not cnp.PyArray_CheckExact(<object>item):
                 return None
             arr = <cnp.ndarray>item
-            if cnp.PyArray_SIZE(arr) != self.rt[i].count or not cnp.PyArray_IS_C_CONTIGUOUS(arr):
+            if cnp.PyArray_SIZE(arr) != self.rt[i].count or \
+                    not cnp.PyArray_IS_C_CONTIGUOUS(arr) or cnp.PyArray_ISBYTESWAPPED(arr):
                 return None
             if self.rt[i].kind <= DS:
                 if cnp.PyArray_TYPE(arr) != cnp.NPY_FLOAT32 or not _finite_positive(
