@@ -160,9 +160,9 @@ def test_int8_cosine_and_retrieval(weights, tok, f32_embeddings, mode):
 
 
 def test_int8_variants_on_two_layers(weights, tok, f32):
-    """GELU as a fused post-op or by table, residual as a sum post-op or added after: the
-    same model (2 layers, per token).  The sum post-op adds in f32 exactly as numpy's += does
-    after the f32 result, so those two agree bit for bit."""
+    """GELU as a fused post-op (the default) or by table, residual as a sum post-op or added
+    after: the same model (2 layers, per token).  The sum post-op adds in f32 exactly as
+    numpy's += does after the f32 result, so those two agree bit for bit."""
     ids, mask = tok(data.SENTENCES[:6])
     keep = mask.reshape(-1) > 0
     ref = f32.hidden_states(ids, mask, n_layers=2)[keep]
@@ -173,7 +173,7 @@ def test_int8_variants_on_two_layers(weights, tok, f32):
         cos = np.sum(h * ref, axis=1) / np.linalg.norm(h, axis=1) / np.linalg.norm(ref, axis=1)
         assert cos.min() >= 0.98 and cos.mean() >= 0.99, (kw, cos.min(), cos.mean())
         got[tuple(kw.items())] = h
-    assert np.array_equal(got[("fuse_residual", False),], got[("gelu", "lut"),])
+    assert np.array_equal(got[("fuse_residual", False),], got[("gelu", "post_op"),])
 
 
 def test_cli_last_line_and_report(tmp_path, capsys):

@@ -9,10 +9,11 @@ The recipe (docs/demo.md explains it for any model's linear layers):
   (dynamic); quantized by a dnnq ``Reorder``;
 * each linear layer is one ``dnnq.InnerProduct`` (weights ``(out, in)`` as nn.Linear stores
   them) with its bias fused; the residual adds are ``sum`` post-ops into the f32 destination
-  that holds the residual; the feed-forward input layer writes its u8 pre-activation (static:
-  quantized in the epilogue) and GELU is a 256-entry u8 -> u8 table onto the next layer's
-  input grid -- or, with ``gelu="post_op"``, a fused ``gelu_erf`` post-op with a u8
-  destination (same accuracy, slower today: docs/demo.md);
+  that holds the residual; GELU is a fused ``gelu_erf`` post-op of the feed-forward input
+  layer, whose destination is u8 on the next layer's input grid (static; dynamic: f32, then
+  quantized with the batch's range) -- or, with ``gelu="lut"``, that layer writes its u8
+  pre-activation and GELU is a 256-entry u8 -> u8 table onto the next layer's input grid
+  (one more rounding; it was the faster form before dnnq's AVX-512 epilogue had GELU);
 * LayerNorm, softmax and the two attention matmuls (Q·Kᵀ and P·V) stay float32 (numpy).
 
 A primitive's row count M is fixed at creation, and weights packed by one primitive serve
@@ -173,15 +174,12 @@ class Int8Encoder:
     ``Int8Encoder(weights, calibration=(ids, mask))`` -- static: activation scales chosen once
     on the calibration batch; ``Int8Encoder(weights, dynamic=True)`` -- from each batch."""
 
-    def __init__(self, weights, calibration=None, dynamic=False, n_layers=None, gelu="lut",
+    def __init__(self, weights, calibration=None, dynamic=False, n_layers=None, gelu="post_op",
                  fuse_residual=True):
         if not dynamic and calibration is None:
             raise ValueError("static quantization needs a calibration batch (ids, mask)")
         if gelu not in ("lut", "post_op"):
             raise ValueError(f"gelu={gelu!r}; expected 'lut' or 'post_op'")
-        if dynamic and gelu == "post_op":
-            raise ValueError("gelu='post_op' needs static scales (the u8 output's scale is "
-                             "fixed before the batch is seen)")
         self.gelu = gelu
         self.fuse_residual = fuse_residual
         self.w = weights
@@ -261,7 +259,9 @@ class Int8Encoder:
             x = self._residual(p["attn_out"], xq, sc, zp, x)    # x + ctx Wo^T + bo
             x = layer_norm(x, *p["ln1"], c.eps)
             xq, sc, zp = self._q(x, m, (i, "ffn_in"))
-            if self.gelu == "post_op":                           # u8 GELU(x W1^T + b1) straight out
+            if self.gelu == "post_op" and self.dynamic:          # f32 GELU(x W1^T + b1), quantized
+                fq, sc, zp = self._q(p["ffn_in"](xq, sc, zp), m, None)
+            elif self.gelu == "post_op":                         # u8 GELU(x W1^T + b1) straight out
                 fq = p["ffn_in"](xq, sc, zp, dst_q=self.static[i, "ffn_out"])
                 sc, zp = self.static[i, "ffn_out"]
             else:                                                # u8 x W1^T + b1, GELU by table
