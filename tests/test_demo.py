@@ -232,3 +232,26 @@ def test_cli_plot_without_matplotlib(tmp_path, capsys, monkeypatch):
     out, _ = capsys.readouterr()
     assert "matplotlib is not installed" in out and not (tmp_path / "p.png").exists()
     assert out.rstrip().split("\n")[-1].startswith("mean cosine int8 vs f32: ")
+
+
+def test_int8_sentence_split_matches_whole_batch(weights, tok):
+    """Static scales: a batch split over two threads (each part trimmed to its own longest
+    sentence, single-threaded primitives) gives the embeddings of the whole batch; only the
+    attention's float32 sums may round differently (other padding lengths)."""
+    ids, mask = tok(data.SENTENCES[:12])
+    cal = tok(data.CALIBRATION)
+    whole = Int8Encoder(weights, calibration=cal, n_layers=2, split_sentences=False)
+    split = Int8Encoder(weights, calibration=cal, n_layers=2)
+    parts = []
+    real = split._encode
+    split._encode = lambda i, m: parts.append(i.shape) or real(i, m)
+    before = dnnq.get_num_threads()
+    dnnq.set_num_threads(2)
+    try:
+        got, want = split.encode(ids, mask), whole.encode(ids, mask)
+    finally:
+        dnnq.set_num_threads(before)
+    lengths = sorted(int(mask[lo:lo + 6].sum(axis=1).max()) for lo in (0, 6))
+    assert sorted(parts) == [(6, n) for n in lengths]              # split, each part trimmed
+    assert np.abs(got - want).max() < 1e-5
+    assert dnnq.get_num_threads() == before

@@ -27,7 +27,7 @@ from dnnq import (MemoryDesc, PrimitiveAttr, PostOps, DNNL_ARG_SRC, DNNL_ARG_WEI
                   DNNL_ARG_BIAS, DNNL_ARG_DST, DNNL_ARG_SCALE, DNNL_ARG_ATTR_ZERO_POINTS)
 from dnnq import calibrate
 
-from dnnq.demo._parallel import split_rows
+from dnnq.demo._parallel import split_rows, split_batch
 from dnnq.demo.encoder_f32 import (Float32Encoder, embed, attention, layer_norm, mask_bias,
                                    mean_pool_normalize, gelu_erf)
 
@@ -175,13 +175,14 @@ class Int8Encoder:
     on the calibration batch; ``Int8Encoder(weights, dynamic=True)`` -- from each batch."""
 
     def __init__(self, weights, calibration=None, dynamic=False, n_layers=None, gelu="post_op",
-                 fuse_residual=True):
+                 fuse_residual=True, split_sentences=True):
         if not dynamic and calibration is None:
             raise ValueError("static quantization needs a calibration batch (ids, mask)")
         if gelu not in ("lut", "post_op"):
             raise ValueError(f"gelu={gelu!r}; expected 'lut' or 'post_op'")
         self.gelu = gelu
         self.fuse_residual = fuse_residual
+        self.split_sentences = split_sentences
         self.w = weights
         c = self.config = weights.config
         self.dynamic = dynamic
@@ -278,4 +279,14 @@ class Int8Encoder:
         return x[:m]
 
     def encode(self, ids, mask):
+        """L2-normalised mean-pooled embeddings (B, hidden).  With ``split_sentences`` (the
+        default) and static scales, a batch of at least 4 sentences per thread is split over
+        the threads, each part encoded with single-threaded primitives
+        (:class:`dnnq.demo._parallel.BatchSplit`); smaller batches split every step's rows
+        instead.  Dynamic scales are never split: they come from the whole batch."""
+        if self.split_sentences and not self.dynamic:
+            return split_batch(self._encode, ids, mask)
+        return self._encode(ids, mask)
+
+    def _encode(self, ids, mask):
         return mean_pool_normalize(self.hidden_states(ids, mask), mask)
