@@ -255,3 +255,23 @@ def test_int8_sentence_split_matches_whole_batch(weights, tok):
     assert sorted(parts) == [(6, n) for n in lengths]              # split, each part trimmed
     assert np.abs(got - want).max() < 1e-5
     assert dnnq.get_num_threads() == before
+
+
+def test_int8_skip_padding_is_bit_identical(weights, tok):
+    """Static scales: running the per-token steps on the real tokens only (rows packed, only
+    attention in the padded layout) gives the real tokens' hidden states bit for bit; the
+    padding rows come back 0.  A batch without padding takes the plain path."""
+    ids, mask = tok(data.SENTENCES[:9])
+    assert (mask == 0).any()
+    cal = tok(data.CALIBRATION)
+    packed = Int8Encoder(weights, calibration=cal, n_layers=2, split_sentences=False)
+    padded = Int8Encoder(weights, calibration=cal, n_layers=2, split_sentences=False,
+                         skip_padding=False)
+    keep = mask.reshape(-1) > 0
+    got, want = packed.hidden_states(ids, mask), padded.hidden_states(ids, mask)
+    assert got.shape == want.shape
+    assert np.array_equal(got[keep], want[keep])
+    assert not got[~keep].any()
+    assert np.array_equal(packed.encode(ids, mask), padded.encode(ids, mask))
+    one = tok(data.SENTENCES[:1])
+    assert np.array_equal(packed.hidden_states(*one), padded.hidden_states(*one))

@@ -175,7 +175,7 @@ class Int8Encoder:
     on the calibration batch; ``Int8Encoder(weights, dynamic=True)`` -- from each batch."""
 
     def __init__(self, weights, calibration=None, dynamic=False, n_layers=None, gelu="post_op",
-                 fuse_residual=True, split_sentences=True):
+                 fuse_residual=True, split_sentences=True, skip_padding=True):
         if not dynamic and calibration is None:
             raise ValueError("static quantization needs a calibration batch (ids, mask)")
         if gelu not in ("lut", "post_op"):
@@ -183,6 +183,7 @@ class Int8Encoder:
         self.gelu = gelu
         self.fuse_residual = fuse_residual
         self.split_sentences = split_sentences
+        self.skip_padding = skip_padding
         self.w = weights
         c = self.config = weights.config
         self.dynamic = dynamic
@@ -244,18 +245,33 @@ class Int8Encoder:
         return y
 
     def hidden_states(self, ids, mask):
+        """The last hidden state (B*S, hidden).  With ``skip_padding`` (the default) every
+        per-token step -- the linear layers, their quantization, LayerNorm -- runs on the real
+        tokens only (rows packed), and only attention sees the padded (B, S) layout; the
+        padding rows of the result are then 0 (they are masked out of everything that reads
+        them).  The real tokens' values are the same either way (rows are independent outside
+        attention, and padding gets exactly zero attention weight); only ``dynamic`` scales
+        change, as they no longer see the padding tokens."""
         c = self.config
         b, s = ids.shape
-        m = b * s
+        tokens = np.flatnonzero(mask.reshape(-1) > 0) if self.skip_padding else None
+        if tokens is not None and tokens.size == b * s:
+            tokens = None                                        # nothing to skip
+        m = b * s if tokens is None else tokens.size
         mp = row_bucket(m)
         x = np.zeros((mp, c.hidden), _F32)
-        x[:m] = embed(self.w, ids)
+        x[:m] = embed(self.w, ids) if tokens is None else embed(self.w, ids)[tokens]
         mb = mask_bias(mask)
         ctx = np.zeros((mp, c.hidden), _F32)
         for i, p in enumerate(self.layers):
             xq, sc, zp = self._q(x, m, (i, "qkv"))
             qkv = p["qkv"](xq, sc, zp)
-            ctx[:m] = attention(qkv[:m], mb, c.heads)
+            if tokens is None:
+                ctx[:m] = attention(qkv[:m], mb, c.heads)
+            else:                                                # to (B, S) and back
+                full = np.zeros((b * s, qkv.shape[1]), _F32)
+                full[tokens] = qkv[:m]
+                ctx[:m] = attention(full, mb, c.heads)[tokens]
             xq, sc, zp = self._q(ctx, m, (i, "attn_out"))
             x = self._residual(p["attn_out"], xq, sc, zp, x)    # x + ctx Wo^T + bo
             x = layer_norm(x, *p["ln1"], c.eps)
@@ -276,7 +292,11 @@ class Int8Encoder:
                 fq = apply_table(lut, pre)
             x = self._residual(p["ffn_out"], fq, sc, zp, x)     # x + f W2^T + b2
             x = layer_norm(x, *p["ln2"], c.eps)
-        return x[:m]
+        if tokens is None:
+            return x[:m]
+        out = np.zeros((b * s, c.hidden), _F32)
+        out[tokens] = x[:m]
+        return out
 
     def encode(self, ids, mask):
         """L2-normalised mean-pooled embeddings (B, hidden).  With ``split_sentences`` (the
