@@ -17,8 +17,13 @@ The recipe (docs/demo.md explains it for any model's linear layers):
 * LayerNorm, softmax and the two attention matmuls (Q·Kᵀ and P·V) stay float32 (numpy).
 
 A primitive's row count M is fixed at creation, and weights packed by one primitive serve
-only that primitive, so rows (batch × tokens) are padded up to a few buckets and each bucket
-has its own primitives and packed weights (created at first use).
+only that primitive, so rows (real tokens, or batch × tokens without ``skip_padding``) are
+padded up to a few buckets and each bucket has its own primitives and packed weights
+(created at first use).
+
+Speed (docs/demo.md): the per-token steps skip the batch's padding tokens
+(``skip_padding``), and with static scales a batch is split over the threads by sentences
+(``split_sentences``), each part with single-threaded primitives.
 """
 import numpy as np
 
