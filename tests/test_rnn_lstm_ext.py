@@ -73,11 +73,16 @@ def primitive(p, attr, data_dt="u8"):
                                                                              "s8"))
 
 
-def run(prim, p, extra=None, x=None, h0=None):
+def run(prim, p, extra=None, x=None, h0=None, prepared=False):
+    """prepared: weights packed by prepare_weights (the C-level execute path)."""
     a = {DNNL_ARG_SRC_LAYER: p["x"] if x is None else x, DNNL_ARG_WEIGHTS_LAYER: p["wl"],
          DNNL_ARG_WEIGHTS_ITER: p["wi"], DNNL_ARG_BIAS: p["b"]}
     if p["wp"] is not None:
         a[DNNL_ARG_WEIGHTS_PROJECTION] = p["wp"]
+    if prepared:
+        a.update(prim.prepare_weights({k: a[k] for k in (DNNL_ARG_WEIGHTS_LAYER,
+                                                        DNNL_ARG_WEIGHTS_ITER,
+                                                        DNNL_ARG_WEIGHTS_PROJECTION) if k in a}))
     if p["peep"] is not None:
         a[DNNL_ARG_WEIGHTS_PEEPHOLE] = p["peep"]
     h0 = p["h0"] if h0 is None else h0
@@ -140,8 +145,10 @@ def test_lstmp_matches_onednn(isa, direction):
     for i, (T, N, C, H, P, L, init, per_oc, pmask, dt) in enumerate(CONFIGS):
         p = make(direction, T, N, C, H, P, L, init=init, per_oc=per_oc, pmask=pmask, seed=i,
                  dst_layer_dt=dt)
-        got = run(primitive(p, attr_of(p)), p)
+        prim = primitive(p, attr_of(p))
+        got = run(prim, p)
         assert_same(got, onednn(p, (direction, i)))
+        assert_same(run(prim, p, prepared=True), got)     # the C-level execute path
         if i == 1:
             assert_same(got, numpy_model(p))     # the model agrees with oneDNN too
 
@@ -153,7 +160,10 @@ def test_peephole_matches_model(isa, direction, projection):
                                             (3, 6, 33, 130, 65, 1))):
         p = make(direction, T, N, C, H, P, L, init=i != 0, per_oc=True, pmask=8, seed=20 + i,
                  peephole=True, projection=projection, dst_layer_dt="f32" if i == 2 else "u8")
-        assert_same(run(primitive(p, attr_of(p)), p), numpy_model(p))
+        prim = primitive(p, attr_of(p))
+        want = numpy_model(p)
+        assert_same(run(prim, p), want)
+        assert_same(run(prim, p, prepared=True), want)
 
 
 def test_peephole_changes_the_result():
@@ -178,10 +188,12 @@ def test_f32_mode_with_extensions(isa, peephole):
     xf = rng.uniform(-2.5, 2.5, p["x"].shape).astype(np.float32)
     hf = rng.uniform(-1.2, 1.2, p["h0"].shape).astype(np.float32)
     xq, hq = model.quantize(xf, 60.0, 127.0), model.quantize(hf, 60.0, 127.0)
-    got = run(primitive(p, attr_of(p), data_dt="f32"), p, x=xf, h0=hf)
+    prim = primitive(p, attr_of(p), data_dt="f32")
+    got = run(prim, p, x=xf, h0=hf)
     want = numpy_model(p, x=xq, h0=hq)
     want[1] = model.dequantize(want[1], 60.0, 127.0)
     assert_same(got, want)
+    assert_same(run(prim, p, x=xf, h0=hf, prepared=True), want)
 
 
 @requires_onednn
@@ -229,6 +241,7 @@ def test_threads_identical(peephole, monkeypatch):
         for fj in (0, 1):
             monkeypatch.setattr(rnn_mod, "FORK_JOIN", fj)
             assert_same(run(prim, p), one)
+            assert_same(run(prim, p, prepared=True), one)
         dnnq.set_num_threads(3)
         assert_same(run(prim, p), one)
     finally:

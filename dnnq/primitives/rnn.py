@@ -5,7 +5,11 @@ weights_iter_desc, bias_desc, dst_layer_desc, dst_iter_desc, dst_iter_c_desc, at
 ``GRU`` / ``LBRGRU(direction, src_layer_desc, src_iter_desc, weights_layer_desc,
 weights_iter_desc, bias_desc, dst_layer_desc, dst_iter_desc, attr=None)``,
 ``VanillaRNN(activation, direction, ...as GRU...)`` with activation ``"relu"`` / ``"tanh"`` /
-``"logistic"``.  ``execute(args)`` returns ``{DNNL_ARG_DST_LAYER: ..., DNNL_ARG_DST_ITER: ...,
+``"logistic"``.  LSTM extensions (keyword-only): ``weights_peephole_desc`` (f32 (L, D, 3, H),
+gates i, f, o; execute key ``DNNL_ARG_WEIGHTS_PEEPHOLE``) and ``weights_projection_desc`` (s8
+(L, D, H, P), an LSTMP; ``DNNL_ARG_WEIGHTS_PROJECTION``; src_iter / dst_iter / dst_layer then
+have P channels; scales ``attr.set_rnn_weights_projection_qparams(mask 0 or 8, scales)`` or
+``set_scales_mask(DNNL_ARG_WEIGHTS_PROJECTION, 0 or 8)``).  ``execute(args)`` returns ``{DNNL_ARG_DST_LAYER: ..., DNNL_ARG_DST_ITER: ...,
 DNNL_ARG_DST_ITER_C: ...}`` (the outputs that have a descriptor).
 
 Layouts (oneDNN's): src_layer / dst_layer ``tnc`` (T, N, C); states ``ldnc`` (L, D, N, H);
@@ -55,6 +59,9 @@ bidirectional_sum: u8 ``saturate(h_l2r + h_r2l)`` in u8 units as oneDNN (so the 
 f32 mode: the f32 src_layer / src_iter are quantized (``saturate(rne(x * scale + shift))``),
 the u8 engine runs, and dst_layer / dst_iter are the dequantized u8 values: the results are
 exactly the u8 mode's on the quantized inputs.
+Peepholes (oneDNN 3.2 refuses them in int8; its jit cell's operations): ``gate_i/f =
+fma(c_prev, p, gate)``, ``gate_o = fma(c, p_o, gate_o)``.  Projection (bit-identical to oneDNN
+3.2's int8 LSTMP): ``h' = q((f32(h_u8 . Wp) - f32(sum Wp) * shift) / f32(pscale * scale))``.
 """
 import threading
 import time
@@ -65,7 +72,7 @@ from dnnq import args as A
 from dnnq import _verbose
 from dnnq._cache import CachedPrimitive
 from dnnq._dispatch import effective_isa_level, get_num_threads, ISA_LEVELS
-from dnnq._kernels import _gemm, _rnn
+from dnnq._kernels import _gemm, _rnn, _rnn_exec
 from dnnq.attr import PrimitiveAttr
 from dnnq.errors import InvalidArguments, Unimplemented
 from dnnq.masks import check_scales, check_zero_points
@@ -270,8 +277,30 @@ class _RNN(metaclass=CachedPrimitive):
         self._scratch = []
         self._lock = threading.Lock()
         self._comp_cache = None
+        self._exec = None
+        if not self.unified:
+            self._exec = self._make_exec()
         if _verbose.enabled(2):
             self._verbose("create", None)
+
+    def _make_exec(self):
+        """The C-level execute path (legacy quantization; _kernels/_rnn_exec.pyx)."""
+        scale, shift = self._data
+        dirmode = {"unidirectional_left2right": _rnn_exec.L2R,
+                   "unidirectional_right2left": _rnn_exec.R2L,
+                   "bidirectional_concat": _rnn_exec.CONCAT,
+                   "bidirectional_sum": _rnn_exec.BISUM}[self.direction]
+        return _rnn_exec.RnnExec(
+            self, PackedRnnWeights, self._known, isa=self._isa, cell=_CELL_CODE[self._cell],
+            act=ACTIVATIONS.get(self.activation, 0), dirmode=dirmode, f32_mode=self.f32_mode,
+            dl_f32=self.dst_layer_desc.dt == "f32", L=self.L, D=self.D, T=self.T, N=self.N,
+            C=self.C, H=self.H, G=self.G, P=self.P, SIC=self.SIC, nb=self.n_bias, scale=scale,
+            shift=shift, pdiv=(self._pscales * _F32(scale)).astype(_F32),
+            has_si=self.src_iter_desc is not None, has_sic=self.src_iter_c_desc is not None,
+            has_bias=self.bias_desc is not None,
+            has_peep=self.weights_peephole_desc is not None,
+            has_proj=self.weights_projection_desc is not None,
+            has_di=self.dst_iter_desc is not None, has_dic=self.dst_iter_c_desc is not None)
 
     def _verbose(self, event, ms):
         descs = [(n, d) for n, d in (
@@ -519,6 +548,16 @@ class _RNN(metaclass=CachedPrimitive):
             self._scratch.append(s)
 
     def execute(self, args):
+        """Run the primitive; see the module docstring for the arguments and outputs."""
+        ex = self._exec
+        if ex is not None and type(args) is dict and not _verbose.enabled(1):
+            out = ex.run(args, get_num_threads(), FORK_JOIN)
+            if out is not None:
+                return out
+        return self._execute_py(args)
+
+    def _execute_py(self, args):
+        """The Python path: any argument form, every check with its message."""
         p = self._name
         check_known_args(p, args, self._known)
 
