@@ -7,8 +7,11 @@ Fields: marker, event (create / exec), engine, primitive kind, implementation, m
 descriptors, attributes, problem, milliseconds.  Enable with DNNQ_VERBOSE=1 (executions) or 2
 (creations too), or dnnq.set_verbose(level) at run time; lines go to stdout.
 """
+import numbers
 import os
 import sys
+
+import numpy as np
 
 from dnnq import args as A
 
@@ -22,6 +25,11 @@ except ValueError:
 def set_verbose(level):
     """0: silent, 1: one line per execution, 2: also one per creation. Returns the old level."""
     global _level
+    if isinstance(level, (bool, np.bool_)) or not isinstance(level, numbers.Integral) or \
+            not 0 <= int(level) <= 2:
+        from dnnq.errors import InvalidArguments
+        raise InvalidArguments(f"set_verbose: level got {level!r}; expected an int in [0, 2] "
+                               "(0 silent, 1 executions, 2 creations too)")
     old, _level = _level, int(level)
     return old
 

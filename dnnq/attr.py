@@ -206,6 +206,12 @@ class PrimitiveAttr:
 
     __hash__ = None  # mutable: use key()
 
+    def __reduce__(self):
+        """Pickled as the settings, replayed through the setters when loaded (validated)."""
+        return (_rebuild_attr, (tuple(sorted(self._scales.items())),
+                                tuple(sorted(self._zero_points.items())), self._post_ops,
+                                self._rnn_data, self._rnn_weights, self._rnn_proj))
+
     def __repr__(self):
         parts = []
         if self._scales:
@@ -244,3 +250,20 @@ def _rnn_scales(mask, scales, what):
     vals = check_scales(arr, arr.size, f"{what} scales").copy()
     vals.flags.writeable = False
     return (m, vals)
+
+
+def _rebuild_attr(scales, zero_points, post_ops, rnn_data, rnn_weights, rnn_proj=None):
+    """Unpickling of PrimitiveAttr (see ``PrimitiveAttr.__reduce__``)."""
+    attr = PrimitiveAttr()
+    for arg, mask in scales:
+        attr.set_scales_mask(arg, mask)
+    for arg, mask in zero_points:
+        attr.set_zero_points_mask(arg, mask)
+    attr.set_post_ops(post_ops)
+    if rnn_data is not None:
+        attr.set_rnn_data_qparams(*rnn_data)
+    if rnn_weights is not None:
+        attr.set_rnn_weights_qparams(*rnn_weights)
+    if rnn_proj is not None:
+        attr.set_rnn_weights_projection_qparams(*rnn_proj)
+    return attr

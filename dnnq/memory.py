@@ -302,6 +302,9 @@ class MemoryDesc:
 
     def logical_view(self, phys):
         """View a physical-order array (shape ``physical_shape``) with the logical dims."""
+        if not isinstance(phys, np.ndarray):
+            raise invalid("physical array", f"{type(phys).__name__}",
+                          f"a numpy array of shape {self.physical_shape}")
         if phys.shape != self.physical_shape:
             raise invalid("physical array", f"shape {phys.shape}",
                           f"shape {self.physical_shape}")

@@ -47,25 +47,29 @@ def _ref(dt, C, alg, k, pad):
 @R.requires_onednn
 @pytest.mark.parametrize("dt", ["s32", "f32", "s8", "u8"])
 def test_channels_last_channel_sweep_matches_onednn(isa, dt):
-    """Channels-last source into a plain or a channels-last destination, every C in the
-    sweep: r06 (AVX-512 s32 max pooling stepped 64 channels per 16-lane vector, leaving
-    channels 16..63 of each 64 unwritten)."""
+    """Every layout pair (plain or channels-last source into a plain or channels-last
+    destination), every C in the sweep.  r06 (AVX-512 s32 max pooling from a channels-last
+    source into a plain destination stepped 64 channels per 16-lane vector, leaving channels
+    16..63 of each 64 unwritten) slipped through because the older tests used channels-last
+    on both sides, or C < 64 for the mixed pairs, and a freshly allocated destination that
+    often held the right values by chance: here the destination is pre-filled with garbage."""
     for C in CHANNELS:
-        x = _cl(_src(dt, C))
         for alg, k, pad in (("max", 1, 0), ("max", 3, 1), ("avg_include_padding", 3, 1)):
             if dt in ("s8", "u8") and C not in (15, 16, 17, 63, 64, 65, 127, 128, 129):
                 continue  # 8-bit: the direct kernels have their own sweeps in test_pooling.py
             ref = _ref(dt, C, alg, k, pad)
-            for dst_tag in (None, "nwc"):
-                p = dnnq.Pooling(alg, MD((1, C, 5), dt, "nwc"), MD((1, C, 5), dt, dst_tag),
-                                 strides=1, kernel=k, padding_l=pad, padding_r=pad)
-                # a destination full of garbage: every element must be written
-                dst = np.full((1, C, 5), 99, NP[dt])
-                if dst_tag == "nwc":
-                    dst = _cl(dst)
-                p.execute({A.DNNL_ARG_SRC: x, A.DNNL_ARG_DST: dst})
-                assert np.array_equal(dst, ref), (isa, dt, C, alg, dst_tag,
-                                                  np.flatnonzero((dst != ref).any(-1)))
+            for src_tag in (None, "nwc"):
+                x = _cl(_src(dt, C)) if src_tag else _src(dt, C)
+                for dst_tag in (None, "nwc"):
+                    p = dnnq.Pooling(alg, MD((1, C, 5), dt, src_tag), MD((1, C, 5), dt, dst_tag),
+                                     strides=1, kernel=k, padding_l=pad, padding_r=pad)
+                    # a destination full of garbage: every element must be written
+                    dst = np.full((1, C, 5), 99, NP[dt])
+                    if dst_tag == "nwc":
+                        dst = _cl(dst)
+                    p.execute({A.DNNL_ARG_SRC: x, A.DNNL_ARG_DST: dst})
+                    assert np.array_equal(dst, ref), (isa, dt, C, alg, src_tag, dst_tag,
+                                                      np.flatnonzero((dst != ref).any(-1)))
 
 
 # ----------------------------------------------------------------------------- huge geometries

@@ -27,6 +27,22 @@ def resolve_data_mask(prim, mask, dims, name):
         raise InvalidArguments(f"{prim}: {e}") from None
 
 
+def check_attr_object(prim, attr):
+    """attr is None or a PrimitiveAttr, without the RNN-only legacy qparams: an attribute a
+    primitive does not use is refused at creation (as oneDNN does), never ignored."""
+    from dnnq.attr import PrimitiveAttr
+    if attr is None:
+        return
+    if not isinstance(attr, PrimitiveAttr):
+        raise InvalidArguments(f"{prim}: attr got {type(attr).__name__}; expected a "
+                               "dnnq.PrimitiveAttr or None")
+    if attr.rnn_data_qparams is not None or attr.rnn_weights_qparams is not None:
+        raise Unimplemented(
+            f"{prim}: RNN data / weights qparams (set_rnn_data_qparams, "
+            "set_rnn_weights_qparams) are not supported; they apply to LSTM / GRU / "
+            "LBRGRU / VanillaRNN only: use set_scales_mask and set_zero_points_mask")
+
+
 class AttrPlan:
     """An attribute checked against a primitive's support table, at creation; the runtime
     scales, zero points and post-op inputs fetched and validated at execution.
@@ -38,10 +54,7 @@ class AttrPlan:
     """
 
     def __init__(self, prim, attr, scale_support, zp_support, post_op_kinds=(), resolve=None):
-        from dnnq.attr import PrimitiveAttr
-        if attr is not None and not isinstance(attr, PrimitiveAttr):
-            raise InvalidArguments(f"{prim}: attr got {type(attr).__name__}; expected a "
-                                   "dnnq.PrimitiveAttr or None")
+        check_attr_object(prim, attr)
         self.prim = prim
         self.attr = copy.deepcopy(attr)
         self.scale_mask, self.zp_mask, self.dims = {}, {}, {}
@@ -68,11 +81,6 @@ class AttrPlan:
                 self.dims[arg] = tuple(dims) if dims is not None else None
         self.post_ops = []
         if attr is not None:
-            if attr.rnn_data_qparams is not None or attr.rnn_weights_qparams is not None:
-                raise Unimplemented(
-                    f"{prim}: RNN data / weights qparams (set_rnn_data_qparams, "
-                    "set_rnn_weights_qparams) are not supported; they apply to LSTM / GRU / "
-                    "LBRGRU / VanillaRNN only: use set_scales_mask and set_zero_points_mask")
             ops = attr.post_ops
             for i in range(len(ops)):
                 kind = ops.kind(i)

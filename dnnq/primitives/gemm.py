@@ -20,6 +20,7 @@ import numpy as np
 from dnnq import _dispatch, _impls
 from dnnq._kernels import _gemm_api
 from dnnq.errors import InvalidArguments, real_to_float
+from dnnq.primitives._common import overlaps
 from dnnq.primitives._gemm_kplan import k_plan
 from dnnq.primitives._plan import DT_CODE, ISA_CODE
 
@@ -55,16 +56,18 @@ def _real(value, name):
     return float(np.float32(v))
 
 
-def _overlap(x, y):
-    if not np.may_share_memory(x, y):
-        return False
-    try:
-        return np.shares_memory(x, y, max_work=100_000)
-    except np.exceptions.TooHardError:
-        return True
+def _trans_flag(value, name):
+    # a bool (or dnnl_gemm's 'N' / 'T'): "yes", 1 or None are refused, not read as truthy
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, str) and value.upper() in ("N", "T"):
+        return value.upper() == "T"
+    raise InvalidArguments(f"{name}: got {value!r}; expected a bool (or 'N' / 'T' as in "
+                           "dnnl_gemm_u8s8s32)")
 
 
 def _gemm(a_dtype, A, B, C, transa, transb, alpha, beta, ao, bo, co, offsetc):
+    transa, transb = _trans_flag(transa, "transa"), _trans_flag(transb, "transb")
     a = _operand(A, "A", a_dtype, transa)
     b = _operand(B, "B", np.int8, transb)
     M, K = a.shape
@@ -76,7 +79,7 @@ def _gemm(a_dtype, A, B, C, transa, transb, alpha, beta, ao, bo, co, offsetc):
     ai = np.iinfo(a_dtype)
     ao = _int_in(ao, "ao", ai.min, ai.max)
     bo = _int_in(bo, "bo", -128, 127)
-    if offsetc not in ("F", "C", "R", "f", "c", "r"):
+    if not isinstance(offsetc, str) or offsetc not in ("F", "C", "R", "f", "c", "r"):
         raise InvalidArguments(f"offsetc: got {offsetc!r}; expected 'F', 'C' or 'R'")
     offsetc = offsetc.upper()
     count = {"F": 1, "C": M, "R": N}[offsetc]
@@ -99,7 +102,7 @@ def _gemm(a_dtype, A, B, C, transa, transb, alpha, beta, ao, bo, co, offsetc):
         if not (C.flags.c_contiguous and C.flags.writeable):
             raise InvalidArguments("C: must be a writable C-contiguous array (written in place)")
         for name, x in (("A", A), ("B", B), ("co", co)):
-            if isinstance(x, np.ndarray) and _overlap(C, x):
+            if isinstance(x, np.ndarray) and overlaps(C, x):
                 raise InvalidArguments(f"C: shares memory with {name}; expected separate "
                                        f"arrays (C is written while {name} is read)")
     elif beta != 0.0:
