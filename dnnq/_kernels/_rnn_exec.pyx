@@ -164,8 +164,17 @@ cdef class RnnExec:
 
     def run(self, dict args, int nthreads, int fork_join):
         """The outputs dict, or None when the Python path must run (see the module doc)."""
+        # taken before anything that may run Python code (the compensation refresh) and so
+        # let another thread in: that one takes the Python path
         if self.busy:
             return None
+        self.busy = 1
+        try:
+            return self._go(args, nthreads, fork_join)
+        finally:
+            self.busy = 0
+
+    cdef object _go(self, dict args, int nthreads, int fork_join):
         cdef object k
         if PyDict_Size(args) > len(self.known):
             return None
@@ -266,14 +275,10 @@ cdef class RnnExec:
             self._refresh(wl, wi, wp)
         if self.scratch is None:
             self._take_scratch()
-        self.busy = 1
-        try:
-            with nogil:
-                self._run(<const uint8_t*>px, <const float*>px, psi, <const float*>psic,
-                          <const float*>pb, <const float*>ppe, pdl, pdi, <float*>pdic,
-                          nthreads, fork_join)
-        finally:
-            self.busy = 0
+        with nogil:
+            self._run(<const uint8_t*>px, <const float*>px, psi, <const float*>psic,
+                      <const float*>pb, <const float*>ppe, pdl, pdi, <float*>pdic,
+                      nthreads, fork_join)
         out = {17: dl}
         if di is not None:
             out[18] = di
