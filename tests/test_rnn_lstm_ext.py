@@ -380,3 +380,25 @@ def test_missing_or_bad_extension_arrays_at_execute():
     with pytest.raises(dnnq.InvalidArguments):
         prim.execute({DNNL_ARG_SRC_LAYER: plain["x"], DNNL_ARG_WEIGHTS_LAYER: plain["wl"],
                       DNNL_ARG_WEIGHTS_ITER: plain["wi"], DNNL_ARG_WEIGHTS_PEEPHOLE: p["peep"]})
+
+
+def test_pickled_lstmp_and_packed_projection():
+    """An LSTMP with peepholes pickles as its constructor arguments (keywords included), its
+    packed projection weights as plain weights re-packed on load; the results are unchanged."""
+    import pickle
+    p = make("bidirectional_concat", 3, 4, 20, 70, 40, 1, init=True, per_oc=True, pmask=8,
+             seed=61, peephole=True)
+    prim = primitive(p, attr_of(p))
+    packed = prim.prepare_weights({DNNL_ARG_WEIGHTS_LAYER: p["wl"], DNNL_ARG_WEIGHTS_ITER: p["wi"],
+                                   DNNL_ARG_WEIGHTS_PROJECTION: p["wp"]})
+    prim2, packed2 = pickle.loads(pickle.dumps((prim, packed)))
+    assert prim2.weights_projection_desc == prim.weights_projection_desc
+    assert prim2.attr.rnn_weights_projection_qparams[0] == 8
+    np.testing.assert_array_equal(
+        packed2[DNNL_ARG_WEIGHTS_PROJECTION].unpack(prim.weights_projection_desc), p["wp"])
+    a = {DNNL_ARG_SRC_LAYER: p["x"], DNNL_ARG_SRC_ITER: p["h0"], DNNL_ARG_SRC_ITER_C: p["c0"],
+         DNNL_ARG_BIAS: p["b"], DNNL_ARG_WEIGHTS_PEEPHOLE: p["peep"]}
+    want = numpy_model(p)
+    for pr, pk in ((prim, packed), (prim2, packed2)):
+        o = pr.execute({**a, **pk})
+        assert_same([o[DNNL_ARG_DST_LAYER], o[DNNL_ARG_DST_ITER], o[DNNL_ARG_DST_ITER_C]], want)
