@@ -79,6 +79,9 @@ def test_batch_file(tmp_path):
     (["--matmul", "1x8:8x4", "--dt"], "needs a value"),
     (["--threads=0"], "positive integer"),
     (["--batch=/nonexistent/file"], "cannot read"),
+    (["--clock=gpu"], "expected wall or cpu"),
+    (["--clock=cpu", "--threads=2"], "expected --threads=1"),
+    (["--clock=cpu"], "expected --threads=1"),
 ])
 def test_usage_errors(argv, message):
     with pytest.raises(drv.UsageError, match=message.replace("[", r"\[")):
@@ -172,6 +175,21 @@ def test_usage_errors_exit_2_before_running(tmp_path, argv):
     r = bench(tmp_path, *argv)
     assert r.returncode == 2
     assert r.stderr.startswith("dnnq-bench: error:") and r.stdout == ""
+
+
+def test_cpu_clock(tmp_path):
+    """--clock=cpu times with the calling thread's CPU time (one thread) and says so."""
+    r = bench(tmp_path, "--clock=cpu", "--threads=1", "--no-peers", "--matmul", "4x40:40x24")
+    assert r.returncode == 0, r.stderr
+    assert "timing (cpu clock)" in r.stdout and "4x40:40x24" in r.stdout
+    from dnnq.bench import timing
+    try:
+        timing.set_clock("cpu")
+        import time
+        t = timing.best_time(lambda: time.sleep(0.002), min_time=0.01, repeats=2)
+        assert t < 0.001  # sleeping costs no CPU time
+    finally:
+        timing.set_clock("wall")
 
 
 def test_timing_run_csv_and_peer_reasons(tmp_path):

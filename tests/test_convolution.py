@@ -522,18 +522,22 @@ def test_one_by_one_gemm_path(isa, src_dt, deconv):
     assert_same(c.run_dnnq()[0], c.run_numpy())
 
 
-def test_layout_transpose_vs_numpy():
-    """The plain <-> channels-last copies around the kernels (16 x 16 / 4 x 4 register blocks
-    and the edges) equal numpy's moveaxis."""
+@pytest.mark.parametrize("level", [0] + ([3] if "avx512_core_vnni" in dnnq.available_isa_levels()
+                                           else []))
+def test_layout_transpose_vs_numpy(level):
+    """The plain <-> channels-last copies around the kernels (16 x 16 / 4 x 4 register blocks,
+    at the AVX-512 level 64-, 32- and 16-column bands of bytes, and the edges) equal numpy's
+    moveaxis."""
     from dnnq._kernels import _conv
     rng = np.random.default_rng(37)
     for dt in (np.uint8, np.int8, np.int32, np.float32):
         for shp in [(1, 3, 5, 7), (2, 16, 16, 16), (1, 33, 17, 19), (3, 64, 8, 9), (1, 1, 1, 1),
-                    (2, 130, 1, 31), (1, 4, 4, 4)]:
+                    (2, 130, 1, 31), (1, 4, 4, 4), (1, 112, 5, 13), (2, 47, 9, 9),
+                    (1, 200, 3, 7)]:
             x = rng.integers(-100, 100, shp).astype(dt)
             cl = np.empty(shp[:1] + shp[2:] + shp[1:2], dt)
-            _conv.transpose_channels(x, cl, True)
+            _conv.transpose_channels(x, cl, True, level)
             assert np.array_equal(cl, np.moveaxis(x, 1, -1))
             back = np.empty(shp, dt)
-            _conv.transpose_channels(cl, back, False)
+            _conv.transpose_channels(cl, back, False, level)
             assert np.array_equal(back, x)

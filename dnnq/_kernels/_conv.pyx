@@ -40,6 +40,7 @@ cdef extern from "dnnq_conv.h" nogil:
         const int8_t *packed
         const int16_t *dw_weights
         int64_t dw_stride
+        int dw_kind
         dnnq_gemm_args_t epi
         int64_t dst_img, rowsum_img
         int64_t post_b[32]
@@ -49,6 +50,8 @@ cdef extern from "dnnq_conv.h" nogil:
         int isa
     int64_t dnnq_conv_n_items(const dnnq_conv_t *cv)
     void dnnq_transpose(const void *src, void *dst, int64_t rows, int64_t cols, int esz)
+    void dnnq_transpose_for_isa(int isa, const void *src, void *dst, int64_t rows, int64_t cols,
+                                int esz)
     int dnnq_conv_run_item(const dnnq_conv_t *cv, int64_t item)
 
 NR = DNNQ_NR
@@ -79,6 +82,7 @@ cdef class ConvPlan:
     cdef dnnq_conv_t cv
     cdef dnnq_postop_t* post
     cdef public int64_t n_items, work
+    cdef int64_t dw_strides[2]
 
     def __cinit__(self):
         self.post = NULL
@@ -107,7 +111,8 @@ cdef class ConvPlan:
         cols = cv.OC if cv.depthwise else cv.OCg
         cv.n_panels = (cols + DNNQ_NR - 1) // DNNQ_NR
         cv.mc, cv.mr = geom["mc"], geom["mr"]
-        cv.dw_stride = geom["dw_stride"]
+        # s16 elements per panel of each depthwise layout (DNNQ_DW_S16, DNNQ_DW_VNNI4)
+        self.dw_strides[0], self.dw_strides[1] = geom["dw_strides"]
         if cv.mr < 1 or cv.mr > (DNNQ_CONV_TILE_ROWS if cv.depthwise else DNNQ_MR_MAX):
             raise ValueError("ConvPlan: mr out of range")
         cv.isa = isa
@@ -143,11 +148,11 @@ cdef class ConvPlan:
             col_comp, wzp, int64_t wzp_sn, rowsum,
             bint raw_s32, float src_scale, scale, int64_t scale_sn,
             bias, int64_t bias_sn, list src1s,
-            float dst_scale, dst_zp, int64_t dst_zp_sn, dst, int nthreads):
+            float dst_scale, dst_zp, int64_t dst_zp_sn, dst, int nthreads, int dw_kind=0):
         """One execution.  src: channels-last (N, D, H, W, C) bytes; dst channels-last of the
         dst type; col_comp (OC,) s32; rowsum (N, G, pixels) s32 with wzp; src1s: per post-op
         None, (f32, s_img, s_pix, s_chan) for binary or (cond, 3 strides, value, 3 strides)
-        for select."""
+        for select; dw_kind: the layout of dw_weights (0: the ISA's s16 one, 1: vnni4)."""
         cdef dnnq_conv_t cv = self.cv
         cdef dnnq_postop_t local_post[32]
         cdef int i
@@ -165,6 +170,10 @@ cdef class ConvPlan:
             cv.dw_weights = <const int16_t*>_ptr(dw_weights)
         elif cv.depthwise:
             raise ValueError("ConvPlan.run: depthwise needs dw_weights")
+        if dw_kind not in (0, 1) or (dw_kind == 1 and cv.isa < 3):
+            raise ValueError("ConvPlan.run: dw_kind must be 0, or 1 at an AVX-512 level")
+        cv.dw_kind = dw_kind
+        cv.dw_stride = self.dw_strides[dw_kind]
         cv.epi.col_comp = <const int32_t*>_ptr(col_comp)
         if wzp is not None:
             cv.epi.wzp = <const int32_t*>_ptr(wzp)
@@ -220,10 +229,12 @@ cdef class ConvPlan:
         return 0
 
 
-def transpose_channels(src, dst, bint to_channels_last):
+def transpose_channels(src, dst, bint to_channels_last, int isa=0):
     """Copy between plain (N, C, P) and channels-last (N, P, C) layouts of 1- or 4-byte
     elements: both arrays C-contiguous, `src` of one layout, `dst` of the other (P = the
-    spatial dims flattened; shapes are taken from `dst`, whose last dims say which)."""
+    spatial dims flattened; shapes are taken from `dst`, whose last dims say which); `isa`
+    (a DNNQ_ISA_* code) picks the AVX-512 byte transpose at that level."""
+
     cdef int64_t esz = src.itemsize
     cdef int64_t N = dst.shape[0]
     cdef int64_t total = dst.size
@@ -237,6 +248,8 @@ def transpose_channels(src, dst, bint to_channels_last):
     with nogil:
         for n in range(N):
             if to_channels_last:  # (C, P) -> (P, C)
-                dnnq_transpose(s + n * C * P * esz, d + n * C * P * esz, C, P, <int>esz)
+                dnnq_transpose_for_isa(isa, s + n * C * P * esz, d + n * C * P * esz, C, P,
+                                       <int>esz)
             else:                 # (P, C) -> (C, P)
-                dnnq_transpose(s + n * C * P * esz, d + n * C * P * esz, P, C, <int>esz)
+                dnnq_transpose_for_isa(isa, s + n * C * P * esz, d + n * C * P * esz, P, C,
+                                       <int>esz)

@@ -25,6 +25,9 @@ Settings (per problem):
 Run options (anywhere on the line):
   --threads=N         threads for dnnq and its peers (default: OMP_NUM_THREADS / all)
   --min-time=SECONDS  timing budget per implementation and problem (default 0.3)
+  --clock=wall|cpu    wall: elapsed time (default); cpu: the calling thread's CPU time, with
+                      --threads=1 only (time the process spends descheduled on a loaded
+                      machine is not counted; cache sharing still is)
   --no-peers          time dnnq alone
   --peer-isa=same|ALL|<oneDNN ISA name>   oneDNN's ISA cap (default: dnnq's level)
   --csv=FILE          also write the results as CSV
@@ -57,7 +60,7 @@ _BENCHDNN_DRIVERS = ("conv", "deconv", "rnn", "pool", "reorder", "eltwise", "bin
                      "concat", "softmax", "lnorm", "bnorm", "shuffle", "resampling", "prelu")
 COMMON_SETTINGS = {"mode": "P"}
 RUN_OPTIONS = {"threads": None, "min-time": "0.3", "peer-isa": "same", "csv": None,
-               "plot": None}
+               "plot": None, "clock": "wall"}
 FLAGS = ("no-peers", "reset")
 
 
@@ -175,6 +178,11 @@ def parse_args(argv, kinds):
     except ValueError:
         raise UsageError(f"--threads / --min-time: got {opts['threads']!r} / "
                          f"{opts['min-time']!r}; expected a positive integer / seconds") from None
+    if opts["clock"] not in ("wall", "cpu"):
+        raise UsageError(f"--clock: got {opts['clock']!r}; expected wall or cpu")
+    if opts["clock"] == "cpu" and opts["threads"] != "1":
+        raise UsageError(f"--clock=cpu: the calling thread's CPU time measures one thread; "
+                         f"got --threads={opts['threads']}; expected --threads=1")
     return out, opts
 
 
@@ -277,7 +285,8 @@ def main(argv=None):
         k = kinds[name]
         defaults = " ".join(f"--{s}={v}" for s, v in k.settings.items())
         print(f"--{name} default problem configuration: {k.summary}\n    = {defaults}")
-    print("timing: fastest batch of 3 interleaved rounds (dnnq, peers) of 5 batches each; dnnq "
+    print(f"timing ({opts['clock']} clock): fastest batch of 3 interleaved rounds (dnnq, peers) "
+          "of 5 batches each; dnnq "
           "through execute(), oneDNN with its argument array built once (execute + stream "
           "wait); ratio = dnnq time / peer time")
     labels = [repro(kind, desc, given) for kind, desc, _, _, given in problems]
@@ -289,6 +298,8 @@ def main(argv=None):
     no_reference = 0
     progress = Progress(len(problems))
     min_time = float(opts["min-time"])
+    from dnnq.bench import timing
+    timing.set_clock(opts["clock"])
     for i, ((kind, desc, parsed, settings, given), label) in enumerate(zip(problems, labels)):
         progress.show(i, label)
         k = kinds[kind]

@@ -93,7 +93,8 @@ def check_overlaps(prim, args, outputs=(A.DNNL_ARG_DST,), in_place=None, names=N
     each output may *be* (the same memory with the same dtype, shape and strides, as oneDNN's
     in-place execution).  Returns the set of output ids executed in place.  Every other pair
     sharing memory raises -- inputs of any kind (data, weights, bias, scales, zero points,
-    post-op inputs, states) and two outputs.  Cheap: one bounds test per (output, array).
+    post-op inputs, states) and two outputs.  Cheap: with one output, a single C-level pass
+    over the byte extents (``extents_meet``) is all that runs unless some extents meet.
     ``names``: {id: name} for messages where dnnq.args.name is not the primitive's word."""
     if len(outputs) == 1:  # one output: one C-level pass over the extents, usually all
         out_key = outputs[0]
@@ -102,8 +103,8 @@ def check_overlaps(prim, args, outputs=(A.DNNL_ARG_DST,), in_place=None, names=N
     in_place = in_place or {}
     names = names or {}
 
-    def arg_name(key):
-        return names.get(key) or _arg_name(key)
+    def label(key):
+        return names.get(key) or arg_name(key)
 
     done = set()
     items = [(k, v) for k, v in args.items() if isinstance(v, np.ndarray)]
@@ -117,15 +118,12 @@ def check_overlaps(prim, args, outputs=(A.DNNL_ARG_DST,), in_place=None, names=N
                 done.add(out_key)
                 continue
             allowed = in_place.get(out_key)
-            how = (f"{prim} executes in place only with {arg_name(allowed)} being exactly "
-                   f"the {arg_name(out_key)} array's memory (same dtype, shape and strides)"
+            how = (f"{prim} executes in place only with {label(allowed)} being exactly "
+                   f"the {label(out_key)} array's memory (same dtype, shape and strides)"
                    if allowed is not None and key == allowed else
-                   f"{prim} reads {arg_name(key)} while it writes {arg_name(out_key)}; pass "
-                   "separate arrays" + (f" (in place: {arg_name(allowed)} may be exactly "
-                                        f"{arg_name(out_key)})" if allowed is not None else ""))
-            raise InvalidArguments(f"{prim}.execute: {arg_name(key)} overlaps "
-                                   f"{arg_name(out_key)} (they share memory); {how}")
+                   f"{prim} reads {label(key)} while it writes {label(out_key)}; pass "
+                   "separate arrays" + (f" (in place: {label(allowed)} may be exactly "
+                                        f"{label(out_key)})" if allowed is not None else ""))
+            raise InvalidArguments(f"{prim}.execute: {label(key)} overlaps "
+                                   f"{label(out_key)} (they share memory); {how}")
     return done
-
-
-_arg_name = arg_name

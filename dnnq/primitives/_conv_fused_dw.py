@@ -201,8 +201,8 @@ def init_fused(self, attr, dw_index):
     self._dw_index = dw_index
     r0, r1, first, second = f._band(0, min(f.OH2, 8))
     self._isa = first._isa
-    self._dw_pairs = first._dw_pairs
-    self._packed_sizes = packed_sizes(geo, self._dw_pairs)
+    self._dw_layout, self._dw_s16_layout = first._dw_layout, first._dw_s16_layout
+    self._packed_sizes = packed_sizes(geo, self._dw_layout)
     self.impl_info = f"{first.impl_info}+{second.impl_info}"
     self._key = (type(self).__name__, self.src_desc, self.weights_desc, self.dst_desc,
                  self.bias_desc, attr.key(), geo.key(), self._isa)

@@ -171,16 +171,50 @@ def pack_gemm(geo, wc):
     return out
 
 
-def pack_depthwise(geo, wct, pairs):
-    """Depthwise weights (C, taps) (any integer type that fits s16) -> the kernel's s16
-    layout: natural [p][tap][64], or with `pairs` (the AVX-512 kernel) per panel, per tap
-    pair, per half of 32 channels, the vpunpck{l,h}wd interleave of the pair's weights
-    ("lo" then "hi" vector; see ukernels/conv_dw_avx512.c).  Channels past C are 0."""
+def pack_depthwise(geo, wct, layout):
+    """Depthwise weights (C, taps) -> one of the kernels' layouts (channels past C are 0):
+
+    * ``"natural"`` (portable / AVX2): s16 [panel][tap][64];
+    * ``"pairs"`` (AVX-512, s16 weights: s8 minus a weights zero point): per panel, per tap
+      pair, per half of 32 channels, the vpunpck{l,h}wd interleave of the pair's weights
+      ("lo" then "hi" vector; see ukernels/conv_dw_avx512.c);
+    * ``"vnni4"`` (AVX-512, s8 weights): per panel, per group of four taps, 4 vectors k of 64
+      bytes with byte 16 L + 4 j + i = w[4 g + i][16 L + 4 k + j], then 64 s32 of
+      -128 * sum_taps w in the same (k, L, j) order (the s8 source's compensation); with
+      KW = 3, then per kernel row the row kernel's four shifted variants A, B, C, D (4 bytes
+      per channel, same byte order; ukernels/conv_dw_avx512.c).
+
+    The result is an s16 array (the vnni4 bytes viewed as s16)."""
     C, T = wct.shape
     P = (C + NR - 1) // NR
-    wd = np.zeros((P * NR, T + (T % 2 if pairs else 0)), np.int16)
+    if layout == "vnni4":
+        G4 = (T + 3) // 4
+        wd = np.zeros((P, 4, 4, 4, G4 * 4), np.int8)  # (P, L, k, j, tap) channel 16L+4k+j
+        wd.reshape(P * NR, G4 * 4)[:C, :T] = wct
+        # byte order within a panel: (g, k, L, j, i)
+        w = wd.reshape(P, 4, 4, 4, G4, 4).transpose(0, 4, 2, 1, 3, 5).reshape(P, G4 * 256)
+        comp = np.zeros((P, 4, 4, 4), np.int32)  # (P, L, k, j)
+        comp.reshape(P * NR)[:C] = -128 * wct.astype(np.int64).sum(axis=1)
+        comp = comp.transpose(0, 2, 1, 3).reshape(P, NR)
+        parts = [w, comp.view(np.int8).reshape(P, 4 * NR)]
+        if geo.kernel[2] == 3:  # kernel rows of three taps: the row kernel's variants
+            rows = wct.reshape(C, T // 3, 3)
+            var = np.zeros((P * NR, T // 3, 4, 4), np.int8)  # (channel, row, variant, byte)
+            for v, taps in enumerate(((0, 1, 2, None), (None, 0, 1, 2), (None, None, 0, 1),
+                                      (2, None, None, None))):
+                for i, t in enumerate(taps):
+                    if t is not None:
+                        var[:C, :, v, i] = rows[:, :, t]
+            # (P, L, k, j, row, v, i) -> (P, row, v, k, L, j, i)
+            var = var.reshape(P, 4, 4, 4, T // 3, 4, 4).transpose(0, 4, 5, 2, 1, 3, 6)
+            parts.append(var.reshape(P, -1))
+        blocks = np.concatenate(parts, axis=1)
+        out = aligned_empty(blocks.size // 2, np.int16)
+        out.view(np.int8)[:] = blocks.reshape(-1)
+        return out
+    wd = np.zeros((P * NR, T + (T % 2 if layout == "pairs" else 0)), np.int16)
     wd[:C, :T] = wct
-    if not pairs:
+    if layout == "natural":
         out = aligned_empty(P * T * NR, np.int16)
         out[:] = wd.reshape(P, NR, T).transpose(0, 2, 1).reshape(-1)
         return out
@@ -198,9 +232,12 @@ def pack_depthwise(geo, wct, pairs):
     return out
 
 
-def depthwise_panel_stride(geo, pairs):
+def depthwise_panel_stride(geo, layout):
     """s16 elements per 64-channel panel of the packed depthwise weights."""
-    return ((geo.ntaps + 1) // 2) * 2 * NR if pairs else geo.ntaps * NR
+    if layout == "vnni4":
+        rows3 = (geo.ntaps // 3) * 512 if geo.kernel[2] == 3 else 0
+        return ((geo.ntaps + 3) // 4) * 128 + 2 * NR + rows3
+    return ((geo.ntaps + 1) // 2) * 2 * NR if layout == "pairs" else geo.ntaps * NR
 
 
 def window_sums(geo, x, zs):
@@ -238,14 +275,14 @@ class PackedConvWeights:
 
     __slots__ = ("packed", "dw", "colsum", "tapsum", "plain", "owner", "origin", "_comp")
 
-    def __init__(self, geo, w, owner, dw_pairs=False, origin=None):
+    def __init__(self, geo, w, owner, dw_layout="natural", origin=None):
         wc = canonical_weights(geo, w)
         w64 = wc.astype(np.int64)
         tapsum = w64.sum(axis=2)                    # (G, taps, OCg)
         colsum = tapsum.sum(axis=1).reshape(-1)  # (OC,) int64
         if geo.depthwise:
             packed = None
-            dw = pack_depthwise(geo, wc.reshape(geo.G, geo.ntaps), dw_pairs)
+            dw = pack_depthwise(geo, wc.reshape(geo.G, geo.ntaps), dw_layout)
         else:
             packed, dw = pack_gemm(geo, wc), None
         for name, value in (("plain", wc), ("tapsum", tapsum), ("colsum", colsum),
@@ -303,12 +340,12 @@ class PackedConvWeights:
                 (self.dw.nbytes if self.dw is not None else 0) + self.colsum.nbytes)
 
 
-def packed_sizes(geo, dw_pairs):
+def packed_sizes(geo, dw_layout):
     """Element counts (packed, depthwise, plain, colsum) of PackedConvWeights for ``geo``."""
     plain = geo.G * geo.ntaps * geo.ICg * geo.OCg
     if geo.depthwise:
         P = (geo.G + NR - 1) // NR
-        return (None, P * depthwise_panel_stride(geo, dw_pairs), plain, geo.OC)
+        return (None, P * depthwise_panel_stride(geo, dw_layout), plain, geo.OC)
     K4 = (geo.kpair + 3) // 4
     P = (geo.OCg + NR - 1) // NR
     return (geo.G * geo.npairs * K4 * 4 * P * NR, None, plain, geo.OC)

@@ -291,9 +291,8 @@ def run_into_dst(prim, plan, desc, args, arrays, has_sum=False, in_place=None):
                                "but no DNNL_ARG_DST array was given")
     user, phys = output(prim, desc, args)
     if user is not None:
-        check_overlaps(prim, args, in_place={A.DNNL_ARG_DST: in_place} if in_place else None)
-    if user is not None:
-        unalias(phys, arrays)
+        if check_overlaps(prim, args, in_place={A.DNNL_ARG_DST: in_place} if in_place else None):
+            unalias(phys, arrays)  # in place: the kernels read a copy of that input
     arrays["dst"] = phys
     plan.run(arrays)
     return finish(desc, user, phys)

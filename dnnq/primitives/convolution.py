@@ -58,6 +58,7 @@ from dnnq._kernels import _conv, _gemm
 from dnnq._kernels._gemm import all_finite_positive as _all_finite_positive
 from dnnq._kernels._gemm_exec import extents_meet
 from dnnq.primitives._plan import aligned_empty
+from dnnq.primitives._scratch import Scratch as _Scratch
 
 _ONE = np.ones(1, np.float32)
 _F32, _I32 = np.dtype(np.float32), np.dtype(np.int32)
@@ -73,6 +74,7 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
     _name = "Convolution"
     _kind = "convolution"
     _deconv = False
+    _isa_code = 0  # the transposes' level (set by _fast_plan; fused chains: the portable one)
 
     def __init__(self, src_desc, weights_desc, dst_desc, bias_desc=None, *, strides, padding_l,
                  padding_r, dilates=None, attr=None):
@@ -105,14 +107,18 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
         # the batch-reduce kernel of the AMX level is the AVX-512 VNNI one (tiles need
         # strided rows)
         self._isa = "avx512_core_vnni" if isa == "avx512_core_amx" else isa
-        # the AVX-512 depthwise kernel takes its weights in tap pairs
-        self._dw_pairs = self._isa == "avx512_core_vnni"
-        self._packed_sizes = packed_sizes(geo, self._dw_pairs)
+        # the AVX-512 depthwise kernels take s8 weights four taps at a time (vnni4), and the
+        # s16 weights of a weights zero point in tap pairs
+        avx512 = self._isa == "avx512_core_vnni"
+        self._dw_layout = "vnni4" if avx512 else "natural"
+        self._dw_s16_layout = "pairs" if avx512 else "natural"
+        self._packed_sizes = packed_sizes(geo, self._dw_layout)
         kernel = ("dw" if geo.depthwise else "brgconv_1x1" if geo.is_gemm else
                   "brgconv_fold" if geo.fold_kw else "brgconv")
         self.impl_info = f"{_ISA_NAME.get(self._isa, self._isa)}:{kernel}"
         self._plan = self._make_plan()
         self._zrows = {}
+        self._scratch = {}  # (shape, dtype) -> free channels-last copies (_Scratch)
         self._key = (type(self).__name__, src_desc, weights_desc, dst_desc, bias_desc,
                      attr.key() if attr is not None else None, geo.key(), self._isa)
         self._known = self._known_args()
@@ -215,7 +221,8 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
                  kernel=geo.kernel, strides=geo.strides, steps=geo.steps, pads=geo.pads,
                  deconv=int(geo.deconv), depthwise=int(geo.depthwise), fold_kw=int(geo.fold_kw),
                  kpair=geo.kpair, npairs=geo.npairs, mc=mc, mr=mr,
-                 dw_stride=depthwise_panel_stride(geo, self._dw_pairs))
+                 dw_strides=(depthwise_panel_stride(geo, self._dw_s16_layout),
+                             depthwise_panel_stride(geo, "vnni4")))
         return _conv.ConvPlan(isa_code, g, _plan.DT_CODE[self.dst_desc.dt], self._post_specs,
                               fast)
 
@@ -238,7 +245,7 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
         the column sums of the compensation); `execute` accepts the result in their place."""
         d = self.weights_desc
         d.check_array(w, "weights")  # dtype / shape checks; packing reads any strides
-        return PackedConvWeights(self._geo, w, self._key, self._dw_pairs, origin=self)
+        return PackedConvWeights(self._geo, w, self._key, self._dw_layout, origin=self)
 
     def _weights_from_plain(self, plain):
         """The logical weights of PackedConvWeights.plain (G, taps, ICg, OCg) (pickling)."""
@@ -261,12 +268,14 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
                                    "attribute sets a mask for it)")
         return check(v, count, arg_name(key))
 
-    def _channels_last(self, desc, arr, name):
-        """The execution array as a C-contiguous channels-last (N, [D, H,] W, C) array."""
+    def _channels_last(self, desc, arr, name, scratch=None):
+        """The execution array as a C-contiguous channels-last (N, [D, H,] W, C) array (a
+        transposed copy for plain data, in a `scratch` buffer when given)."""
         x = desc.check_array(arr, name)
         if not desc.is_channels_last:
-            cl = np.empty(x.shape[:1] + x.shape[2:] + x.shape[1:2], x.dtype)
-            _conv.transpose_channels(x, cl, True)
+            shape = x.shape[:1] + x.shape[2:] + x.shape[1:2]
+            cl = np.empty(shape, x.dtype) if scratch is None else scratch.take(shape, x.dtype)
+            _conv.transpose_channels(x, cl, True, self._isa_code)
             x = cl
         return x
 
@@ -326,7 +335,8 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
         """What the fast path of execute needs, fixed at creation (see _execute_fast)."""
         geo, sd, dd = self._geo, self.src_desc, self.dst_desc
         zm = self._zp_mask
-        self._fast = (sd.is_channels_last and dd.is_channels_last and not self._binary and
+        # plain src / dst take it too, through channels-last copies in pooled buffers
+        self._fast = (not self._binary and
                       not self._selects and A.DNNL_ARG_WEIGHTS not in zm and
                       zm.get(A.DNNL_ARG_SRC, 0) == 0 and zm.get(A.DNNL_ARG_DST, 0) == 0 and
                       (self.bias_desc is None or self.bias_desc.dt == "f32"))
@@ -334,6 +344,10 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
         self._src_dims, self._dst_dims = tuple(sd.dims), tuple(dd.dims)
         self._src_order, self._dst_order = sd.physical_order, dd.physical_order
         self._dst_phys = dd.physical_shape
+        self._src_cl, self._dst_cl = sd.is_channels_last, dd.is_channels_last
+        self._isa_code = _plan.ISA_CODE[self._isa]  # the plain <-> channels-last transposes
+        self._src_cl_shape = (geo.N,) + tuple(sd.dims[2:]) + (geo.IC,)
+        self._dst_cl_shape = (geo.N,) + tuple(dd.dims[2:]) + (geo.OC,)
         self._bias_dims = (geo.OC,)
         sm = self._scale_mask
         self._ws_count = 0 if A.DNNL_ARG_WEIGHTS not in sm else (
@@ -343,12 +357,22 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
         lo, hi = _RANGE[sd.dt]
         self._zs_range = (lo, hi)
         self._shift = 128 if sd.dt == "s8" and not geo.depthwise else 0
+        self._dw_kind = int(geo.depthwise and self._dw_layout == "vnni4")
 
     def _execute_fast(self, args):
-        """The common case (channels-last arrays of the right types, packed weights, f32 or no
-        bias, scales and common zero points, no binary post-op): every check of the general
-        path without its generality.  Returns None to hand over to the general path (which
-        also produces the error messages)."""
+        """The common case (arrays of the right types, C-contiguous in their layout, packed
+        weights, f32 or no bias, scales and common zero points, no binary post-op): every
+        check of the general path without its generality.  Returns None to hand over to the
+        general path (which also produces the error messages)."""
+        if self._src_cl and self._dst_cl:
+            return self._execute_fast_body(args, None)
+        scratch = _Scratch(self._scratch)  # channels-last copies of plain arrays
+        try:
+            return self._execute_fast_body(args, scratch)
+        finally:
+            scratch.release()
+
+    def _execute_fast_body(self, args, scratch):
         if type(args) is not dict:
             return None
         known = self._known
@@ -423,6 +447,15 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
                 return None
             if extents_meet(user, args, A.DNNL_ARG_DST):  # the general path names them
                 return None
+        final = None
+        if not self._dst_cl:  # plain dst: computed channels-last, then transposed into it
+            if self._has_sum:
+                return None
+            final, out = out, scratch.take(self._dst_cl_shape, self._dst_np)
+        if not self._src_cl:
+            cl = scratch.take(self._src_cl_shape, self._src_np)
+            _conv.transpose_channels(x, cl, True, self._isa_code)
+            x = cl
         geo = self._geo
         key = zs.to_bytes(4, "little", signed=True) if type(zs) is int else None
         zrow = self._zrows.get(key) if key is not None else None
@@ -440,9 +473,12 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
             self._plan.run(x.view(np.uint8), self.src_desc.dt == "s8", zrow, None, pw.packed,
                            pw.dw, col_comp, None, 0, None, self._raw_s32, ss, scale, scale_sn,
                            bias, 1, _NO_SRC1[len(self._post_specs)], ds, dzp, 0, out,
-                           _dispatch.get_num_threads())
+                           _dispatch.get_num_threads(), self._dw_kind)
         if _verbose._level:
             self._verbose("exec", (time.perf_counter() - t0) * 1e3)
+        if final is not None:
+            _conv.transpose_channels(out, final, False, self._isa_code)
+            out = final
         return self.dst_desc.logical_view(out) if user is None else user
 
     def execute(self, args):
@@ -458,8 +494,16 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
         for need, what in ((A.DNNL_ARG_SRC, "src"), (A.DNNL_ARG_WEIGHTS, "weights")):
             if need not in args:
                 raise InvalidArguments(f"{p}.execute: missing {what} (DNNL_ARG_{what.upper()})")
+        scratch = _Scratch(self._scratch)
+        try:
+            return self._execute_general(args, scratch)
+        finally:
+            scratch.release()
+
+    def _execute_general(self, args, scratch):
+        p, geo = self._name, self._geo
         src_dt = self.src_desc.dt
-        x = self._channels_last(self.src_desc, args[A.DNNL_ARG_SRC], "src")
+        x = self._channels_last(self.src_desc, args[A.DNNL_ARG_SRC], "src", scratch)
         pw = self._weights(args[A.DNNL_ARG_WEIGHTS])
         # runtime scales and zero points
         sm, zm = self._scale_mask, self._zp_mask
@@ -499,7 +543,7 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
         delta = zs64 - zrow_vals  # zero points the source type cannot hold
         per_ic = zs.size > 1
         zrow = self._zero_point_rows(zs, zrow_vals)
-        dw_w = pw.dw
+        dw_w, dw_kind = pw.dw, self._dw_kind
         plain = pw.plain  # (G, taps, ICg, OCg)
         if geo.depthwise and zw is not None:
             # depthwise: the weights zero point is folded into the s16 weights (exact)
@@ -508,7 +552,7 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
                 raise Unimplemented(f"{p}.execute: depthwise weights minus the weights zero "
                                     "point must fit s16; got values in "
                                     f"[{wz.min()}, {wz.max()}]")
-            dw_w = pack_depthwise(geo, wz, self._dw_pairs)
+            dw_w, dw_kind = pack_depthwise(geo, wz, self._dw_s16_layout), 0
             colsum = wz.sum(axis=1)
             tapw = wz[:, :, None]  # (C, taps, 1) as (G, taps, OCg)
             zw = None
@@ -557,13 +601,15 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
                 raise InvalidArguments(f"{p}.execute: a sum post-op reads the previous "
                                        "destination, but no DNNL_ARG_DST array was given")
             shape = (geo.N,) + tuple(dd.dims[2:]) + (geo.OC,)
-            out = np.empty(shape, dd.numpy_dtype)
+            # returned as it is when channels-last; a temporary before the plain copy
+            out = (np.empty(shape, dd.numpy_dtype) if dd.is_channels_last else
+                   scratch.take(shape, dd.numpy_dtype))
         else:
             out = dd.check_output(user_dst, "dst")
             if not dd.is_channels_last:
-                cl = np.empty((geo.N,) + tuple(dd.dims[2:]) + (geo.OC,), dd.numpy_dtype)
+                cl = scratch.take((geo.N,) + tuple(dd.dims[2:]) + (geo.OC,), dd.numpy_dtype)
                 if self._has_sum:
-                    _conv.transpose_channels(out, cl, True)
+                    _conv.transpose_channels(out, cl, True, self._isa_code)
                 out = cl
             # no input may overlap dst (not in place, as oneDNN's convolution)
             check_overlaps(p, args)
@@ -578,7 +624,7 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
             self._plan.run(x.view(np.uint8), src_dt == "s8", zrow, padcorr,
                            pw.packed, dw_w, col_comp, zw, wzp_sn, rowsum,
                            self._raw_s32, src_scale, scale, scale_sn, bias, 1, src1s,
-                           dst_scale, dzp, dzp_sn, out, _dispatch.get_num_threads())
+                           dst_scale, dzp, dzp_sn, out, _dispatch.get_num_threads(), dw_kind)
         if _verbose._level:
             self._verbose("exec", (time.perf_counter() - t0) * 1e3)
         # back to the caller's layout
@@ -588,7 +634,7 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
             return dd.copy_back(user_dst, out)
         direct = user_dst is not None and user_dst.flags.c_contiguous
         plain = user_dst if direct else np.empty(tuple(dd.dims), dd.numpy_dtype)
-        _conv.transpose_channels(out, plain, False)
+        _conv.transpose_channels(out, plain, False, self._isa_code)
         if user_dst is None or direct:
             return plain
         np.copyto(user_dst, plain)

@@ -172,7 +172,95 @@ static void add_pad_correction(const dnnq_conv_t *cv, int64_t g, int64_t m, int 
     }
 }
 
+#ifdef DNNQ_HAVE_X86_KERNELS
+/* The depthwise row driver (AVX-512, vnni4 weights, kernel rows of three taps along w, stride
+ * 1 or 2 along w, no padding correction): each output row of the item's pixels is one kernel
+ * call (up to a tile of pixels), the kernel reading the zero-point pixel for the columns in
+ * the padding.  Kernel rows outside the source read the zero-point pixel with stride 0, or are
+ * skipped when they would add nothing (u8 source, zero point 0). */
+static int dw_rows3(const dnnq_conv_t *cv) {
+    return cv->depthwise && cv->dw_kind == DNNQ_DW_VNNI4 && cv->kw == 3 && cv->dw == 1 &&
+           (cv->sw == 1 || cv->sw == 2) && !cv->deconv && !cv->padcorr &&
+           (cv->isa == DNNQ_ISA_AVX512_CORE_VNNI || cv->isa == DNNQ_ISA_AVX512_CORE_AMX);
+}
+
+static int run_item_dw_rows3(const dnnq_conv_t *cv, int64_t item) {
+    const int64_t osp = cv->od * cv->oh * cv->ow;
+    const int64_t nblk = (osp + cv->mc - 1) / cv->mc;
+    const int64_t blk = item % nblk;
+    const int64_t p = (item / nblk) % cv->n_panels;
+    const int64_t n = item / nblk / cv->n_panels;
+    const int64_t m0 = blk * cv->mc;
+    const int64_t mend = m0 + (osp - m0 < cv->mc ? osp - m0 : cv->mc);
+    const int nc = (int)(cv->OC - p * DNNQ_NR < DNNQ_NR ? cv->OC - p * DNNQ_NR : DNNQ_NR);
+    const int64_t chan0 = p * DNNQ_NR;
+    const int64_t IC = cv->IC, iw = cv->iw;
+    const int nkr = (int)(cv->kd * cv->kh); /* kernel rows */
+    const int8_t *w = (const int8_t *)(cv->dw_weights + p * cv->dw_stride);
+    const uint8_t *img = cv->src + n * cv->id * cv->ih * cv->iw * IC + chan0;
+    const uint8_t *zpix = cv->zp_rows + chan0;
+    int skip_zero = !cv->src_signed;
+    for (int c = 0; c < nc && skip_zero; c += 8) {
+        uint64_t v = 0;
+        memcpy(&v, zpix + c, (size_t)(nc - c < 8 ? nc - c : 8));
+        skip_zero = v == 0;
+    }
+
+    dnnq_gemm_args_t ge;
+    dnnq_postop_t post[DNNQ_CONV_MAX_POST];
+    item_epilogue_args(cv, n, 0, &ge, post);
+    const int TR = DNNQ_DW_TILE_ROWS;
+    int32_t tile[DNNQ_DW_TILE_ROWS * DNNQ_NR] __attribute__((aligned(64)));
+    const uint8_t **rowp = (const uint8_t **)malloc((sizeof(uint8_t *) + sizeof(int64_t) +
+                                                     sizeof(int)) * (size_t)nkr);
+    if (!rowp) return -1;
+    int64_t *rstride = (int64_t *)(rowp + nkr);
+    int *widx = (int *)(rstride + nkr);
+
+    int64_t tm = m0;
+    int trows = 0;
+    for (int64_t m = m0; m < mend;) {
+        int64_t od, oh, ow;
+        out_pixel(cv, m, &od, &oh, &ow);
+        /* the kernel rows of this output row */
+        int nr = 0, i = 0;
+        for (int64_t kd = 0; kd < cv->kd; ++kd) {
+            const int64_t xd = src_coord(od, kd, cv->sd, cv->dd, cv->pd, cv->id, 0);
+            for (int64_t kh = 0; kh < cv->kh; ++kh, ++i) {
+                const int64_t xh = xd < 0 ? -1 : src_coord(oh, kh, cv->sh, cv->dh, cv->ph,
+                                                           cv->ih, 0);
+                if (xh < 0 && skip_zero) continue;
+                rowp[nr] = xh < 0 ? zpix : img + (xd * cv->ih + xh) * iw * IC;
+                rstride[nr] = xh < 0 ? 0 : IC;
+                widx[nr++] = i;
+            }
+        }
+        const int64_t row_end = m + (cv->ow - ow) < mend ? m + (cv->ow - ow) : mend;
+        while (m < row_end) {
+            int64_t cnt = row_end - m < TR ? row_end - m : TR;
+            if (trows + cnt > TR) {
+                cv->epilogue(&ge, 0, tm, trows, p, tile);
+                tm = m;
+                trows = 0;
+            }
+            dnnq_dw3row_avx512((int)cnt, nr, rowp, rstride, widx, ow * cv->sw - cv->pw, iw,
+                               zpix, (int)cv->sw, nc, cv->src_signed, w, cv->npairs,
+                               tile + trows * DNNQ_NR);
+            trows += (int)cnt;
+            m += cnt;
+            ow += cnt;
+        }
+    }
+    if (trows) cv->epilogue(&ge, 0, tm, trows, p, tile);
+    free(rowp);
+    return 0;
+}
+#endif
+
 int dnnq_conv_run_item(const dnnq_conv_t *cv, int64_t item) {
+#ifdef DNNQ_HAVE_X86_KERNELS
+    if (dw_rows3(cv)) return run_item_dw_rows3(cv, item);
+#endif
     const int64_t osp = cv->od * cv->oh * cv->ow;
     const int64_t nblk = (osp + cv->mc - 1) / cv->mc;
     const int64_t groups = cv->depthwise ? 1 : cv->G;
@@ -210,7 +298,7 @@ int dnnq_conv_run_item(const dnnq_conv_t *cv, int64_t item) {
     const int64_t chan0 = cv->depthwise ? p * DNNQ_NR : cv->G > 1 ? g * cv->ICg : 0;
     const int8_t *bpanel = cv->packed + (g * cv->n_panels + p) * npairs * cv->K4 * 4 * DNNQ_NR;
     const int16_t *wdw = cv->depthwise ? cv->dw_weights + p * cv->dw_stride : NULL;
-    dnnq_dw_tile_fn dw = cv->depthwise ? dnnq_dw_tile_for_isa(cv->isa) : NULL;
+    dnnq_dw_tile_fn dw = cv->depthwise ? dnnq_dw_tile_for_isa(cv->isa, cv->dw_kind) : NULL;
 
     /* each pair's source offset from the pixel's first tap, and the interior ranges */
     {
@@ -301,11 +389,12 @@ int dnnq_conv_run_item(const dnnq_conv_t *cv, int64_t item) {
     return 0;
 }
 
-dnnq_dw_tile_fn dnnq_dw_tile_for_isa(int isa) {
+dnnq_dw_tile_fn dnnq_dw_tile_for_isa(int isa, int kind) {
 #ifdef DNNQ_HAVE_X86_KERNELS
     switch (isa) {
     case DNNQ_ISA_AVX512_CORE_AMX:
-    case DNNQ_ISA_AVX512_CORE_VNNI: return dnnq_dw_tile_avx512;
+    case DNNQ_ISA_AVX512_CORE_VNNI:
+        return kind == DNNQ_DW_VNNI4 ? dnnq_dw4_tile_avx512 : dnnq_dw_tile_avx512;
     case DNNQ_ISA_AVX2_VNNI:
     case DNNQ_ISA_AVX2: return dnnq_dw_tile_avx2;
     default: break;
@@ -369,4 +458,17 @@ void dnnq_transpose(const void *src_, void *dst_, int64_t rows, int64_t cols, in
                     memcpy(dst + (c * rows + r) * esz, src + (r * cols + c) * esz, (size_t)esz);
         }
     }
+}
+
+void dnnq_transpose_for_isa(int isa, const void *src, void *dst, int64_t rows, int64_t cols,
+                            int esz) {
+#ifdef DNNQ_HAVE_X86_KERNELS
+    if (esz == 1 && cols >= 16 &&
+        (isa == DNNQ_ISA_AVX512_CORE_VNNI || isa == DNNQ_ISA_AVX512_CORE_AMX)) {
+        dnnq_transpose_u8_avx512((const uint8_t *)src, (uint8_t *)dst, rows, cols);
+        return;
+    }
+#endif
+    (void)isa;
+    dnnq_transpose(src, dst, rows, cols, esz);
 }

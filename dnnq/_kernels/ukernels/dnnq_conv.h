@@ -27,6 +27,8 @@
 /* rows of one accumulator tile: the batch-reduce kernel's mr (<= DNNQ_MR_MAX), or for the
  * depthwise kernel up to this many (fewer epilogue calls: its per-call setup is amortised) */
 #define DNNQ_CONV_TILE_ROWS 32
+/* rows of the depthwise row driver's tile (one epilogue call per output row of up to this) */
+#define DNNQ_DW_TILE_ROWS 64
 
 typedef struct {
     /* geometry */
@@ -51,6 +53,7 @@ typedef struct {
     const int8_t *packed;
     const int16_t *dw_weights;       /* depthwise: one block of dw_stride s16 per panel */
     int64_t dw_stride;
+    int dw_kind;                     /* DNNQ_DW_S16 or DNNQ_DW_VNNI4 (the weights' layout) */
     /* epilogue template (b = 0): N = OCg, d_sm = OC, per-column pointers at group 0 */
     dnnq_gemm_args_t epi;
     int64_t dst_img;                 /* dst elements per image */
@@ -78,9 +81,28 @@ typedef void (*dnnq_dw_tile_fn)(int mr, int64_t ntaps, const uint8_t *const *row
 DNNQ_DECLARE_DW(portable)
 DNNQ_DECLARE_DW(avx2)
 DNNQ_DECLARE_DW(avx512)
-dnnq_dw_tile_fn dnnq_dw_tile_for_isa(int isa);
+/* the AVX-512 VNNI kernel taking taps four at a time (s8 weights, "vnni4" layout) */
+void dnnq_dw4_tile_avx512(int mr, int64_t ntaps, const uint8_t *const *rows, int64_t ps, int nc,
+                          int src_signed, const int16_t *w, int32_t *acc);
+/* mr consecutive output pixels of one output row, for a kernel whose rows are three taps along
+ * w (dilation 0 along w), stride sw (1 or 2): the run reads source columns x0 + c,
+ * c = 0 .. sw * (mr - 1) + 2; kernel row i (of nrows) reads column x at rows[i] + x *
+ * strides[i] when 0 <= x < iw (a stride of 0: the zero-point pixel), else the zero-point
+ * pixel zpix, with the weights of kernel row widx[i]; w: the panel's vnni4 weights with their
+ * "rows3" block (conv_dw_avx512.c) */
+void dnnq_dw3row_avx512(int mr, int nrows, const uint8_t *const *rows, const int64_t *strides,
+                        const int *widx, int64_t x0, int64_t iw, const uint8_t *zpix, int sw,
+                        int nc, int src_signed, const int8_t *w, int64_t ntaps, int32_t *acc);
+/* depthwise weight layouts: the ISA's s16 one (natural [tap][64], or the AVX-512 tap pairs),
+ * or s8 taps by four for vpdpbusd (AVX-512 only) */
+enum { DNNQ_DW_S16 = 0, DNNQ_DW_VNNI4 = 1 };
+dnnq_dw_tile_fn dnnq_dw_tile_for_isa(int isa, int kind);
 
-/* dst (cols, rows) = src (rows, cols)^T for elements of esz = 1 or 4 bytes */
+/* dst (cols, rows) = src (rows, cols)^T for elements of esz = 1 or 4 bytes; the AVX-512 level
+ * has its own byte transpose (conv_dw_avx512.c), picked by isa */
 void dnnq_transpose(const void *src, void *dst, int64_t rows, int64_t cols, int esz);
+void dnnq_transpose_u8_avx512(const uint8_t *src, uint8_t *dst, int64_t rows, int64_t cols);
+void dnnq_transpose_for_isa(int isa, const void *src, void *dst, int64_t rows, int64_t cols,
+                            int esz);
 
 #endif

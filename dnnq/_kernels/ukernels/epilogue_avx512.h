@@ -22,6 +22,7 @@ typedef struct {
     __mmask16 km[4];
     __mmask64 km8;
     int full, has_zp, flags, post, kind, has_sum;
+    int nv;         /* vectors of 16 columns holding columns (the others are skipped) */
     char *d0;       /* dst of (batch, row 0, column n0) */
     int64_t ldd;    /* its row stride in bytes */
 } epi_consts_t;
@@ -101,14 +102,15 @@ DNNQ_ALWAYS_INLINE void epi_tile(const int DT, const int POST, const int F,
         const int32_t *t = tile + r * DNNQ_NR;
         char *o = d0 + r * ldd;
         if (DT == EPI_RAW || DT == DNNQ_DT_F32 || DT == DNNQ_DT_S32) {
-            for (int j = 0; j < 4; ++j) {
+            for (int j = 0; j < k->nv; ++j) {
                 const __m512i ai = _mm512_load_si512((const void *)(t + 16 * j));
                 __m512i q;
                 if (DT == EPI_RAW) q = _mm512_add_epi32(ai, k->cc[j]);
                 else if (DT == DNNQ_DT_F32)
                     q = _mm512_castps_si512(epi_value(DT, POST, F, g, k, ai, j, o));
                 else q = _mm512_cvtps_epi32(epi_value(DT, POST, F, g, k, ai, j, o));
-                if (k->full) _mm512_storeu_si512(o + 64 * j, q);
+                /* masked stores are slow on some cores (AMD Zen 4): only the last vector */
+                if (k->full || k->km[j] == 0xFFFF) _mm512_storeu_si512(o + 64 * j, q);
                 else _mm512_mask_storeu_epi32(o + 64 * j, k->km[j], q);
             }
             continue;
@@ -117,13 +119,17 @@ DNNQ_ALWAYS_INLINE void epi_tile(const int DT, const int POST, const int F,
          * then holds 4 columns of each vector), put back in order by one vpermd, one store */
         __m512i q[4];
         for (int j = 0; j < 4; ++j)
-            q[j] = _mm512_cvtps_epi32(
-                epi_value(DT, POST, F, g, k, _mm512_load_si512((const void *)(t + 16 * j)), j, o));
+            q[j] = j >= k->nv ? _mm512_setzero_si512() /* no column there (narrow panels) */
+                              : _mm512_cvtps_epi32(epi_value(
+                                    DT, POST, F, g, k,
+                                    _mm512_load_si512((const void *)(t + 16 * j)), j, o));
         const __m512i w01 = _mm512_packs_epi32(q[0], q[1]), w23 = _mm512_packs_epi32(q[2], q[3]);
         __m512i bytes = DT == DNNQ_DT_S8 ? _mm512_packs_epi16(w01, w23) : _mm512_packus_epi16(w01, w23);
         bytes = _mm512_permutexvar_epi32(
             _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), bytes);
         if (k->full) _mm512_storeu_si512(o, bytes);
+        else if (k->nv == 2 && k->km[1] == 0xFFFF) /* 32 columns: one plain 256-bit store */
+            _mm256_storeu_si256((__m256i *)o, _mm512_castsi512_si256(bytes));
         else _mm512_mask_storeu_epi8(o, k->km8, bytes);
     }
 }
@@ -150,6 +156,7 @@ static void epi_prepare_avx512(const dnnq_gemm_args_t *g, int64_t b, int64_t n0,
                        : _mm512_set1_ps((float)g->dst_zp[0]);
     }
     k->full = nc == DNNQ_NR;
+    k->nv = (nc + 15) / 16;
     k->km8 = nc >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << nc) - 1);
     k->has_zp = g->dst_zp != NULL;
     k->post = g->n_post == 0 ? EPI_NONE
