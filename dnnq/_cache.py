@@ -5,6 +5,7 @@ The key is the class, every constructor argument (memory descriptors and attribu
 and the effective ISA level (a primitive keeps the kernel it chose).  LRU, capacity from
 DNNQ_PRIMITIVE_CACHE_CAPACITY (default 1024; 0 disables), or set_primitive_cache_capacity().
 """
+import copy
 import inspect
 import os
 import sys
@@ -73,8 +74,47 @@ shape raises ``dnnq.InvalidArguments`` naming the key.
 """
 
 
+def _snapshot(args, kwargs):
+    """The constructor arguments as they are now (the caller may change their attribute
+    later), for pickling; None when they cannot be copied (the constructor judged them)."""
+    try:
+        return copy.deepcopy((args, kwargs))
+    except Exception:  # noqa: BLE001 - anything the constructor accepted but copy cannot
+        return None
+
+
+def rebuild_primitive(cls, args, kwargs):
+    """Unpickling: create the primitive again from its description (validated, dispatched
+    for this machine and ISA cap, planned, through the primitive cache)."""
+    if not isinstance(cls, CachedPrimitive):
+        from dnnq.errors import InvalidArguments
+        raise InvalidArguments(f"unpickling: {cls!r} is not a dnnq primitive class")
+    return cls(*args, **kwargs)
+
+
+def reduce_primitive(self):
+    """``__reduce__`` of every primitive: its class and constructor arguments, so that
+    ``pickle.loads`` recreates it (nothing of the plans, packed data or chosen kernel is
+    pickled)."""
+    ctor = self.__dict__.get("_ctor_args")
+    if ctor is None:
+        raise TypeError(f"{type(self).__name__}: its constructor arguments could not be "
+                        "recorded, so it cannot be pickled; pickle its description instead")
+    return (rebuild_primitive, (type(self), ctor[0], ctor[1]))
+
+
+def _create(cls, args, kwargs):
+    prim = type.__call__(cls, *args, **kwargs)
+    prim.__dict__["_ctor_args"] = _snapshot(args, kwargs)
+    return prim
+
+
 class CachedPrimitive(type):
     """Metaclass: `Cls(*args, **kw)` looks the description up before creating.
+
+    Every primitive created through it records a copy of its constructor arguments and pickles
+    as them (``reduce_primitive``): the unpickled primitive is created anew, validated and
+    dispatched where it is loaded.  A class defining its own ``__reduce__`` keeps it.
 
     It also gives each class the signature of its ``__init__`` (without it, ``help()`` and
     ``inspect.signature`` would show this metaclass's ``(*args, **kwargs)``) and, for a class
@@ -93,21 +133,23 @@ class CachedPrimitive(type):
             doc = inspect.cleandoc(doc) + "\n\n" + inspect.cleandoc(module_doc)
         if doc and not name.startswith("_"):
             cls.__doc__ = inspect.cleandoc(doc) + "\n" + EXECUTE_KEYS
+        if "__reduce__" not in namespace and cls.__reduce__ is object.__reduce__:
+            cls.__reduce__ = reduce_primitive
 
     def __call__(cls, *args, **kwargs):
         if _capacity == 0:
-            return super().__call__(*args, **kwargs)
+            return _create(cls, args, kwargs)
         try:
             key = (cls, _freeze(args), _freeze(kwargs), _impls.dispatch_key())
             hash(key)
         except TypeError:  # something unhashable: let the constructor judge it
-            return super().__call__(*args, **kwargs)
+            return _create(cls, args, kwargs)
         with _lock:
             prim = _entries.get(key)
             if prim is not None:
                 _entries.move_to_end(key)
                 return prim
-        prim = super().__call__(*args, **kwargs)
+        prim = _create(cls, args, kwargs)
         with _lock:
             _entries[key] = prim
             while len(_entries) > _capacity:

@@ -200,6 +200,12 @@ class PrimitiveAttr:
 
     __hash__ = None  # mutable: use key()
 
+    def __reduce__(self):
+        """Pickled as the settings, replayed through the setters when loaded (validated)."""
+        return (_rebuild_attr, (tuple(sorted(self._scales.items())),
+                                tuple(sorted(self._zero_points.items())), self._post_ops,
+                                self._rnn_data, self._rnn_weights))
+
     def __repr__(self):
         parts = []
         if self._scales:
@@ -216,3 +222,18 @@ class PrimitiveAttr:
             parts.append(f"rnn_weights_qparams=(mask={self._rnn_weights[0]}, "
                          f"{self._rnn_weights[1].size} scales)")
         return f"PrimitiveAttr({', '.join(parts)})"
+
+
+def _rebuild_attr(scales, zero_points, post_ops, rnn_data, rnn_weights):
+    """Unpickling of PrimitiveAttr (see ``PrimitiveAttr.__reduce__``)."""
+    attr = PrimitiveAttr()
+    for arg, mask in scales:
+        attr.set_scales_mask(arg, mask)
+    for arg, mask in zero_points:
+        attr.set_zero_points_mask(arg, mask)
+    attr.set_post_ops(post_ops)
+    if rnn_data is not None:
+        attr.set_rnn_data_qparams(*rnn_data)
+    if rnn_weights is not None:
+        attr.set_rnn_weights_qparams(*rnn_weights)
+    return attr

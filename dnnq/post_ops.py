@@ -370,3 +370,26 @@ class PostOps:
 
     def __repr__(self):
         return f"PostOps({list(self._ops)!r})"
+
+    def __reduce__(self):
+        """Pickled as the append calls that build the chain: loading validates every entry
+        again (a pickle is never trusted to hold a well-formed chain)."""
+        calls = tuple((op.kind, tuple(getattr(op, f.name) for f in fields(op)))
+                      for op in self._ops)
+        return (_rebuild_post_ops, (calls,))
+
+
+#: post-op kind -> the PostOps method that appends it (its parameters are the op's fields)
+_APPEND = {"eltwise": "append_eltwise", "binary": "append_binary", "sum": "append_sum",
+           "convolution": "append_dw", "checkpoint": "append_checkpoint",
+           "select": "append_select"}
+
+
+def _rebuild_post_ops(calls):
+    """Unpickling of PostOps: replay the appends (each validates its parameters)."""
+    ops = PostOps()
+    for kind, params in calls:
+        if kind not in _APPEND:
+            raise invalid("pickled post-op kind", repr(kind), ", ".join(_APPEND))
+        getattr(ops, _APPEND[kind])(*params)
+    return ops

@@ -187,3 +187,41 @@ def test_execution_errors():
     with raises(InvalidArguments, "overlaps"):
         p4.execute({DNNL_ARG_SRC: buf, DNNL_ARG_WEIGHTS: np.zeros((4, 4, 3, 3), np.int8),
                     DNNL_ARG_DST: buf})
+
+
+_NOMEM_SCRIPT = r"""
+import resource, sys
+import numpy as np
+import dnnq
+from dnnq import MemoryDesc as MD
+dnnq.set_max_cpu_isa(sys.argv[1])
+KH = 1 << 20  # 1M taps: the per-item row-pointer scratch needs npairs * rows * 8 bytes
+p = dnnq.Convolution(MD((1, 1, KH, 1), "u8"), MD((1, 1, KH, 1), "s8"), MD((1, 1, 1, 1), "s32"),
+                     strides=[1, 1], padding_l=[0, 0], padding_r=[0, 0])
+x = np.ones((1, 1, KH, 1), np.uint8)
+w = p.prepare_weights(np.ones((1, 1, KH, 1), np.int8))
+d = np.full((1, 1, 1, 1), -7, np.int32)
+p.execute({1: x, 33: w, 17: d})
+assert d.item() == KH, d
+with open("/proc/self/status") as f:
+    vm = [int(l.split()[1]) for l in f if l.startswith("VmSize")][0] * 1024
+resource.setrlimit(resource.RLIMIT_AS, (vm + (16 << 20), resource.RLIM_INFINITY))
+d[...] = -7
+try:
+    p.execute({1: x, 33: w, 17: d})
+except MemoryError as e:
+    print("MemoryError", e)
+else:
+    print("no error", d.item())
+"""
+
+
+def test_failed_scratch_allocation_raises_memory_error(isa):
+    """The convolution driver's per-item scratch (row pointers, pairs) cannot be allocated
+    (address space limited in a subprocess): MemoryError, not a return with dst unwritten."""
+    import subprocess
+    import sys
+    r = subprocess.run([sys.executable, "-P", "-c", _NOMEM_SCRIPT, isa], capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("MemoryError"), (r.stdout, r.stderr)

@@ -130,7 +130,7 @@ def test_execution_errors():
 def test_dst_overlapping_src_is_refused():
     p = dnnq.MatMul(MD((M, K), "u8"), MD((K, K), "s8"), MD((M, K), "u8"))
     buf = np.array(X)
-    with pytest.raises(dnnq.InvalidArguments, match="overlaps src"):
+    with pytest.raises(dnnq.InvalidArguments, match="src overlaps dst"):
         p.execute({DNNL_ARG_SRC: buf, DNNL_ARG_WEIGHTS: W[:, :1].repeat(K, 1)[:K],
                    DNNL_ARG_DST: buf})
 

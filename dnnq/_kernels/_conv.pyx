@@ -49,7 +49,7 @@ cdef extern from "dnnq_conv.h" nogil:
         int isa
     int64_t dnnq_conv_n_items(const dnnq_conv_t *cv)
     void dnnq_transpose(const void *src, void *dst, int64_t rows, int64_t cols, int esz)
-    void dnnq_conv_run_item(const dnnq_conv_t *cv, int64_t item)
+    int dnnq_conv_run_item(const dnnq_conv_t *cv, int64_t item)
 
 NR = DNNQ_NR
 MAX_POST = DNNQ_CONV_MAX_POST
@@ -195,10 +195,11 @@ cdef class ConvPlan:
         cv.epi.dst = <void*>_ptr(dst, True)
         self._launch(&cv, nthreads)
 
-    cdef void _launch(self, const dnnq_conv_t* cv, int nthreads):
+    cdef int _launch(self, const dnnq_conv_t* cv, int nthreads) except -1:
         cdef int64_t nitems = self.n_items, it
+        cdef int failed = 0
         if nitems <= 0:
-            return
+            return 0
         # small problems stay on one thread: a fork / join costs more than they do (about
         # 2M multiply-adds take ~50 us on one VNNI core; a depthwise multiply-add costs far
         # more than a GEMM one, so it splits from 64K on)
@@ -207,11 +208,16 @@ cdef class ConvPlan:
         if nthreads == 1:
             with nogil:
                 for it in range(nitems):
-                    dnnq_conv_run_item(cv, it)
-            return
-        with nogil:
-            for it in prange(nitems, schedule='static', num_threads=nthreads):
-                dnnq_conv_run_item(cv, it)
+                    if dnnq_conv_run_item(cv, it) != 0:
+                        failed = 1
+                        break
+        else:
+            with nogil:
+                for it in prange(nitems, schedule='static', num_threads=nthreads):
+                    failed += dnnq_conv_run_item(cv, it) != 0  # a reduction over items
+        if failed:
+            raise MemoryError("Convolution: a scratch allocation failed; dst is incomplete")
+        return 0
 
 
 def transpose_channels(src, dst, bint to_channels_last):

@@ -80,6 +80,17 @@ def pack_weights_vnni(w):
     return packed, colsum
 
 
+def unpack_weights_vnni(packed, int64_t K, int64_t N):
+    """The inverse of pack_weights_vnni: the (K, N) int8 matrix held by `packed` (1-D int8 of
+    at least the packed body; pickling of packed weights)."""
+    cdef int64_t K4 = (K + 3) // 4, P = (N + DNNQ_NR - 1) // DNNQ_NR
+    body = np.asarray(packed)[:P * K4 * 4 * DNNQ_NR]
+    if body.dtype != np.int8 or body.size != P * K4 * 4 * DNNQ_NR:
+        raise ValueError("unpack_weights_vnni: packed buffer too small or not int8")
+    w = body.reshape(P, K4, DNNQ_NR, 4).transpose(1, 3, 0, 2).reshape(K4 * 4, P * DNNQ_NR)
+    return np.ascontiguousarray(w[:K, :N])
+
+
 def micro_kernel(int isa, a, packed, int64_t K, bint s8_src):
     """Run the raw micro-kernel on one panel: a (mr, K) u8/s8 rows -> (mr, 64) s32 (tests)."""
     cdef int mr = a.shape[0]

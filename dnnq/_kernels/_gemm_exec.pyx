@@ -52,17 +52,21 @@ cdef class PackedGemmWeights:
 
     Read-only: `packed` (1-D int8, batch blocks of `batch_stride` bytes, not writeable),
     `colsum` (int32 (batch, N)), `batch`, `K`, `N`, `owner` (the key of the primitive
-    description they were packed for) and `u8_shifted`.  Execution trusts these, so they cannot
-    be replaced after packing.
+    description they were packed for), `origin` (that primitive, or None) and `u8_shifted`.
+    Execution trusts these, so they cannot be replaced after packing.
+
+    Pickling stores the plain weights (unpacked, checked against the column sums) and the
+    primitive; loading packs them again with ``origin.prepare_weights`` -- for the machine
+    that loads them, and without trusting any packed bytes from the pickle.
     """
-    cdef readonly object packed, colsum, owner
+    cdef readonly object packed, colsum, owner, origin
     cdef readonly int64_t batch, K, N, batch_stride
     cdef readonly bint u8_shifted
     cdef dict _comp
     cdef object _last_comp
     cdef int64_t _last_shift
 
-    def __init__(self, w, owner=None, u8_shifted=False):
+    def __init__(self, w, owner=None, u8_shifted=False, origin=None):
         w = np.asarray(w)
         if w.ndim == 2:
             w = w[None]
@@ -83,6 +87,7 @@ cdef class PackedGemmWeights:
         self.packed, self.colsum = packed, colsum
         self.u8_shifted = u8_shifted
         self.owner = owner
+        self.origin = origin
         self._comp = {}
         self._last_comp = None
         self._last_shift = 0
@@ -106,8 +111,28 @@ cdef class PackedGemmWeights:
     def nbytes(self):
         return self.packed.nbytes + self.colsum.nbytes
 
+    def unpack(self):
+        """The plain int8 weights (batch, K, N) these were packed from (the inverse of the
+        packing; see ukernels/dnnq_kernels.h for the layout), checked against `colsum`."""
+        body = np.asarray(self.packed).reshape(self.batch, self.batch_stride)
+        if self.u8_shifted:
+            body = np.bitwise_xor(body.view(np.uint8), 0x80).view(np.int8)
+        w = np.stack([_gemm.unpack_weights_vnni(body[b], self.K, self.N)
+                      for b in range(self.batch)])
+        if not np.array_equal(w.sum(axis=1, dtype=np.int64).astype(np.int32), self.colsum):
+            raise RuntimeError("PackedGemmWeights: the packed weights do not match their column "
+                               "sums (memory corrupted?)")
+        return w
+
     def __reduce__(self):
-        raise TypeError("PackedGemmWeights cannot be pickled; pack the plain weights again")
+        if self.origin is None:
+            return (PackedGemmWeights, (self.unpack(), self.owner, self.u8_shifted))
+        return (_repack, (self.origin, self.origin._weights_from_gemm(self.unpack())))
+
+
+def _repack(origin, w):
+    """Unpickling of PackedGemmWeights: pack the plain weights with their primitive."""
+    return origin.prepare_weights(w)
 
 
 cdef struct ArrSpec:
@@ -163,6 +188,45 @@ cdef inline bint _overlaps(uintptr_t p0, uintptr_t p1, object o):
     cdef uintptr_t q0 = <uintptr_t>cnp.PyArray_DATA(a)
     cdef uintptr_t q1 = q0 + <uintptr_t>cnp.PyArray_NBYTES(a)
     return q0 < p1 and p0 < q1 and q1 > q0
+
+
+cdef inline void _extent(cnp.ndarray a, uintptr_t* lo, uintptr_t* hi) noexcept:
+    """[lo, hi): the bytes the elements of a lie in (any strides, negative ones too)."""
+    cdef uintptr_t base = <uintptr_t>cnp.PyArray_DATA(a)
+    cdef int i
+    cdef cnp.npy_intp* d = cnp.PyArray_DIMS(a)
+    cdef cnp.npy_intp* st = cnp.PyArray_STRIDES(a)
+    cdef Py_ssize_t low = 0, high = 0
+    if cnp.PyArray_SIZE(a) == 0:
+        lo[0] = hi[0] = base
+        return
+    for i in range(cnp.PyArray_NDIM(a)):
+        if st[i] < 0:
+            low += (d[i] - 1) * st[i]
+        else:
+            high += (d[i] - 1) * st[i]
+    lo[0] = base + low
+    hi[0] = base + high + <uintptr_t>cnp.PyArray_ITEMSIZE(a)
+
+
+def extents_meet(dst, dict args, skip):
+    """True when the byte extent of an ndarray value of `args` (other than the one under key
+    `skip`) meets dst's: the cheap first test of the aliasing checks (np.may_share_memory's
+    answer without its per-call cost).  False means no array in `args` shares memory with
+    dst."""
+    cdef uintptr_t d0, d1, q0, q1
+    if not cnp.PyArray_Check(dst):
+        return False
+    _extent(<cnp.ndarray>dst, &d0, &d1)
+    if d0 == d1:
+        return False
+    for key, v in args.items():
+        if key == skip or not cnp.PyArray_Check(v):
+            continue
+        _extent(<cnp.ndarray>v, &q0, &q1)
+        if q0 < d1 and d0 < q1 and q0 < q1:
+            return True
+    return False
 
 
 cdef inline bint _finite_positive(const float* x, int64_t n) noexcept nogil:

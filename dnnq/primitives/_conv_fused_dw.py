@@ -26,7 +26,8 @@ from dnnq.attr import PrimitiveAttr
 from dnnq.errors import InvalidArguments, Unimplemented
 from dnnq.memory import MemoryDesc
 from dnnq.post_ops import PostOps
-from dnnq.primitives._common import arg_name, check_known_args
+from dnnq.primitives._common import arg_name, check_known_args, check_overlaps
+from dnnq.primitives._conv_geometry import packed_sizes
 
 DW = A.DNNL_ARG_ATTR_POST_OP_DW
 _DW_WEI, _DW_BIAS = DW | A.DNNL_ARG_WEIGHTS, DW | A.DNNL_ARG_BIAS
@@ -201,6 +202,7 @@ def init_fused(self, attr, dw_index):
     r0, r1, first, second = f._band(0, min(f.OH2, 8))
     self._isa = first._isa
     self._dw_pairs = first._dw_pairs
+    self._packed_sizes = packed_sizes(geo, self._dw_pairs)
     self.impl_info = f"{first.impl_info}+{second.impl_info}"
     self._key = (type(self).__name__, self.src_desc, self.weights_desc, self.dst_desc,
                  self.bias_desc, attr.key(), geo.key(), self._isa)
@@ -231,6 +233,8 @@ def execute_fused(self, args):
                        (DW | A.DNNL_ARG_WEIGHTS, "depthwise weights")):
         if need not in args:
             raise InvalidArguments(f"{p}.execute: missing {what} ({arg_name(need)})")
+    if A.DNNL_ARG_DST in args:  # no input may overlap dst (not in place)
+        check_overlaps(p, args)
     x = self._channels_last(self.src_desc, args[A.DNNL_ARG_SRC], "src")
     pw = self._weights(args[A.DNNL_ARG_WEIGHTS])
     _, _, _, second0 = f._band(0, min(f.OH2, 8))

@@ -229,31 +229,52 @@ class PackedConvWeights:
     """Weights packed once by ``prepare_weights``: the kernel's layout, the column sums used by
     the compensation (``colsum`` (OC,), per tap ``tapsum`` (G, taps, OCg)), and the plain
     (G, taps, ICg, OCg) weights for the per-execution compensation of per-channel source zero
-    points and weights zero points."""
+    points and weights zero points.
 
-    __slots__ = ("packed", "dw", "colsum", "tapsum", "plain", "owner", "_comp")
+    Immutable (attributes cannot be set, arrays are read-only); ``owner`` is the key of the
+    primitive description they were packed for, ``origin`` that primitive.  Execution checks
+    both the owner and the sizes (``check_sizes``).  Pickling stores the plain weights and the
+    primitive, and packs again when loaded."""
 
-    def __init__(self, geo, w, owner, dw_pairs=False):
+    __slots__ = ("packed", "dw", "colsum", "tapsum", "plain", "owner", "origin", "_comp")
+
+    def __init__(self, geo, w, owner, dw_pairs=False, origin=None):
         wc = canonical_weights(geo, w)
-        self.plain = wc
         w64 = wc.astype(np.int64)
-        self.tapsum = w64.sum(axis=2)                    # (G, taps, OCg)
-        self.colsum = self.tapsum.sum(axis=1).reshape(-1)  # (OC,) int64
+        tapsum = w64.sum(axis=2)                    # (G, taps, OCg)
+        colsum = tapsum.sum(axis=1).reshape(-1)  # (OC,) int64
         if geo.depthwise:
-            self.packed = None
-            self.dw = pack_depthwise(geo, wc.reshape(geo.G, geo.ntaps), dw_pairs)
+            packed = None
+            dw = pack_depthwise(geo, wc.reshape(geo.G, geo.ntaps), dw_pairs)
         else:
-            self.packed, self.dw = pack_gemm(geo, wc), None
-        self.owner = owner
-        self._comp = {}
+            packed, dw = pack_gemm(geo, wc), None
+        for name, value in (("plain", wc), ("tapsum", tapsum), ("colsum", colsum),
+                            ("packed", packed), ("dw", dw)):
+            if value is not None:
+                value.flags.writeable = False
+            object.__setattr__(self, name, value)
+        object.__setattr__(self, "owner", owner)
+        object.__setattr__(self, "origin", origin)
+        object.__setattr__(self, "_comp", {})
+
+    def __setattr__(self, name, value):
+        raise AttributeError("PackedConvWeights is immutable")
+
+    def __delattr__(self, name):
+        raise AttributeError("PackedConvWeights is immutable")
+
+    def __reduce__(self):
+        if self.origin is None:
+            raise TypeError("PackedConvWeights without their primitive cannot be pickled")
+        return (_repack, (self.origin, self.origin._weights_from_plain(self.plain)))
 
     def for_owner(self, owner):
         """The same packed weights, accepted by another primitive of the same weights geometry
         (the bands of a fused depthwise chain)."""
         other = object.__new__(PackedConvWeights)
         for name in self.__slots__:
-            setattr(other, name, getattr(self, name))
-        other.owner = owner
+            object.__setattr__(other, name, getattr(self, name))
+        object.__setattr__(other, "owner", owner)
         return other
 
     def comp_for_shift(self, shift):
@@ -266,7 +287,33 @@ class PackedConvWeights:
             self._comp[shift] = c
         return c
 
+    def check_sizes(self, sizes, prim):
+        """Raise InvalidArguments unless the arrays have the sizes ``sizes`` (from
+        ``packed_sizes`` of the executing primitive's geometry)."""
+        packed, dw = self.packed, self.dw
+        got = (None if packed is None else packed.size, None if dw is None else dw.size,
+               self.plain.size, self.colsum.size)
+        if got != sizes:
+            raise InvalidArguments(f"{prim}.execute: packed weights have sizes {got} (packed, "
+                                   f"depthwise, plain, colsum); this primitive expects {sizes}")
+
     @property
     def nbytes(self):
         return ((self.packed.nbytes if self.packed is not None else 0) +
                 (self.dw.nbytes if self.dw is not None else 0) + self.colsum.nbytes)
+
+
+def packed_sizes(geo, dw_pairs):
+    """Element counts (packed, depthwise, plain, colsum) of PackedConvWeights for ``geo``."""
+    plain = geo.G * geo.ntaps * geo.ICg * geo.OCg
+    if geo.depthwise:
+        P = (geo.G + NR - 1) // NR
+        return (None, P * depthwise_panel_stride(geo, dw_pairs), plain, geo.OC)
+    K4 = (geo.kpair + 3) // 4
+    P = (geo.OCg + NR - 1) // NR
+    return (geo.G * geo.npairs * K4 * 4 * P * NR, None, plain, geo.OC)
+
+
+def _repack(origin, w):
+    """Unpickling of PackedConvWeights: pack the plain weights with their primitive."""
+    return origin.prepare_weights(w)

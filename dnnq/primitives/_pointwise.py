@@ -20,7 +20,8 @@ from dnnq import _dispatch, _impls, _verbose
 from dnnq.errors import InvalidArguments, Unimplemented
 from dnnq.post_ops import ELTWISE_ALGS, BINARY_ALGS
 from dnnq._kernels import _toolkit as _tk, _codes
-from dnnq.primitives._common import arg_name, check_md, check_known_args  # noqa: F401 (re-exported)
+from dnnq.primitives._common import (  # noqa: F401 (re-exported)
+    arg_name, check_md, check_known_args, check_overlaps)
 from dnnq.primitives._attr_plan import (  # noqa: F401 (re-exported: the toolkit primitives' names)
     AttrPlan as QuantAttr, fetch_post_op_inputs, resolve_data_mask)
 
@@ -267,7 +268,8 @@ def output(prim, desc, args, inputs=()):
 
 
 def unalias(phys, arrays):
-    """Copy inputs that share memory with the output buffer (in-place execution)."""
+    """Copy inputs that share memory with the output buffer (the in-place input that
+    check_overlaps let through: the kernels read it from a copy)."""
     for k, v in list(arrays.items()):
         if type(v) is np.ndarray and v is not phys and np.may_share_memory(v, phys):
             arrays[k] = v.copy()
@@ -280,15 +282,17 @@ def finish(desc, user, phys):
     return user
 
 
-def run_into_dst(prim, plan, desc, args, arrays, has_sum=False):
+def run_into_dst(prim, plan, desc, args, arrays, has_sum=False, in_place=None):
     """The end of every single-plan execute: the destination (given or new; a sum post-op
-    needs the given one), inputs that alias it copied, the plan run, the result returned."""
+    needs the given one), overlaps refused (but ``in_place``, the input id that may be dst's
+    very memory, whose copy is read), the plan run, the result returned."""
     if has_sum and A.DNNL_ARG_DST not in args:
         raise InvalidArguments(f"{prim}.execute: a sum post-op reads the previous destination, "
                                "but no DNNL_ARG_DST array was given")
     user, phys = output(prim, desc, args)
     if user is not None:
-        unalias(phys, arrays)
+        if check_overlaps(prim, args, in_place={A.DNNL_ARG_DST: in_place} if in_place else None):
+            unalias(phys, arrays)  # in place: the kernels read a copy of that input
     arrays["dst"] = phys
     plan.run(arrays)
     return finish(desc, user, phys)

@@ -125,4 +125,5 @@ class Binary(pw.ToolkitPrimitive, metaclass=CachedPrimitive):
                 arrays["zp" + tag] = z
         _dst_params(qa, args, arrays)
         pw.fetch_post_op_inputs(p, qa, args, arrays)
-        return pw.run_into_dst(p, self._plan, self.dst_desc, args, arrays, self._has_sum)
+        return pw.run_into_dst(p, self._plan, self.dst_desc, args, arrays, self._has_sum,
+                               in_place=A.DNNL_ARG_SRC_0)

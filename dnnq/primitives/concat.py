@@ -17,9 +17,8 @@ zero points       none;  post-ops: none
 ================  ============================================================
 
 Numerics: an input with the dst's data type and no scale is copied exactly; otherwise
-``dst = saturate(rne(f32(src) * scale))`` (f32 dst: the product), as oneDNN.  Inputs may be
-views of the destination (any overlap): they are read as they were before execute wrote
-anything (dnnq copies them first).
+``dst = saturate(rne(f32(src) * scale))`` (f32 dst: the product), as oneDNN.  No input may
+share memory with the destination (InvalidArguments naming both; see docs/aliasing.md).
 """
 from numbers import Integral
 
@@ -110,12 +109,8 @@ class Concat(pw.ToolkitPrimitive, metaclass=CachedPrimitive):
                 arrays["scale"] = s
             inputs.append(arrays)
         user, phys = pw.output(p, self.dst_desc, args)
-        # every input that shares memory with dst is copied before the first plan writes
-        # (an input viewing a part of dst that an earlier input overwrites must still be read
-        # as given)
-        if user is not None:
-            for arrays in inputs:
-                pw.unalias(phys, arrays)
+        if user is not None:  # no input may overlap dst (oneDNN's concat is not in place)
+            pw.check_overlaps(p, args)
         for arrays, plan in zip(inputs, self._plans):
             arrays["dst"] = phys
             plan.run(arrays)

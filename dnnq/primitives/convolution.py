@@ -47,14 +47,16 @@ from dnnq.errors import InvalidArguments, Unimplemented
 from dnnq.memory import MemoryDesc
 from dnnq.primitives import _plan
 from dnnq.primitives._attr_plan import check_attr_object
-from dnnq.primitives._common import arg_name, check_md, check_known_args
+from dnnq.primitives._common import arg_name, check_md, check_known_args, check_overlaps
 from dnnq.post_ops import PostOps
 from dnnq.primitives._conv_geometry import (ConvGeometry, PackedConvWeights, pack_depthwise,
-                                            depthwise_panel_stride, window_sums)
+                                            depthwise_panel_stride, packed_sizes,
+                                            window_sums)
 from dnnq.primitives._conv_fused_dw import init_fused, execute_fused
 from dnnq.primitives._gemm_primitive import wrap_s32
 from dnnq._kernels import _conv, _gemm
 from dnnq._kernels._gemm import all_finite_positive as _all_finite_positive
+from dnnq._kernels._gemm_exec import extents_meet
 from dnnq.primitives._plan import aligned_empty
 
 _ONE = np.ones(1, np.float32)
@@ -105,6 +107,7 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
         self._isa = "avx512_core_vnni" if isa == "avx512_core_amx" else isa
         # the AVX-512 depthwise kernel takes its weights in tap pairs
         self._dw_pairs = self._isa == "avx512_core_vnni"
+        self._packed_sizes = packed_sizes(geo, self._dw_pairs)
         kernel = ("dw" if geo.depthwise else "brgconv_1x1" if geo.is_gemm else
                   "brgconv_fold" if geo.fold_kw else "brgconv")
         self.impl_info = f"{_ISA_NAME.get(self._isa, self._isa)}:{kernel}"
@@ -235,13 +238,18 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
         the column sums of the compensation); `execute` accepts the result in their place."""
         d = self.weights_desc
         d.check_array(w, "weights")  # dtype / shape checks; packing reads any strides
-        return PackedConvWeights(self._geo, w, self._key, self._dw_pairs)
+        return PackedConvWeights(self._geo, w, self._key, self._dw_pairs, origin=self)
+
+    def _weights_from_plain(self, plain):
+        """The logical weights of PackedConvWeights.plain (G, taps, ICg, OCg) (pickling)."""
+        return np.ascontiguousarray(plain.transpose(0, 3, 2, 1)).reshape(self.weights_desc.dims)
 
     def _weights(self, w):
         if isinstance(w, PackedConvWeights):
-            if w.owner != self._key:
+            if w.owner is not self._key and w.owner != self._key:
                 raise InvalidArguments(f"{self._name}.execute: weights were packed by "
                                        "prepare_weights of a primitive with another description")
+            w.check_sizes(self._packed_sizes, self._name)
             return w
         return self.prepare_weights(w)
 
@@ -355,8 +363,10 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
         if not x.flags.c_contiguous:
             return None
         pw = args.get(A.DNNL_ARG_WEIGHTS)
-        if type(pw) is not PackedConvWeights or pw.owner is not self._key:
+        if type(pw) is not PackedConvWeights or (pw.owner is not self._key and
+                                                 pw.owner != self._key):
             return None
+        pw.check_sizes(self._packed_sizes, self._name)
         bias = None
         if self.bias_desc is not None:
             bias = args.get(A.DNNL_ARG_BIAS)
@@ -409,8 +419,9 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
                     user.shape != self._dst_dims or not user.flags.writeable:
                 return None
             out = user.transpose(self._dst_order)
-            if not out.flags.c_contiguous or np.may_share_memory(user, x) or \
-                    (bias is not None and np.may_share_memory(user, bias)):
+            if not out.flags.c_contiguous:
+                return None
+            if extents_meet(user, args, A.DNNL_ARG_DST):  # the general path names them
                 return None
         geo = self._geo
         key = zs.to_bytes(4, "little", signed=True) if type(zs) is int else None
@@ -554,11 +565,8 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
                 if self._has_sum:
                     _conv.transpose_channels(out, cl, True)
                 out = cl
-            for key in (A.DNNL_ARG_SRC, A.DNNL_ARG_BIAS):
-                v = args.get(key)
-                if type(v) is np.ndarray and np.may_share_memory(user_dst, v):
-                    raise InvalidArguments(f"{p}.execute: dst overlaps {arg_name(key)}; "
-                                           "in-place execution is not supported")
+            # no input may overlap dst (not in place, as oneDNN's convolution)
+            check_overlaps(p, args)
         t0 = time.perf_counter() if _verbose._level else 0.0
         if geo.is_gemm:
             P = geo.out_pixels

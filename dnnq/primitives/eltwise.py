@@ -126,4 +126,5 @@ class Eltwise(pw.ToolkitPrimitive, metaclass=CachedPrimitive):
             arrays["src_zp"] = z
         _dst_params(qa, args, arrays)
         pw.fetch_post_op_inputs(p, qa, args, arrays)
-        return pw.run_into_dst(p, self._plan, self.dst_desc, args, arrays, self._has_sum)
+        return pw.run_into_dst(p, self._plan, self.dst_desc, args, arrays, self._has_sum,
+                               in_place=A.DNNL_ARG_SRC)

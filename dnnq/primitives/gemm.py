@@ -20,6 +20,7 @@ import numpy as np
 from dnnq import _dispatch, _impls
 from dnnq._kernels import _gemm_api
 from dnnq.errors import InvalidArguments, real_to_float
+from dnnq.primitives._common import overlaps
 from dnnq.primitives._gemm_kplan import k_plan
 from dnnq.primitives._plan import DT_CODE, ISA_CODE
 
@@ -53,15 +54,6 @@ def _real(value, name):
         raise InvalidArguments(f"{name}: got {value!r}; expected a finite real number (it is "
                                f"used as an f32, as oneDNN's float {name})")
     return float(np.float32(v))
-
-
-def _overlap(x, y):
-    if not np.may_share_memory(x, y):
-        return False
-    try:
-        return np.shares_memory(x, y, max_work=100_000)
-    except np.exceptions.TooHardError:
-        return True
 
 
 def _trans_flag(value, name):
@@ -110,7 +102,7 @@ def _gemm(a_dtype, A, B, C, transa, transb, alpha, beta, ao, bo, co, offsetc):
         if not (C.flags.c_contiguous and C.flags.writeable):
             raise InvalidArguments("C: must be a writable C-contiguous array (written in place)")
         for name, x in (("A", A), ("B", B), ("co", co)):
-            if isinstance(x, np.ndarray) and _overlap(C, x):
+            if isinstance(x, np.ndarray) and overlaps(C, x):
                 raise InvalidArguments(f"C: shares memory with {name}; expected separate "
                                        f"arrays (C is written while {name} is read)")
     elif beta != 0.0:

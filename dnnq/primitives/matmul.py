@@ -23,7 +23,7 @@ from dnnq._cache import CachedPrimitive
 from dnnq import masks as _masks
 from dnnq.errors import InvalidArguments
 from dnnq._kernels._gemm_exec import PackedGemmWeights, aligned_empty
-from dnnq.primitives._common import arg_name, check_md, check_known_args
+from dnnq.primitives._common import arg_name, check_md, check_known_args, check_overlaps
 from dnnq.primitives._gemm_primitive import GemmCore, broadcast_strides
 
 
@@ -65,8 +65,6 @@ class _GemmPrimitive(metaclass=CachedPrimitive):
         self._dst_np = self.dst_desc.numpy_dtype
         self._dst_dims = tuple(self.dst_desc.dims)
         self._dst_size = int(np.prod(self._dst_dims))
-        # the arrays that could be a view of dst: every input but the weights
-        self._alias_candidates = sorted(known - {A.DNNL_ARG_WEIGHTS, A.DNNL_ARG_DST})
         strict = (not self.src_desc.is_channels_last and
                   (bias_desc is None or bias_desc.dt == "f32") and
                   all(spec[-1] for spec in post_inputs))
@@ -81,7 +79,7 @@ class _GemmPrimitive(metaclass=CachedPrimitive):
         """Pack weights once (VNNI blocked layout + column sums) for repeated execution."""
         w = self.weights_desc.check_array(w, "weights")
         return PackedGemmWeights(self._gemm_weights(w), owner=self._key,
-                                 u8_shifted=self._core.swap_s8)
+                                 u8_shifted=self._core.swap_s8, origin=self)
 
     def _weights(self, w):
         if isinstance(w, PackedGemmWeights):
@@ -168,12 +166,9 @@ class _GemmPrimitive(metaclass=CachedPrimitive):
         if not (dst.flags.c_contiguous and dst.flags.writeable):
             raise InvalidArguments(f"{self._name}.execute: dst must be a writable C-contiguous "
                                    "array (it is written in place)")
-        # every input (scales and zero points too) must lie outside dst
-        for key in self._alias_candidates:
-            value = args.get(key)
-            if type(value) is np.ndarray and np.may_share_memory(dst, value):
-                raise InvalidArguments(f"{self._name}.execute: dst overlaps {arg_name(key)}; "
-                                       "in-place execution is not supported")
+        # every input (weights, bias, scales, zero points, post-op inputs) must lie outside dst:
+        # oneDNN's matmul / inner product do not execute in place
+        check_overlaps(self._name, args)
 
 
 class MatMul(_GemmPrimitive):
@@ -283,6 +278,10 @@ class MatMul(_GemmPrimitive):
     def _gemm_weights(self, w):
         return w if w.ndim == 3 else w[None]
 
+    def _weights_from_gemm(self, g):
+        """The inverse of _gemm_weights (pickling of packed weights)."""
+        return g if self.weights_desc.ndims == 3 else g[0]
+
     def _gemm_src(self, src):
         return src
 
@@ -377,6 +376,10 @@ class InnerProduct(_GemmPrimitive):
 
     def _gemm_weights(self, w):
         return w.reshape(w.shape[0], -1).T[None]  # (1, K, OC), strided: packing reads it so
+
+    def _weights_from_gemm(self, g):
+        """The inverse of _gemm_weights (pickling of packed weights)."""
+        return np.ascontiguousarray(g[0].T).reshape(self.weights_desc.dims)
 
     def _gemm_src(self, src):
         return src.reshape(src.shape[0], -1)

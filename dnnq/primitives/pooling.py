@@ -255,10 +255,8 @@ class Pooling(pw.ToolkitPrimitive, metaclass=CachedPrimitive):
         arrays = {}
         pw.fetch_post_op_inputs(p, qa, args, arrays)
         user, phys = pw.output(p, self.dst_desc, args)
-        if user is not None and (src is phys or np.may_share_memory(src, phys)):
-            src = src.copy()
-        if user is not None:
-            pw.unalias(phys, arrays)
+        if user is not None:  # no input may overlap dst (oneDNN's pooling is not in place)
+            pw.check_overlaps(p, args)
         arrays["dst"] = phys
         epi = self._epi
         self._plan.run(src, [arrays[k] for k in epi.keys], epi.writable, phys,

@@ -70,7 +70,7 @@ from dnnq.attr import PrimitiveAttr
 from dnnq.errors import InvalidArguments, Unimplemented
 from dnnq.masks import check_scales, check_zero_points
 from dnnq.memory import MemoryDesc
-from dnnq.primitives._common import check_known_args
+from dnnq.primitives._common import check_known_args, check_overlaps
 from dnnq.primitives._plan import aligned_empty
 
 __all__ = ["LSTM", "GRU", "LBRGRU", "VanillaRNN", "PackedRnnWeights"]
@@ -86,6 +86,8 @@ _OUT_NAMES = {A.DNNL_ARG_DST_LAYER: "dst_layer", A.DNNL_ARG_DST_ITER: "dst_iter"
               A.DNNL_ARG_DST_ITER_C: "dst_iter_c"}
 _ARG_NAMES = {A.DNNL_ARG_SRC_LAYER: "src_layer", A.DNNL_ARG_WEIGHTS_LAYER: "weights_layer",
               A.DNNL_ARG_WEIGHTS_ITER: "weights_iter"}
+_ALL_NAMES = {**_OUT_NAMES, **_ARG_NAMES, A.DNNL_ARG_SRC_ITER: "src_iter",
+              A.DNNL_ARG_SRC_ITER_C: "src_iter_c", A.DNNL_ARG_BIAS: "bias"}
 _F32 = np.float32
 _UNIFIED_ARGS = (A.DNNL_ARG_SRC_LAYER, A.DNNL_ARG_WEIGHTS_LAYER, A.DNNL_ARG_WEIGHTS_ITER)
 # one parallel region with a barrier per step phase (0) or a region per phase (1); see
@@ -96,12 +98,54 @@ FORK_JOIN = 0
 class PackedRnnWeights:
     """One weights tensor (layer or iter) packed per layer and direction: panels of 64 channels
     with the gates of a channel block side by side (ukernels/dnnq_rnn.h), and its sums over the
-    input channels (the shift compensation)."""
+    input channels (the shift compensation).
 
-    __slots__ = ("packed", "comp", "owner", "which")
+    Immutable (attributes cannot be set; ``packed`` is a tuple over layers of tuples over
+    directions of read-only arrays, ``comp`` read-only); ``owner`` is the key of the primitive
+    description, ``which`` the argument, ``origin`` the primitive.  Execution checks the owner,
+    the argument and every size.  Pickling stores the plain weights and the primitive, and
+    packs again when loaded."""
 
-    def __init__(self, packed, comp, owner, which):
-        self.packed, self.comp, self.owner, self.which = packed, comp, owner, which
+    __slots__ = ("packed", "comp", "owner", "which", "origin")
+
+    def __init__(self, packed, comp, owner, which, origin=None):
+        packed = tuple(tuple(packed_ld for packed_ld in row) for row in packed)
+        for row in packed:
+            for packed_ld in row:
+                packed_ld.flags.writeable = False
+        comp.flags.writeable = False
+        for name, value in (("packed", packed), ("comp", comp), ("owner", owner),
+                            ("which", which), ("origin", origin)):
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name, value):
+        raise AttributeError("PackedRnnWeights is immutable")
+
+    def __delattr__(self, name):
+        raise AttributeError("PackedRnnWeights is immutable")
+
+    def unpack(self, desc):
+        """The plain (L, D, K, G, H) s8 weights of ``desc`` (the inverse of _pack)."""
+        L, D, K, G, H = desc.dims
+        nblk = (H + 63) // 64
+        w = np.empty((L, D, K, G, H), np.int8)
+        for l, row in enumerate(self.packed):
+            for d, packed_ld in enumerate(row):
+                wperm = _gemm.unpack_weights_vnni(packed_ld, K, nblk * G * 64)
+                w[l, d] = wperm.reshape(K, nblk, G, 64).transpose(0, 2, 1, 3).reshape(
+                    K, G, nblk * 64)[:, :, :H]
+        return w
+
+    def __reduce__(self):
+        if self.origin is None:
+            raise TypeError("PackedRnnWeights without their primitive cannot be pickled")
+        desc = self.origin._weights_desc_of(self.which)
+        return (_repack, (self.origin, self.which, self.unpack(desc)))
+
+
+def _repack(origin, which, w):
+    """Unpickling of PackedRnnWeights: pack the plain weights with their primitive."""
+    return origin._pack_one(w, origin._weights_desc_of(which), _ARG_NAMES[which], which)
 
 
 def _pack(w, H):
@@ -239,7 +283,10 @@ class _RNN(metaclass=CachedPrimitive):
         if self._uzp:
             known.add(A.DNNL_ARG_ATTR_ZERO_POINTS | A.DNNL_ARG_SRC_LAYER)
         self._known = frozenset(known)
-        self._key = object()
+        # packed weights are accepted by any primitive of the same description (which packs
+        # them alike: the kernel level is part of it)
+        self._key = (type(self).__name__, direction, activation, sl, si, sic, wl, wi, b, dl,
+                     di, dic, attr.key() if attr is not None else None, self._isa)
         self._scratch = []
         self._lock = threading.Lock()
         self._comp_cache = None
@@ -337,15 +384,46 @@ class _RNN(metaclass=CachedPrimitive):
             out[arg] = self._pack_one(w[arg], desc, name, arg)
         return out
 
+    def _weights_desc_of(self, arg):
+        if arg == A.DNNL_ARG_WEIGHTS_LAYER:
+            return self.weights_layer_desc
+        if arg == A.DNNL_ARG_WEIGHTS_ITER:
+            return self.weights_iter_desc
+        raise InvalidArguments(f"{self._name}: {arg!r} is not a weights argument; expected "
+                               "DNNL_ARG_WEIGHTS_LAYER or DNNL_ARG_WEIGHTS_ITER")
+
     def _pack_one(self, w, desc, name, arg):
         if isinstance(w, PackedRnnWeights):
-            if w.owner is not self._key or w.which != arg:
+            if (w.owner is not self._key and w.owner != self._key) or w.which != arg:
                 raise InvalidArguments(f"{self._name}: {name} was packed by another primitive "
                                        "or for another argument")
+            self._check_packed_sizes(w, desc, name)
             return w
         w = desc.check_array(w, name)
         packed, comp = _pack(w, self.H)
-        return PackedRnnWeights(packed, comp, self._key, arg)
+        return PackedRnnWeights(packed, comp, self._key, arg, origin=self)
+
+    def _check_packed_sizes(self, w, desc, name):
+        """Packed weights of this description have L x D buffers of packed_size(K, n) bytes
+        and (L, D, G, H) sums; anything else would be read out of bounds."""
+        L, D, K, G, H = desc.dims
+        want = _gemm.packed_size(K, ((H + 63) // 64) * G * 64)
+        ok = (type(w.packed) is tuple and len(w.packed) == L and
+              type(w.comp) is np.ndarray and w.comp.dtype == _F32 and
+              w.comp.shape == (L, D, G, H))
+        if ok:
+            for row in w.packed:
+                if type(row) is not tuple or len(row) != D:
+                    ok = False
+                    break
+                for packed_ld in row:
+                    if type(packed_ld) is not np.ndarray or packed_ld.dtype != np.int8 or \
+                            packed_ld.size != want or not packed_ld.flags.c_contiguous:
+                        ok = False
+        if not ok:
+            raise InvalidArguments(f"{self._name}: packed {name} do not have the sizes of this "
+                                   f"primitive's {name} {desc.dims} (L x D buffers of {want} "
+                                   f"bytes, sums ({L}, {D}, {G}, {H}))")
 
     # --- quantization parameters of one execution -----------------------------------------------
     def _qparams(self, args):
@@ -483,12 +561,8 @@ class _RNN(metaclass=CachedPrimitive):
             biasc = (_F32(0.0) - term).astype(_F32)
         else:
             biasc = (bias - term).astype(_F32)
-        inputs = [a for a in (x, si, sic, bias) if a is not None]
-        for arg in given:   # arrays allocated here cannot overlap anything
-            buf = outs[arg][1]
-            if any(np.may_share_memory(buf, a) for a in inputs):
-                raise InvalidArguments(f"{p}.execute: {_OUT_NAMES[arg]} overlaps an input array; "
-                                       "expected separate output memory")
+        if given:  # outputs overlap no input and no other output (oneDNN: not in place)
+            check_overlaps(p, args, outputs=_OUT_NAMES, names=_ALL_NAMES)
         t0 = time.perf_counter() if _verbose.enabled(1) else None
         scratch = self._get_scratch()
         try:

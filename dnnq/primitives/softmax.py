@@ -31,8 +31,6 @@ that fall next to a rounding boundary.
 """
 from numbers import Integral
 
-import numpy as np
-
 from dnnq import args as A
 from dnnq import _dispatch
 from dnnq._cache import CachedPrimitive
@@ -97,7 +95,10 @@ class Softmax(pw.ToolkitPrimitive, metaclass=CachedPrimitive):
         scale = float(ss[0]) if ss is not None else 1.0
         inv = float(pw.reciprocal(ds)[0]) if ds is not None else 1.0
         user, phys = pw.output(p, self.dst_desc, args)
-        if user is not None and np.may_share_memory(src, phys):
+        # in place (src the very memory of dst) is allowed, as in oneDNN; the kernel reads a
+        # copy of the source rows then
+        if user is not None and pw.check_overlaps(p, args, in_place={A.DNNL_ARG_DST:
+                                                                     A.DNNL_ARG_SRC}):
             src = src.copy()
         dims, sst, dst_st = self._rows
         L, sa, da = self._axis_st

@@ -99,4 +99,5 @@ class Sum(pw.ToolkitPrimitive, metaclass=CachedPrimitive):
             s = qa.scales(args, arg)
             if s is not None:
                 arrays[("scale", i)] = s
-        return pw.run_into_dst(p, self._plan, self.dst_desc, args, arrays)
+        return pw.run_into_dst(p, self._plan, self.dst_desc, args, arrays,
+                               in_place=A.DNNL_ARG_MULTIPLE_SRC)

@@ -172,7 +172,7 @@ static void add_pad_correction(const dnnq_conv_t *cv, int64_t g, int64_t m, int 
     }
 }
 
-void dnnq_conv_run_item(const dnnq_conv_t *cv, int64_t item) {
+int dnnq_conv_run_item(const dnnq_conv_t *cv, int64_t item) {
     const int64_t osp = cv->od * cv->oh * cv->ow;
     const int64_t nblk = (osp + cv->mc - 1) / cv->mc;
     const int64_t groups = cv->depthwise ? 1 : cv->G;
@@ -205,7 +205,7 @@ void dnnq_conv_run_item(const dnnq_conv_t *cv, int64_t item) {
         free(rows);
         free(pairs);
         free(gather);
-        return; /* the caller checked the sizes; never reached in practice */
+        return -1; /* the caller raises MemoryError */
     }
     const int64_t chan0 = cv->depthwise ? p * DNNQ_NR : cv->G > 1 ? g * cv->ICg : 0;
     const int8_t *bpanel = cv->packed + (g * cv->n_panels + p) * npairs * cv->K4 * 4 * DNNQ_NR;
@@ -298,6 +298,7 @@ void dnnq_conv_run_item(const dnnq_conv_t *cv, int64_t item) {
     free(rows);
     free(pairs);
     free(gather);
+    return 0;
 }
 
 dnnq_dw_tile_fn dnnq_dw_tile_for_isa(int isa) {

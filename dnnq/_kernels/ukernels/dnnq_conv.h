@@ -63,7 +63,8 @@ typedef struct {
 
 /* Work items: (image, group, panel, pixel block), pixel blocks innermost. */
 int64_t dnnq_conv_n_items(const dnnq_conv_t *cv);
-void dnnq_conv_run_item(const dnnq_conv_t *cv, int64_t item);
+/* 0, or -1 when a scratch allocation failed (dst then incomplete: raise MemoryError) */
+int dnnq_conv_run_item(const dnnq_conv_t *cv, int64_t item);
 
 /* Depthwise tile: acc[r][c] = sum_taps x(row_tap(r))[c] * w[tap][c] for the 64 channels of
  * panel p (channels past C are 0); rows[t * mr + r] point at the row's channel p * 64, or,
