@@ -395,7 +395,8 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
         if self.bias_desc is not None:
             bias = args.get(A.DNNL_ARG_BIAS)
             if type(bias) is not np.ndarray or bias.dtype is not _F32 or \
-                    bias.shape != self._bias_dims or not bias.flags.c_contiguous:
+                    bias.shape != self._bias_dims or not bias.flags.c_contiguous or \
+                    not bias.flags.aligned:
                 return None
         ss = ds = 1.0
         if self._has_ss:
@@ -416,7 +417,7 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
         if self._ws_count:
             v = args.get(A.DNNL_ARG_SCALE | A.DNNL_ARG_WEIGHTS)
             if type(v) is not np.ndarray or v.dtype is not _F32 or v.size != self._ws_count \
-                    or v.ndim != 1 or not _all_finite_positive(v):
+                    or v.ndim != 1 or not v.flags.aligned or not _all_finite_positive(v):
                 return None
             scale, scale_sn = v, int(self._ws_count > 1)
         zs = 0
@@ -431,7 +432,7 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
         if self._has_zd:
             dzp = args.get(A.DNNL_ARG_ATTR_ZERO_POINTS | A.DNNL_ARG_DST)
             if type(dzp) is not np.ndarray or dzp.dtype is not _I32 or dzp.size != 1 or \
-                    not dzp.flags.c_contiguous:
+                    not dzp.flags.c_contiguous or not dzp.flags.aligned:
                 return None
         user = args.get(A.DNNL_ARG_DST)
         if user is None:
@@ -443,7 +444,7 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
                     user.shape != self._dst_dims or not user.flags.writeable:
                 return None
             out = user.transpose(self._dst_order)
-            if not out.flags.c_contiguous:
+            if not out.flags.c_contiguous or not out.flags.aligned:  # else the general path
                 return None
             if extents_meet(user, args, A.DNNL_ARG_DST):  # the general path names them
                 return None
@@ -632,7 +633,7 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
             if user_dst is None:
                 return dd.logical_view(out)
             return dd.copy_back(user_dst, out)
-        direct = user_dst is not None and user_dst.flags.c_contiguous
+        direct = user_dst is not None and user_dst.flags.c_contiguous and user_dst.flags.aligned
         plain = user_dst if direct else np.empty(tuple(dd.dims), dd.numpy_dtype)
         _conv.transpose_channels(out, plain, False, self._isa_code)
         if user_dst is None or direct:
