@@ -264,9 +264,9 @@ def test_int8_skip_padding_is_bit_identical(weights, tok):
     ids, mask = tok(data.SENTENCES[:9])
     assert (mask == 0).any()
     cal = tok(data.CALIBRATION)
-    packed = Int8Encoder(weights, calibration=cal, n_layers=2, split_sentences=False)
-    padded = Int8Encoder(weights, calibration=cal, n_layers=2, split_sentences=False,
-                         skip_padding=False)
+    packed = Int8Encoder(weights, calibration=cal, n_layers=2, split_sentences=False,
+                         skip_padding=True)
+    padded = Int8Encoder(weights, calibration=cal, n_layers=2, split_sentences=False)
     keep = mask.reshape(-1) > 0
     got, want = packed.hidden_states(ids, mask), padded.hidden_states(ids, mask)
     assert got.shape == want.shape

@@ -21,8 +21,8 @@ only that primitive, so rows (real tokens, or batch × tokens without ``skip_pad
 padded up to a few buckets and each bucket has its own primitives and packed weights
 (created at first use).
 
-Speed (docs/demo.md): the per-token steps skip the batch's padding tokens
-(``skip_padding``), and with static scales a batch is split over the threads by sentences
+Speed (docs/demo.md): with ``skip_padding=True`` (off by default, so that the demo's engines
+do the same work) the per-token steps skip the batch's padding tokens, and with static scales a batch is split over the threads by sentences
 (``split_sentences``), each part with single-threaded primitives.
 """
 import numpy as np
@@ -180,7 +180,7 @@ class Int8Encoder:
     on the calibration batch; ``Int8Encoder(weights, dynamic=True)`` -- from each batch."""
 
     def __init__(self, weights, calibration=None, dynamic=False, n_layers=None, gelu="post_op",
-                 fuse_residual=True, split_sentences=True, skip_padding=True):
+                 fuse_residual=True, split_sentences=True, skip_padding=False):
         if not dynamic and calibration is None:
             raise ValueError("static quantization needs a calibration batch (ids, mask)")
         if gelu not in ("lut", "post_op"):
@@ -250,7 +250,7 @@ class Int8Encoder:
         return y
 
     def hidden_states(self, ids, mask):
-        """The last hidden state (B*S, hidden).  With ``skip_padding`` (the default) every
+        """The last hidden state (B*S, hidden).  With ``skip_padding`` every
         per-token step -- the linear layers, their quantization, LayerNorm -- runs on the real
         tokens only (rows packed), and only attention sees the padded (B, S) layout; the
         padding rows of the result are then 0 (they are masked out of everything that reads
