@@ -562,19 +562,9 @@ class _RNN(metaclass=CachedPrimitive):
             if arg not in self._uscale:
                 ws.append(np.ones(self.G * self.H, _F32))
                 continue
-            mask = self._uscale[arg]
-            cnt = 1 if mask == 0 else self.G * self.H
-            v = args.get(A.DNNL_ARG_SCALE | arg)
-            if v is None:
-                raise InvalidArguments(f"{p}.execute: scales of {wname} missing; "
-                                       f"expected {cnt} f32 values")
-            v = check_scales(v, cnt, f"{p}.execute: scales of {wname}")
-            with np.errstate(over="ignore"):
-                inv = (_F32(1.0) / v).astype(_F32)
-            if not np.isfinite(inv).all():
-                raise InvalidArguments(f"{p}.execute: scales of {wname} too small: their "
-                                       "f32 reciprocals overflow")
-            ws.append(np.broadcast_to(inv, (self.G * self.H,)))
+            cnt = 1 if self._uscale[arg] == 0 else self.G * self.H
+            ws.append(np.broadcast_to(self._inverse_scales(args, arg, cnt, wname),
+                                      (self.G * self.H,)))
         if not np.array_equal(ws[0], ws[1]):
             raise Unimplemented(f"{p}.execute: scales of weights_layer and weights_iter "
                                 "differ; supported: equal scales (oneDNN's int8 RNN "
@@ -583,18 +573,25 @@ class _RNN(metaclass=CachedPrimitive):
         pws = self._pscales
         if A.DNNL_ARG_WEIGHTS_PROJECTION in self._uscale:
             cnt = 1 if self._uscale[A.DNNL_ARG_WEIGHTS_PROJECTION] == 0 else self.P
-            v = args.get(A.DNNL_ARG_SCALE | A.DNNL_ARG_WEIGHTS_PROJECTION)
-            if v is None:
-                raise InvalidArguments(f"{p}.execute: scales of weights_projection missing; "
-                                       f"expected {cnt} f32 values")
-            v = check_scales(v, cnt, f"{p}.execute: scales of weights_projection")
-            with np.errstate(over="ignore"):
-                inv = (_F32(1.0) / v).astype(_F32)
-            if not np.isfinite(inv).all():
-                raise InvalidArguments(f"{p}.execute: scales of weights_projection too small: "
-                                       "their f32 reciprocals overflow")
+            inv = self._inverse_scales(args, A.DNNL_ARG_WEIGHTS_PROJECTION, cnt,
+                                       "weights_projection")
             pws = np.ascontiguousarray(np.broadcast_to(inv, (self.P,)))
         return scale, shift, np.ascontiguousarray(ws[0]), pws
+
+    def _inverse_scales(self, args, arg, cnt, wname):
+        """f32 reciprocals of the runtime weights scales of `arg` (cnt values, checked)."""
+        p = self._name
+        v = args.get(A.DNNL_ARG_SCALE | arg)
+        if v is None:
+            raise InvalidArguments(f"{p}.execute: scales of {wname} missing; "
+                                   f"expected {cnt} f32 values")
+        v = check_scales(v, cnt, f"{p}.execute: scales of {wname}")
+        with np.errstate(over="ignore"):
+            inv = (_F32(1.0) / v).astype(_F32)
+        if not np.isfinite(inv).all():
+            raise InvalidArguments(f"{p}.execute: scales of {wname} too small: their f32 "
+                                   "reciprocals overflow")
+        return inv
 
     def _compensation(self, wl, wi, scale, shift, ws):
         """div (G, H) and the (L, D, n_bias, H) term subtracted from the bias."""
