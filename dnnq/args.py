@@ -3,7 +3,7 @@
 An argument ID is a plain ``int``; IDs compose with ``|``.  dnnq's numbering (the one of the
 SPEC, as in the oneDNN 2.x headers) is laid out in bit fields::
 
-    bits  0..8   the plain argument (1, 2, 3, 17, 18, 19, 33, 34, 41), or the input index n
+    bits  0..8   the plain argument (1, 2, 3, 17, 18, 19, 33, 34, 35, 36, 41), or the input index n
                  (0 <= n < 512) of DNNL_ARG_MULTIPLE_SRC / DNNL_ARG_MULTIPLE_DST
     bit   9      DNNL_ARG_SCALE                 (512)    prefix: "the scales of ..."
     bit  10      DNNL_ARG_MULTIPLE_SRC          (1024)   + n: input n of sum / concat
@@ -51,6 +51,8 @@ __all__ = [
     "DNNL_ARG_DST_2", "DNNL_ARG_DST_ITER_C",
     "DNNL_ARG_WEIGHTS", "DNNL_ARG_WEIGHTS_0", "DNNL_ARG_WEIGHTS_LAYER",
     "DNNL_ARG_WEIGHTS_1", "DNNL_ARG_WEIGHTS_ITER",
+    "DNNL_ARG_WEIGHTS_2", "DNNL_ARG_WEIGHTS_PEEPHOLE",
+    "DNNL_ARG_WEIGHTS_3", "DNNL_ARG_WEIGHTS_PROJECTION",
     "DNNL_ARG_BIAS", "DNNL_ARG_SCALE", "DNNL_ARG_MULTIPLE_SRC", "DNNL_ARG_MULTIPLE_DST",
     "DNNL_ARG_ATTR_ZERO_POINTS", "DNNL_ARG_ATTR_POST_OP_DW",
     "DNNL_ARG_ATTR_MULTIPLE_POST_OP_BASE", "DNNL_ARG_ATTR_MULTIPLE_POST_OP",
@@ -68,6 +70,8 @@ DNNL_ARG_DST_1 = DNNL_ARG_DST_ITER = 18
 DNNL_ARG_DST_2 = DNNL_ARG_DST_ITER_C = 19
 DNNL_ARG_WEIGHTS = DNNL_ARG_WEIGHTS_0 = DNNL_ARG_WEIGHTS_LAYER = 33
 DNNL_ARG_WEIGHTS_1 = DNNL_ARG_WEIGHTS_ITER = 34
+DNNL_ARG_WEIGHTS_2 = DNNL_ARG_WEIGHTS_PEEPHOLE = 35      # LSTM peephole weights
+DNNL_ARG_WEIGHTS_3 = DNNL_ARG_WEIGHTS_PROJECTION = 36    # LSTMP projection weights
 DNNL_ARG_BIAS = 41
 
 # --- prefixes ---------------------------------------------------------------------------------
@@ -87,7 +91,8 @@ MAX_POST_OP_INDEX = 31
 PLAIN_ARGS = {
     DNNL_ARG_SRC: "src", DNNL_ARG_SRC_1: "src_1", DNNL_ARG_SRC_2: "src_2",
     DNNL_ARG_DST: "dst", DNNL_ARG_DST_1: "dst_1", DNNL_ARG_DST_2: "dst_2",
-    DNNL_ARG_WEIGHTS: "weights", DNNL_ARG_WEIGHTS_1: "weights_1", DNNL_ARG_BIAS: "bias",
+    DNNL_ARG_WEIGHTS: "weights", DNNL_ARG_WEIGHTS_1: "weights_1",
+    DNNL_ARG_WEIGHTS_2: "weights_2", DNNL_ARG_WEIGHTS_3: "weights_3", DNNL_ARG_BIAS: "bias",
 }
 _PLAIN_BY_NAME = {v: k for k, v in PLAIN_ARGS.items()}
 _DW_BASES = (DNNL_ARG_WEIGHTS, DNNL_ARG_BIAS, DNNL_ARG_DST)

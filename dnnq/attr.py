@@ -10,7 +10,9 @@
   ``ops`` do not affect the attribute, as in oneDNN);
 * ``set_rnn_data_qparams(scale, shift)``: legacy RNN data quantization ``u8 = scale*f32 + shift``;
 * ``set_rnn_weights_qparams(mask, scales)``: legacy RNN weights quantization ``s8 = scale*f32``
-  (the scales are given here, at creation, as in oneDNN).
+  (the scales are given here, at creation, as in oneDNN);
+* ``set_rnn_weights_projection_qparams(mask, scales)``: the same for an LSTMP's projection
+  weights (mask 0, or 8 = per output channel of the ldio weights).
 
 ``arg`` is the *plain* argument the values apply to (not the ``DNNL_ARG_SCALE | arg`` ID):
 
@@ -72,11 +74,13 @@ class PrimitiveAttr:
     Getters: ``scales_mask(arg)`` / ``zero_points_mask(arg)`` (int, or None when not set),
     ``scales_args()`` / ``zero_points_args()`` (dict arg -> mask), ``post_ops`` (a PostOps,
     empty by default; a copy), ``rnn_data_qparams`` (``(scale, shift)`` or None),
-    ``rnn_weights_qparams`` (``(mask, np.float32 array)`` or None).  ``key()`` is a hashable
+    ``rnn_weights_qparams`` and ``rnn_weights_projection_qparams`` (``(mask, np.float32
+    array)`` or None).  ``key()`` is a hashable
     description for the primitive cache; ``==`` compares keys.
     """
 
-    __slots__ = ("_scales", "_zero_points", "_post_ops", "_rnn_data", "_rnn_weights")
+    __slots__ = ("_scales", "_zero_points", "_post_ops", "_rnn_data", "_rnn_weights",
+                 "_rnn_proj")
 
     def __init__(self):
         self._scales = {}
@@ -84,6 +88,7 @@ class PrimitiveAttr:
         self._post_ops = PostOps()
         self._rnn_data = None
         self._rnn_weights = None
+        self._rnn_proj = None
 
     # --- scales / zero points ------------------------------------------------------------------
     def set_scales_mask(self, arg, mask):
@@ -162,21 +167,7 @@ class PrimitiveAttr:
         (exactly one for mask 0).  Their count is checked against the weights' dims by the
         primitive.
         """
-        m = check_mask(mask, "rnn weights mask")
-        if isinstance(scales, (bool, np.bool_, str, bytes)):
-            raise invalid("rnn weights scales", repr(scales), "real numbers > 0")
-        try:
-            arr = np.asarray(scales)
-        except (ValueError, TypeError, OverflowError):
-            raise invalid("rnn weights scales", type(scales).__name__, "real numbers > 0") from None
-        if arr.size < 1:
-            raise invalid("rnn weights scales", "no values", "at least one scale")
-        if m == 0 and arr.size != 1:
-            raise invalid("rnn weights scales", f"{arr.size} values for mask 0",
-                          "exactly one scale (mask 0 is one common scale)")
-        vals = check_scales(arr, arr.size, "rnn weights scales").copy()
-        vals.flags.writeable = False
-        self._rnn_weights = (m, vals)
+        self._rnn_weights = _rnn_scales(mask, scales, "rnn weights")
         return self
 
     @property
@@ -184,14 +175,29 @@ class PrimitiveAttr:
         """``(mask, scales)`` with scales a read-only 1-D np.float32 array, or None."""
         return self._rnn_weights
 
+    def set_rnn_weights_projection_qparams(self, mask, scales):
+        """LSTMP projection weights quantization ``w_s8 = scale * w_f32`` (oneDNN's
+        ``set_rnn_weights_projection_qparams``): mask 0, or 8 = per output channel of the
+        ``ldio`` projection weights; scales as for :meth:`set_rnn_weights_qparams`."""
+        self._rnn_proj = _rnn_scales(mask, scales, "rnn projection weights")
+        return self
+
+    @property
+    def rnn_weights_projection_qparams(self):
+        """``(mask, scales)`` of the projection weights, or None."""
+        return self._rnn_proj
+
     # --- identity ------------------------------------------------------------------------------
     def key(self):
         """Hashable description of every setting (for the primitive cache)."""
         w = None
         if self._rnn_weights is not None:
             w = (self._rnn_weights[0], self._rnn_weights[1].tobytes())
+        pw = None
+        if self._rnn_proj is not None:
+            pw = (self._rnn_proj[0], self._rnn_proj[1].tobytes())
         return (tuple(sorted(self._scales.items())), tuple(sorted(self._zero_points.items())),
-                self._post_ops.key(), self._rnn_data, w)
+                self._post_ops.key(), self._rnn_data, w, pw)
 
     def __eq__(self, other):
         if not isinstance(other, PrimitiveAttr):
@@ -204,7 +210,7 @@ class PrimitiveAttr:
         """Pickled as the settings, replayed through the setters when loaded (validated)."""
         return (_rebuild_attr, (tuple(sorted(self._scales.items())),
                                 tuple(sorted(self._zero_points.items())), self._post_ops,
-                                self._rnn_data, self._rnn_weights))
+                                self._rnn_data, self._rnn_weights, self._rnn_proj))
 
     def __repr__(self):
         parts = []
@@ -221,10 +227,32 @@ class PrimitiveAttr:
         if self._rnn_weights is not None:
             parts.append(f"rnn_weights_qparams=(mask={self._rnn_weights[0]}, "
                          f"{self._rnn_weights[1].size} scales)")
+        if self._rnn_proj is not None:
+            parts.append(f"rnn_weights_projection_qparams=(mask={self._rnn_proj[0]}, "
+                         f"{self._rnn_proj[1].size} scales)")
         return f"PrimitiveAttr({', '.join(parts)})"
 
 
-def _rebuild_attr(scales, zero_points, post_ops, rnn_data, rnn_weights):
+def _rnn_scales(mask, scales, what):
+    """(mask, read-only f32 scales) of a legacy RNN weights quantization."""
+    m = check_mask(mask, f"{what} mask")
+    if isinstance(scales, (bool, np.bool_, str, bytes)):
+        raise invalid(f"{what} scales", repr(scales), "real numbers > 0")
+    try:
+        arr = np.asarray(scales)
+    except (ValueError, TypeError, OverflowError):
+        raise invalid(f"{what} scales", type(scales).__name__, "real numbers > 0") from None
+    if arr.size < 1:
+        raise invalid(f"{what} scales", "no values", "at least one scale")
+    if m == 0 and arr.size != 1:
+        raise invalid(f"{what} scales", f"{arr.size} values for mask 0",
+                      "exactly one scale (mask 0 is one common scale)")
+    vals = check_scales(arr, arr.size, f"{what} scales").copy()
+    vals.flags.writeable = False
+    return (m, vals)
+
+
+def _rebuild_attr(scales, zero_points, post_ops, rnn_data, rnn_weights, rnn_proj=None):
     """Unpickling of PrimitiveAttr (see ``PrimitiveAttr.__reduce__``)."""
     attr = PrimitiveAttr()
     for arg, mask in scales:
@@ -236,4 +264,6 @@ def _rebuild_attr(scales, zero_points, post_ops, rnn_data, rnn_weights):
         attr.set_rnn_data_qparams(*rnn_data)
     if rnn_weights is not None:
         attr.set_rnn_weights_qparams(*rnn_weights)
+    if rnn_proj is not None:
+        attr.set_rnn_weights_projection_qparams(*rnn_proj)
     return attr

@@ -30,6 +30,7 @@ from numbers import Integral
 import numpy as np
 
 from .errors import InvalidArguments, invalid
+from .memory import contiguous_aligned
 
 __all__ = [
     "DNNL_MASK_COMMON", "DNNL_MASK_PER_DIM_0", "DNNL_MASK_PER_DIM_1", "DNNL_MASK_PER_DIM_2",
@@ -244,8 +245,8 @@ def check_scales(values, count, name):
         flat = values.reshape(-1)
         if count == 1:
             if 0.0 < flat.item(0) < math.inf:
-                return flat
-        elif flat.flags.c_contiguous and _all_finite_positive(flat):
+                return contiguous_aligned(flat)
+        elif flat.flags.c_contiguous and flat.flags.aligned and _all_finite_positive(flat):
             return flat
     arr = _as_real_array(values, name, "scales")
     _check_size(arr, count, name, "scales")
@@ -262,7 +263,7 @@ def check_scales(values, count, name):
         why = "" if v32 == v or not math.isfinite(v) else f" (it is {v32!r} in f32)"
         raise invalid(name, f"scale {v!r} at index {i}{why}",
                       "finite scales > 0 that stay finite and > 0 in f32")
-    return np.ascontiguousarray(f32.reshape(count))
+    return contiguous_aligned(f32.reshape(count))
 
 
 def check_zero_points(values, count, name):
@@ -275,7 +276,7 @@ def check_zero_points(values, count, name):
     is a wrong number of values.  Errors name ``name``.
     """
     if type(values) is np.ndarray and values.dtype == _I32 and values.size == count:
-        return np.ascontiguousarray(values.reshape(-1))  # fast path: already s32
+        return contiguous_aligned(values.reshape(-1))  # fast path: already s32
     if isinstance(values, Integral) and not isinstance(values, bool) \
             and not _S32_MIN <= int(values) <= _S32_MAX:
         raise invalid(name, f"zero point {int(values)}", f"values in s32 [{_S32_MIN}, {_S32_MAX}]")
@@ -295,4 +296,4 @@ def check_zero_points(values, count, name):
     if lo < _S32_MIN or hi > _S32_MAX:
         v = lo if lo < _S32_MIN else hi
         raise invalid(name, f"zero point {v!r}", f"values in s32 [{_S32_MIN}, {_S32_MAX}]")
-    return np.ascontiguousarray(flat.astype(np.int32, copy=False))
+    return contiguous_aligned(flat.astype(np.int32, copy=False))

@@ -111,6 +111,14 @@ def dt_range(dt):
     return int(info.min), int(info.max)
 
 
+def contiguous_aligned(arr):
+    """``arr`` as a C-contiguous array whose data is aligned for its dtype (a copy when it is
+    not: numpy arrays may be unaligned, e.g. views of a byte buffer at an odd offset, and the
+    C kernels read f32 / s32 elements through typed pointers)."""
+    a = np.ascontiguousarray(arr)
+    return a if a.flags.aligned else a.copy()
+
+
 def _check_dims(dims):
     if isinstance(dims, (str, bytes)) or not hasattr(dims, "__iter__"):
         raise invalid("dims", repr(dims), "a sequence of ints >= 1")
@@ -269,7 +277,8 @@ class MemoryDesc:
 
         Returns a C-contiguous array *in physical order*:
 
-        * plain tags: ``np.ascontiguousarray(arr)`` -- shape ``dims``;
+        * plain tags: ``np.ascontiguousarray(arr)`` (aligned: a copy if it is not) -- shape
+          ``dims``;
         * channels-last tags: ``np.ascontiguousarray(arr.transpose(physical_order))`` -- shape
           ``physical_shape`` (e.g. ``(N, H, W, C)`` for nhwc).  No copy is made when ``arr``
           is already laid out channels-last (e.g. ``x_nhwc.transpose(0, 3, 1, 2)``).
@@ -279,7 +288,7 @@ class MemoryDesc:
         self._check(arr, name)
         if self.is_channels_last:
             arr = arr.transpose(self._order)
-        return np.ascontiguousarray(arr)
+        return contiguous_aligned(arr)
 
     def check_output(self, arr, name):
         """Validate a caller-provided destination array; return the buffer to write into.

@@ -216,8 +216,14 @@ def _ref_relu(case, args, result):
     _expect("Eltwise relu", result, np.where(x > 0, x, np.float32(0) * x))
 
 
-def _ref_pool_max(case, args, result):
+def _ref_pool(case, args, result):
+    """Max / average pooling in numpy: taps in (d, h, w) order, f32 sums of f32 sources in
+    that order, the average f32(sum) / f32(count) -- times f32(1 / count) for a channels-last
+    integer source (the kernel table of dnnq.primitives.pooling) -- then saturate(rne) (f32
+    dst: the value)."""
     x = args[A.DNNL_ARG_SRC]
+    alg = case["ctor"][1][0].replace("pooling_", "")
+    dst_dt = case["ctor"][1][2][2]
     kw = case["ctor"][2]
     nsp = x.ndim - 2
 
@@ -231,16 +237,33 @@ def _ref_pool_max(case, args, result):
     pr = per(kw.get("padding_r"), None) if kw.get("padding_r") is not None else pl
     out_sp = [(x.shape[2 + i] - ((k[i] - 1) * (d[i] + 1) + 1) + pl[i] + pr[i]) // s[i] + 1
               for i in range(nsp)]
-    low = np.finfo(np.float32).min if x.dtype == np.float32 else np.iinfo(x.dtype).min
-    want = np.full(x.shape[:2] + tuple(out_sp), low, x.dtype)
+    f32 = x.dtype == np.float32
+    low = np.finfo(np.float32).min if f32 else np.iinfo(x.dtype).min
+    acc_t = np.float32 if f32 else np.int64
+    acc = np.full(x.shape[:2] + tuple(out_sp), low if alg == "max" else 0, acc_t)
+    count = np.zeros(tuple(out_sp), np.int64)
     for o in np.ndindex(*out_sp):
+        idx = (slice(None), slice(None)) + tuple(o)
         for t in np.ndindex(*k):
             pos = [o[i] * s[i] - pl[i] + t[i] * (d[i] + 1) for i in range(nsp)]
             if all(0 <= pos[i] < x.shape[2 + i] for i in range(nsp)):
-                idx = (slice(None), slice(None)) + tuple(o)
-                want[idx] = np.maximum(want[idx], x[(slice(None), slice(None)) + tuple(pos)])
-    _expect("Pooling max", result, want)
+                tap = x[(slice(None), slice(None)) + tuple(pos)].astype(acc_t)
+                acc[idx] = np.maximum(acc[idx], tap) if alg == "max" else acc[idx] + tap
+                count[o] += 1
+    if alg == "max":
+        v = acc.astype(np.float32) if dst_dt == "f32" else acc.astype(x.dtype)
+        return _expect("Pooling max", result, v)
+    n = np.float32(int(np.prod(k))) if alg == "avg_include_padding" else \
+        count.astype(np.float32)
+    if not f32 and case["ctor"][1][1][3] in ("nwc", "nhwc", "ndhwc"):
+        v = acc.astype(np.float32) * (np.float32(1) / n)  # oneDNN's jit_int: by 1/count
+    else:
+        v = acc.astype(np.float32) / n
+    if dst_dt != "f32":
+        lo, hi = _LIMITS[dst_dt]
+        v = np.clip(np.rint(v.astype(np.float64)), lo, hi).astype(x.dtype)
+    _expect(f"Pooling {alg}", result, v)
 
 
 REFERENCES = {"matmul_s32": _ref_matmul, "gemm": _ref_gemm, "reorder": _ref_reorder,
-              "relu": _ref_relu, "pool_max": _ref_pool_max}
+              "relu": _ref_relu, "pool": _ref_pool}

@@ -243,7 +243,7 @@ def apply_mutation(args, mut, out_keys):
             args[key] = a[..., :-1]
         elif how == "flat":
             args[key] = a.reshape(-1)
-        elif how == "scalar":
+        elif how == "scalar" and a.size:
             args[key] = a.reshape(-1)[:1].reshape(())
         elif how == "empty":
             args[key] = a.reshape(-1)[:0]
@@ -379,11 +379,18 @@ def _one_run(case, poison, mutations=True):
     return _snapshot(result, args, c), result, args
 
 
+_DEFAULT_THREADS = []
+
+
 def run_case(case):
     """Run one case; returns ``("ok" | "raised", detail)`` or raises :class:`Violation`."""
     dnnq = _dnnq()
+    if not _DEFAULT_THREADS:
+        _DEFAULT_THREADS.append(dnnq.get_num_threads())
     if case.get("isa"):
         dnnq.set_max_cpu_isa(case["isa"])
+    if case.get("threads"):
+        dnnq.set_num_threads(case["threads"])
     try:
         try:
             snap0, result, args = _one_run(case, 0)
@@ -415,13 +422,15 @@ def run_case(case):
             if snap0 != snap2:
                 raise Violation("a layout-only mutation (strided / reversed / unaligned / "
                                 "read-only inputs) changed the result: " + _diff(snap0, snap2))
-        if case.get("ref") and not muts:
+        if case.get("ref") and all(m[0] in LAYOUT_ONLY for m in muts):
             from _fuzz_calls import REFERENCES
             REFERENCES[case["ref"]](case, make_args(case, 0), result)
         return "ok", ""
     finally:
         if case.get("isa"):
             dnnq.set_max_cpu_isa("all")
+        if case.get("threads"):
+            dnnq.set_num_threads(_DEFAULT_THREADS[0])
 
 
 def _diff(a, b):

@@ -96,26 +96,35 @@ def _act(name, v):
 
 
 def rnn_model(cell, direction, x, wl, wi, bias, *, scale, shift, wscales, h0=None, c0=None,
-              activation=None, dst_layer_dt="u8"):
+              activation=None, dst_layer_dt="u8", peephole=None, projection=None,
+              pscales=None):
     """cell: lstm / gru / lbr_gru / vanilla.  x u8 (T, N, C); wl (L, D, C, G, H) s8; wi
-    (L, D, H, G, H) s8; bias f32 (L, D, nb, H) or None; wscales (G*H,) or one value; h0 u8 /
-    c0 f32 (L, D, N, H) or None.  Returns (dst_layer, dst_iter, dst_iter_c or None)."""
+    (L, D, P, G, H) s8; bias f32 (L, D, nb, H) or None; wscales (G*H,) or one value; h0 u8
+    (L, D, N, P) / c0 f32 (L, D, N, H) or None.  LSTM only: peephole f32 (L, D, 3, H) (gates
+    i, f, o, added with fused multiply-adds as oneDNN's jit cell: i, f += c_prev * p, o +=
+    c * p); projection s8 (L, D, H, P) with pscales (P,) or one value: the u8 h is projected,
+    ``(f32(acc) - f32(sum Wp) * shift) / f32(pscale * scale)``, and requantized (P = H
+    without).  Returns (dst_layer, dst_iter, dst_iter_c or None)."""
     T, N, C = x.shape
     L, D, _, G, H = wl.shape
+    P = H if projection is None else projection.shape[3]
+    if projection is not None:
+        pdiv = (np.broadcast_to(np.asarray(pscales, F32).reshape(-1), (P,))
+                * F32(scale)).astype(F32)
     nb = G + (1 if cell == "lbr_gru" else 0)
     scale, shift = F32(scale), F32(shift)
     ws = np.broadcast_to(np.asarray(wscales, F32).reshape(-1), (G * H,)).reshape(G, H)
     div = (ws * scale).astype(F32)
     bias = np.zeros((L, D, nb, H), F32) if bias is None else np.asarray(bias, F32)
     dir_ids = [0, 1] if D == 2 else [1 if direction == "unidirectional_right2left" else 0]
-    outs = np.zeros((L, D, T, N, H), np.uint8)
-    dst_iter = np.zeros((L, D, N, H), np.uint8)
+    outs = np.zeros((L, D, T, N, P), np.uint8)
+    dst_iter = np.zeros((L, D, N, P), np.uint8)
     dst_iter_c = np.zeros((L, D, N, H), F32)
     for l in range(L):
         for d, dir_id in enumerate(dir_ids):
             xin = x if l == 0 else outs[l - 1, d]
             Wl = wl[l, d].astype(np.int64).reshape(-1, G * H)
-            Wi = wi[l, d].astype(np.int64).reshape(H, G * H)
+            Wi = wi[l, d].astype(np.int64).reshape(P, G * H)
             cl = wl[l, d].astype(np.int64).sum(axis=0).astype(F32)      # (G, H)
             ci = wi[l, d].astype(np.int64).sum(axis=0).astype(F32)
             b = bias[l, d]
@@ -127,7 +136,7 @@ def rnn_model(cell, direction, x, wl, wi, bias, *, scale, shift, wscales, h0=Non
             else:
                 bc = (b - (((ci + cl) * shift).astype(F32) / div).astype(F32)).astype(F32)
             if h0 is None:
-                h = np.full((N, H), quantize(F32(0), scale, shift), np.uint8)
+                h = np.full((N, P), quantize(F32(0), scale, shift), np.uint8)
             else:
                 h = h0[l, d].copy()
             c = np.zeros((N, H), F32) if c0 is None else c0[l, d].astype(F32).copy()
@@ -142,10 +151,15 @@ def rnn_model(cell, direction, x, wl, wi, bias, *, scale, shift, wscales, h0=Non
                 hp = dequantize(h, scale, shift)
                 if cell == "lstm":
                     a = al + ai
-                    gi, gf = logistic_jit(gate(0, a)), logistic_jit(gate(1, a))
-                    gc, go = tanh_jit(gate(2, a)), logistic_jit(gate(3, a))
+                    pi, pf, po = gate(0, a), gate(1, a), gate(3, a)
+                    if peephole is not None:
+                        pi = fma(c, peephole[l, d, 0], pi)
+                        pf = fma(c, peephole[l, d, 1], pf)
+                    gi, gf, gc = logistic_jit(pi), logistic_jit(pf), tanh_jit(gate(2, a))
                     c = fma(gi, gc, (c * gf).astype(F32))
-                    hn = (tanh_jit(c) * go).astype(F32)
+                    if peephole is not None:
+                        po = fma(c, peephole[l, d, 2], po)
+                    hn = (tanh_jit(c) * logistic_jit(po)).astype(F32)
                 elif cell == "gru":
                     a = al + ai
                     gu, gr = logistic_jit(gate(0, a)), logistic_jit(gate(1, a))
@@ -163,6 +177,11 @@ def rnn_model(cell, direction, x, wl, wi, bias, *, scale, shift, wscales, h0=Non
                 else:
                     hn = _act(activation, gate(0, al + ai))
                 h = quantize(hn, scale, shift)
+                if projection is not None:
+                    Wp = projection[l, d].astype(np.int64)
+                    pcomp = (Wp.sum(axis=0).astype(F32) * shift).astype(F32)
+                    acc = (h.astype(np.int64) @ Wp).astype(F32)
+                    h = quantize(((acc - pcomp).astype(F32) / pdiv).astype(F32), scale, shift)
                 outs[l, d, t] = h
             dst_iter[l, d] = h
             dst_iter_c[l, d] = c

@@ -69,10 +69,10 @@ VALID = A.all_valid_args()
 
 def test_all_valid_args_content():
     assert VALID == sorted(set(VALID))
-    # 9 plain + 8 scales + 8 zero points; 512*3 per multiple kind; 31*3 post-op (src_1, its
-    # scales, a select's src_2); 5 dw
-    assert len(VALID) == 25 + 2 * 512 * 3 + 93 + 5
-    for v in (1, 2, 3, 17, 18, 19, 33, 34, 41, 513, 4096 | 17, 16898, 16384 | 3, 1024,
+    # 11 plain + 10 scales + 10 zero points; 512*3 per multiple kind; 31*3 post-op (src_1,
+    # its scales, a select's src_2); 5 dw
+    assert len(VALID) == 31 + 2 * 512 * 3 + 93 + 5
+    for v in (1, 2, 3, 17, 18, 19, 33, 34, 35, 36, 41, 513, 4096 | 17, 16898, 16384 | 3, 1024,
               1024 + 511, 2048 + 511, 8192 | 33, 8192 | 512 | 33, 8192 | 41):
         assert v in VALID
     for v in (512 | 41, 4096 | 41, 4096 | 512 | 1, 16384 | 1, 16384 | 4096 | 2, 8192 | 1,
@@ -112,7 +112,7 @@ def test_v3_translation_fields():
     4096 | 41,                     # zero point of bias
     4096 | 512 | 1,                # scale of a zero point
     0, 512, 4096, 16384,           # no base
-    31, 4, 16, 35, 40, 42, 100,    # not a plain argument
+    31, 4, 16, 37, 40, 42, 100,    # not a plain argument
     1024 | 2048 | 1,               # both multiples
     -1, -513,                      # negative
     1 << 19, (1 << 19) | 1, 1 << 30,  # garbage bits (post-op idx 31 and beyond)

@@ -117,6 +117,13 @@ def _hand_over_cases():
         v[...] = a
         return v
 
+    def unaligned(a):  # the same values one byte past alignment: typed C reads need aligned
+        raw = np.empty(a.nbytes + 1, np.uint8)
+        u = raw[1:].view(a.dtype).reshape(a.shape)
+        u[...] = a
+        assert not u.flags.aligned
+        return u
+
     def readonly(a):
         a = a.copy()
         a.flags.writeable = False
@@ -150,6 +157,13 @@ def _hand_over_cases():
         "swapped wei scales": ("same", lambda a, c, p: {**a, WS: swap(a[WS])}),
         "strided wei scales": ("same", lambda a, c, p: {**a, WS: strided(a[WS])}),
         "swapped bias": ("raise", lambda a, c, p: {**a, DNNL_ARG_BIAS: swap(a[DNNL_ARG_BIAS])}),
+        "unaligned bias": ("same", lambda a, c, p: {**a, DNNL_ARG_BIAS: unaligned(
+            a[DNNL_ARG_BIAS])}),
+        "unaligned wei scales": ("same", lambda a, c, p: {**a, WS: unaligned(a[WS])}),
+        "unaligned src scale": ("same", lambda a, c, p: {**a, SS: unaligned(a[SS])}),
+        "unaligned dst zero point": ("same", lambda a, c, p: {**a, ZD: unaligned(a[ZD])}),
+        "unaligned dst": ("same", lambda a, c, p: {**a, DNNL_ARG_DST: p.dst_desc.logical_view(
+            unaligned(np.zeros(p.dst_desc.physical_shape, np.float32)))}),
         "2-D bias": ("raise", lambda a, c, p: {**a, DNNL_ARG_BIAS: a[DNNL_ARG_BIAS][None]}),
         "f64 src scale": ("same", lambda a, c, p: {**a, SS: a[SS].astype(np.float64)}),
         "zero wei scale": ("raise", lambda a, c, p: {**a, WS: np.where(
@@ -177,7 +191,7 @@ HAND_OVER = _hand_over_cases()
 def test_hand_over_to_the_checked_path(isa, what):
     expect, make = HAND_OVER[what]
     rng = np.random.default_rng(7)
-    dst_dt = "f32" if what.startswith("dst on") else "u8"
+    dst_dt = "f32" if what.startswith("dst on") or what == "unaligned dst" else "u8"
     if what == "zp past u8":
         c = _case(rng, "brgconv", dst_dt=dst_dt, src_zp=300)
     elif what == "dst is src":

@@ -160,9 +160,9 @@ def test_int8_cosine_and_retrieval(weights, tok, f32_embeddings, mode):
 
 
 def test_int8_variants_on_two_layers(weights, tok, f32):
-    """GELU as a fused post-op or by table, residual as a sum post-op or added after: the
-    same model (2 layers, per token).  The sum post-op adds in f32 exactly as numpy's += does
-    after the f32 result, so those two agree bit for bit."""
+    """GELU as a fused post-op (the default) or by table, residual as a sum post-op or added
+    after: the same model (2 layers, per token).  The sum post-op adds in f32 exactly as
+    numpy's += does after the f32 result, so those two agree bit for bit."""
     ids, mask = tok(data.SENTENCES[:6])
     keep = mask.reshape(-1) > 0
     ref = f32.hidden_states(ids, mask, n_layers=2)[keep]
@@ -173,7 +173,7 @@ def test_int8_variants_on_two_layers(weights, tok, f32):
         cos = np.sum(h * ref, axis=1) / np.linalg.norm(h, axis=1) / np.linalg.norm(ref, axis=1)
         assert cos.min() >= 0.98 and cos.mean() >= 0.99, (kw, cos.min(), cos.mean())
         got[tuple(kw.items())] = h
-    assert np.array_equal(got[("fuse_residual", False),], got[("gelu", "lut"),])
+    assert np.array_equal(got[("fuse_residual", False),], got[("gelu", "post_op"),])
 
 
 def test_cli_last_line_and_report(tmp_path, capsys):
@@ -232,3 +232,46 @@ def test_cli_plot_without_matplotlib(tmp_path, capsys, monkeypatch):
     out, _ = capsys.readouterr()
     assert "matplotlib is not installed" in out and not (tmp_path / "p.png").exists()
     assert out.rstrip().split("\n")[-1].startswith("mean cosine int8 vs f32: ")
+
+
+def test_int8_sentence_split_matches_whole_batch(weights, tok):
+    """Static scales: a batch split over two threads (each part trimmed to its own longest
+    sentence, single-threaded primitives) gives the embeddings of the whole batch; only the
+    attention's float32 sums may round differently (other padding lengths)."""
+    ids, mask = tok(data.SENTENCES[:12])
+    cal = tok(data.CALIBRATION)
+    whole = Int8Encoder(weights, calibration=cal, n_layers=2, split_sentences=False)
+    split = Int8Encoder(weights, calibration=cal, n_layers=2)
+    parts = []
+    real = split._encode
+    split._encode = lambda i, m: parts.append(i.shape) or real(i, m)
+    before = dnnq.get_num_threads()
+    dnnq.set_num_threads(2)
+    try:
+        got, want = split.encode(ids, mask), whole.encode(ids, mask)
+    finally:
+        dnnq.set_num_threads(before)
+    lengths = sorted(int(mask[lo:lo + 6].sum(axis=1).max()) for lo in (0, 6))
+    assert sorted(parts) == [(6, n) for n in lengths]              # split, each part trimmed
+    assert np.abs(got - want).max() < 1e-5
+    assert dnnq.get_num_threads() == before
+
+
+def test_int8_skip_padding_is_bit_identical(weights, tok):
+    """Static scales: running the per-token steps on the real tokens only (rows packed, only
+    attention in the padded layout) gives the real tokens' hidden states bit for bit; the
+    padding rows come back 0.  A batch without padding takes the plain path."""
+    ids, mask = tok(data.SENTENCES[:9])
+    assert (mask == 0).any()
+    cal = tok(data.CALIBRATION)
+    packed = Int8Encoder(weights, calibration=cal, n_layers=2, split_sentences=False,
+                         skip_padding=True)
+    padded = Int8Encoder(weights, calibration=cal, n_layers=2, split_sentences=False)
+    keep = mask.reshape(-1) > 0
+    got, want = packed.hidden_states(ids, mask), padded.hidden_states(ids, mask)
+    assert got.shape == want.shape
+    assert np.array_equal(got[keep], want[keep])
+    assert not got[~keep].any()
+    assert np.array_equal(packed.encode(ids, mask), padded.encode(ids, mask))
+    one = tok(data.SENTENCES[:1])
+    assert np.array_equal(packed.hidden_states(*one), padded.hidden_states(*one))

@@ -1,8 +1,8 @@
 """Fuzz test of the whole public API (issue 13 item 8).
 
-For every public primitive and function, hypothesis draws cases (``_fuzz_strategies``): mostly
-valid problems, with wild descriptors, attributes, post-op chains and execution arguments mixed
-in.  Each case runs in a persistent worker process (``_fuzz_runner.CrashGuard``) so that a crash
+For every public primitive and function, hypothesis draws cases (``_fuzz_strategies``,
+``_fuzz_functions``, built on ``_fuzz_draw``): mostly valid problems, with wild descriptors,
+attributes, post-op chains and execution arguments mixed in.  Each case runs in a persistent worker process (``_fuzz_runner.CrashGuard``) so that a crash
 or a hang is a test failure printing the reproducing case instead of killing pytest.  The oracle
 (``_fuzz_runner.run_case``): no crash; only InvalidArguments / Unimplemented / MemoryError with
 a non-empty message; outputs fully written (two runs with differently poisoned destinations give

@@ -186,3 +186,15 @@ def test_check_zero_points_rejects(values, count):
 def test_check_zero_points_scalar():
     out = M.check_zero_points(-7, 1, "zp")
     assert out.tolist() == [-7]
+
+
+def test_runtime_values_come_back_aligned():
+    # found by the fuzz test under UBSan: unaligned scale / zero-point arrays were passed on
+    for values, check in ((np.array([0.5, 2.0, 4.0], np.float32), M.check_scales),
+                          (np.array([1, -2, 3], np.int32), M.check_zero_points)):
+        raw = np.empty(values.nbytes + 1, np.uint8)
+        u = raw[1:].view(values.dtype)
+        u[...] = values
+        assert not u.flags.aligned
+        out = check(u, 3, "x")
+        assert out.flags.aligned and np.array_equal(out, values)

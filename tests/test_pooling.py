@@ -184,13 +184,25 @@ def test_pooling_model(isa, rng_seed, dt):
 
 
 def test_pooling_s32_max_is_exact_and_dst_in_place(isa, rng_seed):
+    """s32 max over the full range: exact in channels-last (oneDNN's jit_int); in the plain
+    layout every tap goes through f32 first, as oneDNN's ref:any does (round to nearest even,
+    then saturation at 2147483520, the largest f32 below 2^31)."""
     rng = np.random.default_rng(rng_seed)
     x = rng.integers(-2**31, 2**31 - 1, size=(2, 3, 6, 6), dtype=np.int64).astype(np.int32)
-    geom = ((2, 3, 6, 6), 2, 2, 0, 0, 0)
-    dst = np.zeros((2, 3, 3, 3), np.int32)
-    out, _ = pool(x, "max", geom, args={A.DNNL_ARG_DST: dst})
-    assert out is dst
-    assert np.array_equal(dst, x.reshape(2, 3, 3, 2, 3, 2).max(axis=(3, 5)))
+    x.reshape(-1)[:2] = (2**31 - 1, 2**24 + 1)
+    want = x.reshape(2, 3, 3, 2, 3, 2).max(axis=(3, 5))
+    for tag in ("nhwc", None):
+        p = dnnq.Pooling("max", MD(x.shape, "s32", tag), MD((2, 3, 3, 3), "s32", tag),
+                         kernel=2, strides=2, padding_l=0, padding_r=0)
+        xs = np.ascontiguousarray(x.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2) if tag else x
+        dst = np.zeros((2, 3, 3, 3), np.int32)
+        if tag:
+            dst = np.ascontiguousarray(dst.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
+        out = p.execute({A.DNNL_ARG_SRC: xs, A.DNNL_ARG_DST: dst})
+        assert out is dst
+        expect = want if tag else np.minimum(want.astype(F).astype(np.float64),
+                                             2147483520.0).astype(np.int32)
+        assert np.array_equal(dst, expect), tag
 
 
 def test_pooling_plain_to_channels_last_destination(isa, rng_seed):

@@ -218,3 +218,27 @@ def test_failed_scratch_allocation_raises_memory_error(isa):
                        text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("MemoryError"), (r.stdout, r.stderr)
+
+
+@R.requires_onednn
+@pytest.mark.parametrize("alg", ["max", "avg_include_padding", "avg_exclude_padding"])
+def test_s32_beyond_f32_precision_matches_onednn(isa, alg):
+    """s32 values beyond 2^24: oneDNN's channels-last kernel (jit_int) is exact, its plain
+    one (ref:any) reads the taps as f32 and accumulates in f32 -- dnnq follows each (found by
+    the fuzz test: dnnq's plain result used to be the exact integer).  Values stay below
+    2^31 - 128: where jit_int's average reaches 2^31 in f32 it converts without saturation
+    (INT_MIN), which dnnq does not reproduce (it saturates; docs/toolkit.md)."""
+    rng = np.random.default_rng(5)
+    for shape in ((1, 4, 3, 3), (2, 2, 5, 5), (1, 17, 6, 5), (2, 70, 4, 4)):
+        x = rng.integers(-2**31, 2**31 - 128, shape, dtype=np.int64).astype(np.int32)
+        x.reshape(-1)[:2] = (2**24 + 1, -2**31)
+        for tag in (None, "nhwc"):
+            xs = np.ascontiguousarray(x.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2) \
+                if tag else x
+            for k, pad in ((1, 0), (3, 1), (2, 0)):
+                ref = np.array(R.pooling(xs, alg, kernel=k, strides=1, padding_l=pad,
+                                         padding_r=pad, channels_last=tag is not None))
+                p = dnnq.Pooling(alg, MD(shape, "s32", tag), MD(ref.shape, "s32", tag),
+                                 strides=1, kernel=k, padding_l=pad, padding_r=pad)
+                out = p.execute({A.DNNL_ARG_SRC: xs})
+                assert np.array_equal(out, ref), (shape, tag, k, np.argwhere(out != ref)[:4])

@@ -72,9 +72,14 @@ def primitive(p, attr, *, data_dt="u8", with_states=True):
     return dnnq.VanillaRNN(p["act"], p["direction"], *common, *w, attr=attr)
 
 
-def run(prim, p, extra=None, x=None, h0=None):
+def run(prim, p, extra=None, x=None, h0=None, prepared=False):
+    """prepared: weights packed by prepare_weights, which the C-level execute path takes
+    (plain weights take the Python path)."""
     a = {DNNL_ARG_SRC_LAYER: p["x"] if x is None else x, DNNL_ARG_WEIGHTS_LAYER: p["wl"],
          DNNL_ARG_WEIGHTS_ITER: p["wi"], DNNL_ARG_BIAS: p["b"]}
+    if prepared:
+        a.update(prim.prepare_weights({DNNL_ARG_WEIGHTS_LAYER: p["wl"],
+                                       DNNL_ARG_WEIGHTS_ITER: p["wi"]}))
     h0 = p["h0"] if h0 is None else h0
     if h0 is not None:
         a[DNNL_ARG_SRC_ITER] = h0
@@ -160,8 +165,10 @@ def test_matches_onednn(isa, cell, direction):
             continue
         p = make(cell, direction, T, N, C, H, L, init=init, per_oc=per_oc, seed=i,
                  dst_layer_dt=dt, scale=sc, shift=sh)
-        got = run(primitive(p, legacy_attr(p)), p)
+        prim = primitive(p, legacy_attr(p))
+        got = run(prim, p)
         assert_same(got, cached(onednn, p, (cell, direction, i)))
+        assert_same(run(prim, p, prepared=True), got)     # the C-level execute path
         if i == 0:
             # the model agrees with oneDNN too
             assert_same(got, cached(numpy_model, p, (cell, direction, i)))
@@ -220,7 +227,7 @@ def test_lbr_gru_and_vanilla_match_model(isa, cell, act, direction):
         p = make(cell, direction, T, N, C, H, L, init=init, per_oc=per_oc, seed=20 + i,
                  dst_layer_dt=dt, scale=sc, shift=sh)
         p["act"] = act
-        assert_same(run(primitive(p, legacy_attr(p)), p),
+        assert_same(run(primitive(p, legacy_attr(p)), p, prepared=i % 2 == 1),
                     cached(numpy_model, p, (cell, act, direction, i)))
 
 
@@ -246,10 +253,12 @@ def test_f32_mode_is_the_u8_mode_on_quantized_inputs(isa, cell):
     hf = rng.uniform(-1.2, 1.2, p["h0"].shape).astype(np.float32)
     xq = model.quantize(xf, 60.0, 127.0)
     hq = model.quantize(hf, 60.0, 127.0)
-    got = run(primitive(p, legacy_attr(p), data_dt="f32"), p, x=xf, h0=hf)
+    prim = primitive(p, legacy_attr(p), data_dt="f32")
+    got = run(prim, p, x=xf, h0=hf)
     want = list(cached(numpy_model, dict(p, x=xq, h0=hq), ("f32", cell)))
     want[1] = model.dequantize(want[1], 60.0, 127.0)   # f32 dst_iter: the dequantized u8
     assert_same(got, want)
+    assert_same(run(prim, p, x=xf, h0=hf, prepared=True), want)
 
 
 # ---- threads, execution forms ----------------------------------------------------------------
@@ -348,3 +357,80 @@ def test_plain_weights_repacked_every_call():
     prim = primitive(p1, legacy_attr(p1))
     for p in (p1, p2, p1, p2):
         assert_same(run(prim, p), cached(numpy_model, p, ("repack", p is p1)))
+
+
+# ---- the C-level execute path ----------------------------------------------------------------
+
+@pytest.mark.parametrize("cell,direction,dt,data_dt,with_states", [
+    ("lstm", "bidirectional_sum", "f32", "u8", True),
+    ("gru", "bidirectional_concat", "u8", "u8", False),
+    ("lbr_gru", "unidirectional_right2left", "f32", "u8", True),
+    ("vanilla", "bidirectional_sum", "u8", "u8", True),
+    ("lstm", "bidirectional_concat", "f32", "f32", True),
+])
+def test_c_execute_path_is_taken_and_exact(isa, cell, direction, dt, data_dt, with_states,
+                                           monkeypatch):
+    """Prepared weights and C-contiguous ndarrays run without the Python path (which is made
+    to fail here), with the numpy model's results, also into given output arrays."""
+    p = make(cell, direction, 4, 7, 70, 70, 2, init=with_states, per_oc=True, seed=81,
+             dst_layer_dt=dt)
+    p["act"] = "tanh"
+    prim = primitive(p, legacy_attr(p), data_dt=data_dt, with_states=with_states)
+    x, h0 = p["x"], p["h0"]
+    want = numpy_model(p)
+    if data_dt == "f32":
+        x = model.dequantize(p["x"], p["scale"], p["shift"])
+        h0 = model.dequantize(p["h0"], p["scale"], p["shift"])
+        want[1] = model.dequantize(want[1], p["scale"], p["shift"])
+    if not with_states:
+        want = want[:1]
+
+    def no_python_path(args):
+        raise AssertionError("the Python path ran")
+
+    monkeypatch.setattr(prim, "_execute_py", no_python_path)
+    got = run(prim, p, x=x, h0=h0, prepared=True)
+    assert_same(got, want)
+    outs = {DNNL_ARG_DST_LAYER: np.empty_like(want[0])}
+    if with_states:
+        outs[DNNL_ARG_DST_ITER] = np.empty_like(want[1])
+        if cell == "lstm":
+            outs[DNNL_ARG_DST_ITER_C] = np.empty_like(want[2])
+    got = run(prim, p, extra=outs, x=x, h0=h0, prepared=True)
+    assert all(g is o for g, o in zip(got, outs.values()))
+    assert_same(got, want)
+
+
+def test_c_execute_path_falls_back_with_messages():
+    """What the C path does not take goes to the Python path: the same results for strided
+    inputs, and the Python path's errors for bad ones."""
+    p = make("lstm", "unidirectional_left2right", 3, 2, 16, 16, 1, init=True, per_oc=False,
+             seed=91)
+    prim = primitive(p, legacy_attr(p))
+    want = numpy_model(p)
+    packed = prim.prepare_weights({DNNL_ARG_WEIGHTS_LAYER: p["wl"], DNNL_ARG_WEIGHTS_ITER: p["wi"]})
+    base = {DNNL_ARG_SRC_LAYER: p["x"], DNNL_ARG_SRC_ITER: p["h0"], DNNL_ARG_SRC_ITER_C: p["c0"],
+            DNNL_ARG_BIAS: p["b"], **packed}
+    strided = np.zeros((3, 2, 32), np.uint8)[:, :, ::2]
+    strided[...] = p["x"]
+    o = prim.execute({**base, DNNL_ARG_SRC_LAYER: strided})
+    assert_same([o[DNNL_ARG_DST_LAYER], o[DNNL_ARG_DST_ITER], o[DNNL_ARG_DST_ITER_C]], want)
+    with pytest.raises(dnnq.InvalidArguments, match="src_layer"):
+        prim.execute({**base, DNNL_ARG_SRC_LAYER: p["x"].astype(np.int8)})
+    with pytest.raises(dnnq.InvalidArguments, match="src_iter"):
+        prim.execute({**base, DNNL_ARG_SRC_ITER: p["h0"][..., :8]})
+    dl = np.empty((3, 2, 16), np.uint8)
+    dl.flags.writeable = False
+    with pytest.raises(dnnq.InvalidArguments):
+        prim.execute({**base, DNNL_ARG_DST_LAYER: dl})
+    # an output overlapping an input
+    buf = np.zeros(2 * 2 * 16 * 4, np.float32)
+    c0 = buf[:32].reshape(1, 1, 2, 16)
+    c0[...] = p["c0"]
+    with pytest.raises(dnnq.InvalidArguments, match="overlaps"):
+        prim.execute({**base, DNNL_ARG_SRC_ITER_C: c0, DNNL_ARG_DST_ITER_C: c0})
+    with pytest.raises(dnnq.InvalidArguments):
+        prim.execute({**base, DNNL_ARG_DST_ITER + 1000: p["h0"]})
+    # and it still runs correctly after the refusals
+    o = prim.execute(base)
+    assert_same([o[DNNL_ARG_DST_LAYER], o[DNNL_ARG_DST_ITER], o[DNNL_ARG_DST_ITER_C]], want)

@@ -146,3 +146,44 @@ class OnednnMarshalling:
         return (min(old) - min(new)) * 1e6
 
     track_onednn_marshalling_us.unit = "us per call"
+
+
+class MatMulGeluPostOp:
+    """What a GELU post-op costs on a transformer feed-forward input layer (576 x 384 x 1536,
+    u8 dst, 1 thread): ``track_added_ms`` is best time with the post-op minus best time
+    without, batches interleaved (docs/matmul.md quotes it).  ``isa`` "avx2" shows the
+    generic (libm) epilogue next to the vectorised AVX-512 one."""
+    params = (["gelu_erf", "gelu_tanh"], ["best", "avx2"])
+    param_names = ["alg", "isa"]
+    timeout = 120
+
+    def setup(self, alg, isa):
+        from dnnq import PostOps
+        dnnq.set_num_threads(1)
+        previous = dnnq.set_max_cpu_isa(isa) if isa != "best" else None
+        try:
+            self.plain = _setup(576, 384, 1536)[:2]
+            p, args, _ = _setup(576, 384, 1536)
+            attr = PrimitiveAttr()
+            attr.set_scales_mask(DNNL_ARG_SRC, 0)
+            attr.set_scales_mask(DNNL_ARG_WEIGHTS, 2)
+            attr.set_scales_mask(DNNL_ARG_DST, 0)
+            ops = PostOps()
+            ops.append_eltwise(alg)
+            attr.set_post_ops(ops)
+            w = np.random.default_rng(0).integers(-128, 128, (384, 1536), dtype=np.int8)
+            g = dnnq.MatMul(MemoryDesc((576, 384), "u8"), MemoryDesc((384, 1536), "s8"),
+                            MemoryDesc((576, 1536), "s8"), MemoryDesc((1, 1536), "f32"), attr=attr)
+            self.gelu = g, {**args, DNNL_ARG_WEIGHTS: g.prepare_weights(w)}
+        finally:
+            if previous is not None:
+                dnnq.set_max_cpu_isa(previous)
+
+    def track_added_ms(self, alg, isa):
+        t_plain, t_gelu = [], []
+        for _ in range(3):
+            t_plain.append(best_time(lambda: self.plain[0].execute(self.plain[1]), 0.1))
+            t_gelu.append(best_time(lambda: self.gelu[0].execute(self.gelu[1]), 0.1))
+        return 1e3 * (min(t_gelu) - min(t_plain))
+
+    track_added_ms.unit = "ms"

@@ -4,12 +4,12 @@ A `ConvExec` is built once, at primitive creation, for the configurations the co
 covers: packed weights, f32 or no bias, common scales and common zero points, no binary or
 select post-op, no weights zero point.  `run(args)` looks the arrays up and checks them
 without Python-level calls -- exact int keys the primitive takes, exact ndarrays of the
-described dtype (native byte order) and logical shape, dense in the descriptor's layout, a
-writeable dst whose bytes meet no other array of `args`, packed weights of this primitive with
-the expected sizes, finite positive scales, a source zero point the source type holds -- then
-fills the driver's argument struct and launches the kernel (ConvPlan, or GemmPlan for a 1x1
-convolution) with the GIL released.  Plain (nchw) data goes through channels-last copies in
-buffers pooled per primitive.
+described dtype (native byte order, aligned) and logical shape, dense in the descriptor's
+layout, a writeable dst whose bytes meet no other array of `args`, packed weights of this
+primitive with the expected sizes, finite positive scales, a source zero point the source
+type holds -- then fills the driver's argument struct and launches the kernel (ConvPlan, or
+GemmPlan for a 1x1 convolution) with the GIL released.  Plain (nchw) data goes through
+channels-last copies in buffers pooled per primitive.
 
 It never raises for a bad argument: it returns None, and the primitive's checked Python path
 runs instead (it accepts more and produces the error messages).
@@ -67,7 +67,7 @@ cdef inline bint _dense(object o, const DenseSpec* s) noexcept:
         return False
     cdef cnp.ndarray a = <cnp.ndarray>o
     if cnp.PyArray_TYPE(a) != s.typenum or cnp.PyArray_NDIM(a) != s.ndim or \
-            cnp.PyArray_ISBYTESWAPPED(a):
+            not cnp.PyArray_ISALIGNED(a) or cnp.PyArray_ISBYTESWAPPED(a):
         return False
     cdef cnp.npy_intp* d = cnp.PyArray_DIMS(a)
     cdef cnp.npy_intp* st = cnp.PyArray_STRIDES(a)
@@ -84,7 +84,8 @@ cdef inline bint _vector(object o, int typenum, int64_t size) noexcept:
         return False
     cdef cnp.ndarray a = <cnp.ndarray>o
     return (cnp.PyArray_TYPE(a) == typenum and cnp.PyArray_SIZE(a) == size and
-            cnp.PyArray_IS_C_CONTIGUOUS(a) and not cnp.PyArray_ISBYTESWAPPED(a))
+            cnp.PyArray_IS_C_CONTIGUOUS(a) and cnp.PyArray_ISALIGNED(a) and
+            not cnp.PyArray_ISBYTESWAPPED(a))
 
 
 cdef inline bint _scalar(object o, int typenum) noexcept:
@@ -93,7 +94,7 @@ cdef inline bint _scalar(object o, int typenum) noexcept:
         return False
     cdef cnp.ndarray a = <cnp.ndarray>o
     return (cnp.PyArray_TYPE(a) == typenum and cnp.PyArray_SIZE(a) == 1 and
-            not cnp.PyArray_ISBYTESWAPPED(a))
+            cnp.PyArray_ISALIGNED(a) and not cnp.PyArray_ISBYTESWAPPED(a))
 
 
 cdef inline bint _has_size(object o, int64_t size) noexcept:

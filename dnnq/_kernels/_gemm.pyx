@@ -213,8 +213,10 @@ cdef class GemmPlan:
         self.min_work_per_thread = 1 << 17
         # relu / linear only: the ISA's fused epilogue applies (where it has one)
         self.g.fast_epi = all(k == 1 and alg in (0, 6) for k, alg, _, _ in post_ops)
-        # relu / linear and sum post-ops: the AVX-512 fused epilogue reads the previous dst too
-        self.g.fast_epi_sum = all((k == 1 and alg in (0, 6)) or k == 3 for k, alg, _, _ in post_ops)
+        # relu / linear / gelu_tanh / gelu_erf and sum post-ops: the AVX-512 fused epilogue
+        # (it reads the previous dst, and has vector GELUs)
+        self.g.fast_epi_sum = all((k == 1 and alg in (0, 6, 10, 11)) or k == 3
+                                  for k, alg, _, _ in post_ops)
         self.g.n_post = len(post_ops)
         if self.g.n_post:
             self.post = <dnnq_postop_t*>malloc(sizeof(dnnq_postop_t) * self.g.n_post)

@@ -161,14 +161,15 @@ cdef bint _spec_from(ArrSpec* s, dims, dtype) except False:
 
 
 cdef inline bint _matches(object o, const ArrSpec* s, bint canonical):
-    """o is exactly an ndarray of the spec's dtype and shape, C-contiguous (canonical: any
-    shape of the same byte size; the Python path reshaped it)."""
+    """o is exactly an ndarray of the spec's dtype and shape, C-contiguous and aligned
+    (canonical: any shape of the same byte size; the Python path reshaped it).  Anything else
+    takes the Python path, which copies unaligned arrays."""
     if not cnp.PyArray_CheckExact(o):
         return False
     cdef cnp.ndarray a = <cnp.ndarray>o
     # a byte-swapped array has the native type number: its values would be read scrambled
     if cnp.PyArray_TYPE(a) != s.typenum or not cnp.PyArray_IS_C_CONTIGUOUS(a) or \
-            cnp.PyArray_ISBYTESWAPPED(a):
+            not cnp.PyArray_ISALIGNED(a) or cnp.PyArray_ISBYTESWAPPED(a):
         return False
     if canonical:
         return cnp.PyArray_NBYTES(a) == s.nbytes
@@ -396,7 +397,8 @@ cdef class GemmExec:
                 return None
             arr = <cnp.ndarray>item
             if cnp.PyArray_SIZE(arr) != self.rt[i].count or \
-                    not cnp.PyArray_IS_C_CONTIGUOUS(arr) or cnp.PyArray_ISBYTESWAPPED(arr):
+                    not cnp.PyArray_IS_C_CONTIGUOUS(arr) or not cnp.PyArray_ISALIGNED(arr) or \
+                    cnp.PyArray_ISBYTESWAPPED(arr):
                 return None
             if self.rt[i].kind <= DS:
                 if cnp.PyArray_TYPE(arr) != cnp.NPY_FLOAT32 or not _finite_positive(

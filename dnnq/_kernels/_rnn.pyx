@@ -10,41 +10,7 @@ from libc.string cimport memset
 
 import numpy as np
 
-cdef extern from "dnnq_rnn.h" nogil:
-    enum:
-        DNNQ_RNN_LSTM
-        DNNQ_RNN_GRU
-        DNNQ_RNN_LBR_GRU
-        DNNQ_RNN_VANILLA
-    ctypedef struct dnnq_rnn_args_t:
-        int cell, act
-        int64_t T, N, C, H, G, nblk
-        int64_t Ki
-        int reverse
-        const uint8_t *x
-        int64_t x_st, x_sn
-        const int8_t *wl
-        const int8_t *wi
-        const float *bias
-        const float *div
-        float scale, shift
-        const uint8_t *h0
-        int64_t h0_sn
-        float *c
-        uint8_t *out
-        int64_t out_st, out_sn
-        float *outf
-        int64_t outf_st, outf_sn
-        int32_t *lacc
-        uint8_t *rh
-        float *gate_u
-        int nthreads
-        int fork_join
-        int gemm_isa
-    ctypedef void (*dnnq_rnn_fn)(const dnnq_rnn_args_t *a)
-    dnnq_rnn_fn dnnq_rnn_for_isa(int isa)
-    void dnnq_rnn_eltwise(int isa, int alg, float *x, int64_t n)
-    int64_t dnnq_rnn_read_stream(int isa, const uint8_t *buf, int64_t n, int64_t reps)
+from dnnq._kernels._rnn_decl cimport *
 
 CELL_LSTM = DNNQ_RNN_LSTM
 CELL_GRU = DNNQ_RNN_GRU
@@ -68,10 +34,13 @@ def run_layer(int isa, int cell, int act, int64_t T, int64_t N, int64_t C, int64
               float scale, float shift, h0, int64_t h0_off, int64_t h0_sn, c,
               out, int64_t out_off, int64_t out_st, int64_t out_sn,
               outf, int64_t outf_off, int64_t outf_st, int64_t outf_sn,
-              lacc, rh, gate_u, int nthreads, bint fork_join):
+              lacc, rh, gate_u, int nthreads, bint fork_join, peep=None, wp=None, pdiv=None,
+              pcomp=None, hproj=None, int64_t P=0):
     """One layer and direction.  Arrays are C-contiguous buffers (the `*_off` are element
     offsets into them, strides in elements); `c` / `outf` / `rh` / `gate_u` may be None where
-    the cell does not use them."""
+    the cell does not use them.  LSTM only: `peep` (3, H) f32 peephole weights; `wp` packed
+    projection weights with `pdiv` / `pcomp` (P,) f32 and the (N, H) u8 scratch `hproj`; P is
+    the width of `out` (H without a projection)."""
     cdef dnnq_rnn_args_t a
     memset(&a, 0, sizeof(a))
     a.cell, a.act = cell, act
@@ -101,6 +70,14 @@ def run_layer(int isa, int cell, int act, int64_t T, int64_t N, int64_t C, int64
         a.rh = <uint8_t*>_ptr(rh, True)
     if gate_u is not None:
         a.gate_u = <float*>_ptr(gate_u, True)
+    if peep is not None:
+        a.peep = <const float*>_ptr(peep)
+    a.P = P if P > 0 else H
+    if wp is not None:
+        a.wp = <const int8_t*>_ptr(wp)
+        a.pdiv = <const float*>_ptr(pdiv)
+        a.pcomp = <const float*>_ptr(pcomp)
+        a.hproj = <uint8_t*>_ptr(hproj, True)
     a.nthreads = nthreads
     a.fork_join = fork_join
     a.gemm_isa = isa

@@ -61,21 +61,28 @@ def _attention(qkv, mask_bias, heads):
     (B*S, hidden).  The softmax is exp(min(score, 80)) normalised after the product with V:
     the same as subtracting the row maximum, without numpy's slow reductions over rows of a
     few elements (BERT's scores stay far below 80; the clip only guards exp against
-    overflow, and padding's exp is exactly 0)."""
+    overflow, and padding's exp is exactly 0); the sums come from a product with a vector of
+    ones (BLAS, not numpy's short-row reduction)."""
     b, s = mask_bias.shape
     hidden = qkv.shape[1] // 3
     d = hidden // heads
-    t = np.ascontiguousarray(qkv.reshape(b, s, 3, heads, d).transpose(2, 0, 3, 1, 4))
-    q, k, v = t[0], t[1], t[2]                                    # (B, H, S, D) each
-    scores = np.matmul(q, k.transpose(0, 1, 3, 2))                # (B, H, S, S)
+    # views, no copies: each head's (S, D) matrix has unit stride along D and qkv's row
+    # stride along S, which BLAS takes as it is (a transposed copy in and out cost a third
+    # of the attention)
+    t = qkv.reshape(b, s, 3, heads, d)
+    q = t[:, :, 0].transpose(0, 2, 1, 3)                          # (B, H, S, D)
+    k_t = t[:, :, 1].transpose(0, 2, 3, 1)                        # (B, H, D, S)
+    v = t[:, :, 2].transpose(0, 2, 1, 3)                          # (B, H, S, D)
+    scores = np.matmul(q, k_t)                                    # (B, H, S, S)
     scores *= _F32(1.0 / np.sqrt(d))
     scores += mask_bias[:, None, None, :]
     np.minimum(scores, _F32(80.0), out=scores)
     np.exp(scores, out=scores)
     inv_sum = 1.0 / (scores @ np.ones(s, _F32))                   # (B, H, S)
-    ctx = np.matmul(scores, v)                                    # (B, H, S, D)
-    ctx *= inv_sum[..., None]
-    return np.ascontiguousarray(ctx.transpose(0, 2, 1, 3)).reshape(b * s, hidden)
+    ctx = np.empty((b, s, heads, d), _F32)
+    np.matmul(scores, v, out=ctx.transpose(0, 2, 1, 3))           # written in (B, S, H, D)
+    ctx *= inv_sum.transpose(0, 2, 1)[..., None]
+    return ctx.reshape(b * s, hidden)
 
 
 def mask_bias(mask):

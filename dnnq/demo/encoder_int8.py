@@ -9,15 +9,21 @@ The recipe (docs/demo.md explains it for any model's linear layers):
   (dynamic); quantized by a dnnq ``Reorder``;
 * each linear layer is one ``dnnq.InnerProduct`` (weights ``(out, in)`` as nn.Linear stores
   them) with its bias fused; the residual adds are ``sum`` post-ops into the f32 destination
-  that holds the residual; the feed-forward input layer writes its u8 pre-activation (static:
-  quantized in the epilogue) and GELU is a 256-entry u8 -> u8 table onto the next layer's
-  input grid -- or, with ``gelu="post_op"``, a fused ``gelu_erf`` post-op with a u8
-  destination (same accuracy, slower today: docs/demo.md);
+  that holds the residual; GELU is a fused ``gelu_erf`` post-op of the feed-forward input
+  layer, whose destination is u8 on the next layer's input grid (static; dynamic: f32, then
+  quantized with the batch's range) -- or, with ``gelu="lut"``, that layer writes its u8
+  pre-activation and GELU is a 256-entry u8 -> u8 table onto the next layer's input grid
+  (one more rounding; it was the faster form before dnnq's AVX-512 epilogue had GELU);
 * LayerNorm, softmax and the two attention matmuls (Q·Kᵀ and P·V) stay float32 (numpy).
 
 A primitive's row count M is fixed at creation, and weights packed by one primitive serve
-only that primitive, so rows (batch × tokens) are padded up to a few buckets and each bucket
-has its own primitives and packed weights (created at first use).
+only that primitive, so rows (real tokens, or batch × tokens without ``skip_padding``) are
+padded up to a few buckets and each bucket has its own primitives and packed weights
+(created at first use).
+
+Speed (docs/demo.md): with ``skip_padding=True`` (off by default, so that the demo's engines
+do the same work) the per-token steps skip the batch's padding tokens, and with static scales a batch is split over the threads by sentences
+(``split_sentences``), each part with single-threaded primitives.
 """
 import numpy as np
 
@@ -26,7 +32,7 @@ from dnnq import (MemoryDesc, PrimitiveAttr, PostOps, DNNL_ARG_SRC, DNNL_ARG_WEI
                   DNNL_ARG_BIAS, DNNL_ARG_DST, DNNL_ARG_SCALE, DNNL_ARG_ATTR_ZERO_POINTS)
 from dnnq import calibrate
 
-from dnnq.demo._parallel import split_rows
+from dnnq.demo._parallel import split_rows, split_batch
 from dnnq.demo.encoder_f32 import (Float32Encoder, embed, attention, layer_norm, mask_bias,
                                    mean_pool_normalize, gelu_erf)
 
@@ -173,17 +179,16 @@ class Int8Encoder:
     ``Int8Encoder(weights, calibration=(ids, mask))`` -- static: activation scales chosen once
     on the calibration batch; ``Int8Encoder(weights, dynamic=True)`` -- from each batch."""
 
-    def __init__(self, weights, calibration=None, dynamic=False, n_layers=None, gelu="lut",
-                 fuse_residual=True):
+    def __init__(self, weights, calibration=None, dynamic=False, n_layers=None, gelu="post_op",
+                 fuse_residual=True, split_sentences=True, skip_padding=False):
         if not dynamic and calibration is None:
             raise ValueError("static quantization needs a calibration batch (ids, mask)")
         if gelu not in ("lut", "post_op"):
             raise ValueError(f"gelu={gelu!r}; expected 'lut' or 'post_op'")
-        if dynamic and gelu == "post_op":
-            raise ValueError("gelu='post_op' needs static scales (the u8 output's scale is "
-                             "fixed before the batch is seen)")
         self.gelu = gelu
         self.fuse_residual = fuse_residual
+        self.split_sentences = split_sentences
+        self.skip_padding = skip_padding
         self.w = weights
         c = self.config = weights.config
         self.dynamic = dynamic
@@ -245,23 +250,40 @@ class Int8Encoder:
         return y
 
     def hidden_states(self, ids, mask):
+        """The last hidden state (B*S, hidden).  With ``skip_padding`` every
+        per-token step -- the linear layers, their quantization, LayerNorm -- runs on the real
+        tokens only (rows packed), and only attention sees the padded (B, S) layout; the
+        padding rows of the result are then 0 (they are masked out of everything that reads
+        them).  The real tokens' values are the same either way (rows are independent outside
+        attention, and padding gets exactly zero attention weight); only ``dynamic`` scales
+        change, as they no longer see the padding tokens."""
         c = self.config
         b, s = ids.shape
-        m = b * s
+        tokens = np.flatnonzero(mask.reshape(-1) > 0) if self.skip_padding else None
+        if tokens is not None and tokens.size == b * s:
+            tokens = None                                        # nothing to skip
+        m = b * s if tokens is None else tokens.size
         mp = row_bucket(m)
         x = np.zeros((mp, c.hidden), _F32)
-        x[:m] = embed(self.w, ids)
+        x[:m] = embed(self.w, ids) if tokens is None else embed(self.w, ids)[tokens]
         mb = mask_bias(mask)
         ctx = np.zeros((mp, c.hidden), _F32)
         for i, p in enumerate(self.layers):
             xq, sc, zp = self._q(x, m, (i, "qkv"))
             qkv = p["qkv"](xq, sc, zp)
-            ctx[:m] = attention(qkv[:m], mb, c.heads)
+            if tokens is None:
+                ctx[:m] = attention(qkv[:m], mb, c.heads)
+            else:                                                # to (B, S) and back
+                full = np.zeros((b * s, qkv.shape[1]), _F32)
+                full[tokens] = qkv[:m]
+                ctx[:m] = attention(full, mb, c.heads)[tokens]
             xq, sc, zp = self._q(ctx, m, (i, "attn_out"))
             x = self._residual(p["attn_out"], xq, sc, zp, x)    # x + ctx Wo^T + bo
             x = layer_norm(x, *p["ln1"], c.eps)
             xq, sc, zp = self._q(x, m, (i, "ffn_in"))
-            if self.gelu == "post_op":                           # u8 GELU(x W1^T + b1) straight out
+            if self.gelu == "post_op" and self.dynamic:          # f32 GELU(x W1^T + b1), quantized
+                fq, sc, zp = self._q(p["ffn_in"](xq, sc, zp), m, None)
+            elif self.gelu == "post_op":                         # u8 GELU(x W1^T + b1) straight out
                 fq = p["ffn_in"](xq, sc, zp, dst_q=self.static[i, "ffn_out"])
                 sc, zp = self.static[i, "ffn_out"]
             else:                                                # u8 x W1^T + b1, GELU by table
@@ -275,7 +297,21 @@ class Int8Encoder:
                 fq = apply_table(lut, pre)
             x = self._residual(p["ffn_out"], fq, sc, zp, x)     # x + f W2^T + b2
             x = layer_norm(x, *p["ln2"], c.eps)
-        return x[:m]
+        if tokens is None:
+            return x[:m]
+        out = np.zeros((b * s, c.hidden), _F32)
+        out[tokens] = x[:m]
+        return out
 
     def encode(self, ids, mask):
+        """L2-normalised mean-pooled embeddings (B, hidden).  With ``split_sentences`` (the
+        default) and static scales, a batch of at least 4 sentences per thread is split over
+        the threads, each part encoded with single-threaded primitives
+        (:class:`dnnq.demo._parallel.BatchSplit`); smaller batches split every step's rows
+        instead.  Dynamic scales are never split: they come from the whole batch."""
+        if self.split_sentences and not self.dynamic:
+            return split_batch(self._encode, ids, mask)
+        return self._encode(ids, mask)
+
+    def _encode(self, ids, mask):
         return mean_pool_normalize(self.hidden_states(ids, mask), mask)

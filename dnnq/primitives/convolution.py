@@ -522,7 +522,7 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
             if user_dst is None:
                 return dd.logical_view(out)
             return dd.copy_back(user_dst, out)
-        direct = user_dst is not None and user_dst.flags.c_contiguous
+        direct = user_dst is not None and user_dst.flags.c_contiguous and user_dst.flags.aligned
         plain = user_dst if direct else np.empty(tuple(dd.dims), dd.numpy_dtype)
         _conv.transpose_channels(out, plain, False, self._isa_code)
         if user_dst is None or direct:

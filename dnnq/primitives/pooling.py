@@ -191,7 +191,14 @@ class Pooling(pw.ToolkitPrimitive, metaclass=CachedPrimitive):
         # oneDNN's kernels: f32 -> JIT (sum / count, fused linear); integer channels-last
         # average -> jit_int (sum * f32(1 / count), fused linear); other integer cases -> its
         # reference kernel (sum / count, linear rounded twice).  dnnq reproduces each.
-        jit_int = src_desc.dt != "f32" and cl and self.alg != "max"
+        # oneDNN takes jit_int for channels-last tensors; otherwise ref:any, which reads every
+        # tap as f32 and accumulates (max / sum) in f32 in tap order -- for s32 data beyond
+        # 2^24 that is not the exact integer, and dnnq reproduces it.  (Shapes whose plain and
+        # channels-last strides coincide -- C == 1 or one spatial point -- get either kernel
+        # in oneDNN depending on which descriptor its primitive cache saw first.)
+        nspc = src_desc.is_channels_last and dst_desc.is_channels_last
+        self._s32_via_f32 = src_desc.dt == "s32" and dst_desc.dt == "s32" and not nspc
+        jit_int = src_desc.dt != "f32" and nspc and self.alg != "max"
         fused = src_desc.dt == "f32" or jit_int
         pw.add_post_ops(prog, qa, dst_desc.dims, dst_k, dst_desc.dt, fused_linear=fused)
         prog.store(0, dst_k)
@@ -223,13 +230,15 @@ class Pooling(pw.ToolkitPrimitive, metaclass=CachedPrimitive):
                     window=min(window, _INT32_MAX), max_taps=max_taps,
                     count_inc=_f32_of_int(window))
         raw = (self.alg == "max" and not qa.post_ops and dst_desc.dt == src_desc.dt
-               and dst_desc.physical_order == src_desc.physical_order)
+               and dst_desc.physical_order == src_desc.physical_order
+               and not self._s32_via_f32)
         # direct int8 kernels (max in int8, average in s16 / s32 then one f32 step)
         fast8 = (cl and src_desc.dt in ("s8", "u8") and dst_desc.dt == src_desc.dt
                  and not qa.post_ops and dst_desc.physical_order == src_desc.physical_order
                  and window <= 256 and all(s_ <= i_ for s_, i_ in zip(ss, ii)))
         self._plan = _tk.PoolPlan(pw.ISA_CODE[self._isa], _ALGS[self.alg],
-                                  pw.DT_CODE[src_desc.dt], cl, raw, geom, epi.plan, jit_int,
+                                  pw.DT_CODE["f32" if self._s32_via_f32 else src_desc.dt],
+                                  cl, raw, geom, epi.plan, jit_int,
                                   fast8)
         self._known = frozenset({A.DNNL_ARG_SRC, A.DNNL_ARG_DST} | qa.known_args())
         self.impl_info = f"{pw.kernel_name(self._isa)}:pooling_{'nspc' if cl else 'ncsp'}"
@@ -259,6 +268,8 @@ class Pooling(pw.ToolkitPrimitive, metaclass=CachedPrimitive):
             pw.check_overlaps(p, args)
         arrays["dst"] = phys
         epi = self._epi
+        if self._s32_via_f32:  # ref:any's f32 taps (same layout, K order)
+            src = src.astype(np.float32)
         self._plan.run(src, [arrays[k] for k in epi.keys], epi.writable, phys,
                        pw.threads_for(src.size))
         return pw.finish(self.dst_desc, user, phys)

@@ -5,7 +5,11 @@ weights_iter_desc, bias_desc, dst_layer_desc, dst_iter_desc, dst_iter_c_desc, at
 ``GRU`` / ``LBRGRU(direction, src_layer_desc, src_iter_desc, weights_layer_desc,
 weights_iter_desc, bias_desc, dst_layer_desc, dst_iter_desc, attr=None)``,
 ``VanillaRNN(activation, direction, ...as GRU...)`` with activation ``"relu"`` / ``"tanh"`` /
-``"logistic"``.  ``execute(args)`` returns ``{DNNL_ARG_DST_LAYER: ..., DNNL_ARG_DST_ITER: ...,
+``"logistic"``.  LSTM extensions (keyword-only): ``weights_peephole_desc`` (f32 (L, D, 3, H),
+gates i, f, o; execute key ``DNNL_ARG_WEIGHTS_PEEPHOLE``) and ``weights_projection_desc`` (s8
+(L, D, H, P), an LSTMP; ``DNNL_ARG_WEIGHTS_PROJECTION``; src_iter / dst_iter / dst_layer then
+have P channels; scales ``attr.set_rnn_weights_projection_qparams(mask 0 or 8, scales)`` or
+``set_scales_mask(DNNL_ARG_WEIGHTS_PROJECTION, 0 or 8)``).  ``execute(args)`` returns ``{DNNL_ARG_DST_LAYER: ..., DNNL_ARG_DST_ITER: ...,
 DNNL_ARG_DST_ITER_C: ...}`` (the outputs that have a descriptor).
 
 Layouts (oneDNN's): src_layer / dst_layer ``tnc`` (T, N, C); states ``ldnc`` (L, D, N, H);
@@ -55,6 +59,9 @@ bidirectional_sum: u8 ``saturate(h_l2r + h_r2l)`` in u8 units as oneDNN (so the 
 f32 mode: the f32 src_layer / src_iter are quantized (``saturate(rne(x * scale + shift))``),
 the u8 engine runs, and dst_layer / dst_iter are the dequantized u8 values: the results are
 exactly the u8 mode's on the quantized inputs.
+Peepholes (oneDNN 3.2 refuses them in int8; its jit cell's operations): ``gate_i/f =
+fma(c_prev, p, gate)``, ``gate_o = fma(c, p_o, gate_o)``.  Projection (bit-identical to oneDNN
+3.2's int8 LSTMP): ``h' = q((f32(h_u8 . Wp) - f32(sum Wp) * shift) / f32(pscale * scale))``.
 """
 import threading
 import time
@@ -65,7 +72,7 @@ from dnnq import args as A
 from dnnq import _verbose
 from dnnq._cache import CachedPrimitive
 from dnnq._dispatch import effective_isa_level, get_num_threads, ISA_LEVELS
-from dnnq._kernels import _gemm, _rnn
+from dnnq._kernels import _gemm, _rnn, _rnn_exec
 from dnnq.attr import PrimitiveAttr
 from dnnq.errors import InvalidArguments, Unimplemented
 from dnnq.masks import check_scales, check_zero_points
@@ -85,11 +92,15 @@ _PER_GATE_OC = (1 << 3) | (1 << 4)   # the g and o dims of ldigo
 _OUT_NAMES = {A.DNNL_ARG_DST_LAYER: "dst_layer", A.DNNL_ARG_DST_ITER: "dst_iter",
               A.DNNL_ARG_DST_ITER_C: "dst_iter_c"}
 _ARG_NAMES = {A.DNNL_ARG_SRC_LAYER: "src_layer", A.DNNL_ARG_WEIGHTS_LAYER: "weights_layer",
-              A.DNNL_ARG_WEIGHTS_ITER: "weights_iter"}
+              A.DNNL_ARG_WEIGHTS_ITER: "weights_iter",
+              A.DNNL_ARG_WEIGHTS_PROJECTION: "weights_projection"}
 _ALL_NAMES = {**_OUT_NAMES, **_ARG_NAMES, A.DNNL_ARG_SRC_ITER: "src_iter",
-              A.DNNL_ARG_SRC_ITER_C: "src_iter_c", A.DNNL_ARG_BIAS: "bias"}
+              A.DNNL_ARG_SRC_ITER_C: "src_iter_c", A.DNNL_ARG_BIAS: "bias",
+              A.DNNL_ARG_WEIGHTS_PEEPHOLE: "weights_peephole"}
 _F32 = np.float32
-_UNIFIED_ARGS = (A.DNNL_ARG_SRC_LAYER, A.DNNL_ARG_WEIGHTS_LAYER, A.DNNL_ARG_WEIGHTS_ITER)
+_UNIFIED_ARGS = (A.DNNL_ARG_SRC_LAYER, A.DNNL_ARG_WEIGHTS_LAYER, A.DNNL_ARG_WEIGHTS_ITER,
+                 A.DNNL_ARG_WEIGHTS_PROJECTION)
+_PER_OC_PROJ = 1 << 3   # the o dim of ldio
 # one parallel region with a barrier per step phase (0) or a region per phase (1); see
 # docs/rnn.md for the measurement that chose it
 FORK_JOIN = 0
@@ -125,7 +136,11 @@ class PackedRnnWeights:
         raise AttributeError("PackedRnnWeights is immutable")
 
     def unpack(self, desc):
-        """The plain (L, D, K, G, H) s8 weights of ``desc`` (the inverse of _pack)."""
+        """The plain (L, D, K, G, H) s8 weights of ``desc`` (the inverse of _pack); (L, D, H,
+        P) for projection weights."""
+        if desc.ndims == 4:     # ldio: one gate of P channels
+            L, D, K, P = desc.dims
+            return self.unpack(MemoryDesc((L, D, K, 1, P), "s8")).reshape(L, D, K, P)
         L, D, K, G, H = desc.dims
         nblk = (H + 63) // 64
         w = np.empty((L, D, K, G, H), np.int8)
@@ -203,7 +218,7 @@ class _RNN(metaclass=CachedPrimitive):
     # --- creation ------------------------------------------------------------------------------
     def _setup(self, direction, activation, src_layer_desc, src_iter_desc, src_iter_c_desc,
                weights_layer_desc, weights_iter_desc, bias_desc, dst_layer_desc, dst_iter_desc,
-               dst_iter_c_desc, attr):
+               dst_iter_c_desc, attr, weights_peephole_desc=None, weights_projection_desc=None):
         p = self._name
         if direction not in DIRECTIONS:
             raise InvalidArguments(f"{p}: direction got {direction!r}; expected one of "
@@ -229,28 +244,49 @@ class _RNN(metaclass=CachedPrimitive):
             raise InvalidArguments(f"{p}: weights_layer_desc input channels {C} (dims "
                                    f"{wl.dims}) differ from src_layer_desc's {C_src}")
         SIC = wi.dims[2]
+        # LSTM extensions: peepholes (ldgo, gates i, f, o, f32) and a projection (ldio, s8)
+        # whose P outputs are the h that dst_layer, dst_iter and the next step see
+        wpe = _desc(p, weights_peephole_desc, "weights_peephole_desc", ("f32",), 4,
+                    optional=True)
+        _dims_must(p, wpe, "weights_peephole_desc", (L, D, 3, H), "(L, D, 3, H) (ldgo, gates "
+                   "i, f, o)")
+        wpr = _desc(p, weights_projection_desc, "weights_projection_desc", ("s8",), 4,
+                    optional=True)
+        P = H
+        if wpr is not None:
+            P = wpr.dims[3]
+            _dims_must(p, wpr, "weights_projection_desc", (L, D, H, P), "(L, D, H, P) (ldio)")
+            if SIC != P:
+                raise InvalidArguments(f"{p}: weights_iter_desc input channels {SIC} differ "
+                                       f"from the projection size P = {P} (weights_projection"
+                                       f"_desc dims {wpr.dims}); with a projection the "
+                                       "recurrent input is the projected h")
         # the src_iter width may differ from H only for a single step (oneDNN's rule; GRUs
         # never: r*h is an H-vector)
-        if SIC != H and (T > 1 or self._cell in ("gru", "lbr_gru")):
+        if wpr is None and SIC != H and (T > 1 or self._cell in ("gru", "lbr_gru")):
             raise InvalidArguments(f"{p}: weights_iter_desc input channels {SIC} differ from "
                                    f"H = {H}; only a single-step LSTM / vanilla RNN may have "
                                    "another src_iter width (no projection)")
         _dims_must(p, wi, "weights_iter_desc", (L, D, SIC, G, H),
                    "(L, D, SIC, G, H) with L, D, G, H of weights_layer_desc")
-        if L > 1 and C != H:
-            raise InvalidArguments(f"{p}: {L} layers need src_layer channels == H (each "
-                                   f"layer reads the previous one's h); got C = {C}, H = {H}")
+        if L > 1 and C != P:
+            raise InvalidArguments(f"{p}: {L} layers need src_layer channels == "
+                                   f"{'P' if wpr is not None else 'H'} (each layer reads the "
+                                   f"previous one's h); got C = {C}, "
+                                   f"{'P' if wpr is not None else 'H'} = {P}")
         n_bias = G + (1 if self._cell == "lbr_gru" else 0)
         b = _desc(p, bias_desc, "bias_desc", ("f32",), 4, optional=True)
         _dims_must(p, b, "bias_desc", (L, D, n_bias, H), "(L, D, gates, H) (ldgo)")
         dl_dts = ("f32",) if self.f32_mode else ("u8", "f32")
         dl = _desc(p, dst_layer_desc, "dst_layer_desc", dl_dts, 3)
-        dlc = H * (2 if direction == "bidirectional_concat" else 1)
+        dlc = P * (2 if direction == "bidirectional_concat" else 1)
         _dims_must(p, dl, "dst_layer_desc", (T, N, dlc), f"(T, N, {dlc}) for {direction}")
         si = _desc(p, src_iter_desc, "src_iter_desc", state_dt, 4, optional=True)
         di = _desc(p, dst_iter_desc, "dst_iter_desc", state_dt, 4, optional=True)
         _dims_must(p, si, "src_iter_desc", (L, D, N, SIC), "(L, D, N, SIC) (ldnc)")
-        _dims_must(p, di, "dst_iter_desc", (L, D, N, H), "(L, D, N, H) (ldnc)")
+        _dims_must(p, di, "dst_iter_desc", (L, D, N, P),
+                   "(L, D, N, P) (ldnc; P = the projection size)" if wpr is not None else
+                   "(L, D, N, H) (ldnc)")
         sic = dic = None
         if self._cell == "lstm":
             sic = _desc(p, src_iter_c_desc, "src_iter_c_desc", ("f32",), 4, optional=True)
@@ -265,6 +301,8 @@ class _RNN(metaclass=CachedPrimitive):
         self.dst_layer_desc, self.dst_iter_desc, self.dst_iter_c_desc = dl, di, dic
         self.L, self.D, self.T, self.N, self.C, self.G, self.H = L, D, T, N, C, G, H
         self.SIC = SIC
+        self.P = P
+        self.weights_peephole_desc, self.weights_projection_desc = wpe, wpr
         self.n_bias = n_bias
         self._quant_setup(attr)
         self.attr = attr
@@ -275,7 +313,8 @@ class _RNN(metaclass=CachedPrimitive):
                  A.DNNL_ARG_DST_LAYER}
         for d, arg in ((si, A.DNNL_ARG_SRC_ITER), (sic, A.DNNL_ARG_SRC_ITER_C),
                        (b, A.DNNL_ARG_BIAS), (di, A.DNNL_ARG_DST_ITER),
-                       (dic, A.DNNL_ARG_DST_ITER_C)):
+                       (dic, A.DNNL_ARG_DST_ITER_C), (wpe, A.DNNL_ARG_WEIGHTS_PEEPHOLE),
+                       (wpr, A.DNNL_ARG_WEIGHTS_PROJECTION)):
             if d is not None:
                 known.add(arg)
         for arg in self._uscale:
@@ -286,12 +325,34 @@ class _RNN(metaclass=CachedPrimitive):
         # packed weights are accepted by any primitive of the same description (which packs
         # them alike: the kernel level is part of it)
         self._key = (type(self).__name__, direction, activation, sl, si, sic, wl, wi, b, dl,
-                     di, dic, attr.key() if attr is not None else None, self._isa)
+                     di, dic, attr.key() if attr is not None else None, self._isa, wpe, wpr)
         self._scratch = []
         self._lock = threading.Lock()
         self._comp_cache = None
+        self._exec = None
+        if not self.unified:
+            self._exec = self._make_exec()
         if _verbose.enabled(2):
             self._verbose("create", None)
+
+    def _make_exec(self):
+        """The C-level execute path (legacy quantization; _kernels/_rnn_exec.pyx)."""
+        scale, shift = self._data
+        dirmode = {"unidirectional_left2right": _rnn_exec.L2R,
+                   "unidirectional_right2left": _rnn_exec.R2L,
+                   "bidirectional_concat": _rnn_exec.CONCAT,
+                   "bidirectional_sum": _rnn_exec.BISUM}[self.direction]
+        return _rnn_exec.RnnExec(
+            self, PackedRnnWeights, self._known, isa=self._isa, cell=_CELL_CODE[self._cell],
+            act=ACTIVATIONS.get(self.activation, 0), dirmode=dirmode, f32_mode=self.f32_mode,
+            dl_f32=self.dst_layer_desc.dt == "f32", L=self.L, D=self.D, T=self.T, N=self.N,
+            C=self.C, H=self.H, G=self.G, P=self.P, SIC=self.SIC, nb=self.n_bias, scale=scale,
+            shift=shift, pdiv=(self._pscales * _F32(scale)).astype(_F32),
+            has_si=self.src_iter_desc is not None, has_sic=self.src_iter_c_desc is not None,
+            has_bias=self.bias_desc is not None,
+            has_peep=self.weights_peephole_desc is not None,
+            has_proj=self.weights_projection_desc is not None,
+            has_di=self.dst_iter_desc is not None, has_dic=self.dst_iter_c_desc is not None)
 
     def _verbose(self, event, ms):
         descs = [(n, d) for n, d in (
@@ -299,7 +360,9 @@ class _RNN(metaclass=CachedPrimitive):
             ("src_iter_c", self.src_iter_c_desc), ("weights_layer", self.weights_layer_desc),
             ("weights_iter", self.weights_iter_desc), ("bias", self.bias_desc),
             ("dst_layer", self.dst_layer_desc), ("dst_iter", self.dst_iter_desc),
-            ("dst_iter_c", self.dst_iter_c_desc))]
+            ("dst_iter_c", self.dst_iter_c_desc),
+            ("weights_peephole", self.weights_peephole_desc),
+            ("weights_projection", self.weights_projection_desc)) if d is not None]
         act = f",activation:{self.activation}" if self.activation else ""
         _verbose.line(event, f"rnn:{self._cell}", self.impl_info, descs, self.attr,
                       f"direction:{self.direction}{act}", ms)
@@ -316,11 +379,14 @@ class _RNN(metaclass=CachedPrimitive):
                                 f"{len(attr.post_ops)}")
         scales, zps = attr.scales_args(), attr.zero_points_args()
         for arg, mask in scales.items():
-            if arg not in _UNIFIED_ARGS:
+            if arg not in _UNIFIED_ARGS or (arg == A.DNNL_ARG_WEIGHTS_PROJECTION and
+                                            self.weights_projection_desc is None):
                 raise Unimplemented(f"{p}: scales on {A.name(arg)} are not supported; "
                                     "supported: src_layer (mask 0, for every u8 tensor), "
-                                    "weights_layer / weights_iter (mask 0 or 24)")
-            ok = (0,) if arg == A.DNNL_ARG_SRC_LAYER else (0, _PER_GATE_OC)
+                                    "weights_layer / weights_iter (mask 0 or 24), "
+                                    "weights_projection (mask 0 or 8, with a projection)")
+            ok = (0,) if arg == A.DNNL_ARG_SRC_LAYER else \
+                (0, _PER_OC_PROJ) if arg == A.DNNL_ARG_WEIGHTS_PROJECTION else (0, _PER_GATE_OC)
             if mask not in ok:
                 raise Unimplemented(f"{p}: scales mask {mask} of {_ARG_NAMES[arg]} is not "
                                     f"supported; supported: {', '.join(map(str, ok))}")
@@ -330,8 +396,27 @@ class _RNN(metaclass=CachedPrimitive):
                                     "not supported; supported: src_layer with mask 0 (for "
                                     "every u8 tensor; weights are symmetric)")
         legacy_d, legacy_w = attr.rnn_data_qparams, attr.rnn_weights_qparams
+        legacy_p = attr.rnn_weights_projection_qparams
+        if legacy_p is not None and self.weights_projection_desc is None:
+            raise InvalidArguments(f"{p}: attr sets rnn weights projection qparams but there "
+                                   "is no weights_projection_desc; expected them only with a "
+                                   "projection")
+        self._pscales = np.ones(self.P, _F32)
+        if legacy_p is not None:
+            pmask, pvals = legacy_p
+            if pmask not in (0, _PER_OC_PROJ):
+                raise Unimplemented(f"{p}: rnn weights projection qparams mask {pmask} is not "
+                                    f"supported; supported: 0, {_PER_OC_PROJ} (per output "
+                                    "channel)")
+            want = 1 if pmask == 0 else self.P
+            if pvals.size != want:
+                raise InvalidArguments(f"{p}: rnn weights projection scales: got {pvals.size} "
+                                       f"values for mask {pmask}; expected {want} (P = "
+                                       f"{self.P} for mask {_PER_OC_PROJ})")
+            self._pscales = np.broadcast_to(pvals.astype(_F32), (self.P,)).copy()
         unified = bool(scales or zps)
-        if unified and (legacy_d is not None or legacy_w is not None):
+        if unified and (legacy_d is not None or legacy_w is not None or
+                        legacy_p is not None):
             raise InvalidArguments(f"{p}: attr sets both the legacy rnn qparams and "
                                    "scales / zero points; expected one form only")
         self._uscale = dict(scales)
@@ -374,23 +459,33 @@ class _RNN(metaclass=CachedPrimitive):
                                    "expected a dict {DNNL_ARG_WEIGHTS_LAYER: wl, "
                                    "DNNL_ARG_WEIGHTS_ITER: wi}")
         out = {}
-        for arg, desc, name in ((A.DNNL_ARG_WEIGHTS_LAYER, self.weights_layer_desc,
-                                 "weights_layer"),
-                                (A.DNNL_ARG_WEIGHTS_ITER, self.weights_iter_desc,
-                                 "weights_iter")):
+        for arg, desc, name in self._weights_list():
             if arg not in w:
                 raise InvalidArguments(f"{self._name}.prepare_weights: {name} missing; "
-                                       "expected both weights")
+                                       "expected every weights tensor")
             out[arg] = self._pack_one(w[arg], desc, name, arg)
+        for arg in w:
+            if arg not in out:
+                raise InvalidArguments(f"{self._name}.prepare_weights: argument "
+                                       f"{A.name(arg) if isinstance(arg, int) else arg!r} is "
+                                       "not a packed weights tensor of this primitive")
         return out
 
+    def _weights_list(self):
+        ws = [(A.DNNL_ARG_WEIGHTS_LAYER, self.weights_layer_desc, "weights_layer"),
+              (A.DNNL_ARG_WEIGHTS_ITER, self.weights_iter_desc, "weights_iter")]
+        if self.weights_projection_desc is not None:
+            ws.append((A.DNNL_ARG_WEIGHTS_PROJECTION, self.weights_projection_desc,
+                       "weights_projection"))
+        return ws
+
     def _weights_desc_of(self, arg):
-        if arg == A.DNNL_ARG_WEIGHTS_LAYER:
-            return self.weights_layer_desc
-        if arg == A.DNNL_ARG_WEIGHTS_ITER:
-            return self.weights_iter_desc
+        for a, desc, _ in self._weights_list():
+            if a == arg:
+                return desc
         raise InvalidArguments(f"{self._name}: {arg!r} is not a weights argument; expected "
-                               "DNNL_ARG_WEIGHTS_LAYER or DNNL_ARG_WEIGHTS_ITER")
+                               "DNNL_ARG_WEIGHTS_LAYER, DNNL_ARG_WEIGHTS_ITER or (LSTMP) "
+                               "DNNL_ARG_WEIGHTS_PROJECTION")
 
     def _pack_one(self, w, desc, name, arg):
         if isinstance(w, PackedRnnWeights):
@@ -400,17 +495,27 @@ class _RNN(metaclass=CachedPrimitive):
             self._check_packed_sizes(w, desc, name)
             return w
         w = desc.check_array(w, name)
+        if arg == A.DNNL_ARG_WEIGHTS_PROJECTION:    # ldio as one gate of P channels
+            packed, comp = _pack(w.reshape(w.shape[:3] + (1, w.shape[3])), self.P)
+            return PackedRnnWeights(packed, np.ascontiguousarray(comp[:, :, 0]), self._key, arg,
+                                    origin=self)
         packed, comp = _pack(w, self.H)
         return PackedRnnWeights(packed, comp, self._key, arg, origin=self)
 
     def _check_packed_sizes(self, w, desc, name):
         """Packed weights of this description have L x D buffers of packed_size(K, n) bytes
-        and (L, D, G, H) sums; anything else would be read out of bounds."""
-        L, D, K, G, H = desc.dims
+        and (L, D, G, H) sums ((L, D, P) for projection weights); anything else would be read
+        out of bounds."""
+        if desc.ndims == 4:
+            L, D, K, H = desc.dims
+            G, comp_shape = 1, (L, D, H)
+        else:
+            L, D, K, G, H = desc.dims
+            comp_shape = (L, D, G, H)
         want = _gemm.packed_size(K, ((H + 63) // 64) * G * 64)
         ok = (type(w.packed) is tuple and len(w.packed) == L and
               type(w.comp) is np.ndarray and w.comp.dtype == _F32 and
-              w.comp.shape == (L, D, G, H))
+              w.comp.shape == comp_shape)
         if ok:
             for row in w.packed:
                 if type(row) is not tuple or len(row) != D:
@@ -427,9 +532,10 @@ class _RNN(metaclass=CachedPrimitive):
 
     # --- quantization parameters of one execution -----------------------------------------------
     def _qparams(self, args):
-        """(scale, shift, wscales (G*H,) f32) of this execution."""
+        """(scale, shift, wscales (G*H,) f32, projection wscales (P,) f32) of this
+        execution."""
         if not self.unified:
-            return self._data[0], self._data[1], self._wscales
+            return self._data[0], self._data[1], self._wscales, self._pscales
         p = self._name
         s = args.get(A.DNNL_ARG_SCALE | A.DNNL_ARG_SRC_LAYER) if \
             A.DNNL_ARG_SRC_LAYER in self._uscale else None
@@ -456,25 +562,36 @@ class _RNN(metaclass=CachedPrimitive):
             if arg not in self._uscale:
                 ws.append(np.ones(self.G * self.H, _F32))
                 continue
-            mask = self._uscale[arg]
-            cnt = 1 if mask == 0 else self.G * self.H
-            v = args.get(A.DNNL_ARG_SCALE | arg)
-            if v is None:
-                raise InvalidArguments(f"{p}.execute: scales of {wname} missing; "
-                                       f"expected {cnt} f32 values")
-            v = check_scales(v, cnt, f"{p}.execute: scales of {wname}")
-            with np.errstate(over="ignore"):
-                inv = (_F32(1.0) / v).astype(_F32)
-            if not np.isfinite(inv).all():
-                raise InvalidArguments(f"{p}.execute: scales of {wname} too small: their "
-                                       "f32 reciprocals overflow")
-            ws.append(np.broadcast_to(inv, (self.G * self.H,)))
+            cnt = 1 if self._uscale[arg] == 0 else self.G * self.H
+            ws.append(np.broadcast_to(self._inverse_scales(args, arg, cnt, wname),
+                                      (self.G * self.H,)))
         if not np.array_equal(ws[0], ws[1]):
             raise Unimplemented(f"{p}.execute: scales of weights_layer and weights_iter "
                                 "differ; supported: equal scales (oneDNN's int8 RNN "
                                 "dequantizes x W_layer + h W_iter with one scale per gate "
                                 "and channel)")
-        return scale, shift, np.ascontiguousarray(ws[0])
+        pws = self._pscales
+        if A.DNNL_ARG_WEIGHTS_PROJECTION in self._uscale:
+            cnt = 1 if self._uscale[A.DNNL_ARG_WEIGHTS_PROJECTION] == 0 else self.P
+            inv = self._inverse_scales(args, A.DNNL_ARG_WEIGHTS_PROJECTION, cnt,
+                                       "weights_projection")
+            pws = np.ascontiguousarray(np.broadcast_to(inv, (self.P,)))
+        return scale, shift, np.ascontiguousarray(ws[0]), pws
+
+    def _inverse_scales(self, args, arg, cnt, wname):
+        """f32 reciprocals of the runtime weights scales of `arg` (cnt values, checked)."""
+        p = self._name
+        v = args.get(A.DNNL_ARG_SCALE | arg)
+        if v is None:
+            raise InvalidArguments(f"{p}.execute: scales of {wname} missing; "
+                                   f"expected {cnt} f32 values")
+        v = check_scales(v, cnt, f"{p}.execute: scales of {wname}")
+        with np.errstate(over="ignore"):
+            inv = (_F32(1.0) / v).astype(_F32)
+        if not np.isfinite(inv).all():
+            raise InvalidArguments(f"{p}.execute: scales of {wname} too small: their f32 "
+                                   "reciprocals overflow")
+        return inv
 
     def _compensation(self, wl, wi, scale, shift, ws):
         """div (G, H) and the (L, D, n_bias, H) term subtracted from the bias."""
@@ -506,8 +623,9 @@ class _RNN(metaclass=CachedPrimitive):
         T, N, H, G = self.T, self.N, self.H, self.G
         nblk = (H + 63) // 64
         s = {"lacc": aligned_empty(T * N * nblk * G * 64, np.int32),
-             "ws": [[np.empty((T, N, H), np.uint8) for _ in range(self.D)]
+             "ws": [[np.empty((T, N, self.P), np.uint8) for _ in range(self.D)]
                     for _ in range(min(self.L, 2))],
+             "hproj": np.empty((N, H), np.uint8),
              "rh": np.empty((N, H), np.uint8), "u": np.empty((N, H), _F32),
              "c": np.empty((N, H), _F32), "h0": np.empty((N, self.SIC), np.uint8)}
         return s
@@ -517,6 +635,16 @@ class _RNN(metaclass=CachedPrimitive):
             self._scratch.append(s)
 
     def execute(self, args):
+        """Run the primitive; see the module docstring for the arguments and outputs."""
+        ex = self._exec
+        if ex is not None and type(args) is dict and not _verbose.enabled(1):
+            out = ex.run(args, get_num_threads(), FORK_JOIN)
+            if out is not None:
+                return out
+        return self._execute_py(args)
+
+    def _execute_py(self, args):
+        """The Python path: any argument form, every check with its message."""
         p = self._name
         check_known_args(p, args, self._known)
 
@@ -534,6 +662,16 @@ class _RNN(metaclass=CachedPrimitive):
                             "weights_layer", A.DNNL_ARG_WEIGHTS_LAYER)
         wi = self._pack_one(args[A.DNNL_ARG_WEIGHTS_ITER], self.weights_iter_desc,
                             "weights_iter", A.DNNL_ARG_WEIGHTS_ITER)
+        wpr = wpe = None
+        if self.weights_projection_desc is not None:
+            if A.DNNL_ARG_WEIGHTS_PROJECTION not in args:
+                raise InvalidArguments(f"{p}.execute: weights_projection missing")
+            wpr = self._pack_one(args[A.DNNL_ARG_WEIGHTS_PROJECTION],
+                                 self.weights_projection_desc, "weights_projection",
+                                 A.DNNL_ARG_WEIGHTS_PROJECTION)
+        if self.weights_peephole_desc is not None:
+            wpe = need(A.DNNL_ARG_WEIGHTS_PEEPHOLE, self.weights_peephole_desc,
+                       "weights_peephole")
         si = sic = bias = None
         if self.src_iter_desc is not None and A.DNNL_ARG_SRC_ITER in args:
             si = self.src_iter_desc.check_array(args[A.DNNL_ARG_SRC_ITER], "src_iter")
@@ -555,8 +693,13 @@ class _RNN(metaclass=CachedPrimitive):
             else:
                 a = desc.empty()
                 outs[arg] = (a, a, desc)
-        scale, shift, ws = self._qparams(args)
+        scale, shift, ws, pws = self._qparams(args)
         div, term = self._compensation(wl, wi, scale, shift, ws)
+        proj = None
+        if wpr is not None:
+            # oneDNN's u8 projection: (f32(acc) - f32(sum Wp) * shift) / f32(pscale * scale)
+            proj = (wpr, (pws * _F32(scale)).astype(_F32),
+                    (wpr.comp * _F32(shift)).astype(_F32))
         if bias is None:
             biasc = (_F32(0.0) - term).astype(_F32)
         else:
@@ -566,7 +709,7 @@ class _RNN(metaclass=CachedPrimitive):
         t0 = time.perf_counter() if _verbose.enabled(1) else None
         scratch = self._get_scratch()
         try:
-            self._run(x, si, sic, wl, wi, biasc, div, scale, shift, outs, scratch)
+            self._run(x, si, sic, wl, wi, biasc, div, scale, shift, outs, scratch, wpe, proj)
         finally:
             self._put_scratch(scratch)
         if t0 is not None:
@@ -587,7 +730,8 @@ class _RNN(metaclass=CachedPrimitive):
     def _dequantize(self, q, scale, shift):
         return ((q.astype(_F32) - _F32(shift)) / _F32(scale)).astype(_F32)
 
-    def _run(self, x, si, sic, wl, wi, biasc, div, scale, shift, outs, scratch):
+    def _run(self, x, si, sic, wl, wi, biasc, div, scale, shift, outs, scratch, wpe=None,
+             proj=None):
         L, D, T, N, C, H, G = self.L, self.D, self.T, self.N, self.C, self.H, self.G
         isa, nthreads = self._isa, get_num_threads()
         cell = _CELL_CODE[self._cell]
@@ -614,17 +758,17 @@ class _RNN(metaclass=CachedPrimitive):
                 dir_id = d if D == 2 else (1 if self.direction == "unidirectional_right2left"
                                            else 0)
                 reverse = dir_id == 1
-                K = C if l == 0 else H
+                K = C if l == 0 else self.P
                 xin = x if l == 0 else prev[d]
                 # where h goes: straight into a u8 dst_layer on the last layer, else scratch
                 if last and dl_u8 and not bisum:
-                    out, out_off, out_st, out_sn = dl, (d * H if concat else 0), N * dlc, dlc
+                    out, out_off, out_st, out_sn = dl, (d * self.P if concat else 0), N * dlc, dlc
                 else:
-                    out, out_off, out_st, out_sn = wsl[d], 0, N * H, H
+                    out, out_off, out_st, out_sn = wsl[d], 0, N * self.P, self.P
                 outf = None
                 outf_off = outf_st = outf_sn = 0
                 if last and not dl_u8 and not bisum:
-                    outf, outf_off, outf_st, outf_sn = dl, (d * H if concat else 0), N * dlc, dlc
+                    outf, outf_off, outf_st, outf_sn = dl, (d * self.P if concat else 0), N * dlc, dlc
                 if si is not None:
                     h0 = np.ascontiguousarray(si[l, d])
                 else:
@@ -643,9 +787,14 @@ class _RNN(metaclass=CachedPrimitive):
                                h0, 0, SIC, c, out, out_off, out_st, out_sn,
                                outf, outf_off, outf_st, outf_sn,
                                scratch["lacc"], scratch["rh"], scratch["u"], nthreads,
-                               FORK_JOIN)
+                               FORK_JOIN,
+                               peep=None if wpe is None else np.ascontiguousarray(wpe[l, d]),
+                               wp=None if proj is None else proj[0].packed[l][d],
+                               pdiv=None if proj is None else proj[1],
+                               pcomp=None if proj is None else np.ascontiguousarray(proj[2][l, d]),
+                               hproj=scratch["hproj"], P=self.P)
                 t_last = 0 if reverse else T - 1
-                hT = out[t_last, :, out_off:out_off + H]
+                hT = out[t_last, :, out_off:out_off + self.P]
                 if di is not None:
                     if self.f32_mode:
                         di[1][l, d] = self._dequantize(hT, scale, shift)
@@ -672,10 +821,12 @@ class LSTM(_RNN):
 
     def __init__(self, direction, src_layer_desc, src_iter_desc, src_iter_c_desc,
                  weights_layer_desc, weights_iter_desc, bias_desc, dst_layer_desc,
-                 dst_iter_desc, dst_iter_c_desc, attr=None):
+                 dst_iter_desc, dst_iter_c_desc, attr=None, *, weights_peephole_desc=None,
+                 weights_projection_desc=None):
         self._setup(direction, None, src_layer_desc, src_iter_desc, src_iter_c_desc,
                     weights_layer_desc, weights_iter_desc, bias_desc, dst_layer_desc,
-                    dst_iter_desc, dst_iter_c_desc, attr)
+                    dst_iter_desc, dst_iter_c_desc, attr, weights_peephole_desc,
+                    weights_projection_desc)
 
 
 class GRU(_RNN):

@@ -32,20 +32,29 @@ def _direction(name: str) -> int:
     return const("dnnl_" + full)
 
 
-def _rnn_attr(s: Scope, data_scale, data_shift, wei_scales, wei_scale_mask):
+def _rnn_attr(s: Scope, data_scale, data_shift, wei_scales, wei_scale_mask,
+              wei_proj_scales=None, wei_proj_mask=0):
     attr = s.create("dnnl_primitive_attr_create", "dnnl_primitive_attr_destroy")
     s.call("dnnl_primitive_attr_set_rnn_data_qparams", attr, float(data_scale), float(data_shift))
     scales = s.keep(np.ascontiguousarray(np.asarray(wei_scales, np.float32).ravel()))
     s.call("dnnl_primitive_attr_set_rnn_weights_qparams", attr, scales.size, int(wei_scale_mask),
            scales.ctypes.data_as(ctypes.POINTER(ctypes.c_float)))
+    if wei_proj_scales is not None:
+        ps = s.keep(np.ascontiguousarray(np.asarray(wei_proj_scales, np.float32).ravel()))
+        s.call("dnnl_primitive_attr_set_rnn_weights_projection_qparams", attr, ps.size,
+               int(wei_proj_mask), ps.ctypes.data_as(ctypes.POINTER(ctypes.c_float)))
     return attr
 
 
 def _prepare(s, cell, src_layer, src_iter, src_iter_c, wei_layer, wei_iter, bias, *, data_scale,
              data_shift, wei_scales, wei_scale_mask, dst_layer_dt, direction,
-             absent_states=False):
+             absent_states=False, wei_peephole=None, wei_projection=None, wei_proj_scales=None,
+             wei_proj_mask=0):
     """Create the primitive descriptor in scope ``s`` and reorder the weights in; returns
-    (pd, inputs, outputs, extra memories)."""
+    (pd, inputs, outputs, extra memories).  LSTM only: ``wei_peephole`` f32 (L, D, 3, H)
+    (ldgo, gates i, f, o) and ``wei_projection`` s8 (L, D, H, P) (ldio) with its scales
+    ``wei_proj_scales`` (mask 0: one value, 8: P values); the projected h (P channels) is
+    dst_layer, dst_iter and the src_iter of the next step."""
     src_layer = as_operand(src_layer, np.uint8)
     wei_layer, wei_iter = as_operand(wei_layer), as_operand(wei_iter)
     L, D, _, G, H = wei_layer.shape
@@ -54,8 +63,14 @@ def _prepare(s, cell, src_layer, src_iter, src_iter_c, wei_layer, wei_iter, bias
     if np.asarray(wei_scales).size != want_scales:
         raise ValueError(f"wei_scale_mask={wei_scale_mask} needs {want_scales} scales")
     concat = direction == "bidirectional_concat"
-    dst_layer_shape = (T, N, H * (2 if concat else 1))
-    state_shape = (L, D, N, H)
+    if wei_projection is not None:
+        wei_projection = as_operand(wei_projection)
+        if wei_proj_scales is None:
+            raise ValueError("wei_projection needs wei_proj_scales")
+    P = H if wei_projection is None else wei_projection.shape[3]
+    dst_layer_shape = (T, N, P * (2 if concat else 1))
+    state_shape = (L, D, N, P)
+    c_state_shape = (L, D, N, H)
     # absent_states: a missing src_iter / src_iter_c is not passed at all (oneDNN then starts
     # from the quantized 0.0, saturate(rne(shift)), and c = 0); otherwise it is u8 / f32 zeros
     no_iter = absent_states and src_iter is None
@@ -67,11 +82,14 @@ def _prepare(s, cell, src_layer, src_iter, src_iter_c, wei_layer, wei_iter, bias
     outputs = {const("DNNL_ARG_DST_LAYER"): np.empty(dst_layer_shape, np_dtype(dst_layer_dt)),
                const("DNNL_ARG_DST_ITER"): np.empty(state_shape, np.uint8)}
     if cell == "lstm":
-        src_iter_c = np.zeros(state_shape, np.float32) if src_iter_c is None \
+        src_iter_c = np.zeros(c_state_shape, np.float32) if src_iter_c is None \
             else as_operand(src_iter_c, np.float32)
         inputs[const("DNNL_ARG_SRC_ITER_C")] = src_iter_c
-        outputs[const("DNNL_ARG_DST_ITER_C")] = np.empty(state_shape, np.float32)
-    attr = _rnn_attr(s, data_scale, data_shift, wei_scales, wei_scale_mask)
+        outputs[const("DNNL_ARG_DST_ITER_C")] = np.empty(c_state_shape, np.float32)
+        if wei_peephole is not None:
+            inputs[const("DNNL_ARG_WEIGHTS_PEEPHOLE")] = as_operand(wei_peephole, np.float32)
+    attr = _rnn_attr(s, data_scale, data_shift, wei_scales, wei_scale_mask, wei_proj_scales,
+                     wei_proj_mask)
     if no_iter:
         del inputs[const("DNNL_ARG_SRC_ITER")]
     if cell == "lstm" and no_iter_c:
@@ -81,10 +99,12 @@ def _prepare(s, cell, src_layer, src_iter, src_iter_c, wei_layer, wei_iter, bias
     md.setdefault(const("DNNL_ARG_SRC_ITER_C"), None)
     wl_md, wi_md = s.md_any(wei_layer.shape, "s8"), s.md_any(wei_iter.shape, "s8")
     common = [s.lib.engine, const("dnnl_forward_inference"), _direction(direction)]
+    wpr_md = None if wei_projection is None else s.md_any(wei_projection.shape, "s8")
     if cell == "lstm":
         pd = s.pd("dnnl_lstm_forward_primitive_desc_create", *common,
                   md[const("DNNL_ARG_SRC_LAYER")], md[const("DNNL_ARG_SRC_ITER")],
-                  md[const("DNNL_ARG_SRC_ITER_C")], wl_md, wi_md, None, None,
+                  md[const("DNNL_ARG_SRC_ITER_C")], wl_md, wi_md,
+                  md.get(const("DNNL_ARG_WEIGHTS_PEEPHOLE")), wpr_md,
                   md[const("DNNL_ARG_BIAS")], md[const("DNNL_ARG_DST_LAYER")],
                   md[const("DNNL_ARG_DST_ITER")], md[const("DNNL_ARG_DST_ITER_C")], 0, attr)
     else:
@@ -93,8 +113,11 @@ def _prepare(s, cell, src_layer, src_iter, src_iter_c, wei_layer, wei_iter, bias
                   md[const("DNNL_ARG_BIAS")], md[const("DNNL_ARG_DST_LAYER")],
                   md[const("DNNL_ARG_DST_ITER")], 0, attr)
     extra = {}
-    for arg, w in ((const("DNNL_ARG_WEIGHTS_LAYER"), wei_layer),
-                   (const("DNNL_ARG_WEIGHTS_ITER"), wei_iter)):
+    weights = [(const("DNNL_ARG_WEIGHTS_LAYER"), wei_layer),
+               (const("DNNL_ARG_WEIGHTS_ITER"), wei_iter)]
+    if wei_projection is not None:
+        weights.append((const("DNNL_ARG_WEIGHTS_PROJECTION"), wei_projection))
+    for arg, w in weights:
         packed = s.memory(query_md(pd, arg))
         s.reorder(s.wrap(w), packed, attr)
         extra[arg] = packed
@@ -144,17 +167,24 @@ class RnnHandle:
 
 def lstm(src_layer, src_iter, src_iter_c, wei_layer, wei_iter, bias, *, data_scale, data_shift,
          wei_scales, wei_scale_mask=0, dst_layer_dt="u8", direction="unidirectional_left2right",
-         return_impl=False, absent_states=False):
+         return_impl=False, absent_states=False, wei_peephole=None, wei_projection=None,
+         wei_proj_scales=None, wei_proj_mask=0):
     """int8 LSTM inference (gates i, f, c~, o); returns ``(dst_layer, dst_iter, dst_iter_c)``.
 
     ``src_layer`` / ``src_iter`` u8, ``src_iter_c`` f32 (None = zeros), weights ldigo f32
     (quantized by the reorder) or s8, ``bias`` f32 ldgo; ``dst_layer_dt`` u8 or f32.
+    Optional: ``wei_peephole`` f32 ldgo (L, D, 3, H) (oneDNN 3.2 refuses it with int8 data),
+    ``wei_projection`` s8 ldio (L, D, H, P) with ``wei_proj_scales`` (``wei_proj_mask`` 0 or
+    8 = per output channel; set by ``set_rnn_weights_projection_qparams``): LSTMP, whose
+    dst_layer / src_iter / dst_iter have P channels.
     """
     return _run_rnn("lstm", src_layer, src_iter, src_iter_c, wei_layer, wei_iter, bias,
                     data_scale=data_scale, data_shift=data_shift, wei_scales=wei_scales,
                     wei_scale_mask=wei_scale_mask, dst_layer_dt=dt_name(dst_layer_dt),
                     direction=direction, return_impl=return_impl,
-                    absent_states=absent_states)
+                    absent_states=absent_states, wei_peephole=wei_peephole,
+                    wei_projection=wei_projection, wei_proj_scales=wei_proj_scales,
+                    wei_proj_mask=wei_proj_mask)
 
 
 def gru(src_layer, src_iter, wei_layer, wei_iter, bias, *, data_scale, data_shift, wei_scales,

@@ -54,8 +54,9 @@ typedef struct {
     /* f32 epilogue */
     int raw_s32;                                            /* 1: write acc as is (s32 dst, no attrs) */
     int fast_epi;                                           /* post-ops are only relu / linear */
-    int fast_epi_sum;                                       /* relu / linear / sum: the fused
-                                                               epilogues with DNNQ_FAST_SUM */
+    int fast_epi_sum;                                       /* relu / linear / sum / gelu_erf /
+                                                               gelu_tanh: the fused epilogues
+                                                               with DNNQ_FAST_SUM (AVX-512) */
     float src_scale;                                        /* 1 when absent */
     const float *scale; int64_t scale_sn;                   /* weights scales (stride 0 or 1) */
     const float *bias; int64_t bias_sb, bias_sm, bias_sn;   /* NULL when no bias */

@@ -39,6 +39,15 @@ typedef struct {
     int32_t *lacc;
     uint8_t *rh;
     float *gate_u;
+    /* LSTM extensions (NULL = none): peephole weights (3, H) f32, gates i, f, o; projection
+     * (LSTMP): packed (H, P) weights, per-channel divisor f32(pscale * scale) and shift
+     * compensation f32(sum_i Wp) * shift, the u8 h before the projection (N x H scratch); the
+     * projected h (P channels) is what out / outf / the next step see */
+    const float *peep;
+    const int8_t *wp;
+    const float *pdiv, *pcomp;
+    uint8_t *hproj;
+    int64_t P;                       /* width of out (H without a projection) */
     int nthreads;
     int fork_join;                   /* 1: a parallel region per phase; 0: one region, barriers */
     int gemm_isa;                    /* ISA level of the GEMM micro-kernel */

@@ -6,11 +6,13 @@
 #include <math.h>
 #include "dnnq_kernels.h"
 #include "ukr_common.h"
+#include "eltwise_avx512.h"
 
 /* The fused epilogue of the common case, in AVX-512 on the stored tile: per-N (or common)
- * compensation, scales, bias and dst zero point, relu / linear post-ops, any dst type.
- * Operation for operation the same f32 arithmetic as dnnq_epilogue_row (gemm_impl.h), hence
- * the same bits.  It is specialised on the dst type, the post-op chain and whether the dst
+ * compensation, scales, bias and dst zero point, relu / linear / sum / gelu_erf / gelu_tanh
+ * post-ops, any dst type.  Operation for operation the same f32 arithmetic as
+ * dnnq_epilogue_row (gemm_impl.h), hence the same bits -- except inside the two GELUs, whose
+ * erf / tanh are eltwise_avx512.h's polynomials (a few ulp from libm's, SPEC 5).  It is specialised on the dst type, the post-op chain and whether the dst
  * scale and zero point are trivial; the per-column vectors are set up once per block (one
  * column panel) by epi_prepare_avx512, and the four vectors of a row go through together.
  * Two steps are done without a branch because they are exact no-ops when absent: adding a
@@ -48,6 +50,12 @@ DNNQ_ALWAYS_INLINE __m512 epi_post(const int POST, __m512 v, const dnnq_gemm_arg
                 if (po->alpha == 0.0f) v = _mm512_max_ps(v, _mm512_setzero_ps());
                 else v = _mm512_mask_mov_ps(_mm512_mul_ps(v, _mm512_set1_ps(po->alpha)),
                                             _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_GT_OQ), v);
+            } else if (po->alg == DNNQ_ELT_GELU_ERF) {
+                v = ev_gelu_erf(v);
+            } else if (po->alg == DNNQ_ELT_GELU_TANH) {
+                rv_tanh_tab_t tab;
+                rv_tanh_load(&tab);
+                v = ev_gelu_tanh(v, &tab);
             } else { /* linear, fused as oneDNN does */
                 v = _mm512_fmadd_ps(_mm512_set1_ps(po->alpha), v, _mm512_set1_ps(po->beta));
             }
@@ -225,7 +233,8 @@ static void fast_epilogue_avx512(const dnnq_gemm_args_t *g, const epi_consts_t *
 #undef EPI_8BIT
 }
 #define DNNQ_FAST_EPILOGUE fast_epilogue_avx512
-#define DNNQ_FAST_SUM 1 /* it reads the previous dst for sum post-ops */
+#define DNNQ_FAST_SUM 1 /* it takes the chains of g->fast_epi_sum: sum post-ops (it reads the
+                         * previous dst) and the GELUs too */
 #define DNNQ_EPI_PREPARE epi_prepare_avx512
 typedef epi_consts_t dnnq_epi_consts_t;
 #endif

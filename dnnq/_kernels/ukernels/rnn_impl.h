@@ -72,6 +72,8 @@ static void RNN_FN(rnn_epi_lstm)(const dnnq_rnn_args_t *a, const int32_t *lrow,
                   *t3 = tiles[3] + r * 64;
     const float *b0 = a->bias + o, *b1 = b0 + H, *b2 = b1 + H, *b3 = b2 + H;
     const float *d0 = a->div + o, *d1 = d0 + H, *d2 = d1 + H, *d3 = d2 + H;
+    /* peepholes (as oneDNN's jit cell): i, f += c_prev * p (fused), o += c * p (fused) */
+    const float *pp = a->peep ? a->peep + o : NULL;
 #ifdef __AVX512F__
     {
         rv_tanh_tab_t tt;
@@ -79,11 +81,19 @@ static void RNN_FN(rnn_epi_lstm)(const dnnq_rnn_args_t *a, const int32_t *lrow,
         const __m512 vsc = _mm512_set1_ps(a->scale), vsh = _mm512_set1_ps(a->shift);
         for (int k = 0; k < nc; k += 16) {
             const __mmask16 m = rv_mask(k, nc);
-            const __m512 gi = rv_logistic(rv_gate(l0 + k, t0 + k, d0 + k, b0 + k, m));
-            const __m512 gf = rv_logistic(rv_gate(l1 + k, t1 + k, d1 + k, b1 + k, m));
+            const __m512 cp = _mm512_maskz_loadu_ps(m, c + k);
+            __m512 pi = rv_gate(l0 + k, t0 + k, d0 + k, b0 + k, m);
+            __m512 pf = rv_gate(l1 + k, t1 + k, d1 + k, b1 + k, m);
+            __m512 po = rv_gate(l3 + k, t3 + k, d3 + k, b3 + k, m);
+            if (pp) {
+                pi = _mm512_fmadd_ps(cp, _mm512_maskz_loadu_ps(m, pp + k), pi);
+                pf = _mm512_fmadd_ps(cp, _mm512_maskz_loadu_ps(m, pp + H + k), pf);
+            }
+            const __m512 gi = rv_logistic(pi), gf = rv_logistic(pf);
             const __m512 gc = rv_tanh(rv_gate(l2 + k, t2 + k, d2 + k, b2 + k, m), &tt);
-            const __m512 go = rv_logistic(rv_gate(l3 + k, t3 + k, d3 + k, b3 + k, m));
-            const __m512 cn = _mm512_fmadd_ps(gi, gc, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, c + k), gf));
+            const __m512 cn = _mm512_fmadd_ps(gi, gc, _mm512_mul_ps(cp, gf));
+            if (pp) po = _mm512_fmadd_ps(cn, _mm512_maskz_loadu_ps(m, pp + 2 * H + k), po);
+            const __m512 go = rv_logistic(po);
             _mm512_mask_storeu_ps(c + k, m, cn);
             rv_store_u8(h + k, m, _mm512_mul_ps(rv_tanh(cn, &tt), go), vsc, vsh);
         }
@@ -99,6 +109,19 @@ static void RNN_FN(rnn_epi_lstm)(const dnnq_rnn_args_t *a, const int32_t *lrow,
     rnn_gate(gf, l1, t1, d1, b1, nc);
     rnn_gate(gc, l2, t2, d2, b2, nc);
     rnn_gate(go, l3, t3, d3, b3, nc);
+    if (pp) {
+        for (int k = 0; k < nc; ++k) {
+            const float cp = c[k];
+            const float i = rnn_logistic(fmaf(cp, pp[k], gi[k]));
+            const float f = rnn_logistic(fmaf(cp, pp[H + k], gf[k]));
+            const float cn = fmaf(i, rnn_tanh(gc[k]), cp * f);
+            c[k] = cn;
+            const float og = rnn_logistic(fmaf(cn, pp[2 * H + k], go[k]));
+            h[k] = rnn_quantize_u8(rnn_tanh(cn) * og, sc, sh);
+        }
+        if (hf) rnn_store_f32(h, hf, nc, sc, sh);
+        return;
+    }
     for (int k = 0; k < nc; ++k) {
         gi[k] = rnn_logistic(gi[k]);
         gf[k] = rnn_logistic(gf[k]);
@@ -225,6 +248,17 @@ static void RNN_FN(rnn_epi_lbr)(const dnnq_rnn_args_t *a, const int32_t *lrow,
     if (hf) rnn_store_f32(h, hf, nc, sc, sh);
 }
 
+/* LSTMP: the projected h of one row, channels [o, o + nc): oneDNN 3.2's u8 projection
+ * post-GEMM (ref_postgemm_lstm_projection.cpp), (f32(acc) - comp * shift) / f32(pscale *
+ * scale), requantized */
+static void RNN_FN(rnn_epi_proj)(const dnnq_rnn_args_t *a, const int32_t *acc, int64_t o, int nc,
+                                 uint8_t *h, float *hf) {
+    const float sc = a->scale, sh = a->shift;
+    const float *pc = a->pcomp + o, *pd = a->pdiv + o;
+    for (int k = 0; k < nc; ++k) h[k] = rnn_quantize_u8(((float)acc[k] - pc[k]) / pd[k], sc, sh);
+    if (hf) rnn_store_f32(h, hf, nc, sc, sh);
+}
+
 /* ---- work ---------------------------------------------------------------------------------- */
 
 /* The layer products of row m = t*N + n, channel block j (G * 64 s32): laid out [t][j][n] so
@@ -270,8 +304,38 @@ static inline void rnn_chunk_rows(const dnnq_rnn_args_t *a, int64_t s0, int64_t 
 }
 
 /* one phase of step s: items (block j, row tile) shared out in contiguous runs */
+/* LSTMP, second phase of step s: the projection of the u8 h of the whole row, items (64-channel
+ * block of P, row tile) */
+static void RNN_FN(rnn_proj_phase)(const rnn_ctx_t *x, int64_t s, int tid, int nth) {
+    const dnnq_rnn_args_t *a = x->a;
+    const int64_t N = a->N, H = a->H, P = a->P, nrt = x->nrt, npb = (P + 63) / 64;
+    const int64_t nitems = npb * nrt;
+    const int64_t i0 = nitems * tid / nth, i1 = nitems * (tid + 1) / nth;
+    const int64_t t = rnn_time(a, s);
+    const int64_t wp_panel = ((H + 3) / 4) * 4 * 64;
+    int32_t tile[DNNQ_MR_MAX * 64] __attribute__((aligned(64)));
+    for (int64_t it = i0; it < i1; ++it) {
+        const int64_t j = it / nrt, rt = it % nrt;
+        const int64_t n0 = N * rt / nrt, n1 = N * (rt + 1) / nrt;
+        const int mr = (int)(n1 - n0);
+        const int nc = (int)(P - j * 64 < 64 ? P - j * 64 : 64);
+        if (mr <= 0) continue;
+        x->ukr(mr, H, a->hproj + n0 * H, H, 0, a->wp + j * wp_panel, tile);
+        for (int r = 0; r < mr; ++r) {
+            const int64_t n = n0 + r;
+            uint8_t *h = a->out + t * a->out_st + n * a->out_sn + j * 64;
+            float *hf = a->outf ? a->outf + t * a->outf_st + n * a->outf_sn + j * 64 : NULL;
+            RNN_FN(rnn_epi_proj)(a, tile + r * 64, j * 64, nc, h, hf);
+        }
+    }
+}
+
 static void RNN_FN(rnn_step_phase)(const rnn_ctx_t *x, int64_t s, int phase, int tid, int nth) {
     const dnnq_rnn_args_t *a = x->a;
+    if (a->wp && phase == 1) {
+        RNN_FN(rnn_proj_phase)(x, s, tid, nth);
+        return;
+    }
     const int64_t N = a->N, H = a->H, G = a->G, nrt = x->nrt, nitems = a->nblk * nrt;
     const int64_t i0 = nitems * tid / nth, i1 = nitems * (tid + 1) / nth;
     const int64_t t = rnn_time(a, s);
@@ -316,7 +380,11 @@ static void RNN_FN(rnn_step_phase)(const rnn_ctx_t *x, int64_t s, int phase, int
             const uint8_t *hpr = hp + r * lda + j * 64;
             switch (a->cell) {
             case DNNQ_RNN_LSTM:
-                RNN_FN(rnn_epi_lstm)(a, lrow, tiles, r, j, nc, a->c + n * H + j * 64, h, hf);
+                if (a->wp)   /* LSTMP: the u8 h goes to the projection phase */
+                    RNN_FN(rnn_epi_lstm)(a, lrow, tiles, r, j, nc, a->c + n * H + j * 64,
+                                         a->hproj + n * H + j * 64, NULL);
+                else
+                    RNN_FN(rnn_epi_lstm)(a, lrow, tiles, r, j, nc, a->c + n * H + j * 64, h, hf);
                 break;
             case DNNQ_RNN_VANILLA:
                 RNN_FN(rnn_epi_vanilla)(a, lrow, tiles, r, j, nc, h, hf);
@@ -349,7 +417,7 @@ void RNN_FN(dnnq_rnn_forward)(const dnnq_rnn_args_t *a) {
     x.wi_panel = ((a->Ki + 3) / 4) * 4 * 64;
     x.nrt = (a->N + x.mr - 1) / x.mr;
     x.lmb = (int64_t)x.mr * 8;
-    const int nph = a->cell == DNNQ_RNN_GRU ? 2 : 1;
+    const int nph = a->cell == DNNQ_RNN_GRU || a->wp ? 2 : 1;
     const int64_t T = a->T;
     /* the layer GEMM runs in chunks of tc steps, just before them, so that their products
      * (N * G * H s32 a step) are still in cache when the steps read them (2 MiB a chunk) */
