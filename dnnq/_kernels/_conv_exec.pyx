@@ -21,6 +21,7 @@ from cpython.ref cimport PyObject
 from libc.math cimport INFINITY
 from libc.stdint cimport int8_t, uint8_t, int16_t, int32_t, uint32_t, int64_t, uintptr_t
 
+from dnnq._kernels._array_extent cimport _extent
 from dnnq._kernels._kernels cimport dnnq_gemm_args_t, dnnq_postop_t
 from dnnq._kernels._gemm cimport GemmPlan
 from dnnq._kernels._conv cimport ConvPlan, dnnq_conv_t, dnnq_transpose_for_isa
@@ -106,25 +107,6 @@ cdef inline bint _has_size(object o, int64_t size) noexcept:
         return False
     cdef cnp.ndarray a = <cnp.ndarray>o
     return cnp.PyArray_SIZE(a) == size and cnp.PyArray_IS_C_CONTIGUOUS(a)
-
-
-cdef inline void _extent(cnp.ndarray a, uintptr_t* lo, uintptr_t* hi) noexcept:
-    """[lo, hi): the bytes the elements of a lie in (any strides, negative ones too)."""
-    cdef uintptr_t base = <uintptr_t>cnp.PyArray_DATA(a)
-    cdef int i
-    cdef cnp.npy_intp* d = cnp.PyArray_DIMS(a)
-    cdef cnp.npy_intp* st = cnp.PyArray_STRIDES(a)
-    cdef Py_ssize_t low = 0, high = 0
-    if cnp.PyArray_SIZE(a) == 0:
-        lo[0] = hi[0] = base
-        return
-    for i in range(cnp.PyArray_NDIM(a)):
-        if st[i] < 0:
-            low += (d[i] - 1) * st[i]
-        else:
-            high += (d[i] - 1) * st[i]
-    lo[0] = base + low
-    hi[0] = base + high + <uintptr_t>cnp.PyArray_ITEMSIZE(a)
 
 
 cdef inline bint _finite_positive(const float* x, int64_t n) noexcept nogil:

@@ -19,6 +19,7 @@ from libc.stdint cimport int8_t, uint8_t, int32_t, uint32_t, int64_t, uintptr_t
 from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy
 
+from dnnq._kernels._array_extent cimport _extent
 from dnnq._kernels._kernels cimport DNNQ_NR, dnnq_gemm_args_t, dnnq_postop_t
 from dnnq._kernels._gemm cimport GemmPlan
 
@@ -189,25 +190,6 @@ cdef inline bint _overlaps(uintptr_t p0, uintptr_t p1, object o):
     cdef uintptr_t q0 = <uintptr_t>cnp.PyArray_DATA(a)
     cdef uintptr_t q1 = q0 + <uintptr_t>cnp.PyArray_NBYTES(a)
     return q0 < p1 and p0 < q1 and q1 > q0
-
-
-cdef inline void _extent(cnp.ndarray a, uintptr_t* lo, uintptr_t* hi) noexcept:
-    """[lo, hi): the bytes the elements of a lie in (any strides, negative ones too)."""
-    cdef uintptr_t base = <uintptr_t>cnp.PyArray_DATA(a)
-    cdef int i
-    cdef cnp.npy_intp* d = cnp.PyArray_DIMS(a)
-    cdef cnp.npy_intp* st = cnp.PyArray_STRIDES(a)
-    cdef Py_ssize_t low = 0, high = 0
-    if cnp.PyArray_SIZE(a) == 0:
-        lo[0] = hi[0] = base
-        return
-    for i in range(cnp.PyArray_NDIM(a)):
-        if st[i] < 0:
-            low += (d[i] - 1) * st[i]
-        else:
-            high += (d[i] - 1) * st[i]
-    lo[0] = base + low
-    hi[0] = base + high + <uintptr_t>cnp.PyArray_ITEMSIZE(a)
 
 
 def extents_meet(dst, dict args, skip):
