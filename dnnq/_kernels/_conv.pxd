@@ -37,7 +37,10 @@ cdef extern from "dnnq_conv.h" nogil:
         dnnq_brgemm_ukr_fn brgemm
         dnnq_gemm_epilogue_fn epilogue
         int isa
+        int64_t n_chunks
     int64_t dnnq_conv_n_items(const dnnq_conv_t *cv)
+    int dnnq_conv_build_tiles(dnnq_conv_t *cv)
+    void dnnq_conv_free_tiles(dnnq_conv_t *cv)
     void dnnq_transpose(const void *src, void *dst, int64_t rows, int64_t cols, int esz)
     void dnnq_transpose_for_isa(int isa, const void *src, void *dst, int64_t rows, int64_t cols,
                                 int esz)

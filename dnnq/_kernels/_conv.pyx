@@ -51,6 +51,7 @@ cdef class ConvPlan:
 
     def __dealloc__(self):
         free(self.post)
+        dnnq_conv_free_tiles(&self.cv)
 
     def __init__(self, int isa, dict geom, int dst_dt, list post_ops, bint fast_epi):
         """geom: N, G, ICg, OCg, src (id, ih, iw), dst (od, oh, ow), kernel (kd, kh, kw),
@@ -90,6 +91,9 @@ cdef class ConvPlan:
         cv.epi.dst_dt = dst_dt
         cv.epi.d_sm = cv.OC
         cv.epi.fast_epi = fast_epi
+        # the tiled path (ukernels/conv_tiles.c) of the convolutions it covers
+        if dnnq_conv_build_tiles(cv) != 0:
+            raise MemoryError()
         self.n_items = dnnq_conv_n_items(cv)
         self.work = cv.N * cv.epi.M * cv.OC * cv.ICg * cv.kd * cv.kh * cv.kw
         if len(post_ops) > DNNQ_CONV_MAX_POST:

@@ -22,6 +22,7 @@ static inline int64_t src_coord(int64_t o, int64_t k, int64_t s, int64_t d, int6
 }
 
 int64_t dnnq_conv_n_items(const dnnq_conv_t *cv) {
+    if (cv->tiles) return cv->N * cv->G * cv->n_panels * cv->n_chunks;
     const int64_t osp = cv->od * cv->oh * cv->ow;
     const int64_t nblk = (osp + cv->mc - 1) / cv->mc;
     const int64_t groups = cv->depthwise ? 1 : cv->G;
@@ -30,8 +31,8 @@ int64_t dnnq_conv_n_items(const dnnq_conv_t *cv) {
 
 /* the epilogue description of image n, group g: per-column pointers moved to the group's
  * first output channel, per-image ones to the image */
-static void item_epilogue_args(const dnnq_conv_t *cv, int64_t n, int64_t g, dnnq_gemm_args_t *ge,
-                               dnnq_postop_t *post) {
+void dnnq_conv_item_epilogue_args(const dnnq_conv_t *cv, int64_t n, int64_t g,
+                                  dnnq_gemm_args_t *ge, dnnq_postop_t *post) {
     *ge = cv->epi;
     const int64_t c0 = g * cv->OCg;
     const int esz = ge->dst_dt == DNNQ_DT_S8 || ge->dst_dt == DNNQ_DT_U8 ? 1 : 4;
@@ -208,7 +209,7 @@ static int run_item_dw_rows3(const dnnq_conv_t *cv, int64_t item) {
 
     dnnq_gemm_args_t ge;
     dnnq_postop_t post[DNNQ_CONV_MAX_POST];
-    item_epilogue_args(cv, n, 0, &ge, post);
+    dnnq_conv_item_epilogue_args(cv, n, 0, &ge, post);
     const int TR = DNNQ_DW_TILE_ROWS;
     int32_t tile[DNNQ_DW_TILE_ROWS * DNNQ_NR] __attribute__((aligned(64)));
     const uint8_t **rowp = (const uint8_t **)malloc((sizeof(uint8_t *) + sizeof(int64_t) +
@@ -261,6 +262,7 @@ int dnnq_conv_run_item(const dnnq_conv_t *cv, int64_t item) {
 #ifdef DNNQ_HAVE_X86_KERNELS
     if (dw_rows3(cv)) return run_item_dw_rows3(cv, item);
 #endif
+    if (cv->tiles) return dnnq_conv_run_item_tiles(cv, item);
     const int64_t osp = cv->od * cv->oh * cv->ow;
     const int64_t nblk = (osp + cv->mc - 1) / cv->mc;
     const int64_t groups = cv->depthwise ? 1 : cv->G;
@@ -277,7 +279,7 @@ int dnnq_conv_run_item(const dnnq_conv_t *cv, int64_t item) {
 
     dnnq_gemm_args_t ge;
     dnnq_postop_t post[DNNQ_CONV_MAX_POST];
-    item_epilogue_args(cv, n, g, &ge, post);
+    dnnq_conv_item_epilogue_args(cv, n, g, &ge, post);
 
     const int mr_max = cv->mr;
     const int64_t npairs = cv->npairs;

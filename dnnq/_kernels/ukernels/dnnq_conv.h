@@ -30,6 +30,16 @@
 /* rows of the depthwise row driver's tile (one epilogue call per output row of up to this) */
 #define DNNQ_DW_TILE_ROWS 64
 
+/* One micro-tile of the tiled path (conv_tiles.c): mr output pixels m + r * mstep that read
+ * the same kernel taps inside the source (the box k0 <= (kd, kh, kw) < k1), pixel r's tap
+ * (0, 0, 0) position at source element src + r * lda of the image (channels included; it
+ * may lie outside the source, the taps read are inside). */
+typedef struct {
+    int64_t m, src, lda;
+    int32_t mr, mstep;
+    int16_t k0[3], k1[3];
+} dnnq_conv_tile_t;
+
 typedef struct {
     /* geometry */
     int64_t N, G, ICg, OCg, IC, OC;
@@ -62,9 +72,23 @@ typedef struct {
     dnnq_brgemm_ukr_fn brgemm;
     dnnq_gemm_epilogue_fn epilogue;
     int isa;
+    /* the tiled path (built at creation by dnnq_conv_build_tiles; NULL: the general driver):
+     * the tiles of one image by first pixel, cut into n_chunks chunks [chunks[c], chunks[c+1]) */
+    const dnnq_conv_tile_t *tiles;
+    const int64_t *chunks;
+    int64_t n_chunks;
 } dnnq_conv_t;
 
-/* Work items: (image, group, panel, pixel block), pixel blocks innermost. */
+/* The tiled path of an ungrouped or grouped convolution (not deconvolution, depthwise or the
+ * folded-tap kernel): 0, or -1 when an allocation failed; freed by dnnq_conv_free_tiles. */
+int dnnq_conv_build_tiles(dnnq_conv_t *cv);
+void dnnq_conv_free_tiles(dnnq_conv_t *cv);
+int dnnq_conv_run_item_tiles(const dnnq_conv_t *cv, int64_t item);
+/* the epilogue description of image n, group g (per-column pointers moved to the group) */
+void dnnq_conv_item_epilogue_args(const dnnq_conv_t *cv, int64_t n, int64_t g,
+                                  dnnq_gemm_args_t *ge, dnnq_postop_t *post);
+
+/* Work items: (image, group, panel, pixel block or tile chunk), innermost last. */
 int64_t dnnq_conv_n_items(const dnnq_conv_t *cv);
 /* 0, or -1 when a scratch allocation failed (dst then incomplete: raise MemoryError) */
 int dnnq_conv_run_item(const dnnq_conv_t *cv, int64_t item);

@@ -1,0 +1,289 @@
+/* The tiled implicit-GEMM convolution path: the output pixels of an image are cut once, at
+ * plan creation, into micro-tiles whose pixels all read the same set of kernel taps inside the
+ * source, a fixed source distance apart (a run along w, or a column along h at a border), so
+ *   - a tap in the padding of a whole tile is skipped when it would add nothing (the source
+ *     zero point, after the u8 XOR, is 0: a u8 source with zero point 0, the common case),
+ *     or else read from the zero-point row with a row stride of 0 (and, for a zero point the
+ *     source type cannot hold, corrected by its `padcorr` column sums, once per tile);
+ *   - every A operand is dense (row r at a + r * lda): no row-pointer table.
+ * With 3x3 padding 1 on a 7x7 output (ResNet-50's last stage) 18 % of the taps are padding,
+ * 9 % at 14x14: the raster tiles of the general driver multiply them all.
+ *
+ * Work items: (image, group, 64-column panel, chunk of consecutive tiles), the chunks cut at
+ * creation so that they hold equal work (pixels x taps read). */
+#include <stdlib.h>
+#include <string.h>
+#include "dnnq_conv.h"
+
+/* the taps [lo, hi) of one dimension that read inside the source for output coordinate o */
+static void tap_range(int64_t o, int64_t K, int64_t s, int64_t d, int64_t p, int64_t I,
+                      int16_t *lo, int16_t *hi) {
+    const int64_t b = o * s - p; /* the source coordinate of tap 0 */
+    int64_t l = b >= 0 ? 0 : (-b + d - 1) / d;
+    int64_t h = b > I - 1 ? 0 : (I - 1 - b) / d + 1;
+    if (h > K) h = K;
+    if (l > h) l = h;
+    *lo = (int16_t)l;
+    *hi = (int16_t)h;
+}
+
+static int cmp_tile(const void *a, const void *b) {
+    const int64_t x = ((const dnnq_conv_tile_t *)a)->m, y = ((const dnnq_conv_tile_t *)b)->m;
+    return (x > y) - (x < y);
+}
+
+/* Tiles of one rectangle of output pixels (od; oh in [h0, h1); ow in [w0, w1)) sharing a tap
+ * set, cut the way that makes the fewest tiles: runs along w, columns along h (a border
+ * column), or -- for a rectangle of whole output rows -- raster runs that cross rows (their
+ * pixels are not a fixed source distance apart: mstep 0, row pointers built per tile; e.g. a
+ * 1x1 stride-2 layer on a 7x7 output: 9 tiles of 5 - 6 pixels rather than 14 of 3 - 4).
+ * Each run is split evenly into tiles of at most mr pixels.  Returns the count; writes them
+ * when `out` is given. */
+static int64_t rect_tiles(const dnnq_conv_t *cv, int64_t od, int64_t h0, int64_t h1, int64_t w0,
+                          int64_t w1, const int16_t *k0, const int16_t *k1, int mr,
+                          dnnq_conv_tile_t *out) {
+    const int64_t H = h1 - h0, W = w1 - w0;
+    const int64_t per_row = (W + mr - 1) / mr, per_col = (H + mr - 1) / mr;
+    const int64_t raster = (H * W + mr - 1) / mr;
+    int kind = H * per_row <= W * per_col ? 1 : 2; /* 1: along w, 2: along h, 0: raster */
+    if (w0 == 0 && w1 == cv->ow && H > 1 && raster < (kind == 1 ? H * per_row : W * per_col))
+        kind = 0;
+    const int64_t runs = kind == 0 ? 1 : kind == 1 ? H : W;
+    const int64_t len = kind == 0 ? H * W : kind == 1 ? W : H;
+    const int64_t nt = kind == 0 ? raster : kind == 1 ? per_row : per_col;
+    if (!out) return runs * nt;
+    int64_t n = 0;
+    for (int64_t i = 0; i < runs; ++i) {
+        for (int64_t t = 0; t < nt; ++t, ++n) {
+            const int64_t a = len * t / nt, b = len * (t + 1) / nt;
+            const int64_t oh = kind == 0 ? h0 + a / W : kind == 1 ? h0 + i : h0 + a;
+            const int64_t ow = kind == 0 ? w0 + a % W : kind == 1 ? w0 + a : w0 + i;
+            dnnq_conv_tile_t *q = out + n;
+            q->m = (od * cv->oh + oh) * cv->ow + ow;
+            q->src = (((od * cv->sd - cv->pd) * cv->ih + oh * cv->sh - cv->ph) * cv->iw +
+                      ow * cv->sw - cv->pw) * cv->IC;
+            q->lda = kind == 2 ? cv->sh * cv->iw * cv->IC : cv->sw * cv->IC;
+            q->mr = (int32_t)(b - a);
+            q->mstep = kind == 0 ? 0 : kind == 1 ? 1 : (int32_t)cv->ow;
+            for (int j = 0; j < 3; ++j) {
+                q->k0[j] = k0[j];
+                q->k1[j] = k1[j];
+            }
+        }
+    }
+    return n;
+}
+
+/* All tiles of one image (out == NULL: count them). */
+static int64_t image_tiles(const dnnq_conv_t *cv, int mr, dnnq_conv_tile_t *out) {
+    int64_t n = 0;
+    for (int64_t od = 0; od < cv->od; ++od) {
+        int16_t k0[3], k1[3];
+        tap_range(od, cv->kd, cv->sd, cv->dd, cv->pd, cv->id, &k0[0], &k1[0]);
+        for (int64_t h0 = 0, h1; h0 < cv->oh; h0 = h1) {
+            tap_range(h0, cv->kh, cv->sh, cv->dh, cv->ph, cv->ih, &k0[1], &k1[1]);
+            for (h1 = h0 + 1; h1 < cv->oh; ++h1) {
+                int16_t a, b;
+                tap_range(h1, cv->kh, cv->sh, cv->dh, cv->ph, cv->ih, &a, &b);
+                if (a != k0[1] || b != k1[1]) break;
+            }
+            for (int64_t w0 = 0, w1; w0 < cv->ow; w0 = w1) {
+                tap_range(w0, cv->kw, cv->sw, cv->dw, cv->pw, cv->iw, &k0[2], &k1[2]);
+                for (w1 = w0 + 1; w1 < cv->ow; ++w1) {
+                    int16_t a, b;
+                    tap_range(w1, cv->kw, cv->sw, cv->dw, cv->pw, cv->iw, &a, &b);
+                    if (a != k0[2] || b != k1[2]) break;
+                }
+                n += rect_tiles(cv, od, h0, h1, w0, w1, k0, k1, mr, out ? out + n : NULL);
+            }
+        }
+    }
+    return n;
+}
+
+int dnnq_conv_build_tiles(dnnq_conv_t *cv) {
+    cv->tiles = NULL;
+    cv->chunks = NULL;
+    cv->n_chunks = 0;
+    if (cv->deconv || cv->depthwise || cv->fold_kw) return 0;
+    const int mr = cv->mr < DNNQ_MR_MAX ? cv->mr : DNNQ_MR_MAX;
+    const int64_t nt = image_tiles(cv, mr, NULL);
+    dnnq_conv_tile_t *tiles = (dnnq_conv_tile_t *)malloc(sizeof(dnnq_conv_tile_t) * (size_t)nt);
+    if (!tiles) return -1;
+    image_tiles(cv, mr, tiles);
+    qsort(tiles, (size_t)nt, sizeof(dnnq_conv_tile_t), cmp_tile);
+    /* chunks of equal work: pixels x (taps read + a per-tile setup of about two taps) */
+    double total = 0;
+    for (int64_t t = 0; t < nt; ++t) {
+        const dnnq_conv_tile_t *q = tiles + t;
+        total += (double)q->mr * ((q->k1[0] - q->k0[0]) * (q->k1[1] - q->k0[1]) *
+                                  (q->k1[2] - q->k0[2]) + 2);
+    }
+    const int64_t osp = cv->od * cv->oh * cv->ow;
+    int64_t nc = (osp + cv->mc - 1) / cv->mc;
+    if (nc > nt) nc = nt;
+    if (nc < 1) nc = 1;
+    int64_t *chunks = (int64_t *)malloc(sizeof(int64_t) * (size_t)(nc + 1));
+    if (!chunks) {
+        free(tiles);
+        return -1;
+    }
+    chunks[0] = 0;
+    double acc = 0;
+    int64_t c = 1;
+    for (int64_t t = 0; t < nt && c < nc; ++t) {
+        const dnnq_conv_tile_t *q = tiles + t;
+        acc += (double)q->mr * ((q->k1[0] - q->k0[0]) * (q->k1[1] - q->k0[1]) *
+                                (q->k1[2] - q->k0[2]) + 2);
+        if (acc >= total * (double)c / (double)nc && t + 1 < nt) chunks[c++] = t + 1;
+    }
+    nc = c;
+    chunks[nc] = nt;
+    cv->tiles = tiles;
+    cv->chunks = chunks;
+    cv->n_chunks = nc;
+    return 0;
+}
+
+void dnnq_conv_free_tiles(dnnq_conv_t *cv) {
+    free(cv->tiles);
+    free(cv->chunks);
+    cv->tiles = NULL;
+    cv->chunks = NULL;
+    cv->n_chunks = 0;
+}
+
+/* does a tap in the padding add nothing (zero-point bytes 0 after the XOR, no correction)? */
+static int padding_adds_nothing(const dnnq_conv_t *cv, const uint8_t *zrow) {
+    if (cv->padcorr) return 0;
+    const uint8_t x = (uint8_t)(cv->a_xor & 0xFF);
+    for (int64_t i = 0; i < cv->kpair; ++i)
+        if ((uint8_t)(zrow[i] ^ x)) return 0;
+    return 1;
+}
+
+int dnnq_conv_run_item_tiles(const dnnq_conv_t *cv, int64_t item) {
+    const int64_t c = item % cv->n_chunks;
+    int64_t rest = item / cv->n_chunks;
+    const int64_t p = rest % cv->n_panels;
+    rest /= cv->n_panels;
+    const int64_t g = rest % cv->G;
+    const int64_t n = rest / cv->G;
+    const int nc = (int)(cv->OCg - p * DNNQ_NR < DNNQ_NR ? cv->OCg - p * DNNQ_NR : DNNQ_NR);
+    const int64_t ntaps = cv->kd * cv->kh * cv->kw;
+
+    dnnq_gemm_args_t ge;
+    dnnq_postop_t post[DNNQ_CONV_MAX_POST];
+    dnnq_conv_item_epilogue_args(cv, n, g, &ge, post);
+    /* the pairs, and the row pointers of raster tiles (mr per tap) */
+    dnnq_br_pair_t *pairs = (dnnq_br_pair_t *)malloc(
+        (sizeof(dnnq_br_pair_t) + sizeof(uint8_t *) * DNNQ_MR_MAX) * (size_t)ntaps);
+    if (!pairs) return -1;
+    const uint8_t **rows = (const uint8_t **)(pairs + ntaps);
+    int64_t off[DNNQ_MR_MAX]; /* raster tiles: each pixel's source offset */
+
+    const uint8_t *img = cv->src + n * cv->id * cv->ih * cv->iw * cv->IC + g * cv->ICg;
+    const uint8_t *src_end = cv->src + cv->N * cv->id * cv->ih * cv->iw * cv->IC;
+    const uint8_t *zrow = cv->zp_rows + g * cv->kpair;
+    const int skip = padding_adds_nothing(cv, zrow);
+    const int64_t bstep = cv->K4 * 4 * DNNQ_NR;
+    const int8_t *bpanel = cv->packed + (g * cv->n_panels + p) * ntaps * bstep;
+    const int64_t ntw = cv->kw, nth = cv->kh;
+    const int32_t *pc = cv->padcorr ? cv->padcorr + g * ntaps * cv->OCg + p * DNNQ_NR : NULL;
+
+    int32_t tile[DNNQ_CONV_TILE_ROWS * DNNQ_NR] __attribute__((aligned(64)));
+    int32_t col[DNNQ_MR_MAX * DNNQ_NR] __attribute__((aligned(64)));
+    int64_t tm = 0; /* first pixel of the pending tile (consecutive pixels) */
+    int trows = 0;
+    for (int64_t t = cv->chunks[c]; t < cv->chunks[c + 1]; ++t) {
+        const dnnq_conv_tile_t *q = cv->tiles + t;
+        const int mr = q->mr;
+        int32_t *acc;
+        if (q->mstep == 0) { /* consecutive pixels crossing output rows */
+            int64_t ow = q->m % cv->ow, oh = (q->m / cv->ow) % cv->oh, od = q->m / cv->ow / cv->oh;
+            for (int r = 0; r < mr; ++r) {
+                off[r] = (((od * cv->sd - cv->pd) * cv->ih + oh * cv->sh - cv->ph) * cv->iw +
+                          ow * cv->sw - cv->pw) * cv->IC;
+                if (++ow == cv->ow) {
+                    ow = 0;
+                    if (++oh == cv->oh) {
+                        oh = 0;
+                        ++od;
+                    }
+                }
+            }
+        }
+        if (q->mstep <= 1) {
+            if (trows && (q->m != tm + trows || trows + mr > DNNQ_CONV_TILE_ROWS)) {
+                cv->epilogue(&ge, 0, tm, trows, p, tile);
+                trows = 0;
+            }
+            if (!trows) tm = q->m;
+            acc = tile + trows * DNNQ_NR;
+        } else {
+            acc = col;
+        }
+        int64_t np = 0;
+        for (int64_t kd = 0; kd < cv->kd; ++kd) {
+            const int in_d = kd >= q->k0[0] && kd < q->k1[0];
+            for (int64_t kh = 0; kh < nth; ++kh) {
+                const int in_h = in_d && kh >= q->k0[1] && kh < q->k1[1];
+                for (int64_t kw = 0; kw < ntw; ++kw) {
+                    const int64_t ti = (kd * nth + kh) * ntw + kw;
+                    const int in = in_h && kw >= q->k0[2] && kw < q->k1[2];
+                    if (!in && skip) continue;
+                    dnnq_br_pair_t *pr = pairs + np++;
+                    pr->rows = NULL;
+                    pr->b = bpanel + ti * bstep;
+                    pr->K = cv->kpair;
+                    if (!in) { /* every pixel of the tile reads the zero-point row */
+                        pr->a = zrow;
+                        pr->lda = 0;
+                        continue;
+                    }
+                    const int64_t delta =
+                        ((kd * cv->dd * cv->ih + kh * cv->dh) * cv->iw + kw * cv->dw) * cv->IC;
+                    if (q->mstep == 0) { /* raster: a row pointer per pixel, K as it is */
+                        const uint8_t **rp = rows + (np - 1) * DNNQ_MR_MAX;
+                        for (int r = 0; r < mr; ++r) rp[r] = img + off[r] + delta;
+                        pr->a = NULL;
+                        pr->lda = 0;
+                        pr->rows = rp;
+                        continue;
+                    }
+                    pr->a = img + q->src + delta;
+                    pr->lda = q->lda;
+                    /* K rounded up to a multiple of 4 where that stays inside the source: the
+                     * extra bytes meet the zero padding of the packed weights, and the
+                     * micro-kernel needs no K % 4 tail pass */
+                    if ((cv->kpair & 3) && pr->a + (mr - 1) * q->lda + bstep / DNNQ_NR <= src_end)
+                        pr->K = cv->K4 * 4;
+                }
+            }
+        }
+        if (np) cv->brgemm(mr, np, pairs, cv->a_xor, 0, acc);
+        else memset(acc, 0, sizeof(int32_t) * DNNQ_NR * (size_t)mr);
+        if (pc && !skip) { /* zero points the source type cannot hold: per padded tap */
+            for (int64_t ti = 0; ti < ntaps; ++ti) {
+                const int64_t kw = ti % ntw, kh = (ti / ntw) % nth, kd = ti / ntw / nth;
+                if (kd >= q->k0[0] && kd < q->k1[0] && kh >= q->k0[1] && kh < q->k1[1] &&
+                    kw >= q->k0[2] && kw < q->k1[2])
+                    continue;
+                const int32_t *cc = pc + ti * cv->OCg;
+                for (int r = 0; r < mr; ++r)
+                    for (int j = 0; j < nc; ++j)
+                        acc[r * DNNQ_NR + j] =
+                            (int32_t)((uint32_t)acc[r * DNNQ_NR + j] + (uint32_t)cc[j]);
+            }
+        }
+        if (q->mstep <= 1) {
+            trows += mr;
+        } else { /* a column at a border: one epilogue call per pixel */
+            for (int r = 0; r < mr; ++r)
+                cv->epilogue(&ge, 0, q->m + r * q->mstep, 1, p, col + r * DNNQ_NR);
+        }
+    }
+    if (trows) cv->epilogue(&ge, 0, tm, trows, p, tile);
+    free(pairs);
+    return 0;
+}
