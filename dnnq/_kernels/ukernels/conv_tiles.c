@@ -156,9 +156,15 @@ void dnnq_conv_free_tiles(dnnq_conv_t *cv) {
 /* does a tap in the padding add nothing (zero-point bytes 0 after the XOR, no correction)? */
 static int padding_adds_nothing(const dnnq_conv_t *cv, const uint8_t *zrow) {
     if (cv->padcorr) return 0;
-    const uint8_t x = (uint8_t)(cv->a_xor & 0xFF);
-    for (int64_t i = 0; i < cv->kpair; ++i)
-        if ((uint8_t)(zrow[i] ^ x)) return 0;
+    const uint64_t x8 = (uint64_t)(cv->a_xor & 0xFF) * 0x0101010101010101ull;
+    int64_t i = 0;
+    for (; i + 8 <= cv->kpair; i += 8) {
+        uint64_t v;
+        memcpy(&v, zrow + i, 8);
+        if (v != x8) return 0;
+    }
+    for (; i < cv->kpair; ++i)
+        if (zrow[i] != (uint8_t)x8) return 0;
     return 1;
 }
 
@@ -185,7 +191,7 @@ int dnnq_conv_run_item_tiles(const dnnq_conv_t *cv, int64_t item) {
     const uint8_t *img = cv->src + n * cv->id * cv->ih * cv->iw * cv->IC + g * cv->ICg;
     const uint8_t *src_end = cv->src + cv->N * cv->id * cv->ih * cv->iw * cv->IC;
     const uint8_t *zrow = cv->zp_rows + g * cv->kpair;
-    const int skip = padding_adds_nothing(cv, zrow);
+    int skip = -1; /* padding_adds_nothing, found at the first padded tap */
     const int64_t bstep = cv->K4 * 4 * DNNQ_NR;
     const int8_t *bpanel = cv->packed + (g * cv->n_panels + p) * ntaps * bstep;
     const int64_t ntw = cv->kw, nth = cv->kh;
@@ -231,6 +237,7 @@ int dnnq_conv_run_item_tiles(const dnnq_conv_t *cv, int64_t item) {
                 for (int64_t kw = 0; kw < ntw; ++kw) {
                     const int64_t ti = (kd * nth + kh) * ntw + kw;
                     const int in = in_h && kw >= q->k0[2] && kw < q->k1[2];
+                    if (!in && skip < 0) skip = padding_adds_nothing(cv, zrow);
                     if (!in && skip) continue;
                     dnnq_br_pair_t *pr = pairs + np++;
                     pr->rows = NULL;
@@ -263,7 +270,7 @@ int dnnq_conv_run_item_tiles(const dnnq_conv_t *cv, int64_t item) {
         }
         if (np) cv->brgemm(mr, np, pairs, cv->a_xor, 0, acc);
         else memset(acc, 0, sizeof(int32_t) * DNNQ_NR * (size_t)mr);
-        if (pc && !skip) { /* zero points the source type cannot hold: per padded tap */
+        if (pc && skip == 0) { /* zero points the source type cannot hold: per padded tap */
             for (int64_t ti = 0; ti < ntaps; ++ti) {
                 const int64_t kw = ti % ntw, kh = (ti / ntw) % nth, kd = ti / ntw / nth;
                 if (kd >= q->k0[0] && kd < q->k1[0] && kh >= q->k0[1] && kh < q->k1[1] &&
