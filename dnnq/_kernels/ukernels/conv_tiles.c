@@ -46,7 +46,8 @@ static int64_t rect_tiles(const dnnq_conv_t *cv, int64_t od, int64_t h0, int64_t
     const int64_t per_row = (W + mr - 1) / mr, per_col = (H + mr - 1) / mr;
     const int64_t raster = (H * W + mr - 1) / mr;
     int kind = H * per_row <= W * per_col ? 1 : 2; /* 1: along w, 2: along h, 0: raster */
-    if (w0 == 0 && w1 == cv->ow && H > 1 && raster < (kind == 1 ? H * per_row : W * per_col))
+    if (w0 == 0 && w1 == cv->ow && H > 1 &&
+        raster < (kind == 1 ? H * per_row : W * per_col))
         kind = 0;
     const int64_t runs = kind == 0 ? 1 : kind == 1 ? H : W;
     const int64_t len = kind == 0 ? H * W : kind == 1 ? W : H;
@@ -60,6 +61,7 @@ static int64_t rect_tiles(const dnnq_conv_t *cv, int64_t od, int64_t h0, int64_t
             const int64_t ow = kind == 0 ? w0 + a % W : kind == 1 ? w0 + a : w0 + i;
             dnnq_conv_tile_t *q = out + n;
             q->m = (od * cv->oh + oh) * cv->ow + ow;
+            q->o[0] = (int32_t)od, q->o[1] = (int32_t)oh, q->o[2] = (int32_t)ow;
             q->src = (((od * cv->sd - cv->pd) * cv->ih + oh * cv->sh - cv->ph) * cv->iw +
                       ow * cv->sw - cv->pw) * cv->IC;
             q->lda = kind == 2 ? cv->sh * cv->iw * cv->IC : cv->sw * cv->IC;
@@ -80,6 +82,14 @@ static int64_t image_tiles(const dnnq_conv_t *cv, int mr, dnnq_conv_tile_t *out)
     for (int64_t od = 0; od < cv->od; ++od) {
         int16_t k0[3], k1[3];
         tap_range(od, cv->kd, cv->sd, cv->dd, cv->pd, cv->id, &k0[0], &k1[0]);
+        if (cv->fold_all) { /* runs along whole output rows: gather_windows finds the taps
+                             * each pixel reads (the epilogue then takes whole rows) */
+            k0[0] = k0[1] = k0[2] = 0;
+            k1[0] = (int16_t)cv->kd, k1[1] = (int16_t)cv->kh, k1[2] = (int16_t)cv->kw;
+            for (int64_t oh = 0; oh < cv->oh; ++oh)
+                n += rect_tiles(cv, od, oh, oh + 1, 0, cv->ow, k0, k1, mr, out ? out + n : NULL);
+            continue;
+        }
         for (int64_t h0 = 0, h1; h0 < cv->oh; h0 = h1) {
             tap_range(h0, cv->kh, cv->sh, cv->dh, cv->ph, cv->ih, &k0[1], &k1[1]);
             for (h1 = h0 + 1; h1 < cv->oh; ++h1) {
@@ -105,7 +115,7 @@ int dnnq_conv_build_tiles(dnnq_conv_t *cv) {
     cv->tiles = NULL;
     cv->chunks = NULL;
     cv->n_chunks = 0;
-    if (cv->deconv || cv->depthwise || cv->fold_kw) return 0;
+    if (cv->deconv || cv->depthwise || cv->fold_kw) return 0; /* fold_all: tiled */
     const int mr = cv->mr < DNNQ_MR_MAX ? cv->mr : DNNQ_MR_MAX;
     const int64_t nt = image_tiles(cv, mr, NULL);
     dnnq_conv_tile_t *tiles = (dnnq_conv_tile_t *)malloc(sizeof(dnnq_conv_tile_t) * (size_t)nt);
@@ -168,6 +178,112 @@ static int padding_adds_nothing(const dnnq_conv_t *cv, const uint8_t *zrow) {
     return 1;
 }
 
+/* the box of taps output pixel m reads inside the source */
+static void pixel_box(const dnnq_conv_t *cv, int64_t m, int16_t *k0, int16_t *k1) {
+    const int64_t ow = m % cv->ow, oh = (m / cv->ow) % cv->oh, od = m / cv->ow / cv->oh;
+    tap_range(od, cv->kd, cv->sd, cv->dd, cv->pd, cv->id, &k0[0], &k1[0]);
+    tap_range(oh, cv->kh, cv->sh, cv->dh, cv->ph, cv->ih, &k0[1], &k1[1]);
+    tap_range(ow, cv->kw, cv->sw, cv->dw, cv->pw, cv->iw, &k0[2], &k1[2]);
+}
+
+/* fold_all: the whole window of each pixel of the (consecutive-pixel) tile q, (kd, kh, kw, ic)
+ * bytes, into buf + r * kb (K = taps * IC bytes, zeros up to kb, where the weights are zero);
+ * taps outside the source hold the zero-point bytes.  Kernel rows are dense along w (KW * IC
+ * <= 64 bytes): in the interior each is one fixed-size copy, written in order so that the
+ * bytes it writes past its end are overwritten by the next one (buf has 64 bytes of slack). */
+static void gather_windows(const dnnq_conv_t *cv, const dnnq_conv_tile_t *q, const uint8_t *img,
+                           const uint8_t *src_end, const int64_t *off, const uint8_t *zrow,
+                           uint8_t *buf, int64_t kb) {
+    const int64_t IC = cv->IC, rowb = cv->kw * IC, K = cv->kpair;
+    const int64_t nrows = cv->kd * cv->kh, rs = cv->dh * cv->iw * IC;
+    int64_t od = q->o[0], oh = q->o[1], ow = q->o[2];
+    int16_t k0[3], k1[3];
+    tap_range(od, cv->kd, cv->sd, cv->dd, cv->pd, cv->id, &k0[0], &k1[0]);
+    tap_range(oh, cv->kh, cv->sh, cv->dh, cv->ph, cv->ih, &k0[1], &k1[1]);
+    /* 2-D kernel rows all inside the source along h */
+    int rows_in = cv->kd == 1 && k0[1] == 0 && k1[1] == cv->kh;
+    for (int r = 0; r < q->mr; ++r) {
+        uint8_t *o = buf + r * kb;
+        const uint8_t *s0 = img + off[r];
+        const int64_t x0 = ow * cv->sw - cv->pw; /* the window's first source column */
+        if (rows_in && x0 >= 0 && x0 + cv->kw <= cv->iw && rowb <= 32 &&
+            s0 + (nrows - 1) * rs + 32 <= src_end) {
+            /* the interior: fixed-size copies, one per kernel row */
+            for (int64_t j = 0; j < nrows; ++j) memcpy(o + j * rowb, s0 + j * rs, 32);
+        } else {
+            tap_range(ow, cv->kw, cv->sw, cv->dw, cv->pw, cv->iw, &k0[2], &k1[2]);
+            const int64_t w0 = k0[2] * IC, w1 = k1[2] * IC; /* the bytes of a row inside */
+            for (int64_t kd = 0; kd < cv->kd; ++kd) {
+                for (int64_t kh = 0; kh < cv->kh; ++kh) {
+                    uint8_t *d = o + (kd * cv->kh + kh) * rowb;
+                    const int in = kd >= k0[0] && kd < k1[0] && kh >= k0[1] && kh < k1[1] &&
+                                   w1 > w0;
+                    if (!in) {
+                        memcpy(d, zrow, (size_t)rowb);
+                        continue;
+                    }
+                    const uint8_t *s = s0 + (kd * cv->dd * cv->ih + kh * cv->dh) * cv->iw * IC;
+                    memcpy(d, zrow, (size_t)w0);
+                    memcpy(d + w0, s + w0, (size_t)(w1 - w0));
+                    memcpy(d + w1, zrow + w1, (size_t)(rowb - w1));
+                }
+            }
+        }
+        for (int64_t k = K; k < kb; ++k) o[k] = 0;
+        if (++ow == cv->ow) { /* the next output row */
+            ow = 0;
+            if (++oh == cv->oh) {
+                oh = 0;
+                ++od;
+                tap_range(od, cv->kd, cv->sd, cv->dd, cv->pd, cv->id, &k0[0], &k1[0]);
+            }
+            tap_range(oh, cv->kh, cv->sh, cv->dh, cv->ph, cv->ih, &k0[1], &k1[1]);
+            rows_in = cv->kd == 1 && k0[1] == 0 && k1[1] == cv->kh;
+        }
+    }
+}
+
+/* fold_all with a zero point the source type cannot hold: the taps of each pixel that read
+ * the (clamped) zero-point bytes, corrected per pixel */
+static void fold_pad_correction(const dnnq_conv_t *cv, const dnnq_conv_tile_t *q,
+                                const int32_t *pc, int nc, int32_t *acc) {
+    const int64_t ntaps = cv->kd * cv->kh * cv->kw;
+    for (int r = 0; r < q->mr; ++r) {
+        int16_t k0[3], k1[3];
+        pixel_box(cv, q->m + r, k0, k1);
+        for (int64_t ti = 0; ti < ntaps; ++ti) {
+            const int64_t kw = ti % cv->kw, kh = (ti / cv->kw) % cv->kh, kd = ti / cv->kw / cv->kh;
+            if (kd >= k0[0] && kd < k1[0] && kh >= k0[1] && kh < k1[1] && kw >= k0[2] &&
+                kw < k1[2])
+                continue;
+            const int32_t *cc = pc + ti * cv->OCg;
+            for (int j = 0; j < nc; ++j)
+                acc[r * DNNQ_NR + j] = (int32_t)((uint32_t)acc[r * DNNQ_NR + j] + (uint32_t)cc[j]);
+        }
+    }
+}
+
+/* each pixel's source offset (of its tap (0, 0, 0) position) */
+static void tile_offsets(const dnnq_conv_t *cv, const dnnq_conv_tile_t *q, int64_t *off) {
+    const int mr = q->mr;
+    if (q->mstep == 0) { /* consecutive pixels crossing output rows */
+        int64_t od = q->o[0], oh = q->o[1], ow = q->o[2];
+        for (int r = 0; r < mr; ++r) {
+            off[r] = (((od * cv->sd - cv->pd) * cv->ih + oh * cv->sh - cv->ph) * cv->iw +
+                      ow * cv->sw - cv->pw) * cv->IC;
+            if (++ow == cv->ow) {
+                ow = 0;
+                if (++oh == cv->oh) {
+                    oh = 0;
+                    ++od;
+                }
+            }
+        }
+    } else {
+        for (int r = 0; r < mr; ++r) off[r] = q->src + r * q->lda;
+    }
+}
+
 int dnnq_conv_run_item_tiles(const dnnq_conv_t *cv, int64_t item) {
     const int64_t c = item % cv->n_chunks;
     int64_t rest = item / cv->n_chunks;
@@ -184,18 +300,38 @@ int dnnq_conv_run_item_tiles(const dnnq_conv_t *cv, int64_t item) {
     /* the pairs, and the row pointers of raster tiles (mr per tap) */
     dnnq_br_pair_t *pairs = (dnnq_br_pair_t *)malloc(
         (sizeof(dnnq_br_pair_t) + sizeof(uint8_t *) * DNNQ_MR_MAX) * (size_t)ntaps);
-    if (!pairs) return -1;
+    /* fold_all: the windows of the chunk's pixels, rows of kb bytes (+ 64 bytes of slack),
+     * gathered before the first tile (the micro-kernel then reads no store in flight) */
+    const int64_t kb = cv->K4 * 4;
+    int64_t chunk_px = 0;
+    for (int64_t t = cv->chunks[c]; t < cv->chunks[c + 1]; ++t) chunk_px += cv->tiles[t].mr;
+    uint8_t *win = cv->fold_all ? (uint8_t *)malloc((size_t)(chunk_px * kb + 64)) : NULL;
+    if (!pairs || (cv->fold_all && !win)) {
+        free(pairs);
+        free(win);
+        return -1;
+    }
     const uint8_t **rows = (const uint8_t **)(pairs + ntaps);
-    int64_t off[DNNQ_MR_MAX]; /* raster tiles: each pixel's source offset */
+    int64_t off[DNNQ_MR_MAX]; /* each pixel's source offset */
 
     const uint8_t *img = cv->src + n * cv->id * cv->ih * cv->iw * cv->IC + g * cv->ICg;
     const uint8_t *src_end = cv->src + cv->N * cv->id * cv->ih * cv->iw * cv->IC;
     const uint8_t *zrow = cv->zp_rows + g * cv->kpair;
     int skip = -1; /* padding_adds_nothing, found at the first padded tap */
     const int64_t bstep = cv->K4 * 4 * DNNQ_NR;
-    const int8_t *bpanel = cv->packed + (g * cv->n_panels + p) * ntaps * bstep;
+    const int8_t *bpanel = cv->packed + (g * cv->n_panels + p) * cv->npairs * bstep;
     const int64_t ntw = cv->kw, nth = cv->kh;
     const int32_t *pc = cv->padcorr ? cv->padcorr + g * ntaps * cv->OCg + p * DNNQ_NR : NULL;
+
+    if (cv->fold_all) {
+        uint8_t *w = win;
+        for (int64_t t = cv->chunks[c]; t < cv->chunks[c + 1]; ++t) {
+            tile_offsets(cv, cv->tiles + t, off);
+            gather_windows(cv, cv->tiles + t, img, src_end, off, zrow, w, kb);
+            w += cv->tiles[t].mr * kb;
+        }
+    }
+    const uint8_t *wnext = win;
 
     int32_t tile[DNNQ_CONV_TILE_ROWS * DNNQ_NR] __attribute__((aligned(64)));
     int32_t col[DNNQ_MR_MAX * DNNQ_NR] __attribute__((aligned(64)));
@@ -205,20 +341,7 @@ int dnnq_conv_run_item_tiles(const dnnq_conv_t *cv, int64_t item) {
         const dnnq_conv_tile_t *q = cv->tiles + t;
         const int mr = q->mr;
         int32_t *acc;
-        if (q->mstep == 0) { /* consecutive pixels crossing output rows */
-            int64_t ow = q->m % cv->ow, oh = (q->m / cv->ow) % cv->oh, od = q->m / cv->ow / cv->oh;
-            for (int r = 0; r < mr; ++r) {
-                off[r] = (((od * cv->sd - cv->pd) * cv->ih + oh * cv->sh - cv->ph) * cv->iw +
-                          ow * cv->sw - cv->pw) * cv->IC;
-                if (++ow == cv->ow) {
-                    ow = 0;
-                    if (++oh == cv->oh) {
-                        oh = 0;
-                        ++od;
-                    }
-                }
-            }
-        }
+        tile_offsets(cv, q, off);
         if (q->mstep <= 1) {
             if (trows && (q->m != tm + trows || trows + mr > DNNQ_CONV_TILE_ROWS)) {
                 cv->epilogue(&ge, 0, tm, trows, p, tile);
@@ -230,7 +353,18 @@ int dnnq_conv_run_item_tiles(const dnnq_conv_t *cv, int64_t item) {
             acc = col;
         }
         int64_t np = 0;
-        for (int64_t kd = 0; kd < cv->kd; ++kd) {
+        const int padded = (q->k1[0] - q->k0[0]) * (q->k1[1] - q->k0[1]) *
+                               (q->k1[2] - q->k0[2]) < ntaps;
+        if (cv->fold_all) { /* one pair: the gathered windows */
+            pairs[0].a = wnext;
+            wnext += mr * kb;
+            pairs[0].lda = kb;
+            pairs[0].rows = NULL;
+            pairs[0].b = bpanel;
+            pairs[0].K = kb;
+            np = 1;
+        }
+        for (int64_t kd = 0; kd < cv->kd && !cv->fold_all; ++kd) {
             const int in_d = kd >= q->k0[0] && kd < q->k1[0];
             for (int64_t kh = 0; kh < nth; ++kh) {
                 const int in_h = in_d && kh >= q->k0[1] && kh < q->k1[1];
@@ -270,7 +404,10 @@ int dnnq_conv_run_item_tiles(const dnnq_conv_t *cv, int64_t item) {
         }
         if (np) cv->brgemm(mr, np, pairs, cv->a_xor, 0, acc);
         else memset(acc, 0, sizeof(int32_t) * DNNQ_NR * (size_t)mr);
-        if (pc && skip == 0) { /* zero points the source type cannot hold: per padded tap */
+        if (pc && cv->fold_all) {
+            fold_pad_correction(cv, q, pc, nc, acc);
+        } else if (pc && padded) { /* zero points the source type cannot hold: per padded tap (read
+                             * from the zero-point row, never skipped then) */
             for (int64_t ti = 0; ti < ntaps; ++ti) {
                 const int64_t kw = ti % ntw, kh = (ti / ntw) % nth, kd = ti / ntw / nth;
                 if (kd >= q->k0[0] && kd < q->k1[0] && kh >= q->k0[1] && kh < q->k1[1] &&
@@ -292,5 +429,6 @@ int dnnq_conv_run_item_tiles(const dnnq_conv_t *cv, int64_t item) {
     }
     if (trows) cv->epilogue(&ge, 0, tm, trows, p, tile);
     free(pairs);
+    free(win);
     return 0;
 }
