@@ -18,7 +18,7 @@ cdef extern from "dnnq_conv.h" nogil:
         int64_t sd, sh, sw
         int64_t dd, dh, dw
         int64_t pd, ph, pw
-        int deconv, depthwise, fold_kw, fold_all
+        int deconv, depthwise, fold_kw
         int64_t kpair, npairs, K4, n_panels, mc
         int mr
         const uint8_t *src

@@ -69,7 +69,6 @@ cdef class ConvPlan:
         cv.dd, cv.dh, cv.dw = geom["steps"]
         cv.pd, cv.ph, cv.pw = geom["pads"]
         cv.deconv, cv.depthwise, cv.fold_kw = geom["deconv"], geom["depthwise"], geom["fold_kw"]
-        cv.fold_all = geom.get("fold_all", 0)
         cv.kpair, cv.npairs = geom["kpair"], geom["npairs"]
         cv.K4 = (cv.kpair + 3) // 4
         cols = cv.OC if cv.depthwise else cv.OCg

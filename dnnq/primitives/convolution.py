@@ -108,7 +108,7 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
         self._dw_s16_layout = "pairs" if avx512 else "natural"
         self._packed_sizes = packed_sizes(geo, self._dw_layout)
         kernel = ("dw" if geo.depthwise else "brgconv_1x1" if geo.is_gemm else
-                  "brgconv_fold" if geo.fold_kw or geo.fold_all else "brgconv")
+                  "brgconv_fold" if geo.fold_kw else "brgconv")
         self.impl_info = f"{_ISA_NAME.get(self._isa, self._isa)}:{kernel}"
         self._plan = self._make_plan()
         self._zrows = {}
@@ -214,7 +214,6 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
         g = dict(N=geo.N, G=geo.G, ICg=geo.ICg, OCg=geo.OCg, src=geo.src, dst=geo.dst,
                  kernel=geo.kernel, strides=geo.strides, steps=geo.steps, pads=geo.pads,
                  deconv=int(geo.deconv), depthwise=int(geo.depthwise), fold_kw=int(geo.fold_kw),
-                 fold_all=int(geo.fold_all),
                  kpair=geo.kpair, npairs=geo.npairs, mc=mc, mr=mr,
                  dw_strides=(depthwise_panel_stride(geo, self._dw_s16_layout),
                              depthwise_panel_stride(geo, "vnni4")))
@@ -315,8 +314,8 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
             geo = self._geo
             if geo.depthwise:
                 rows = np.broadcast_to(vals, (geo.IC,))
-            elif geo.fold_kw or geo.fold_all:
-                rows = np.tile(np.broadcast_to(vals, (geo.IC,)), geo.kpair // geo.IC)
+            elif geo.fold_kw:
+                rows = np.tile(np.broadcast_to(vals, (geo.IC,)), geo.kernel[2])
             else:
                 rows = np.broadcast_to(vals, (geo.IC,)).reshape(geo.G, geo.ICg)
             rows = np.ascontiguousarray(rows.astype(np.int8 if self.src_desc.dt == "s8"

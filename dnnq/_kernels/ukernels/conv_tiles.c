@@ -45,7 +45,9 @@ static int64_t rect_tiles(const dnnq_conv_t *cv, int64_t od, int64_t h0, int64_t
     const int64_t H = h1 - h0, W = w1 - w0;
     const int64_t per_row = (W + mr - 1) / mr, per_col = (H + mr - 1) / mr;
     const int64_t raster = (H * W + mr - 1) / mr;
-    int kind = H * per_row <= W * per_col ? 1 : 2; /* 1: along w, 2: along h, 0: raster */
+    /* 1: along w, 2: along h, 0: raster; fold_kw: not along h (the epilogue of a border
+     * column costs a call per pixel, and its gathered rows about as much as its taps) */
+    int kind = H * per_row <= W * per_col || cv->fold_kw ? 1 : 2;
     if (w0 == 0 && w1 == cv->ow && H > 1 &&
         raster < (kind == 1 ? H * per_row : W * per_col))
         kind = 0;
@@ -82,14 +84,6 @@ static int64_t image_tiles(const dnnq_conv_t *cv, int mr, dnnq_conv_tile_t *out)
     for (int64_t od = 0; od < cv->od; ++od) {
         int16_t k0[3], k1[3];
         tap_range(od, cv->kd, cv->sd, cv->dd, cv->pd, cv->id, &k0[0], &k1[0]);
-        if (cv->fold_all) { /* runs along whole output rows: gather_windows finds the taps
-                             * each pixel reads (the epilogue then takes whole rows) */
-            k0[0] = k0[1] = k0[2] = 0;
-            k1[0] = (int16_t)cv->kd, k1[1] = (int16_t)cv->kh, k1[2] = (int16_t)cv->kw;
-            for (int64_t oh = 0; oh < cv->oh; ++oh)
-                n += rect_tiles(cv, od, oh, oh + 1, 0, cv->ow, k0, k1, mr, out ? out + n : NULL);
-            continue;
-        }
         for (int64_t h0 = 0, h1; h0 < cv->oh; h0 = h1) {
             tap_range(h0, cv->kh, cv->sh, cv->dh, cv->ph, cv->ih, &k0[1], &k1[1]);
             for (h1 = h0 + 1; h1 < cv->oh; ++h1) {
@@ -115,7 +109,7 @@ int dnnq_conv_build_tiles(dnnq_conv_t *cv) {
     cv->tiles = NULL;
     cv->chunks = NULL;
     cv->n_chunks = 0;
-    if (cv->deconv || cv->depthwise || cv->fold_kw) return 0; /* fold_all: tiled */
+    if (cv->deconv || cv->depthwise) return 0;
     const int mr = cv->mr < DNNQ_MR_MAX ? cv->mr : DNNQ_MR_MAX;
     const int64_t nt = image_tiles(cv, mr, NULL);
     dnnq_conv_tile_t *tiles = (dnnq_conv_tile_t *)malloc(sizeof(dnnq_conv_tile_t) * (size_t)nt);
@@ -178,91 +172,6 @@ static int padding_adds_nothing(const dnnq_conv_t *cv, const uint8_t *zrow) {
     return 1;
 }
 
-/* the box of taps output pixel m reads inside the source */
-static void pixel_box(const dnnq_conv_t *cv, int64_t m, int16_t *k0, int16_t *k1) {
-    const int64_t ow = m % cv->ow, oh = (m / cv->ow) % cv->oh, od = m / cv->ow / cv->oh;
-    tap_range(od, cv->kd, cv->sd, cv->dd, cv->pd, cv->id, &k0[0], &k1[0]);
-    tap_range(oh, cv->kh, cv->sh, cv->dh, cv->ph, cv->ih, &k0[1], &k1[1]);
-    tap_range(ow, cv->kw, cv->sw, cv->dw, cv->pw, cv->iw, &k0[2], &k1[2]);
-}
-
-/* fold_all: the whole window of each pixel of the (consecutive-pixel) tile q, (kd, kh, kw, ic)
- * bytes, into buf + r * kb (K = taps * IC bytes, zeros up to kb, where the weights are zero);
- * taps outside the source hold the zero-point bytes.  Kernel rows are dense along w (KW * IC
- * <= 64 bytes): in the interior each is one fixed-size copy, written in order so that the
- * bytes it writes past its end are overwritten by the next one (buf has 64 bytes of slack). */
-static void gather_windows(const dnnq_conv_t *cv, const dnnq_conv_tile_t *q, const uint8_t *img,
-                           const uint8_t *src_end, const int64_t *off, const uint8_t *zrow,
-                           uint8_t *buf, int64_t kb) {
-    const int64_t IC = cv->IC, rowb = cv->kw * IC, K = cv->kpair;
-    const int64_t nrows = cv->kd * cv->kh, rs = cv->dh * cv->iw * IC;
-    int64_t od = q->o[0], oh = q->o[1], ow = q->o[2];
-    int16_t k0[3], k1[3];
-    tap_range(od, cv->kd, cv->sd, cv->dd, cv->pd, cv->id, &k0[0], &k1[0]);
-    tap_range(oh, cv->kh, cv->sh, cv->dh, cv->ph, cv->ih, &k0[1], &k1[1]);
-    /* 2-D kernel rows all inside the source along h */
-    int rows_in = cv->kd == 1 && k0[1] == 0 && k1[1] == cv->kh;
-    for (int r = 0; r < q->mr; ++r) {
-        uint8_t *o = buf + r * kb;
-        const uint8_t *s0 = img + off[r];
-        const int64_t x0 = ow * cv->sw - cv->pw; /* the window's first source column */
-        if (rows_in && x0 >= 0 && x0 + cv->kw <= cv->iw && rowb <= 32 &&
-            s0 + (nrows - 1) * rs + 32 <= src_end) {
-            /* the interior: fixed-size copies, one per kernel row */
-            for (int64_t j = 0; j < nrows; ++j) memcpy(o + j * rowb, s0 + j * rs, 32);
-        } else {
-            tap_range(ow, cv->kw, cv->sw, cv->dw, cv->pw, cv->iw, &k0[2], &k1[2]);
-            const int64_t w0 = k0[2] * IC, w1 = k1[2] * IC; /* the bytes of a row inside */
-            for (int64_t kd = 0; kd < cv->kd; ++kd) {
-                for (int64_t kh = 0; kh < cv->kh; ++kh) {
-                    uint8_t *d = o + (kd * cv->kh + kh) * rowb;
-                    const int in = kd >= k0[0] && kd < k1[0] && kh >= k0[1] && kh < k1[1] &&
-                                   w1 > w0;
-                    if (!in) {
-                        memcpy(d, zrow, (size_t)rowb);
-                        continue;
-                    }
-                    const uint8_t *s = s0 + (kd * cv->dd * cv->ih + kh * cv->dh) * cv->iw * IC;
-                    memcpy(d, zrow, (size_t)w0);
-                    memcpy(d + w0, s + w0, (size_t)(w1 - w0));
-                    memcpy(d + w1, zrow + w1, (size_t)(rowb - w1));
-                }
-            }
-        }
-        for (int64_t k = K; k < kb; ++k) o[k] = 0;
-        if (++ow == cv->ow) { /* the next output row */
-            ow = 0;
-            if (++oh == cv->oh) {
-                oh = 0;
-                ++od;
-                tap_range(od, cv->kd, cv->sd, cv->dd, cv->pd, cv->id, &k0[0], &k1[0]);
-            }
-            tap_range(oh, cv->kh, cv->sh, cv->dh, cv->ph, cv->ih, &k0[1], &k1[1]);
-            rows_in = cv->kd == 1 && k0[1] == 0 && k1[1] == cv->kh;
-        }
-    }
-}
-
-/* fold_all with a zero point the source type cannot hold: the taps of each pixel that read
- * the (clamped) zero-point bytes, corrected per pixel */
-static void fold_pad_correction(const dnnq_conv_t *cv, const dnnq_conv_tile_t *q,
-                                const int32_t *pc, int nc, int32_t *acc) {
-    const int64_t ntaps = cv->kd * cv->kh * cv->kw;
-    for (int r = 0; r < q->mr; ++r) {
-        int16_t k0[3], k1[3];
-        pixel_box(cv, q->m + r, k0, k1);
-        for (int64_t ti = 0; ti < ntaps; ++ti) {
-            const int64_t kw = ti % cv->kw, kh = (ti / cv->kw) % cv->kh, kd = ti / cv->kw / cv->kh;
-            if (kd >= k0[0] && kd < k1[0] && kh >= k0[1] && kh < k1[1] && kw >= k0[2] &&
-                kw < k1[2])
-                continue;
-            const int32_t *cc = pc + ti * cv->OCg;
-            for (int j = 0; j < nc; ++j)
-                acc[r * DNNQ_NR + j] = (int32_t)((uint32_t)acc[r * DNNQ_NR + j] + (uint32_t)cc[j]);
-        }
-    }
-}
-
 /* each pixel's source offset (of its tap (0, 0, 0) position) */
 static void tile_offsets(const dnnq_conv_t *cv, const dnnq_conv_tile_t *q, int64_t *off) {
     const int mr = q->mr;
@@ -284,6 +193,17 @@ static void tile_offsets(const dnnq_conv_t *cv, const dnnq_conv_tile_t *q, int64
     }
 }
 
+/* fold_kw: kernel row (kd, kh) of a pixel at a border along w (at s), its KW * IC bytes
+ * with the zero-point bytes for the taps outside [kw0, kw1), zeros up to kb */
+static void gather_row(const dnnq_conv_t *cv, const uint8_t *s, const uint8_t *zrow, int kw0,
+                       int kw1, int64_t kb, uint8_t *out) {
+    const int64_t IC = cv->IC, w0 = kw0 * IC, w1 = kw1 * IC, rowb = cv->kw * IC;
+    memcpy(out, zrow, (size_t)w0);
+    memcpy(out + w0, s + w0, (size_t)(w1 - w0));
+    memcpy(out + w1, zrow + w1, (size_t)(rowb - w1));
+    memset(out + rowb, 0, (size_t)(kb - rowb));
+}
+
 int dnnq_conv_run_item_tiles(const dnnq_conv_t *cv, int64_t item) {
     const int64_t c = item % cv->n_chunks;
     int64_t rest = item / cv->n_chunks;
@@ -293,45 +213,31 @@ int dnnq_conv_run_item_tiles(const dnnq_conv_t *cv, int64_t item) {
     const int64_t n = rest / cv->G;
     const int nc = (int)(cv->OCg - p * DNNQ_NR < DNNQ_NR ? cv->OCg - p * DNNQ_NR : DNNQ_NR);
     const int64_t ntaps = cv->kd * cv->kh * cv->kw;
+    const int fold = cv->fold_kw;                /* pairs are kernel rows of KW taps */
+    const int64_t ntw = fold ? 1 : cv->kw, nth = cv->kh;
+    const int64_t kb = cv->K4 * 4;               /* bytes of a pair's packed K */
 
     dnnq_gemm_args_t ge;
     dnnq_postop_t post[DNNQ_CONV_MAX_POST];
     dnnq_conv_item_epilogue_args(cv, n, g, &ge, post);
-    /* the pairs, and the row pointers of raster tiles (mr per tap) */
+    /* the pairs, the row pointers of raster tiles (mr per pair) and, for fold_kw, the gathered
+     * kernel rows of a border pixel (kb bytes per pair) */
+    const int64_t np_max = cv->npairs;
     dnnq_br_pair_t *pairs = (dnnq_br_pair_t *)malloc(
-        (sizeof(dnnq_br_pair_t) + sizeof(uint8_t *) * DNNQ_MR_MAX) * (size_t)ntaps);
-    /* fold_all: the windows of the chunk's pixels, rows of kb bytes (+ 64 bytes of slack),
-     * gathered before the first tile (the micro-kernel then reads no store in flight) */
-    const int64_t kb = cv->K4 * 4;
-    int64_t chunk_px = 0;
-    for (int64_t t = cv->chunks[c]; t < cv->chunks[c + 1]; ++t) chunk_px += cv->tiles[t].mr;
-    uint8_t *win = cv->fold_all ? (uint8_t *)malloc((size_t)(chunk_px * kb + 64)) : NULL;
-    if (!pairs || (cv->fold_all && !win)) {
-        free(pairs);
-        free(win);
-        return -1;
-    }
-    const uint8_t **rows = (const uint8_t **)(pairs + ntaps);
+        (sizeof(dnnq_br_pair_t) + sizeof(uint8_t *) * DNNQ_MR_MAX) * (size_t)np_max +
+        (fold ? (size_t)(np_max * DNNQ_MR_MAX * kb) : 0));
+    if (!pairs) return -1;
+    const uint8_t **rows = (const uint8_t **)(pairs + np_max);
+    uint8_t *grows = (uint8_t *)(rows + np_max * DNNQ_MR_MAX);
     int64_t off[DNNQ_MR_MAX]; /* each pixel's source offset */
 
     const uint8_t *img = cv->src + n * cv->id * cv->ih * cv->iw * cv->IC + g * cv->ICg;
     const uint8_t *src_end = cv->src + cv->N * cv->id * cv->ih * cv->iw * cv->IC;
     const uint8_t *zrow = cv->zp_rows + g * cv->kpair;
     int skip = -1; /* padding_adds_nothing, found at the first padded tap */
-    const int64_t bstep = cv->K4 * 4 * DNNQ_NR;
-    const int8_t *bpanel = cv->packed + (g * cv->n_panels + p) * cv->npairs * bstep;
-    const int64_t ntw = cv->kw, nth = cv->kh;
+    const int64_t bstep = kb * DNNQ_NR;
+    const int8_t *bpanel = cv->packed + (g * cv->n_panels + p) * np_max * bstep;
     const int32_t *pc = cv->padcorr ? cv->padcorr + g * ntaps * cv->OCg + p * DNNQ_NR : NULL;
-
-    if (cv->fold_all) {
-        uint8_t *w = win;
-        for (int64_t t = cv->chunks[c]; t < cv->chunks[c + 1]; ++t) {
-            tile_offsets(cv, cv->tiles + t, off);
-            gather_windows(cv, cv->tiles + t, img, src_end, off, zrow, w, kb);
-            w += cv->tiles[t].mr * kb;
-        }
-    }
-    const uint8_t *wnext = win;
 
     int32_t tile[DNNQ_CONV_TILE_ROWS * DNNQ_NR] __attribute__((aligned(64)));
     int32_t col[DNNQ_MR_MAX * DNNQ_NR] __attribute__((aligned(64)));
@@ -352,25 +258,17 @@ int dnnq_conv_run_item_tiles(const dnnq_conv_t *cv, int64_t item) {
         } else {
             acc = col;
         }
+        /* fold_kw: are all KW taps of a kernel row inside the source? */
+        const int full_w = !fold || (q->k0[2] == 0 && q->k1[2] == cv->kw);
         int64_t np = 0;
-        const int padded = (q->k1[0] - q->k0[0]) * (q->k1[1] - q->k0[1]) *
-                               (q->k1[2] - q->k0[2]) < ntaps;
-        if (cv->fold_all) { /* one pair: the gathered windows */
-            pairs[0].a = wnext;
-            wnext += mr * kb;
-            pairs[0].lda = kb;
-            pairs[0].rows = NULL;
-            pairs[0].b = bpanel;
-            pairs[0].K = kb;
-            np = 1;
-        }
-        for (int64_t kd = 0; kd < cv->kd && !cv->fold_all; ++kd) {
+        for (int64_t kd = 0; kd < cv->kd; ++kd) {
             const int in_d = kd >= q->k0[0] && kd < q->k1[0];
             for (int64_t kh = 0; kh < nth; ++kh) {
                 const int in_h = in_d && kh >= q->k0[1] && kh < q->k1[1];
                 for (int64_t kw = 0; kw < ntw; ++kw) {
-                    const int64_t ti = (kd * nth + kh) * ntw + kw;
-                    const int in = in_h && kw >= q->k0[2] && kw < q->k1[2];
+                    const int64_t ti = (kd * nth + kh) * ntw + kw; /* the pair */
+                    const int in = in_h && (fold ? q->k1[2] > q->k0[2]
+                                                 : kw >= q->k0[2] && kw < q->k1[2]);
                     if (!in && skip < 0) skip = padding_adds_nothing(cv, zrow);
                     if (!in && skip) continue;
                     dnnq_br_pair_t *pr = pairs + np++;
@@ -384,6 +282,16 @@ int dnnq_conv_run_item_tiles(const dnnq_conv_t *cv, int64_t item) {
                     }
                     const int64_t delta =
                         ((kd * cv->dd * cv->ih + kh * cv->dh) * cv->iw + kw * cv->dw) * cv->IC;
+                    if (!full_w) { /* pixels at a border along w: kernel rows gathered */
+                        uint8_t *gr = grows + (np - 1) * DNNQ_MR_MAX * kb;
+                        for (int r = 0; r < mr; ++r)
+                            gather_row(cv, img + off[r] + delta, zrow, q->k0[2], q->k1[2], kb,
+                                       gr + r * kb);
+                        pr->a = gr;
+                        pr->lda = kb;
+                        pr->K = kb;
+                        continue;
+                    }
                     if (q->mstep == 0) { /* raster: a row pointer per pixel, K as it is */
                         const uint8_t **rp = rows + (np - 1) * DNNQ_MR_MAX;
                         for (int r = 0; r < mr; ++r) rp[r] = img + off[r] + delta;
@@ -397,19 +305,16 @@ int dnnq_conv_run_item_tiles(const dnnq_conv_t *cv, int64_t item) {
                     /* K rounded up to a multiple of 4 where that stays inside the source: the
                      * extra bytes meet the zero padding of the packed weights, and the
                      * micro-kernel needs no K % 4 tail pass */
-                    if ((cv->kpair & 3) && pr->a + (mr - 1) * q->lda + bstep / DNNQ_NR <= src_end)
-                        pr->K = cv->K4 * 4;
+                    if ((cv->kpair & 3) && pr->a + (mr - 1) * q->lda + kb <= src_end) pr->K = kb;
                 }
             }
         }
         if (np) cv->brgemm(mr, np, pairs, cv->a_xor, 0, acc);
         else memset(acc, 0, sizeof(int32_t) * DNNQ_NR * (size_t)mr);
-        if (pc && cv->fold_all) {
-            fold_pad_correction(cv, q, pc, nc, acc);
-        } else if (pc && padded) { /* zero points the source type cannot hold: per padded tap (read
-                             * from the zero-point row, never skipped then) */
+        if (pc) { /* zero points the source type cannot hold (padded taps never skipped then):
+                   * per tap read from the zero-point bytes */
             for (int64_t ti = 0; ti < ntaps; ++ti) {
-                const int64_t kw = ti % ntw, kh = (ti / ntw) % nth, kd = ti / ntw / nth;
+                const int64_t kw = ti % cv->kw, kh = (ti / cv->kw) % nth, kd = ti / cv->kw / nth;
                 if (kd >= q->k0[0] && kd < q->k1[0] && kh >= q->k0[1] && kh < q->k1[1] &&
                     kw >= q->k0[2] && kw < q->k1[2])
                     continue;
@@ -429,6 +334,5 @@ int dnnq_conv_run_item_tiles(const dnnq_conv_t *cv, int64_t item) {
     }
     if (trows) cv->epilogue(&ge, 0, tm, trows, p, tile);
     free(pairs);
-    free(win);
     return 0;
 }

@@ -52,8 +52,6 @@ typedef struct {
     int deconv;                      /* 1: the source pixel of a tap is (o + p - k*d) / s */
     int depthwise;                   /* 1: ICg = OCg = 1, the dedicated kernel */
     int fold_kw;                     /* pairs of K = KW * IC (G == 1, dense along w) */
-    int fold_all;                    /* one pair of K = taps * IC, each tile's windows gathered
-                                      * (few channels, G == 1, dense along w; conv_tiles.c) */
     int64_t kpair, npairs, K4, n_panels;
     int64_t mc;                      /* output pixels per work item */
     int mr;                          /* rows per micro-kernel call */
