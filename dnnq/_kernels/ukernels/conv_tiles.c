@@ -243,6 +243,8 @@ int dnnq_conv_run_item_tiles(const dnnq_conv_t *cv, int64_t item) {
     int32_t col[DNNQ_MR_MAX * DNNQ_NR] __attribute__((aligned(64)));
     int64_t tm = 0; /* first pixel of the pending tile (consecutive pixels) */
     int trows = 0;
+    const dnnq_conv_tile_t *prev = NULL; /* the tile whose pairs are in `pairs` */
+    int64_t np = 0;
     for (int64_t t = cv->chunks[c]; t < cv->chunks[c + 1]; ++t) {
         const dnnq_conv_tile_t *q = cv->tiles + t;
         const int mr = q->mr;
@@ -260,8 +262,23 @@ int dnnq_conv_run_item_tiles(const dnnq_conv_t *cv, int64_t item) {
         }
         /* fold_kw: are all KW taps of a kernel row inside the source? */
         const int full_w = !fold || (q->k0[2] == 0 && q->k1[2] == cv->kw);
-        int64_t np = 0;
-        for (int64_t kd = 0; kd < cv->kd; ++kd) {
+        /* the next run tile of a rectangle: the previous pairs moved by the source distance */
+        const int reuse = prev && prev->mstep == 1 && q->mstep == 1 && full_w &&
+                          prev->mr == mr && !memcmp(prev->k0, q->k0, sizeof q->k0) &&
+                          !memcmp(prev->k1, q->k1, sizeof q->k1);
+        if (reuse) {
+            const int64_t d = q->src - prev->src;
+            for (int64_t i = 0; i < np; ++i) {
+                dnnq_br_pair_t *pr = pairs + i;
+                if (!pr->lda) continue; /* the zero-point row */
+                pr->a += d;
+                pr->K = (cv->kpair & 3) && pr->a + (mr - 1) * pr->lda + kb <= src_end ? kb
+                                                                                     : cv->kpair;
+            }
+        }
+        prev = q;
+        if (!reuse) np = 0;
+        for (int64_t kd = 0; kd < cv->kd && !reuse; ++kd) {
             const int in_d = kd >= q->k0[0] && kd < q->k1[0];
             for (int64_t kh = 0; kh < nth; ++kh) {
                 const int in_h = in_d && kh >= q->k0[1] && kh < q->k1[1];
