@@ -48,7 +48,7 @@ static int64_t rect_tiles(const dnnq_conv_t *cv, int64_t od, int64_t h0, int64_t
     /* 1: along w, 2: along h, 0: raster; fold_kw: not along h (the epilogue of a border
      * column costs a call per pixel, and its gathered rows about as much as its taps) */
     int kind = H * per_row <= W * per_col || cv->fold_kw ? 1 : 2;
-    if (w0 == 0 && w1 == cv->ow && H > 1 &&
+    if (w0 == 0 && w1 == cv->ow && H > 1 && k0[2] >= 0 && /* not a mixed run */
         raster < (kind == 1 ? H * per_row : W * per_col))
         kind = 0;
     const int64_t runs = kind == 0 ? 1 : kind == 1 ? H : W;
@@ -93,11 +93,15 @@ static int64_t image_tiles(const dnnq_conv_t *cv, int mr, dnnq_conv_tile_t *out)
             }
             for (int64_t w0 = 0, w1; w0 < cv->ow; w0 = w1) {
                 tap_range(w0, cv->kw, cv->sw, cv->dw, cv->pw, cv->iw, &k0[2], &k1[2]);
+                /* fold_kw: the pixels whose kernel rows are not all inside form one run of
+                 * mixed ranges (k0[2] = -1): each pixel's rows are gathered anyway */
+                const int mixed = cv->fold_kw && (k0[2] != 0 || k1[2] != cv->kw);
                 for (w1 = w0 + 1; w1 < cv->ow; ++w1) {
                     int16_t a, b;
                     tap_range(w1, cv->kw, cv->sw, cv->dw, cv->pw, cv->iw, &a, &b);
-                    if (a != k0[2] || b != k1[2]) break;
+                    if (mixed ? a == 0 && b == cv->kw : a != k0[2] || b != k1[2]) break;
                 }
+                if (mixed) k0[2] = -1;
                 n += rect_tiles(cv, od, h0, h1, w0, w1, k0, k1, mr, out ? out + n : NULL);
             }
         }
@@ -260,8 +264,15 @@ int dnnq_conv_run_item_tiles(const dnnq_conv_t *cv, int64_t item) {
         } else {
             acc = col;
         }
-        /* fold_kw: are all KW taps of a kernel row inside the source? */
+        /* fold_kw: are all KW taps of a kernel row inside the source?  (else each pixel's
+         * range of taps inside, along w) */
         const int full_w = !fold || (q->k0[2] == 0 && q->k1[2] == cv->kw);
+        int16_t kw0[DNNQ_MR_MAX], kw1[DNNQ_MR_MAX];
+        for (int r = 0; r < mr && (!full_w || pc); ++r) {
+            kw0[r] = q->k0[2], kw1[r] = q->k1[2];
+            if (q->k0[2] < 0) /* a run of mixed ranges (mstep 1) */
+                tap_range(q->o[2] + r, cv->kw, cv->sw, cv->dw, cv->pw, cv->iw, &kw0[r], &kw1[r]);
+        }
         /* the next run tile of a rectangle: the previous pairs moved by the source distance */
         const int reuse = prev && prev->mstep == 1 && q->mstep == 1 && full_w &&
                           prev->mr == mr && !memcmp(prev->k0, q->k0, sizeof q->k0) &&
@@ -284,7 +295,7 @@ int dnnq_conv_run_item_tiles(const dnnq_conv_t *cv, int64_t item) {
                 const int in_h = in_d && kh >= q->k0[1] && kh < q->k1[1];
                 for (int64_t kw = 0; kw < ntw; ++kw) {
                     const int64_t ti = (kd * nth + kh) * ntw + kw; /* the pair */
-                    const int in = in_h && (fold ? q->k1[2] > q->k0[2]
+                    const int in = in_h && (fold ? q->k0[2] < 0 || q->k1[2] > q->k0[2]
                                                  : kw >= q->k0[2] && kw < q->k1[2]);
                     if (!in && skip < 0) skip = padding_adds_nothing(cv, zrow);
                     if (!in && skip) continue;
@@ -302,7 +313,7 @@ int dnnq_conv_run_item_tiles(const dnnq_conv_t *cv, int64_t item) {
                     if (!full_w) { /* pixels at a border along w: kernel rows gathered */
                         uint8_t *gr = grows + (np - 1) * DNNQ_MR_MAX * kb;
                         for (int r = 0; r < mr; ++r)
-                            gather_row(cv, img + off[r] + delta, zrow, q->k0[2], q->k1[2], kb,
+                            gather_row(cv, img + off[r] + delta, zrow, kw0[r], kw1[r], kb,
                                        gr + r * kb);
                         pr->a = gr;
                         pr->lda = kb;
@@ -332,14 +343,15 @@ int dnnq_conv_run_item_tiles(const dnnq_conv_t *cv, int64_t item) {
                    * per tap read from the zero-point bytes */
             for (int64_t ti = 0; ti < ntaps; ++ti) {
                 const int64_t kw = ti % cv->kw, kh = (ti / cv->kw) % nth, kd = ti / cv->kw / nth;
-                if (kd >= q->k0[0] && kd < q->k1[0] && kh >= q->k0[1] && kh < q->k1[1] &&
-                    kw >= q->k0[2] && kw < q->k1[2])
-                    continue;
+                const int in_dh = kd >= q->k0[0] && kd < q->k1[0] && kh >= q->k0[1] &&
+                                  kh < q->k1[1];
                 const int32_t *cc = pc + ti * cv->OCg;
-                for (int r = 0; r < mr; ++r)
+                for (int r = 0; r < mr; ++r) {
+                    if (in_dh && kw >= kw0[r] && kw < kw1[r]) continue;
                     for (int j = 0; j < nc; ++j)
                         acc[r * DNNQ_NR + j] =
                             (int32_t)((uint32_t)acc[r * DNNQ_NR + j] + (uint32_t)cc[j]);
+                }
             }
         }
         if (q->mstep <= 1) {
