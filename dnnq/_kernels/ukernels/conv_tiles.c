@@ -17,14 +17,14 @@
 
 /* the taps [lo, hi) of one dimension that read inside the source for output coordinate o */
 static void tap_range(int64_t o, int64_t K, int64_t s, int64_t d, int64_t p, int64_t I,
-                      int16_t *lo, int16_t *hi) {
+                      int32_t *lo, int32_t *hi) {
     const int64_t b = o * s - p; /* the source coordinate of tap 0 */
     int64_t l = b >= 0 ? 0 : (-b + d - 1) / d;
     int64_t h = b > I - 1 ? 0 : (I - 1 - b) / d + 1;
     if (h > K) h = K;
     if (l > h) l = h;
-    *lo = (int16_t)l;
-    *hi = (int16_t)h;
+    *lo = (int32_t)l;
+    *hi = (int32_t)h;
 }
 
 static int cmp_tile(const void *a, const void *b) {
@@ -40,7 +40,7 @@ static int cmp_tile(const void *a, const void *b) {
  * Each run is split evenly into tiles of at most mr pixels.  Returns the count; writes them
  * when `out` is given. */
 static int64_t rect_tiles(const dnnq_conv_t *cv, int64_t od, int64_t h0, int64_t h1, int64_t w0,
-                          int64_t w1, const int16_t *k0, const int16_t *k1, int mr,
+                          int64_t w1, const int32_t *k0, const int32_t *k1, int mr,
                           dnnq_conv_tile_t *out) {
     const int64_t H = h1 - h0, W = w1 - w0;
     const int64_t per_row = (W + mr - 1) / mr, per_col = (H + mr - 1) / mr;
@@ -82,12 +82,12 @@ static int64_t rect_tiles(const dnnq_conv_t *cv, int64_t od, int64_t h0, int64_t
 static int64_t image_tiles(const dnnq_conv_t *cv, int mr, dnnq_conv_tile_t *out) {
     int64_t n = 0;
     for (int64_t od = 0; od < cv->od; ++od) {
-        int16_t k0[3], k1[3];
+        int32_t k0[3], k1[3];
         tap_range(od, cv->kd, cv->sd, cv->dd, cv->pd, cv->id, &k0[0], &k1[0]);
         for (int64_t h0 = 0, h1; h0 < cv->oh; h0 = h1) {
             tap_range(h0, cv->kh, cv->sh, cv->dh, cv->ph, cv->ih, &k0[1], &k1[1]);
             for (h1 = h0 + 1; h1 < cv->oh; ++h1) {
-                int16_t a, b;
+                int32_t a, b;
                 tap_range(h1, cv->kh, cv->sh, cv->dh, cv->ph, cv->ih, &a, &b);
                 if (a != k0[1] || b != k1[1]) break;
             }
@@ -97,7 +97,7 @@ static int64_t image_tiles(const dnnq_conv_t *cv, int mr, dnnq_conv_tile_t *out)
                  * mixed ranges (k0[2] = -1): each pixel's rows are gathered anyway */
                 const int mixed = cv->fold_kw && (k0[2] != 0 || k1[2] != cv->kw);
                 for (w1 = w0 + 1; w1 < cv->ow; ++w1) {
-                    int16_t a, b;
+                    int32_t a, b;
                     tap_range(w1, cv->kw, cv->sw, cv->dw, cv->pw, cv->iw, &a, &b);
                     if (mixed ? a == 0 && b == cv->kw : a != k0[2] || b != k1[2]) break;
                 }
@@ -267,7 +267,7 @@ int dnnq_conv_run_item_tiles(const dnnq_conv_t *cv, int64_t item) {
         /* fold_kw: are all KW taps of a kernel row inside the source?  (else each pixel's
          * range of taps inside, along w) */
         const int full_w = !fold || (q->k0[2] == 0 && q->k1[2] == cv->kw);
-        int16_t kw0[DNNQ_MR_MAX], kw1[DNNQ_MR_MAX];
+        int32_t kw0[DNNQ_MR_MAX], kw1[DNNQ_MR_MAX];
         for (int r = 0; r < mr && (!full_w || pc); ++r) {
             kw0[r] = q->k0[2], kw1[r] = q->k1[2];
             if (q->k0[2] < 0) /* a run of mixed ranges (mstep 1) */

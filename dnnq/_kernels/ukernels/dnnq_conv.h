@@ -38,7 +38,7 @@ typedef struct {
     int64_t m, src, lda;
     int32_t o[3];                    /* (od, oh, ow) of pixel m */
     int32_t mr, mstep;
-    int16_t k0[3], k1[3];
+    int32_t k0[3], k1[3];
 } dnnq_conv_tile_t;
 
 typedef struct {
