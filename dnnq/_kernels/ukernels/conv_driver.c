@@ -1,5 +1,6 @@
-/* The convolution driver: one work item = (image, group, 64-column panel, block of output
- * pixels).  For each micro-tile of output pixels it builds the tap -> source-row pointers,
+/* The convolution driver of deconvolution and depthwise convolution (the other convolutions
+ * take the tiled path, conv_tiles.c): one work item = (image, group, 64-column panel, block of
+ * output pixels).  For each micro-tile of output pixels it builds the tap -> source-row pointers,
  * runs the batch-reduce micro-kernel over the taps (or the depthwise kernel) and hands the
  * accumulator tile to the GEMM epilogue.  ISA-independent: the ISA code is reached through
  * the function pointers in dnnq_conv_t (see dnnq_conv.h for the layouts). */
@@ -79,12 +80,11 @@ static inline void interior(int64_t O, int64_t K, int64_t s, int64_t d, int64_t 
 }
 
 /* Row pointers of one micro-tile (rows m .. m + mr - 1): rows[t * mr + r] for pair t.  With
- * fold_kw, a (kd, kh) row whose KW taps are not all inside the source is gathered into
- * `gather` (zero-point bytes for the outside taps).  `delta` holds each pair's offset from the
+ * `delta` holds each pair's offset from the
  * pixel's first tap, used for interior pixels (all taps inside: one add per tap). */
 static void tile_rows(const dnnq_conv_t *cv, int64_t n, int64_t g, int64_t m, int mr,
                       int64_t chan0, const int64_t *delta, const int64_t *ilo,
-                      const int64_t *ihi, const uint8_t **rows, uint8_t *gather) {
+                      const int64_t *ihi, const uint8_t **rows) {
     const uint8_t *img = cv->src + n * cv->id * cv->ih * cv->iw * cv->IC + chan0;
     const uint8_t *zrow = cv->zp_rows + (cv->depthwise ? chan0 : g * cv->kpair);
     const int64_t np = cv->npairs;
@@ -106,26 +106,6 @@ static void tile_rows(const dnnq_conv_t *cv, int64_t n, int64_t g, int64_t m, in
                                                             cv->deconv);
                     const uint8_t *plane =
                         x_h >= 0 ? img + (x_d * cv->ih + x_h) * cv->iw * cv->IC : NULL;
-                    if (cv->fold_kw) { /* G == 1, dense along w, convolution only */
-                        const int64_t x0 = ow * cv->sw - cv->pw;
-                        const uint8_t *p;
-                        if (x_h >= 0 && x0 >= 0 && x0 + cv->kw <= cv->iw) {
-                            p = plane + x0 * cv->IC;
-                        } else {
-                            uint8_t *buf = gather + (t * mr + r) * cv->kpair;
-                            for (int64_t kw = 0; kw < cv->kw; ++kw) {
-                                const int64_t x = x0 + kw;
-                                const uint8_t *src = x_h >= 0 && x >= 0 && x < cv->iw
-                                                         ? plane + x * cv->IC
-                                                         : zrow + kw * cv->IC;
-                                memcpy(buf + kw * cv->IC, src, (size_t)cv->IC);
-                            }
-                            p = buf;
-                        }
-                        rows[t * mr + r] = p;
-                        ++t;
-                        continue;
-                    }
                     for (int64_t kw = 0; kw < cv->kw; ++kw, ++t) {
                         const int64_t x_w = x_h < 0 ? -1
                                                     : src_coord(ow, kw, cv->sw, cv->dw, cv->pw,
@@ -290,11 +270,9 @@ int dnnq_conv_run_item(const dnnq_conv_t *cv, int64_t item) {
     dnnq_br_pair_t *pairs = cv->depthwise ? NULL
                                           : (dnnq_br_pair_t *)malloc(sizeof(dnnq_br_pair_t) *
                                                                      (size_t)npairs);
-    uint8_t *gather = cv->fold_kw ? (uint8_t *)malloc((size_t)(npairs * mr_max * cv->kpair)) : NULL;
-    if (!rows || (!cv->depthwise && !pairs) || (cv->fold_kw && !gather)) {
+    if (!rows || (!cv->depthwise && !pairs)) {
         free(rows);
         free(pairs);
-        free(gather);
         return -1; /* the caller raises MemoryError */
     }
     const int64_t chan0 = cv->depthwise ? p * DNNQ_NR : cv->G > 1 ? g * cv->ICg : 0;
@@ -307,7 +285,7 @@ int dnnq_conv_run_item(const dnnq_conv_t *cv, int64_t item) {
         int64_t t = 0;
         for (int64_t kd = 0; kd < cv->kd; ++kd)
             for (int64_t kh = 0; kh < cv->kh; ++kh)
-                for (int64_t kw = 0; kw < (cv->fold_kw ? 1 : cv->kw); ++kw, ++t)
+                for (int64_t kw = 0; kw < cv->kw; ++kw, ++t)
                     delta[t] = ((kd * cv->dd * cv->ih + kh * cv->dh) * cv->iw + kw * cv->dw) *
                                cv->IC;
     }
@@ -360,7 +338,7 @@ int dnnq_conv_run_item(const dnnq_conv_t *cv, int64_t item) {
                                              cv->iw + ow * cv->sw - cv->pw) * cv->IC;
             for (int64_t t = 0; t < npairs; ++t) rows[t] = base + delta[t];
         } else {
-            tile_rows(cv, n, g, m, mr, chan0, delta, ilo, ihi, rows, gather);
+            tile_rows(cv, n, g, m, mr, chan0, delta, ilo, ihi, rows);
         }
         if (cv->depthwise) {
             dw(mr, npairs, rows, dense ? ps : 0, nc, cv->src_signed, wdw, sub);
@@ -387,7 +365,6 @@ int dnnq_conv_run_item(const dnnq_conv_t *cv, int64_t item) {
     if (trows) cv->epilogue(&ge, 0, tm, trows, p, tile);
     free(rows);
     free(pairs);
-    free(gather);
     return 0;
 }
 
