@@ -132,7 +132,7 @@ cdef class ConvPlan:
             cv.dw_weights = <const int16_t*>_ptr(dw_weights)
         elif cv.depthwise:
             raise ValueError("ConvPlan.run: depthwise needs dw_weights")
-        if dw_kind not in (0, 1) or (dw_kind == 1 and cv.isa < 3):
+        if dw_kind not in (0, 1) or (dw_kind == 1 and (cv.isa & 15) < 3):
             raise ValueError("ConvPlan.run: dw_kind must be 0, or 1 at an AVX-512 level")
         cv.dw_kind = dw_kind
         cv.dw_stride = self.dw_strides[dw_kind]

@@ -26,7 +26,7 @@ from dnnq.primitives import _plan
 from dnnq._kernels import _gemm, _gemm_exec
 from dnnq.primitives._common import arg_name
 from dnnq.primitives._attr_plan import AttrPlan
-from dnnq import _impls
+from dnnq import _impls, _dispatch
 
 _ONE = np.ones(1, np.float32)
 _KEY_SS = A.DNNL_ARG_SCALE | A.DNNL_ARG_SRC
@@ -120,16 +120,20 @@ class GemmCore:
         self.raw_s32 = (dst_dt == "s32" and not self.scale_axis and not has_bias and
                         A.DNNL_ARG_DST not in self.zp_axis and not post_specs)
         impl = _impls.choose(prim.lower(), _impls.GEMM, M=M)
-        self.isa = impl.isa
+        # set_int8_numerics("avx2") caps the level at avx2 (the choice above) and gives the
+        # kernels oneDNN's pair saturation; the mode is part of the key (packed weights)
+        self.numerics = _dispatch.get_int8_numerics()
+        self.isa = impl.isa if self.numerics == "exact" else f"{impl.isa}+{self.numerics}_numerics"
         # s8 sources with VNNI: the source is the signed operand of vpdpbusd and the weights
         # are packed as u8 = w + 128; the kernel folds the 128 * rowsum back.  Elsewhere the
         # source is XOR-ed to u8 (+128) and -128 * colsum is compensated here.
         # With AMX the s8 source is multiplied as it is (tdpbssd): no shift at all.
         self.swap_s8 = src_dt == "s8" and impl.s8_src == "swap"
-        self.plan = _gemm.GemmPlan(_plan.ISA_CODE[self.isa], batch, M, N, K,
+        self.plan = _gemm.GemmPlan(_dispatch.kernel_isa_code(impl.isa), batch, M, N, K,
                                    _plan.DT_CODE[dst_dt], post_specs, self.swap_s8,
                                    impl.s8_src == "signed")
-        self.impl_info = impl.name
+        self.impl_info = impl.name if self.numerics == "exact" else \
+            f"{impl.name}+{self.numerics}_numerics"
         self.shift = 128 if src_dt == "s8" and not (self.swap_s8 or self.plan.signed_s8) else 0
         self._specs = self._runtime_specs()
 

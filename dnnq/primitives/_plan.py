@@ -45,7 +45,7 @@ def s32_gemm(a, b, isa=None, num_threads=None):
     col_comp = (-128 * pw.colsum[0].astype(np.int64)).astype(np.int32) if s8 else \
         np.zeros(N, np.int32)
     out = np.empty((M, N), dtype=np.int32)
-    plan = _gemm.GemmPlan(ISA_CODE[isa_name], 1, M, N, K, DT_CODE["s32"], [],
+    plan = _gemm.GemmPlan(_dispatch.kernel_isa_code(isa_name), 1, M, N, K, DT_CODE["s32"], [],
                           signed_s8=isa_name == "avx512_core_amx")
     if s8 and plan.signed_s8:  # AMX multiplies s8 by s8: nothing to compensate
         col_comp = np.zeros(N, np.int32)

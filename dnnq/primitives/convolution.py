@@ -54,7 +54,7 @@ from dnnq.primitives._conv_geometry import (ConvGeometry, PackedConvWeights, pac
                                             window_sums)
 from dnnq.primitives._conv_fused_dw import init_fused, execute_fused
 from dnnq.primitives._gemm_primitive import wrap_s32
-from dnnq._kernels import _conv, _conv_exec, _gemm
+from dnnq._kernels import _codes, _conv, _conv_exec, _gemm
 from dnnq.primitives._scratch import Scratch as _Scratch
 
 _ONE = np.ones(1, np.float32)
@@ -62,6 +62,25 @@ _SRC_DTS = ("u8", "s8")
 _DST_DTS = ("f32", "s32", "s8", "u8")
 _RANGE = {"u8": (0, 255), "s8": (-128, 127)}
 _ISA_NAME = {"default": "portable"}  # impl_info prefix per ISA level (else the level's name)
+
+
+
+def avx2_numerics(numerics, geo, src_dt, src_zp_mask):
+    """(pair saturation, halved weights) of a (de)convolution under `numerics`, following
+    the implementation oneDNN 3.2 picks without VNNI (measured with ONEDNN_MAX_CPU_ISA=AVX2,
+    docs/numerics.md):
+    - per-input-channel source zero points, and grouped convolutions whose group has input or
+      output channels not a multiple of 4, run oneDNN's reference kernel: exact;
+    - grouped deconvolutions of that kind run on gemm_s8u8s32 / gemm_s8s8s32: pair
+      saturation, an s8 source shifted by +128 (no halving);
+    - everything else runs jit_uni_int8: pair saturation of u8 sources, and s8 sources meet
+      weights halved at packing (the products then cannot saturate) with the scale doubled."""
+    if numerics == "exact" or src_zp_mask != 0:
+        return False, False
+    odd_groups = geo.G > 1 and not geo.depthwise and (geo.ICg % 4 or geo.OCg % 4)
+    if odd_groups:
+        return (True, False) if geo.deconv else (False, False)
+    return True, src_dt == "s8"
 
 
 class _ConvolutionBase(metaclass=CachedPrimitive):
@@ -82,8 +101,11 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
         if weights_desc.is_channels_last and weights_desc.ndims != nd:
             raise Unimplemented(f"{p}: weights tag {weights_desc.tag} for grouped weights dims "
                                 f"{weights_desc.dims}; supported: plain (goihw) for groups")
+        # set_int8_numerics (SPEC section 9), fixed at creation; "avx2" caps the level
+        self._numerics = _dispatch.get_int8_numerics()
         geo = ConvGeometry(p, self._deconv, src_desc.dims, weights_desc.dims, dst_desc.dims,
-                           strides, padding_l, padding_r, dilates)
+                           strides, padding_l, padding_r, dilates,
+                           fold=self._numerics == "exact")
         if bias_desc is not None and tuple(bias_desc.dims) != (geo.OC,):
             raise InvalidArguments(f"{p}: bias dims {bias_desc.dims}; expected ({geo.OC},)")
         self.src_desc, self.weights_desc, self.dst_desc = src_desc, weights_desc, dst_desc
@@ -97,6 +119,14 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
             init_fused(self, attr, dw_at[0])
             return
         self._analyse_attr(attr)
+        if self._numerics != "exact" and self._zp_mask.get(A.DNNL_ARG_WEIGHTS) is not None:
+            raise Unimplemented(f"{p}: weights zero points under set_int8_numerics("
+                                f"{self._numerics!r}) (oneDNN has none to reproduce); "
+                                "supported: set_int8_numerics('exact')")
+        self._pair_sat, self._halve = avx2_numerics(self._numerics, geo, src_desc.dt,
+                                                    self._zp_mask.get(A.DNNL_ARG_SRC, 0))
+        self._scale_adjust = 2.0 if self._halve else 1.0
+        self._raw_s32 = self._raw_s32 and not self._halve  # oneDNN scales by 2 in f32
         isa = _dispatch.get_effective_cpu_isa()
         # the batch-reduce kernel of the AMX level is the AVX-512 VNNI one (tiles need
         # strided rows)
@@ -110,11 +140,14 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
         kernel = ("dw" if geo.depthwise else "brgconv_1x1" if geo.is_gemm else
                   "brgconv_fold" if geo.fold_kw else "brgconv")
         self.impl_info = f"{_ISA_NAME.get(self._isa, self._isa)}:{kernel}"
+        if self._numerics != "exact":
+            self.impl_info += f"+{self._numerics}_numerics"
         self._plan = self._make_plan()
         self._zrows = {}
         self._scratch = {}  # (shape, dtype) -> free channels-last copies (_Scratch)
         self._key = (type(self).__name__, src_desc, weights_desc, dst_desc, bias_desc,
-                     attr.key() if attr is not None else None, geo.key(), self._isa)
+                     attr.key() if attr is not None else None, geo.key(), self._isa,
+                     self._numerics)
         self._known = self._known_args()
         self._fast_plan()
         if _verbose.enabled(2):
@@ -191,7 +224,7 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
 
     def _make_plan(self):
         geo = self._geo
-        isa_code = _plan.ISA_CODE[self._isa]
+        isa_code = self._kernel_code()
         if geo.is_gemm:
             # the GEMM driver over (image, pixels, OC); an s8 source XOR-ed to u8 (the
             # compensation is this module's)
@@ -220,6 +253,10 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
         return _conv.ConvPlan(isa_code, g, _plan.DT_CODE[self.dst_desc.dt], self._post_specs,
                               fast)
 
+    def _kernel_code(self):
+        """The kernels' ISA code, with oneDNN's s16 pair saturation where it applies."""
+        return _plan.ISA_CODE[self._isa] | (_codes.NUMERICS["avx2"] if self._pair_sat else 0)
+
     def _known_args(self):
         known = {A.DNNL_ARG_SRC, A.DNNL_ARG_WEIGHTS, A.DNNL_ARG_DST}
         if self.bias_desc is not None:
@@ -239,7 +276,8 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
         the column sums of the compensation); `execute` accepts the result in their place."""
         d = self.weights_desc
         d.check_array(w, "weights")  # dtype / shape checks; packing reads any strides
-        return PackedConvWeights(self._geo, w, self._key, self._dw_layout, origin=self)
+        return PackedConvWeights(self._geo, w, self._key, self._dw_layout, origin=self,
+                                 halve=self._halve)
 
     def _weights_from_plain(self, plain):
         """The logical weights of PackedConvWeights.plain (G, taps, ICg, OCg) (pickling)."""
@@ -333,7 +371,8 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
         checked path's generality."""
         geo, sd, dd = self._geo, self.src_desc, self.dst_desc
         zm, sm = self._zp_mask, self._scale_mask
-        self._isa_code = _plan.ISA_CODE[self._isa]  # the plain <-> channels-last transposes
+        # the plain <-> channels-last transposes (the numerics bits are ignored there)
+        self._isa_code = self._kernel_code()
         self._dw_kind = int(geo.depthwise and self._dw_layout == "vnni4")
         self._exec = None
         if (self._binary or self._selects or A.DNNL_ARG_WEIGHTS in zm or
@@ -352,7 +391,8 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
                      has_zs=A.DNNL_ARG_SRC in zm, has_zd=A.DNNL_ARG_DST in zm,
                      zs_range=_RANGE[sd.dt], has_sum=self._has_sum,
                      shift=128 if sd.dt == "s8" and not geo.depthwise else 0,
-                     raw_s32=self._raw_s32, dw_kind=self._dw_kind, depthwise=geo.depthwise)
+                     raw_s32=self._raw_s32, dw_kind=self._dw_kind, depthwise=geo.depthwise,
+                     scale_adjust=self._scale_adjust)
         keys = dict(src=A.DNNL_ARG_SRC, wei=A.DNNL_ARG_WEIGHTS, bias=A.DNNL_ARG_BIAS,
                     dst=A.DNNL_ARG_DST, ss=A.DNNL_ARG_SCALE | A.DNNL_ARG_SRC,
                     ws=A.DNNL_ARG_SCALE | A.DNNL_ARG_WEIGHTS,
@@ -402,6 +442,7 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
         if A.DNNL_ARG_SRC in sm:
             src_scale = self._runtime(args, A.DNNL_ARG_SCALE | A.DNNL_ARG_SRC, 1,
                                       _masks.check_scales).item(0)
+        src_scale *= self._scale_adjust  # 2 for halved weights (exact: a power of two)
         if A.DNNL_ARG_WEIGHTS in sm:
             n = 1 if sm[A.DNNL_ARG_WEIGHTS] == 0 else geo.OC
             scale = self._runtime(args, A.DNNL_ARG_SCALE | A.DNNL_ARG_WEIGHTS, n,

@@ -117,7 +117,7 @@ def _gemm(a_dtype, A, B, C, transa, transb, alpha, beta, ao, bo, co, offsetc):
     plan = k_plan(isa, M, N, K, alpha, beta, nthreads, ao, bo, s8)
     _gemm_api.run(a.view(np.uint8) if s8 else a, b, out, s8, C is not None and beta != 0.0,
                   alpha, beta, ao, bo, co_v, _CO_MODE[offsetc], plan,
-                  ISA_CODE[kernel], DT_CODE["s32"], nthreads)
+                  _dispatch.kernel_isa_code(kernel), DT_CODE["s32"], nthreads)
     return out
 
 

@@ -122,6 +122,8 @@ dnnq_gemm_epilogue_fn dnnq_gemm_epilogue_for_isa(int isa);
 
 DNNQ_DECLARE_ISA(portable)
 DNNQ_DECLARE_ISA(avx2)
+DNNQ_DECLARE_ISA(portablesat)
+DNNQ_DECLARE_ISA(avx2sat)
 DNNQ_DECLARE_ISA(avxvnni)
 DNNQ_DECLARE_ISA(avx512vnni)
 DNNQ_DECLARE_ISA(amx)
