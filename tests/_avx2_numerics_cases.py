@@ -3,7 +3,7 @@
 A script, because oneDNN reads its ISA cap once per process: run it in a subprocess with
 ONEDNN_MAX_CPU_ISA=AVX2 set,
 
-    python tests/_avx2_numerics_cases.py --family matmul|ip|conv|gemm --cases 40 --seed 1
+    python tests/_avx2_numerics_cases.py --family matmul|ip|conv|gemm|rnn --cases 40 --seed 1
         [--dnnq-isa avx2|default]
 
 It draws random problems whose data make the s16 pair sums saturate (u8 near 255 against
@@ -192,23 +192,75 @@ def gemm_case(rng, res):
     K = int(rng.choice([1, 2, 3, 5, 8, 64, 129, 600]))
     s8 = rng.random() < 0.5
     transa, transb = bool(rng.random() < 0.5), bool(rng.random() < 0.5)
-    beta = float(rng.choice([0.0, 1.0]))
+    # gemm_s8s8s32: alpha 1, integer beta, no ao / bo (the rest is refused, docs/numerics.md)
+    beta = float(rng.choice([0.0, 1.0, 2.0, -1.0] + ([] if s8 else [0.5, 1.5])))
+    alpha = 1.0 if s8 else float(rng.choice([1.0, 0.5, 2.0, -1.0, 1.0 / 3.0]))
+    ao = 0 if s8 else int(rng.choice([0, 3, 200]))
+    bo = 0 if s8 else int(rng.choice([0, 2, -5]))
+    offsetc = str(rng.choice(["F", "C", "R"]))
+    co = rng.integers(-100, 100, {"F": 1, "C": M, "R": N}[offsetc]).astype(np.int32) \
+        if rng.random() < 0.5 else None
     A = data(rng, "s8" if s8 else "u8", (K, M) if transa else (M, K))
     B = data(rng, "s8", (N, K) if transb else (K, N))
     C = rng.integers(-1000, 1000, (M, N)).astype(np.int32)
     fn_o = onednn.gemm_s8s8s32 if s8 else onednn.gemm_u8s8s32
     fn_d = dnnq.gemm_s8s8s32 if s8 else dnnq.gemm_u8s8s32
-    want = fn_o(A, B, C.copy(), transa=transa, transb=transb, beta=beta)
-    got = fn_d(A, B, C.copy(), transa=transa, transb=transb, beta=beta)
-    a = A.T if transa else A
-    b = B.T if transb else B
-    exact = exact_matmul(a, b) + (C.astype(np.int64) if beta else 0)
-    res.compare(f"gemm {'s8' if s8 else 'u8'} M{M} N{N} K{K} ta{transa} tb{transb} "
-                f"beta{beta}", got, want, bool(np.any(exact != want)))
+    kw = dict(transa=transa, transb=transb, alpha=alpha, beta=beta, ao=ao, bo=bo, co=co,
+              offsetc=offsetc)
+    want = fn_o(A, B, C.copy(), **kw)
+    got = fn_d(A, B, C.copy(), **kw)
+    with dnnq.set_int8_numerics("exact"):
+        exact = fn_d(A, B, C.copy(), **kw)
+    res.compare(f"gemm {'s8' if s8 else 'u8'} M{M} N{N} K{K} {kw}", got, want,
+                not np.array_equal(exact, want))
+
+
+def rnn_case(rng, res):
+    import test_rnn as R
+    cell = str(rng.choice(["lstm", "gru"]))
+    direction = str(rng.choice(R.DIRS))
+    T, N = int(rng.choice([1, 3, 5])), int(rng.choice([1, 2, 7]))
+    C, H = int(rng.choice([5, 16, 70])), int(rng.choice([16, 33, 64]))
+    p = R.make(cell, direction, T, N, C, H, int(rng.choice([1, 2])) if C == H else 1,
+               init=bool(rng.random() < 0.5), per_oc=bool(rng.random() < 0.5),
+               seed=int(rng.integers(1 << 30)), dst_layer_dt=str(rng.choice(["u8", "f32"])))
+    p["x"] = data(rng, "u8", p["x"].shape)
+    p["wl"] = data(rng, "s8", p["wl"].shape)
+    p["wi"] = data(rng, "s8", p["wi"].shape)
+    want = R.onednn(p)
+    prim = R.primitive(p, R.legacy_attr(p))
+    got = R.run(prim, p, prepared=bool(rng.random() < 0.5))
+    with dnnq.set_int8_numerics("exact"):
+        exact = R.run(R.primitive(p, R.legacy_attr(p)), p)
+    name = (f"rnn {cell} {direction} T{T} N{N} C{C} H{H} L{p['L']} dst {p['dst_layer_dt']} "
+            f"[{prim.impl_info}]")
+    exact_differs = any(not np.array_equal(e, w) for e, w in zip(exact, want))
+    for i, (g, w) in enumerate(zip(got, want)):
+        res.compare(f"{name} output {i}", g.view(np.int32) if g.dtype == np.float32 else g,
+                    w.view(np.int32) if w.dtype == np.float32 else w, exact_differs and i == 0)
+
+
+def fused_case(rng, res):
+    """1x1 convolution + the fused depthwise post-op (oneDNN's ref_fused_convolution)."""
+    import test_convolution_fused_dw as F
+    kw = dict(rng.choice([dict(), dict(src_dt="s8", mid_dt="s8", fin_dt="f32", tag="nhwc", N=2),
+                          dict(fin_dt="s32", dst_scale=None, dw_dst_scale=None, bias=False,
+                               dw_bias=False, ws_mask=0, dws_mask=0),
+                          dict(C=70, IC=3, fin_dt="s8"), dict(IC=64, mid_dt="s8")]))
+    H, W = (int(v) for v in rng.choice([(8, 9), (17, 16), (1, 1), (30, 7)]))
+    stride = int(rng.choice([1, 2]))
+    again = np.random.default_rng()
+    again.bit_generator.state = rng.bit_generator.state  # the same data for the exact run
+    got, want, p = F.run(rng, H=H, W=W, stride=stride, **kw)
+    with dnnq.set_int8_numerics("exact"):
+        exact = F.run(again, H=H, W=W, stride=stride, **kw)[0]
+    res.compare(f"fused dw {kw} {H}x{W} s{stride} [{p.impl_info}]", got, want,
+                not np.array_equal(exact, want, equal_nan=True))
 
 
 FAMILIES = {"matmul": matmul_case, "ip": lambda rng, res: matmul_case(rng, res, ip=True),
-            "conv": conv_case, "gemm": gemm_case}
+            "conv": conv_case, "gemm": gemm_case, "rnn": rnn_case,
+            "fused": fused_case}
 
 
 def main(argv=None):
