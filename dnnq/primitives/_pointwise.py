@@ -114,6 +114,10 @@ class Program:
     def bin_buf(self, buf, alg, other):
         self._stage(_tk.BIN_BUF, buf, other, 0, BIN[alg])
 
+    def sum_fma(self, buf, prev, scale, zero_point):
+        """buf = fma(scale, buf[prev] - zero_point, buf): oneDNN's JIT sum (one rounding)."""
+        self._stage(_tk.SUM, buf, prev, 0, 0, scale, zero_point)
+
     def bin_const(self, buf, alg, c):
         self._stage(_tk.BIN_CONST, buf, 0, 0, BIN[alg], c)
 
@@ -212,7 +216,7 @@ def add_post_ops(prog, qa, dims, dst_k, dst_dt, buf=0, tmp=3, saved=2, fused_lin
     values to ``("post_op_value", i)``; returns {key: desc} of those inputs.  ``tmp`` is a
     scratch buffer (sum, select), ``saved`` holds the checkpoint's value; both must differ from
     ``buf`` and from the buffers the program keeps across its post-ops.
-    ``fused_linear``: see :meth:`Program.eltwise`."""
+    ``fused_linear``: see :meth:`Program.eltwise` (the sum post-op is fused alike)."""
     if len({buf, tmp, saved}) != 3:  # pragma: no cover - callers pass distinct buffers
         raise AssertionError("add_post_ops: buf, tmp and saved must be distinct buffers")
     binaries = {}
@@ -231,6 +235,9 @@ def add_post_ops(prog, qa, dims, dst_k, dst_dt, buf=0, tmp=3, saved=2, fused_lin
                                     f"from the destination data type {dst_dt}; supported: None "
                                     "or the destination data type")
             prog.load(tmp, dst_k)
+            if fused_linear:  # oneDNN's JIT kernels fuse the sum too
+                prog.sum_fma(buf, tmp, op.scale, float(F32(op.zero_point)))
+                continue
             if op.zero_point:
                 prog.bin_const(tmp, "sub", float(F32(op.zero_point)))
             prog.bin_const(tmp, "mul", op.scale)

@@ -86,10 +86,12 @@ static inline void dnnq_po_binary_scalar(int alg, float *restrict v, const float
     DNNQ_PO_BIN_LOOPS(c)
 }
 
-/* sum post-op: v += scale * (prev - zero_point), prev the destination's previous values */
+/* sum post-op: v = fma(scale, prev - zero_point, v), prev the destination's previous values:
+ * oneDNN's kernels fuse the multiply and the add (vfmadd231ps), which an f32 destination shows
+ * when scale * prev is inexact */
 static inline void dnnq_po_sum(float *restrict v, const float *restrict prev, float scale, float zp,
                         int n) {
-    for (int i = 0; i < n; ++i) v[i] += scale * (prev[i] - zp);
+    for (int i = 0; i < n; ++i) v[i] = fmaf(scale, prev[i] - zp, v[i]);
 }
 
 /* checkpoint (dnnq extension): the value select compares later */
