@@ -41,12 +41,19 @@ def test_matmul_sum(isa, dst_dt, scale, zp):
     np.testing.assert_array_equal(got, want)
 
 
+GEOMETRIES = {"brgconv": dict(ICg=16, OCg=70, isp=(7, 7)),
+              "1x1": dict(ICg=16, OCg=70, isp=(7, 7), k=(1, 1), pl=(0, 0)),
+              "depthwise": dict(G=70, ICg=1, OCg=1, isp=(9, 9), grouped=True),
+              "depthwise_s2": dict(G=37, ICg=1, OCg=1, isp=(9, 9), s=(2, 2), grouped=True)}
+
+
+@pytest.mark.parametrize("geometry", sorted(GEOMETRIES))
 @pytest.mark.parametrize("tag", [None, "nhwc"])
 @pytest.mark.parametrize("dst_dt,scale,zp", [("f32", 0.3, 0), ("u8", 0.3, 0), ("s8", 0.7, 3)])
-def test_convolution_sum(isa, tag, dst_dt, scale, zp):
+def test_convolution_sum(isa, geometry, tag, dst_dt, scale, zp):
     rng = np.random.default_rng(int(scale * 10) + zp + (tag is None))
-    c = Case(rng, ICg=16, OCg=70, isp=(7, 7), src_dt="u8", dst_dt=dst_dt, bias_dt="f32",
+    c = Case(rng, src_dt="u8", dst_dt=dst_dt, bias_dt="f32",
              q={"src_scales": [0.1], "wei_scales": [0.013]}, post_ops=[("sum", scale, zp)],
-             sum_prev=True, src_tag=tag, dst_tag=tag)
+             sum_prev=True, src_tag=tag, dst_tag=tag, **GEOMETRIES[geometry])
     got, _ = c.run_dnnq()
     np.testing.assert_array_equal(got, c.run_onednn())
