@@ -182,11 +182,13 @@ cdef class GemmPlan:
         free(self.post)
 
     def __init__(self, int isa, int64_t batch, int64_t M, int64_t N, int64_t K, int dst_dt,
-                 list post_ops, bint swap_s8=False, bint signed_s8=False):
+                 list post_ops, bint swap_s8=False, bint signed_s8=False,
+                 int ref_numerics=0):
         """post_ops: list of (kind, alg, alpha, beta) with kind 1 eltwise, 2 binary, 3 sum,
         4 checkpoint, 5 select (alg: the comparison's DNNQ_BIN_* code).  swap_s8 / signed_s8:
         how an s8 source is multiplied (dnnq._impls: the VNNI swap, AMX's signed tiles;
-        neither: XOR to u8)."""
+        neither: XOR to u8).  ref_numerics: 0, or the epilogue in the order of oneDNN's
+        reference kernel (1; 2 with its + 0 zero point: dnnq_gemm_args_t.ref_numerics)."""
         cdef int i
         memset(&self.g, 0, sizeof(dnnq_gemm_args_t))
         self.isa = isa
@@ -202,6 +204,7 @@ cdef class GemmPlan:
         self.g.K4 = (K + 3) // 4
         self.g.n_panels = (N + DNNQ_NR - 1) // DNNQ_NR
         self.g.dst_dt = dst_dt
+        self.g.ref_numerics = ref_numerics
         mr = dnnq_gemm_mr_for_isa(isa)
         # row block: a few micro-tiles, so that small M still gives every thread work
         self.mc = mr * 8

@@ -76,7 +76,8 @@ class GemmCore:
     """
 
     def __init__(self, prim, attr, *, batch, M, N, K, src_dt, dst_dt, has_bias, scale_support,
-                 zp_support, mask_meaning, resolve, view_strides):
+                 zp_support, mask_meaning, resolve, view_strides, bias_dims=None,
+                 onednn_ref_rules=False):
         self.prim = prim
         self.batch, self.M, self.N, self.K = batch, M, N, K
         self.src_dt, self.dst_dt = src_dt, dst_dt
@@ -114,6 +115,12 @@ class GemmCore:
                 self.selects.append(
                     (i, op.cond_desc, view_strides(op.cond_desc.dims, f"post_op[{i}].src_1"),
                      op.value_desc, view_strides(op.value_desc.dims, f"post_op[{i}].src_2")))
+        # oneDNN's MatMul runs its reference kernel (ref:any) for these; its order of
+        # operations is reproduced (dnnq_gemm_args_t.ref_numerics, docs/matmul.md)
+        self.ref_impl = onednn_ref_rules and self._onednn_runs_ref(bias_dims, N)
+        if self.ref_impl:
+            post_specs = [(k, _plan.REF_ELTWISE_CODE.get(alg, alg) if k == _plan.PO_ELTWISE
+                           else alg, a, b) for k, alg, a, b in post_specs]
         self.n_post = len(post_specs)
         # an s32 dst with nothing to apply receives the accumulator as is (a bias, even s32,
         # goes through f32 as in oneDNN)
@@ -131,11 +138,29 @@ class GemmCore:
         self.swap_s8 = src_dt == "s8" and impl.s8_src == "swap"
         self.plan = _gemm.GemmPlan(_dispatch.kernel_isa_code(impl.isa), batch, M, N, K,
                                    _plan.DT_CODE[dst_dt], post_specs, self.swap_s8,
-                                   impl.s8_src == "signed")
+                                   impl.s8_src == "signed",
+                                   # 2: its + 0 zero point, when the attributes are not default
+                                   (2 if (self.scale_axis or self.zp_axis or post_specs)
+                                    else 1) if self.ref_impl else 0)
         self.impl_info = impl.name if self.numerics == "exact" else \
             f"{impl.name}+{self.numerics}_numerics"
+        if self.ref_impl:
+            self.impl_info += "+ref_order"
         self.shift = 128 if src_dt == "s8" and not (self.swap_s8 or self.plan.signed_s8) else 0
         self._specs = self._runtime_specs()
+
+    def _onednn_runs_ref(self, bias_dims, N):
+        """Whether oneDNN 3.2's MatMul picks its reference kernel (ref:any) over brgemm,
+        measured on avx512_core_vnni: a bias that varies along M or is one value for N > 1
+        columns, a per-K source or per-N destination zero point, a binary post-op input that
+        varies along M only."""
+        if bias_dims is not None and (any(d != 1 for d in bias_dims[:-1]) or
+                                      bias_dims[-1] != N):
+            return True
+        if self.zp_axis.get(A.DNNL_ARG_SRC) == "k" or self.zp_axis.get(A.DNNL_ARG_DST) == "n":
+            return True
+        return self.M > 1 and N > 1 and any(st[1] != 0 and st[2] == 0
+                                             for _, _, st in self.binary)
 
     # ---- execution-time pieces ----------------------------------------------------------------
     def _runtime_specs(self):

@@ -15,6 +15,12 @@ ISA_CODE = _codes.ISA
 PO_ELTWISE, PO_BINARY, PO_SUM, PO_CHECKPOINT, PO_SELECT = (
     _codes.POST_OP[k] for k in ("eltwise", "binary", "sum", "checkpoint", "select"))
 ELTWISE_CODE = _codes.ELTWISE
+LINEAR_UNFUSED = 100  # DNNQ_ELT_LINEAR_UNFUSED (ukernels/dnnq_toolkit.h): two roundings
+# the eltwise codes of oneDNN's reference kernels where they differ from its JIT injectors
+# (ukernels/postop_chain.h): linear not fused, hardsigmoid / hardswish keeping NaN, abs
+# flipping a NaN's sign
+REF_ELTWISE_CODE = {ELTWISE_CODE["linear"]: LINEAR_UNFUSED, ELTWISE_CODE["hardsigmoid"]: 102,
+                    ELTWISE_CODE["hardswish"]: 103, ELTWISE_CODE["abs"]: 104}
 BINARY_CODE = _codes.BINARY
 
 

@@ -31,6 +31,10 @@ ELT = _codes.ELTWISE
 BIN = _codes.BINARY
 CHUNK = _tk.CHUNK
 LINEAR_UNFUSED = 100      # DNNQ_ELT_LINEAR_UNFUSED (ukernels/dnnq_toolkit.h)
+# oneDNN's reference-kernel eltwise codes (ukernels/postop_chain.h; primitives._plan has the
+# GEMM epilogue's, with abs too, which the toolkit's models have not been checked against)
+REF_ELTWISE_CODE = {ELT["linear"]: LINEAR_UNFUSED, ELT["hardsigmoid"]: 102,
+                    ELT["hardswish"]: 103}
 _PARALLEL_MIN = 1 << 15   # elements below which a run stays on one thread
 _BLOCK = 1 << 14          # work-item length along a long innermost dim
 
@@ -124,7 +128,9 @@ class Program:
     def eltwise(self, buf, alg, alpha=0.0, beta=0.0, fused_linear=True):
         """``fused_linear=False``: linear as ``alpha * x`` then ``+ beta`` (two roundings), as
         oneDNN's reference (ref:any) kernels; its JIT kernels fuse them into one fma."""
-        code = ELT[alg] if fused_linear or alg != "linear" else LINEAR_UNFUSED
+        code = ELT[alg]
+        if not fused_linear:  # oneDNN's reference kernel (linear, hardsigmoid, hardswish)
+            code = REF_ELTWISE_CODE.get(code, code)
         self._stage(_tk.ELTWISE, buf, 0, 0, code, alpha, beta)
 
     def store(self, buf, k):

@@ -65,6 +65,12 @@ typedef struct {
     const int32_t *dst_zp; int64_t dst_zp_sn;               /* NULL when absent; stride 0 or 1 */
     /* destination */
     void *dst; int dst_dt; int64_t d_sb, d_sm;
+    /* 1: the order of oneDNN's reference kernel (MatMul's ref:any): src then weights scale
+     * multiplied one after the other, relu alpha = 0 as x * 0, sum not fused (linear: the
+     * caller passes DNNQ_ELT_LINEAR_UNFUSED), NaN stored as C converts it (s8 / u8 0, s32
+     * INT_MIN); 2: also + 0.0f before the store (its default zero point, added whenever
+     * the attributes are not the defaults); generic epilogue only */
+    int ref_numerics;
 } dnnq_gemm_args_t;
 
 /* Computes the rows [m0, m0 + mc) of batch b for the column panel p, epilogue included. */
