@@ -57,3 +57,23 @@ def test_convolution_sum(isa, geometry, tag, dst_dt, scale, zp):
              sum_prev=True, src_tag=tag, dst_tag=tag, **GEOMETRIES[geometry])
     got, _ = c.run_dnnq()
     np.testing.assert_array_equal(got, c.run_onednn())
+
+
+@pytest.mark.parametrize("src_dt", ["u8", "s8"])
+@pytest.mark.parametrize("first", ["relu", "linear", "binary"])
+@pytest.mark.parametrize("dst_dt", ["u8", "f32", "s32"])
+def test_strided_deconvolution_with_a_post_op_before_the_sum(isa, src_dt, first, dst_dt):
+    """oneDNN 3.2's strided deconvolution kernel refuses a sum after another post-op and runs
+    its AVX2 kernel instead (s16 pair saturation, s8 weights halved) even on an AVX-512 CPU;
+    dnnq reproduces that kernel's numerics there (docs/convolution.md)."""
+    rng = np.random.default_rng(len(src_dt) + len(first) + len(dst_dt))
+    op = {"relu": ("eltwise", "relu", 0.0, 0.0), "linear": ("eltwise", "linear", 2.0, 0.5),
+          "binary": ("binary", "add", rng.standard_normal((1, 11, 1, 1)).astype(np.float32))}
+    c = Case(rng, ICg=9, OCg=11, isp=(4, 5), k=(3, 3), s=(2, 2), pl=(1, 1), deconv=True,
+             src_dt=src_dt, dst_dt=dst_dt, bias_dt="f32",
+             q={"src_scales": [0.25], "wei_scales": rng.uniform(0.001, 0.01, 11).astype(np.float32),
+                "wei_scale_mask": 1},
+             post_ops=[op[first], ("sum", 0.5, 0)], sum_prev=True)
+    got, p = c.run_dnnq()
+    assert "avx2_numerics" in p.impl_info
+    np.testing.assert_array_equal(got, c.run_onednn())

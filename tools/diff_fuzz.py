@@ -169,9 +169,6 @@ def conv_case(rng):
              q={k: v for k, v in q.items()}, src_tag=tag, dst_tag=tag, **g)
     N_, C_, H_, W_ = c.dst_shape
     ops = draw_post_ops(rng, dst_dt, [(1, C_, 1, 1), (N_, C_, H_, W_), (1, 1, 1, 1)])
-    if g.get("deconv") and any(o[0] == "sum" for o in ops):  # oneDNN's jit_deconvolution
-        first_sum = next(i for i, o in enumerate(ops) if o[0] == "sum")  # (docs/convolution.md)
-        ops = [ops[first_sum]] + [o for i, o in enumerate(ops) if i != first_sum]
     c.post_ops = ops
     c.dst_prev = (data(rng, dst_dt, c.dst_shape, 30.0) if any(o[0] == "sum" for o in ops)
                   else None)

@@ -138,16 +138,21 @@ class GemmCore:
         self.swap_s8 = src_dt == "s8" and impl.s8_src == "swap"
         self.plan = _gemm.GemmPlan(_dispatch.kernel_isa_code(impl.isa), batch, M, N, K,
                                    _plan.DT_CODE[dst_dt], post_specs, self.swap_s8,
-                                   impl.s8_src == "signed",
-                                   # 2: its + 0 zero point, when the attributes are not default
-                                   (2 if (self.scale_axis or self.zp_axis or post_specs)
-                                    else 1) if self.ref_impl else 0)
+                                   impl.s8_src == "signed", self._ref_flags(post_specs))
         self.impl_info = impl.name if self.numerics == "exact" else \
             f"{impl.name}+{self.numerics}_numerics"
         if self.ref_impl:
             self.impl_info += "+ref_order"
         self.shift = 128 if src_dt == "s8" and not (self.swap_s8 or self.plan.signed_s8) else 0
         self._specs = self._runtime_specs()
+
+    def _ref_flags(self, post_specs):
+        """dnnq_gemm_args_t.ref_numerics of MatMul's ref:any: scales one after the other, and
+        its + 0 zero point when an attribute is set (ukernels/dnnq_kernels.h)."""
+        if not self.ref_impl:
+            return 0
+        attrs = bool(self.scale_axis or self.zp_axis or post_specs)
+        return _gemm.REF_ORDER | _gemm.REF_SPLIT_SCALES | (_gemm.REF_ZP if attrs else 0)
 
     def _onednn_runs_ref(self, bias_dims, N):
         """Whether oneDNN 3.2's MatMul picks its reference kernel (ref:any) over brgemm,

@@ -123,7 +123,11 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
             raise Unimplemented(f"{p}: weights zero points under set_int8_numerics("
                                 f"{self._numerics!r}) (oneDNN has none to reproduce); "
                                 "supported: set_int8_numerics('exact')")
-        self._pair_sat, self._halve = avx2_numerics(self._numerics, geo, src_desc.dt,
+        numerics = self._numerics
+        self._onednn_avx2 = numerics == "exact" and self._deconv_runs_avx2(attr)
+        if self._onednn_avx2:
+            numerics = "avx2"  # oneDNN's own fallback (docs/convolution.md)
+        self._pair_sat, self._halve = avx2_numerics(numerics, geo, src_desc.dt,
                                                     self._zp_mask.get(A.DNNL_ARG_SRC, 0))
         self._scale_adjust = 2.0 if self._halve else 1.0
         self._raw_s32 = self._raw_s32 and not self._halve  # oneDNN scales by 2 in f32
@@ -140,9 +144,11 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
         kernel = ("dw" if geo.depthwise else "brgconv_1x1" if geo.is_gemm else
                   "brgconv_fold" if geo.fold_kw else "brgconv")
         self.impl_info = f"{_ISA_NAME.get(self._isa, self._isa)}:{kernel}"
-        if self._numerics != "exact":
-            self.impl_info += f"+{self._numerics}_numerics"
+        if self._numerics != "exact" or self._onednn_avx2:
+            self.impl_info += "+avx2_numerics"
         self._plan = self._make_plan()
+        if self._ref_flags:
+            self.impl_info += "+ref_order"
         self._zrows = {}
         self._scratch = {}  # (shape, dtype) -> free channels-last copies (_Scratch)
         self._key = (type(self).__name__, src_desc, weights_desc, dst_desc, bias_desc,
@@ -222,15 +228,47 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
             raise InvalidArguments(f"{self._name}: {name} dims {got}; expected {len(dst_dims)} "
                                    f"dims, each 1 or the dst's {dst_dims}")
 
+    def _deconv_runs_avx2(self, attr):
+        """Whether oneDNN 3.2 runs this deconvolution on its AVX2 kernel (jit_uni_int8:avx2,
+        pair-saturating numerics) even on an AVX-512 VNNI CPU: a strided deconvolution (its
+        jit_deconvolution; stride 1 runs as a convolution) whose sum post-op comes after
+        another post-op, which that kernel refuses.  Depthwise s8 deconvolutions run on
+        gemm_s8s8s32 instead.  dnnq follows it at every ISA level (its results do not
+        depend on the level)."""
+        geo = self._geo
+        if not self._deconv or all(st == 1 for st in geo.strides) or attr is None:
+            return False
+        if geo.depthwise and self.src_desc.dt == "s8":
+            return False
+        ops = attr.post_ops
+        kinds = [ops.kind(i) for i in range(len(ops))]
+        if any(k == "binary" and (ops[i].src1_desc.dims[0] > 1 or
+                                  any(x > 1 for x in ops[i].src1_desc.dims[2:]))
+               for i, k in enumerate(kinds)):
+            return False  # a full binary input: oneDNN runs its GEMM-based deconvolution
+        return "sum" in kinds and kinds.index("sum") > 0
+
+    def _onednn_runs_ref(self):
+        """Whether oneDNN 3.2 runs its reference convolution (ref:any) for this problem,
+        measured on avx512_core_vnni: a binary post-op input that varies along the batch or
+        the spatial dims (neither per channel nor one value)."""
+        return not self._deconv and any(
+            d.dims[0] > 1 or any(x > 1 for x in d.dims[2:]) for _, d in self._binary)
+
     def _make_plan(self):
         geo = self._geo
         isa_code = self._kernel_code()
+        # oneDNN's reference convolution: its order of operations (docs/convolution.md)
+        ref = self._onednn_runs_ref()
+        self._ref_flags = _gemm.REF_ORDER | _gemm.REF_ZP if ref else 0
+        post_specs = [(k, _plan.REF_ELTWISE_CODE.get(alg, alg) if ref and k == _plan.PO_ELTWISE
+                       else alg, a, b) for k, alg, a, b in self._post_specs]
         if geo.is_gemm:
             # the GEMM driver over (image, pixels, OC); an s8 source XOR-ed to u8 (the
             # compensation is this module's)
             return _gemm.GemmPlan(isa_code, geo.N, geo.out_pixels, geo.OC, geo.IC,
-                                  _plan.DT_CODE[self.dst_desc.dt], self._post_specs, False,
-                                  False)
+                                  _plan.DT_CODE[self.dst_desc.dt], post_specs, False,
+                                  False, self._ref_flags)
         mr = 32 if geo.depthwise else _conv.brgemm_rows(isa_code)
         npix = geo.out_pixels
         cols = geo.OC if geo.depthwise else geo.OCg
@@ -250,8 +288,8 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
                  kpair=geo.kpair, npairs=geo.npairs, mc=mc, mr=mr,
                  dw_strides=(depthwise_panel_stride(geo, self._dw_s16_layout),
                              depthwise_panel_stride(geo, "vnni4")))
-        return _conv.ConvPlan(isa_code, g, _plan.DT_CODE[self.dst_desc.dt], self._post_specs,
-                              fast)
+        return _conv.ConvPlan(isa_code, g, _plan.DT_CODE[self.dst_desc.dt], post_specs,
+                              fast, self._ref_flags)
 
     def _kernel_code(self):
         """The kernels' ISA code, with oneDNN's s16 pair saturation where it applies."""

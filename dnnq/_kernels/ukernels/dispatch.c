@@ -1,13 +1,14 @@
 /* Kernel tables indexed by ISA level; the x86 kernels exist only in x86-64 builds.
  * An ISA code with DNNQ_NUMERICS_AVX2 set selects the pair-saturating kernels (oneDNN's
- * numerics without VNNI): AVX2 ones at the avx2 level, portable ones otherwise. */
+ * numerics without VNNI): the AVX2 ones at the avx2 level and above (a deconvolution oneDNN
+ * runs on its AVX2 kernel on an AVX-512 CPU), portable ones otherwise. */
 #include "dnnq_kernels.h"
 
 #ifdef DNNQ_HAVE_X86_KERNELS
 #define DNNQ_PAIR_SAT_PICK(fn)                                                                 \
-    (DNNQ_ISA_LEVEL(isa) == DNNQ_ISA_AVX2 ? fn##_avx2sat : fn##_portablesat)
+    (DNNQ_ISA_LEVEL(isa) >= DNNQ_ISA_AVX2 ? fn##_avx2sat : fn##_portablesat)
 #define DNNQ_PAIR_SAT_PICK_MR(fn)                                                              \
-    (DNNQ_ISA_LEVEL(isa) == DNNQ_ISA_AVX2 ? fn##_avx2sat() : fn##_portablesat())
+    (DNNQ_ISA_LEVEL(isa) >= DNNQ_ISA_AVX2 ? fn##_avx2sat() : fn##_portablesat())
 #else
 #define DNNQ_PAIR_SAT_PICK(fn) fn##_portablesat
 #define DNNQ_PAIR_SAT_PICK_MR(fn) fn##_portablesat()

@@ -31,7 +31,7 @@ static void dnnq_store_row(const dnnq_gemm_args_t *g, const float *v, void *out,
                            int nc) {
     const float inv = g->inv_dst_scale;
     float d[DNNQ_NR];
-    if (g->ref_numerics == 2 && !g->dst_zp) {
+    if ((g->ref_numerics & DNNQ_REF_ZP) && !g->dst_zp) {
         /* oneDNN's reference kernel adds the (default 0) zero point whenever the attributes
          * are not the defaults: -0.0f becomes +0.0f */
         for (int n = 0; n < nc; ++n) d[n] = v[n] * inv + 0.0f;
@@ -122,7 +122,7 @@ static void dnnq_epilogue_row(const dnnq_gemm_args_t *g, int64_t b, int64_t m, i
     /* f32(src_scale * wei_scale[n]) first, then times the accumulator (oneDNN's order);
      * its reference kernel multiplies by one scale after the other */
     const float ss = g->src_scale;
-    if (g->ref_numerics) {
+    if (g->ref_numerics & DNNQ_REF_SPLIT_SCALES) {
         const int64_t sn = g->scale_sn != 0;
         const float *s = g->scale + n0 * sn;
         for (int n = 0; n < nc; ++n) v[n] = ((float)ai[n] * ss) * s[n * sn];
