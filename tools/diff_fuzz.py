@@ -2,7 +2,7 @@
 random attributes (scales, zero points, bias types, post-op chains of every eltwise and binary
 algorithm and sums with any scale), run by dnnq and by oneDNN, compared bit for bit.
 
-    python -P tools/diff_fuzz.py --family matmul|conv --cases 500 --seed 1 [--isa LEVEL]
+    python -P tools/diff_fuzz.py --family matmul|ip|conv --cases 500 --seed 1 [--isa LEVEL]
 
 Prints each mismatch (the problem, the count and the first differing values) and a summary;
 exits 1 when any problem differs.  Problems oneDNN refuses are counted and skipped.  A long
@@ -146,6 +146,37 @@ def matmul_case(rng):
     return desc + f" [{impl} / {p.impl_info}]", p.execute(args), want
 
 
+def ip_case(rng):
+    """InnerProduct: oneDNN 3.2 has no zero points there (dnnq's extension is not drawn)."""
+    Nb, IC, OC = (int(rng.choice(v)) for v in ((1, 3, 6, 13), (1, 4, 17, 64, 130), (1, 15, 64, 70)))
+    src_dt = str(rng.choice(["u8", "s8"]))
+    dst_dt = str(rng.choice(["f32", "s32", "s8", "u8"]))
+    bias_dt = rng.choice([None, "f32", "s32", "s8", "u8"])
+    src, wei = data(rng, src_dt, (Nb, IC)), data(rng, "s8", (OC, IC))
+    bias = None if bias_dt is None else data(rng, str(bias_dt), (OC,), 30.0)
+    q = draw_quant(rng, dst_dt, OC, 1, src_dt)
+    for k in ("src_zp", "src_zp_mask", "dst_zp", "dst_zp_mask"):
+        q.pop(k, None)
+    ops = draw_post_ops(rng, dst_dt, [(1, OC), (Nb, OC), (1, 1)])
+    prev = data(rng, dst_dt, (Nb, OC), 30.0) if any(o[0] == "sum" for o in ops) else None
+    desc = f"ip {src_dt} -> {dst_dt} N{Nb} IC{IC} OC{OC} bias {bias_dt} " \
+           f"q {sorted(k for k in q if not k.endswith('mask'))} ops {[o[:2] for o in ops]}"
+    try:
+        want, impl = onednn.inner_product(src, wei, bias, dst_dt, post_ops=ops, dst_prev=prev,
+                                          return_impl=True, **q)
+    except _capi.OnednnError:
+        return desc, None, None
+    attr, args = dnnq_attr(q, ops)
+    p = dnnq.InnerProduct(MD((Nb, IC), src_dt), MD((OC, IC), "s8"), MD((Nb, OC), dst_dt),
+                          None if bias is None else MD((OC,), str(bias_dt)), attr=attr)
+    args.update({DNNL_ARG_SRC: src, DNNL_ARG_WEIGHTS: wei})
+    if bias is not None:
+        args[DNNL_ARG_BIAS] = bias
+    if prev is not None:
+        args[DNNL_ARG_DST] = prev.copy()
+    return desc + f" [{impl} / {p.impl_info}]", p.execute(args), want
+
+
 def conv_case(rng):
     from test_convolution import Case
     kind = str(rng.choice(["3x3", "1x1", "s2", "dw", "grouped", "deconv", "stem"]))
@@ -187,7 +218,7 @@ def conv_case(rng):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--family", choices=["matmul", "conv"], required=True)
+    ap.add_argument("--family", choices=["matmul", "ip", "conv"], required=True)
     ap.add_argument("--cases", type=int, default=200)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--isa", default=None, help="dnnq ISA cap (default: the CPU's best)")
@@ -196,7 +227,7 @@ def main(argv=None):
     if o.isa:
         dnnq.set_max_cpu_isa(o.isa)
     rng = np.random.default_rng(o.seed)
-    fn = {"matmul": matmul_case, "conv": conv_case}[o.family]
+    fn = {"matmul": matmul_case, "ip": ip_case, "conv": conv_case}[o.family]
     bad = refused = 0
     for i in range(o.cases):
         desc, got, want = fn(rng)
