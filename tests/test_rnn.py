@@ -2,7 +2,8 @@
 bit-identical u8 and f32 outputs) and against the independent numpy model tests/_rnn_ref.py
 (LBR-GRU and vanilla RNN, which oneDNN 3.2 has no int8 version of; the f32-data mode).
 Every kernel test runs on every ISA level of the CPU (`isa` fixture).  Sizes cross the 64-channel
-blocks (H = 16, 64, 70, 130), the micro-kernel row tiles (N = 1, 6, 7, 13) and K % 4 tails."""
+blocks (H = 15 .. 130, `SWEEP`), the micro-kernel row tiles (N = 1, 2, 5, 6, 7, 13, 32) and
+K % 4 tails."""
 import numpy as np
 import pytest
 
@@ -172,6 +173,41 @@ def test_matches_onednn(isa, cell, direction):
         if i == 0:
             # the model agrees with oneDNN too
             assert_same(got, cached(numpy_model, p, (cell, direction, i)))
+
+
+# (T, N, C, H): H below, at and past 16 / 32 / 64 channels (blocks and masked vector tails), N = 1
+# (the one-row kernel), 2, 5, 7 (row tiles of 6 with tails) and 32 (tiles 5,5,6,5,5,6), K % 4
+# tails on both GEMMs, and several layer-GEMM chunks (T * N rows past one chunk at N = 32)
+SWEEP = [(3, 1, 16, 15), (3, 2, 32, 16), (2, 5, 20, 17), (3, 7, 64, 32), (2, 32, 40, 33),
+         (2, 2, 66, 63), (9, 32, 8, 64), (2, 5, 48, 65), (2, 1, 130, 129)]
+
+
+@requires_onednn
+@pytest.mark.parametrize("direction", DIRS[:2])
+@pytest.mark.parametrize("cell", ["lstm", "gru"])
+def test_shape_sweep_matches_onednn(isa, cell, direction):
+    """The accumulate-onto-layer-products step and the per-tile epilogues on every tile shape,
+    with 1 and 2 threads (shares that split a channel block's row tiles)."""
+    before = dnnq.get_num_threads()
+    try:
+        for i, (T, N, C, H) in enumerate(SWEEP):
+            p = make(cell, direction, T, N, C, H, 1, init=i % 2 == 0, per_oc=True, seed=60 + i)
+            prim = primitive(p, legacy_attr(p))
+            want = cached(onednn, p, ("sweep", cell, direction, i))
+            for nt in (1, 2):
+                dnnq.set_num_threads(nt)
+                assert_same(run(prim, p, prepared=True), want)
+    finally:
+        dnnq.set_num_threads(before)
+
+
+@pytest.mark.parametrize("direction", DIRS[:2])
+def test_shape_sweep_lbr_gru_matches_model(isa, direction):
+    """LBR-GRU keeps U_o h apart from W_o x (its own tile), unlike the other cells."""
+    for i, (T, N, C, H) in enumerate(SWEEP[:6]):
+        p = make("lbr_gru", direction, T, N, C, H, 1, init=i % 2 == 1, per_oc=True, seed=80 + i)
+        assert_same(run(primitive(p, legacy_attr(p)), p, prepared=True),
+                    cached(numpy_model, p, ("sweep", "lbr_gru", direction, i)))
 
 
 @requires_onednn

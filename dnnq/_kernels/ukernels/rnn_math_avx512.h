@@ -80,12 +80,9 @@ static inline __m512 rv_load_u8(const uint8_t *src, __mmask16 m, __m512 sc, __m5
     return _mm512_div_ps(_mm512_sub_ps(q, sh), sc);
 }
 
-/* f32(l + t) / d + b (d of masked-off lanes is 1) */
-static inline __m512 rv_gate(const int32_t *l, const int32_t *t, const float *d, const float *b,
-                             __mmask16 m) {
-    const __m512i acc = _mm512_add_epi32(_mm512_maskz_loadu_epi32(m, l),
-                                         _mm512_maskz_loadu_epi32(m, t));
-    const __m512 v = _mm512_div_ps(_mm512_cvtepi32_ps(acc),
+/* f32(acc) / d + b (d of masked-off lanes is 1) */
+static inline __m512 rv_gate(const int32_t *l, const float *d, const float *b, __mmask16 m) {
+    const __m512 v = _mm512_div_ps(_mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(m, l)),
                                    _mm512_mask_loadu_ps(_mm512_set1_ps(1.0f), m, d));
     return _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, b));
 }
