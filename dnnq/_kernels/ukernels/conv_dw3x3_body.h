@@ -19,14 +19,16 @@ typedef struct {
     uint8_t *dst[2];
     int32_t *acc[2];
     const int8_t *wc, *comp;
-    DW_V zpv, flip;
+    const uint8_t *zpix;
+    DW_V flip;
     DW_M m;
     float inv;
     int sgn, full;
 } DWF(dw9_ctx_t);
 
 /* the four rows (three with one output row) of source column x interleaved per channel
- * (byte i = row i): q[k]; columns outside [0, iw) read the zero-point pixel */
+ * (byte i = row i): q[k]; columns outside [0, iw) read the zero-point pixel (zpix: the
+ * panel's nc bytes, read under the channel mask) */
 static inline __attribute__((always_inline)) void
 DWF(dw9_interleave)(const int NRO, const DWF(dw9_ctx_t) *x_, int64_t x, DW_V q[4]) {
     const int inside = x >= 0 && x < x_->iw;
@@ -37,7 +39,9 @@ DWF(dw9_interleave)(const int NRO, const DWF(dw9_ctx_t) *x_, int64_t x, DW_V q[4
             v[r] = DWC(DWI(setzero_si), DW_W)();
             continue;
         }
-        v[r] = inside ? DWI(maskz_loadu_epi8)(x_->m, x_->row[r] + x * x_->rs[r]) : x_->zpv;
+        /* a pointer select, not a branch per row: outside, the zero-point pixel */
+        const uint8_t *p = inside ? x_->row[r] + x * x_->rs[r] : x_->zpix;
+        v[r] = DWI(maskz_loadu_epi8)(x_->m, p);
         if (x_->sgn) v[r] = DWC(DWI(xor_si), DW_W)(v[r], x_->flip);
     }
     const DW_V ab_lo = DWI(unpacklo_epi8)(v[0], v[1]), ab_hi = DWI(unpackhi_epi8)(v[0], v[1]);
@@ -180,7 +184,7 @@ DWF(dw9_run)(const int NRO, const int SW, const int MODE, const dnnq_dw3x3_call_
     x.comp = c->w + ((c->ntaps + 3) / 4) * 256;
     x.wc = x.comp + 256 + (c->ntaps / 3) * 1024; /* after rows3: cols3 */
     x.m = m;
-    x.zpv = DWI(maskz_loadu_epi8)(m, c->zpix);
+    x.zpix = c->zpix;
     x.flip = DWI(set1_epi8)((char)0x80);
     x.sgn = c->src_signed;
     x.full = c->nc == DW_W / 8;
