@@ -80,6 +80,29 @@ void dnnq_dw3x3_avx512(const dnnq_dw3x3_call_t *c) {
     else dw9_call_256(c, nc >= 32 ? 0xffffffffu : (__mmask32)((1ull << nc) - 1), mode);
 }
 
+/* v[j] (channels 16 j ..) -> out in the accumulators' order: vector k (16 lanes, or with
+ * narrow 8: channels < 32) holds in 128-bit lane L channels 16 L + 4 k .. + 3 */
+static void dw9_permute(const __m512i v[4], int narrow, int32_t *out) {
+    if (!narrow) { /* a 4 x 4 transpose of 128-bit lanes */
+        const __m512i t0 = _mm512_shuffle_i32x4(v[0], v[1], 0x44);
+        const __m512i t1 = _mm512_shuffle_i32x4(v[2], v[3], 0x44);
+        const __m512i t2 = _mm512_shuffle_i32x4(v[0], v[1], 0xEE);
+        const __m512i t3 = _mm512_shuffle_i32x4(v[2], v[3], 0xEE);
+        _mm512_storeu_si512(out, _mm512_shuffle_i32x4(t0, t1, 0x88));
+        _mm512_storeu_si512(out + 16, _mm512_shuffle_i32x4(t0, t1, 0xDD));
+        _mm512_storeu_si512(out + 32, _mm512_shuffle_i32x4(t2, t3, 0x88));
+        _mm512_storeu_si512(out + 48, _mm512_shuffle_i32x4(t2, t3, 0xDD));
+        return;
+    }
+    /* vector k = (lane k of v[0], lane k of v[1]) */
+    const __m512i lo = _mm512_shuffle_i32x4(v[0], v[1], 0x44); /* v0.0 v0.1 v1.0 v1.1 */
+    const __m512i hi = _mm512_shuffle_i32x4(v[0], v[1], 0xEE); /* v0.2 v0.3 v1.2 v1.3 */
+    const __m512i a = _mm512_shuffle_i32x4(lo, lo, 0xD8);      /* v0.0 v1.0 v0.1 v1.1 */
+    const __m512i b = _mm512_shuffle_i32x4(hi, hi, 0xD8);      /* v0.2 v1.2 v0.3 v1.3 */
+    _mm512_storeu_si512(out, a);
+    _mm512_storeu_si512(out + 16, b);
+}
+
 /* The fast epilogue's constants for the panel (epi_prepare_avx512), permuted to the
  * accumulators' order: vector k (of VL lanes), lane L, dword j <- channel 16 L + 4 k + j. */
 int dnnq_dw3x3_epi_prepare_avx512(const dnnq_gemm_args_t *g, int64_t n0, int nc,
@@ -94,24 +117,15 @@ int dnnq_dw3x3_epi_prepare_avx512(const dnnq_gemm_args_t *g, int64_t n0, int nc,
             return 0;
     epi_consts_t k;
     epi_prepare_avx512(g, 0, n0, nc, &k);
-    float sc[64], bi[64], zp[64];
-    int32_t cc[64];
-    for (int j = 0; j < 4; ++j) {
-        _mm512_storeu_ps(sc + 16 * j, k.sc[j]);
-        _mm512_storeu_ps(bi + 16 * j, k.bi[j]);
-        _mm512_storeu_ps(zp + 16 * j, k.zp[j]);
-        _mm512_storeu_si512(cc + 16 * j, k.cc[j]);
-    }
-    const int vl = nc > 32 ? 16 : 8, lanes = vl / 4;
-    for (int kk = 0; kk < 4; ++kk)
-        for (int L = 0; L < lanes; ++L)
-            for (int j = 0; j < 4; ++j) {
-                const int to = kk * vl + 4 * L + j, from = 16 * L + 4 * kk + j;
-                e->sc[to] = sc[from];
-                e->bi[to] = bi[from];
-                e->zp[to] = zp[from];
-                e->cc[to] = cc[from];
-            }
+    const int narrow = nc <= 32;
+    dw9_permute(k.cc, narrow, e->cc);
+    __m512i t[4];
+    for (int j = 0; j < 4; ++j) t[j] = _mm512_castps_si512(k.sc[j]);
+    dw9_permute(t, narrow, (int32_t *)e->sc);
+    for (int j = 0; j < 4; ++j) t[j] = _mm512_castps_si512(k.bi[j]);
+    dw9_permute(t, narrow, (int32_t *)e->bi);
+    for (int j = 0; j < 4; ++j) t[j] = _mm512_castps_si512(k.zp[j]);
+    dw9_permute(t, narrow, (int32_t *)e->zp);
     e->inv_dst_scale = g->inv_dst_scale;
     e->dt = g->dst_dt;
     e->post = k.post;
