@@ -268,9 +268,11 @@ static int dw3x3(const dnnq_conv_t *cv) {
 static int run_item_dw3x3(const dnnq_conv_t *cv, int64_t item) {
     const int64_t OW = cv->ow, OH = cv->oh, osp = cv->od * OH * OW;
     const int64_t nblk = (osp + cv->mc - 1) / cv->mc;
-    const int64_t blk = item % nblk;
-    const int64_t p = (item / nblk) % cv->n_panels;
-    const int64_t n = item / nblk / cv->n_panels;
+    /* panels innermost: the panels of a block of rows run one after the other, while its
+     * source rows are in cache */
+    const int64_t p = item % cv->n_panels;
+    const int64_t blk = (item / cv->n_panels) % nblk;
+    const int64_t n = item / cv->n_panels / nblk;
     const int64_t m0 = blk * cv->mc;
     const int64_t mend = m0 + (osp - m0 < cv->mc ? osp - m0 : cv->mc);
     const int nc = (int)(cv->OC - p * DNNQ_NR < DNNQ_NR ? cv->OC - p * DNNQ_NR : DNNQ_NR);
