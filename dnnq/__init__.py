@@ -36,7 +36,7 @@ del _compiled
 from dnnq.errors import DnnqError, InvalidArguments, Unimplemented
 from dnnq._dispatch import (
     cpu_info, get_effective_cpu_isa, set_max_cpu_isa, set_num_threads, get_num_threads,
-    available_isa_levels, ISA_LEVELS, MAX_NUM_THREADS,
+    available_isa_levels, ISA_LEVELS, MAX_NUM_THREADS, set_int8_numerics, get_int8_numerics,
 )
 from dnnq import args
 from dnnq.args import *  # noqa: F401,F403  (the DNNL_ARG_* constants)
@@ -74,7 +74,7 @@ __all__ = [
     # dispatch, threads, verbose, primitive cache
     "cpu_info", "get_effective_cpu_isa", "set_max_cpu_isa", "set_num_threads",
     "get_num_threads", "MAX_NUM_THREADS", "available_isa_levels", "ISA_LEVELS", "set_verbose",
-    "get_verbose",
+    "get_verbose", "set_int8_numerics", "get_int8_numerics",
     "set_primitive_cache_capacity", "get_primitive_cache_capacity", "primitive_cache_size",
     # argument ids (every DNNL_ARG_* and helper of dnnq.args) and masks
     *args.__all__,

@@ -83,13 +83,15 @@ def _snapshot(args, kwargs):
         return None
 
 
-def rebuild_primitive(cls, args, kwargs):
+def rebuild_primitive(cls, args, kwargs, numerics="exact"):
     """Unpickling: create the primitive again from its description (validated, dispatched
-    for this machine and ISA cap, planned, through the primitive cache)."""
+    for this machine and ISA cap, planned, through the primitive cache), with the int8
+    numerics it was created with (they decide its results, unlike the kernel choice)."""
     if not isinstance(cls, CachedPrimitive):
         from dnnq.errors import InvalidArguments
         raise InvalidArguments(f"unpickling: {cls!r} is not a dnnq primitive class")
-    return cls(*args, **kwargs)
+    with _dispatch.set_int8_numerics(numerics):
+        return cls(*args, **kwargs)
 
 
 def reduce_primitive(self):
@@ -100,12 +102,14 @@ def reduce_primitive(self):
     if ctor is None:
         raise TypeError(f"{type(self).__name__}: its constructor arguments could not be "
                         "recorded, so it cannot be pickled; pickle its description instead")
-    return (rebuild_primitive, (type(self), ctor[0], ctor[1]))
+    return (rebuild_primitive, (type(self), ctor[0], ctor[1],
+                                self.__dict__.get("_int8_numerics", "exact")))
 
 
 def _create(cls, args, kwargs):
     prim = type.__call__(cls, *args, **kwargs)
     prim.__dict__["_ctor_args"] = _snapshot(args, kwargs)
+    prim.__dict__["_int8_numerics"] = _dispatch.get_int8_numerics()
     return prim
 
 

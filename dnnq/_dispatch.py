@@ -75,8 +75,11 @@ def cpu_info():
 
 
 def effective_isa_level():
-    """Highest level this CPU runs that does not exceed the cap."""
+    """Highest level this CPU runs that does not exceed the cap (and, under
+    set_int8_numerics("avx2"), not above avx2)."""
     level = min(_detected_level, _cap_level)
+    if _int8_numerics != "exact":
+        level = min(level, ISA_LEVELS.index("avx2"))
     while not _runnable[level]:
         level -= 1
     return level
@@ -94,6 +97,64 @@ def set_max_cpu_isa(isa):
     previous = ISA_LEVELS[_cap_level]
     _cap_level = _parse_isa(isa, "isa")
     return previous
+
+
+# ---- int8 numerics emulation (SPEC section 9) -------------------------------------------------
+INT8_NUMERICS = tuple(_codes.NUMERICS)  # ("exact", "avx2")
+_int8_numerics = "exact"
+
+
+class _Int8Numerics:
+    """What set_int8_numerics returns: the mode is already set; used as a context manager,
+    leaving the block restores the mode that was in force before the call."""
+
+    def __init__(self, mode, previous):
+        self.mode, self.previous = mode, previous
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        global _int8_numerics
+        _int8_numerics = self.previous
+        return False
+
+    def __repr__(self):
+        return f"set_int8_numerics({self.mode!r})"
+
+
+def set_int8_numerics(mode):
+    """Choose the int8 numerics of primitives created from now on.
+
+    ``"exact"`` (the default): every u8 / s8 product is summed exactly in s32, as oneDNN does
+    on a CPU with VNNI or AMX.  ``"avx2"``: reproduce oneDNN on a CPU without VNNI
+    (``DNNL_MAX_CPU_ISA=AVX2``): u8 x s8 products are summed in pairs saturated to s16
+    (``vpmaddubsw``), s8-source convolutions use weights halved at packing (``rne(w / 2)``)
+    with the results scaled by 2, and ``gemm_s8s8s32`` runs unguarded.  The kernels run at
+    the avx2 level (or the portable one on a CPU without AVX2); see docs/numerics.md.
+
+    Existing primitives keep the numerics they were created with.  Also a context manager::
+
+        with dnnq.set_int8_numerics("avx2"):
+            conv = dnnq.Convolution(...)   # oneDNN-without-VNNI results
+    """
+    global _int8_numerics
+    if not isinstance(mode, str) or mode not in INT8_NUMERICS:
+        raise InvalidArguments(f"set_int8_numerics: mode {mode!r}; expected one of "
+                               f"{', '.join(map(repr, INT8_NUMERICS))}")
+    previous, _int8_numerics = _int8_numerics, mode
+    return _Int8Numerics(mode, previous)
+
+
+def get_int8_numerics():
+    """The int8 numerics new primitives get: "exact" or "avx2" (set_int8_numerics)."""
+    return _int8_numerics
+
+
+def kernel_isa_code(isa):
+    """The code of ISA level `isa` for the GEMM kernel tables, with the int8 numerics in force
+    OR-ed in (dnnq_codes.h, dnnq_numerics_t)."""
+    return _codes.ISA[isa] | _codes.NUMERICS[_int8_numerics]
 
 
 def available_isa_levels():

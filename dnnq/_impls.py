@@ -34,6 +34,9 @@ def isa_unavailable(isa):
     if idx > _dispatch._cap_level:
         return (f"above the ISA cap {_dispatch.ISA_LEVELS[_dispatch._cap_level]} "
                 "(DNNQ_MAX_CPU_ISA / dnnq.set_max_cpu_isa)")
+    if idx > _dispatch.effective_isa_level():
+        return (f"set_int8_numerics({_dispatch.get_int8_numerics()!r}) runs the "
+                f"{_dispatch.get_effective_cpu_isa()} level")
     return None
 
 
@@ -63,7 +66,8 @@ def dispatch_key():
     (two caps with the same effective level may still differ in optional features)."""
     level = _dispatch.effective_isa_level()
     isa = _dispatch.ISA_LEVELS[level]
-    return (level,) + tuple(optional_feature(f, isa) for f in OPTIONAL_FEATURES)
+    return ((level, _dispatch.get_int8_numerics()) +
+            tuple(optional_feature(f, isa) for f in OPTIONAL_FEATURES))
 
 
 def _amx_rows(problem):

@@ -26,8 +26,11 @@ Formulas (``s`` the source, ``a`` alpha, ``b`` beta)::
     clip        t = s > a ? s : a;  t > b ? b : t          (requires b >= a)
     clip_v2     t = s > a ? s : a;  t < b ? t : b          (requires b >= a; equals clip forward)
     pow         a * s**b                        round       half to even (nearbyint)
-    mish        s*tanh(log1p(exp(s)))           hardsigmoid t = a*s + b; t <= 0 ? 0 : t >= 1 ? 1 : t
-    hardswish   s * hardsigmoid(s)
+    mish        s*tanh(log1p(exp(s)))           hardsigmoid t = a*s + b; t = t < 1 ? t : 1;
+    hardswish   s * hardsigmoid(s)                          t > 0 ? t : 0  (JIT: NaN -> 1)
+
+(oneDNN's reference kernels compute hardsigmoid as t <= 0 ? 0 : t >= 1 ? 1 : t, which keeps a
+NaN; dnnq follows whichever kernel oneDNN runs for the primitive, docs/toolkit.md.)
 
 Binary: add, sub, mul, div, min (a < b ? a : b), max (a > b ? a : b); ge, gt, le, lt, eq, ne give
 1.0 where the comparison holds, else 0.0.
@@ -156,12 +159,11 @@ def eltwise_reference(alg, x, alpha=0.0, beta=0.0):
             r = np.rint(s)
         elif name == "mish":
             r = s * np.tanh(_soft_relu(s, _F(1)))
-        elif name == "hardsigmoid":
+        elif name in ("hardsigmoid", "hardswish"):  # vminps then vmaxps: NaN -> 1
             t = s * a + b
-            r = np.where(t <= 0, _F(0), np.where(t >= 1, _F(1), t))
-        elif name == "hardswish":
-            t = s * a + b
-            r = s * np.where(t <= 0, _F(0), np.where(t >= 1, _F(1), t))
+            t = np.where(t < 1, t, _F(1))
+            t = np.where(t > 0, t, _F(0))
+            r = t if name == "hardsigmoid" else s * t
         else:  # pragma: no cover - canonical_eltwise_alg only returns the names above
             raise invalid("alg", repr(alg), "an eltwise algorithm")
     return np.asarray(r, dtype=_F).reshape(s.shape)

@@ -2,7 +2,7 @@
 contract, not from dnnq's code: int64 accumulation, the f32 epilogue in oneDNN's order."""
 import numpy as np
 
-from dnnq.eltwise_math import eltwise_reference, binary_reference
+from dnnq.eltwise_math import eltwise_reference, binary_reference, fma_f32
 
 F32 = np.float32
 RANGES = {"s8": (-128, 127), "u8": (0, 255), "s32": (-2**31, 2**31 - 1)}
@@ -47,7 +47,9 @@ def epilogue(acc, dst_dt, *, scale=None, bias=None, post_ops=(), dst_prev=None,
             v = np.asarray(binary_reference(op[1], v, np.asarray(op[2], F32)), F32)
         elif op[0] == "sum":
             zp = op[2] if len(op) > 2 else 0
-            v = (v + F32(op[1]) * (dst_prev.astype(F32) - F32(zp))).astype(F32)
+            # one rounding: oneDNN's kernels fuse the sum (vfmadd231ps)
+            v = np.asarray(fma_f32(F32(op[1]), (dst_prev.astype(F32) - F32(zp)).astype(F32), v),
+                           F32)
     d = v
     if dst_scale is not None:
         d = (d * (F32(1.0) / F32(dst_scale))).astype(F32)

@@ -512,7 +512,7 @@ def test_one_by_one_gemm_path(isa, src_dt, deconv):
                  post_ops=[("binary", "add", src1.reshape((2, 1) + (1,) * nsp)),
                            ("sum", 0.5, 2)], sum_prev=True)
         out, p = c.run_dnnq()
-        assert p.impl_info.endswith(":brgconv_1x1")
+        assert ":brgconv_1x1" in p.impl_info  # (+ref_order with a full binary input)
         assert_same(out, c.run_onednn())
     q = {"src_zp": [3], "wei_zp": rng.integers(-9, 9, 70).astype(np.int32), "wei_zp_mask": 1,
          "dst_zp": rng.integers(-9, 9, 70).astype(np.int32), "dst_zp_mask": 2,

@@ -43,9 +43,8 @@ def _case(rng, name, *, src_dt="u8", dst_dt="u8", cl=(True, True), sum_prev=Fals
          "dst_scales": [1.5]}
     if dst_dt in ("u8", "s8"):
         q["dst_zp"] = [-5]
-    # the sum first: oneDNN 3.2's deconvolution with an eltwise before the sum differs from
-    # the numpy model on some elements (its accumulator, not the rounding); dnnq matches the
-    # model there
+    # the sum first: oneDNN 3.2's strided deconvolution with an eltwise before the sum runs
+    # its AVX2 kernel (pair saturation; tests/test_sum_post_op.py), not this path's numerics
     ops = ([("sum", 0.5, 0)] if sum_prev else []) + [("eltwise", "relu", 0.0, 0.0)]
     return Case(rng, src_dt=src_dt, dst_dt=dst_dt, bias_dt="f32", q=q, post_ops=ops,
                 src_tag=CL[nd] if cl[0] else None, dst_tag=CL[nd] if cl[1] else None,

@@ -253,7 +253,10 @@ def test_binary_post_ops_match_onednn(isa, rng_seed):
                      [("eltwise", "relu", 0.1, 0.0), ("binary", "max", per_ch),
                       ("eltwise", "linear", 1.7, 0.3)],
                      [("sum", 0.5, 0)] if dd != "f32" else [("sum", 0.5)],
-                     [("binary", "div", per_ch), ("sum", 2.0)]):
+                     [("binary", "div", per_ch), ("sum", 2.0)],
+                     # inexact scale * prev: fused (one rounding) on jit:uni, two on ref:any
+                     [("sum", 0.3, 0)] if dd != "f32" else [("sum", 0.3)],
+                     [("eltwise", "relu", 0.0, 0.0), ("sum", 0.7)]):
             prev = gen(rng, dd, shape, 30)
             attr, extra = post_ops_attr(post)
             ref = onednn_with_attr("binary", a, dd, post, y=b, alg="add", dst_prev=prev)

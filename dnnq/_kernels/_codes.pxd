@@ -7,6 +7,10 @@ cdef extern from "dnnq_codes.h":
         DNNQ_ISA_AVX512_CORE_VNNI
         DNNQ_ISA_AVX512_CORE_AMX
 
+    cpdef enum dnnq_numerics_t:
+        DNNQ_NUMERICS_EXACT
+        DNNQ_NUMERICS_AVX2
+
     cpdef enum dnnq_dt_t:
         DNNQ_DT_F32
         DNNQ_DT_S32

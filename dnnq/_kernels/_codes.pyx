@@ -3,7 +3,8 @@
 Each table maps dnnq's lower-case name to the C code, derived from the enumerator names, so a
 code added to the C header reaches Cython (_codes.pxd) and Python with no second list:
 
-    ISA (dnnq._dispatch.ISA_LEVELS order), DT, POST_OP, ELTWISE, BINARY
+    ISA (dnnq._dispatch.ISA_LEVELS order), NUMERICS (OR-ed into an ISA code), DT, POST_OP,
+    ELTWISE, BINARY
 """
 
 
@@ -13,6 +14,7 @@ def _table(enum_type, prefix):
 
 
 ISA = _table(dnnq_isa_t, "DNNQ_ISA_")
+NUMERICS = _table(dnnq_numerics_t, "DNNQ_NUMERICS_")
 DT = _table(dnnq_dt_t, "DNNQ_DT_")
 POST_OP = _table(dnnq_po_kind_t, "DNNQ_PO_")
 ELTWISE = _table(dnnq_eltwise_alg_t, "DNNQ_ELT_")

@@ -52,10 +52,12 @@ cdef class ConvPlan:
     def __dealloc__(self):
         free(self.post)
 
-    def __init__(self, int isa, dict geom, int dst_dt, list post_ops, bint fast_epi):
+    def __init__(self, int isa, dict geom, int dst_dt, list post_ops, bint fast_epi,
+                 int ref_numerics=0):
         """geom: N, G, ICg, OCg, src (id, ih, iw), dst (od, oh, ow), kernel (kd, kh, kw),
         strides, steps (dilation + 1), pads (left), deconv, depthwise, fold_kw, mc, mr.
-        post_ops: (kind, alg, alpha, beta) per post-op (kinds of dnnq_kernels.h)."""
+        post_ops: (kind, alg, alpha, beta) per post-op (kinds of dnnq_kernels.h).
+        ref_numerics: DNNQ_REF_* flags (oneDNN's reference-kernel order), or 0."""
         cdef int i
         cdef dnnq_conv_t* cv = &self.cv
         memset(cv, 0, sizeof(dnnq_conv_t))
@@ -89,7 +91,8 @@ cdef class ConvPlan:
         cv.epi.M = cv.od * cv.oh * cv.ow
         cv.epi.dst_dt = dst_dt
         cv.epi.d_sm = cv.OC
-        cv.epi.fast_epi = fast_epi
+        cv.epi.fast_epi = fast_epi and not ref_numerics
+        cv.epi.ref_numerics = ref_numerics
         self.n_items = dnnq_conv_n_items(cv)
         self.work = cv.N * cv.epi.M * cv.OC * cv.ICg * cv.kd * cv.kh * cv.kw
         if len(post_ops) > DNNQ_CONV_MAX_POST:
@@ -132,7 +135,7 @@ cdef class ConvPlan:
             cv.dw_weights = <const int16_t*>_ptr(dw_weights)
         elif cv.depthwise:
             raise ValueError("ConvPlan.run: depthwise needs dw_weights")
-        if dw_kind not in (0, 1) or (dw_kind == 1 and cv.isa < 3):
+        if dw_kind not in (0, 1) or (dw_kind == 1 and (cv.isa & 15) < 3):
             raise ValueError("ConvPlan.run: dw_kind must be 0, or 1 at an AVX-512 level")
         cv.dw_kind = dw_kind
         cv.dw_stride = self.dw_strides[dw_kind]

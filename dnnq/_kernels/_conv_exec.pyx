@@ -132,6 +132,7 @@ cdef class ConvExec:
     cdef int64_t OC, IC, P_src, P_dst, N, a_sb, a_sm, d_sb, d_sm
     cdef bint has_bias, has_ss, has_ds, has_zs, has_zd, has_sum, s8_src, raw_s32
     cdef bint src_cl, dst_cl, depthwise
+    cdef float scale_adjust  # 2 under set_int8_numerics("avx2") with halved s8-source weights
     cdef int dw_kind, isa_code, src_esz, dst_esz
     cdef object dst_dtype, dst_phys, dst_inverse
     cdef list src_pool, dst_pool
@@ -145,7 +146,7 @@ cdef class ConvExec:
         layout: src_dims, src_order, src_dtype, dst_dims, dst_order, dst_dtype, N, IC, OC,
         P_src, P_dst (pixels per image), isa_code (the transposes' level).
         attrs: has_bias, has_ss, has_ds, ws_count, has_zs, has_zd, zs_range, has_sum, shift,
-        raw_s32, dw_kind, depthwise.  keys: the argument ids (src, wei, bias, dst, ss, ws, ds,
+        raw_s32, dw_kind, depthwise, scale_adjust.  keys: the argument ids (src, wei, bias, dst, ss, ws, ds,
         zs, zd) and n_known (how many ids the primitive takes)."""
         if isinstance(plan, ConvPlan):
             self.conv_plan = plan
@@ -184,6 +185,7 @@ cdef class ConvExec:
         self.raw_s32 = attrs["raw_s32"]
         self.dw_kind = attrs["dw_kind"]
         self.depthwise = attrs["depthwise"]
+        self.scale_adjust = attrs.get("scale_adjust", 1.0)
         self.s8_src = np.dtype(layout["src_dtype"]) == np.int8
         self.k_src, self.k_wei, self.k_bias, self.k_dst = (keys["src"], keys["wei"],
                                                            keys["bias"], keys["dst"])
@@ -404,7 +406,7 @@ cdef class ConvExec:
             g.col_comp = <const int32_t*>_data(comp)
             g.c_sb = 0
             g.raw_s32 = self.raw_s32
-            g.src_scale = ss
+            g.src_scale = ss * self.scale_adjust
             g.scale, g.scale_sn = ws_ptr, ws_sn
             if bias_ptr != NULL:
                 g.bias = bias_ptr
@@ -438,7 +440,7 @@ cdef class ConvExec:
         cv.dw_stride = cplan.dw_strides[self.dw_kind]
         cv.epi.col_comp = <const int32_t*>_data(comp)
         cv.epi.raw_s32 = self.raw_s32
-        cv.epi.src_scale = ss
+        cv.epi.src_scale = ss * self.scale_adjust
         cv.epi.scale, cv.epi.scale_sn = ws_ptr, ws_sn
         if bias_ptr != NULL:
             cv.epi.bias, cv.epi.bias_sn = bias_ptr, 1

@@ -13,7 +13,8 @@ from libc.string cimport memset
 from cython.parallel cimport prange
 
 from dnnq._kernels._kernels cimport (
-    DNNQ_NR, dnnq_gemm_args_t, dnnq_postop_t, dnnq_gemm_block_fn,
+    DNNQ_NR, DNNQ_REF_ORDER, DNNQ_REF_ZP, DNNQ_REF_SPLIT_SCALES, dnnq_gemm_args_t,
+    dnnq_postop_t, dnnq_gemm_block_fn,
     dnnq_gemm_ukr_fn,
     dnnq_gemm_block_for_isa, dnnq_gemm_ukr_for_isa, dnnq_gemm_mr_for_isa, dnnq_pack_b,
     dnnq_br_pair_t, dnnq_brgemm_ukr_fn, dnnq_brgemm_ukr_for_isa, dnnq_brgemm_mr_for_isa,
@@ -89,6 +90,10 @@ def unpack_weights_vnni(packed, int64_t K, int64_t N):
         raise ValueError("unpack_weights_vnni: packed buffer too small or not int8")
     w = body.reshape(P, K4, DNNQ_NR, 4).transpose(1, 3, 0, 2).reshape(K4 * 4, P * DNNQ_NR)
     return np.ascontiguousarray(w[:K, :N])
+
+
+# dnnq_gemm_args_t.ref_numerics flags (DNNQ_REF_*, ukernels/dnnq_kernels.h)
+REF_ORDER, REF_ZP, REF_SPLIT_SCALES = DNNQ_REF_ORDER, DNNQ_REF_ZP, DNNQ_REF_SPLIT_SCALES
 
 
 def micro_kernel(int isa, a, packed, int64_t K, bint s8_src):
@@ -182,11 +187,13 @@ cdef class GemmPlan:
         free(self.post)
 
     def __init__(self, int isa, int64_t batch, int64_t M, int64_t N, int64_t K, int dst_dt,
-                 list post_ops, bint swap_s8=False, bint signed_s8=False):
+                 list post_ops, bint swap_s8=False, bint signed_s8=False,
+                 int ref_numerics=0):
         """post_ops: list of (kind, alg, alpha, beta) with kind 1 eltwise, 2 binary, 3 sum,
         4 checkpoint, 5 select (alg: the comparison's DNNQ_BIN_* code).  swap_s8 / signed_s8:
         how an s8 source is multiplied (dnnq._impls: the VNNI swap, AMX's signed tiles;
-        neither: XOR to u8)."""
+        neither: XOR to u8).  ref_numerics: 0, or DNNQ_REF_* flags (REF_ORDER, REF_ZP,
+        REF_SPLIT_SCALES): the epilogue in the order of oneDNN's reference kernels."""
         cdef int i
         memset(&self.g, 0, sizeof(dnnq_gemm_args_t))
         self.isa = isa
@@ -202,6 +209,7 @@ cdef class GemmPlan:
         self.g.K4 = (K + 3) // 4
         self.g.n_panels = (N + DNNQ_NR - 1) // DNNQ_NR
         self.g.dst_dt = dst_dt
+        self.g.ref_numerics = ref_numerics
         mr = dnnq_gemm_mr_for_isa(isa)
         # row block: a few micro-tiles, so that small M still gives every thread work
         self.mc = mr * 8

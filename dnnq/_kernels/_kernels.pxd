@@ -20,6 +20,11 @@ cdef extern from "dnnq_kernels.h" nogil:
         const float *src2
         int64_t s2_b, s2_m, s2_n
 
+    enum:
+        DNNQ_REF_ORDER
+        DNNQ_REF_ZP
+        DNNQ_REF_SPLIT_SCALES
+
     ctypedef struct dnnq_gemm_args_t:
         int64_t M, N, K, K4, n_panels
         const uint8_t *a
@@ -49,6 +54,7 @@ cdef extern from "dnnq_kernels.h" nogil:
         void *dst
         int dst_dt
         int64_t d_sb, d_sm
+        int ref_numerics
 
     ctypedef void (*dnnq_gemm_block_fn)(const dnnq_gemm_args_t *g, int64_t b, int64_t m0,
                                         int64_t mc, int64_t p)

@@ -202,10 +202,11 @@ def init_fused(self, attr, dw_index):
     r0, r1, first, second = f._band(0, min(f.OH2, 8))
     self._isa = first._isa
     self._dw_layout, self._dw_s16_layout = first._dw_layout, first._dw_s16_layout
+    self._halve = first._halve  # set_int8_numerics("avx2"): as the 1x1 packs its weights
     self._packed_sizes = packed_sizes(geo, self._dw_layout)
     self.impl_info = f"{first.impl_info}+{second.impl_info}"
     self._key = (type(self).__name__, self.src_desc, self.weights_desc, self.dst_desc,
-                 self.bias_desc, attr.key(), geo.key(), self._isa)
+                 self.bias_desc, attr.key(), geo.key(), self._isa, self._numerics)
     ops = attr.post_ops
     known = {A.DNNL_ARG_SRC, A.DNNL_ARG_WEIGHTS, A.DNNL_ARG_DST, DW | A.DNNL_ARG_WEIGHTS}
     if self.bias_desc is not None:

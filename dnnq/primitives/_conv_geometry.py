@@ -41,7 +41,7 @@ class ConvGeometry:
     2-D problems padded to 3-D with size-1 dimensions (kernel 1, stride 1, no padding)."""
 
     def __init__(self, prim, deconv, src_dims, wei_dims, dst_dims, strides, padding_l,
-                 padding_r, dilates):
+                 padding_r, dilates, fold=True):
         nd = len(src_dims)
         nsp = nd - 2
         grouped = len(wei_dims) == nd + 1
@@ -116,7 +116,9 @@ class ConvGeometry:
         kd, kh, kw = self.kernel
         # the first-layer shape (few channels): the KW taps of one kernel row are adjacent in a
         # channels-last row, so they form one reduction of KW * IC (border rows gathered)
-        self.fold_kw = (not deconv and not self.depthwise and G == 1 and kw > 1 and self.steps[2] == 1 and
+        # (not under set_int8_numerics("avx2"): its s16 pairs must stay within one tap)
+        self.fold_kw = (fold and not deconv and not self.depthwise and G == 1 and kw > 1 and
+                        self.steps[2] == 1 and
                         kw * self.IC <= 64 and kd * kh <= 64)
         if self.depthwise:
             self.kpair, self.npairs = 1, self.ntaps
@@ -154,6 +156,11 @@ def canonical_weights(geo, w):
     G, OCg, ICg = w.shape[:3]
     w = w.reshape(G, OCg, ICg, geo.ntaps)
     return np.ascontiguousarray(w.transpose(0, 3, 2, 1))
+
+
+def halve_weights(w):
+    """rne(w / 2) as int8: oneDNN's weights reorder with scale_adjust 0.5 (no VNNI)."""
+    return np.rint(w.astype(np.float32) * np.float32(0.5)).astype(np.int8)
 
 
 def pack_gemm(geo, wc):
@@ -285,10 +292,15 @@ class PackedConvWeights:
     both the owner and the sizes (``check_sizes``).  Pickling stores the plain weights and the
     primitive, and packs again when loaded."""
 
-    __slots__ = ("packed", "dw", "colsum", "tapsum", "plain", "owner", "origin", "_comp")
+    __slots__ = ("packed", "dw", "colsum", "tapsum", "plain", "logical", "owner", "origin",
+                 "_comp")
 
-    def __init__(self, geo, w, owner, dw_layout="natural", origin=None):
-        wc = canonical_weights(geo, w)
+    def __init__(self, geo, w, owner, dw_layout="natural", origin=None, halve=False):
+        logical = canonical_weights(geo, w)
+        # set_int8_numerics("avx2") with an s8 source: oneDNN without VNNI halves the weights
+        # when it reorders them (round half to even) and doubles the scale; `plain` is what
+        # the kernels multiply, `logical` the caller's weights (for pickling)
+        wc = halve_weights(logical) if halve else logical
         w64 = wc.astype(np.int64)
         tapsum = w64.sum(axis=2)                    # (G, taps, OCg)
         colsum = tapsum.sum(axis=1).reshape(-1)  # (OC,) int64
@@ -297,8 +309,8 @@ class PackedConvWeights:
             dw = pack_depthwise(geo, wc.reshape(geo.G, geo.ntaps), dw_layout)
         else:
             packed, dw = pack_gemm(geo, wc), None
-        for name, value in (("plain", wc), ("tapsum", tapsum), ("colsum", colsum),
-                            ("packed", packed), ("dw", dw)):
+        for name, value in (("plain", wc), ("logical", logical), ("tapsum", tapsum),
+                            ("colsum", colsum), ("packed", packed), ("dw", dw)):
             if value is not None:
                 value.flags.writeable = False
             object.__setattr__(self, name, value)
@@ -315,7 +327,7 @@ class PackedConvWeights:
     def __reduce__(self):
         if self.origin is None:
             raise TypeError("PackedConvWeights without their primitive cannot be pickled")
-        return (_repack, (self.origin, self.origin._weights_from_plain(self.plain)))
+        return (_repack, (self.origin, self.origin._weights_from_plain(self.logical)))
 
     def for_owner(self, owner):
         """The same packed weights, accepted by another primitive of the same weights geometry

@@ -26,7 +26,7 @@ from dnnq.primitives import _plan
 from dnnq._kernels import _gemm, _gemm_exec
 from dnnq.primitives._common import arg_name
 from dnnq.primitives._attr_plan import AttrPlan
-from dnnq import _impls
+from dnnq import _impls, _dispatch
 
 _ONE = np.ones(1, np.float32)
 _KEY_SS = A.DNNL_ARG_SCALE | A.DNNL_ARG_SRC
@@ -76,7 +76,8 @@ class GemmCore:
     """
 
     def __init__(self, prim, attr, *, batch, M, N, K, src_dt, dst_dt, has_bias, scale_support,
-                 zp_support, mask_meaning, resolve, view_strides):
+                 zp_support, mask_meaning, resolve, view_strides, bias_dims=None,
+                 onednn_ref_rules=False):
         self.prim = prim
         self.batch, self.M, self.N, self.K = batch, M, N, K
         self.src_dt, self.dst_dt = src_dt, dst_dt
@@ -114,24 +115,57 @@ class GemmCore:
                 self.selects.append(
                     (i, op.cond_desc, view_strides(op.cond_desc.dims, f"post_op[{i}].src_1"),
                      op.value_desc, view_strides(op.value_desc.dims, f"post_op[{i}].src_2")))
+        # oneDNN's MatMul runs its reference kernel (ref:any) for these; its order of
+        # operations is reproduced (dnnq_gemm_args_t.ref_numerics, docs/matmul.md)
+        self.ref_impl = onednn_ref_rules and self._onednn_runs_ref(bias_dims, N)
+        if self.ref_impl:
+            post_specs = [(k, _plan.REF_ELTWISE_CODE.get(alg, alg) if k == _plan.PO_ELTWISE
+                           else alg, a, b) for k, alg, a, b in post_specs]
         self.n_post = len(post_specs)
         # an s32 dst with nothing to apply receives the accumulator as is (a bias, even s32,
         # goes through f32 as in oneDNN)
         self.raw_s32 = (dst_dt == "s32" and not self.scale_axis and not has_bias and
                         A.DNNL_ARG_DST not in self.zp_axis and not post_specs)
         impl = _impls.choose(prim.lower(), _impls.GEMM, M=M)
-        self.isa = impl.isa
+        # set_int8_numerics("avx2") caps the level at avx2 (the choice above) and gives the
+        # kernels oneDNN's pair saturation; the mode is part of the key (packed weights)
+        self.numerics = _dispatch.get_int8_numerics()
+        self.isa = impl.isa if self.numerics == "exact" else f"{impl.isa}+{self.numerics}_numerics"
         # s8 sources with VNNI: the source is the signed operand of vpdpbusd and the weights
         # are packed as u8 = w + 128; the kernel folds the 128 * rowsum back.  Elsewhere the
         # source is XOR-ed to u8 (+128) and -128 * colsum is compensated here.
         # With AMX the s8 source is multiplied as it is (tdpbssd): no shift at all.
         self.swap_s8 = src_dt == "s8" and impl.s8_src == "swap"
-        self.plan = _gemm.GemmPlan(_plan.ISA_CODE[self.isa], batch, M, N, K,
+        self.plan = _gemm.GemmPlan(_dispatch.kernel_isa_code(impl.isa), batch, M, N, K,
                                    _plan.DT_CODE[dst_dt], post_specs, self.swap_s8,
-                                   impl.s8_src == "signed")
-        self.impl_info = impl.name
+                                   impl.s8_src == "signed", self._ref_flags(post_specs))
+        self.impl_info = impl.name if self.numerics == "exact" else \
+            f"{impl.name}+{self.numerics}_numerics"
+        if self.ref_impl:
+            self.impl_info += "+ref_order"
         self.shift = 128 if src_dt == "s8" and not (self.swap_s8 or self.plan.signed_s8) else 0
         self._specs = self._runtime_specs()
+
+    def _ref_flags(self, post_specs):
+        """dnnq_gemm_args_t.ref_numerics of MatMul's ref:any: scales one after the other, and
+        its + 0 zero point when an attribute is set (ukernels/dnnq_kernels.h)."""
+        if not self.ref_impl:
+            return 0
+        attrs = bool(self.scale_axis or self.zp_axis or post_specs)
+        return _gemm.REF_ORDER | _gemm.REF_SPLIT_SCALES | (_gemm.REF_ZP if attrs else 0)
+
+    def _onednn_runs_ref(self, bias_dims, N):
+        """Whether oneDNN 3.2's MatMul picks its reference kernel (ref:any) over brgemm,
+        measured on avx512_core_vnni: a bias that varies along M or is one value for N > 1
+        columns, a per-K source or per-N destination zero point, a binary post-op input that
+        varies along M only."""
+        if bias_dims is not None and (any(d != 1 for d in bias_dims[:-1]) or
+                                      bias_dims[-1] != N):
+            return True
+        if self.zp_axis.get(A.DNNL_ARG_SRC) == "k" or self.zp_axis.get(A.DNNL_ARG_DST) == "n":
+            return True
+        return self.M > 1 and N > 1 and any(st[1] != 0 and st[2] == 0
+                                             for _, _, st in self.binary)
 
     # ---- execution-time pieces ----------------------------------------------------------------
     def _runtime_specs(self):

@@ -15,6 +15,12 @@ ISA_CODE = _codes.ISA
 PO_ELTWISE, PO_BINARY, PO_SUM, PO_CHECKPOINT, PO_SELECT = (
     _codes.POST_OP[k] for k in ("eltwise", "binary", "sum", "checkpoint", "select"))
 ELTWISE_CODE = _codes.ELTWISE
+LINEAR_UNFUSED = 100  # DNNQ_ELT_LINEAR_UNFUSED (ukernels/dnnq_toolkit.h): two roundings
+# the eltwise codes of oneDNN's reference kernels where they differ from its JIT injectors
+# (ukernels/postop_chain.h): linear not fused, hardsigmoid / hardswish keeping NaN, abs
+# flipping a NaN's sign
+REF_ELTWISE_CODE = {ELTWISE_CODE["linear"]: LINEAR_UNFUSED, ELTWISE_CODE["hardsigmoid"]: 102,
+                    ELTWISE_CODE["hardswish"]: 103, ELTWISE_CODE["abs"]: 104}
 BINARY_CODE = _codes.BINARY
 
 
@@ -45,7 +51,7 @@ def s32_gemm(a, b, isa=None, num_threads=None):
     col_comp = (-128 * pw.colsum[0].astype(np.int64)).astype(np.int32) if s8 else \
         np.zeros(N, np.int32)
     out = np.empty((M, N), dtype=np.int32)
-    plan = _gemm.GemmPlan(ISA_CODE[isa_name], 1, M, N, K, DT_CODE["s32"], [],
+    plan = _gemm.GemmPlan(_dispatch.kernel_isa_code(isa_name), 1, M, N, K, DT_CODE["s32"], [],
                           signed_s8=isa_name == "avx512_core_amx")
     if s8 and plan.signed_s8:  # AMX multiplies s8 by s8: nothing to compensate
         col_comp = np.zeros(N, np.int32)

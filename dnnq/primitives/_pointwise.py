@@ -31,6 +31,10 @@ ELT = _codes.ELTWISE
 BIN = _codes.BINARY
 CHUNK = _tk.CHUNK
 LINEAR_UNFUSED = 100      # DNNQ_ELT_LINEAR_UNFUSED (ukernels/dnnq_toolkit.h)
+# oneDNN's reference-kernel eltwise codes (ukernels/postop_chain.h; primitives._plan has the
+# GEMM epilogue's, with abs too, which the toolkit's models have not been checked against)
+REF_ELTWISE_CODE = {ELT["linear"]: LINEAR_UNFUSED, ELT["hardsigmoid"]: 102,
+                    ELT["hardswish"]: 103}
 _PARALLEL_MIN = 1 << 15   # elements below which a run stays on one thread
 _BLOCK = 1 << 14          # work-item length along a long innermost dim
 
@@ -114,13 +118,19 @@ class Program:
     def bin_buf(self, buf, alg, other):
         self._stage(_tk.BIN_BUF, buf, other, 0, BIN[alg])
 
+    def sum_fma(self, buf, prev, scale, zero_point):
+        """buf = fma(scale, buf[prev] - zero_point, buf): oneDNN's JIT sum (one rounding)."""
+        self._stage(_tk.SUM, buf, prev, 0, 0, scale, zero_point)
+
     def bin_const(self, buf, alg, c):
         self._stage(_tk.BIN_CONST, buf, 0, 0, BIN[alg], c)
 
     def eltwise(self, buf, alg, alpha=0.0, beta=0.0, fused_linear=True):
         """``fused_linear=False``: linear as ``alpha * x`` then ``+ beta`` (two roundings), as
         oneDNN's reference (ref:any) kernels; its JIT kernels fuse them into one fma."""
-        code = ELT[alg] if fused_linear or alg != "linear" else LINEAR_UNFUSED
+        code = ELT[alg]
+        if not fused_linear:  # oneDNN's reference kernel (linear, hardsigmoid, hardswish)
+            code = REF_ELTWISE_CODE.get(code, code)
         self._stage(_tk.ELTWISE, buf, 0, 0, code, alpha, beta)
 
     def store(self, buf, k):
@@ -212,7 +222,7 @@ def add_post_ops(prog, qa, dims, dst_k, dst_dt, buf=0, tmp=3, saved=2, fused_lin
     values to ``("post_op_value", i)``; returns {key: desc} of those inputs.  ``tmp`` is a
     scratch buffer (sum, select), ``saved`` holds the checkpoint's value; both must differ from
     ``buf`` and from the buffers the program keeps across its post-ops.
-    ``fused_linear``: see :meth:`Program.eltwise`."""
+    ``fused_linear``: see :meth:`Program.eltwise` (the sum post-op is fused alike)."""
     if len({buf, tmp, saved}) != 3:  # pragma: no cover - callers pass distinct buffers
         raise AssertionError("add_post_ops: buf, tmp and saved must be distinct buffers")
     binaries = {}
@@ -231,6 +241,9 @@ def add_post_ops(prog, qa, dims, dst_k, dst_dt, buf=0, tmp=3, saved=2, fused_lin
                                     f"from the destination data type {dst_dt}; supported: None "
                                     "or the destination data type")
             prog.load(tmp, dst_k)
+            if fused_linear:  # oneDNN's JIT kernels fuse the sum too
+                prog.sum_fma(buf, tmp, op.scale, float(F32(op.zero_point)))
+                continue
             if op.zero_point:
                 prog.bin_const(tmp, "sub", float(F32(op.zero_point)))
             prog.bin_const(tmp, "mul", op.scale)

@@ -54,7 +54,7 @@ from dnnq.primitives._conv_geometry import (ConvGeometry, PackedConvWeights, pac
                                             window_sums)
 from dnnq.primitives._conv_fused_dw import init_fused, execute_fused
 from dnnq.primitives._gemm_primitive import wrap_s32
-from dnnq._kernels import _conv, _conv_exec, _gemm
+from dnnq._kernels import _codes, _conv, _conv_exec, _gemm
 from dnnq.primitives._scratch import Scratch as _Scratch
 
 _ONE = np.ones(1, np.float32)
@@ -62,6 +62,25 @@ _SRC_DTS = ("u8", "s8")
 _DST_DTS = ("f32", "s32", "s8", "u8")
 _RANGE = {"u8": (0, 255), "s8": (-128, 127)}
 _ISA_NAME = {"default": "portable"}  # impl_info prefix per ISA level (else the level's name)
+
+
+
+def avx2_numerics(numerics, geo, src_dt, src_zp_mask):
+    """(pair saturation, halved weights) of a (de)convolution under `numerics`, following
+    the implementation oneDNN 3.2 picks without VNNI (measured with ONEDNN_MAX_CPU_ISA=AVX2,
+    docs/numerics.md):
+    - per-input-channel source zero points, and grouped convolutions whose group has input or
+      output channels not a multiple of 4, run oneDNN's reference kernel: exact;
+    - grouped deconvolutions of that kind run on gemm_s8u8s32 / gemm_s8s8s32: pair
+      saturation, an s8 source shifted by +128 (no halving);
+    - everything else runs jit_uni_int8: pair saturation of u8 sources, and s8 sources meet
+      weights halved at packing (the products then cannot saturate) with the scale doubled."""
+    if numerics == "exact" or src_zp_mask != 0:
+        return False, False
+    odd_groups = geo.G > 1 and not geo.depthwise and (geo.ICg % 4 or geo.OCg % 4)
+    if odd_groups:
+        return (True, False) if geo.deconv else (False, False)
+    return True, src_dt == "s8"
 
 
 class _ConvolutionBase(metaclass=CachedPrimitive):
@@ -82,8 +101,11 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
         if weights_desc.is_channels_last and weights_desc.ndims != nd:
             raise Unimplemented(f"{p}: weights tag {weights_desc.tag} for grouped weights dims "
                                 f"{weights_desc.dims}; supported: plain (goihw) for groups")
+        # set_int8_numerics (SPEC section 9), fixed at creation; "avx2" caps the level
+        self._numerics = _dispatch.get_int8_numerics()
         geo = ConvGeometry(p, self._deconv, src_desc.dims, weights_desc.dims, dst_desc.dims,
-                           strides, padding_l, padding_r, dilates)
+                           strides, padding_l, padding_r, dilates,
+                           fold=self._numerics == "exact")
         if bias_desc is not None and tuple(bias_desc.dims) != (geo.OC,):
             raise InvalidArguments(f"{p}: bias dims {bias_desc.dims}; expected ({geo.OC},)")
         self.src_desc, self.weights_desc, self.dst_desc = src_desc, weights_desc, dst_desc
@@ -97,6 +119,18 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
             init_fused(self, attr, dw_at[0])
             return
         self._analyse_attr(attr)
+        if self._numerics != "exact" and self._zp_mask.get(A.DNNL_ARG_WEIGHTS) is not None:
+            raise Unimplemented(f"{p}: weights zero points under set_int8_numerics("
+                                f"{self._numerics!r}) (oneDNN has none to reproduce); "
+                                "supported: set_int8_numerics('exact')")
+        numerics = self._numerics
+        self._onednn_avx2 = numerics == "exact" and self._deconv_runs_avx2(attr)
+        if self._onednn_avx2:
+            numerics = "avx2"  # oneDNN's own fallback (docs/convolution.md)
+        self._pair_sat, self._halve = avx2_numerics(numerics, geo, src_desc.dt,
+                                                    self._zp_mask.get(A.DNNL_ARG_SRC, 0))
+        self._scale_adjust = 2.0 if self._halve else 1.0
+        self._raw_s32 = self._raw_s32 and not self._halve  # oneDNN scales by 2 in f32
         isa = _dispatch.get_effective_cpu_isa()
         # the batch-reduce kernel of the AMX level is the AVX-512 VNNI one (tiles need
         # strided rows)
@@ -110,11 +144,16 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
         kernel = ("dw" if geo.depthwise else "brgconv_1x1" if geo.is_gemm else
                   "brgconv_fold" if geo.fold_kw else "brgconv")
         self.impl_info = f"{_ISA_NAME.get(self._isa, self._isa)}:{kernel}"
+        if self._numerics != "exact" or self._onednn_avx2:
+            self.impl_info += "+avx2_numerics"
         self._plan = self._make_plan()
+        if self._ref_flags:
+            self.impl_info += "+ref_order"
         self._zrows = {}
         self._scratch = {}  # (shape, dtype) -> free channels-last copies (_Scratch)
         self._key = (type(self).__name__, src_desc, weights_desc, dst_desc, bias_desc,
-                     attr.key() if attr is not None else None, geo.key(), self._isa)
+                     attr.key() if attr is not None else None, geo.key(), self._isa,
+                     self._numerics)
         self._known = self._known_args()
         self._fast_plan()
         if _verbose.enabled(2):
@@ -189,15 +228,47 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
             raise InvalidArguments(f"{self._name}: {name} dims {got}; expected {len(dst_dims)} "
                                    f"dims, each 1 or the dst's {dst_dims}")
 
+    def _deconv_runs_avx2(self, attr):
+        """Whether oneDNN 3.2 runs this deconvolution on its AVX2 kernel (jit_uni_int8:avx2,
+        pair-saturating numerics) even on an AVX-512 VNNI CPU: a strided deconvolution (its
+        jit_deconvolution; stride 1 runs as a convolution) whose sum post-op comes after
+        another post-op, which that kernel refuses.  Depthwise s8 deconvolutions run on
+        gemm_s8s8s32 instead.  dnnq follows it at every ISA level (its results do not
+        depend on the level)."""
+        geo = self._geo
+        if not self._deconv or all(st == 1 for st in geo.strides) or attr is None:
+            return False
+        if geo.depthwise and self.src_desc.dt == "s8":
+            return False
+        ops = attr.post_ops
+        kinds = [ops.kind(i) for i in range(len(ops))]
+        if any(k == "binary" and (ops[i].src1_desc.dims[0] > 1 or
+                                  any(x > 1 for x in ops[i].src1_desc.dims[2:]))
+               for i, k in enumerate(kinds)):
+            return False  # a full binary input: oneDNN runs its GEMM-based deconvolution
+        return "sum" in kinds and kinds.index("sum") > 0
+
+    def _onednn_runs_ref(self):
+        """Whether oneDNN 3.2 runs its reference convolution (ref:any) for this problem,
+        measured on avx512_core_vnni: a binary post-op input that varies along the batch or
+        the spatial dims (neither per channel nor one value)."""
+        return not self._deconv and any(
+            d.dims[0] > 1 or any(x > 1 for x in d.dims[2:]) for _, d in self._binary)
+
     def _make_plan(self):
         geo = self._geo
-        isa_code = _plan.ISA_CODE[self._isa]
+        isa_code = self._kernel_code()
+        # oneDNN's reference convolution: its order of operations (docs/convolution.md)
+        ref = self._onednn_runs_ref()
+        self._ref_flags = _gemm.REF_ORDER | _gemm.REF_ZP if ref else 0
+        post_specs = [(k, _plan.REF_ELTWISE_CODE.get(alg, alg) if ref and k == _plan.PO_ELTWISE
+                       else alg, a, b) for k, alg, a, b in self._post_specs]
         if geo.is_gemm:
             # the GEMM driver over (image, pixels, OC); an s8 source XOR-ed to u8 (the
             # compensation is this module's)
             return _gemm.GemmPlan(isa_code, geo.N, geo.out_pixels, geo.OC, geo.IC,
-                                  _plan.DT_CODE[self.dst_desc.dt], self._post_specs, False,
-                                  False)
+                                  _plan.DT_CODE[self.dst_desc.dt], post_specs, False,
+                                  False, self._ref_flags)
         mr = 32 if geo.depthwise else _conv.brgemm_rows(isa_code)
         npix = geo.out_pixels
         cols = geo.OC if geo.depthwise else geo.OCg
@@ -219,8 +290,12 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
                  kpair=geo.kpair, npairs=geo.npairs, mc=mc, mr=mr,
                  dw_strides=(depthwise_panel_stride(geo, self._dw_s16_layout),
                              depthwise_panel_stride(geo, "vnni4")))
-        return _conv.ConvPlan(isa_code, g, _plan.DT_CODE[self.dst_desc.dt], self._post_specs,
-                              fast)
+        return _conv.ConvPlan(isa_code, g, _plan.DT_CODE[self.dst_desc.dt], post_specs,
+                              fast, self._ref_flags)
+
+    def _kernel_code(self):
+        """The kernels' ISA code, with oneDNN's s16 pair saturation where it applies."""
+        return _plan.ISA_CODE[self._isa] | (_codes.NUMERICS["avx2"] if self._pair_sat else 0)
 
     def _dw_column_kernel(self):
         """The AVX-512 3x3 column kernel runs this geometry (ukernels/conv_dw3x3_avx512.c;
@@ -266,7 +341,8 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
         the column sums of the compensation); `execute` accepts the result in their place."""
         d = self.weights_desc
         d.check_array(w, "weights")  # dtype / shape checks; packing reads any strides
-        return PackedConvWeights(self._geo, w, self._key, self._dw_layout, origin=self)
+        return PackedConvWeights(self._geo, w, self._key, self._dw_layout, origin=self,
+                                 halve=self._halve)
 
     def _weights_from_plain(self, plain):
         """The logical weights of PackedConvWeights.plain (G, taps, ICg, OCg) (pickling)."""
@@ -360,7 +436,8 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
         checked path's generality."""
         geo, sd, dd = self._geo, self.src_desc, self.dst_desc
         zm, sm = self._zp_mask, self._scale_mask
-        self._isa_code = _plan.ISA_CODE[self._isa]  # the plain <-> channels-last transposes
+        # the plain <-> channels-last transposes (the numerics bits are ignored there)
+        self._isa_code = self._kernel_code()
         self._dw_kind = int(geo.depthwise and self._dw_layout == "vnni4")
         self._exec = None
         if (self._binary or self._selects or A.DNNL_ARG_WEIGHTS in zm or
@@ -379,7 +456,8 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
                      has_zs=A.DNNL_ARG_SRC in zm, has_zd=A.DNNL_ARG_DST in zm,
                      zs_range=_RANGE[sd.dt], has_sum=self._has_sum,
                      shift=128 if sd.dt == "s8" and not geo.depthwise else 0,
-                     raw_s32=self._raw_s32, dw_kind=self._dw_kind, depthwise=geo.depthwise)
+                     raw_s32=self._raw_s32, dw_kind=self._dw_kind, depthwise=geo.depthwise,
+                     scale_adjust=self._scale_adjust)
         keys = dict(src=A.DNNL_ARG_SRC, wei=A.DNNL_ARG_WEIGHTS, bias=A.DNNL_ARG_BIAS,
                     dst=A.DNNL_ARG_DST, ss=A.DNNL_ARG_SCALE | A.DNNL_ARG_SRC,
                     ws=A.DNNL_ARG_SCALE | A.DNNL_ARG_WEIGHTS,
@@ -429,6 +507,7 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
         if A.DNNL_ARG_SRC in sm:
             src_scale = self._runtime(args, A.DNNL_ARG_SCALE | A.DNNL_ARG_SRC, 1,
                                       _masks.check_scales).item(0)
+        src_scale *= self._scale_adjust  # 2 for halved weights (exact: a power of two)
         if A.DNNL_ARG_WEIGHTS in sm:
             n = 1 if sm[A.DNNL_ARG_WEIGHTS] == 0 else geo.OC
             scale = self._runtime(args, A.DNNL_ARG_SCALE | A.DNNL_ARG_WEIGHTS, n,

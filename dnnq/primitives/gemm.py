@@ -19,7 +19,7 @@ import numpy as np
 
 from dnnq import _dispatch, _impls
 from dnnq._kernels import _gemm_api
-from dnnq.errors import InvalidArguments, real_to_float
+from dnnq.errors import InvalidArguments, Unimplemented, real_to_float
 from dnnq.primitives._common import overlaps
 from dnnq.primitives._gemm_kplan import k_plan
 from dnnq.primitives._plan import DT_CODE, ISA_CODE
@@ -79,6 +79,14 @@ def _gemm(a_dtype, A, B, C, transa, transb, alpha, beta, ao, bo, co, offsetc):
     ai = np.iinfo(a_dtype)
     ao = _int_in(ao, "ao", ai.min, ai.max)
     bo = _int_in(bo, "bo", -128, 127)
+    if a_dtype == np.int8 and _dispatch.get_int8_numerics() == "avx2" and (
+            alpha != 1.0 or ao != 0 or bo != 0 or not float(beta).is_integer()):
+        # without VNNI oneDNN runs simple_gemm_s8s8s32 (its compensation rounded separately)
+        # or, with offsets, ref_gemm_s8x8s32 in f64: not reproduced
+        raise Unimplemented(
+            f"gemm_s8s8s32: alpha={alpha!r}, beta={beta!r}, ao={ao}, bo={bo} under "
+            "set_int8_numerics('avx2'); supported there: alpha 1, an integer beta, ao = bo = 0 "
+            "(or set_int8_numerics('exact'))")
     if not isinstance(offsetc, str) or offsetc not in ("F", "C", "R", "f", "c", "r"):
         raise InvalidArguments(f"offsetc: got {offsetc!r}; expected 'F', 'C' or 'R'")
     offsetc = offsetc.upper()
@@ -110,14 +118,16 @@ def _gemm(a_dtype, A, B, C, transa, transb, alpha, beta, ao, bo, co, offsetc):
     out = C if C is not None else np.zeros((M, N), np.int32)
     if M == 0 or N == 0 or K == 0:
         return out  # oneDNN returns at once: C is left as it is
-    isa = _dispatch.get_effective_cpu_isa()  # oneDNN's blocking follows the level
+    # oneDNN's blocking follows the level (under set_int8_numerics("avx2"): its AVX2 one,
+    # even where the portable kernels run)
+    isa = "avx2" if _dispatch.get_int8_numerics() == "avx2" else _dispatch.get_effective_cpu_isa()
     kernel = _impls.choose("gemm_u8s8s32", _impls.GEMM, M=M).isa  # AMX: AVX-512 below 8 rows
     nthreads = _dispatch.get_num_threads()
     s8 = a_dtype == np.int8
     plan = k_plan(isa, M, N, K, alpha, beta, nthreads, ao, bo, s8)
     _gemm_api.run(a.view(np.uint8) if s8 else a, b, out, s8, C is not None and beta != 0.0,
                   alpha, beta, ao, bo, co_v, _CO_MODE[offsetc], plan,
-                  ISA_CODE[kernel], DT_CODE["s32"], nthreads)
+                  _dispatch.kernel_isa_code(kernel), DT_CODE["s32"], nthreads)
     return out
 
 

@@ -264,7 +264,9 @@ class MatMul(_GemmPrimitive):
                         dst_dt=dst_desc.dt, has_bias=bias_desc is not None,
                         scale_support=scale_support, zp_support=zp_support,
                         mask_meaning=meaning, resolve=_plain_resolver(p, dims_of),
-                        view_strides=view_strides)
+                        view_strides=view_strides,
+                        bias_dims=None if bias_desc is None else tuple(bias_desc.dims),
+                        onednn_ref_rules=True)
         self._view_strides = view_strides
         # the ISA is part of it: the packed layout depends on the kernel (u8-shifted weights
         # for the AVX-512 signed-source kernel)

@@ -71,8 +71,8 @@ import numpy as np
 from dnnq import args as A
 from dnnq import _verbose
 from dnnq._cache import CachedPrimitive
-from dnnq._dispatch import effective_isa_level, get_num_threads, ISA_LEVELS
-from dnnq._kernels import _gemm, _rnn, _rnn_exec
+from dnnq._dispatch import effective_isa_level, get_int8_numerics, get_num_threads, ISA_LEVELS
+from dnnq._kernels import _codes, _gemm, _rnn, _rnn_exec
 from dnnq.attr import PrimitiveAttr
 from dnnq.errors import InvalidArguments, Unimplemented
 from dnnq.masks import check_scales, check_zero_points
@@ -231,6 +231,11 @@ class _RNN(metaclass=CachedPrimitive):
         self._isa = effective_isa_level()
         level = ISA_LEVELS[self._isa]
         self.impl_info = f"{'portable' if level == 'default' else level}:rnn_fused_cell"
+        # set_int8_numerics("avx2"): the level is at most avx2 and the GEMM kernels saturate
+        # s16 pairs, as oneDNN's gemm_s8u8s32 without VNNI (the code carries the flag)
+        if get_int8_numerics() != "exact":
+            self._isa |= _codes.NUMERICS[get_int8_numerics()]
+            self.impl_info += f"+{get_int8_numerics()}_numerics"
         known = {A.DNNL_ARG_SRC_LAYER, A.DNNL_ARG_WEIGHTS_LAYER, A.DNNL_ARG_WEIGHTS_ITER,
                  A.DNNL_ARG_DST_LAYER}
         for d, arg in ((si, A.DNNL_ARG_SRC_ITER), (sic, A.DNNL_ARG_SRC_ITER_C),

@@ -473,7 +473,7 @@ int dnnq_conv_run_item(const dnnq_conv_t *cv, int64_t item) {
 
 dnnq_dw_tile_fn dnnq_dw_tile_for_isa(int isa, int kind) {
 #ifdef DNNQ_HAVE_X86_KERNELS
-    switch (isa) {
+    switch (DNNQ_ISA_LEVEL(isa)) {
     case DNNQ_ISA_AVX512_CORE_AMX:
     case DNNQ_ISA_AVX512_CORE_VNNI:
         return kind == DNNQ_DW_VNNI4 ? dnnq_dw4_tile_avx512 : dnnq_dw_tile_avx512;
@@ -545,6 +545,7 @@ void dnnq_transpose(const void *src_, void *dst_, int64_t rows, int64_t cols, in
 void dnnq_transpose_for_isa(int isa, const void *src, void *dst, int64_t rows, int64_t cols,
                             int esz) {
 #ifdef DNNQ_HAVE_X86_KERNELS
+    isa = DNNQ_ISA_LEVEL(isa);
     if (esz == 1 && cols >= 16 &&
         (isa == DNNQ_ISA_AVX512_CORE_VNNI || isa == DNNQ_ISA_AVX512_CORE_AMX)) {
         dnnq_transpose_u8_avx512((const uint8_t *)src, (uint8_t *)dst, rows, cols);

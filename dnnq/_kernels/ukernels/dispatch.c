@@ -1,7 +1,22 @@
-/* Kernel tables indexed by ISA level; the x86 kernels exist only in x86-64 builds. */
+/* Kernel tables indexed by ISA level; the x86 kernels exist only in x86-64 builds.
+ * An ISA code with DNNQ_NUMERICS_AVX2 set selects the pair-saturating kernels (oneDNN's
+ * numerics without VNNI): the AVX2 ones at the avx2 level and above (a deconvolution oneDNN
+ * runs on its AVX2 kernel on an AVX-512 CPU), portable ones otherwise. */
 #include "dnnq_kernels.h"
 
+#ifdef DNNQ_HAVE_X86_KERNELS
+#define DNNQ_PAIR_SAT_PICK(fn)                                                                 \
+    (DNNQ_ISA_LEVEL(isa) >= DNNQ_ISA_AVX2 ? fn##_avx2sat : fn##_portablesat)
+#define DNNQ_PAIR_SAT_PICK_MR(fn)                                                              \
+    (DNNQ_ISA_LEVEL(isa) >= DNNQ_ISA_AVX2 ? fn##_avx2sat() : fn##_portablesat())
+#else
+#define DNNQ_PAIR_SAT_PICK(fn) fn##_portablesat
+#define DNNQ_PAIR_SAT_PICK_MR(fn) fn##_portablesat()
+#endif
+
 dnnq_gemm_block_fn dnnq_gemm_block_for_isa(int isa) {
+    if (isa & DNNQ_NUMERICS_AVX2) return DNNQ_PAIR_SAT_PICK(dnnq_gemm_block);
+    isa = DNNQ_ISA_LEVEL(isa);
 #ifdef DNNQ_HAVE_X86_KERNELS
     switch (isa) {
     case DNNQ_ISA_AVX512_CORE_AMX: return dnnq_gemm_block_amx;
@@ -16,6 +31,8 @@ dnnq_gemm_block_fn dnnq_gemm_block_for_isa(int isa) {
 }
 
 dnnq_gemm_ukr_fn dnnq_gemm_ukr_for_isa(int isa) {
+    if (isa & DNNQ_NUMERICS_AVX2) return DNNQ_PAIR_SAT_PICK(dnnq_gemm_ukr);
+    isa = DNNQ_ISA_LEVEL(isa);
 #ifdef DNNQ_HAVE_X86_KERNELS
     switch (isa) {
     case DNNQ_ISA_AVX512_CORE_AMX: return dnnq_gemm_ukr_amx;
@@ -30,6 +47,8 @@ dnnq_gemm_ukr_fn dnnq_gemm_ukr_for_isa(int isa) {
 }
 
 int dnnq_gemm_mr_for_isa(int isa) {
+    if (isa & DNNQ_NUMERICS_AVX2) return DNNQ_PAIR_SAT_PICK_MR(dnnq_gemm_mr);
+    isa = DNNQ_ISA_LEVEL(isa);
 #ifdef DNNQ_HAVE_X86_KERNELS
     switch (isa) {
     case DNNQ_ISA_AVX512_CORE_AMX: return dnnq_gemm_mr_amx();
@@ -44,6 +63,8 @@ int dnnq_gemm_mr_for_isa(int isa) {
 }
 
 dnnq_brgemm_ukr_fn dnnq_brgemm_ukr_for_isa(int isa) {
+    if (isa & DNNQ_NUMERICS_AVX2) return DNNQ_PAIR_SAT_PICK(dnnq_brgemm_ukr);
+    isa = DNNQ_ISA_LEVEL(isa);
 #ifdef DNNQ_HAVE_X86_KERNELS
     switch (isa) {
     case DNNQ_ISA_AVX512_CORE_AMX: /* AMX tiles need strided A: the VNNI kernel serves */
@@ -58,6 +79,8 @@ dnnq_brgemm_ukr_fn dnnq_brgemm_ukr_for_isa(int isa) {
 }
 
 int dnnq_brgemm_mr_for_isa(int isa) {
+    if (isa & DNNQ_NUMERICS_AVX2) return DNNQ_PAIR_SAT_PICK_MR(dnnq_brgemm_mr);
+    isa = DNNQ_ISA_LEVEL(isa);
 #ifdef DNNQ_HAVE_X86_KERNELS
     switch (isa) {
     case DNNQ_ISA_AVX512_CORE_AMX:
@@ -72,6 +95,8 @@ int dnnq_brgemm_mr_for_isa(int isa) {
 }
 
 dnnq_gemm_epilogue_fn dnnq_gemm_epilogue_for_isa(int isa) {
+    if (isa & DNNQ_NUMERICS_AVX2) return DNNQ_PAIR_SAT_PICK(dnnq_gemm_epilogue);
+    isa = DNNQ_ISA_LEVEL(isa);
 #ifdef DNNQ_HAVE_X86_KERNELS
     switch (isa) {
     case DNNQ_ISA_AVX512_CORE_AMX: return dnnq_gemm_epilogue_amx;

@@ -12,6 +12,13 @@ typedef enum dnnq_isa_t {
     DNNQ_ISA_AVX512_CORE_AMX = 4
 } dnnq_isa_t;
 
+/* int8 numerics (dnnq.set_int8_numerics), OR-ed into an ISA code given to the GEMM kernel
+ * tables: AVX2 makes the u8 x s8 products saturate in s16 pairs, as oneDNN's vpmaddubsw does
+ * on CPUs without VNNI.  Only the default and avx2 levels carry it; every other table reads
+ * DNNQ_ISA_LEVEL(isa). */
+typedef enum dnnq_numerics_t { DNNQ_NUMERICS_EXACT = 0, DNNQ_NUMERICS_AVX2 = 16 } dnnq_numerics_t;
+#define DNNQ_ISA_LEVEL(isa) ((isa) & 15)
+
 /* data types of kernel operands */
 typedef enum dnnq_dt_t { DNNQ_DT_F32 = 0, DNNQ_DT_S32 = 1, DNNQ_DT_S8 = 2, DNNQ_DT_U8 = 3 } dnnq_dt_t;
 

@@ -40,6 +40,14 @@ typedef struct {
     int64_t s2_b, s2_m, s2_n;
 } dnnq_postop_t;
 
+/* dnnq_gemm_args_t.ref_numerics: how oneDNN's reference kernels order the epilogue.
+ * ORDER: relu alpha = 0 as x * 0, sum not fused (the caller passes the DNNQ_ELT_*_REF /
+ * LINEAR_UNFUSED eltwise codes), NaN stored as C converts it (s8 / u8 0, s32 INT_MIN);
+ * ZP: + the zero point, 0 when absent, before the store (-0.0f becomes +0.0f);
+ * SPLIT_SCALES: the source scale and then the weights scale multiply the accumulator one
+ * after the other (MatMul's ref; the convolution's multiplies them first, as the JIT) */
+enum { DNNQ_REF_ORDER = 1, DNNQ_REF_ZP = 2, DNNQ_REF_SPLIT_SCALES = 4 };
+
 /* Everything one GEMM execution needs, filled by the Cython driver. All strides in elements. */
 typedef struct {
     int64_t M, N, K, K4, n_panels;
@@ -65,6 +73,9 @@ typedef struct {
     const int32_t *dst_zp; int64_t dst_zp_sn;               /* NULL when absent; stride 0 or 1 */
     /* destination */
     void *dst; int dst_dt; int64_t d_sb, d_sm;
+    /* 0, or DNNQ_REF_* flags: the order of oneDNN's reference kernels (ref:any), generic
+     * epilogue only */
+    int ref_numerics;
 } dnnq_gemm_args_t;
 
 /* Computes the rows [m0, m0 + mc) of batch b for the column panel p, epilogue included. */
@@ -122,6 +133,8 @@ dnnq_gemm_epilogue_fn dnnq_gemm_epilogue_for_isa(int isa);
 
 DNNQ_DECLARE_ISA(portable)
 DNNQ_DECLARE_ISA(avx2)
+DNNQ_DECLARE_ISA(portablesat)
+DNNQ_DECLARE_ISA(avx2sat)
 DNNQ_DECLARE_ISA(avxvnni)
 DNNQ_DECLARE_ISA(avx512vnni)
 DNNQ_DECLARE_ISA(amx)

@@ -11,6 +11,8 @@
  *   BIN_OPND  buf[b]  = alg(buf[b], f32(operand[a]))        (operand may broadcast: stride 0)
  *   BIN_BUF   buf[b]  = alg(buf[b], buf[a])
  *   BIN_CONST buf[b]  = alg(buf[b], alpha)
+ *   SUM       buf[b]  = fma(alpha, buf[a] - beta, buf[b])   (a sum post-op as oneDNN's JIT
+ *             kernels compute it: one rounding; its reference kernels use BIN_CONST + BIN_BUF)
  *   ELTWISE   buf[b]  = alg(buf[b]; alpha, beta)
  *   STORE     operand[a] = saturate(rne(buf[b]))            (f32: as is)
  *   COPY      operand[a2] = operand[a]                      (raw, same data type)
@@ -47,7 +49,7 @@
 enum {
     DNNQ_PW_LOAD = 1, DNNQ_PW_BIN_OPND = 2, DNNQ_PW_BIN_BUF = 3, DNNQ_PW_BIN_CONST = 4,
     DNNQ_PW_ELTWISE = 5, DNNQ_PW_STORE = 6, DNNQ_PW_COPY = 7, DNNQ_PW_AFFINE = 8,
-    DNNQ_PW_BINARY2 = 9, DNNQ_PW_SAVE = 10, DNNQ_PW_SELECT = 11
+    DNNQ_PW_BINARY2 = 9, DNNQ_PW_SAVE = 10, DNNQ_PW_SELECT = 11, DNNQ_PW_SUM = 12
 };
 
 typedef struct {

@@ -45,14 +45,16 @@ static inline float dnnq_eltwise(int alg, float x, float alpha, float beta) {
     case DNNQ_ELT_POW: return alpha * powf(x, beta);
     case DNNQ_ELT_ROUND: return nearbyintf(x);
     case DNNQ_ELT_MISH: return x * tanhf(dnnq_soft_relu(x, 1.0f));
-    case DNNQ_ELT_HARDSWISH: {
+    case DNNQ_ELT_HARDSWISH: { /* oneDNN's JIT order: min(t, 1), then max(., 0) */
         float t = alpha * x + beta;
-        t = t < 0.0f ? 0.0f : (t > 1.0f ? 1.0f : t);
+        t = t < 1.0f ? t : 1.0f;
+        t = t > 0.0f ? t : 0.0f;
         return x * t;
     }
     case DNNQ_ELT_HARDSIGMOID: {
         float t = alpha * x + beta;
-        return t < 0.0f ? 0.0f : (t > 1.0f ? 1.0f : t);
+        t = t < 1.0f ? t : 1.0f;
+        return t > 0.0f ? t : 0.0f;
     }
     default: return x;
     }

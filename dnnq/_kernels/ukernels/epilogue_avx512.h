@@ -43,9 +43,9 @@ DNNQ_ALWAYS_INLINE __m512 epi_post(const int POST, __m512 v, const dnnq_gemm_arg
     if (POST == EPI_CHAIN) {
         for (int i = 0; i < g->n_post; ++i) {
             const dnnq_postop_t *po = &g->post[i];
-            if (po->kind == DNNQ_PO_SUM) { /* v += scale * (prev - zp): dnnq_po_sum's order */
-                v = _mm512_add_ps(v, _mm512_mul_ps(_mm512_set1_ps(po->alpha),
-                                                   _mm512_sub_ps(prev, _mm512_set1_ps(po->beta))));
+            if (po->kind == DNNQ_PO_SUM) { /* v = fma(scale, prev - zp, v): dnnq_po_sum's */
+                v = _mm512_fmadd_ps(_mm512_set1_ps(po->alpha),
+                                    _mm512_sub_ps(prev, _mm512_set1_ps(po->beta)), v);
             } else if (po->alg == DNNQ_ELT_RELU) {
                 if (po->alpha == 0.0f) v = _mm512_max_ps(v, _mm512_setzero_ps());
                 else v = _mm512_mask_mov_ps(_mm512_mul_ps(v, _mm512_set1_ps(po->alpha)),

@@ -117,7 +117,7 @@ void dnnq_gemm_api_pack_panel(const int8_t *w, int64_t s_k, int64_t s_n, int64_t
 
 dnnq_gemm_api_pack_fn dnnq_gemm_api_pack_for_isa(int isa) {
 #ifdef DNNQ_HAVE_X86_KERNELS
-    if (isa >= DNNQ_ISA_AVX512_CORE_VNNI) return dnnq_gemm_api_pack_panel_avx512;
+    if (DNNQ_ISA_LEVEL(isa) >= DNNQ_ISA_AVX512_CORE_VNNI) return dnnq_gemm_api_pack_panel_avx512;
 #endif
     (void)isa;
     return dnnq_gemm_api_pack_panel;

@@ -6,7 +6,13 @@
 #include "dnnq_kernels.h"
 #include "ukr_common.h"
 
+/* Compiled a second time with DNNQ_PAIR_SAT (suffix avx2sat) for set_int8_numerics("avx2"):
+ * every pair sum is clamped to s16, which is what oneDNN's vpmaddubsw computes without VNNI. */
+#ifdef DNNQ_PAIR_SAT
+#define DNNQ_ISA avx2sat
+#else
 #define DNNQ_ISA avx2
+#endif
 #define DNNQ_MR 2
 
 /* 16 columns (4 groups of 4) x MR rows, summed over the (A, B) pairs; each pair's bp points
@@ -33,8 +39,14 @@ DNNQ_ALWAYS_INLINE void strip_avx2(const int MR, int64_t np, const dnnq_br_pair_
                 /* the 4 bytes zero-extended to 4 x u16 (vpmovzxbw), repeated over the register */
                 const __m256i av =
                     _mm256_broadcastq_epi64(_mm_cvtepu8_epi16(_mm_cvtsi32_si128((int)w)));
-                for (int j = 0; j < 4; ++j)
-                    acc[r][j] = _mm256_add_epi32(acc[r][j], _mm256_madd_epi16(av, bw[j]));
+                for (int j = 0; j < 4; ++j) {
+                    __m256i pair = _mm256_madd_epi16(av, bw[j]);
+#ifdef DNNQ_PAIR_SAT
+                    pair = _mm256_max_epi32(_mm256_min_epi32(pair, _mm256_set1_epi32(32767)),
+                                            _mm256_set1_epi32(-32768));
+#endif
+                    acc[r][j] = _mm256_add_epi32(acc[r][j], pair);
+                }
             }
         }
     }

@@ -31,7 +31,11 @@ static void dnnq_store_row(const dnnq_gemm_args_t *g, const float *v, void *out,
                            int nc) {
     const float inv = g->inv_dst_scale;
     float d[DNNQ_NR];
-    if (!g->dst_zp) { /* no zero point: no "+ 0.0f", which would turn -0.0f into +0.0f */
+    if ((g->ref_numerics & DNNQ_REF_ZP) && !g->dst_zp) {
+        /* oneDNN's reference kernel adds the (default 0) zero point whenever the attributes
+         * are not the defaults: -0.0f becomes +0.0f */
+        for (int n = 0; n < nc; ++n) d[n] = v[n] * inv + 0.0f;
+    } else if (!g->dst_zp) { /* no zero point: no "+ 0.0f", which would turn -0.0f into +0.0f */
         for (int n = 0; n < nc; ++n) d[n] = v[n] * inv;
     } else if (g->dst_zp_sn == 0) {
         const float zp = (float)g->dst_zp[0];
@@ -44,8 +48,11 @@ static void dnnq_store_row(const dnnq_gemm_args_t *g, const float *v, void *out,
     case DNNQ_DT_F32: memcpy(out, d, sizeof(float) * nc); break;
     case DNNQ_DT_S8: {
         int8_t *o = (int8_t *)out;
+        /* NaN -> +127 as oneDNN's JIT kernels; 0 in its reference kernel (the low byte of
+         * the C conversion's INT_MIN) */
+        const float nan_to = g->ref_numerics ? 0.0f : 127.0f;
         for (int n = 0; n < nc; ++n) {
-            float x = d[n] == d[n] ? d[n] : 127.0f; /* NaN -> +127, as oneDNN */
+            float x = d[n] == d[n] ? d[n] : nan_to;
             x = x < -128.0f ? -128.0f : x;
             x = x > 127.0f ? 127.0f : x;
             o[n] = (int8_t)(int32_t)((x + DNNQ_RNE_MAGIC) - DNNQ_RNE_MAGIC);
@@ -64,8 +71,10 @@ static void dnnq_store_row(const dnnq_gemm_args_t *g, const float *v, void *out,
     }
     default: {
         int32_t *o = (int32_t *)out;
+        /* NaN -> the top as oneDNN's JIT kernels; INT_MIN in its reference kernel */
+        const float nan_to = g->ref_numerics ? -2147483648.0f : 2147483520.0f;
         for (int n = 0; n < nc; ++n) {
-            float x = d[n] == d[n] ? d[n] : 2147483520.0f; /* NaN -> the top, as oneDNN */
+            float x = d[n] == d[n] ? d[n] : nan_to;
             x = x < -2147483648.0f ? -2147483648.0f : x;
             x = x > 2147483520.0f ? 2147483520.0f : x; /* largest f32 below 2^31 */
             o[n] = (int32_t)nearbyintf(x);
@@ -110,9 +119,14 @@ static void dnnq_epilogue_row(const dnnq_gemm_args_t *g, int64_t b, int64_t m, i
         memcpy(drow, ai, sizeof(int32_t) * nc);
         return;
     }
-    /* f32(src_scale * wei_scale[n]) first, then times the accumulator (oneDNN's order) */
+    /* f32(src_scale * wei_scale[n]) first, then times the accumulator (oneDNN's order);
+     * its reference kernel multiplies by one scale after the other */
     const float ss = g->src_scale;
-    if (g->scale_sn) {
+    if (g->ref_numerics & DNNQ_REF_SPLIT_SCALES) {
+        const int64_t sn = g->scale_sn != 0;
+        const float *s = g->scale + n0 * sn;
+        for (int n = 0; n < nc; ++n) v[n] = ((float)ai[n] * ss) * s[n * sn];
+    } else if (g->scale_sn) {
         const float *s = g->scale + n0;
         for (int n = 0; n < nc; ++n) v[n] = (float)ai[n] * (ss * s[n]);
     } else {
@@ -131,8 +145,8 @@ static void dnnq_epilogue_row(const dnnq_gemm_args_t *g, int64_t b, int64_t m, i
         const dnnq_postop_t *po = &g->post[i];
         if (po->kind == DNNQ_PO_ELTWISE) {
             /* relu with alpha = 0 is max(x, 0) here, as oneDNN's JIT injector computes it */
-            const int alg = po->alg == DNNQ_ELT_RELU && po->alpha == 0.0f ? DNNQ_ELT_RELU_MAX0
-                                                                          : po->alg;
+            const int alg = po->alg == DNNQ_ELT_RELU && po->alpha == 0.0f && !g->ref_numerics
+                                ? DNNQ_ELT_RELU_MAX0 : po->alg;
             dnnq_po_eltwise(alg, v, po->alpha, po->beta, nc);
         } else if (po->kind == DNNQ_PO_BINARY) {
             const float *s1 = po->src1 + b * po->s1_b + m * po->s1_m;
@@ -141,7 +155,8 @@ static void dnnq_epilogue_row(const dnnq_gemm_args_t *g, int64_t b, int64_t m, i
         } else if (po->kind == DNNQ_PO_SUM) {
             float prev[DNNQ_NR];
             for (int n = 0; n < nc; ++n) prev[n] = dnnq_load_dst_f32(drow, g->dst_dt, n);
-            dnnq_po_sum(v, prev, po->alpha, po->beta, nc);
+            if (g->ref_numerics) dnnq_po_sum_unfused(v, prev, po->alpha, po->beta, nc);
+            else dnnq_po_sum(v, prev, po->alpha, po->beta, nc);
         } else if (po->kind == DNNQ_PO_CHECKPOINT) {
             dnnq_po_checkpoint(sv, v, nc);
         } else if (po->kind == DNNQ_PO_SELECT) {
@@ -162,7 +177,7 @@ static void dnnq_epilogue_row(const dnnq_gemm_args_t *g, int64_t b, int64_t m, i
 #define DNNQ_FAST_SUM 0 /* the ISA's fused epilogue has no sum post-op */
 #endif
 static inline int dnnq_fast_epi_ok(const dnnq_gemm_args_t *g) {
-    return (g->fast_epi || (DNNQ_FAST_SUM && g->fast_epi_sum)) && !g->wzp &&
+    return (g->fast_epi || (DNNQ_FAST_SUM && g->fast_epi_sum)) && !g->wzp && !g->ref_numerics &&
            (!g->bias || (g->bias_sb == 0 && g->bias_sm == 0));
 }
 

@@ -1,8 +1,18 @@
-/* Portable micro-kernel: plain C, exact, runs on any CPU (the `default` ISA level). */
+/* Portable micro-kernel: plain C, exact, runs on any CPU (the `default` ISA level).
+ * Compiled a second time with DNNQ_PAIR_SAT (suffix portablesat) for set_int8_numerics("avx2"):
+ * each pair of neighbouring products saturates to s16 before it is added, as oneDNN's
+ * vpmaddubsw does on CPUs without VNNI (dnnq_codes.h, dnnq_numerics_t). */
 #include "dnnq_kernels.h"
 #include "ukr_common.h"
 
+#ifdef DNNQ_PAIR_SAT
+#define DNNQ_ISA portablesat
+/* vpmaddubsw: a0*b0 + a1*b1 saturated to [-32768, 32767] */
+#define DNNQ_PAIR(x) ((x) < -32768 ? -32768 : (x) > 32767 ? 32767 : (x))
+#else
 #define DNNQ_ISA portable
+#define DNNQ_PAIR(x) (x)
+#endif
 #define DNNQ_MR 4
 
 /* The batch-reduce micro-kernel: c[r] (+)= sum over pairs of A_i[r] . B_i (see dnnq_kernels.h) */
@@ -24,8 +34,8 @@ static void dnnq_br_ukr(int mr, int64_t npairs, const dnnq_br_pair_t *pairs, uin
                 /* unsigned wrap: the hardware accumulators wrap, C's signed overflow is UB */
                 for (int n = 0; n < DNNQ_NR; ++n)
                     acc[n] = (int32_t)((uint32_t)acc[n] +
-                                       (uint32_t)(a0 * bk[4 * n] + a1 * bk[4 * n + 1] +
-                                                  a2 * bk[4 * n + 2] + a3 * bk[4 * n + 3]));
+                                       (uint32_t)(DNNQ_PAIR(a0 * bk[4 * n] + a1 * bk[4 * n + 1]) +
+                                                  DNNQ_PAIR(a2 * bk[4 * n + 2] + a3 * bk[4 * n + 3])));
             }
         }
         memcpy(c + r * DNNQ_NR, acc, sizeof(acc));
@@ -34,6 +44,7 @@ static void dnnq_br_ukr(int mr, int64_t npairs, const dnnq_br_pair_t *pairs, uin
 
 #include "gemm_impl.h"
 
+#ifndef DNNQ_PAIR_SAT /* the ISA-independent pieces, once */
 void dnnq_pack_b(const int8_t *w, int64_t ldw, int64_t wn_stride, int64_t K, int64_t N,
                  int8_t *packed, int32_t *colsum) {
     const int64_t K4 = (K + 3) / 4, P = (N + DNNQ_NR - 1) / DNNQ_NR;
@@ -50,3 +61,4 @@ void dnnq_pack_b(const int8_t *w, int64_t ldw, int64_t wn_stride, int64_t K, int
         }
     }
 }
+#endif

@@ -14,6 +14,11 @@
 /* relu with alpha = 0 as max(x, 0) (+0.0 for negative x and -inf), what oneDNN's JIT
  * injectors compute; DNNQ_ELT_RELU is x > 0 ? x : x * alpha (its reference kernels) */
 #define DNNQ_ELT_RELU_MAX0 101
+/* hardsigmoid / hardswish of oneDNN's reference kernels (NaN stays NaN; the JIT gives 1) */
+#define DNNQ_ELT_HARDSIGMOID_REF 102
+#define DNNQ_ELT_HARDSWISH_REF 103
+/* abs of oneDNN's reference kernels: s > 0 ? s : -s (flips a NaN's sign; the JIT clears it) */
+#define DNNQ_ELT_ABS_REF 104
 
 /* v = alg(v; al, be) */
 static inline void dnnq_po_eltwise(int alg, float *restrict v, float al, float be, int n) {
@@ -27,6 +32,7 @@ static inline void dnnq_po_eltwise(int alg, float *restrict v, float al, float b
         for (int i = 0; i < n; ++i) v[i] = al * v[i] + be;
         break;
     case DNNQ_ELT_ABS: for (int i = 0; i < n; ++i) v[i] = fabsf(v[i]); break;
+    case DNNQ_ELT_ABS_REF: for (int i = 0; i < n; ++i) v[i] = v[i] > 0.0f ? v[i] : -v[i]; break;
     case DNNQ_ELT_SQUARE: for (int i = 0; i < n; ++i) v[i] = v[i] * v[i]; break;
     case DNNQ_ELT_SQRT: for (int i = 0; i < n; ++i) v[i] = sqrtf(v[i]); break;
     case DNNQ_ELT_ROUND: for (int i = 0; i < n; ++i) v[i] = nearbyintf(v[i]); break;
@@ -42,13 +48,30 @@ static inline void dnnq_po_eltwise(int alg, float *restrict v, float al, float b
             v[i] = t < be ? t : be;
         }
         break;
+    /* oneDNN's JIT: min(t, 1) then max(., 0) with vminps / vmaxps, so NaN gives 1 */
     case DNNQ_ELT_HARDSIGMOID:
+        for (int i = 0; i < n; ++i) {
+            float t = v[i] * al + be;
+            t = t < 1.0f ? t : 1.0f;
+            v[i] = t > 0.0f ? t : 0.0f;
+        }
+        break;
+    case DNNQ_ELT_HARDSWISH:
+        for (int i = 0; i < n; ++i) {
+            float t = v[i] * al + be;
+            t = t < 1.0f ? t : 1.0f;
+            t = t > 0.0f ? t : 0.0f;
+            v[i] = v[i] * t;
+        }
+        break;
+    /* its reference kernels: t <= 0 ? 0 : t >= 1 ? 1 : t, so NaN stays NaN */
+    case DNNQ_ELT_HARDSIGMOID_REF:
         for (int i = 0; i < n; ++i) {
             float t = v[i] * al + be;
             v[i] = t <= 0.0f ? 0.0f : (t >= 1.0f ? 1.0f : t);
         }
         break;
-    case DNNQ_ELT_HARDSWISH:
+    case DNNQ_ELT_HARDSWISH_REF:
         for (int i = 0; i < n; ++i) {
             float t = v[i] * al + be;
             t = t <= 0.0f ? 0.0f : (t >= 1.0f ? 1.0f : t);
@@ -86,9 +109,18 @@ static inline void dnnq_po_binary_scalar(int alg, float *restrict v, const float
     DNNQ_PO_BIN_LOOPS(c)
 }
 
-/* sum post-op: v += scale * (prev - zero_point), prev the destination's previous values */
+/* sum post-op: v = fma(scale, prev - zero_point, v), prev the destination's previous values:
+ * oneDNN's kernels fuse the multiply and the add (vfmadd231ps), which an f32 destination shows
+ * when scale * prev is inexact */
 static inline void dnnq_po_sum(float *restrict v, const float *restrict prev, float scale, float zp,
                         int n) {
+    for (int i = 0; i < n; ++i) v[i] = fmaf(scale, prev[i] - zp, v[i]);
+}
+
+/* the sum post-op of oneDNN's reference kernels: v += scale * (prev - zero_point), two
+ * roundings */
+static inline void dnnq_po_sum_unfused(float *restrict v, const float *restrict prev,
+                                       float scale, float zp, int n) {
     for (int i = 0; i < n; ++i) v[i] += scale * (prev[i] - zp);
 }
 

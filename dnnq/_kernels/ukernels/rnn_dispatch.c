@@ -13,7 +13,7 @@ int64_t dnnq_rnn_read_stream_avx512(const uint8_t *buf, int64_t n, int64_t reps)
 
 int64_t dnnq_rnn_read_stream(int isa, const uint8_t *buf, int64_t n, int64_t reps) {
 #ifdef DNNQ_HAVE_X86_KERNELS
-    switch (isa) {
+    switch (DNNQ_ISA_LEVEL(isa)) {
     case DNNQ_ISA_AVX512_CORE_AMX:
     case DNNQ_ISA_AVX512_CORE_VNNI: return dnnq_rnn_read_stream_avx512(buf, n, reps);
     case DNNQ_ISA_AVX2_VNNI:
@@ -27,7 +27,7 @@ int64_t dnnq_rnn_read_stream(int isa, const uint8_t *buf, int64_t n, int64_t rep
 
 dnnq_rnn_fn dnnq_rnn_for_isa(int isa) {
 #ifdef DNNQ_HAVE_X86_KERNELS
-    switch (isa) {
+    switch (DNNQ_ISA_LEVEL(isa)) {
     case DNNQ_ISA_AVX512_CORE_AMX:
     case DNNQ_ISA_AVX512_CORE_VNNI: return dnnq_rnn_forward_avx512;
     case DNNQ_ISA_AVX2_VNNI:
@@ -41,7 +41,7 @@ dnnq_rnn_fn dnnq_rnn_for_isa(int isa) {
 
 void dnnq_rnn_eltwise(int isa, int alg, float *x, int64_t n) {
 #ifdef DNNQ_HAVE_X86_KERNELS
-    switch (isa) {
+    switch (DNNQ_ISA_LEVEL(isa)) {
     case DNNQ_ISA_AVX512_CORE_AMX:
     case DNNQ_ISA_AVX512_CORE_VNNI: dnnq_rnn_eltwise_avx512(alg, x, n); return;
     case DNNQ_ISA_AVX2_VNNI:

@@ -74,6 +74,7 @@ static void tk_program(const dnnq_pw_plan_t *p, const int64_t *off, int64_t j, i
         }
         case DNNQ_PW_BIN_BUF: dnnq_po_binary(sg->alg, b, buf[sg->arg], n); break;
         case DNNQ_PW_BIN_CONST: dnnq_po_binary_scalar(sg->alg, b, sg->alpha, n); break;
+        case DNNQ_PW_SUM: dnnq_po_sum(b, buf[sg->arg], sg->alpha, sg->beta, n); break;
         case DNNQ_PW_ELTWISE: dnnq_po_eltwise(sg->alg, b, sg->alpha, sg->beta, n); break;
         case DNNQ_PW_STORE: {
             const dnnq_pw_opnd_t *o = &p->opnds[sg->arg];

@@ -1,0 +1,250 @@
+"""Differential fuzzing against the real oneDNN 3.2: random MatMul / Convolution problems with
+random attributes (scales, zero points, bias types, post-op chains of every eltwise and binary
+algorithm and sums with any scale), run by dnnq and by oneDNN, compared bit for bit.
+
+    python -P tools/diff_fuzz.py --family matmul|ip|conv --cases 500 --seed 1 [--isa LEVEL]
+
+Prints each mismatch (the problem, the count and the first differing values) and a summary;
+exits 1 when any problem differs.  Problems oneDNN refuses are counted and skipped.  A long
+run is a soak test; tests/test_diff_fuzz.py runs a short fixed-seed one in CI.
+"""
+import argparse
+import os
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tests"))
+
+import dnnq  # noqa: E402
+from dnnq import (MemoryDesc as MD, PrimitiveAttr, PostOps, DNNL_ARG_SRC,  # noqa: E402
+                  DNNL_ARG_WEIGHTS, DNNL_ARG_BIAS, DNNL_ARG_DST, DNNL_ARG_SCALE, DNNL_ARG_SRC_1,
+                  DNNL_ARG_ATTR_ZERO_POINTS, DNNL_ARG_ATTR_MULTIPLE_POST_OP)
+from dnnq.testing import _primitives as onednn, _capi  # noqa: E402
+
+NP = {"f32": np.float32, "s32": np.int32, "s8": np.int8, "u8": np.uint8}
+# (alg, alpha, beta) draws valid for oneDNN 3.2's eltwise post-op: the algorithms dnnq computes
+# bit-identically (SPEC section 5: the transcendental ones are a few ulp from oneDNN's own
+# approximations, so they cannot be compared bit for bit); log of a negative value still
+# makes NaN for the NaN-store rules
+ELTWISE = [("relu", (0.0, 0.0)), ("relu", (0.1, 0.0)), ("square", None), ("abs", None),
+           ("sqrt", None), ("linear", (0.37, -1.3)), ("linear", (-2.0, 0.5)),
+           ("clip", (-2.0, 3.5)), ("clip_v2", (-1.0, 2.0)), ("round", None),
+           ("hardswish", (1.0 / 6.0, 0.5)), ("hardsigmoid", (1.0 / 6.0, 0.5))]
+# the comparisons are left out: oneDNN 3.2's brgemm MatMul fails to create a primitive with
+# them (dnnl_runtime_error), and after the first such failure in a process every later brgemm
+# creation fails too; they are tested against numpy models in tests/test_matmul.py
+BINARY = ["add", "sub", "mul", "div", "min", "max"]
+
+
+def data(rng, dt, shape, spread=3.0):
+    if dt == "f32":
+        return (rng.standard_normal(shape) * spread).astype(np.float32)
+    if dt == "s32":
+        return rng.integers(-300, 300, shape).astype(np.int32)
+    info = np.iinfo(NP[dt])
+    return rng.integers(info.min, info.max + 1, shape).astype(NP[dt])
+
+
+def draw_post_ops(rng, dst_dt, binary_shapes):
+    """[(kind, ...)] in the bridge's form plus the arrays of the binary ops."""
+    ops = []
+    for _ in range(int(rng.integers(0, 4))):
+        r = rng.random()
+        if r < 0.45:
+            alg, ab = ELTWISE[int(rng.integers(len(ELTWISE)))]
+            a, b = ab if ab is not None else (0.0, 0.0)
+            ops.append(("eltwise", alg, float(a), float(b)))
+        elif r < 0.8:
+            shape = binary_shapes[int(rng.integers(len(binary_shapes)))]
+            src1 = (rng.standard_normal(shape) * 2).astype(np.float32)
+            ops.append(("binary", BINARY[int(rng.integers(len(BINARY)))], src1))
+        elif not any(o[0] == "sum" for o in ops):
+            scale = float(rng.choice([1.0, 0.5, 0.3, 1.7, 2.0]))
+            zp = int(rng.choice([0, 0, 3, -2])) if dst_dt in ("s8", "u8") else 0
+            ops.append(("sum", scale, zp))
+    return ops
+
+
+def dnnq_attr(q, ops):
+    attr, args = PrimitiveAttr(), {}
+    for key, arg, setter, prefix in (
+            ("src_scales", DNNL_ARG_SRC, attr.set_scales_mask, DNNL_ARG_SCALE),
+            ("wei_scales", DNNL_ARG_WEIGHTS, attr.set_scales_mask, DNNL_ARG_SCALE),
+            ("dst_scales", DNNL_ARG_DST, attr.set_scales_mask, DNNL_ARG_SCALE),
+            ("src_zp", DNNL_ARG_SRC, attr.set_zero_points_mask, DNNL_ARG_ATTR_ZERO_POINTS),
+            ("dst_zp", DNNL_ARG_DST, attr.set_zero_points_mask, DNNL_ARG_ATTR_ZERO_POINTS)):
+        if key in q:
+            setter(arg, q[key.replace("scales", "scale") + "_mask"])
+            args[prefix | arg] = np.asarray(q[key])
+    po = PostOps()
+    for i, op in enumerate(ops):
+        if op[0] == "eltwise":
+            po.append_eltwise(op[1], op[2], op[3])
+        elif op[0] == "binary":
+            po.append_binary(op[1], MD(op[2].shape, "f32"))
+            args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | DNNL_ARG_SRC_1] = op[2]
+        else:
+            po.append_sum(op[1], op[2])
+    attr.set_post_ops(po)
+    return attr, args
+
+
+def draw_quant(rng, dst_dt, n_out, per_out_mask, src_dt):
+    q = {}
+    if rng.random() < 0.7:
+        q["src_scales"], q["src_scale_mask"] = np.float32([rng.uniform(0.001, 0.1)]), 0
+    if rng.random() < 0.8:
+        per = rng.random() < 0.6
+        q["wei_scales"] = rng.uniform(0.001, 0.05, n_out if per else 1).astype(np.float32)
+        q["wei_scale_mask"] = per_out_mask if per else 0
+    if rng.random() < 0.5:
+        q["dst_scales"], q["dst_scale_mask"] = np.float32([rng.uniform(0.05, 4.0)]), 0
+    if rng.random() < 0.4:
+        q["src_zp"], q["src_zp_mask"] = np.int32([rng.integers(-5, 20)]), 0
+    if dst_dt in ("s8", "u8") and rng.random() < 0.4:
+        q["dst_zp"], q["dst_zp_mask"] = np.int32([rng.integers(-10, 10)]), 0
+    return q
+
+
+def same(got, want):
+    if got.dtype != want.dtype or got.shape != want.shape:
+        return np.ones(want.shape, bool)
+    if got.dtype == np.float32:
+        return got.view(np.int32) == want.view(np.int32)
+    return got == want
+
+
+def matmul_case(rng):
+    M, K, N = (int(rng.choice(v)) for v in ((1, 3, 6, 13), (1, 4, 17, 64, 130), (1, 15, 64, 70)))
+    src_dt = str(rng.choice(["u8", "s8"]))
+    dst_dt = str(rng.choice(["f32", "s32", "s8", "u8"]))
+    bias_dt = rng.choice([None, "f32", "s32", "s8", "u8"])
+    bias_shape = [(N,), (1, N), (M, N)][int(rng.integers(3))]
+    src, wei = data(rng, src_dt, (M, K)), data(rng, "s8", (K, N))
+    bias = None if bias_dt is None else data(rng, str(bias_dt), bias_shape, 30.0)
+    q = draw_quant(rng, dst_dt, N, 2, src_dt)
+    ops = draw_post_ops(rng, dst_dt, [(1, N), (M, N), (1, 1), (M, 1)])
+    prev = data(rng, dst_dt, (M, N), 30.0) if any(o[0] == "sum" for o in ops) else None
+    desc = f"matmul {src_dt}x s8 -> {dst_dt} M{M} K{K} N{N} bias {bias_dt}{bias_shape} " \
+           f"q {sorted(k for k in q if not k.endswith('mask'))} ops {[o[:2] for o in ops]}"
+    try:
+        want, impl = onednn.matmul(src, wei, None if bias is None else bias.reshape(
+            (1,) * (2 - bias.ndim) + bias.shape), dst_dt, post_ops=ops, dst_prev=prev,
+            return_impl=True, **q)
+    except _capi.OnednnError:
+        return desc, None, None
+    attr, args = dnnq_attr(q, ops)
+    bd = None if bias is None else MD(bias.shape if bias.ndim == 2 else (1, N), str(bias_dt))
+    p = dnnq.MatMul(MD((M, K), src_dt), MD((K, N), "s8"), MD((M, N), dst_dt), bd, attr=attr)
+    args.update({DNNL_ARG_SRC: src, DNNL_ARG_WEIGHTS: wei})
+    if bias is not None:
+        args[DNNL_ARG_BIAS] = bias if bias.ndim == 2 else bias.reshape(1, N)
+    if prev is not None:
+        args[DNNL_ARG_DST] = prev.copy()
+    return desc + f" [{impl} / {p.impl_info}]", p.execute(args), want
+
+
+def ip_case(rng):
+    """InnerProduct: oneDNN 3.2 has no zero points there (dnnq's extension is not drawn)."""
+    Nb, IC, OC = (int(rng.choice(v)) for v in ((1, 3, 6, 13), (1, 4, 17, 64, 130), (1, 15, 64, 70)))
+    src_dt = str(rng.choice(["u8", "s8"]))
+    dst_dt = str(rng.choice(["f32", "s32", "s8", "u8"]))
+    bias_dt = rng.choice([None, "f32", "s32", "s8", "u8"])
+    src, wei = data(rng, src_dt, (Nb, IC)), data(rng, "s8", (OC, IC))
+    bias = None if bias_dt is None else data(rng, str(bias_dt), (OC,), 30.0)
+    q = draw_quant(rng, dst_dt, OC, 1, src_dt)
+    for k in ("src_zp", "src_zp_mask", "dst_zp", "dst_zp_mask"):
+        q.pop(k, None)
+    ops = draw_post_ops(rng, dst_dt, [(1, OC), (Nb, OC), (1, 1)])
+    prev = data(rng, dst_dt, (Nb, OC), 30.0) if any(o[0] == "sum" for o in ops) else None
+    desc = f"ip {src_dt} -> {dst_dt} N{Nb} IC{IC} OC{OC} bias {bias_dt} " \
+           f"q {sorted(k for k in q if not k.endswith('mask'))} ops {[o[:2] for o in ops]}"
+    try:
+        want, impl = onednn.inner_product(src, wei, bias, dst_dt, post_ops=ops, dst_prev=prev,
+                                          return_impl=True, **q)
+    except _capi.OnednnError:
+        return desc, None, None
+    attr, args = dnnq_attr(q, ops)
+    p = dnnq.InnerProduct(MD((Nb, IC), src_dt), MD((OC, IC), "s8"), MD((Nb, OC), dst_dt),
+                          None if bias is None else MD((OC,), str(bias_dt)), attr=attr)
+    args.update({DNNL_ARG_SRC: src, DNNL_ARG_WEIGHTS: wei})
+    if bias is not None:
+        args[DNNL_ARG_BIAS] = bias
+    if prev is not None:
+        args[DNNL_ARG_DST] = prev.copy()
+    return desc + f" [{impl} / {p.impl_info}]", p.execute(args), want
+
+
+def conv_case(rng):
+    from test_convolution import Case
+    kind = str(rng.choice(["3x3", "1x1", "s2", "dw", "grouped", "deconv", "stem"]))
+    g = {"3x3": dict(ICg=int(rng.choice([3, 16, 37])), OCg=int(rng.choice([8, 64, 70]))),
+         "1x1": dict(ICg=int(rng.choice([16, 37])), OCg=70, k=(1, 1), pl=(0, 0)),
+         "s2": dict(ICg=16, OCg=33, s=(2, 2), isp=(9, 8)),
+         "dw": dict(G=int(rng.choice([16, 37, 70])), ICg=1, OCg=1, grouped=True,
+                    s=(1, 1) if rng.random() < 0.5 else (2, 2), isp=(9, 9)),
+         "grouped": dict(G=4, ICg=8, OCg=8),
+         "deconv": dict(ICg=9, OCg=11, isp=(4, 5), s=(2, 2), deconv=True),
+         "stem": dict(ICg=3, OCg=16, k=(7, 7), s=(2, 2), pl=(3, 3), isp=(15, 15))}[kind]
+    src_dt = str(rng.choice(["u8", "s8"]))
+    dst_dt = str(rng.choice(["f32", "s32", "s8", "u8"]))
+    bias_dt = rng.choice([None, "f32", "s32", "s8", "u8"])
+    G = g.get("G", 1)
+    OC = G * g["OCg"]
+    q = draw_quant(rng, dst_dt, OC, 3 if g.get("grouped") or G > 1 else 1, src_dt)
+    # the dst shape decides the binary shapes: made by Case, so draw the ops after it
+    tag = str(rng.choice(["", "nhwc"])) or None
+    c = Case(rng, src_dt=src_dt, dst_dt=dst_dt, bias_dt=None if bias_dt is None else str(bias_dt),
+             q={k: v for k, v in q.items()}, src_tag=tag, dst_tag=tag, **g)
+    N_, C_, H_, W_ = c.dst_shape
+    ops = draw_post_ops(rng, dst_dt, [(1, C_, 1, 1), (N_, C_, H_, W_), (1, 1, 1, 1)])
+    c.post_ops = ops
+    c.dst_prev = (data(rng, dst_dt, c.dst_shape, 30.0) if any(o[0] == "sum" for o in ops)
+                  else None)
+    desc = f"conv {kind} {src_dt} -> {dst_dt} tag {tag} bias {bias_dt} " \
+           f"q {sorted(k for k in q if not k.endswith('mask'))} ops {[o[:2] for o in ops]}"
+    fn = onednn.deconvolution if c.deconv else onednn.convolution
+    kw = {k: v for k, v in c.q.items() if v is not None and k != "wei_zp"}
+    try:
+        want, impl = fn(c.src, c.wei, c.bias, c.dst_dt, post_ops=c.post_ops,
+                        dst_prev=c.dst_prev, return_impl=True, **c.geom, **kw)
+    except _capi.OnednnError:
+        return desc, None, None
+    got, p = c.run_dnnq()
+    return desc + f" [{impl} / {p.impl_info}]", got, want
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--family", choices=["matmul", "ip", "conv"], required=True)
+    ap.add_argument("--cases", type=int, default=200)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--isa", default=None, help="dnnq ISA cap (default: the CPU's best)")
+    ap.add_argument("--verbose", action="store_true", help="also list the refused problems")
+    o = ap.parse_args(argv)
+    if o.isa:
+        dnnq.set_max_cpu_isa(o.isa)
+    rng = np.random.default_rng(o.seed)
+    fn = {"matmul": matmul_case, "ip": ip_case, "conv": conv_case}[o.family]
+    bad = refused = 0
+    for i in range(o.cases):
+        desc, got, want = fn(rng)
+        if want is None:
+            refused += 1
+            if o.verbose:
+                print(f"case {i}: refused by oneDNN: {desc}")
+            continue
+        ok = same(got, want)
+        if not ok.all():
+            bad += 1
+            j = np.flatnonzero(~ok.ravel())[0]
+            print(f"case {i}: {desc}: {int((~ok).sum())} of {ok.size} differ; first: dnnq "
+                  f"{got.ravel()[j]!r} oneDNN {want.ravel()[j]!r}")
+    print(f"{o.family}: {o.cases} cases, {refused} refused by oneDNN, {bad} differ")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
