@@ -107,7 +107,8 @@ static void dw9_permute(const __m512i v[4], int narrow, int32_t *out) {
  * accumulators' order: vector k (of VL lanes), lane L, dword j <- channel 16 L + 4 k + j. */
 int dnnq_dw3x3_epi_prepare_avx512(const dnnq_gemm_args_t *g, int64_t n0, int nc,
                                   dnnq_dw_epi_t *e) {
-    if (!g->fast_epi || g->wzp || g->raw_s32 ||
+    /* the fast epilogue's conditions (gemm_impl.h dnnq_fast_epi_ok), 8-bit dsts */
+    if (!g->fast_epi || g->wzp || g->raw_s32 || g->ref_numerics ||
         (g->dst_dt != DNNQ_DT_U8 && g->dst_dt != DNNQ_DT_S8) ||
         (g->bias && (g->bias_sb != 0 || g->bias_sm != 0)))
         return 0;
