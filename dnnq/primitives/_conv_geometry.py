@@ -189,7 +189,10 @@ def pack_depthwise(geo, wct, layout):
       bytes with byte 16 L + 4 j + i = w[4 g + i][16 L + 4 k + j], then 64 s32 of
       -128 * sum_taps w in the same (k, L, j) order (the s8 source's compensation); with
       KW = 3, then per kernel row the row kernel's four shifted variants A, B, C, D (4 bytes
-      per channel, same byte order; ukernels/conv_dw_avx512.c).
+      per channel, same byte order; ukernels/conv_dw_avx512.c); with a 3x3 kernel, then per
+      kw the column kernel's variants A = (w[0][kw], w[1][kw], w[2][kw], 0) and
+      B = (0, w[0][kw], w[1][kw], w[2][kw]) over the kernel rows
+      (ukernels/conv_dw3x3_avx512.c).
 
     The result is an s16 array (the vnni4 bytes viewed as s16)."""
     C, T = wct.shape
@@ -214,6 +217,14 @@ def pack_depthwise(geo, wct, layout):
                         var[:C, :, v, i] = rows[:, :, t]
             # (P, L, k, j, row, v, i) -> (P, row, v, k, L, j, i)
             var = var.reshape(P, 4, 4, 4, T // 3, 4, 4).transpose(0, 4, 5, 2, 1, 3, 6)
+            parts.append(var.reshape(P, -1))
+        if tuple(geo.kernel) == (1, 3, 3):  # the 3x3 column kernel's variants A, B per kw
+            cols = wct.reshape(C, 3, 3)  # (channel, kh, kw)
+            var = np.zeros((P * NR, 3, 2, 4), np.int8)  # (channel, kw, variant, byte)
+            var[:C, :, 0, 0:3] = cols.transpose(0, 2, 1)
+            var[:C, :, 1, 1:4] = cols.transpose(0, 2, 1)
+            # (P, L, k, j, kw, v, i) -> (P, kw, v, k, L, j, i)
+            var = var.reshape(P, 4, 4, 4, 3, 2, 4).transpose(0, 4, 5, 2, 1, 3, 6)
             parts.append(var.reshape(P, -1))
         blocks = np.concatenate(parts, axis=1)
         out = aligned_empty(blocks.size // 2, np.int16)
@@ -243,7 +254,8 @@ def depthwise_panel_stride(geo, layout):
     """s16 elements per 64-channel panel of the packed depthwise weights."""
     if layout == "vnni4":
         rows3 = (geo.ntaps // 3) * 512 if geo.kernel[2] == 3 else 0
-        return ((geo.ntaps + 3) // 4) * 128 + 2 * NR + rows3
+        cols3 = 768 if tuple(geo.kernel) == (1, 3, 3) else 0
+        return ((geo.ntaps + 3) // 4) * 128 + 2 * NR + rows3 + cols3
     return ((geo.ntaps + 1) // 2) * 2 * NR if layout == "pairs" else geo.ntaps * NR
 
 

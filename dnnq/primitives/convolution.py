@@ -279,6 +279,8 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
         threads = max(1, _dispatch.get_num_threads())
         while mc > mr and geo.N * groups * panels * -(-npix // mc) < 4 * threads:
             mc -= mr
+        if self._dw_column_kernel():
+            mc = self._dw_rows_per_item(panels, threads) * geo.dst[2]
         fast = all(k == _plan.PO_ELTWISE and alg in (_plan.ELTWISE_CODE["relu"],
                                                       _plan.ELTWISE_CODE["linear"])
                    for k, alg, _, _ in self._post_specs)
@@ -294,6 +296,31 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
     def _kernel_code(self):
         """The kernels' ISA code, with oneDNN's s16 pair saturation where it applies."""
         return _plan.ISA_CODE[self._isa] | (_codes.NUMERICS["avx2"] if self._pair_sat else 0)
+
+    def _dw_column_kernel(self):
+        """The AVX-512 3x3 column kernel runs this geometry (ukernels/conv_dw3x3_avx512.c;
+        the driver's test dw3x3 in conv_driver.c, with weights packed as vnni4)."""
+        geo = self._geo
+        return (geo.depthwise and not geo.deconv and self._dw_layout == "vnni4" and
+                tuple(geo.kernel) == (1, 3, 3) and tuple(geo.steps[1:]) == (1, 1) and
+                geo.strides[1] in (1, 2) and geo.strides[2] in (1, 2))
+
+    def _dw_rows_per_item(self, panels, threads):
+        """Output rows per work item of the column kernel: whole rows (it pairs two rows of
+        an item at stride 1 along h), at least 64 pixels, fewer when that leaves threads
+        without work, spread evenly over the blocks of an image."""
+        geo = self._geo
+        oh, ow = geo.dst[1], geo.dst[2]
+        pair = geo.strides[1] == 1
+        rows = min(oh, max(2 if pair else 1, -(-64 // ow)))
+        blocks = geo.N * geo.dst[0] * panels
+        while rows > 1 and blocks * -(-oh // rows) < 4 * threads:
+            rows -= 1
+        nb = -(-oh // rows)
+        rows = -(-oh // nb)
+        if pair and rows % 2 and rows < oh:
+            rows += 1
+        return rows
 
     def _known_args(self):
         known = {A.DNNL_ARG_SRC, A.DNNL_ARG_WEIGHTS, A.DNNL_ARG_DST}

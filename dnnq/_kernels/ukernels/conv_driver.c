@@ -236,10 +236,92 @@ static int run_item_dw_rows3(const dnnq_conv_t *cv, int64_t item) {
     free(rowp);
     return 0;
 }
+
+/* The 3x3 column-kernel driver (dnnq_dw3x3_avx512: kernel 3x3, 2-D or kd = 1, stride 1 or 2,
+ * no dilation): the item's output rows one at a time, or two at a time (stride 1 along h)
+ * when both are whole in the item; the epilogue fused into the kernel when it can be, else
+ * the s32 accumulators of up to 32 columns per call go through the tile epilogue. */
+static int dw3x3(const dnnq_conv_t *cv) {
+    return dw_rows3(cv) && cv->kd == 1 && cv->kh == 3 && cv->dh == 1 &&
+           (cv->sh == 1 || cv->sh == 2);
+}
+
+static int run_item_dw3x3(const dnnq_conv_t *cv, int64_t item) {
+    const int64_t OW = cv->ow, OH = cv->oh, osp = cv->od * OH * OW;
+    const int64_t nblk = (osp + cv->mc - 1) / cv->mc;
+    /* panels innermost: the panels of a block of rows run one after the other, while its
+     * source rows are in cache */
+    const int64_t p = item % cv->n_panels;
+    const int64_t blk = (item / cv->n_panels) % nblk;
+    const int64_t n = item / cv->n_panels / nblk;
+    const int64_t m0 = blk * cv->mc;
+    const int64_t mend = m0 + (osp - m0 < cv->mc ? osp - m0 : cv->mc);
+    const int nc = (int)(cv->OC - p * DNNQ_NR < DNNQ_NR ? cv->OC - p * DNNQ_NR : DNNQ_NR);
+    const int64_t chan0 = p * DNNQ_NR, IC = cv->IC;
+    const uint8_t *img = cv->src + n * cv->id * cv->ih * cv->iw * IC + chan0;
+    const uint8_t *zpix = cv->zp_rows + chan0;
+
+    dnnq_gemm_args_t ge;
+    dnnq_postop_t post[DNNQ_CONV_MAX_POST];
+    item_epilogue_args(cv, n, 0, &ge, post);
+    dnnq_dw_epi_t epi __attribute__((aligned(64)));
+    const int fused = dnnq_dw3x3_epi_prepare_avx512(&ge, chan0, nc, &epi);
+    int32_t tile[DNNQ_DW_TILE_ROWS * DNNQ_NR] __attribute__((aligned(64)));
+    const int64_t esz = ge.dst_dt == DNNQ_DT_S8 || ge.dst_dt == DNNQ_DT_U8 ? 1 : 4;
+
+    dnnq_dw3x3_call_t c;
+    c.sw = (int)cv->sw;
+    c.pw = cv->pw;
+    c.iw = cv->iw;
+    c.nc = nc;
+    c.src_signed = cv->src_signed;
+    c.w = (const int8_t *)(cv->dw_weights + p * cv->dw_stride);
+    c.ntaps = cv->npairs;
+    c.zpix = zpix;
+    c.epi = fused ? &epi : NULL;
+    c.ldd = ge.d_sm * esz;
+    for (int64_t m = m0; m < mend;) {
+        int64_t od, oh, ow;
+        out_pixel(cv, m, &od, &oh, &ow);
+        const int64_t cnt = OW - ow < mend - m ? OW - ow : mend - m;
+        const int pair = cv->sh == 1 && ow == 0 && cnt == OW && oh + 1 < OH && m + 2 * OW <= mend;
+        c.nro = pair ? 2 : 1;
+        const int64_t xd = od * cv->sd - cv->pd;
+        for (int r = 0; r < 4; ++r) {
+            const int64_t y = oh * cv->sh - cv->ph + r;
+            const int in = xd >= 0 && xd < cv->id && y >= 0 && y < cv->ih;
+            c.row[r] = in ? img + (xd * cv->ih + y) * cv->iw * IC : zpix;
+            c.rs[r] = in ? IC : 0;
+        }
+        const int64_t mrow = m - ow; /* output column 0 of the (upper) row */
+        if (fused) {
+            c.dst[0] = (uint8_t *)ge.dst + (mrow * ge.d_sm + chan0) * esz;
+            c.dst[1] = c.dst[0] + OW * c.ldd;
+            c.o0 = ow;
+            c.n = cnt;
+            dnnq_dw3x3_avx512(&c);
+        } else {
+            const int64_t chunk = DNNQ_DW_TILE_ROWS / 2;
+            for (int64_t o = ow; o < ow + cnt; o += chunk) {
+                const int64_t k = ow + cnt - o < chunk ? ow + cnt - o : chunk;
+                c.o0 = o;
+                c.n = k;
+                c.acc[0] = tile;
+                c.acc[1] = tile + k * DNNQ_NR;
+                dnnq_dw3x3_avx512(&c);
+                cv->epilogue(&ge, 0, mrow + o, (int)k, p, tile);
+                if (pair) cv->epilogue(&ge, 0, mrow + OW + o, (int)k, p, tile + k * DNNQ_NR);
+            }
+        }
+        m += pair ? 2 * OW : cnt;
+    }
+    return 0;
+}
 #endif
 
 int dnnq_conv_run_item(const dnnq_conv_t *cv, int64_t item) {
 #ifdef DNNQ_HAVE_X86_KERNELS
+    if (dw3x3(cv)) return run_item_dw3x3(cv, item);
     if (dw_rows3(cv)) return run_item_dw_rows3(cv, item);
 #endif
     if (cv->tiles) return dnnq_conv_run_item_tiles(cv, item);

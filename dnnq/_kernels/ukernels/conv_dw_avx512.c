@@ -479,8 +479,9 @@ void dnnq_dw3row_avx512(int mr, int nrows, const uint8_t *const *rows, const int
                 DW_STORE_LANES_##W(d, v[i]);                                                   \
             }                                                                                  \
         }                                                                                      \
-        for (; r0 < rows; ++r0) /* the last rows of this column band */                       \
-            for (int64_t c = c0; c < c0 + 16 * LANES; ++c) dst[c * rows + r0] = src[r0 * cols + c]; \
+        if (r0 < rows) /* the last rows of this column band */                                 \
+            for (int64_t c = c0; c < c0 + 16 * LANES; c += 16)                                 \
+                transpose16_tail(src, dst, rows, cols, r0, c, (int)(rows - r0), 16);           \
     }
 #define DW_STORE_LANES_512(d, x)                                                               \
     do {                                                                                       \
@@ -499,11 +500,31 @@ void dnnq_dw3row_avx512(int mr, int nrows, const uint8_t *const *rows, const int
 #define DW_LD256(p) _mm256_loadu_si256((const __m256i *)(p))
 #define DW_LD128(p) _mm_loadu_si128((const __m128i *)(p))
 
+/* a partial 16 x 16 block (nr rows from r0, nc columns from c0): masked loads (rows past nr
+ * are zeros), the register transpose, masked stores of the nc output rows */
+static void transpose16_tail(const uint8_t *src, uint8_t *dst, int64_t rows, int64_t cols,
+                             int64_t r0, int64_t c0, int nr, int nc) {
+    const __mmask16 kc = (__mmask16)((1u << nc) - 1), kr = (__mmask16)((1u << nr) - 1);
+    __m128i v[16], w[16];
+    for (int i = 0; i < 16; ++i)
+        v[i] = i < nr ? _mm_maskz_loadu_epi8(kc, src + (r0 + i) * cols + c0) : _mm_setzero_si128();
+    for (int k = 0; k < 4; ++k) {
+        __m128i *in = k & 1 ? w : v, *out = k & 1 ? v : w;
+        for (int i = 0; i < 8; ++i) {
+            out[2 * i] = _mm_unpacklo_epi8(in[i], in[i + 8]);
+            out[2 * i + 1] = _mm_unpackhi_epi8(in[i], in[i + 8]);
+        }
+    }
+    for (int i = 0; i < nc; ++i) _mm_mask_storeu_epi8(dst + (c0 + i) * rows + r0, kr, v[i]);
+}
+
 void dnnq_transpose_u8_avx512(const uint8_t *src, uint8_t *dst, int64_t rows, int64_t cols) {
     int64_t c0 = 0;
     DW_TRANSPOSE_BAND(512, __m512i, DW_LD512, 4)
     DW_TRANSPOSE_BAND(256, __m256i, DW_LD256, 2)
     DW_TRANSPOSE_BAND(, __m128i, DW_LD128, 1)
-    for (int64_t r = 0; r < rows; ++r) /* the last columns (fewer than 16) */
-        for (int64_t c = c0; c < cols; ++c) dst[c * rows + r] = src[r * cols + c];
+    if (c0 < cols) /* the last columns (fewer than 16) */
+        for (int64_t r0 = 0; r0 < rows; r0 += 16)
+            transpose16_tail(src, dst, rows, cols, r0, c0, rows - r0 < 16 ? (int)(rows - r0) : 16,
+                             (int)(cols - c0));
 }

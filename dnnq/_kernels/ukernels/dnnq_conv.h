@@ -118,6 +118,41 @@ void dnnq_dw4_tile_avx512(int mr, int64_t ntaps, const uint8_t *const *rows, int
 void dnnq_dw3row_avx512(int mr, int nrows, const uint8_t *const *rows, const int64_t *strides,
                         const int *widx, int64_t x0, int64_t iw, const uint8_t *zpix, int sw,
                         int nc, int src_signed, const int8_t *w, int64_t ntaps, int32_t *acc);
+/* The 3x3 column kernel (conv_dw3x3_avx512.c): kernel 3x3 (dilation 0, stride 1 or 2 along
+ * h and w), one or two output rows of one 64-channel panel.  Per source column, the pixels of
+ * four source rows are interleaved per channel once (vpdpbusd's four bytes = four kernel
+ * rows) and serve the output columns that column meets: kw = 0, 1, 2, and with two output
+ * rows (stride 1 along h) both rows (weights A = (w0, w1, w2, 0) and B = (0, w0, w1, w2) per
+ * kw, the "cols3" block after "rows3").  The epilogue is fused (8-bit dst, the fast epilogue's
+ * post-ops) or the s32 accumulators are stored in channel order. */
+typedef struct {
+    float sc[64], bi[64], zp[64];   /* in the accumulators' (k, L, j) order */
+    int32_t cc[64];
+    float inv_dst_scale;
+    int dt, post, flags, has_zp, n_post; /* post: 0 none, 1 relu(0), 2 chain of relu / linear */
+    const dnnq_postop_t *po;
+} dnnq_dw_epi_t;
+typedef struct {
+    const uint8_t *row[4];          /* source rows at column 0 (the panel's first channel) */
+    int64_t rs[4];                  /* their pixel strides (0: the zero-point pixel) */
+    int nro;                        /* output rows: 1 (rows 0..2) or 2 (rows 0..3) */
+    int64_t o0, n;                  /* output columns o0 .. o0 + n - 1 */
+    int sw;
+    int64_t pw, iw;
+    int nc, src_signed;
+    const int8_t *w;                /* the panel's vnni4 weights */
+    int64_t ntaps;
+    const uint8_t *zpix;            /* the zero-point pixel (the panel's channels) */
+    const dnnq_dw_epi_t *epi;       /* NULL: s32 to acc */
+    uint8_t *dst[2];                /* fused: output column o of row r at dst[r] + o * ldd */
+    int64_t ldd;
+    int32_t *acc[2];                /* else: output column o0 + i of row r at acc[r] + 64 i */
+} dnnq_dw3x3_call_t;
+void dnnq_dw3x3_avx512(const dnnq_dw3x3_call_t *c);
+/* 1 when the fused epilogue takes g (8-bit dst, relu / linear post-ops), then e is prepared
+ * for the panel's columns n0 .. n0 + nc - 1 */
+int dnnq_dw3x3_epi_prepare_avx512(const dnnq_gemm_args_t *g, int64_t n0, int nc,
+                                  dnnq_dw_epi_t *e);
 /* depthwise weight layouts: the ISA's s16 one (natural [tap][64], or the AVX-512 tap pairs),
  * or s8 taps by four for vpdpbusd (AVX-512 only) */
 enum { DNNQ_DW_S16 = 0, DNNQ_DW_VNNI4 = 1 };
