@@ -263,7 +263,7 @@ static int run_item_dw3x3(const dnnq_conv_t *cv, int64_t item) {
 
     dnnq_gemm_args_t ge;
     dnnq_postop_t post[DNNQ_CONV_MAX_POST];
-    item_epilogue_args(cv, n, 0, &ge, post);
+    dnnq_conv_item_epilogue_args(cv, n, 0, &ge, post);
     dnnq_dw_epi_t epi __attribute__((aligned(64)));
     const int fused = dnnq_dw3x3_epi_prepare_avx512(&ge, chan0, nc, &epi);
     int32_t tile[DNNQ_DW_TILE_ROWS * DNNQ_NR] __attribute__((aligned(64)));
