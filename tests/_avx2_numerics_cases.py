@@ -18,11 +18,12 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
 
 import dnnq  # noqa: E402
-from dnnq import (MemoryDesc as MD, PrimitiveAttr, DNNL_ARG_SRC, DNNL_ARG_WEIGHTS,  # noqa: E402
-                  DNNL_ARG_BIAS, DNNL_ARG_DST, DNNL_ARG_SCALE, DNNL_ARG_ATTR_ZERO_POINTS)
+from dnnq import MemoryDesc as MD, DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_BIAS  # noqa: E402
 from dnnq.testing import _primitives as onednn, _capi  # noqa: E402
+from diff_fuzz import dnnq_attr  # noqa: E402
 
 DSTS = ("s32", "f32", "u8", "s8")
 
@@ -68,19 +69,9 @@ class Result:
 
 
 def _attr(q, dims):
-    """(PrimitiveAttr, runtime args) from {"src_scales": (values, mask), ...}."""
-    attr, args = PrimitiveAttr(), {}
-    for key, arg, setter, prefix in (
-            ("src_scales", DNNL_ARG_SRC, attr.set_scales_mask, DNNL_ARG_SCALE),
-            ("wei_scales", DNNL_ARG_WEIGHTS, attr.set_scales_mask, DNNL_ARG_SCALE),
-            ("dst_scales", DNNL_ARG_DST, attr.set_scales_mask, DNNL_ARG_SCALE),
-            ("src_zp", DNNL_ARG_SRC, attr.set_zero_points_mask, DNNL_ARG_ATTR_ZERO_POINTS),
-            ("dst_zp", DNNL_ARG_DST, attr.set_zero_points_mask, DNNL_ARG_ATTR_ZERO_POINTS)):
-        if key in q:
-            values, mask = q[key]
-            setter(arg, mask)
-            args[prefix | arg] = values
-    return attr, args
+    """(PrimitiveAttr, runtime args) from {"src_scales": (values, mask), ...} (no post-ops),
+    through the differential fuzzer's builder (tools/diff_fuzz.py)."""
+    return dnnq_attr(_onednn_q(q), ())
 
 
 def _onednn_q(q):
@@ -122,7 +113,6 @@ def matmul_case(rng, res, ip=False):
         q.pop("src_zp", None), q.pop("dst_zp", None)  # oneDNN's inner product has none
         want = onednn.inner_product(src, np.ascontiguousarray(wei.T), bias, dst_dt,
                                     **_onednn_q(q))
-        exact = onednn_exact = None
         p = dnnq.InnerProduct(MD((M, K), src_dt), MD((N, K), "s8"), MD((M, N), dst_dt),
                               None if bias is None else MD((N,), "f32"), attr=_attr(q, None)[0])
         w = np.ascontiguousarray(wei.T)

@@ -11,9 +11,7 @@ import numpy as np
 import pytest
 
 import dnnq
-from dnnq import (MemoryDesc as MD, PrimitiveAttr, DNNL_ARG_SRC, DNNL_ARG_WEIGHTS,
-                  DNNL_ARG_DST, DNNL_ARG_ATTR_ZERO_POINTS)
-from dnnq.testing import _primitives as onednn
+from dnnq import MemoryDesc as MD, PrimitiveAttr, DNNL_ARG_SRC, DNNL_ARG_WEIGHTS
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 LEVELS = [lvl for lvl in ("avx2", "default") if lvl in dnnq.available_isa_levels()]
