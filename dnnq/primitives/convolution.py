@@ -349,8 +349,8 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
 
         best, best_cost = rows, cost(rows)
         for r in range(1, oh + 1):
-            if r * ow < 16 and r < rows:
-                continue
+            if (r * ow < 16 and r < rows) or images * panels * -(-oh // r) < 4 * threads:
+                continue  # tiny items, or fewer than 4 per thread (dw6 ran 2x slower)
             c = cost(r)
             if c < best_cost * 0.97:
                 best, best_cost = r, c
