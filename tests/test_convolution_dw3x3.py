@@ -28,6 +28,10 @@ GEOMETRIES = {
     "w1": ((5, 1), (1, 1), (1, 1), (1, 1)),
     "w2_s2": ((4, 2), (2, 2), (1, 1), (1, 1)),
     "3d_kd1": ((3, 5, 7), (2, 1, 1), (1, 1, 1), (0, 1, 1)),  # planes wholly in the padding
+    # MobileNet's small late layers: few rows, many panels (items balanced over threads)
+    "s1_14": ((14, 14), (1, 1), (1, 1), (1, 1)),
+    "s1_7": ((7, 7), (1, 1), (1, 1), (1, 1)),
+    "s2_14": ((14, 14), (2, 2), (1, 1), (1, 1)),
 }
 
 CHANNELS = (16, 32, 40, 64, 100)
@@ -100,5 +104,20 @@ def test_dw3x3_threads(isa, geometry, threads):
         for C in (64, 136):
             run_case(geometry, "u8_relu", C, 3, [threads, C, len(geometry)])
             run_case(geometry, "s32", C, 3, [threads, C, len(geometry), 1])
+    finally:
+        dnnq.set_num_threads(old)
+
+
+@pytest.mark.parametrize("mb", [1, 3])
+@pytest.mark.parametrize("geometry", ["s1_14", "s1_7", "s2_14"])
+def test_dw3x3_two_threads_many_channels(isa, geometry, mb):
+    """small images with many channel panels on 2 threads: items of whole images' rows
+    split over panels, balanced over the threads (convolution._dw_balanced_rows)"""
+    old = dnnq.get_num_threads()
+    dnnq.set_num_threads(2)
+    try:
+        for C in (256, 520):
+            run_case(geometry, "u8_relu", C, mb, [mb, C, len(geometry), 2])
+            run_case(geometry, "s32", C, mb, [mb, C, len(geometry), 3])
     finally:
         dnnq.set_num_threads(old)

@@ -320,7 +320,41 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
         rows = -(-oh // nb)
         if pair and rows % 2 and rows < oh:
             rows += 1
+        if threads > 1 and blocks * -(-oh // rows) < 16 * threads:
+            rows = self._dw_balanced_rows(rows, panels, threads)
         return rows
+
+    def _dw_balanced_rows(self, rows, panels, threads):
+        """Rows per item that even out the threads' work under the static schedule (each
+        thread runs a contiguous run of items, panels innermost): a short last block of
+        rows otherwise leaves one thread with far less (e.g. 14 rows as 6 + 6 + 2)."""
+        geo = self._geo
+        oh, ow = geo.dst[1], geo.dst[2]
+        pair = geo.strides[1] == 1
+        images = geo.N * geo.dst[0]
+
+        def cost(r):
+            # an output row costs ow pixels, a row left unpaired a quarter more, an item
+            # about 16 pixels of set-up
+            blocks = [min(r, oh - b) for b in range(0, oh, r)]
+            items = [(b + 0.25 * (b % 2) if pair else b) * ow + 16
+                     for b in blocks for _ in range(panels)] * images
+            q, extra = divmod(len(items), threads)
+            worst, i = 0.0, 0
+            for t in range(threads):
+                k = q + (t < extra)
+                worst = max(worst, sum(items[i:i + k]))
+                i += k
+            return worst
+
+        best, best_cost = rows, cost(rows)
+        for r in range(1, oh + 1):
+            if (r * ow < 16 and r < rows) or images * panels * -(-oh // r) < 4 * threads:
+                continue  # tiny items, or fewer than 4 per thread (dw6 ran 2x slower)
+            c = cost(r)
+            if c < best_cost * 0.97:
+                best, best_cost = r, c
+        return best
 
     def _known_args(self):
         known = {A.DNNL_ARG_SRC, A.DNNL_ARG_WEIGHTS, A.DNNL_ARG_DST}
