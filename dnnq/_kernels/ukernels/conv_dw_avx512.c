@@ -367,24 +367,9 @@ NAME(const int R, const int CHECK, int r0, int nrows, const uint8_t *const *rows
         STORE_ACC_##W(s[i], acc + (r0 + i) * DNNQ_NR);                                         \
 }
 
-#define STORE_ACC_512(sv, out)                                                                 \
-    do {                                                                                       \
-        const __m512i t0 = _mm512_shuffle_i32x4(sv[0], sv[1], 0x44);                          \
-        const __m512i t1 = _mm512_shuffle_i32x4(sv[2], sv[3], 0x44);                          \
-        const __m512i t2 = _mm512_shuffle_i32x4(sv[0], sv[1], 0xEE);                          \
-        const __m512i t3 = _mm512_shuffle_i32x4(sv[2], sv[3], 0xEE);                          \
-        _mm512_storeu_si512(out, _mm512_shuffle_i32x4(t0, t1, 0x88));                          \
-        _mm512_storeu_si512(out + 16, _mm512_shuffle_i32x4(t0, t1, 0xDD));                     \
-        _mm512_storeu_si512(out + 32, _mm512_shuffle_i32x4(t2, t3, 0x88));                     \
-        _mm512_storeu_si512(out + 48, _mm512_shuffle_i32x4(t2, t3, 0xDD));                     \
-    } while (0)
-#define STORE_ACC_256(sv, out)                                                                 \
-    do {                                                                                       \
-        _mm256_storeu_si256((__m256i *)(out), _mm256_permute2x128_si256(sv[0], sv[1], 0x20)); \
-        _mm256_storeu_si256((__m256i *)((out) + 8), _mm256_permute2x128_si256(sv[2], sv[3], 0x20)); \
-        _mm256_storeu_si256((__m256i *)((out) + 16), _mm256_permute2x128_si256(sv[0], sv[1], 0x31)); \
-        _mm256_storeu_si256((__m256i *)((out) + 24), _mm256_permute2x128_si256(sv[2], sv[3], 0x31)); \
-    } while (0)
+#include "conv_dw_store_avx512.h"
+#define STORE_ACC_512 DNNQ_DW_STORE_ACC512
+#define STORE_ACC_256 DNNQ_DW_STORE_ACC256
 
 #define LD512(p) _mm512_loadu_si512((const void *)(p))
 #define LD256(p) _mm256_loadu_si256((const __m256i *)(p))
