@@ -76,9 +76,9 @@ from dnnq._kernels import _codes, _gemm, _rnn, _rnn_exec
 from dnnq.attr import PrimitiveAttr
 from dnnq.errors import InvalidArguments, Unimplemented
 from dnnq.masks import check_scales, check_zero_points
-from dnnq.memory import MemoryDesc
 from dnnq.primitives._common import check_known_args, check_overlaps
 from dnnq.primitives._plan import aligned_empty
+from dnnq.primitives._rnn_descs import check_desc as _desc, dims_must as _dims_must
 from dnnq.primitives._rnn_weights import PackedRnnWeights, _pack
 
 __all__ = ["LSTM", "GRU", "LBRGRU", "VanillaRNN", "PackedRnnWeights"]
@@ -105,32 +105,6 @@ _PER_OC_PROJ = 1 << 3   # the o dim of ldio
 # one parallel region with a barrier per step phase (0) or a region per phase (1); see
 # docs/rnn.md for the measurement that chose it
 FORK_JOIN = 0
-
-
-def _desc(prim, d, name, dts, ndims, optional=False):
-    if d is None:
-        if optional:
-            return None
-        raise InvalidArguments(f"{prim}: {name} is required; got None")
-    if not isinstance(d, MemoryDesc):
-        raise InvalidArguments(f"{prim}: {name} got {d!r} of type {type(d).__name__}; "
-                               "expected a dnnq.MemoryDesc")
-    if d.ndims != ndims:
-        raise InvalidArguments(f"{prim}: {name} dims {d.dims} are {d.ndims}-D; expected "
-                               f"{ndims}-D")
-    if d.dt not in dts:
-        raise Unimplemented(f"{prim}: {name} data type {d.dt} is not supported here; "
-                            f"supported: {', '.join(dts)}")
-    if d.is_channels_last:
-        raise Unimplemented(f"{prim}: {name} tag {d.tag} is not supported; supported: the "
-                            "plain tnc / ldnc / ldigo / ldgo layouts")
-    return d
-
-
-def _dims_must(prim, d, name, want, what):
-    if d is not None and tuple(d.dims) != tuple(want):
-        raise InvalidArguments(f"{prim}: {name} dims {d.dims} do not match {what}; "
-                               f"expected {tuple(want)}")
 
 
 class _RNN(metaclass=CachedPrimitive):
