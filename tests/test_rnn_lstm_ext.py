@@ -20,6 +20,7 @@ import dnnq.primitives.rnn as rnn_mod
 import dnnq.testing as ref
 from dnnq.testing import requires_onednn
 import _rnn_ref as model
+from test_rnn import assert_same  # noqa: E402 (bit-for-bit, f32 by its bits)
 
 DIRS = ("unidirectional_left2right", "unidirectional_right2left", "bidirectional_concat",
         "bidirectional_sum")
@@ -114,17 +115,6 @@ def numpy_model(p, x=None, h0=None):
         scale=p["scale"], shift=p["shift"], wscales=p["ws"], h0=p["h0"] if h0 is None else h0,
         c0=p["c0"], dst_layer_dt=p["dst_layer_dt"], peephole=p["peep"], projection=p["wp"],
         pscales=p["ps"]))
-
-
-def assert_same(got, want):
-    assert len(got) == len(want)
-    for g, w in zip(got, want):
-        assert g.dtype == w.dtype and g.shape == w.shape
-        if g.dtype == np.float32:
-            bad = np.flatnonzero(g.view(np.int32) != w.view(np.int32))
-        else:
-            bad = np.flatnonzero(g != w)
-        assert bad.size == 0, f"{bad.size} of {g.size} differ, first at {bad[:5]}"
 
 
 # (T, N, C, H, P, L, init, per_oc, pmask, dst_layer_dt): P below, at and past H and the

@@ -6,7 +6,7 @@ Numbering shared with ukernels/dnnq_kernels.h (data types, post-op kinds, algori
 """
 import numpy as np
 
-from dnnq._kernels import _gemm, _codes
+from dnnq._kernels import _gemm, _codes, _toolkit as _tk
 from dnnq import _dispatch, _impls
 
 DT_CODE = _codes.DT
@@ -15,12 +15,14 @@ ISA_CODE = _codes.ISA
 PO_ELTWISE, PO_BINARY, PO_SUM, PO_CHECKPOINT, PO_SELECT = (
     _codes.POST_OP[k] for k in ("eltwise", "binary", "sum", "checkpoint", "select"))
 ELTWISE_CODE = _codes.ELTWISE
-LINEAR_UNFUSED = 100  # DNNQ_ELT_LINEAR_UNFUSED (ukernels/dnnq_toolkit.h): two roundings
 # the eltwise codes of oneDNN's reference kernels where they differ from its JIT injectors
-# (ukernels/postop_chain.h): linear not fused, hardsigmoid / hardswish keeping NaN, abs
+# (ukernels/dnnq_toolkit.h): linear not fused, hardsigmoid / hardswish keeping NaN, abs
 # flipping a NaN's sign
-REF_ELTWISE_CODE = {ELTWISE_CODE["linear"]: LINEAR_UNFUSED, ELTWISE_CODE["hardsigmoid"]: 102,
-                    ELTWISE_CODE["hardswish"]: 103, ELTWISE_CODE["abs"]: 104}
+LINEAR_UNFUSED = _tk.ELT_LINEAR_UNFUSED
+REF_ELTWISE_CODE = {ELTWISE_CODE["linear"]: LINEAR_UNFUSED,
+                    ELTWISE_CODE["hardsigmoid"]: _tk.ELT_HARDSIGMOID_REF,
+                    ELTWISE_CODE["hardswish"]: _tk.ELT_HARDSWISH_REF,
+                    ELTWISE_CODE["abs"]: _tk.ELT_ABS_REF}
 BINARY_CODE = _codes.BINARY
 
 

@@ -20,6 +20,7 @@ from dnnq import _dispatch, _impls, _verbose
 from dnnq.errors import InvalidArguments, Unimplemented
 from dnnq.post_ops import ELTWISE_ALGS, BINARY_ALGS
 from dnnq._kernels import _toolkit as _tk, _codes
+from dnnq.primitives import _plan
 from dnnq.primitives._common import (  # noqa: F401 (re-exported)
     arg_name, check_md, check_known_args, check_overlaps)
 from dnnq.primitives._attr_plan import (  # noqa: F401 (re-exported: the toolkit primitives' names)
@@ -30,11 +31,9 @@ ISA_CODE = _codes.ISA
 ELT = _codes.ELTWISE
 BIN = _codes.BINARY
 CHUNK = _tk.CHUNK
-LINEAR_UNFUSED = 100      # DNNQ_ELT_LINEAR_UNFUSED (ukernels/dnnq_toolkit.h)
-# oneDNN's reference-kernel eltwise codes (ukernels/postop_chain.h; primitives._plan has the
-# GEMM epilogue's, with abs too, which the toolkit's models have not been checked against)
-REF_ELTWISE_CODE = {ELT["linear"]: LINEAR_UNFUSED, ELT["hardsigmoid"]: 102,
-                    ELT["hardswish"]: 103}
+# oneDNN's reference-kernel eltwise codes (primitives._plan) without abs, which the
+# toolkit's models have not been checked against
+REF_ELTWISE_CODE = {k: v for k, v in _plan.REF_ELTWISE_CODE.items() if k != ELT["abs"]}
 _PARALLEL_MIN = 1 << 15   # elements below which a run stays on one thread
 _BLOCK = 1 << 14          # work-item length along a long innermost dim
 

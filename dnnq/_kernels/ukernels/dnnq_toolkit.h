@@ -45,6 +45,11 @@
 /* eltwise algorithm codes beyond dnnq_kernels.h's DNNQ_ELT_*: linear rounded twice
  * (alpha * x, then + beta), as oneDNN's reference kernels compute it (its JIT kernels fuse) */
 #define DNNQ_ELT_LINEAR_UNFUSED 100
+/* hardsigmoid / hardswish of oneDNN's reference kernels (NaN stays NaN; the JIT gives 1) */
+#define DNNQ_ELT_HARDSIGMOID_REF 102
+#define DNNQ_ELT_HARDSWISH_REF 103
+/* abs of oneDNN's reference kernels: s > 0 ? s : -s (flips a NaN's sign; the JIT clears it) */
+#define DNNQ_ELT_ABS_REF 104
 
 enum {
     DNNQ_PW_LOAD = 1, DNNQ_PW_BIN_OPND = 2, DNNQ_PW_BIN_BUF = 3, DNNQ_PW_BIN_CONST = 4,

@@ -14,11 +14,6 @@
 /* relu with alpha = 0 as max(x, 0) (+0.0 for negative x and -inf), what oneDNN's JIT
  * injectors compute; DNNQ_ELT_RELU is x > 0 ? x : x * alpha (its reference kernels) */
 #define DNNQ_ELT_RELU_MAX0 101
-/* hardsigmoid / hardswish of oneDNN's reference kernels (NaN stays NaN; the JIT gives 1) */
-#define DNNQ_ELT_HARDSIGMOID_REF 102
-#define DNNQ_ELT_HARDSWISH_REF 103
-/* abs of oneDNN's reference kernels: s > 0 ? s : -s (flips a NaN's sign; the JIT clears it) */
-#define DNNQ_ELT_ABS_REF 104
 
 /* v = alg(v; al, be) */
 static inline void dnnq_po_eltwise(int alg, float *restrict v, float al, float be, int n) {
