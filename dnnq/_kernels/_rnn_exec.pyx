@@ -229,44 +229,25 @@ cdef class RnnExec:
             if ppe == NULL:
                 return None
         # outputs: given (checked, no overlap with an input) or allocated here
-        cdef cnp.npy_intp odims[4]
-        cdef char* pdl
+        cdef char* pdl = NULL
         cdef char* pdi = NULL
         cdef char* pdic = NULL
-        dl = _get(args, 17)
         dims[0], dims[1], dims[2] = T, N, self.dlc
-        cdef int dl_t = cnp.NPY_FLOAT32 if self.dl_f32 else cnp.NPY_UINT8
+        dl = self._output(args, 17, 3, dims, cnp.NPY_FLOAT32 if self.dl_f32 else cnp.NPY_UINT8,
+                          x, si, sic, bias, peep, &pdl)
         if dl is None:
-            odims[0], odims[1], odims[2] = T, N, self.dlc
-            dl = cnp.PyArray_EMPTY(3, odims, dl_t, 0)
-            pdl = <char*>cnp.PyArray_DATA(<cnp.ndarray>dl)
-        else:
-            pdl = _data(dl, dl_t, 3, dims, True)
-            if pdl == NULL or self._overlaps(pdl, dl, x, si, sic, bias, peep):
-                return None
+            return None
         di = dic = None
         if self.a_di:
-            di = _get(args, 18)
             dims[0], dims[1], dims[2], dims[3] = L, D, N, P
+            di = self._output(args, 18, 4, dims, data_t, x, si, sic, bias, peep, &pdi)
             if di is None:
-                odims[0], odims[1], odims[2], odims[3] = L, D, N, P
-                di = cnp.PyArray_EMPTY(4, odims, data_t, 0)
-                pdi = <char*>cnp.PyArray_DATA(<cnp.ndarray>di)
-            else:
-                pdi = _data(di, data_t, 4, dims, True)
-                if pdi == NULL or self._overlaps(pdi, di, x, si, sic, bias, peep):
-                    return None
+                return None
         if self.a_dic:
-            dic = _get(args, 19)
             dims[0], dims[1], dims[2], dims[3] = L, D, N, H
+            dic = self._output(args, 19, 4, dims, cnp.NPY_FLOAT32, x, si, sic, bias, peep, &pdic)
             if dic is None:
-                odims[0], odims[1], odims[2], odims[3] = L, D, N, H
-                dic = cnp.PyArray_EMPTY(4, odims, cnp.NPY_FLOAT32, 0)
-                pdic = <char*>cnp.PyArray_DATA(<cnp.ndarray>dic)
-            else:
-                pdic = _data(dic, cnp.NPY_FLOAT32, 4, dims, True)
-                if pdic == NULL or self._overlaps(pdic, dic, x, si, sic, bias, peep):
-                    return None
+                return None
         if (di is not None and (_overlap(pdi, di, dl) or _overlap(pdl, dl, di))) or \
                 (dic is not None and (_overlap(pdic, dic, dl) or
                                       (di is not None and _overlap(pdic, dic, di)))):
@@ -285,6 +266,25 @@ cdef class RnnExec:
         if dic is not None:
             out[19] = dic
         return out
+
+    cdef object _output(self, dict args, int key, int ndim, const int64_t* dims, int typenum,
+                        x, si, sic, bias, peep, char** ptr):
+        """The output array of `key`: the given one (checked, overlapping no input) or a new
+        one, its data in ptr[0]; None when the given one does not qualify (the checked path
+        then names the problem)."""
+        cdef cnp.npy_intp odims[4]
+        cdef int i
+        o = _get(args, key)
+        if o is None:
+            for i in range(ndim):
+                odims[i] = dims[i]
+            o = cnp.PyArray_EMPTY(ndim, odims, typenum, 0)
+            ptr[0] = <char*>cnp.PyArray_DATA(<cnp.ndarray>o)
+            return o
+        ptr[0] = _data(o, typenum, ndim, dims, True)
+        if ptr[0] == NULL or self._overlaps(ptr[0], o, x, si, sic, bias, peep):
+            return None
+        return o
 
     cdef bint _overlaps(self, char* p, o, x, si, sic, bias, peep):
         return (_overlap(p, o, x) or _overlap(p, o, si) or _overlap(p, o, sic) or
