@@ -132,6 +132,7 @@ cdef class ConvExec:
     cdef int64_t OC, IC, P_src, P_dst, N, a_sb, a_sm, d_sb, d_sm
     cdef bint has_bias, has_ss, has_ds, has_zs, has_zd, has_sum, s8_src, raw_s32
     cdef bint src_cl, dst_cl, depthwise
+    cdef bint dw_plain  # plain src and dst read / written in place by the depthwise kernel
     cdef float scale_adjust  # 2 under set_int8_numerics("avx2") with halved s8-source weights
     cdef int dw_kind, isa_code, src_esz, dst_esz
     cdef object dst_dtype, dst_phys, dst_inverse
@@ -146,7 +147,8 @@ cdef class ConvExec:
         layout: src_dims, src_order, src_dtype, dst_dims, dst_order, dst_dtype, N, IC, OC,
         P_src, P_dst (pixels per image), isa_code (the transposes' level).
         attrs: has_bias, has_ss, has_ds, ws_count, has_zs, has_zd, zs_range, has_sum, shift,
-        raw_s32, dw_kind, depthwise, scale_adjust.  keys: the argument ids (src, wei, bias, dst, ss, ws, ds,
+        raw_s32, dw_kind, depthwise, scale_adjust, dw_plain (plain src and dst: the depthwise
+        column kernel reads and writes the planes, no copies).  keys: the argument ids (src, wei, bias, dst, ss, ws, ds,
         zs, zd) and n_known (how many ids the primitive takes)."""
         if isinstance(plan, ConvPlan):
             self.conv_plan = plan
@@ -185,6 +187,9 @@ cdef class ConvExec:
         self.raw_s32 = attrs["raw_s32"]
         self.dw_kind = attrs["dw_kind"]
         self.depthwise = attrs["depthwise"]
+        self.dw_plain = attrs.get("dw_plain", False)
+        if self.dw_plain and (self.src_cl or self.dst_cl or not self.depthwise):
+            raise ValueError("ConvExec: dw_plain needs plain src and dst of a depthwise plan")
         self.scale_adjust = attrs.get("scale_adjust", 1.0)
         self.s8_src = np.dtype(layout["src_dtype"]) == np.int8
         self.k_src, self.k_wei, self.k_bias, self.k_dst = (keys["src"], keys["wei"],
@@ -341,7 +346,7 @@ cdef class ConvExec:
         # ---- layouts: channels-last copies of plain arrays -----------------------------------
         src_copy = dst_copy = None
         try:
-            if self.src_cl:
+            if self.src_cl or self.dw_plain:
                 a_ptr = <const uint8_t*>_data(src)
             else:
                 src_copy = self._take(self.src_pool, self.N * self.P_src * self.IC)
@@ -352,7 +357,7 @@ cdef class ConvExec:
                     self.dst_phys)
             else:
                 out = user
-            if self.dst_cl:
+            if self.dst_cl or self.dw_plain:
                 d_ptr = _data(out)
             else:
                 dst_copy = self._take(self.dst_pool, self.N * self.P_dst * self.OC *
@@ -360,7 +365,7 @@ cdef class ConvExec:
                 d_ptr = _data(dst_copy)
             self._launch(a_ptr, packed, dw, comp, zrow, ss, ws_ptr, ws_sn, bias_ptr, ds,
                          dzp_ptr, d_ptr)
-            if not self.dst_cl:
+            if dst_copy is not None:
                 self._transpose(d_ptr, _data(out), self.P_dst, self.OC, self.dst_esz)
         finally:
             if src_copy is not None and len(self.src_pool) < 2:
@@ -437,6 +442,7 @@ cdef class ConvExec:
         else:
             cv.packed = <const int8_t*>_data(packed)
         cv.dw_kind = self.dw_kind
+        cv.plain = self.dw_plain
         cv.dw_stride = cplan.dw_strides[self.dw_kind]
         cv.epi.col_comp = <const int32_t*>_data(comp)
         cv.epi.raw_s32 = self.raw_s32

@@ -305,6 +305,18 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
                 tuple(geo.kernel) == (1, 3, 3) and tuple(geo.steps[1:]) == (1, 1) and
                 geo.strides[1] in (1, 2) and geo.strides[2] in (1, 2))
 
+    def _dw_plain_kernel(self):
+        """The column kernel reads plain (nchw) src and writes plain dst as they are
+        (ukernels/conv_dw3x3_plain.h) instead of channels-last copies: its fused epilogue's
+        cases only (8-bit dst, relu / linear post-ops, oneDNN's exact numerics), on the C-level
+        execute path (the checked path keeps the copies)."""
+        elt = (_plan.ELTWISE_CODE["relu"], _plan.ELTWISE_CODE["linear"])
+        return (self._dw_column_kernel() and not self._pair_sat and not self._halve and
+                self._numerics == "exact" and not self._onednn_avx2 and not self._ref_flags and
+                not self.src_desc.is_channels_last and not self.dst_desc.is_channels_last and
+                self.dst_desc.dt in ("u8", "s8") and not self._raw_s32 and not self._has_sum and
+                all(k == _plan.PO_ELTWISE and alg in elt for k, alg, _, _ in self._post_specs))
+
     def _dw_rows_per_item(self, panels, threads):
         """Output rows per work item of the column kernel: whole rows (it pairs two rows of
         an item at stride 1 along h), at least 64 pixels, fewer when that leaves threads
@@ -474,6 +486,7 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
         self._isa_code = self._kernel_code()
         self._dw_kind = int(geo.depthwise and self._dw_layout == "vnni4")
         self._exec = None
+        self._dw_plain = False
         if (self._binary or self._selects or A.DNNL_ARG_WEIGHTS in zm or
                 zm.get(A.DNNL_ARG_SRC, 0) != 0 or zm.get(A.DNNL_ARG_DST, 0) != 0 or
                 (self.bias_desc is not None and self.bias_desc.dt != "f32")):
@@ -492,6 +505,7 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
                      shift=128 if sd.dt == "s8" and not geo.depthwise else 0,
                      raw_s32=self._raw_s32, dw_kind=self._dw_kind, depthwise=geo.depthwise,
                      scale_adjust=self._scale_adjust)
+        attrs["dw_plain"] = self._dw_plain = self._dw_plain_kernel()
         keys = dict(src=A.DNNL_ARG_SRC, wei=A.DNNL_ARG_WEIGHTS, bias=A.DNNL_ARG_BIAS,
                     dst=A.DNNL_ARG_DST, ss=A.DNNL_ARG_SCALE | A.DNNL_ARG_SRC,
                     ws=A.DNNL_ARG_SCALE | A.DNNL_ARG_WEIGHTS,

@@ -317,10 +317,47 @@ static int run_item_dw3x3(const dnnq_conv_t *cv, int64_t item) {
     }
     return 0;
 }
+
+/* The plain (nchw) column kernel: the same work items as run_item_dw3x3 (whole output rows of
+ * one panel), the rows of each of the panel's channel planes read and written in place.  Its
+ * caller (ConvExec) chose it at creation for the fused epilogue's cases only. */
+static int run_item_dw3x3_plain(const dnnq_conv_t *cv, int64_t item) {
+    const int64_t osp = cv->od * cv->oh * cv->ow;
+    const int64_t nblk = (osp + cv->mc - 1) / cv->mc;
+    const int64_t p = item % cv->n_panels;
+    const int64_t blk = (item / cv->n_panels) % nblk;
+    const int64_t n = item / cv->n_panels / nblk;
+    const int64_t chan0 = p * DNNQ_NR, isp = cv->id * cv->ih * cv->iw;
+    dnnq_gemm_args_t ge;
+    dnnq_postop_t post[DNNQ_CONV_MAX_POST];
+    dnnq_conv_item_epilogue_args(cv, n, 0, &ge, post);
+    dnnq_dw_epi_t epi __attribute__((aligned(64)));
+    dnnq_dw3x3_plain_t c;
+    c.nc = (int)(cv->OC - chan0 < DNNQ_NR ? cv->OC - chan0 : DNNQ_NR);
+    if (!dnnq_dw3x3_epi_prepare_avx512(&ge, chan0, c.nc, &epi)) return -1; /* not chosen */
+    c.src = cv->src + (n * cv->IC + chan0) * isp;
+    c.dst = (uint8_t *)cv->epi.dst + (n * cv->OC + chan0) * osp;
+    c.src_plane = isp;
+    c.dst_plane = osp;
+    c.id = cv->id, c.ih = cv->ih, c.iw = cv->iw;
+    c.od = cv->od, c.oh = cv->oh, c.ow = cv->ow;
+    c.sd = cv->sd, c.sh = cv->sh, c.sw = cv->sw;
+    c.pd = cv->pd, c.ph = cv->ph, c.pw = cv->pw;
+    c.m0 = blk * cv->mc;
+    c.mend = c.m0 + (osp - c.m0 < cv->mc ? osp - c.m0 : cv->mc);
+    c.src_signed = cv->src_signed;
+    c.w = (const int8_t *)(cv->dw_weights + p * cv->dw_stride);
+    c.ntaps = cv->npairs;
+    c.zpix = cv->zp_rows + chan0;
+    c.epi = &epi;
+    dnnq_dw3x3_plain_avx512(&c);
+    return 0;
+}
 #endif
 
 int dnnq_conv_run_item(const dnnq_conv_t *cv, int64_t item) {
 #ifdef DNNQ_HAVE_X86_KERNELS
+    if (cv->plain) return dw3x3(cv) ? run_item_dw3x3_plain(cv, item) : -1;
     if (dw3x3(cv)) return run_item_dw3x3(cv, item);
     if (dw_rows3(cv)) return run_item_dw_rows3(cv, item);
 #endif

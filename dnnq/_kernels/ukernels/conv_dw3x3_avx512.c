@@ -54,13 +54,20 @@ enum { DW9_RAW = 0, DW9_HOT = 1, DW9_GENERIC = 2 };
 #define DW9_STORE_ACC DW9_STORE_ACC256
 #include "conv_dw3x3_body.h"
 
+/* the epilogue mode of e (NULL: s32 out) */
+static int dw9_mode(const dnnq_dw_epi_t *e) {
+    return !e ? DW9_RAW
+           : e->dt == DNNQ_DT_U8 && e->post != EPI_CHAIN && !e->has_zp &&
+                     (e->flags & EPI_F_NOCC) && (e->flags & EPI_F_NOCLAMP)
+               ? DW9_HOT : DW9_GENERIC;
+}
+
+/* plain (nchw) planes: uses the 512-bit epilogue */
+#include "conv_dw3x3_plain.h"
+
 void dnnq_dw3x3_avx512(const dnnq_dw3x3_call_t *c) {
     const int nc = c->nc;
-    const dnnq_dw_epi_t *e = c->epi;
-    const int mode = !e ? DW9_RAW
-                     : e->dt == DNNQ_DT_U8 && e->post != EPI_CHAIN && !e->has_zp &&
-                               (e->flags & EPI_F_NOCC) && (e->flags & EPI_F_NOCLAMP)
-                         ? DW9_HOT : DW9_GENERIC;
+    const int mode = dw9_mode(c->epi);
     if (nc > 32) dw9_call_512(c, nc >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << nc) - 1), mode);
     else dw9_call_256(c, nc >= 32 ? 0xffffffffu : (__mmask32)((1ull << nc) - 1), mode);
 }

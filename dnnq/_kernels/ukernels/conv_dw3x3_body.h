@@ -74,47 +74,55 @@ DWF(dw9_dp)(const int NRO, const int INIT, DW_V s[2][4], const DW_V q[4],
  * no dst zero point, no clamp needed (EPI_F_NOCLAMP), relu(0) or nothing: a relu before a
  * positive dst scale changes nothing the u8 saturation of the packs does not. */
 static inline __attribute__((always_inline)) DW_V
-DWF(dw9_epi_hot)(const dnnq_dw_epi_t *e, DW_VF inv, DW_V a, int k) {
-    DW_VF v = DWI(mul_ps)(DWI(cvtepi32_ps)(a), DWI(load_ps)(e->sc + DW_VL * k));
-    v = DWI(mul_ps)(DWI(add_ps)(v, DWI(load_ps)(e->bi + DW_VL * k)), inv);
+DWF(dw9_epi_hot)(DW_VF inv, DW_V a, DW_VF sc, DW_VF bi) {
+    DW_VF v = DWI(mul_ps)(DWI(cvtepi32_ps)(a), sc);
+    v = DWI(mul_ps)(DWI(add_ps)(v, bi), inv);
     return DWI(cvtps_epi32)(v);
 }
 
-/* every other case: each step by e's fields, one pixel per call (out of the hot loop) */
+/* every other case, one vector: each step by e's fields (cc, sc, bi, zp: the constants of
+ * its lanes) up to the conversion */
+static inline __attribute__((always_inline)) DW_V
+DWF(dw9_epi_vec)(const dnnq_dw_epi_t *e, DW_V a, DW_V cc, DW_VF sc, DW_VF bi, DW_VF zp) {
+    const DW_VF zf = DWI(setzero_ps)();
+    const int F = e->flags;
+    if (!(F & EPI_F_NOCC)) a = DWI(add_epi32)(a, cc);
+    DW_VF v = DWI(mul_ps)(DWI(cvtepi32_ps)(a), sc);
+    v = DWI(add_ps)(v, bi);
+    if (e->post == EPI_RELU0) {
+        v = DWI(max_ps)(v, zf);
+    } else if (e->post == EPI_CHAIN) {
+        for (int i = 0; i < e->n_post; ++i) {
+            const dnnq_postop_t *po = &e->po[i];
+            if (po->alg == DNNQ_ELT_RELU) {
+                if (po->alpha == 0.0f) v = DWI(max_ps)(v, zf);
+                else v = DWI(mask_mov_ps)(DWI(mul_ps)(v, DWI(set1_ps)(po->alpha)),
+                                          DWI(cmp_ps_mask)(v, zf, _CMP_GT_OQ), v);
+            } else { /* linear */
+                v = DWI(fmadd_ps)(DWI(set1_ps)(po->alpha), v, DWI(set1_ps)(po->beta));
+            }
+        }
+    }
+    if (!(F & EPI_F_SIMPLE)) {
+        v = DWI(mul_ps)(v, DWI(set1_ps)(e->inv_dst_scale));
+        if (e->has_zp) v = DWI(add_ps)(v, zp);
+    }
+    if (!(F & EPI_F_NOCLAMP)) {
+        if (e->dt == DNNQ_DT_S8) v = DWI(min_ps)(v, DWI(set1_ps)(127.0f));
+        else v = DWI(min_ps)(DWI(max_ps)(v, zf), DWI(set1_ps)(255.0f));
+    }
+    return DWI(cvtps_epi32)(v);
+}
+
+/* every other case, one pixel per call (out of the hot loop) */
 static __attribute__((noinline)) void
 DWF(dw9_epi_generic)(const dnnq_dw_epi_t *e, const int32_t *acc, uint8_t *o, DW_M m) {
     DW_V q[4];
-    const DW_VF zf = DWI(setzero_ps)();
-    for (int k = 0; k < 4; ++k) {
-        DW_V a = DWC(DWI(load_si), DW_W)((const void *)(acc + DW_VL * k));
-        const int F = e->flags;
-        if (!(F & EPI_F_NOCC)) a = DWI(add_epi32)(a, DWC(DWI(load_si), DW_W)((const void *)(e->cc + DW_VL * k)));
-        DW_VF v = DWI(mul_ps)(DWI(cvtepi32_ps)(a), DWI(load_ps)(e->sc + DW_VL * k));
-        v = DWI(add_ps)(v, DWI(load_ps)(e->bi + DW_VL * k));
-        if (e->post == EPI_RELU0) {
-            v = DWI(max_ps)(v, zf);
-        } else if (e->post == EPI_CHAIN) {
-            for (int i = 0; i < e->n_post; ++i) {
-                const dnnq_postop_t *po = &e->po[i];
-                if (po->alg == DNNQ_ELT_RELU) {
-                    if (po->alpha == 0.0f) v = DWI(max_ps)(v, zf);
-                    else v = DWI(mask_mov_ps)(DWI(mul_ps)(v, DWI(set1_ps)(po->alpha)),
-                                              DWI(cmp_ps_mask)(v, zf, _CMP_GT_OQ), v);
-                } else { /* linear */
-                    v = DWI(fmadd_ps)(DWI(set1_ps)(po->alpha), v, DWI(set1_ps)(po->beta));
-                }
-            }
-        }
-        if (!(F & EPI_F_SIMPLE)) {
-            v = DWI(mul_ps)(v, DWI(set1_ps)(e->inv_dst_scale));
-            if (e->has_zp) v = DWI(add_ps)(v, DWI(load_ps)(e->zp + DW_VL * k));
-        }
-        if (!(F & EPI_F_NOCLAMP)) {
-            if (e->dt == DNNQ_DT_S8) v = DWI(min_ps)(v, DWI(set1_ps)(127.0f));
-            else v = DWI(min_ps)(DWI(max_ps)(v, zf), DWI(set1_ps)(255.0f));
-        }
-        q[k] = DWI(cvtps_epi32)(v);
-    }
+    for (int k = 0; k < 4; ++k)
+        q[k] = DWF(dw9_epi_vec)(e, DWC(DWI(load_si), DW_W)((const void *)(acc + DW_VL * k)),
+                                DWC(DWI(load_si), DW_W)((const void *)(e->cc + DW_VL * k)),
+                                DWI(load_ps)(e->sc + DW_VL * k), DWI(load_ps)(e->bi + DW_VL * k),
+                                DWI(load_ps)(e->zp + DW_VL * k));
     const DW_V w01 = DWI(packs_epi32)(q[0], q[1]), w23 = DWI(packs_epi32)(q[2], q[3]);
     const DW_V b = e->dt == DNNQ_DT_S8 ? DWI(packs_epi16)(w01, w23) : DWI(packus_epi16)(w01, w23);
     DWI(mask_storeu_epi8)(o, m, b);
@@ -142,7 +150,9 @@ DWF(dw9_finish)(const int NRO, const int MODE, const DWF(dw9_ctx_t) *x_,
         const DW_VF inv = DWI(set1_ps)(x_->inv);
         DW_V q[4];
 #pragma GCC unroll 4
-        for (int k = 0; k < 4; ++k) q[k] = DWF(dw9_epi_hot)(e, inv, s[r][k], k);
+        for (int k = 0; k < 4; ++k)
+            q[k] = DWF(dw9_epi_hot)(inv, s[r][k], DWI(load_ps)(e->sc + DW_VL * k),
+                                    DWI(load_ps)(e->bi + DW_VL * k));
         const DW_V w01 = DWI(packs_epi32)(q[0], q[1]), w23 = DWI(packs_epi32)(q[2], q[3]);
         const DW_V b = DWI(packus_epi16)(w01, w23);
         /* masked stores are slow on some cores (Zen 4): only a narrow panel's */

@@ -78,6 +78,9 @@ typedef struct {
     const dnnq_conv_tile_t *tiles;
     const int64_t *chunks;
     int64_t n_chunks;
+    /* 1: src and dst are plain (nchw) and the depthwise 3x3 column kernel reads them as
+     * they are (dnnq_dw3x3_plain_avx512: the fused epilogue's cases, AVX-512 only) */
+    int plain;
 } dnnq_conv_t;
 
 /* The tiled path of an ungrouped or grouped convolution (not deconvolution, depthwise or the
@@ -149,6 +152,24 @@ typedef struct {
     int32_t *acc[2];                /* else: output column o0 + i of row r at acc[r] + 64 i */
 } dnnq_dw3x3_call_t;
 void dnnq_dw3x3_avx512(const dnnq_dw3x3_call_t *c);
+/* The 3x3 column kernel on plain (nchw) planes (conv_dw3x3_plain.h): the same geometries, the
+ * fused epilogue only (dnnq_dw3x3_epi_prepare_avx512 took it); one work item: the output rows
+ * of pixels m0 .. mend - 1 (whole rows, flattened (od, oh, ow)) of the nc channels of one
+ * panel of one image, lanes = 16 output columns of one channel. */
+typedef struct {
+    const uint8_t *src;             /* the panel's first channel's source plane of the image */
+    uint8_t *dst;                   /* its destination plane */
+    int64_t src_plane, dst_plane;   /* bytes per plane: id * ih * iw, od * oh * ow */
+    int64_t id, ih, iw, od, oh, ow;
+    int64_t sd, sh, sw, pd, ph, pw;
+    int64_t m0, mend;
+    int nc, src_signed;
+    const int8_t *w;                /* the panel's vnni4 weights */
+    int64_t ntaps;
+    const uint8_t *zpix;            /* the source zero point of the panel's channels */
+    const dnnq_dw_epi_t *epi;
+} dnnq_dw3x3_plain_t;
+void dnnq_dw3x3_plain_avx512(const dnnq_dw3x3_plain_t *c);
 /* 1 when the fused epilogue takes g (8-bit dst, relu / linear post-ops), then e is prepared
  * for the panel's columns n0 .. n0 + nc - 1 */
 int dnnq_dw3x3_epi_prepare_avx512(const dnnq_gemm_args_t *g, int64_t n0, int nc,
