@@ -261,6 +261,7 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
         # oneDNN's reference convolution: its order of operations (docs/convolution.md)
         ref = self._onednn_runs_ref()
         self._ref_flags = _gemm.REF_ORDER | _gemm.REF_ZP if ref else 0
+        self._dw_plain = self._dw_plain_kernel()
         post_specs = [(k, _plan.REF_ELTWISE_CODE.get(alg, alg) if ref and k == _plan.PO_ELTWISE
                        else alg, a, b) for k, alg, a, b in self._post_specs]
         if geo.is_gemm:
@@ -279,7 +280,9 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
         threads = max(1, _dispatch.get_num_threads())
         while mc > mr and geo.N * groups * panels * -(-npix // mc) < 4 * threads:
             mc -= mr
-        if self._dw_column_kernel():
+        if self._dw_plain:
+            mc = self._dw_plain_rows(panels, threads) * geo.dst[2]
+        elif self._dw_column_kernel():
             mc = self._dw_rows_per_item(panels, threads) * geo.dst[2]
         fast = all(k == _plan.PO_ELTWISE and alg in (_plan.ELTWISE_CODE["relu"],
                                                       _plan.ELTWISE_CODE["linear"])
@@ -311,11 +314,29 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
         cases only (8-bit dst, relu / linear post-ops, oneDNN's exact numerics), on the C-level
         execute path (the checked path keeps the copies)."""
         elt = (_plan.ELTWISE_CODE["relu"], _plan.ELTWISE_CODE["linear"])
-        return (self._dw_column_kernel() and not self._pair_sat and not self._halve and
+        return (self._dw_column_kernel() and self._fast_path_possible() and not self._pair_sat and not self._halve and
                 self._numerics == "exact" and not self._onednn_avx2 and not self._ref_flags and
                 not self.src_desc.is_channels_last and not self.dst_desc.is_channels_last and
                 self.dst_desc.dt in ("u8", "s8") and not self._raw_s32 and not self._has_sum and
                 all(k == _plan.PO_ELTWISE and alg in elt for k, alg, _, _ in self._post_specs))
+
+    def _dw_plain_rows(self, panels, threads):
+        """Output rows per work item of the plain kernel: whole planes, each channel's rows
+        read and written in sequence (items of a few rows, as channels-last takes them, left
+        every row to come back from L2 a panel later: 3x slower), cut into the fewest blocks
+        of an even count of rows that give every thread four items."""
+        geo = self._geo
+        rows = geo.dst[0] * geo.dst[1]
+        blocks = 1 if threads == 1 else max(1, -(-4 * threads // (geo.N * panels)))
+        r = -(-rows // blocks)
+        return r + 1 if r % 2 and r < rows else r
+
+    def _fast_path_possible(self):
+        """The C-level execute path takes this configuration (_fast_plan)."""
+        zm = self._zp_mask
+        return not (self._binary or self._selects or A.DNNL_ARG_WEIGHTS in zm or
+                    zm.get(A.DNNL_ARG_SRC, 0) != 0 or zm.get(A.DNNL_ARG_DST, 0) != 0 or
+                    (self.bias_desc is not None and self.bias_desc.dt != "f32"))
 
     def _dw_rows_per_item(self, panels, threads):
         """Output rows per work item of the column kernel: whole rows (it pairs two rows of
@@ -486,10 +507,7 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
         self._isa_code = self._kernel_code()
         self._dw_kind = int(geo.depthwise and self._dw_layout == "vnni4")
         self._exec = None
-        self._dw_plain = False
-        if (self._binary or self._selects or A.DNNL_ARG_WEIGHTS in zm or
-                zm.get(A.DNNL_ARG_SRC, 0) != 0 or zm.get(A.DNNL_ARG_DST, 0) != 0 or
-                (self.bias_desc is not None and self.bias_desc.dt != "f32")):
+        if not self._fast_path_possible():
             return
         ws_count = 0 if A.DNNL_ARG_WEIGHTS not in sm else (
             1 if sm[A.DNNL_ARG_WEIGHTS] == 0 else geo.OC)
@@ -505,7 +523,7 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
                      shift=128 if sd.dt == "s8" and not geo.depthwise else 0,
                      raw_s32=self._raw_s32, dw_kind=self._dw_kind, depthwise=geo.depthwise,
                      scale_adjust=self._scale_adjust)
-        attrs["dw_plain"] = self._dw_plain = self._dw_plain_kernel()
+        attrs["dw_plain"] = self._dw_plain
         keys = dict(src=A.DNNL_ARG_SRC, wei=A.DNNL_ARG_WEIGHTS, bias=A.DNNL_ARG_BIAS,
                     dst=A.DNNL_ARG_DST, ss=A.DNNL_ARG_SCALE | A.DNNL_ARG_SRC,
                     ws=A.DNNL_ARG_SCALE | A.DNNL_ARG_WEIGHTS,

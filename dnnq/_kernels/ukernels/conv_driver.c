@@ -337,6 +337,8 @@ static int run_item_dw3x3_plain(const dnnq_conv_t *cv, int64_t item) {
     if (!dnnq_dw3x3_epi_prepare_avx512(&ge, chan0, c.nc, &epi)) return -1; /* not chosen */
     c.src = cv->src + (n * cv->IC + chan0) * isp;
     c.dst = (uint8_t *)cv->epi.dst + (n * cv->OC + chan0) * osp;
+    c.src_lo = cv->src;
+    c.src_hi = cv->src + cv->N * cv->IC * isp;
     c.src_plane = isp;
     c.dst_plane = osp;
     c.id = cv->id, c.ih = cv->ih, c.iw = cv->iw;

@@ -22,9 +22,10 @@
 
 typedef struct {
     const uint8_t *row[4]; /* source rows at column 0; NULL: a row in the padding */
+    const uint8_t *lo, *hi; /* the source array's bytes (plain loads stay inside) */
     int64_t iw;
     __m512i zraw, zq;      /* the zero point's byte broadcast, and as the kernel reads it */
-    __m512i flip, tr;
+    __m512i flip, tr;      /* flip: 0x80 bytes for an s8 source (read as u8), else 0 */
     int sgn;
     __m512i wa[3], wb[3];  /* the channel's weights per kw, for the upper / lower output row */
     __m512i init;          /* the accumulators' start: the s8 source's compensation, or 0 */
@@ -32,33 +33,52 @@ typedef struct {
     __m512 sc, bi, zp, inv;
 } dwp_ctx_t;
 
-/* 64 bytes of row r at source columns col .. col + 63, the zero point outside the source,
- * dwords transposed 4 x 4 (see the top) */
+/* where a block of 64 source columns lies: wholly inside the rows, partly (m: the columns
+ * inside), or wholly outside */
+typedef struct {
+    int64_t col;
+    __mmask64 m;
+    int full, none;
+} dwp_cols_t;
+
+static inline __attribute__((always_inline)) dwp_cols_t dwp_cols(const dwp_ctx_t *x,
+                                                                  int64_t col) {
+    dwp_cols_t b;
+    b.col = col;
+    b.full = col >= 0 && col + 64 <= x->iw;
+    const int64_t lo = col < 0 ? -col : 0, hi = x->iw - col;
+    b.none = !b.full && (hi <= lo || lo >= 64);
+    b.m = b.full || b.none ? 0
+          : (hi >= 64 ? ~(__mmask64)0 : ((__mmask64)1 << hi) - 1) & (~(__mmask64)0 << lo);
+    return b;
+}
+
+/* 64 bytes of row r at the block's columns, the zero point outside the source, dwords
+ * transposed 4 x 4 (see the top) */
 static inline __attribute__((always_inline)) __m512i dwp_load(const dwp_ctx_t *x, int r,
-                                                               int64_t col) {
+                                                               const dwp_cols_t *b) {
     const uint8_t *p = x->row[r];
-    if (!p) return x->zq; /* uniform: no transpose needed */
+    if (!p || b->none) return x->zq; /* uniform: no transpose needed */
+    const uint8_t *a = (const uint8_t *)((uintptr_t)p + (uintptr_t)b->col);
     __m512i v;
-    if (col >= 0 && col + 64 <= x->iw) {
-        v = _mm512_loadu_si512((const void *)(p + col));
-    } else {
-        const int64_t lo = col < 0 ? -col : 0, hi = x->iw - col;
-        if (hi <= lo || lo >= 64) return x->zq;
-        const __mmask64 m = (hi >= 64 ? ~(__mmask64)0 : ((__mmask64)1 << hi) - 1) &
-                            (~(__mmask64)0 << lo);
-        /* masked-off bytes are not read: the address before or past the row is not touched */
-        v = _mm512_mask_loadu_epi8(x->zraw, m, (const void *)((uintptr_t)p + (uintptr_t)col));
-    }
-    if (x->sgn) v = _mm512_xor_si512(v, x->flip);
-    return _mm512_permutexvar_epi32(x->tr, v);
+    if (b->full)
+        v = _mm512_loadu_si512((const void *)a);
+    /* a plain load and a blend where the 64 bytes lie inside the source array (masked loads
+     * are slow on Zen 4); a masked load, which reads nothing outside, elsewhere */
+    else if (a >= x->lo && a + 64 <= x->hi)
+        v = _mm512_mask_mov_epi8(x->zraw, b->m, _mm512_loadu_si512((const void *)a));
+    else
+        v = _mm512_mask_loadu_epi8(x->zraw, b->m, (const void *)a);
+    return _mm512_permutexvar_epi32(x->tr, _mm512_xor_si512(v, x->flip));
 }
 
 /* P[j] (j < 4): the four rows (three with one output row: the fourth meets zero weights) of
  * source columns col + 16 j .. + 15 interleaved, byte i of a dword = row i */
 static inline __attribute__((always_inline)) void dwp_interleave(const int NRO, const dwp_ctx_t *x,
                                                                  int64_t col, __m512i P[4]) {
-    const __m512i v0 = dwp_load(x, 0, col), v1 = dwp_load(x, 1, col), v2 = dwp_load(x, 2, col);
-    const __m512i v3 = NRO == 2 ? dwp_load(x, 3, col) : _mm512_setzero_si512();
+    const dwp_cols_t b = dwp_cols(x, col);
+    const __m512i v0 = dwp_load(x, 0, &b), v1 = dwp_load(x, 1, &b), v2 = dwp_load(x, 2, &b);
+    const __m512i v3 = NRO == 2 ? dwp_load(x, 3, &b) : _mm512_setzero_si512();
     const __m512i ab_lo = _mm512_unpacklo_epi8(v0, v1), ab_hi = _mm512_unpackhi_epi8(v0, v1);
     const __m512i cd_lo = _mm512_unpacklo_epi8(v2, v3), cd_hi = _mm512_unpackhi_epi8(v2, v3);
     P[0] = _mm512_unpacklo_epi16(ab_lo, cd_lo);
@@ -67,18 +87,30 @@ static inline __attribute__((always_inline)) void dwp_interleave(const int NRO, 
     P[3] = _mm512_unpackhi_epi16(ab_hi, cd_hi);
 }
 
-/* dwords 0 and 1 of the vector after a block: source columns col and col + 1 of the rows */
-static inline __m512i dwp_next(const int NRO, const dwp_ctx_t *x, int64_t col) {
-    const uint8_t z = (uint8_t)_mm_cvtsi128_si32(_mm512_castsi512_si128(x->zraw));
+/* dwords 0 and 1 of the vector after a block: source columns col and col + 1 of the rows
+ * (only what kw = 1, 2 of the block's last columns read) */
+static inline __attribute__((always_inline)) __m512i dwp_next(const int NRO, const dwp_ctx_t *x,
+                                                              int64_t col) {
+    if (col >= x->iw) return x->zq; /* wholly in the padding */
+    if (col >= 0 && col + 2 <= x->iw) {
+        /* words (column col, col + 1) of each row, then bytes regrouped per column */
+        const uint16_t z = (uint16_t)_mm_cvtsi128_si32(_mm512_castsi512_si128(x->zraw));
+        uint16_t w[4] = {z, z, z, z};
+        for (int r = 0; r < (NRO == 2 ? 4 : 3); ++r)
+            if (x->row[r]) memcpy(&w[r], x->row[r] + col, 2);
+        __m128i v = _mm_set_epi16(0, 0, 0, 0, (short)w[3], (short)w[2], (short)w[1], (short)w[0]);
+        v = _mm_shuffle_epi8(v, _mm_setr_epi8(0, 2, 4, 6, 1, 3, 5, 7, 0, 2, 4, 6, 1, 3, 5, 7));
+        return _mm512_xor_si512(_mm512_broadcastq_epi64(v), x->flip);
+    }
+    const uint8_t zb = (uint8_t)_mm_cvtsi128_si32(_mm512_castsi512_si128(x->zraw));
     uint64_t d = 0;
     for (int c = 0; c < 2; ++c)
         for (int r = 0; r < (NRO == 2 ? 4 : 3); ++r) {
             const int64_t xc = col + c;
-            const uint8_t b = x->row[r] && xc >= 0 && xc < x->iw ? x->row[r][xc] : z;
+            const uint8_t b = x->row[r] && xc >= 0 && xc < x->iw ? x->row[r][xc] : zb;
             d |= (uint64_t)b << (32 * c + 8 * r);
         }
-    const __m512i v = _mm512_set1_epi64((long long)d);
-    return x->sgn ? _mm512_xor_si512(v, x->flip) : v;
+    return _mm512_xor_si512(_mm512_set1_epi64((long long)d), x->flip);
 }
 
 /* out = the accumulators of NV vectors through the general fused epilogue (out of line) */
@@ -93,11 +125,11 @@ static __attribute__((noinline)) __m512i dwp_epi_generic(const dnnq_dw_epi_t *e,
     return e->dt == DNNQ_DT_S8 ? _mm512_packs_epi16(w01, w23) : _mm512_packus_epi16(w01, w23);
 }
 
-/* the NV accumulator vectors of one output row through the epilogue, stored at o (n bytes;
- * all 64 when `full`: the bytes past n are rewritten later by this item) */
+/* the NV accumulator vectors of one output row through the epilogue, 64 bytes stored at o
+ * (those past the row's are rewritten later, or land in the staging buffer's slack) */
 static inline __attribute__((always_inline)) void
 dwp_finish(const int NV, const int MODE, const dnnq_dw_epi_t *e, const dwp_ctx_t *x,
-           const __m512i acc[4], uint8_t *o, int64_t n, int full) {
+           const __m512i acc[4], uint8_t *o) {
     __m512i b;
     if (MODE == DW9_HOT) {
         __m512i q[4];
@@ -108,16 +140,14 @@ dwp_finish(const int NV, const int MODE, const dnnq_dw_epi_t *e, const dwp_ctx_t
     } else {
         b = dwp_epi_generic(e, x, acc, NV);
     }
-    b = _mm512_permutexvar_epi32(x->tr, b);
-    if (full) _mm512_storeu_si512((void *)o, b);
-    else _mm512_mask_storeu_epi8(o, n >= 64 ? ~(__mmask64)0 : ((__mmask64)1 << n) - 1, b);
+    /* never a masked store: on Zen 4 one costs about 35 cycles (dw9 took 7x its time) */
+    _mm512_storeu_si512((void *)o, _mm512_permutexvar_epi32(x->tr, b));
 }
 
-/* output columns o .. o + 16 NV - 1 (n of them stored) of the NRO output rows */
+/* output columns o .. o + 16 NV - 1 of the NRO output rows */
 static inline __attribute__((always_inline)) void
 dwp_block(const int NRO, const int SW, const int MODE, const int NV, const dnnq_dw_epi_t *e,
-          const dwp_ctx_t *x, int64_t pw, int64_t o, int64_t n, uint8_t *const dst[2],
-          const uint8_t *limit) {
+          const dwp_ctx_t *x, int64_t pw, int64_t o, uint8_t *const dst[2]) {
     __m512i t0[4], t1[4], t2[4]; /* what kw = 0, 1, 2 read */
     if (SW == 1) {
         __m512i P[5];
@@ -163,39 +193,67 @@ dwp_block(const int NRO, const int SW, const int MODE, const int NV, const dnnq_
             a = _mm512_dpbusd_epi32(a, t1[k], w[1]);
             acc[k] = _mm512_dpbusd_epi32(a, t2[k], w[2]);
         }
-        uint8_t *out = dst[r] + o;
-        dwp_finish(NV, MODE, e, x, acc, out, n, out + 64 <= limit && (n == 64 || NV * 16 >= n));
+        dwp_finish(NV, MODE, e, x, acc, dst[r] + o);
     }
 }
 
-/* one or two output rows of ow columns: blocks of 64, the last of 16, 32, 48 or 64 */
+/* one or two output rows of ow columns: blocks of 64 columns, the last one moved back to end
+ * at the row's end (its first columns computed twice); a row narrower than 64 columns in one
+ * block of 16, 32, 48 or 64, written whole into the staging buffer */
 static inline __attribute__((always_inline)) void
 dwp_rows(const int NRO, const int SW, const int MODE, const dnnq_dw_epi_t *e, const dwp_ctx_t *x,
-         int64_t pw, int64_t ow, uint8_t *const dst[2], const uint8_t *limit) {
-    int64_t o = 0;
-    for (; o + 64 <= ow; o += 64) dwp_block(NRO, SW, MODE, 4, e, x, pw, o, 64, dst, limit);
-    const int64_t n = ow - o;
-    /* a last block narrower than its row stores under a mask unless it is the only one */
-    const uint8_t *lim = o ? dst[0] : limit;
-    if (n > 48) dwp_block(NRO, SW, MODE, 4, e, x, pw, o, n, dst, lim);
-    else if (n > 32) dwp_block(NRO, SW, MODE, 3, e, x, pw, o, n, dst, lim);
-    else if (n > 16) dwp_block(NRO, SW, MODE, 2, e, x, pw, o, n, dst, lim);
-    else if (n > 0) dwp_block(NRO, SW, MODE, 1, e, x, pw, o, n, dst, lim);
+         int64_t pw, int64_t ow, uint8_t *const dst[2]) {
+    if (ow >= 64) {
+        int64_t o = 0;
+        for (; o + 64 <= ow; o += 64) dwp_block(NRO, SW, MODE, 4, e, x, pw, o, dst);
+        if (o < ow) dwp_block(NRO, SW, MODE, 4, e, x, pw, ow - 64, dst);
+    } else if (ow > 48) {
+        dwp_block(NRO, SW, MODE, 4, e, x, pw, 0, dst);
+    } else if (ow > 32) {
+        dwp_block(NRO, SW, MODE, 3, e, x, pw, 0, dst);
+    } else if (ow > 16) {
+        dwp_block(NRO, SW, MODE, 2, e, x, pw, 0, dst);
+    } else {
+        dwp_block(NRO, SW, MODE, 1, e, x, pw, 0, dst);
+    }
 }
 
-static void dwp_rows_any(int nro, int sw, int mode, const dnnq_dw_epi_t *e, const dwp_ctx_t *x,
-                         int64_t pw, int64_t ow, uint8_t *const dst[2], const uint8_t *limit) {
-#define DWP_CASE(NRO, SW)                                                                      \
-    if (nro == NRO && sw == SW) {                                                              \
-        if (mode == DW9_HOT) dwp_rows(NRO, SW, DW9_HOT, e, x, pw, ow, dst, limit);             \
-        else dwp_rows(NRO, SW, DW9_GENERIC, e, x, pw, ow, dst, limit);                         \
-        return;                                                                                \
+/* output pixels ma .. mb - 1 (whole rows) of one channel: rows paired at stride 1 along h
+ * when both are in the range; output pixel m at out + m */
+static inline __attribute__((always_inline)) void
+dwp_range(const int SW, const int MODE, const dnnq_dw3x3_plain_t *c, dwp_ctx_t *x,
+          const uint8_t *plane, uint8_t *out, int64_t ma, int64_t mb) {
+    const int64_t OW = c->ow, OH = c->oh, iw = c->iw, ih = c->ih, pw = c->pw;
+    int64_t oh = (ma / OW) % OH, od = ma / OW / OH;
+    for (int64_t m = ma; m < mb;) {
+        const int pair = c->sh == 1 && oh + 1 < OH && m + 2 * OW <= mb;
+        const int64_t xd = od * c->sd - c->pd, y0 = oh * c->sh - c->ph;
+        const uint8_t *base = plane + (xd * ih + y0) * iw;
+        const int din = xd >= 0 && xd < c->id;
+#pragma GCC unroll 4
+        for (int r = 0; r < 4; ++r)
+            x->row[r] = din && y0 + r >= 0 && y0 + r < ih ? base + r * iw : NULL;
+        uint8_t *const dst[2] = {out + m, out + m + OW};
+        if (pair) dwp_rows(2, SW, MODE, c->epi, x, pw, OW, dst);
+        else dwp_rows(1, SW, MODE, c->epi, x, pw, OW, dst);
+        m += pair ? 2 * OW : OW;
+        oh += pair ? 2 : 1;
+        if (oh >= OH) { /* a pair never crosses a plane */
+            oh = 0;
+            ++od;
+        }
     }
-    DWP_CASE(2, 1)
-    DWP_CASE(1, 1)
-    DWP_CASE(2, 2)
-    DWP_CASE(1, 2)
-#undef DWP_CASE
+}
+
+static void dwp_range_any(int mode, const dnnq_dw3x3_plain_t *c, dwp_ctx_t *x,
+                          const uint8_t *plane, uint8_t *out, int64_t ma, int64_t mb) {
+    if (c->sw == 1) {
+        if (mode == DW9_HOT) dwp_range(1, DW9_HOT, c, x, plane, out, ma, mb);
+        else dwp_range(1, DW9_GENERIC, c, x, plane, out, ma, mb);
+    } else {
+        if (mode == DW9_HOT) dwp_range(2, DW9_HOT, c, x, plane, out, ma, mb);
+        else dwp_range(2, DW9_GENERIC, c, x, plane, out, ma, mb);
+    }
 }
 
 void dnnq_dw3x3_plain_avx512(const dnnq_dw3x3_plain_t *c) {
@@ -204,10 +262,15 @@ void dnnq_dw3x3_plain_avx512(const dnnq_dw3x3_plain_t *c) {
     const int narrow = c->nc <= 32;
     const int8_t *comp = c->w + ((c->ntaps + 3) / 4) * 256;
     const int8_t *wc = comp + 256 + (c->ntaps / 3) * 1024; /* after rows3: cols3 */
-    const int64_t OW = c->ow, OH = c->oh;
+    const int64_t OW = c->ow;
+    enum { BUF = 4096 };
+    uint8_t buf[BUF + 64] __attribute__((aligned(64)));
+    const int64_t chunk = OW < 64 ? ((BUF / OW) & ~(int64_t)1) * OW : 0; /* whole row pairs */
     dwp_ctx_t x;
     x.iw = c->iw;
-    x.flip = _mm512_set1_epi8((char)0x80);
+    x.lo = c->src_lo;
+    x.hi = c->src_hi;
+    x.flip = _mm512_set1_epi8(c->src_signed ? (char)0x80 : 0);
     x.tr = DWP_TR;
     x.sgn = c->src_signed;
     x.inv = _mm512_set1_ps(e->inv_dst_scale);
@@ -231,22 +294,19 @@ void dnnq_dw3x3_plain_avx512(const dnnq_dw3x3_plain_t *c) {
         x.zp = _mm512_set1_ps(e->zp[ei]);
         x.cc = _mm512_set1_epi32(e->cc[ei]);
         x.zraw = _mm512_set1_epi8((char)c->zpix[i]);
-        x.zq = x.sgn ? _mm512_xor_si512(x.zraw, x.flip) : x.zraw;
+        x.zq = _mm512_xor_si512(x.zraw, x.flip);
         const uint8_t *plane = c->src + i * c->src_plane;
         uint8_t *dplane = c->dst + i * c->dst_plane;
-        const uint8_t *limit = dplane + c->mend;
-        for (int64_t m = c->m0; m < c->mend;) {
-            const int64_t oh = (m / OW) % OH, od = m / OW / OH;
-            const int pair = c->sh == 1 && oh + 1 < OH && m + 2 * OW <= c->mend;
-            const int64_t xd = od * c->sd - c->pd;
-            for (int r = 0; r < 4; ++r) {
-                const int64_t y = oh * c->sh - c->ph + r;
-                const int in = xd >= 0 && xd < c->id && y >= 0 && y < c->ih;
-                x.row[r] = in ? plane + (xd * c->ih + y) * c->iw : NULL;
-            }
-            uint8_t *const dst[2] = {dplane + m, dplane + m + OW};
-            dwp_rows_any(pair ? 2 : 1, (int)c->sw, mode, e, &x, c->pw, OW, dst, limit);
-            m += pair ? 2 * OW : OW;
+        if (OW >= 64) { /* every store inside its row, or rewritten later in the row */
+            dwp_range_any(mode, c, &x, plane, dplane, c->m0, c->mend);
+            continue;
+        }
+        /* narrow rows: each store runs past its row, so the rows go through a buffer in
+         * chunks of an even number of rows, copied out whole */
+        for (int64_t ma = c->m0; ma < c->mend; ma += chunk) {
+            const int64_t mb = ma + chunk < c->mend ? ma + chunk : c->mend;
+            dwp_range_any(mode, c, &x, plane, buf - ma, ma, mb);
+            memcpy(dplane + ma, buf, (size_t)(mb - ma));
         }
     }
 }

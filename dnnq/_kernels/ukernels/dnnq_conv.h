@@ -158,6 +158,7 @@ void dnnq_dw3x3_avx512(const dnnq_dw3x3_call_t *c);
  * panel of one image, lanes = 16 output columns of one channel. */
 typedef struct {
     const uint8_t *src;             /* the panel's first channel's source plane of the image */
+    const uint8_t *src_lo, *src_hi; /* the whole source array */
     uint8_t *dst;                   /* its destination plane */
     int64_t src_plane, dst_plane;   /* bytes per plane: id * ih * iw, od * oh * ow */
     int64_t id, ih, iw, od, oh, ow;
