@@ -83,6 +83,14 @@ def avx2_numerics(numerics, geo, src_dt, src_zp_mask):
     return True, src_dt == "s8"
 
 
+#: Output rows narrower than this take the channels-last copies instead of the plain depthwise
+#: kernel: its lanes are 16 output columns of one channel, and on narrow rows its per-row work
+#: (one interleave and epilogue per row, lanes past the row wasted) costs more than the copies
+#: (1-thread CPU time against the copies: 112 columns 1.16x -> 1.43x of channels-last, 56:
+#: 1.46 / 1.59, 48: 1.57 / 1.46, 40: 1.84 / 1.42, 28: 2.2 / 1.4, 7: 7 / 1.5; docs/convolution.md)
+DW_PLAIN_MIN_OW = 48
+
+
 class _ConvolutionBase(metaclass=CachedPrimitive):
     _name = "Convolution"
     _kind = "convolution"
@@ -312,9 +320,11 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
         """The column kernel reads plain (nchw) src and writes plain dst as they are
         (ukernels/conv_dw3x3_plain.h) instead of channels-last copies: its fused epilogue's
         cases only (8-bit dst, relu / linear post-ops, oneDNN's exact numerics), on the C-level
-        execute path (the checked path keeps the copies)."""
+        execute path (the checked path keeps the copies), for output rows of at least
+        DW_PLAIN_MIN_OW columns."""
         elt = (_plan.ELTWISE_CODE["relu"], _plan.ELTWISE_CODE["linear"])
-        return (self._dw_column_kernel() and self._fast_path_possible() and not self._pair_sat and not self._halve and
+        return (self._dw_column_kernel() and self._fast_path_possible() and
+                self._geo.dst[2] >= DW_PLAIN_MIN_OW and not self._pair_sat and not self._halve and
                 self._numerics == "exact" and not self._onednn_avx2 and not self._ref_flags and
                 not self.src_desc.is_channels_last and not self.dst_desc.is_channels_last and
                 self.dst_desc.dt in ("u8", "s8") and not self._raw_s32 and not self._has_sum and

@@ -1,0 +1,133 @@
+"""The 3x3 depthwise column kernel on plain (nchw) planes (AVX-512: ukernels/conv_dw3x3_plain.h),
+chosen at creation for plain src and dst with the fused epilogue (8-bit dst, relu / linear):
+output widths below / at / past 16, 32 and 64 columns (one block of 1 - 4 vectors, the last
+block moved back to the row's end), odd heights (a single last row), stride 1 and 2 along h and
+w, padding borders (none, asymmetric, rows wholly in the padding), source and destination zero
+points, s8 / u8 source and destination, relu with alpha and linear chains, mb > 1, channel
+counts 1 .. 70 and a few large ones, 3-D with kd = 1, 1 and 2 threads.  The kernel serves rows of
+at least DW_PLAIN_MIN_OW columns; the tests lower that bound to reach every width.  Against
+oneDNN (numpy's model where oneDNN is not there); the arrays are given so that the C-level
+execute path takes them (f32 scales, s32 zero points), and the checked path, which would copy
+to channels-last, is made to fail."""
+import numpy as np
+import pytest
+
+import dnnq
+from dnnq._dispatch import available_isa_levels
+from dnnq.primitives import convolution as conv_mod
+from test_convolution import Case, assert_same
+from test_convolution_dw3x3 import GEOMETRIES, config, reference
+
+AVX512 = any(level.startswith("avx512_core_vnni") or level.startswith("avx512_core_amx")
+             for level in available_isa_levels())
+needs_avx512 = pytest.mark.skipif(not AVX512, reason="the plain kernel is AVX-512 VNNI")
+
+FUSED = ("u8_relu", "u8_plain", "u8_common_no_bias", "s8src_zp", "u8src_zp", "u8_dst_zp",
+         "s8_dst", "s8_chain", "u8_clamped")
+
+
+@pytest.fixture
+def plain_everywhere(monkeypatch):
+    """the plain kernel at every width, no cached primitive, the checked path failing"""
+    monkeypatch.setattr(conv_mod, "DW_PLAIN_MIN_OW", 1)
+
+    def checked(self, args, scratch):
+        raise AssertionError("the checked path ran (the plain kernel was not used)")
+
+    monkeypatch.setattr(dnnq.Convolution, "_execute_general", checked)
+    old = dnnq.set_primitive_cache_capacity(0)
+    yield
+    dnnq.set_primitive_cache_capacity(old)
+
+
+def exec_types(q):
+    """the C-level execute path's argument types: f32 scales, s32 zero points"""
+    return {k: v if "mask" in k else np.asarray(v, np.int32 if "zp" in k else np.float32)
+            for k, v in q.items()}
+
+
+def run_plain(isp, s, pl, pr, name, C, mb, seed, expect_plain=True):
+    rng = np.random.default_rng(seed)
+    src_dt, dst_dt, q, post, bias_dt, sum_prev = config(name, rng, C)
+    k = (1, 3, 3) if len(isp) == 3 else (3, 3)
+    c = Case(rng, mb=mb, G=C, ICg=1, OCg=1, isp=isp, k=k, s=s, pl=pl, pr=pr,
+             d=(0,) * len(isp), grouped=True, src_dt=src_dt, dst_dt=dst_dt, q=exec_types(q),
+             post_ops=post, bias_dt=bias_dt, sum_prev=sum_prev)
+    out, p = c.run_dnnq()
+    assert p.impl_info.endswith(":dw")
+    assert p._dw_plain == expect_plain
+    assert_same(out, reference(c))
+
+
+# output widths around the vector widths: one block of 1, 2, 3, 4 vectors, blocks of 64 and
+# a last block moved back; source widths for stride 1 (padding 1) and stride 2
+WIDTHS = (1, 2, 15, 16, 17, 31, 32, 33, 47, 48, 49, 63, 64, 65, 66, 100, 128, 130)
+
+
+@needs_avx512
+@pytest.mark.parametrize("sw", [1, 2])
+@pytest.mark.parametrize("ow", WIDTHS)
+def test_plain_widths(plain_everywhere, ow, sw):
+    iw = ow if sw == 1 else 2 * ow - (ow % 2)  # odd and even source widths at stride 2
+    for i, (ih, sh) in enumerate(((5, 1), (7, 2), (4, 1))):
+        name = FUSED[(ow + i + sw) % len(FUSED)]
+        C = 1 + (ow * 7 + i * 13) % 70
+        run_plain((ih, iw), (sh, sw), (1, 1), (1, 1), name, C, 1 + i % 2, [ow, sw, i])
+
+
+@needs_avx512
+@pytest.mark.parametrize("geometry", sorted(GEOMETRIES))
+@pytest.mark.parametrize("name", FUSED)
+def test_plain_geometries(plain_everywhere, geometry, name):
+    isp, s, pl, pr = GEOMETRIES[geometry]
+    channels = ((1, 16, 70), (5, 33, 64))[(len(geometry) + len(name)) % 2]
+    for i, C in enumerate(channels):
+        run_plain(isp, s, pl, pr, name, C, 2 if i % 2 else 1, [len(geometry), len(name), C])
+
+
+@needs_avx512
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("geometry", ["s1_odd_rows", "s2", "s1_wide", "s2_wide", "3d_kd1",
+                                      "s1_14", "s2_14"])
+def test_plain_threads_many_channels(plain_everywhere, geometry, threads):
+    """items of whole planes cut into row blocks for the threads, several images and panels"""
+    isp, s, pl, pr = GEOMETRIES[geometry]
+    old = dnnq.get_num_threads()
+    dnnq.set_num_threads(threads)
+    try:
+        for C, mb in ((136, 3), (520, 1)):
+            run_plain(isp, s, pl, pr, "u8_relu", C, mb, [threads, C, len(geometry)])
+            run_plain(isp, s, pl, pr, "s8src_zp", C, mb, [threads, C, len(geometry), 1])
+    finally:
+        dnnq.set_num_threads(old)
+
+
+@needs_avx512
+def test_plain_chosen_by_width():
+    """the default bound: MobileNet's wide layers take the plain kernel, the narrow ones the
+    channels-last copies (same results)"""
+    old = dnnq.set_primitive_cache_capacity(0)
+    try:
+        wide = conv_mod.DW_PLAIN_MIN_OW
+        run_plain((6, wide), (1, 1), (1, 1), (1, 1), "u8_relu", 40, 1, [1], expect_plain=True)
+        run_plain((6, 2 * wide), (2, 2), (1, 1), (1, 1), "u8_relu", 40, 1, [2],
+                  expect_plain=True)
+        run_plain((6, wide - 1), (1, 1), (1, 1), (1, 1), "u8_relu", 40, 1, [3],
+                  expect_plain=False)
+    finally:
+        dnnq.set_primitive_cache_capacity(old)
+
+
+@pytest.mark.parametrize("name", ["s32", "f32_sum", "u8_sum", "u8_relu"])
+def test_plain_other_epilogues_copy(isa, monkeypatch, name):
+    """dsts and post-ops the fused epilogue does not take, and every ISA level below AVX-512,
+    keep the channels-last copies; plain data gives oneDNN's results either way"""
+    monkeypatch.setattr(conv_mod, "DW_PLAIN_MIN_OW", 1)
+    old = dnnq.set_primitive_cache_capacity(0)
+    try:
+        avx512 = isa.startswith("avx512_core_vnni") or isa.startswith("avx512_core_amx")
+        for C, (isp, s) in ((24, ((7, 9), (1, 1))), (70, ((8, 11), (2, 2)))):
+            run_plain(isp, s, (1, 1), (1, 1), name, C, 2, [C, len(name)],
+                      expect_plain=avx512 and name == "u8_relu")
+    finally:
+        dnnq.set_primitive_cache_capacity(old)
