@@ -533,7 +533,8 @@ def test_layout_transpose_vs_numpy(level):
     for dt in (np.uint8, np.int8, np.int32, np.float32):
         for shp in [(1, 3, 5, 7), (2, 16, 16, 16), (1, 33, 17, 19), (3, 64, 8, 9), (1, 1, 1, 1),
                     (2, 130, 1, 31), (1, 4, 4, 4), (1, 112, 5, 13), (2, 47, 9, 9),
-                    (1, 200, 3, 7)]:
+                    (1, 200, 3, 7), (1, 1024, 7, 7), (1, 512, 14, 14), (2, 18, 4, 5),
+                    (1, 16, 4, 4), (1, 15, 4, 4)]:
             x = rng.integers(-100, 100, shp).astype(dt)
             cl = np.empty(shp[:1] + shp[2:] + shp[1:2], dt)
             _conv.transpose_channels(x, cl, True, level)
