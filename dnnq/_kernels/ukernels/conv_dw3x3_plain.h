@@ -33,23 +33,30 @@ typedef struct {
     __m512 sc, bi, zp, inv;
 } dwp_ctx_t;
 
-/* where a block of 64 source columns lies: wholly inside the rows, partly (m: the columns
- * inside), or wholly outside */
+/* where a block of 64 source columns lies: wholly inside the rows, wholly outside, or partly
+ * (m: the columns inside) */
+enum { DWP_PART = 0, DWP_FULL = 1, DWP_NONE = 2 };
 typedef struct {
     int64_t col;
     __mmask64 m;
-    int full, none;
+    int kind; /* one field: two ints written apart and read as one 64-bit word made a store-
+               * forwarding stall that cost a third of the stride-2 kernel's time */
 } dwp_cols_t;
 
 static inline __attribute__((always_inline)) dwp_cols_t dwp_cols(const dwp_ctx_t *x,
                                                                   int64_t col) {
     dwp_cols_t b;
     b.col = col;
-    b.full = col >= 0 && col + 64 <= x->iw;
+    b.m = 0;
     const int64_t lo = col < 0 ? -col : 0, hi = x->iw - col;
-    b.none = !b.full && (hi <= lo || lo >= 64);
-    b.m = b.full || b.none ? 0
-          : (hi >= 64 ? ~(__mmask64)0 : ((__mmask64)1 << hi) - 1) & (~(__mmask64)0 << lo);
+    if (col >= 0 && col + 64 <= x->iw) {
+        b.kind = DWP_FULL;
+    } else if (hi <= lo || lo >= 64) {
+        b.kind = DWP_NONE;
+    } else {
+        b.kind = DWP_PART;
+        b.m = (hi >= 64 ? ~(__mmask64)0 : ((__mmask64)1 << hi) - 1) & (~(__mmask64)0 << lo);
+    }
     return b;
 }
 
@@ -58,10 +65,10 @@ static inline __attribute__((always_inline)) dwp_cols_t dwp_cols(const dwp_ctx_t
 static inline __attribute__((always_inline)) __m512i dwp_load(const dwp_ctx_t *x, int r,
                                                                const dwp_cols_t *b) {
     const uint8_t *p = x->row[r];
-    if (!p || b->none) return x->zq; /* uniform: no transpose needed */
+    if (!p || b->kind == DWP_NONE) return x->zq; /* uniform: no transpose needed */
     const uint8_t *a = (const uint8_t *)((uintptr_t)p + (uintptr_t)b->col);
     __m512i v;
-    if (b->full)
+    if (b->kind == DWP_FULL)
         v = _mm512_loadu_si512((const void *)a);
     /* a plain load and a blend where the 64 bytes lie inside the source array (masked loads
      * are slow on Zen 4); a masked load, which reads nothing outside, elsewhere */
