@@ -9,7 +9,8 @@ layout, a writeable dst whose bytes meet no other array of `args`, packed weight
 primitive with the expected sizes, finite positive scales, a source zero point the source
 type holds -- then fills the driver's argument struct and launches the kernel (ConvPlan, or
 GemmPlan for a 1x1 convolution) with the GIL released.  Plain (nchw) data goes through
-channels-last copies in buffers pooled per primitive.
+channels-last copies in buffers pooled per primitive, except for the plain depthwise kernel
+(`dw_plain`), which reads and writes the planes.
 
 It never raises for a bad argument: it returns None, and the primitive's checked Python path
 runs instead (it accepts more and produces the error messages).

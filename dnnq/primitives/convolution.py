@@ -32,7 +32,8 @@ Kernels (``impl_info``): ``<isa>:brgconv`` (batch-reduce over taps, indirect sou
 ``<isa>:brgconv_fold`` (few input channels: the KW taps of a kernel row folded into one
 reduction of KW*IC, e.g. ResNet's 7x7 first layer), ``<isa>:dw`` (depthwise, G = IC = OC,
 vectorised over channels).  Plain (nchw) data is transposed to channels-last around the
-kernels (a copy of src and dst); channels-last data runs without any copy.
+kernels (a copy of src and dst), except where the plain depthwise 3x3 kernel reads and writes
+the planes (wide rows, the fused epilogue's cases); channels-last data runs without any copy.
 """
 import copy
 import time
@@ -85,9 +86,11 @@ def avx2_numerics(numerics, geo, src_dt, src_zp_mask):
 
 #: Output rows narrower than this take the channels-last copies instead of the plain depthwise
 #: kernel: its lanes are 16 output columns of one channel, and on narrow rows its per-row work
-#: (one interleave and epilogue per row, lanes past the row wasted) costs more than the copies
-#: (1-thread CPU time against the copies: 112 columns 1.16x -> 1.43x of channels-last, 56:
-#: 1.46 / 1.59, 48: 1.57 / 1.46, 40: 1.84 / 1.42, 28: 2.2 / 1.4, 7: 7 / 1.5; docs/convolution.md)
+#: (one interleave and epilogue per row, lanes past the row wasted) costs more than the copies.
+#: Time / channels-last time, plain kernel against copies (1 thread, CPU time): stride 1, 112
+#: columns 1.10 / 1.48, 56: 1.38 / 1.55, 48: 1.53 / 1.52, 40: 1.88 / 1.54, 28: 2.3 / 1.5, 7:
+#: 7.2 / 1.5; stride 2, 56: 1.85 / 2.58, 48: 2.09 / 2.34, 40: 2.64 / 2.40, 28: 2.47 / 1.94
+#: (docs/convolution.md).
 DW_PLAIN_MIN_OW = 48
 
 
