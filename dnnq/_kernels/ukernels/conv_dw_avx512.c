@@ -503,10 +503,29 @@ static void transpose16_tail(const uint8_t *src, uint8_t *dst, int64_t rows, int
     for (int i = 0; i < nc; ++i) _mm_mask_storeu_epi8(dst + (c0 + i) * rows + r0, kr, v[i]);
 }
 
+/* The widest band (64, 32 or 16 columns: as many dst rows, `rows` bytes apart, written a
+ * 16-byte piece at a time) whose dst rows stay in L1 until their lines are written whole: dst
+ * rows a multiple of 64 bytes apart fall in 64 / gcd(rows / 64, 64) of the 64 sets of Zen 4's
+ * 8-way L1; at most 4 rows per set leave room for the source.  (512 channels: 64 rows in 8
+ * sets, each line evicted before it was whole, the copy to channels-last ran at 0.093 ns / byte
+ * against 0.052 for 520 channels.) */
+static int64_t transpose_band_cols(int64_t rows) {
+    if (rows % 64) return 64;
+    int64_t a = rows / 64, b = 64;
+    while (b) {
+        const int64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    const int64_t per = 4 * (64 / a); /* rows the band may have: 4 per set */
+    return per >= 64 ? 64 : per >= 32 ? 32 : 16;
+}
+
 void dnnq_transpose_u8_avx512(const uint8_t *src, uint8_t *dst, int64_t rows, int64_t cols) {
     int64_t c0 = 0;
-    DW_TRANSPOSE_BAND(512, __m512i, DW_LD512, 4)
-    DW_TRANSPOSE_BAND(256, __m256i, DW_LD256, 2)
+    const int64_t band = transpose_band_cols(rows);
+    if (band >= 64) DW_TRANSPOSE_BAND(512, __m512i, DW_LD512, 4)
+    if (band >= 32) DW_TRANSPOSE_BAND(256, __m256i, DW_LD256, 2)
     DW_TRANSPOSE_BAND(, __m128i, DW_LD128, 1)
     if (c0 < cols) /* the last columns (fewer than 16) */
         for (int64_t r0 = 0; r0 < rows; r0 += 16)
