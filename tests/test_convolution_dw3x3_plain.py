@@ -131,3 +131,25 @@ def test_plain_other_epilogues_copy(isa, monkeypatch, name):
                       expect_plain=avx512 and name == "u8_relu")
     finally:
         dnnq.set_primitive_cache_capacity(old)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_plain_copies_threads(threads):
+    """the channels-last copies of plain data split over the threads by image (batches of
+    64 KB and more): a depthwise layer narrower than the plain kernel's bound and a grouped
+    convolution, both through the C-level execute path"""
+    old = dnnq.get_num_threads()
+    dnnq.set_num_threads(threads)
+    try:
+        run_plain((20, 36), (1, 1), (1, 1), (1, 1), "u8_relu", 64, 3, [threads, 1],
+                  expect_plain=False)
+        rng = np.random.default_rng([threads, 2])
+        src_dt, dst_dt, q, post, bias_dt, _ = config("s8_dst", rng, 32)
+        c = Case(rng, mb=3, G=2, ICg=16, OCg=16, isp=(24, 30), k=(3, 3), s=(1, 1), pl=(1, 1),
+                 pr=(1, 1), d=(0, 0), grouped=True, src_dt=src_dt, dst_dt=dst_dt,
+                 q=exec_types(q), post_ops=post, bias_dt=bias_dt)
+        out, p = c.run_dnnq()
+        assert p._exec is not None and p._exec.run  # the C-level path exists
+        assert_same(out, reference(c))
+    finally:
+        dnnq.set_num_threads(old)

@@ -21,6 +21,7 @@ from cpython.long cimport PyLong_CheckExact
 from cpython.ref cimport PyObject
 from libc.math cimport INFINITY
 from libc.stdint cimport int8_t, uint8_t, int16_t, int32_t, uint32_t, int64_t, uintptr_t
+from cython.parallel cimport prange
 
 from dnnq._kernels._array_extent cimport _extent
 from dnnq._kernels._kernels cimport dnnq_gemm_args_t, dnnq_postop_t
@@ -225,6 +226,7 @@ cdef class ConvExec:
         cdef uintptr_t d0, d1, q0, q1
         cdef const uint8_t* a_ptr
         cdef void* d_ptr
+        cdef int nthreads
         if type(args) is not dict:
             return None
         nargs = PyDict_Size(args)
@@ -345,6 +347,7 @@ cdef class ConvExec:
                 zrow = self.zrow_for(zs)
                 self.zrow_cache = (zs, zrow)
         # ---- layouts: channels-last copies of plain arrays -----------------------------------
+        nthreads = _dispatch._num_threads
         src_copy = dst_copy = None
         try:
             if self.src_cl or self.dw_plain:
@@ -352,7 +355,7 @@ cdef class ConvExec:
             else:
                 src_copy = self._take(self.src_pool, self.N * self.P_src * self.IC)
                 a_ptr = <const uint8_t*>_data(src_copy)
-                self._transpose(_data(src), <void*>a_ptr, self.IC, self.P_src, 1)
+                self._transpose(_data(src), <void*>a_ptr, self.IC, self.P_src, 1, nthreads)
             if user is None:
                 out = aligned_empty(self.N * self.P_dst * self.OC, self.dst_dtype).reshape(
                     self.dst_phys)
@@ -367,7 +370,7 @@ cdef class ConvExec:
             self._launch(a_ptr, packed, dw, comp, zrow, ss, ws_ptr, ws_sn, bias_ptr, ds,
                          dzp_ptr, d_ptr)
             if dst_copy is not None:
-                self._transpose(d_ptr, _data(out), self.P_dst, self.OC, self.dst_esz)
+                self._transpose(d_ptr, _data(out), self.P_dst, self.OC, self.dst_esz, nthreads)
         finally:
             if src_copy is not None and len(self.src_pool) < 2:
                 self.src_pool.append(src_copy)
@@ -378,9 +381,17 @@ cdef class ConvExec:
         return out.transpose(self.dst_inverse) if self.dst_cl else out
 
     cdef void _transpose(self, const void* s, void* d, int64_t rows, int64_t cols,
-                         int esz) noexcept:
-        """Per image: (rows, cols) -> (cols, rows) elements of esz bytes."""
+                         int esz, int nthreads) noexcept:
+        """Per image: (rows, cols) -> (cols, rows) elements of esz bytes; the images split
+        over the threads when there are several (the kernel runs on all of them: copies on
+        one thread alone would cost them as much again)."""
         cdef int64_t n, img = rows * cols * esz
+        if nthreads > 1 and self.N > 1 and img * self.N >= (1 << 16):
+            with nogil:
+                for n in prange(self.N, schedule='static', num_threads=nthreads):
+                    dnnq_transpose_for_isa(self.isa_code, <const char*>s + n * img,
+                                           <char*>d + n * img, rows, cols, esz)
+            return
         with nogil:
             for n in range(self.N):
                 dnnq_transpose_for_isa(self.isa_code, <const char*>s + n * img,
