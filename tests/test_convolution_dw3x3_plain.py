@@ -135,13 +135,18 @@ def test_plain_other_epilogues_copy(isa, monkeypatch, name):
 
 @pytest.mark.parametrize("threads", [1, 2])
 def test_plain_copies_threads(threads):
-    """the channels-last copies of plain data split over the threads by image (batches of
-    64 KB and more): a depthwise layer narrower than the plain kernel's bound and a grouped
-    convolution, both through the C-level execute path"""
+    """the channels-last copies of plain data split over the threads (batches of 64 KB and
+    more): by image, and one image's columns in bands of 64 (the last band partial, with a
+    tail of 3 columns); a depthwise layer narrower than the plain kernel's bound and a
+    grouped convolution, both through the C-level execute path"""
     old = dnnq.get_num_threads()
     dnnq.set_num_threads(threads)
     try:
         run_plain((20, 36), (1, 1), (1, 1), (1, 1), "u8_relu", 64, 3, [threads, 1],
+                  expect_plain=False)
+        run_plain((23, 37), (1, 1), (1, 1), (1, 1), "s8src_zp", 96, 1, [threads, 3],
+                  expect_plain=False)
+        run_plain((23, 37), (2, 2), (1, 1), (1, 1), "s8_dst", 96, 1, [threads, 4],
                   expect_plain=False)
         rng = np.random.default_rng([threads, 2])
         src_dt, dst_dt, q, post, bias_dt, _ = config("s8_dst", rng, 32)

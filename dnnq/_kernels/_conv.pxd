@@ -42,9 +42,10 @@ cdef extern from "dnnq_conv.h" nogil:
     int64_t dnnq_conv_n_items(const dnnq_conv_t *cv)
     int dnnq_conv_build_tiles(dnnq_conv_t *cv)
     void dnnq_conv_free_tiles(dnnq_conv_t *cv)
-    void dnnq_transpose(const void *src, void *dst, int64_t rows, int64_t cols, int esz)
+    void dnnq_transpose(const void *src, void *dst, int64_t rows, int64_t cols, int64_t cbegin,
+                        int64_t cend, int esz)
     void dnnq_transpose_for_isa(int isa, const void *src, void *dst, int64_t rows, int64_t cols,
-                                int esz)
+                                int64_t cbegin, int64_t cend, int esz)
     int dnnq_conv_run_item(const dnnq_conv_t *cv, int64_t item)
 
 

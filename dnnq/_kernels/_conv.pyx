@@ -219,7 +219,7 @@ def transpose_channels(src, dst, bint to_channels_last, int isa=0):
         for n in range(N):
             if to_channels_last:  # (C, P) -> (P, C)
                 dnnq_transpose_for_isa(isa, s + n * C * P * esz, d + n * C * P * esz, C, P,
-                                       <int>esz)
+                                       0, P, <int>esz)
             else:                 # (P, C) -> (C, P)
                 dnnq_transpose_for_isa(isa, s + n * C * P * esz, d + n * C * P * esz, P, C,
-                                       <int>esz)
+                                       0, C, <int>esz)

@@ -382,20 +382,30 @@ cdef class ConvExec:
 
     cdef void _transpose(self, const void* s, void* d, int64_t rows, int64_t cols,
                          int esz, int nthreads) noexcept:
-        """Per image: (rows, cols) -> (cols, rows) elements of esz bytes; the images split
-        over the threads when there are several (the kernel runs on all of them: copies on
-        one thread alone would cost them as much again)."""
-        cdef int64_t n, img = rows * cols * esz
-        if nthreads > 1 and self.N > 1 and img * self.N >= (1 << 16):
+        """Per image: (rows, cols) -> (cols, rows) elements of esz bytes; with several threads
+        (the kernel runs on all of them: copies on one thread alone would cost them as much
+        again) each image's columns are cut into bands of 64 split over the threads."""
+        cdef int64_t n, t, img = rows * cols * esz
+        cdef int64_t parts = 1, band = cols, tasks, c0, c1
+        # C division (cdivision): ceilings as (a + b - 1) // b of positive numbers
+        if nthreads > 1 and cols > 0 and img * self.N >= (1 << 16):
+            parts = max(1, min((cols + 63) // 64, (2 * nthreads + self.N - 1) // self.N))
+            band = ((cols + parts - 1) // parts + 63) // 64 * 64
+            parts = (cols + band - 1) // band
+        tasks = self.N * parts
+        if tasks == 1 or nthreads == 1 or img * self.N < (1 << 16):
             with nogil:
-                for n in prange(self.N, schedule='static', num_threads=nthreads):
+                for n in range(self.N):
                     dnnq_transpose_for_isa(self.isa_code, <const char*>s + n * img,
-                                           <char*>d + n * img, rows, cols, esz)
+                                           <char*>d + n * img, rows, cols, 0, cols, esz)
             return
         with nogil:
-            for n in range(self.N):
+            for t in prange(tasks, schedule='static', num_threads=nthreads):
+                n = t // parts
+                c0 = (t % parts) * band
+                c1 = min(c0 + band, cols)
                 dnnq_transpose_for_isa(self.isa_code, <const char*>s + n * img,
-                                       <char*>d + n * img, rows, cols, esz)
+                                       <char*>d + n * img, rows, cols, c0, c1, esz)
 
     cdef int _launch(self, const uint8_t* a_ptr, packed, dw, comp, zrow, float ss,
                      const float* ws_ptr, int64_t ws_sn, const float* bias_ptr, float ds,

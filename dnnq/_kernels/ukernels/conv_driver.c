@@ -537,14 +537,15 @@ transpose_block(const uint8_t *src, uint8_t *dst, int64_t rows, int64_t cols, co
 }
 #endif
 
-void dnnq_transpose(const void *src_, void *dst_, int64_t rows, int64_t cols, int esz) {
+void dnnq_transpose(const void *src_, void *dst_, int64_t rows, int64_t cols, int64_t cbegin,
+                    int64_t cend, int esz) {
     const uint8_t *src = (const uint8_t *)src_;
     uint8_t *dst = (uint8_t *)dst_;
     const int B = esz == 1 ? 16 : 4;
-    for (int64_t c0 = 0; c0 < cols; c0 += B) {
+    for (int64_t c0 = cbegin; c0 < cend; c0 += B) {
         for (int64_t r0 = 0; r0 < rows; r0 += B) {
 #ifdef __SSE2__
-            if (r0 + B <= rows && c0 + B <= cols) {
+            if (r0 + B <= rows && c0 + B <= cend) {
                 const uint8_t *s = src + (r0 * cols + c0) * esz;
                 uint8_t *d = dst + (c0 * rows + r0) * esz;
                 if (esz == 1) transpose_block(s, d, rows, cols, 1);
@@ -552,7 +553,7 @@ void dnnq_transpose(const void *src_, void *dst_, int64_t rows, int64_t cols, in
                 continue;
             }
 #endif
-            const int64_t r1 = r0 + B < rows ? r0 + B : rows, c1 = c0 + B < cols ? c0 + B : cols;
+            const int64_t r1 = r0 + B < rows ? r0 + B : rows, c1 = c0 + B < cend ? c0 + B : cend;
             for (int64_t c = c0; c < c1; ++c)
                 for (int64_t r = r0; r < r1; ++r)
                     memcpy(dst + (c * rows + r) * esz, src + (r * cols + c) * esz, (size_t)esz);
@@ -561,15 +562,15 @@ void dnnq_transpose(const void *src_, void *dst_, int64_t rows, int64_t cols, in
 }
 
 void dnnq_transpose_for_isa(int isa, const void *src, void *dst, int64_t rows, int64_t cols,
-                            int esz) {
+                            int64_t cbegin, int64_t cend, int esz) {
 #ifdef DNNQ_HAVE_X86_KERNELS
     isa = DNNQ_ISA_LEVEL(isa);
-    if (esz == 1 && cols >= 16 &&
+    if (esz == 1 && cend - cbegin >= 16 &&
         (isa == DNNQ_ISA_AVX512_CORE_VNNI || isa == DNNQ_ISA_AVX512_CORE_AMX)) {
-        dnnq_transpose_u8_avx512((const uint8_t *)src, (uint8_t *)dst, rows, cols);
+        dnnq_transpose_u8_avx512((const uint8_t *)src, (uint8_t *)dst, rows, cols, cbegin, cend);
         return;
     }
 #endif
     (void)isa;
-    dnnq_transpose(src, dst, rows, cols, esz);
+    dnnq_transpose(src, dst, rows, cols, cbegin, cend, esz);
 }

@@ -446,7 +446,7 @@ void dnnq_dw3row_avx512(int mr, int nrows, const uint8_t *const *rows, const int
  * 64-byte load, the four rounds of in-lane unpacks transpose each 128-bit lane's block, and
  * lane L's rows are stored to the dst rows of block L. */
 #define DW_TRANSPOSE_BAND(W, VT, LOAD, LANES)                                                   \
-    for (; c0 + 16 * LANES <= cols; c0 += 16 * LANES) {                                        \
+    for (; c0 + 16 * LANES <= cend; c0 += 16 * LANES) {                                        \
         int64_t r0 = 0;                                                                        \
         for (; r0 + 16 <= rows; r0 += 16) {                                                    \
             VT v[16], w[16];                                                                   \
@@ -521,14 +521,15 @@ static int64_t transpose_band_cols(int64_t rows) {
     return per >= 64 ? 64 : per >= 32 ? 32 : 16;
 }
 
-void dnnq_transpose_u8_avx512(const uint8_t *src, uint8_t *dst, int64_t rows, int64_t cols) {
-    int64_t c0 = 0;
+void dnnq_transpose_u8_avx512(const uint8_t *src, uint8_t *dst, int64_t rows, int64_t cols,
+                              int64_t cbegin, int64_t cend) {
+    int64_t c0 = cbegin;
     const int64_t band = transpose_band_cols(rows);
     if (band >= 64) DW_TRANSPOSE_BAND(512, __m512i, DW_LD512, 4)
     if (band >= 32) DW_TRANSPOSE_BAND(256, __m256i, DW_LD256, 2)
     DW_TRANSPOSE_BAND(, __m128i, DW_LD128, 1)
-    if (c0 < cols) /* the last columns (fewer than 16) */
+    if (c0 < cend) /* the last columns (fewer than 16) */
         for (int64_t r0 = 0; r0 < rows; r0 += 16)
             transpose16_tail(src, dst, rows, cols, r0, c0, rows - r0 < 16 ? (int)(rows - r0) : 16,
-                             (int)(cols - c0));
+                             (int)(cend - c0));
 }
