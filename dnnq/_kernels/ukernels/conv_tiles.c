@@ -113,6 +113,8 @@ int dnnq_conv_build_tiles(dnnq_conv_t *cv) {
     cv->tiles = NULL;
     cv->chunks = NULL;
     cv->n_chunks = 0;
+    cv->brgemm_epi = getenv("DNNQ_AB") ? NULL : dnnq_brgemm_epi_for_isa(cv->isa);
+    cv->epi_prepare = dnnq_epi_prepare_for_isa(cv->isa);
     if (cv->deconv || cv->depthwise) return 0;
     const int mr = cv->mr < DNNQ_MR_MAX ? cv->mr : DNNQ_MR_MAX;
     const int64_t nt = image_tiles(cv, mr, NULL);
@@ -243,6 +245,10 @@ int dnnq_conv_run_item_tiles(const dnnq_conv_t *cv, int64_t item) {
     const int8_t *bpanel = cv->packed + (g * cv->n_panels + p) * np_max * bstep;
     const int32_t *pc = cv->padcorr ? cv->padcorr + g * ntaps * cv->OCg + p * DNNQ_NR : NULL;
 
+    /* the micro-kernel with the epilogue fused, where it applies (u8 source, the hot 8-bit
+     * epilogue, no padcorr): no s32 tile, the epilogue prepared once per item */
+    dnnq_epi_state_t fst;
+    const int fuse = cv->brgemm_epi && !pc && cv->a_xor == 0 ? cv->epi_prepare(&ge, 0, p, &fst) : 0;
     int32_t tile[DNNQ_CONV_TILE_ROWS * DNNQ_NR] __attribute__((aligned(64)));
     int32_t col[DNNQ_MR_MAX * DNNQ_NR] __attribute__((aligned(64)));
     int64_t tm = 0; /* first pixel of the pending tile (consecutive pixels) */
@@ -252,9 +258,11 @@ int dnnq_conv_run_item_tiles(const dnnq_conv_t *cv, int64_t item) {
     for (int64_t t = cv->chunks[c]; t < cv->chunks[c + 1]; ++t) {
         const dnnq_conv_tile_t *q = cv->tiles + t;
         const int mr = q->mr;
-        int32_t *acc;
+        int32_t *acc = NULL;
         tile_offsets(cv, q, off);
-        if (q->mstep <= 1) {
+        if (fuse) {
+            /* decided below, once the pairs are known */
+        } else if (q->mstep <= 1) {
             if (trows && (q->m != tm + trows || trows + mr > DNNQ_CONV_TILE_ROWS)) {
                 cv->epilogue(&ge, 0, tm, trows, p, tile);
                 trows = 0;
@@ -336,6 +344,22 @@ int dnnq_conv_run_item_tiles(const dnnq_conv_t *cv, int64_t item) {
                     if ((cv->kpair & 3) && pr->a + (mr - 1) * q->lda + kb <= src_end) pr->K = kb;
                 }
             }
+        }
+        if (fuse) {
+            int k4 = np > 0;
+            for (int64_t i = 0; i < np && k4; ++i) k4 = !(pairs[i].K & 3);
+            if (k4) {
+                cv->brgemm_epi(mr, np, pairs, &fst, fuse, q->m, q->mstep ? q->mstep : 1);
+                continue;
+            }
+            acc = col; /* K % 4 tails or no pair: the plain kernel, one epilogue call */
+            if (np) cv->brgemm(mr, np, pairs, cv->a_xor, 0, acc);
+            else memset(acc, 0, sizeof(int32_t) * DNNQ_NR * (size_t)mr);
+            if (q->mstep <= 1) cv->epilogue(&ge, 0, q->m, mr, p, col);
+            else
+                for (int r = 0; r < mr; ++r)
+                    cv->epilogue(&ge, 0, q->m + r * q->mstep, 1, p, col + r * DNNQ_NR);
+            continue;
         }
         if (np) cv->brgemm(mr, np, pairs, cv->a_xor, 0, acc);
         else memset(acc, 0, sizeof(int32_t) * DNNQ_NR * (size_t)mr);

@@ -72,6 +72,8 @@ typedef struct {
     int64_t post_b[DNNQ_CONV_MAX_POST], post2_b[DNNQ_CONV_MAX_POST];  /* per-image strides */
     dnnq_brgemm_ukr_fn brgemm;
     dnnq_gemm_epilogue_fn epilogue;
+    dnnq_brgemm_epi_fn brgemm_epi;   /* the micro-kernel with the epilogue fused, or NULL */
+    dnnq_epi_prepare_fn epi_prepare; /* (set by dnnq_conv_build_tiles from isa) */
     int isa;
     /* the tiled path (built at creation by dnnq_conv_build_tiles; NULL: the general driver):
      * the tiles of one image by first pixel, cut into n_chunks chunks [chunks[c], chunks[c+1]) */

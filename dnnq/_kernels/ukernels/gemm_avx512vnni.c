@@ -28,7 +28,7 @@
     }
 #define ACC_STORE(r)                                                                              \
     if (MR > r && FUSE) {                                                                         \
-        epi_fused_row(FUSE, k, c##r##0, c##r##1, c##r##2, c##r##3, d0 + r * k->ldd);              \
+        epi_fused_row(FUSE, k, c##r##0, c##r##1, c##r##2, c##r##3, d0 + r * dstep);               \
     } else if (MR > r) {                                                                          \
         _mm512_storeu_si512((void *)(c + r * DNNQ_NR), c##r##0);                                  \
         _mm512_storeu_si512((void *)(c + r * DNNQ_NR + 16), c##r##1);                             \
@@ -56,7 +56,7 @@
  * the epilogue k straight to its 8-bit dst row at d0 + r * k->ldd: no s32 tile in memory. */
 DNNQ_ALWAYS_INLINE void tile_avx512(const int MR, const int XOR, const int FUSE, int64_t np,
                                     const dnnq_br_pair_t *pairs, int accumulate, int32_t *c,
-                                    const epi_consts_t *k, char *d0) {
+                                    const epi_consts_t *k, char *d0, int64_t dstep) {
     const __m512i vx = _mm512_set1_epi32((int)0x80808080);
     ACC_DECL(0) ACC_DECL(1) ACC_DECL(2) ACC_DECL(3) ACC_DECL(4) ACC_DECL(5)
     if (accumulate) { ACC_LOAD(0) ACC_LOAD(1) ACC_LOAD(2) ACC_LOAD(3) ACC_LOAD(4) ACC_LOAD(5) }
@@ -159,9 +159,9 @@ static void dnnq_br_ukr(int mr, int64_t np, const dnnq_br_pair_t *pairs, uint32_
     const int x = a_xor == DNNQ_A_SWAP ? 2 : a_xor ? 1 : 0;
 #define DNNQ_CASE(m)                                                                              \
     case m:                                                                                       \
-        if (x == 2) tile_avx512(m, 2, 0, np, pairs, accumulate, c, NULL, NULL);                   \
-        else if (x == 1) tile_avx512(m, 1, 0, np, pairs, accumulate, c, NULL, NULL);              \
-        else tile_avx512(m, 0, 0, np, pairs, accumulate, c, NULL, NULL);                          \
+        if (x == 2) tile_avx512(m, 2, 0, np, pairs, accumulate, c, NULL, NULL, 0);                   \
+        else if (x == 1) tile_avx512(m, 1, 0, np, pairs, accumulate, c, NULL, NULL, 0);              \
+        else tile_avx512(m, 0, 0, np, pairs, accumulate, c, NULL, NULL, 0);                          \
         break;
     switch (mr) {
     case 1:
@@ -175,15 +175,18 @@ static void dnnq_br_ukr(int mr, int64_t np, const dnnq_br_pair_t *pairs, uint32_
     if (mr > 1) tail_avx512(mr, x, np, pairs, c);
 }
 
-/* The micro-kernel with its epilogue fused (epi_fuse_kind(k) = fuse > 0): u8 A, mr 2 - 6,
- * every pair's K a multiple of 4; rows m .. m + mr - 1 of the block k describes. */
+/* The micro-kernel with its epilogue fused (epi_fuse_kind(k) = fuse > 0): u8 A, mr 1 - 6,
+ * every pair's K a multiple of 4; rows m + r * mstep of the block k describes. */
 static void fused_tile_avx512(int mr, int fuse, int64_t np, const dnnq_br_pair_t *pairs,
-                              const epi_consts_t *k, int64_t m) {
+                              const epi_consts_t *k, int64_t m, int64_t mstep) {
     char *d0 = k->d0 + m * k->ldd;
-#define DNNQ_FMR(F, M) case M: tile_avx512(M, 0, F, np, pairs, 0, NULL, k, d0); break;
+    const int64_t dstep = mstep * k->ldd;
+#define DNNQ_FMR(F, M) case M: tile_avx512(M, 0, F, np, pairs, 0, NULL, k, d0, dstep); break;
 #define DNNQ_FCASE(F)                                                                             \
     case F:                                                                                       \
-        switch (mr) { DNNQ_FMR(F, 2) DNNQ_FMR(F, 3) DNNQ_FMR(F, 4) DNNQ_FMR(F, 5) DNNQ_FMR(F, 6) } \
+        switch (mr) {                                                                             \
+        DNNQ_FMR(F, 1) DNNQ_FMR(F, 2) DNNQ_FMR(F, 3) DNNQ_FMR(F, 4) DNNQ_FMR(F, 5) DNNQ_FMR(F, 6) \
+        }                                                                                         \
         break;
     switch (fuse) {
     DNNQ_FCASE(1) DNNQ_FCASE(2) DNNQ_FCASE(3) DNNQ_FCASE(4)
@@ -218,3 +221,20 @@ static void swap_fold_avx512(const uint8_t *a, int64_t lda, int mr, int64_t K, i
 #define DNNQ_SWAP_FOLD swap_fold_avx512
 
 #include "gemm_impl.h"
+
+_Static_assert(sizeof(epi_consts_t) <= sizeof(dnnq_epi_state_t), "dnnq_epi_state_t too small");
+
+int dnnq_epi_prepare_avx512vnni(const dnnq_gemm_args_t *g, int64_t b, int64_t p,
+                                dnnq_epi_state_t *st) {
+    if (!dnnq_fast_epi_ok(g)) return 0;
+    const int64_t n0 = p * DNNQ_NR;
+    const int nc = (int)(g->N - n0 < DNNQ_NR ? g->N - n0 : DNNQ_NR);
+    epi_consts_t *k = (epi_consts_t *)st;
+    epi_prepare_avx512(g, b, n0, nc, k);
+    return epi_fuse_kind(k);
+}
+
+void dnnq_brgemm_epi_avx512vnni(int mr, int64_t npairs, const dnnq_br_pair_t *pairs,
+                                const dnnq_epi_state_t *st, int kind, int64_t m, int64_t mstep) {
+    fused_tile_avx512(mr, kind, npairs, pairs, (const epi_consts_t *)st, m, mstep);
+}

@@ -259,7 +259,7 @@ void DNNQ_FN(dnnq_gemm_block)(const dnnq_gemm_args_t *g, int64_t b, int64_t m0, 
 #ifdef DNNQ_FUSED_TILE
         if (fuse && mr > 1) {
             const dnnq_br_pair_t q = {abase + m * g->a_sm, g->a_sm, NULL, bp, g->K};
-            DNNQ_FUSED_TILE(mr, fuse, 1, &q, &epi, m);
+            DNNQ_FUSED_TILE(mr, fuse, 1, &q, &epi, m, 1);
             continue;
         }
 #endif
