@@ -235,7 +235,7 @@ int dnnq_conv_run_item_tiles(const dnnq_conv_t *cv, int64_t item) {
     if (!pairs) return -1;
     const uint8_t **rows = (const uint8_t **)(pairs + np_max);
     uint8_t *grows = (uint8_t *)(rows + np_max * DNNQ_MR_MAX);
-    int64_t off[DNNQ_MR_MAX]; /* each pixel's source offset */
+    int64_t off[DNNQ_MR_MAX]; /* each pixel's source offset (raster and gathered tiles) */
 
     const uint8_t *img = cv->src + n * cv->id * cv->ih * cv->iw * cv->IC + g * cv->ICg;
     const uint8_t *src_end = cv->src + cv->N * cv->id * cv->ih * cv->iw * cv->IC;
@@ -259,7 +259,8 @@ int dnnq_conv_run_item_tiles(const dnnq_conv_t *cv, int64_t item) {
         const dnnq_conv_tile_t *q = cv->tiles + t;
         const int mr = q->mr;
         int32_t *acc = NULL;
-        tile_offsets(cv, q, off);
+        if (q->mstep == 0 || (fold && !(q->k0[2] == 0 && q->k1[2] == cv->kw)))
+            tile_offsets(cv, q, off);
         if (fuse) {
             /* decided below, once the pairs are known */
         } else if (q->mstep <= 1) {
@@ -283,7 +284,7 @@ int dnnq_conv_run_item_tiles(const dnnq_conv_t *cv, int64_t item) {
         }
         /* the next run tile of a rectangle: the previous pairs moved by the source distance */
         const int reuse = prev && prev->mstep == 1 && q->mstep == 1 && full_w &&
-                          prev->mr == mr && !memcmp(prev->k0, q->k0, sizeof q->k0) &&
+                          !memcmp(prev->k0, q->k0, sizeof q->k0) &&
                           !memcmp(prev->k1, q->k1, sizeof q->k1);
         if (reuse) {
             const int64_t d = q->src - prev->src;
