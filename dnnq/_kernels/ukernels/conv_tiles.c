@@ -181,18 +181,22 @@ static int padding_adds_nothing(const dnnq_conv_t *cv, const uint8_t *zrow) {
 /* each pixel's source offset (of its tap (0, 0, 0) position) */
 static void tile_offsets(const dnnq_conv_t *cv, const dnnq_conv_tile_t *q, int64_t *off) {
     const int mr = q->mr;
-    if (q->mstep == 0) { /* consecutive pixels crossing output rows */
-        int64_t od = q->o[0], oh = q->o[1], ow = q->o[2];
+    if (q->mstep == 0) { /* consecutive pixels crossing output rows: a step of sw * IC
+                          * along a row (q->lda), the full formula after a row's end */
+        int64_t od = q->o[0], oh = q->o[1], ow = q->o[2], o = q->src;
         for (int r = 0; r < mr; ++r) {
-            off[r] = (((od * cv->sd - cv->pd) * cv->ih + oh * cv->sh - cv->ph) * cv->iw +
-                      ow * cv->sw - cv->pw) * cv->IC;
-            if (++ow == cv->ow) {
-                ow = 0;
-                if (++oh == cv->oh) {
-                    oh = 0;
-                    ++od;
-                }
+            off[r] = o;
+            if (++ow < cv->ow) {
+                o += q->lda;
+                continue;
             }
+            ow = 0;
+            if (++oh == cv->oh) {
+                oh = 0;
+                ++od;
+            }
+            o = (((od * cv->sd - cv->pd) * cv->ih + oh * cv->sh - cv->ph) * cv->iw - cv->pw) *
+                cv->IC;
         }
     } else {
         for (int r = 0; r < mr; ++r) off[r] = q->src + r * q->lda;
