@@ -113,7 +113,7 @@ int dnnq_conv_build_tiles(dnnq_conv_t *cv) {
     cv->tiles = NULL;
     cv->chunks = NULL;
     cv->n_chunks = 0;
-    cv->brgemm_epi = getenv("DNNQ_AB") ? NULL : dnnq_brgemm_epi_for_isa(cv->isa);
+    cv->brgemm_epi = dnnq_brgemm_epi_for_isa(cv->isa);
     cv->epi_prepare = dnnq_epi_prepare_for_isa(cv->isa);
     if (cv->deconv || cv->depthwise) return 0;
     const int mr = cv->mr < DNNQ_MR_MAX ? cv->mr : DNNQ_MR_MAX;

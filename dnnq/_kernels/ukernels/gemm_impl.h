@@ -9,9 +9,6 @@
  * so that the epilogue is compiled (and auto-vectorised) with that ISA's flags. */
 #include <string.h>
 #include "eltwise_impl.h"
-#include <stdlib.h>
-static int dnnq_ab_off_cached = -1;
-#define DNNQ_AB_OFF (dnnq_ab_off_cached < 0 ? (dnnq_ab_off_cached = getenv("DNNQ_AB") != NULL) : dnnq_ab_off_cached)
 
 #define DNNQ_CAT2(a, b) a##_##b
 #define DNNQ_CAT(a, b) DNNQ_CAT2(a, b)
@@ -251,7 +248,7 @@ void DNNQ_FN(dnnq_gemm_block)(const dnnq_gemm_args_t *g, int64_t b, int64_t m0, 
 #endif
 #ifdef DNNQ_FUSED_TILE
     /* the micro-kernel that applies the hot 8-bit epilogue from its registers */
-    const int fuse = fast && g->a_xor == 0 && !(g->K & 3) && !DNNQ_AB_OFF ? DNNQ_FUSED_KIND(&epi) : 0;
+    const int fuse = fast && g->a_xor == 0 && !(g->K & 3) ? DNNQ_FUSED_KIND(&epi) : 0;
 #endif
     for (int64_t t = 0; t < ntiles; ++t) {
         const int64_t m = m0 + (mc * t) / ntiles;
