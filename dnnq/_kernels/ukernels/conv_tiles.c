@@ -335,7 +335,14 @@ int dnnq_conv_run_item_tiles(const dnnq_conv_t *cv, int64_t item) {
                     }
                     if (q->mstep == 0) { /* raster: a row pointer per pixel, K as it is */
                         const uint8_t **rp = rows + (np - 1) * DNNQ_MR_MAX;
-                        for (int r = 0; r < mr; ++r) rp[r] = img + off[r] + delta;
+                        for (int r = 0; r < mr; ++r) {
+                            /* one scalar load per pixel: gcc vectorises this loop into 16-byte
+                             * loads of the 8-byte stores just made (a store-forwarding stall:
+                             * a third of the driver's time on a 1x1 stride-2 layer) */
+                            int64_t o = off[r];
+                            __asm__("" : "+r"(o));
+                            rp[r] = img + o + delta;
+                        }
                         pr->a = NULL;
                         pr->lda = 0;
                         pr->rows = rp;
