@@ -69,6 +69,7 @@ static int64_t rect_tiles(const dnnq_conv_t *cv, int64_t od, int64_t h0, int64_t
             q->lda = kind == 2 ? cv->sh * cv->iw * cv->IC : cv->sw * cv->IC;
             q->mr = (int32_t)(b - a);
             q->mstep = kind == 0 ? 0 : kind == 1 ? 1 : (int32_t)cv->ow;
+            q->mixed = 0;
             for (int j = 0; j < 3; ++j) {
                 q->k0[j] = k0[j];
                 q->k1[j] = k1[j];
@@ -109,6 +110,47 @@ static int64_t image_tiles(const dnnq_conv_t *cv, int mr, dnnq_conv_tile_t *out)
     return n;
 }
 
+/* Merge each one-pixel tile (a corner of a padded output: its few taps streamed the weights
+ * for one row) into a run or column it extends, when that has room: the merged tile reads
+ * the union of their taps, the pixel's taps outside from the zero-point row (row pointers).
+ * Returns the new count (merged tiles removed). */
+static int64_t merge_single_pixels(const dnnq_conv_t *cv, int mr, dnnq_conv_tile_t *tiles,
+                                   int64_t nt) {
+    if (cv->fold_kw) return nt;
+    for (int64_t i = 0; i < nt; ++i) {
+        dnnq_conv_tile_t *a = tiles + i;
+        if (a->mr != 1) continue;
+        for (int64_t j = 0; j < nt; ++j) {
+            dnnq_conv_tile_t *b = tiles + j;
+            if (j == i || b->mr < 2 || b->mr >= mr || b->mixed || b->o[0] != a->o[0]) continue;
+            int d; /* the direction of b: 2 along w (a run), 1 along h (a column) */
+            if (b->mstep == 1) d = 2;
+            else if (b->mstep == cv->ow && cv->ow > 1) d = 1;
+            else continue;
+            if (b->o[3 - d] != a->o[3 - d]) continue;
+            const int pre = a->o[d] == b->o[d] - 1, post = a->o[d] == b->o[d] + b->mr;
+            if (!pre && !post) continue;
+            if (pre) {
+                b->m = a->m;
+                b->src = a->src;
+                b->o[d] = a->o[d];
+            }
+            b->mr += 1;
+            for (int k = 0; k < 3; ++k) {
+                b->k0[k] = a->k0[k] < b->k0[k] ? a->k0[k] : b->k0[k];
+                b->k1[k] = a->k1[k] > b->k1[k] ? a->k1[k] : b->k1[k];
+            }
+            b->mixed = 1;
+            a->mr = 0; /* removed below */
+            break;
+        }
+    }
+    int64_t n = 0;
+    for (int64_t i = 0; i < nt; ++i)
+        if (tiles[i].mr) tiles[n++] = tiles[i];
+    return n;
+}
+
 int dnnq_conv_build_tiles(dnnq_conv_t *cv) {
     cv->tiles = NULL;
     cv->chunks = NULL;
@@ -117,10 +159,11 @@ int dnnq_conv_build_tiles(dnnq_conv_t *cv) {
     cv->epi_prepare = dnnq_epi_prepare_for_isa(cv->isa);
     if (cv->deconv || cv->depthwise) return 0;
     const int mr = cv->mr < DNNQ_MR_MAX ? cv->mr : DNNQ_MR_MAX;
-    const int64_t nt = image_tiles(cv, mr, NULL);
+    int64_t nt = image_tiles(cv, mr, NULL);
     dnnq_conv_tile_t *tiles = (dnnq_conv_tile_t *)malloc(sizeof(dnnq_conv_tile_t) * (size_t)nt);
     if (!tiles) return -1;
     image_tiles(cv, mr, tiles);
+    nt = merge_single_pixels(cv, mr, tiles, nt);
     qsort(tiles, (size_t)nt, sizeof(dnnq_conv_tile_t), cmp_tile);
     /* chunks of equal work: pixels x (taps read + a per-tile setup of about two taps) */
     double total = 0;
@@ -263,7 +306,7 @@ int dnnq_conv_run_item_tiles(const dnnq_conv_t *cv, int64_t item) {
         const dnnq_conv_tile_t *q = cv->tiles + t;
         const int mr = q->mr;
         int32_t *acc = NULL;
-        if (q->mstep == 0 || (fold && !(q->k0[2] == 0 && q->k1[2] == cv->kw)))
+        if (q->mstep == 0 || q->mixed || (fold && !(q->k0[2] == 0 && q->k1[2] == cv->kw)))
             tile_offsets(cv, q, off);
         if (fuse) {
             /* decided below, once the pairs are known */
@@ -280,14 +323,24 @@ int dnnq_conv_run_item_tiles(const dnnq_conv_t *cv, int64_t item) {
         /* fold_kw: are all KW taps of a kernel row inside the source?  (else each pixel's
          * range of taps inside, along w) */
         const int full_w = !fold || (q->k0[2] == 0 && q->k1[2] == cv->kw);
-        int32_t kw0[DNNQ_MR_MAX], kw1[DNNQ_MR_MAX];
-        for (int r = 0; r < mr && (!full_w || pc); ++r) {
-            kw0[r] = q->k0[2], kw1[r] = q->k1[2];
-            if (q->k0[2] < 0) /* a run of mixed ranges (mstep 1) */
-                tap_range(q->o[2] + r, cv->kw, cv->sw, cv->dw, cv->pw, cv->iw, &kw0[r], &kw1[r]);
+        /* each pixel's taps inside the source (d, h, w), where they may differ */
+        int32_t pk0[DNNQ_MR_MAX][3], pk1[DNNQ_MR_MAX][3];
+        for (int r = 0; r < mr && (!full_w || pc || q->mixed); ++r) {
+            for (int k = 0; k < 3; ++k) pk0[r][k] = q->k0[k], pk1[r][k] = q->k1[k];
+            if (q->k0[2] < 0) /* fold: a run of mixed ranges (mstep 1) */
+                tap_range(q->o[2] + r, cv->kw, cv->sw, cv->dw, cv->pw, cv->iw, &pk0[r][2],
+                          &pk1[r][2]);
+            if (q->mixed) { /* a run (along w) or a column (along h) */
+                const int64_t oh = q->o[1] + (q->mstep == 1 ? 0 : r);
+                const int64_t ow = q->o[2] + (q->mstep == 1 ? r : 0);
+                tap_range(q->o[0], cv->kd, cv->sd, cv->dd, cv->pd, cv->id, &pk0[r][0], &pk1[r][0]);
+                tap_range(oh, cv->kh, cv->sh, cv->dh, cv->ph, cv->ih, &pk0[r][1], &pk1[r][1]);
+                tap_range(ow, cv->kw, cv->sw, cv->dw, cv->pw, cv->iw, &pk0[r][2], &pk1[r][2]);
+            }
         }
         /* the next run tile of a rectangle: the previous pairs moved by the source distance */
         const int reuse = prev && prev->mstep == 1 && q->mstep == 1 && full_w &&
+                          !prev->mixed && !q->mixed &&
                           !memcmp(prev->k0, q->k0, sizeof q->k0) &&
                           !memcmp(prev->k1, q->k1, sizeof q->k1);
         if (reuse) {
@@ -326,11 +379,22 @@ int dnnq_conv_run_item_tiles(const dnnq_conv_t *cv, int64_t item) {
                     if (!full_w) { /* pixels at a border along w: kernel rows gathered */
                         uint8_t *gr = grows + (np - 1) * DNNQ_MR_MAX * kb;
                         for (int r = 0; r < mr; ++r)
-                            gather_row(cv, img + off[r] + delta, zrow, kw0[r], kw1[r], kb,
-                                       gr + r * kb);
+                            gather_row(cv, img + off[r] + delta, zrow, pk0[r][2], pk1[r][2],
+                                       kb, gr + r * kb);
                         pr->a = gr;
                         pr->lda = kb;
                         pr->K = kb;
+                        continue;
+                    }
+                    if (q->mixed) { /* a row pointer per pixel, the zero-point row outside */
+                        const uint8_t **rp = rows + (np - 1) * DNNQ_MR_MAX;
+                        for (int r = 0; r < mr; ++r)
+                            rp[r] = kd >= pk0[r][0] && kd < pk1[r][0] && kh >= pk0[r][1] &&
+                                            kh < pk1[r][1] && kw >= pk0[r][2] && kw < pk1[r][2]
+                                        ? img + off[r] + delta : zrow;
+                        pr->a = NULL;
+                        pr->lda = 0;
+                        pr->rows = rp;
                         continue;
                     }
                     if (q->mstep == 0) { /* raster: a row pointer per pixel, K as it is */
@@ -379,11 +443,11 @@ int dnnq_conv_run_item_tiles(const dnnq_conv_t *cv, int64_t item) {
                    * per tap read from the zero-point bytes */
             for (int64_t ti = 0; ti < ntaps; ++ti) {
                 const int64_t kw = ti % cv->kw, kh = (ti / cv->kw) % nth, kd = ti / cv->kw / nth;
-                const int in_dh = kd >= q->k0[0] && kd < q->k1[0] && kh >= q->k0[1] &&
-                                  kh < q->k1[1];
                 const int32_t *cc = pc + ti * cv->OCg;
                 for (int r = 0; r < mr; ++r) {
-                    if (in_dh && kw >= kw0[r] && kw < kw1[r]) continue;
+                    if (kd >= pk0[r][0] && kd < pk1[r][0] && kh >= pk0[r][1] && kh < pk1[r][1] &&
+                        kw >= pk0[r][2] && kw < pk1[r][2])
+                        continue;
                     for (int j = 0; j < nc; ++j)
                         acc[r * DNNQ_NR + j] =
                             (int32_t)((uint32_t)acc[r * DNNQ_NR + j] + (uint32_t)cc[j]);

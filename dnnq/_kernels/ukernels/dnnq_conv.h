@@ -39,6 +39,9 @@ typedef struct {
     int32_t o[3];                    /* (od, oh, ow) of pixel m */
     int32_t mr, mstep;
     int32_t k0[3], k1[3];
+    int32_t mixed;                   /* 1: the pixels' taps inside differ (a border pixel
+                                      * merged into a run or column): k0..k1 is their union,
+                                      * a pixel's taps outside read the zero-point row */
 } dnnq_conv_tile_t;
 
 typedef struct {
