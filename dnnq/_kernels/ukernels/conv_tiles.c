@@ -69,6 +69,9 @@ static int64_t rect_tiles(const dnnq_conv_t *cv, int64_t od, int64_t h0, int64_t
             q->lda = kind == 2 ? cv->sh * cv->iw * cv->IC : cv->sw * cv->IC;
             q->mr = (int32_t)(b - a);
             q->mstep = kind == 0 ? 0 : kind == 1 ? 1 : (int32_t)cv->ow;
+            /* a raster tile inside one output row is a run: dense A, its pairs reused by the
+             * next such tile (no row pointers to build: 2 % of a 1x1 stride-2 layer) */
+            if (kind == 0 && a % W + (b - a) <= W) q->mstep = 1;
             q->mixed = 0;
             for (int j = 0; j < 3; ++j) {
                 q->k0[j] = k0[j];
