@@ -120,7 +120,10 @@ static int64_t image_tiles(const dnnq_conv_t *cv, int mr, dnnq_conv_tile_t *out)
 static int64_t merge_single_pixels(const dnnq_conv_t *cv, int mr, dnnq_conv_tile_t *tiles,
                                    int64_t nt) {
     if (cv->fold_kw) return nt;
-    for (int64_t i = 0; i < nt; ++i) {
+    int64_t singles = 0;
+    for (int64_t i = 0; i < nt; ++i) singles += tiles[i].mr == 1;
+    if ((double)singles * (double)nt > 1e7) return nt; /* the search is quadratic */
+    for (int64_t i = 0; i < nt && singles; ++i) {
         dnnq_conv_tile_t *a = tiles + i;
         if (a->mr != 1) continue;
         for (int64_t j = 0; j < nt; ++j) {
