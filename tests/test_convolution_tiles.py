@@ -46,15 +46,37 @@ def test_tile_shapes_vs_onednn(isa, shape, src_dt, zp):
         assert_same(out, c.run_onednn())
 
 
+@needs_onednn
+@pytest.mark.parametrize("shape", range(len(SHAPES)))
+@pytest.mark.parametrize("dst_dt,dst_zp", [("u8", None), ("s8", 3)])
+def test_tile_shapes_fused_epilogue_vs_onednn(isa, shape, dst_dt, dst_zp):
+    """u8 source, 8-bit dst, per-OC scales, bias, relu: at AVX-512 the micro-kernel with the
+    epilogue fused (the tiles' rows written straight from its registers), the corner pixels
+    merged into a neighbouring run or column included."""
+    isp, k, s, pl, pr, d = SHAPES[shape]
+    rng = np.random.default_rng(300 + shape)
+    for ic, oc in ((16, 64), (32, 40), (8, 130)):
+        q = {"src_scales": [0.05], "wei_scales": rng.uniform(0.001, 0.01, oc).astype(np.float32),
+             "wei_scale_mask": 1, "dst_scales": [0.5]}
+        if dst_zp is not None:
+            q["dst_zp"] = [dst_zp]
+        c = Case(rng, mb=2, ICg=ic, OCg=oc, isp=isp, k=k, s=s, pl=pl, pr=pr, d=d, src_dt="u8",
+                 dst_dt=dst_dt, bias_dt="f32", src_tag="nhwc", dst_tag="nhwc", q=q,
+                 post_ops=[("eltwise", "relu", 0.0, 0.0)])
+        assert_same(c.run_dnnq()[0], c.run_onednn())
+
+
 @pytest.mark.parametrize("shape", range(len(SHAPES)))
 @pytest.mark.parametrize("src_dt,zp", [("u8", 300), ("s8", -1000)])
 def test_tile_shapes_zero_point_outside_the_type(isa, shape, src_dt, zp):
-    """Zero points the source type cannot hold: per padded tap corrections (numpy model)."""
+    """Zero points the source type cannot hold: per padded tap corrections (numpy model);
+    6 channels take the folded kernel rows, 24 the taps (and the merged corner tiles)."""
     isp, k, s, pl, pr, d = SHAPES[shape]
     rng = np.random.default_rng(7 + shape)
-    c = Case(rng, ICg=6, OCg=70, isp=isp, k=k, s=s, pl=pl, pr=pr, d=d, src_dt=src_dt,
-             dst_dt="s32", src_tag="nhwc", dst_tag="nhwc", q={"src_zp": [zp]})
-    assert_same(c.run_dnnq()[0], c.run_numpy())
+    for ic in (6, 24):
+        c = Case(rng, ICg=ic, OCg=70, isp=isp, k=k, s=s, pl=pl, pr=pr, d=d, src_dt=src_dt,
+                 dst_dt="s32", src_tag="nhwc", dst_tag="nhwc", q={"src_zp": [zp]})
+        assert_same(c.run_dnnq()[0], c.run_numpy())
 
 
 @needs_onednn

@@ -393,6 +393,27 @@ def test_epilogue_variants_per_panel_vs_onednn(isa, src_dt, dst_dt, dst_scale, r
     assert_same(out, run_ref(src, wei, bias, dst_dt, q, ops))
 
 
+@needs_onednn
+@pytest.mark.parametrize("dst_dt", ["s8", "u8"])
+@pytest.mark.parametrize("dst_zp", [None, 5])
+@pytest.mark.parametrize("relu", [False, True])
+def test_fused_tile_epilogue_vs_onednn(isa, dst_dt, dst_zp, relu):
+    # The AVX-512 micro-kernel that runs the 8-bit epilogue from its accumulator registers
+    # (u8 source, K a multiple of 4): every tile height (M = 2 .. 13: tiles of 2 - 6 rows),
+    # full, 32-column and other partial panels, with and without a dst zero point.
+    rng = np.random.default_rng(zlib.crc32(repr((dst_dt, dst_zp, relu, isa)).encode()))
+    ops = [("eltwise", "relu", 0.0, 0.0)] if relu else []
+    for M in list(range(2, 14)) + [50]:
+        for K, N in ((64, 64), (8, 32), (4, 96), (60, 17), (128, 200)):
+            src, wei = rand(rng, "u8", (M, K)), rand(rng, "s8", (K, N))
+            bias = rand(rng, "f32", (1, N))
+            q = dict(wei_scales=rng.uniform(1e-3, 2e-2, N).astype(np.float32), wei_scale_mask=2,
+                     dst_scales=np.array([0.6 if M % 2 else 1.0], np.float32),
+                     dst_zp=None if dst_zp is None else np.array([dst_zp], np.int32))
+            out, _ = run_dnnq(src, wei, bias, dst_dt, q, ops)
+            assert_same(out, run_ref(src, wei, bias, dst_dt, q, ops))
+
+
 def test_amx_level_picks_the_kernel_by_rows():
     # below 8 rows the AVX-512 VNNI row kernels beat AMX tiles (bandwidth-bound): the
     # primitive says which one it runs

@@ -211,8 +211,12 @@ cdef class GemmPlan:
         self.g.dst_dt = dst_dt
         self.g.ref_numerics = ref_numerics
         mr = dnnq_gemm_mr_for_isa(isa)
-        # row block: a few micro-tiles, so that small M still gives every thread work
+        # row block: a few micro-tiles, so that small M still gives every thread work; 16
+        # when that still leaves 16 items (the epilogue is prepared once per block: 1 - 2 %
+        # of the 1x1 convolutions at 8)
         self.mc = mr * 8
+        if batch * ((N + DNNQ_NR - 1) // DNNQ_NR) * -(-M // (mr * 16)) >= 16:
+            self.mc = mr * 16
         self.n_mblocks = (M + self.mc - 1) // self.mc
         # AMX: row blocks outermost, so that a thread keeps its block of A in L2 while the
         # weight panels stream past (at AMX speed the A traffic of panel-outer order saturates
@@ -332,7 +336,9 @@ cdef class GemmPlan:
 cdef inline void _run_item(dnnq_gemm_block_fn fn, const dnnq_gemm_args_t* g, int64_t it,
                            int64_t npan, int64_t nmb, int64_t mc, int64_t M,
                            bint m_outer) noexcept nogil:
-    """Work item `it`: (batch, column panel, row block), row blocks outermost for AMX."""
+    """Work item `it`: (batch, column panel, row block), row blocks outermost for AMX.  The
+    nmb = ceil(M / mc) blocks share the rows evenly (M = 49: 25 + 24, not 48 + 1: a one-row
+    block streams the whole panel of B for one row)."""
     cdef int64_t b = it // (npan * nmb), p, mb, m0
     if m_outer:
         mb = (it // npan) % nmb
@@ -340,8 +346,8 @@ cdef inline void _run_item(dnnq_gemm_block_fn fn, const dnnq_gemm_args_t* g, int
     else:
         p = (it // nmb) % npan
         mb = it % nmb
-    m0 = mb * mc
-    fn(g, b, m0, mc if M - m0 > mc else M - m0, p)
+    m0 = M * mb // nmb
+    fn(g, b, m0, M * (mb + 1) // nmb - m0, p)
 
 
 def all_finite_positive(const float[::1] x):

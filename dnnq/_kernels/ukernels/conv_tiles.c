@@ -69,6 +69,10 @@ static int64_t rect_tiles(const dnnq_conv_t *cv, int64_t od, int64_t h0, int64_t
             q->lda = kind == 2 ? cv->sh * cv->iw * cv->IC : cv->sw * cv->IC;
             q->mr = (int32_t)(b - a);
             q->mstep = kind == 0 ? 0 : kind == 1 ? 1 : (int32_t)cv->ow;
+            /* a raster tile inside one output row is a run: dense A, its pairs reused by the
+             * next such tile (no row pointers to build: 2 % of a 1x1 stride-2 layer) */
+            if (kind == 0 && a % W + (b - a) <= W) q->mstep = 1;
+            q->mixed = 0;
             for (int j = 0; j < 3; ++j) {
                 q->k0[j] = k0[j];
                 q->k1[j] = k1[j];
@@ -109,16 +113,63 @@ static int64_t image_tiles(const dnnq_conv_t *cv, int mr, dnnq_conv_tile_t *out)
     return n;
 }
 
+/* Merge each one-pixel tile (a corner of a padded output: its few taps streamed the weights
+ * for one row) into a run or column it extends, when that has room: the merged tile reads
+ * the union of their taps, the pixel's taps outside from the zero-point row (row pointers).
+ * Returns the new count (merged tiles removed). */
+static int64_t merge_single_pixels(const dnnq_conv_t *cv, int mr, dnnq_conv_tile_t *tiles,
+                                   int64_t nt) {
+    if (cv->fold_kw) return nt;
+    int64_t singles = 0;
+    for (int64_t i = 0; i < nt; ++i) singles += tiles[i].mr == 1;
+    if ((double)singles * (double)nt > 1e7) return nt; /* the search is quadratic */
+    for (int64_t i = 0; i < nt && singles; ++i) {
+        dnnq_conv_tile_t *a = tiles + i;
+        if (a->mr != 1) continue;
+        for (int64_t j = 0; j < nt; ++j) {
+            dnnq_conv_tile_t *b = tiles + j;
+            if (j == i || b->mr < 2 || b->mr >= mr || b->mixed || b->o[0] != a->o[0]) continue;
+            int d; /* the direction of b: 2 along w (a run), 1 along h (a column) */
+            if (b->mstep == 1) d = 2;
+            else if (b->mstep == cv->ow && cv->ow > 1) d = 1;
+            else continue;
+            if (b->o[3 - d] != a->o[3 - d]) continue;
+            const int pre = a->o[d] == b->o[d] - 1, post = a->o[d] == b->o[d] + b->mr;
+            if (!pre && !post) continue;
+            if (pre) {
+                b->m = a->m;
+                b->src = a->src;
+                b->o[d] = a->o[d];
+            }
+            b->mr += 1;
+            for (int k = 0; k < 3; ++k) {
+                b->k0[k] = a->k0[k] < b->k0[k] ? a->k0[k] : b->k0[k];
+                b->k1[k] = a->k1[k] > b->k1[k] ? a->k1[k] : b->k1[k];
+            }
+            b->mixed = 1;
+            a->mr = 0; /* removed below */
+            break;
+        }
+    }
+    int64_t n = 0;
+    for (int64_t i = 0; i < nt; ++i)
+        if (tiles[i].mr) tiles[n++] = tiles[i];
+    return n;
+}
+
 int dnnq_conv_build_tiles(dnnq_conv_t *cv) {
     cv->tiles = NULL;
     cv->chunks = NULL;
     cv->n_chunks = 0;
+    cv->brgemm_epi = dnnq_brgemm_epi_for_isa(cv->isa);
+    cv->epi_prepare = dnnq_epi_prepare_for_isa(cv->isa);
     if (cv->deconv || cv->depthwise) return 0;
     const int mr = cv->mr < DNNQ_MR_MAX ? cv->mr : DNNQ_MR_MAX;
-    const int64_t nt = image_tiles(cv, mr, NULL);
+    int64_t nt = image_tiles(cv, mr, NULL);
     dnnq_conv_tile_t *tiles = (dnnq_conv_tile_t *)malloc(sizeof(dnnq_conv_tile_t) * (size_t)nt);
     if (!tiles) return -1;
     image_tiles(cv, mr, tiles);
+    nt = merge_single_pixels(cv, mr, tiles, nt);
     qsort(tiles, (size_t)nt, sizeof(dnnq_conv_tile_t), cmp_tile);
     /* chunks of equal work: pixels x (taps read + a per-tile setup of about two taps) */
     double total = 0;
@@ -179,18 +230,22 @@ static int padding_adds_nothing(const dnnq_conv_t *cv, const uint8_t *zrow) {
 /* each pixel's source offset (of its tap (0, 0, 0) position) */
 static void tile_offsets(const dnnq_conv_t *cv, const dnnq_conv_tile_t *q, int64_t *off) {
     const int mr = q->mr;
-    if (q->mstep == 0) { /* consecutive pixels crossing output rows */
-        int64_t od = q->o[0], oh = q->o[1], ow = q->o[2];
+    if (q->mstep == 0) { /* consecutive pixels crossing output rows: a step of sw * IC
+                          * along a row (q->lda), the full formula after a row's end */
+        int64_t od = q->o[0], oh = q->o[1], ow = q->o[2], o = q->src;
         for (int r = 0; r < mr; ++r) {
-            off[r] = (((od * cv->sd - cv->pd) * cv->ih + oh * cv->sh - cv->ph) * cv->iw +
-                      ow * cv->sw - cv->pw) * cv->IC;
-            if (++ow == cv->ow) {
-                ow = 0;
-                if (++oh == cv->oh) {
-                    oh = 0;
-                    ++od;
-                }
+            off[r] = o;
+            if (++ow < cv->ow) {
+                o += q->lda;
+                continue;
             }
+            ow = 0;
+            if (++oh == cv->oh) {
+                oh = 0;
+                ++od;
+            }
+            o = (((od * cv->sd - cv->pd) * cv->ih + oh * cv->sh - cv->ph) * cv->iw - cv->pw) *
+                cv->IC;
         }
     } else {
         for (int r = 0; r < mr; ++r) off[r] = q->src + r * q->lda;
@@ -233,7 +288,7 @@ int dnnq_conv_run_item_tiles(const dnnq_conv_t *cv, int64_t item) {
     if (!pairs) return -1;
     const uint8_t **rows = (const uint8_t **)(pairs + np_max);
     uint8_t *grows = (uint8_t *)(rows + np_max * DNNQ_MR_MAX);
-    int64_t off[DNNQ_MR_MAX]; /* each pixel's source offset */
+    int64_t off[DNNQ_MR_MAX]; /* each pixel's source offset (raster and gathered tiles) */
 
     const uint8_t *img = cv->src + n * cv->id * cv->ih * cv->iw * cv->IC + g * cv->ICg;
     const uint8_t *src_end = cv->src + cv->N * cv->id * cv->ih * cv->iw * cv->IC;
@@ -243,6 +298,10 @@ int dnnq_conv_run_item_tiles(const dnnq_conv_t *cv, int64_t item) {
     const int8_t *bpanel = cv->packed + (g * cv->n_panels + p) * np_max * bstep;
     const int32_t *pc = cv->padcorr ? cv->padcorr + g * ntaps * cv->OCg + p * DNNQ_NR : NULL;
 
+    /* the micro-kernel with the epilogue fused, where it applies (u8 source, the hot 8-bit
+     * epilogue, no padcorr): no s32 tile, the epilogue prepared once per item */
+    dnnq_epi_state_t fst;
+    const int fuse = cv->brgemm_epi && !pc && cv->a_xor == 0 ? cv->epi_prepare(&ge, 0, p, &fst) : 0;
     int32_t tile[DNNQ_CONV_TILE_ROWS * DNNQ_NR] __attribute__((aligned(64)));
     int32_t col[DNNQ_MR_MAX * DNNQ_NR] __attribute__((aligned(64)));
     int64_t tm = 0; /* first pixel of the pending tile (consecutive pixels) */
@@ -252,9 +311,12 @@ int dnnq_conv_run_item_tiles(const dnnq_conv_t *cv, int64_t item) {
     for (int64_t t = cv->chunks[c]; t < cv->chunks[c + 1]; ++t) {
         const dnnq_conv_tile_t *q = cv->tiles + t;
         const int mr = q->mr;
-        int32_t *acc;
-        tile_offsets(cv, q, off);
-        if (q->mstep <= 1) {
+        int32_t *acc = NULL;
+        if (q->mstep == 0 || q->mixed || (fold && !(q->k0[2] == 0 && q->k1[2] == cv->kw)))
+            tile_offsets(cv, q, off);
+        if (fuse) {
+            /* decided below, once the pairs are known */
+        } else if (q->mstep <= 1) {
             if (trows && (q->m != tm + trows || trows + mr > DNNQ_CONV_TILE_ROWS)) {
                 cv->epilogue(&ge, 0, tm, trows, p, tile);
                 trows = 0;
@@ -267,15 +329,25 @@ int dnnq_conv_run_item_tiles(const dnnq_conv_t *cv, int64_t item) {
         /* fold_kw: are all KW taps of a kernel row inside the source?  (else each pixel's
          * range of taps inside, along w) */
         const int full_w = !fold || (q->k0[2] == 0 && q->k1[2] == cv->kw);
-        int32_t kw0[DNNQ_MR_MAX], kw1[DNNQ_MR_MAX];
-        for (int r = 0; r < mr && (!full_w || pc); ++r) {
-            kw0[r] = q->k0[2], kw1[r] = q->k1[2];
-            if (q->k0[2] < 0) /* a run of mixed ranges (mstep 1) */
-                tap_range(q->o[2] + r, cv->kw, cv->sw, cv->dw, cv->pw, cv->iw, &kw0[r], &kw1[r]);
+        /* each pixel's taps inside the source (d, h, w), where they may differ */
+        int32_t pk0[DNNQ_MR_MAX][3], pk1[DNNQ_MR_MAX][3];
+        for (int r = 0; r < mr && (!full_w || pc || q->mixed); ++r) {
+            for (int k = 0; k < 3; ++k) pk0[r][k] = q->k0[k], pk1[r][k] = q->k1[k];
+            if (q->k0[2] < 0) /* fold: a run of mixed ranges (mstep 1) */
+                tap_range(q->o[2] + r, cv->kw, cv->sw, cv->dw, cv->pw, cv->iw, &pk0[r][2],
+                          &pk1[r][2]);
+            if (q->mixed) { /* a run (along w) or a column (along h) */
+                const int64_t oh = q->o[1] + (q->mstep == 1 ? 0 : r);
+                const int64_t ow = q->o[2] + (q->mstep == 1 ? r : 0);
+                tap_range(q->o[0], cv->kd, cv->sd, cv->dd, cv->pd, cv->id, &pk0[r][0], &pk1[r][0]);
+                tap_range(oh, cv->kh, cv->sh, cv->dh, cv->ph, cv->ih, &pk0[r][1], &pk1[r][1]);
+                tap_range(ow, cv->kw, cv->sw, cv->dw, cv->pw, cv->iw, &pk0[r][2], &pk1[r][2]);
+            }
         }
         /* the next run tile of a rectangle: the previous pairs moved by the source distance */
         const int reuse = prev && prev->mstep == 1 && q->mstep == 1 && full_w &&
-                          prev->mr == mr && !memcmp(prev->k0, q->k0, sizeof q->k0) &&
+                          !prev->mixed && !q->mixed &&
+                          !memcmp(prev->k0, q->k0, sizeof q->k0) &&
                           !memcmp(prev->k1, q->k1, sizeof q->k1);
         if (reuse) {
             const int64_t d = q->src - prev->src;
@@ -313,16 +385,34 @@ int dnnq_conv_run_item_tiles(const dnnq_conv_t *cv, int64_t item) {
                     if (!full_w) { /* pixels at a border along w: kernel rows gathered */
                         uint8_t *gr = grows + (np - 1) * DNNQ_MR_MAX * kb;
                         for (int r = 0; r < mr; ++r)
-                            gather_row(cv, img + off[r] + delta, zrow, kw0[r], kw1[r], kb,
-                                       gr + r * kb);
+                            gather_row(cv, img + off[r] + delta, zrow, pk0[r][2], pk1[r][2],
+                                       kb, gr + r * kb);
                         pr->a = gr;
                         pr->lda = kb;
                         pr->K = kb;
                         continue;
                     }
+                    if (q->mixed) { /* a row pointer per pixel, the zero-point row outside */
+                        const uint8_t **rp = rows + (np - 1) * DNNQ_MR_MAX;
+                        for (int r = 0; r < mr; ++r)
+                            rp[r] = kd >= pk0[r][0] && kd < pk1[r][0] && kh >= pk0[r][1] &&
+                                            kh < pk1[r][1] && kw >= pk0[r][2] && kw < pk1[r][2]
+                                        ? img + off[r] + delta : zrow;
+                        pr->a = NULL;
+                        pr->lda = 0;
+                        pr->rows = rp;
+                        continue;
+                    }
                     if (q->mstep == 0) { /* raster: a row pointer per pixel, K as it is */
                         const uint8_t **rp = rows + (np - 1) * DNNQ_MR_MAX;
-                        for (int r = 0; r < mr; ++r) rp[r] = img + off[r] + delta;
+                        for (int r = 0; r < mr; ++r) {
+                            /* one scalar load per pixel: gcc vectorises this loop into 16-byte
+                             * loads of the 8-byte stores just made (a store-forwarding stall:
+                             * a third of the driver's time on a 1x1 stride-2 layer) */
+                            int64_t o = off[r];
+                            __asm__("" : "+r"(o));
+                            rp[r] = img + o + delta;
+                        }
                         pr->a = NULL;
                         pr->lda = 0;
                         pr->rows = rp;
@@ -337,17 +427,33 @@ int dnnq_conv_run_item_tiles(const dnnq_conv_t *cv, int64_t item) {
                 }
             }
         }
+        if (fuse) {
+            int k4 = np > 0;
+            for (int64_t i = 0; i < np && k4; ++i) k4 = !(pairs[i].K & 3);
+            if (k4) {
+                cv->brgemm_epi(mr, np, pairs, &fst, fuse, q->m, q->mstep ? q->mstep : 1);
+                continue;
+            }
+            acc = col; /* K % 4 tails or no pair: the plain kernel, one epilogue call */
+            if (np) cv->brgemm(mr, np, pairs, cv->a_xor, 0, acc);
+            else memset(acc, 0, sizeof(int32_t) * DNNQ_NR * (size_t)mr);
+            if (q->mstep <= 1) cv->epilogue(&ge, 0, q->m, mr, p, col);
+            else
+                for (int r = 0; r < mr; ++r)
+                    cv->epilogue(&ge, 0, q->m + r * q->mstep, 1, p, col + r * DNNQ_NR);
+            continue;
+        }
         if (np) cv->brgemm(mr, np, pairs, cv->a_xor, 0, acc);
         else memset(acc, 0, sizeof(int32_t) * DNNQ_NR * (size_t)mr);
         if (pc) { /* zero points the source type cannot hold (padded taps never skipped then):
                    * per tap read from the zero-point bytes */
             for (int64_t ti = 0; ti < ntaps; ++ti) {
                 const int64_t kw = ti % cv->kw, kh = (ti / cv->kw) % nth, kd = ti / cv->kw / nth;
-                const int in_dh = kd >= q->k0[0] && kd < q->k1[0] && kh >= q->k0[1] &&
-                                  kh < q->k1[1];
                 const int32_t *cc = pc + ti * cv->OCg;
                 for (int r = 0; r < mr; ++r) {
-                    if (in_dh && kw >= kw0[r] && kw < kw1[r]) continue;
+                    if (kd >= pk0[r][0] && kd < pk1[r][0] && kh >= pk0[r][1] && kh < pk1[r][1] &&
+                        kw >= pk0[r][2] && kw < pk1[r][2])
+                        continue;
                     for (int j = 0; j < nc; ++j)
                         acc[r * DNNQ_NR + j] =
                             (int32_t)((uint32_t)acc[r * DNNQ_NR + j] + (uint32_t)cc[j]);

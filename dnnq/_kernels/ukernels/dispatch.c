@@ -109,3 +109,21 @@ dnnq_gemm_epilogue_fn dnnq_gemm_epilogue_for_isa(int isa) {
     (void)isa;
     return dnnq_gemm_epilogue_portable;
 }
+
+dnnq_brgemm_epi_fn dnnq_brgemm_epi_for_isa(int isa) {
+#ifdef DNNQ_HAVE_X86_KERNELS
+    if (!(isa & DNNQ_NUMERICS_AVX2) && DNNQ_ISA_LEVEL(isa) >= DNNQ_ISA_AVX512_CORE_VNNI)
+        return dnnq_brgemm_epi_avx512vnni;
+#endif
+    (void)isa;
+    return NULL;
+}
+
+dnnq_epi_prepare_fn dnnq_epi_prepare_for_isa(int isa) {
+#ifdef DNNQ_HAVE_X86_KERNELS
+    if (!(isa & DNNQ_NUMERICS_AVX2) && DNNQ_ISA_LEVEL(isa) >= DNNQ_ISA_AVX512_CORE_VNNI)
+        return dnnq_epi_prepare_avx512vnni;
+#endif
+    (void)isa;
+    return NULL;
+}

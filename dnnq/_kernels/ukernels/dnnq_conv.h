@@ -39,6 +39,9 @@ typedef struct {
     int32_t o[3];                    /* (od, oh, ow) of pixel m */
     int32_t mr, mstep;
     int32_t k0[3], k1[3];
+    int32_t mixed;                   /* 1: the pixels' taps inside differ (a border pixel
+                                      * merged into a run or column): k0..k1 is their union,
+                                      * a pixel's taps outside read the zero-point row */
 } dnnq_conv_tile_t;
 
 typedef struct {
@@ -72,6 +75,8 @@ typedef struct {
     int64_t post_b[DNNQ_CONV_MAX_POST], post2_b[DNNQ_CONV_MAX_POST];  /* per-image strides */
     dnnq_brgemm_ukr_fn brgemm;
     dnnq_gemm_epilogue_fn epilogue;
+    dnnq_brgemm_epi_fn brgemm_epi;   /* the micro-kernel with the epilogue fused, or NULL */
+    dnnq_epi_prepare_fn epi_prepare; /* (set by dnnq_conv_build_tiles from isa) */
     int isa;
     /* the tiled path (built at creation by dnnq_conv_build_tiles; NULL: the general driver):
      * the tiles of one image by first pixel, cut into n_chunks chunks [chunks[c], chunks[c+1]) */

@@ -119,6 +119,30 @@ typedef void (*dnnq_gemm_epilogue_fn)(const dnnq_gemm_args_t *g, int64_t b, int6
                                       int64_t p, const int32_t *tile);
 dnnq_gemm_epilogue_fn dnnq_gemm_epilogue_for_isa(int isa);
 
+/* ---- The batch-reduce micro-kernel with the epilogue fused (AVX-512 VNNI): the hot 8-bit
+ * case of the fused epilogue (u8 / s8 dst, per-column scales and bias, relu(0) or nothing,
+ * dst scale and zero point, no compensation, no clamp needed) applied straight from the
+ * accumulator registers, so the s32 tile never goes to memory.
+ * prepare, once per (batch b, panel p) block of g: fills st and returns the variant (> 0),
+ * or 0 when g's epilogue is not one the fused kernel covers.  Then each call computes the
+ * tile of mr (1 .. the ukr's mr) rows as dnnq_brgemm_ukr_fn does and writes dst row m +
+ * r * mstep for row r; u8 A only (a_xor = 0), every pair's K a multiple of 4. */
+typedef struct {
+    int64_t opaque[192];
+} __attribute__((aligned(64))) dnnq_epi_state_t;
+typedef int (*dnnq_epi_prepare_fn)(const dnnq_gemm_args_t *g, int64_t b, int64_t p,
+                                   dnnq_epi_state_t *st);
+typedef void (*dnnq_brgemm_epi_fn)(int mr, int64_t npairs, const dnnq_br_pair_t *pairs,
+                                   const dnnq_epi_state_t *st, int kind, int64_t m,
+                                   int64_t mstep);
+/* NULL at levels without them (the pair-saturating numerics included) */
+dnnq_brgemm_epi_fn dnnq_brgemm_epi_for_isa(int isa);
+dnnq_epi_prepare_fn dnnq_epi_prepare_for_isa(int isa);
+int dnnq_epi_prepare_avx512vnni(const dnnq_gemm_args_t *g, int64_t b, int64_t p,
+                                dnnq_epi_state_t *st);
+void dnnq_brgemm_epi_avx512vnni(int mr, int64_t npairs, const dnnq_br_pair_t *pairs,
+                                const dnnq_epi_state_t *st, int kind, int64_t m, int64_t mstep);
+
 #define DNNQ_DECLARE_ISA(isa)                                                                    \
     void dnnq_gemm_block_##isa(const dnnq_gemm_args_t *g, int64_t b, int64_t m0, int64_t mc,     \
                                int64_t p);                                                       \

@@ -21,6 +21,7 @@
 typedef struct {
     __m512i cc[4];
     __m512 sc[4], bi[4], zp[4];
+    __m512 inv;     /* 1 / dst scale, broadcast */
     __mmask16 km[4];
     __mmask64 km8;
     int full, has_zp, flags, post, kind, has_sum;
@@ -163,6 +164,7 @@ static void epi_prepare_avx512(const dnnq_gemm_args_t *g, int64_t b, int64_t n0,
                        ? _mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(km, g->dst_zp + n0 + 16 * j))
                        : _mm512_set1_ps((float)g->dst_zp[0]);
     }
+    k->inv = _mm512_set1_ps(g->inv_dst_scale);
     k->full = nc == DNNQ_NR;
     k->nv = (nc + 15) / 16;
     k->km8 = nc >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << nc) - 1);
@@ -195,6 +197,44 @@ static void epi_prepare_avx512(const dnnq_gemm_args_t *g, int64_t b, int64_t n0,
     const int esz = dt == DNNQ_DT_S8 || dt == DNNQ_DT_U8 ? 1 : 4;
     k->d0 = (char *)g->dst + (b * g->d_sb + n0) * esz;
     k->ldd = g->d_sm * esz;
+}
+
+/* The epilogue fused into a micro-kernel (the accumulators of a row never go to memory), for
+ * the hot 8-bit case: no compensation, no clamp needed (EPI_F_NOCC | EPI_F_NOCLAMP), no
+ * post-op or relu(0), and a dst zero point or none.  FUSE = 1 + s8 dst + 2 relu + 4 zero point
+ * (0: not fusable).  The dst scale is always multiplied in: by 1 it is exact, so the SIMPLE
+ * blocks take the same variant (epi_value skips it).  Same operations, same order, as
+ * epi_value, hence the same bytes. */
+enum { EPI_FUSE_S8 = 1, EPI_FUSE_RELU = 2, EPI_FUSE_ZP = 4, EPI_FUSE_N = 8 };
+static inline int epi_fuse_kind(const epi_consts_t *k) {
+    const int need = EPI_F_NOCC | EPI_F_NOCLAMP;
+    if ((k->kind != DNNQ_DT_U8 && k->kind != DNNQ_DT_S8) || (k->flags & need) != need ||
+        k->post == EPI_CHAIN)
+        return 0;
+    return 1 + (k->kind == DNNQ_DT_S8 ? EPI_FUSE_S8 : 0) + (k->post == EPI_RELU0 ? EPI_FUSE_RELU : 0) +
+           (k->has_zp ? EPI_FUSE_ZP : 0);
+}
+
+DNNQ_ALWAYS_INLINE __m512i epi_fused_vec(const int FUSE, const epi_consts_t *k, __m512i a, int j) {
+    __m512 v = _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(a), k->sc[j]), k->bi[j]);
+    if ((FUSE - 1) & EPI_FUSE_RELU) v = _mm512_max_ps(v, _mm512_setzero_ps());
+    v = _mm512_mul_ps(v, k->inv);
+    if ((FUSE - 1) & EPI_FUSE_ZP) v = _mm512_add_ps(v, k->zp[j]);
+    return _mm512_cvtps_epi32(v);
+}
+
+/* one row: the four accumulator vectors (columns 0-15, ..., 48-63) -> 8-bit dst at o */
+DNNQ_ALWAYS_INLINE void epi_fused_row(const int FUSE, const epi_consts_t *k, __m512i a0,
+                                      __m512i a1, __m512i a2, __m512i a3, char *o) {
+    const __m512i w01 = _mm512_packs_epi32(epi_fused_vec(FUSE, k, a0, 0), epi_fused_vec(FUSE, k, a1, 1));
+    const __m512i w23 = _mm512_packs_epi32(epi_fused_vec(FUSE, k, a2, 2), epi_fused_vec(FUSE, k, a3, 3));
+    __m512i bytes = (FUSE - 1) & EPI_FUSE_S8 ? _mm512_packs_epi16(w01, w23) : _mm512_packus_epi16(w01, w23);
+    bytes = _mm512_permutexvar_epi32(
+        _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), bytes);
+    if (k->full) _mm512_storeu_si512(o, bytes);
+    else if (k->nv == 2 && k->km[1] == 0xFFFF) /* 32 columns: one plain 256-bit store */
+        _mm256_storeu_si256((__m256i *)o, _mm512_castsi512_si256(bytes));
+    else _mm512_mask_storeu_epi8(o, k->km8, bytes);
 }
 
 static void fast_epilogue_avx512(const dnnq_gemm_args_t *g, const epi_consts_t *k, int64_t m,

@@ -4,6 +4,7 @@
 #include <immintrin.h>
 #include "dnnq_kernels.h"
 #include "ukr_common.h"
+#include "epilogue_avx512.h"
 
 #define DNNQ_ISA avx512vnni
 #define DNNQ_MR 6
@@ -26,7 +27,9 @@
         c##r##3 = DPB(c##r##3, av, b3);                                                           \
     }
 #define ACC_STORE(r)                                                                              \
-    if (MR > r) {                                                                                 \
+    if (MR > r && FUSE) {                                                                         \
+        epi_fused_row(FUSE, k, c##r##0, c##r##1, c##r##2, c##r##3, d0 + r * dstep);               \
+    } else if (MR > r) {                                                                          \
         _mm512_storeu_si512((void *)(c + r * DNNQ_NR), c##r##0);                                  \
         _mm512_storeu_si512((void *)(c + r * DNNQ_NR + 16), c##r##1);                             \
         _mm512_storeu_si512((void *)(c + r * DNNQ_NR + 32), c##r##2);                             \
@@ -48,9 +51,12 @@
 
 /* MR rows x 64 columns, summed over the (A, B) pairs with the accumulators in registers
  * throughout.  The K % 4 tails are added afterwards by tail_avx512: with them inside the pair
- * loop gcc 12 spills the accumulators. */
-DNNQ_ALWAYS_INLINE void tile_avx512(const int MR, const int XOR, int64_t np,
-                                    const dnnq_br_pair_t *pairs, int accumulate, int32_t *c) {
+ * loop gcc 12 spills the accumulators.  FUSE = 0 stores the s32 tile to c; otherwise (an
+ * epi_fused_row variant, every K a multiple of 4) each row goes from the accumulators through
+ * the epilogue k straight to its 8-bit dst row at d0 + r * k->ldd: no s32 tile in memory. */
+DNNQ_ALWAYS_INLINE void tile_avx512(const int MR, const int XOR, const int FUSE, int64_t np,
+                                    const dnnq_br_pair_t *pairs, int accumulate, int32_t *c,
+                                    const epi_consts_t *k, char *d0, int64_t dstep) {
     const __m512i vx = _mm512_set1_epi32((int)0x80808080);
     ACC_DECL(0) ACC_DECL(1) ACC_DECL(2) ACC_DECL(3) ACC_DECL(4) ACC_DECL(5)
     if (accumulate) { ACC_LOAD(0) ACC_LOAD(1) ACC_LOAD(2) ACC_LOAD(3) ACC_LOAD(4) ACC_LOAD(5) }
@@ -67,6 +73,12 @@ DNNQ_ALWAYS_INLINE void tile_avx512(const int MR, const int XOR, int64_t np,
             ACC_ROW(4, dnnq_load_a4(a4, k4)) ACC_ROW(5, dnnq_load_a4(a5, k4))
         }
     }
+    if (FUSE) /* all accumulators in registers here: else gcc 12 spills them inside the loop */
+        __asm__("" : "+v"(c00), "+v"(c01), "+v"(c02), "+v"(c03), "+v"(c10), "+v"(c11),
+                     "+v"(c12), "+v"(c13), "+v"(c20), "+v"(c21), "+v"(c22), "+v"(c23));
+    if (FUSE)
+        __asm__("" : "+v"(c30), "+v"(c31), "+v"(c32), "+v"(c33), "+v"(c40), "+v"(c41),
+                     "+v"(c42), "+v"(c43), "+v"(c50), "+v"(c51), "+v"(c52), "+v"(c53));
     ACC_STORE(0) ACC_STORE(1) ACC_STORE(2) ACC_STORE(3) ACC_STORE(4) ACC_STORE(5)
 }
 
@@ -147,9 +159,9 @@ static void dnnq_br_ukr(int mr, int64_t np, const dnnq_br_pair_t *pairs, uint32_
     const int x = a_xor == DNNQ_A_SWAP ? 2 : a_xor ? 1 : 0;
 #define DNNQ_CASE(m)                                                                              \
     case m:                                                                                       \
-        if (x == 2) tile_avx512(m, 2, np, pairs, accumulate, c);                                  \
-        else if (x == 1) tile_avx512(m, 1, np, pairs, accumulate, c);                             \
-        else tile_avx512(m, 0, np, pairs, accumulate, c);                                         \
+        if (x == 2) tile_avx512(m, 2, 0, np, pairs, accumulate, c, NULL, NULL, 0);                   \
+        else if (x == 1) tile_avx512(m, 1, 0, np, pairs, accumulate, c, NULL, NULL, 0);              \
+        else tile_avx512(m, 0, 0, np, pairs, accumulate, c, NULL, NULL, 0);                          \
         break;
     switch (mr) {
     case 1:
@@ -162,6 +174,29 @@ static void dnnq_br_ukr(int mr, int64_t np, const dnnq_br_pair_t *pairs, uint32_
 #undef DNNQ_CASE
     if (mr > 1) tail_avx512(mr, x, np, pairs, c);
 }
+
+/* The micro-kernel with its epilogue fused (epi_fuse_kind(k) = fuse > 0): u8 A, mr 1 - 6,
+ * every pair's K a multiple of 4; rows m + r * mstep of the block k describes. */
+static void fused_tile_avx512(int mr, int fuse, int64_t np, const dnnq_br_pair_t *pairs,
+                              const epi_consts_t *k, int64_t m, int64_t mstep) {
+    char *d0 = k->d0 + m * k->ldd;
+    const int64_t dstep = mstep * k->ldd;
+#define DNNQ_FMR(F, M) case M: tile_avx512(M, 0, F, np, pairs, 0, NULL, k, d0, dstep); break;
+#define DNNQ_FCASE(F)                                                                             \
+    case F:                                                                                       \
+        switch (mr) {                                                                             \
+        DNNQ_FMR(F, 1) DNNQ_FMR(F, 2) DNNQ_FMR(F, 3) DNNQ_FMR(F, 4) DNNQ_FMR(F, 5) DNNQ_FMR(F, 6) \
+        }                                                                                         \
+        break;
+    switch (fuse) {
+    DNNQ_FCASE(1) DNNQ_FCASE(2) DNNQ_FCASE(3) DNNQ_FCASE(4)
+    DNNQ_FCASE(5) DNNQ_FCASE(6) DNNQ_FCASE(7) DNNQ_FCASE(8)
+    }
+#undef DNNQ_FCASE
+#undef DNNQ_FMR
+}
+#define DNNQ_FUSED_KIND epi_fuse_kind
+#define DNNQ_FUSED_TILE fused_tile_avx512
 
 /* For DNNQ_A_SWAP tiles: raw = sum_k a * (w + 128) -> sum_k a * w, by subtracting
  * 128 * sum_k a[r, k] (row sums by vpdpbusd with a vector of ones: s8 a as the signed side). */
@@ -185,6 +220,21 @@ static void swap_fold_avx512(const uint8_t *a, int64_t lda, int mr, int64_t K, i
 }
 #define DNNQ_SWAP_FOLD swap_fold_avx512
 
-#include "epilogue_avx512.h"
-
 #include "gemm_impl.h"
+
+_Static_assert(sizeof(epi_consts_t) <= sizeof(dnnq_epi_state_t), "dnnq_epi_state_t too small");
+
+int dnnq_epi_prepare_avx512vnni(const dnnq_gemm_args_t *g, int64_t b, int64_t p,
+                                dnnq_epi_state_t *st) {
+    if (!dnnq_fast_epi_ok(g)) return 0;
+    const int64_t n0 = p * DNNQ_NR;
+    const int nc = (int)(g->N - n0 < DNNQ_NR ? g->N - n0 : DNNQ_NR);
+    epi_consts_t *k = (epi_consts_t *)st;
+    epi_prepare_avx512(g, b, n0, nc, k);
+    return epi_fuse_kind(k);
+}
+
+void dnnq_brgemm_epi_avx512vnni(int mr, int64_t npairs, const dnnq_br_pair_t *pairs,
+                                const dnnq_epi_state_t *st, int kind, int64_t m, int64_t mstep) {
+    fused_tile_avx512(mr, kind, npairs, pairs, (const epi_consts_t *)st, m, mstep);
+}

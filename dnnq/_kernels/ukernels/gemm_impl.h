@@ -246,9 +246,20 @@ void DNNQ_FN(dnnq_gemm_block)(const dnnq_gemm_args_t *g, int64_t b, int64_t m0, 
         return;
     }
 #endif
+#ifdef DNNQ_FUSED_TILE
+    /* the micro-kernel that applies the hot 8-bit epilogue from its registers */
+    const int fuse = fast && g->a_xor == 0 && !(g->K & 3) ? DNNQ_FUSED_KIND(&epi) : 0;
+#endif
     for (int64_t t = 0; t < ntiles; ++t) {
         const int64_t m = m0 + (mc * t) / ntiles;
         const int mr = (int)(m0 + (mc * (t + 1)) / ntiles - m);
+#ifdef DNNQ_FUSED_TILE
+        if (fuse && mr > 1) {
+            const dnnq_br_pair_t q = {abase + m * g->a_sm, g->a_sm, NULL, bp, g->K};
+            DNNQ_FUSED_TILE(mr, fuse, 1, &q, &epi, m, 1);
+            continue;
+        }
+#endif
         dnnq_ukr(mr, g->K, abase + m * g->a_sm, g->a_sm, g->a_xor, bp, tile);
 #ifdef DNNQ_SWAP_FOLD
         if (g->a_xor == DNNQ_A_SWAP) DNNQ_SWAP_FOLD(abase + m * g->a_sm, g->a_sm, mr, g->K, tile);
