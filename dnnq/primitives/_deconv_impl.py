@@ -1,0 +1,99 @@
+"""Which kernel oneDNN 3.2 runs for an int8 deconvolution on an AVX-512 VNNI CPU, decided at
+creation as oneDNN's implementation list decides it, so that dnnq can follow the numerics of
+that kernel (docs/convolution.md "Numerics").  Measured with the real oneDNN (impl names in
+its verbose output; tests/test_deconv_impl.py sweeps the rules against it) and read from its
+v3.2 sources (cpu_deconvolution_list.cpp, in order):
+
+``"brgconv"``   brg_conv (a stride-1 deconvolution run as a convolution by the brgemm
+                convolution; its 1x1 kernel for 1x1 kernels): dnnq's usual numerics.
+``"brgconv_strided"``  brg_conv+brgconv_strided (a strided one run by the brgemm backward-data
+                convolution): dnnq's usual numerics.
+``"jit_1x1"``   jit_int8_1x1 (1x1 kernel, stride 1, no padding, the brgemm kernel declined):
+                dnnq's usual numerics.
+``"jit"``       jit_deconvolution (jit_avx512_core_x8s8s32x_deconvolution): dnnq's usual
+                numerics but a NaN stores 255 in a u8 destination (its saturation runs
+                ``vmaxps(0, x)``, which keeps the NaN, then ``vminps(x, 255)``).
+``"avx2"``      jit_uni_int8:avx2, where jit_deconvolution refuses a sum post-op that is not
+                the first post-op or has a zero point: s16 pair saturation, halved
+                weights for s8 sources (docs/numerics.md).
+``"gemm"``      conv:any+gemm_s8u8s32 / gemm_s8s8s32: ref_deconvolution around the GEMM
+                backward-data convolution, its attributes applied afterwards by reference
+                loops (the order of the reference convolution).
+"""
+
+
+def _binary_kind(desc, dst_dims):
+    """oneDNN's broadcasting strategy of a binary post-op input: "scalar", "per_oc", "full"
+    (no broadcast) or "other" (along the batch or spatial dims only in part)."""
+    dims = tuple(desc.dims)
+    if all(x == 1 for x in dims):
+        return "scalar"
+    if dims == tuple(dst_dims):
+        return "full"
+    if dims[0] == 1 and all(x == 1 for x in dims[2:]):
+        return "per_oc"
+    return "other"
+
+
+def _brgemm_declines(geo, weights_grouped):
+    """The brgemm convolution's refusals of a stride-1 deconvolution's problem
+    (jit_brgemm_conv_utils.cpp init_jcp: its performance heuristics send these to the
+    direct kernels): depthwise; grouped with at most 16 input channels per group, when the
+    channels per group are multiples of 4; ungrouped weights with at most 4 input channels
+    (a 3-D problem with depth counts as not small)."""
+    if geo.depthwise:
+        return True
+    if _grouped_small(geo, 16):
+        return True
+    real_3d = geo.nsp == 3 and (geo.src[0] > 1 or geo.dst[0] > 1 or geo.kernel[0] > 1 or
+                                geo.dilates[0] > 0)
+    groups_ok = geo.G > 1 and geo.ICg % 4 == 0 and geo.OCg % 4 == 0
+    return geo.ICg <= 4 and not real_3d and (not weights_grouped or groups_ok)
+
+
+def _grouped_small(geo, limit):
+    """Grouped, at most `limit` input channels per group, channels per group multiples of 4
+    (oneDNN's brgemm kernels leave these to its direct kernels)."""
+    return geo.G > 1 and geo.ICg <= limit and geo.ICg % 4 == 0 and geo.OCg % 4 == 0
+
+
+def _brgemm_strided_takes(geo, binaries):
+    """The brgemm backward-data convolution (brgconv_strided) takes a strided deconvolution
+    (jit_brgemm_conv_bwd_utils.cpp init_jcp): every dst dim a multiple of its stride, no
+    dilation, not grouped-small, binary inputs per tensor, per channel or full."""
+    return (all(o % s == 0 for o, s in zip(geo.dst, geo.strides)) and
+            not any(geo.dilates) and not _grouped_small(geo, 16) and
+            all(b != "other" for b in binaries))
+
+
+def onednn_deconv_kernel(geo, src_dt, weights_grouped, zp_masks, binary_descs, op_kinds,
+                         dst_dims, sum_zero_point=0):
+    """One of "gemm", "avx2", "jit", "jit_1x1", "brgconv", "brgconv_strided" (module
+    docstring).
+
+    zp_masks: {"src": mask, "dst": mask} of the zero points given (absent: 0);
+    binary_descs: the src1 descriptors of the binary post-ops; op_kinds: the post-op kinds in
+    order; dst_dims: the logical dst dims; sum_zero_point: that of the sum post-op."""
+    binaries = [_binary_kind(d, dst_dims) for d in binary_descs]
+    if any(zp_masks.values()):
+        return "gemm"  # every other kernel takes common zero points only
+    strided = any(s > 1 for s in geo.strides)
+    if strided and _brgemm_strided_takes(geo, binaries):
+        return "brgconv_strided"
+    odd_groups = geo.G > 1 and not geo.depthwise and (geo.ICg % 4 or geo.OCg % 4)
+    kernel_outside = any((k - 1) * (d + 1) + 1 <= max(pl, pr) for k, d, pl, pr in
+                         zip(geo.kernel, geo.dilates, geo.pads, geo.pads_r))
+    dilated_stride = any(d > 0 and s > 1 for d, s in zip(geo.dilates, geo.strides))
+    if (any(b in ("other", "full") for b in binaries) or
+            (geo.depthwise and (src_dt == "s8" or geo.nsp == 3)) or kernel_outside or
+            (strided and (odd_groups or dilated_stride))):
+        return "gemm"
+    if not strided:
+        if not _brgemm_declines(geo, weights_grouped):
+            return "brgconv"
+        if (geo.kernel == (1, 1, 1) and not any(geo.pads) and not any(geo.pads_r) and
+                not geo.depthwise):
+            return "jit_1x1"
+    if "sum" in op_kinds and (op_kinds.index("sum") > 0 or sum_zero_point != 0):
+        return "avx2"  # jit_deconvolution takes a sum only first and without zero point
+    return "jit"
