@@ -40,15 +40,19 @@ def _brgemm_declines(geo, weights_grouped):
     (jit_brgemm_conv_utils.cpp init_jcp: its performance heuristics send these to the
     direct kernels): depthwise; grouped with at most 16 input channels per group, when the
     channels per group are multiples of 4; ungrouped weights with at most 4 input channels
-    (a 3-D problem with depth counts as not small)."""
-    if geo.depthwise:
+    (a 3-D problem with depth counts as not small; not for 1x1 kernels)."""
+    if geo.depthwise or _grouped_small(geo, 16):
         return True
-    if _grouped_small(geo, 16):
-        return True
+    if _is_1x1(geo):
+        return False  # its 1x1 kernel has no small-channel heuristic
     real_3d = geo.nsp == 3 and (geo.src[0] > 1 or geo.dst[0] > 1 or geo.kernel[0] > 1 or
                                 geo.dilates[0] > 0)
     groups_ok = geo.G > 1 and geo.ICg % 4 == 0 and geo.OCg % 4 == 0
     return geo.ICg <= 4 and not real_3d and (not weights_grouped or groups_ok)
+
+
+def _is_1x1(geo):
+    return geo.kernel == (1, 1, 1) and not any(geo.pads) and not any(geo.pads_r)
 
 
 def _grouped_small(geo, limit):
@@ -60,10 +64,13 @@ def _grouped_small(geo, limit):
 def _brgemm_strided_takes(geo, binaries):
     """The brgemm backward-data convolution (brgconv_strided) takes a strided deconvolution
     (jit_brgemm_conv_bwd_utils.cpp init_jcp): every dst dim a multiple of its stride, no
-    dilation, not grouped-small, binary inputs per tensor, per channel or full."""
+    dilation, not grouped-small, no dst depth or height of 1 under a longer kernel (measured;
+    a width of 1 is taken), binary inputs per
+    tensor or per channel (measured: it declines full ones although its checks list them)."""
     return (all(o % s == 0 for o, s in zip(geo.dst, geo.strides)) and
             not any(geo.dilates) and not _grouped_small(geo, 16) and
-            all(b != "other" for b in binaries))
+            not any(o == 1 and k > 1 for o, k in zip(geo.dst[:2], geo.kernel[:2])) and
+            all(b in ("scalar", "per_oc") for b in binaries))
 
 
 def onednn_deconv_kernel(geo, src_dt, weights_grouped, zp_masks, binary_descs, op_kinds,
@@ -91,8 +98,7 @@ def onednn_deconv_kernel(geo, src_dt, weights_grouped, zp_masks, binary_descs, o
     if not strided:
         if not _brgemm_declines(geo, weights_grouped):
             return "brgconv"
-        if (geo.kernel == (1, 1, 1) and not any(geo.pads) and not any(geo.pads_r) and
-                not geo.depthwise):
+        if _is_1x1(geo) and not geo.depthwise:
             return "jit_1x1"
     if "sum" in op_kinds and (op_kinds.index("sum") > 0 or sum_zero_point != 0):
         return "avx2"  # jit_deconvolution takes a sum only first and without zero point
