@@ -28,10 +28,10 @@ def _binary_kind(desc, dst_dims):
     dims = tuple(desc.dims)
     if all(x == 1 for x in dims):
         return "scalar"
-    if dims == tuple(dst_dims):
-        return "full"
     if dims[0] == 1 and all(x == 1 for x in dims[2:]):
         return "per_oc"
+    if dims == tuple(dst_dims):
+        return "full"
     return "other"
 
 
@@ -64,12 +64,12 @@ def _grouped_small(geo, limit):
 def _brgemm_strided_takes(geo, binaries):
     """The brgemm backward-data convolution (brgconv_strided) takes a strided deconvolution
     (jit_brgemm_conv_bwd_utils.cpp init_jcp): every dst dim a multiple of its stride, no
-    dilation, not grouped-small, no dst depth or height of 1 under a longer kernel (measured;
-    a width of 1 is taken), binary inputs per
-    tensor or per channel (measured: it declines full ones although its checks list them)."""
+    dilation, not grouped-small, binary inputs per tensor or per channel (measured: it
+    declines full ones although its checks list them).  Its blocking search declines some
+    tiny problems too (e.g. an output height of 1 under a 3-tall kernel with a width stride
+    of 3), which this does not model."""
     return (all(o % s == 0 for o, s in zip(geo.dst, geo.strides)) and
             not any(geo.dilates) and not _grouped_small(geo, 16) and
-            not any(o == 1 and k > 1 for o, k in zip(geo.dst[:2], geo.kernel[:2])) and
             all(b in ("scalar", "per_oc") for b in binaries))
 
 
