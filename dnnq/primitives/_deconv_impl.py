@@ -61,16 +61,24 @@ def _grouped_small(geo, limit):
     return geo.G > 1 and geo.ICg <= limit and geo.ICg % 4 == 0 and geo.OCg % 4 == 0
 
 
+def _kernel_outside(geo):
+    """A dilated kernel that fits in a padding (ext <= padding on one side): jit_deconvolution
+    and the stride-1 conversion decline it."""
+    return any((k - 1) * (d + 1) + 1 <= max(pl, pr) for k, d, pl, pr in
+               zip(geo.kernel, geo.dilates, geo.pads, geo.pads_r))
+
+
 def _brgemm_strided_takes(geo, binaries):
     """The brgemm backward-data convolution (brgconv_strided) takes a strided deconvolution
     (jit_brgemm_conv_bwd_utils.cpp init_jcp): every dst dim a multiple of its stride, no
     dilation, not grouped-small, binary inputs per tensor or per channel (measured: it
-    declines full ones although its checks list them).  Its blocking search declines some
-    tiny problems too (e.g. an output height of 1 under a 3-tall kernel with a width stride
-    of 3), which this does not model."""
+    declines full ones although its checks list them), no 1-D kernel inside a padding
+    (measured).  Its blocking search declines some tiny problems too (e.g. an output height
+    of 1 under a 3-tall kernel with a width stride of 3), which this does not model."""
     return (all(o % s == 0 for o, s in zip(geo.dst, geo.strides)) and
             not any(geo.dilates) and not _grouped_small(geo, 16) and
-            all(b in ("scalar", "per_oc") for b in binaries))
+            all(b in ("scalar", "per_oc") for b in binaries) and
+            not (geo.nsp == 1 and _kernel_outside(geo)))
 
 
 def onednn_deconv_kernel(geo, src_dt, weights_grouped, zp_masks, binary_descs, op_kinds,
@@ -88,11 +96,9 @@ def onednn_deconv_kernel(geo, src_dt, weights_grouped, zp_masks, binary_descs, o
     if strided and _brgemm_strided_takes(geo, binaries):
         return "brgconv_strided"
     odd_groups = geo.G > 1 and not geo.depthwise and (geo.ICg % 4 or geo.OCg % 4)
-    kernel_outside = any((k - 1) * (d + 1) + 1 <= max(pl, pr) for k, d, pl, pr in
-                         zip(geo.kernel, geo.dilates, geo.pads, geo.pads_r))
     dilated_stride = any(d > 0 and s > 1 for d, s in zip(geo.dilates, geo.strides))
     if (any(b in ("other", "full") for b in binaries) or
-            (geo.depthwise and (src_dt == "s8" or geo.nsp == 3)) or kernel_outside or
+            (geo.depthwise and (src_dt == "s8" or geo.nsp == 3)) or _kernel_outside(geo) or
             (strided and (odd_groups or dilated_stride))):
         return "gemm"
     if not strided:
