@@ -8,8 +8,8 @@ v3.2 sources (cpu_deconvolution_list.cpp, in order):
                 convolution; its 1x1 kernel for 1x1 kernels): dnnq's usual numerics.
 ``"brgconv_strided"``  brg_conv+brgconv_strided (a strided one run by the brgemm backward-data
                 convolution): dnnq's usual numerics.
-``"jit_1x1"``   jit_int8_1x1 (1x1 kernel, stride 1, no padding, the brgemm kernel declined):
-                dnnq's usual numerics.
+``"jit_1x1"``   jit_int8_1x1 (1x1 kernel, stride 1, no padding, no bias or an f32 one, the
+                brgemm kernel declined): dnnq's usual numerics.
 ``"jit"``       jit_deconvolution (jit_avx512_core_x8s8s32x_deconvolution): dnnq's usual
                 numerics but a NaN stores 255 in a u8 destination (its saturation runs
                 ``vmaxps(0, x)``, which keeps the NaN, then ``vminps(x, 255)``).
@@ -72,23 +72,23 @@ def _brgemm_strided_takes(geo, binaries):
     """The brgemm backward-data convolution (brgconv_strided) takes a strided deconvolution
     (jit_brgemm_conv_bwd_utils.cpp init_jcp): every dst dim a multiple of its stride, no
     dilation, not grouped-small, binary inputs per tensor or per channel (measured: it
-    declines full ones although its checks list them), no 1-D kernel inside a padding
-    (measured).  Its blocking search declines some tiny problems too (e.g. an output height
-    of 1 under a 3-tall kernel with a width stride of 3), which this does not model."""
+    declines full ones although its checks list them).  Its blocking search declines some
+    tiny problems too (e.g. an output height of 1 under a 3-tall kernel with a width stride
+    of 3, a 1-D source of 2 pixels with a kernel inside the padding), not modelled here."""
     return (all(o % s == 0 for o, s in zip(geo.dst, geo.strides)) and
             not any(geo.dilates) and not _grouped_small(geo, 16) and
-            all(b in ("scalar", "per_oc") for b in binaries) and
-            not (geo.nsp == 1 and _kernel_outside(geo)))
+            all(b in ("scalar", "per_oc") for b in binaries))
 
 
 def onednn_deconv_kernel(geo, src_dt, weights_grouped, zp_masks, binary_descs, op_kinds,
-                         dst_dims, sum_zero_point=0):
+                         dst_dims, sum_zero_point=0, bias_dt=None):
     """One of "gemm", "avx2", "jit", "jit_1x1", "brgconv", "brgconv_strided" (module
     docstring).
 
     zp_masks: {"src": mask, "dst": mask} of the zero points given (absent: 0);
     binary_descs: the src1 descriptors of the binary post-ops; op_kinds: the post-op kinds in
-    order; dst_dims: the logical dst dims; sum_zero_point: that of the sum post-op."""
+    order; dst_dims: the logical dst dims; sum_zero_point: that of the sum post-op;
+    bias_dt: the bias data type (None: no bias)."""
     binaries = [_binary_kind(d, dst_dims) for d in binary_descs]
     if any(zp_masks.values()):
         return "gemm"  # every other kernel takes common zero points only
@@ -104,8 +104,8 @@ def onednn_deconv_kernel(geo, src_dt, weights_grouped, zp_masks, binary_descs, o
     if not strided:
         if not _brgemm_declines(geo, weights_grouped):
             return "brgconv"
-        if _is_1x1(geo) and not geo.depthwise:
-            return "jit_1x1"
+        if _is_1x1(geo) and not geo.depthwise and bias_dt in (None, "f32"):
+            return "jit_1x1"  # its 1x1 deconvolution takes an f32 bias only (measured)
     if "sum" in op_kinds and (op_kinds.index("sum") > 0 or sum_zero_point != 0):
         return "avx2"  # jit_deconvolution takes a sum only first and without zero point
     return "jit"

@@ -246,7 +246,8 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
         return onednn_deconv_kernel(self._geo, self.src_desc.dt, self._geo.grouped, zp,
                                     [d for _, d in self._binary],
                                     kinds, self.dst_desc.dims,
-                                    ops[kinds.index("sum")].zero_point if "sum" in kinds else 0)
+                                    ops[kinds.index("sum")].zero_point if "sum" in kinds else 0,
+                                    self.bias_desc.dt if self.bias_desc is not None else None)
 
     def _onednn_runs_ref(self):
         """Whether oneDNN 3.2 applies the attributes in its reference order for this problem,
