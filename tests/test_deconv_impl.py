@@ -135,12 +135,13 @@ GEMM_GEOMETRIES = sorted(g for g in GEOMETRIES if g in (
     "full_binary", "per_image_binary_s1", "spatial_binary", "per_ic_src_zp", "per_oc_dst_zp",
     "depthwise_s8", "depthwise_s8_s2", "depthwise_3d", "odd_groups_s2", "dilated_s2",
     "kernel_in_padding"))
-# chains that show the reference order: linear and the sum not fused (1 ulp in f32), relu
-# with alpha 0 as x * 0 and the zero point always added (-0.0 -> +0.0), NaN from sqrt of a
-# negative value stored as C converts it (s8 0, s32 INT_MIN, u8 0)
+# chains that show the reference order: linear and the sum not fused (1 ulp in f32), NaN
+# from sqrt of a negative value stored as C converts it (s8 0, s32 INT_MIN, u8 0), hardswish
+# keeping a NaN
 GEMM_CHAINS = {"linear": [("eltwise", "linear", 0.37, -1.3)],
                "sum": [("sum", 0.3, 0)],
-               "relu_neg": [("eltwise", "linear", -1.0, 0.0), ("eltwise", "relu", 0.0, 0.0)],
+               "nan_hardswish": [("eltwise", "sqrt", 0.0, 0.0),
+                                 ("eltwise", "hardswish", 1.0 / 6.0, 0.5)],
                "nan": [("eltwise", "sqrt", 0.0, 0.0)]}
 
 
