@@ -253,10 +253,20 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
         """Whether oneDNN 3.2 applies the attributes in its reference order for this problem,
         measured on avx512_core_vnni: its reference convolution (ref:any) for a binary
         post-op input that varies along the batch or the spatial dims (neither per channel
-        nor one value); its GEMM-based deconvolution (_deconv_impl.py), whose reference
-        loops apply scales, bias, post-ops and zero points in the same order."""
+        nor one value), for per-channel source or destination zero points, and for a 3-D
+        depthwise convolution (run by its GEMM-based convolution, whose post-processing
+        kernel takes a sum only first and without zero point) with any other sum; its
+        GEMM-based deconvolution (_deconv_impl.py), whose reference loops apply scales, bias,
+        post-ops and zero points in the same order."""
         if self._deconv:
             return self._onednn_kernel == "gemm"
+        if any(self._zp_mask.get(a, 0) for a in (A.DNNL_ARG_SRC, A.DNNL_ARG_DST)):
+            return True
+        if self._geo.depthwise and self._geo.nsp == 3 and self._has_sum:
+            ops = self.attr.post_ops
+            kinds = [ops.kind(i) for i in range(len(ops))]
+            if kinds.index("sum") > 0 or ops[kinds.index("sum")].zero_point != 0:
+                return True
         return any(d.dims[0] > 1 or any(x > 1 for x in d.dims[2:]) for _, d in self._binary)
 
     def _make_plan(self):
