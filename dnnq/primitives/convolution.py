@@ -66,22 +66,33 @@ _ISA_NAME = {"default": "portable"}  # impl_info prefix per ISA level (else the 
 
 
 
-def avx2_numerics(numerics, geo, src_dt, src_zp_mask):
+def avx2_numerics(numerics, geo, src_dt, src_zp_mask, gemm_deconv=False):
     """(pair saturation, halved weights) of a (de)convolution under `numerics`, following
     the implementation oneDNN 3.2 picks without VNNI (measured with ONEDNN_MAX_CPU_ISA=AVX2,
     docs/numerics.md):
+    - deconvolutions on gemm_s8u8s32 / gemm_s8s8s32 (`gemm_deconv`; avx2_deconv_gemm): pair
+      saturation, an s8 source shifted by +128 (no halving);
     - per-input-channel source zero points, and grouped convolutions whose group has input or
       output channels not a multiple of 4, run oneDNN's reference kernel: exact;
-    - grouped deconvolutions of that kind run on gemm_s8u8s32 / gemm_s8s8s32: pair
-      saturation, an s8 source shifted by +128 (no halving);
     - everything else runs jit_uni_int8: pair saturation of u8 sources, and s8 sources meet
       weights halved at packing (the products then cannot saturate) with the scale doubled."""
-    if numerics == "exact" or src_zp_mask != 0:
+    if numerics == "exact":
         return False, False
+    if gemm_deconv:
+        return True, False
     odd_groups = geo.G > 1 and not geo.depthwise and (geo.ICg % 4 or geo.OCg % 4)
-    if odd_groups:
-        return (True, False) if geo.deconv else (False, False)
+    if src_zp_mask != 0 or odd_groups:
+        return False, False
     return True, src_dt == "s8"
+
+
+def avx2_deconv_gemm(kernel, geo, src_dt):
+    """Whether oneDNN 3.2 without VNNI runs a deconvolution on its GEMM-based kernel: where
+    it does with AVX-512 (`kernel`, _deconv_impl.py), and where its AVX2 jit_uni_int8 declines
+    what the brgemm kernels take with AVX-512: groups whose channels per group are not
+    multiples of 4, depthwise s8 (measured)."""
+    odd_groups = geo.G > 1 and not geo.depthwise and (geo.ICg % 4 or geo.OCg % 4)
+    return kernel == "gemm" or odd_groups or (geo.depthwise and src_dt == "s8")
 
 
 class _ConvolutionBase(metaclass=CachedPrimitive):
@@ -127,11 +138,15 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
         numerics = self._numerics
         # the deconvolution kernel oneDNN runs (its numerics followed; _deconv_impl.py)
         self._onednn_kernel = self._onednn_deconv_kernel(attr) if self._deconv else None
+        if (self._deconv and numerics != "exact" and
+                avx2_deconv_gemm(self._onednn_kernel, geo, src_desc.dt)):
+            self._onednn_kernel = "gemm"  # what oneDNN runs without VNNI
         self._onednn_avx2 = numerics == "exact" and self._onednn_kernel == "avx2"
         if self._onednn_avx2:
             numerics = "avx2"  # oneDNN's own fallback (docs/convolution.md)
         self._pair_sat, self._halve = avx2_numerics(numerics, geo, src_desc.dt,
-                                                    self._zp_mask.get(A.DNNL_ARG_SRC, 0))
+                                                    self._zp_mask.get(A.DNNL_ARG_SRC, 0),
+                                                    self._onednn_kernel == "gemm")
         self._scale_adjust = 2.0 if self._halve else 1.0
         # oneDNN scales by 2 in f32; its GEMM-based deconvolution converts to f32 and back
         self._raw_s32 = (self._raw_s32 and not self._halve and
