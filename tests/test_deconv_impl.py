@@ -141,6 +141,8 @@ GEMM_GEOMETRIES = sorted(g for g in GEOMETRIES if g in (
 # keeping a NaN
 GEMM_CHAINS = {"linear": [("eltwise", "linear", 0.37, -1.3)],
                "sum": [("sum", 0.3, 0)],
+               "relu": [("eltwise", "relu", 0.0, 0.0)],  # the fused epilogue stays
+               "leaky_relu": [("eltwise", "relu", 0.1, 0.0)],
                "nan_hardswish": [("eltwise", "sqrt", 0.0, 0.0),
                                  ("eltwise", "hardswish", 1.0 / 6.0, 0.5)],
                "nan": [("eltwise", "sqrt", 0.0, 0.0)]}

@@ -167,7 +167,7 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
         if self._numerics != "exact" or self._onednn_avx2:
             self.impl_info += "+avx2_numerics"
         self._plan = self._make_plan()
-        if self._ref_flags:
+        if self._ref_order:
             self.impl_info += "+gemm_order" if self._deconv else "+ref_order"
         if self._u8_nan_top:
             self.impl_info += "+jit_deconv_nan"
@@ -288,8 +288,12 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
         geo = self._geo
         isa_code = self._kernel_code()
         # oneDNN's reference convolution: its order of operations (docs/convolution.md)
-        ref = self._onednn_runs_ref()
-        self._ref_flags = _gemm.REF_ORDER | _gemm.REF_ZP if ref else 0
+        ref = self._ref_order = self._onednn_runs_ref()
+        # no post-ops but relu: the reference order computes what the fused epilogues do
+        # (no NaN, -0.0 or rounding of its own can arise), which then stay in use
+        same = all(k == _plan.PO_ELTWISE and alg == _plan.ELTWISE_CODE["relu"]
+                   for k, alg, _, _ in self._post_specs)
+        self._ref_flags = _gemm.REF_ORDER | _gemm.REF_ZP if ref and not same else 0
         # oneDNN's AVX-512 jit_deconvolution stores a NaN as 255 in u8 (its AVX2 kernel, the
         # level set_int8_numerics("avx2") follows, stores 0)
         self._u8_nan_top = (self._onednn_kernel == "jit" and self.dst_desc.dt == "u8" and
