@@ -1,6 +1,6 @@
 """Deconvolution against the real oneDNN 3.2 where it does not run the kernel its ISA suggests
 (docs/convolution.md "Numerics"): dnnq's model of oneDNN's choice (dnnq/primitives/
-_deconv_impl.py) against the implementation name oneDNN reports, and the numerics of each
+_conv_impl.py) against the implementation name oneDNN reports, and the numerics of each
 choice bit for bit -- the GEMM-based deconvolution's reference order (+gemm_order),
 jit_deconvolution's u8 NaN store (+jit_deconv_nan), the brgemm strided kernel (exact, where
 dnnq used to apply the AVX2 kernel's numerics) -- plus the one oneDNN bug dnnq does not
@@ -17,7 +17,7 @@ pytestmark = needs_onednn
 
 
 def onednn_kind(impl):
-    """dnnq's name (_deconv_impl.py) of the kernel behind a oneDNN implementation name."""
+    """dnnq's name (_conv_impl.py) of the kernel behind a oneDNN implementation name."""
     for prefix, kind in (("conv:any+", "gemm"), ("jit_uni_int8:avx2", "avx2"),
                          ("jit_deconvolution:", "jit"), ("jit_int8_1x1:", "jit_1x1")):
         if impl.startswith(prefix):
@@ -53,7 +53,7 @@ def binary(rng, shape_of):
                               rng.standard_normal(shape_of(dst_shape)).astype(np.float32))
 
 
-# (Case geometry, the post-ops the geometry needs): every rule of _deconv_impl.py, taken
+# (Case geometry, the post-ops the geometry needs): every rule of _conv_impl.py, taken
 # from the implementation names oneDNN 3.2 reports on avx512_core_vnni
 FULL = (lambda s: s)
 PER_N = (lambda s: (s[0], 1) + (1,) * (len(s) - 2))

@@ -53,7 +53,8 @@ from dnnq.primitives._conv_geometry import (ConvGeometry, PackedConvWeights, pac
                                             depthwise_panel_stride, packed_sizes,
                                             window_sums)
 from dnnq.primitives._conv_fused_dw import init_fused, execute_fused
-from dnnq.primitives._deconv_impl import onednn_deconv_kernel
+from dnnq.primitives._conv_impl import (avx2_deconv_gemm, avx2_numerics,
+                                        onednn_conv_runs_ref, onednn_deconv_kernel)
 from dnnq.primitives._gemm_primitive import wrap_s32
 from dnnq._kernels import _codes, _conv, _conv_exec, _gemm
 from dnnq.primitives._scratch import Scratch as _Scratch
@@ -64,35 +65,6 @@ _DST_DTS = ("f32", "s32", "s8", "u8")
 _RANGE = {"u8": (0, 255), "s8": (-128, 127)}
 _ISA_NAME = {"default": "portable"}  # impl_info prefix per ISA level (else the level's name)
 
-
-
-def avx2_numerics(numerics, geo, src_dt, src_zp_mask, gemm_deconv=False):
-    """(pair saturation, halved weights) of a (de)convolution under `numerics`, following
-    the implementation oneDNN 3.2 picks without VNNI (measured with ONEDNN_MAX_CPU_ISA=AVX2,
-    docs/numerics.md):
-    - deconvolutions on gemm_s8u8s32 / gemm_s8s8s32 (`gemm_deconv`; avx2_deconv_gemm): pair
-      saturation, an s8 source shifted by +128 (no halving);
-    - per-input-channel source zero points, and grouped convolutions whose group has input or
-      output channels not a multiple of 4, run oneDNN's reference kernel: exact;
-    - everything else runs jit_uni_int8: pair saturation of u8 sources, and s8 sources meet
-      weights halved at packing (the products then cannot saturate) with the scale doubled."""
-    if numerics == "exact":
-        return False, False
-    if gemm_deconv:
-        return True, False
-    odd_groups = geo.G > 1 and not geo.depthwise and (geo.ICg % 4 or geo.OCg % 4)
-    if src_zp_mask != 0 or odd_groups:
-        return False, False
-    return True, src_dt == "s8"
-
-
-def avx2_deconv_gemm(kernel, geo, src_dt):
-    """Whether oneDNN 3.2 without VNNI runs a deconvolution on its GEMM-based kernel: where
-    it does with AVX-512 (`kernel`, _deconv_impl.py), and where its AVX2 jit_uni_int8 declines
-    what the brgemm kernels take with AVX-512: groups whose channels per group are not
-    multiples of 4, depthwise s8 (measured)."""
-    odd_groups = geo.G > 1 and not geo.depthwise and (geo.ICg % 4 or geo.OCg % 4)
-    return kernel == "gemm" or odd_groups or (geo.depthwise and src_dt == "s8")
 
 
 class _ConvolutionBase(metaclass=CachedPrimitive):
@@ -136,8 +108,8 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
                                 f"{self._numerics!r}) (oneDNN has none to reproduce); "
                                 "supported: set_int8_numerics('exact')")
         numerics = self._numerics
-        # the deconvolution kernel oneDNN runs (its numerics followed; _deconv_impl.py)
-        self._onednn_kernel = self._onednn_deconv_kernel(attr) if self._deconv else None
+        # the deconvolution kernel oneDNN runs (its numerics followed; _conv_impl.py)
+        self._onednn_kernel = self._onednn_deconv_kernel() if self._deconv else None
         if (self._deconv and numerics != "exact" and
                 avx2_deconv_gemm(self._onednn_kernel, geo, src_desc.dt)):
             self._onednn_kernel = "gemm"  # what oneDNN runs without VNNI
@@ -250,18 +222,15 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
             raise InvalidArguments(f"{self._name}: {name} dims {got}; expected {len(dst_dims)} "
                                    f"dims, each 1 or the dst's {dst_dims}")
 
-    def _onednn_deconv_kernel(self, attr):
+    def _onednn_deconv_kernel(self):
         """The kernel oneDNN 3.2 runs for this deconvolution on an AVX-512 VNNI CPU
-        (_deconv_impl.py).  dnnq follows its numerics at every ISA level (they do not depend
+        (_conv_impl.py).  dnnq follows its numerics at every ISA level (they do not depend
         on the level)."""
-        ops = attr.post_ops if attr is not None else PostOps()
-        kinds = [ops.kind(i) for i in range(len(ops))]
-        zp = {"src": self._zp_mask.get(A.DNNL_ARG_SRC, 0),
-              "dst": self._zp_mask.get(A.DNNL_ARG_DST, 0)}
-        return onednn_deconv_kernel(self._geo, self.src_desc.dt, self._geo.grouped, zp,
-                                    [d for _, d in self._binary],
-                                    kinds, self.dst_desc.dims,
-                                    ops[kinds.index("sum")].zero_point if "sum" in kinds else 0,
+        kinds, zps = self._onednn_attr_summary()
+        return onednn_deconv_kernel(self._geo, self.src_desc.dt, self._geo.grouped,
+                                    {"src": zps["src"], "dst": zps["dst"]},
+                                    [d for _, d in self._binary], kinds, self.dst_desc.dims,
+                                    zps["sum"],
                                     self.bias_desc.dt if self.bias_desc is not None else None)
 
     def _onednn_runs_ref(self):
@@ -271,18 +240,22 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
         nor one value), for per-channel source or destination zero points, and for a 3-D
         depthwise convolution (run by its GEMM-based convolution, whose post-processing
         kernel takes a sum only first and without zero point) with any other sum; its
-        GEMM-based deconvolution (_deconv_impl.py), whose reference loops apply scales, bias,
+        GEMM-based deconvolution (_conv_impl.py), whose reference loops apply scales, bias,
         post-ops and zero points in the same order."""
         if self._deconv:
             return self._onednn_kernel == "gemm"
-        if any(self._zp_mask.get(a, 0) for a in (A.DNNL_ARG_SRC, A.DNNL_ARG_DST)):
-            return True
-        if self._geo.depthwise and self._geo.nsp == 3 and self._has_sum:
-            ops = self.attr.post_ops
-            kinds = [ops.kind(i) for i in range(len(ops))]
-            if kinds.index("sum") > 0 or ops[kinds.index("sum")].zero_point != 0:
-                return True
-        return any(d.dims[0] > 1 or any(x > 1 for x in d.dims[2:]) for _, d in self._binary)
+        kinds, zps = self._onednn_attr_summary()
+        return onednn_conv_runs_ref(self._geo, zps, [d for _, d in self._binary], kinds,
+                                    zps["sum"])
+
+    def _onednn_attr_summary(self):
+        """(post-op kinds, {"src", "dst": zero-point masks, "sum": the sum's zero point}): what
+        oneDNN's implementation choice looks at (_conv_impl.py)."""
+        ops = self.attr.post_ops if self.attr is not None else PostOps()
+        kinds = [ops.kind(i) for i in range(len(ops))]
+        return kinds, {"src": self._zp_mask.get(A.DNNL_ARG_SRC, 0),
+                       "dst": self._zp_mask.get(A.DNNL_ARG_DST, 0),
+                       "sum": ops[kinds.index("sum")].zero_point if "sum" in kinds else 0}
 
     def _make_plan(self):
         geo = self._geo

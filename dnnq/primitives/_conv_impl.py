@@ -1,8 +1,11 @@
-"""Which kernel oneDNN 3.2 runs for an int8 deconvolution on an AVX-512 VNNI CPU, decided at
-creation as oneDNN's implementation list decides it, so that dnnq can follow the numerics of
-that kernel (docs/convolution.md "Numerics").  Measured with the real oneDNN (impl names in
-its verbose output; tests/test_deconv_impl.py sweeps the rules against it) and read from its
-v3.2 sources (cpu_deconvolution_list.cpp, in order):
+"""Which kernel oneDNN 3.2 runs for an int8 (de)convolution, decided at creation as oneDNN's
+implementation list decides it, so that dnnq can follow that kernel's numerics
+(docs/convolution.md "Numerics"; docs/numerics.md for the AVX2 ones).  Measured with the real
+oneDNN (the implementation names it reports; tests/test_deconv_impl.py and
+tests/test_conv_ref_order.py check the rules against it) and read from its v3.2 sources
+(cpu_deconvolution_list.cpp, in order).
+
+Deconvolutions on an AVX-512 VNNI CPU (onednn_deconv_kernel):
 
 ``"brgconv"``   brg_conv (a stride-1 deconvolution run as a convolution by the brgemm
                 convolution; its 1x1 kernel for 1x1 kernels): dnnq's usual numerics.
@@ -20,6 +23,20 @@ v3.2 sources (cpu_deconvolution_list.cpp, in order):
                 backward-data convolution, its attributes applied afterwards by reference
                 loops (the order of the reference convolution).
 """
+
+
+def onednn_conv_runs_ref(geo, zp_masks, binary_descs, op_kinds, sum_zero_point):
+    """Whether oneDNN 3.2 runs a forward convolution on its reference kernel (ref:any) on
+    avx512_core_vnni: a binary post-op input that varies along the batch or the spatial dims
+    (neither per channel nor one value), per-channel source or destination zero points, a 3-D
+    depthwise convolution (run by its GEMM-based convolution, whose post-processing kernel
+    takes a sum only first and without zero point) with any other sum."""
+    if any(zp_masks[a] for a in ("src", "dst")):
+        return True
+    if (geo.depthwise and geo.nsp == 3 and "sum" in op_kinds and
+            (op_kinds.index("sum") > 0 or sum_zero_point != 0)):
+        return True
+    return any(d.dims[0] > 1 or any(x > 1 for x in d.dims[2:]) for d in binary_descs)
 
 
 def _binary_kind(desc, dst_dims):
@@ -109,3 +126,32 @@ def onednn_deconv_kernel(geo, src_dt, weights_grouped, zp_masks, binary_descs, o
     if "sum" in op_kinds and (op_kinds.index("sum") > 0 or sum_zero_point != 0):
         return "avx2"  # jit_deconvolution takes a sum only first and without zero point
     return "jit"
+
+
+def avx2_numerics(numerics, geo, src_dt, src_zp_mask, gemm_deconv=False):
+    """(pair saturation, halved weights) of a (de)convolution under `numerics`, following
+    the implementation oneDNN 3.2 picks without VNNI (measured with ONEDNN_MAX_CPU_ISA=AVX2,
+    docs/numerics.md):
+    - deconvolutions on gemm_s8u8s32 / gemm_s8s8s32 (`gemm_deconv`: avx2_deconv_gemm): pair
+      saturation, an s8 source shifted by +128 (no halving);
+    - per-input-channel source zero points, and grouped convolutions whose group has input or
+      output channels not a multiple of 4, run oneDNN's reference kernel: exact;
+    - everything else runs jit_uni_int8: pair saturation of u8 sources, and s8 sources meet
+      weights halved at packing (the products then cannot saturate) with the scale doubled."""
+    if numerics == "exact":
+        return False, False
+    if gemm_deconv:
+        return True, False
+    odd_groups = geo.G > 1 and not geo.depthwise and (geo.ICg % 4 or geo.OCg % 4)
+    if src_zp_mask != 0 or odd_groups:
+        return False, False
+    return True, src_dt == "s8"
+
+
+def avx2_deconv_gemm(kernel, geo, src_dt):
+    """Whether oneDNN 3.2 without VNNI runs a deconvolution on its GEMM-based kernel: where
+    it does with AVX-512 (`kernel`: onednn_deconv_kernel), and where its AVX2 jit_uni_int8 declines
+    what the brgemm kernels take with AVX-512: groups whose channels per group are not
+    multiples of 4, depthwise s8 (measured)."""
+    odd_groups = geo.G > 1 and not geo.depthwise and (geo.ICg % 4 or geo.OCg % 4)
+    return kernel == "gemm" or odd_groups or (geo.depthwise and src_dt == "s8")
