@@ -161,6 +161,15 @@ def _gemm_params():
 
 @pytest.mark.parametrize("geometry,src_dt,dst_dt,chain", list(_gemm_params()))
 def test_gemm_deconvolution_order(geometry, src_dt, dst_dt, chain):
+    check_gemm_order(geometry, src_dt, dst_dt, chain)
+
+
+@pytest.mark.parametrize("chain", sorted(GEMM_CHAINS))
+def test_gemm_deconvolution_order_every_level(isa, chain):
+    check_gemm_order("full_binary", "s8", "f32" if chain != "nan" else "s8", chain)
+
+
+def check_gemm_order(geometry, src_dt, dst_dt, chain):
     """oneDNN's GEMM-based deconvolution applies scales, bias, post-ops, dst scale and zero
     point in its reference loops after the GEMM: dnnq follows that order (+gemm_order)."""
     rng = np.random.default_rng(len(geometry) + 3 * len(chain) + len(dst_dt))
@@ -175,7 +184,7 @@ def test_gemm_deconvolution_order(geometry, src_dt, dst_dt, chain):
     assert_bits(got, want)
 
 
-def test_gemm_deconvolution_s32_goes_through_f32():
+def test_gemm_deconvolution_s32_goes_through_f32(isa):
     """Without attributes oneDNN's GEMM-based deconvolution still converts the s32 sums to f32
     and back: an s32 dst above 2**24 is rounded to f32 (dnnq's usual path stores the exact
     wrapped sum)."""
@@ -198,7 +207,7 @@ NAN_GEOMETRIES = ["jit_s2", "jit_small_ic_s1", "jit_grouped_s1", "jit_depthwise_
 
 @pytest.mark.parametrize("tail", ["", "linear", "relu"])
 @pytest.mark.parametrize("geometry", NAN_GEOMETRIES)
-def test_u8_nan_store(geometry, tail):
+def test_u8_nan_store(isa, geometry, tail):
     """A NaN (sqrt of a negative value) stored into u8: 255 by jit_deconvolution (its vmaxps
     keeps the NaN and vminps then returns 255), 0 by the other kernels."""
     rng = np.random.default_rng(len(geometry) + len(tail))
