@@ -149,13 +149,17 @@ GEMM_CHAINS = {"linear": [("eltwise", "linear", 0.37, -1.3)],
 
 
 def _gemm_params():
+    """Every chain on f32 and s8 destinations (where the orders differ most), NaN and linear
+    on the others; u8 sources (gemm_s8u8s32) with f32 / u8 destinations, s8 ones
+    (gemm_s8s8s32) with s8 / s32 (depthwise: as the geometry needs)."""
     for geometry in GEMM_GEOMETRIES:
-        src_dts = (["s8"] if geometry.startswith("depthwise_s8") else
-                   ["u8"] if geometry == "depthwise_3d" else ["u8", "s8"])
         dst_dts = ["s8", "u8"] if geometry == "per_oc_dst_zp" else ["f32", "s32", "s8", "u8"]
-        for src_dt in src_dts:
-            for dst_dt in dst_dts:
-                for chain in sorted(GEMM_CHAINS):
+        for dst_dt in dst_dts:
+            src_dt = ("s8" if geometry.startswith("depthwise_s8") else
+                      "u8" if geometry == "depthwise_3d" else
+                      "u8" if dst_dt in ("f32", "u8") else "s8")
+            for chain in sorted(GEMM_CHAINS):
+                if dst_dt in ("f32", "s8") or chain in ("nan", "linear"):
                     yield geometry, src_dt, dst_dt, chain
 
 
