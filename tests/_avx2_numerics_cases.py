@@ -140,7 +140,8 @@ def conv_case(rng, res):
     from test_convolution import Case
     src_dt = str(rng.choice(["u8", "s8"]))
     dst_dt = str(rng.choice(DSTS))
-    kind = rng.choice(["1x1", "3x3", "3x3s2", "stem", "grouped", "depthwise", "deconv"])
+    kind = rng.choice(["1x1", "3x3", "3x3s2", "stem", "grouped", "depthwise", "deconv",
+                       "deconv_gemm"])
     G, ICg, OCg, k, s, pl = 1, int(rng.choice([1, 3, 5, 13, 16, 64, 70])), \
         int(rng.choice([8, 16, 70])), (3, 3), (1, 1), (1, 1)
     isp, deconv = (7, 7), False
@@ -158,6 +159,12 @@ def conv_case(rng, res):
     elif kind == "deconv":
         deconv, k, s, pl = True, (3, 3), (2, 2), (1, 1)
         ICg, isp = int(rng.choice([5, 16, 64])), (5, 5)
+    elif kind == "deconv_gemm":  # oneDNN's GEMM-based deconvolution: depthwise s8, or below
+        deconv, k, s, pl, isp = True, (3, 3), (2, 2), (1, 1), (5, 5)  # a full binary input
+        if src_dt == "s8" and rng.random() < 0.5:
+            G, ICg, OCg = int(rng.choice([8, 16, 40])), 1, 1
+        else:
+            ICg = int(rng.choice([5, 16, 64]))
     n_out = G * OCg
     q = _quant(rng, src_dt, dst_dt, n_out, 3 if G > 1 else 1)
     q = {kk: (v[0], v[1]) for kk, v in q.items()}
@@ -169,6 +176,8 @@ def conv_case(rng, res):
              {kk.replace("scales", "scale") + "_mask": v[1] for kk, v in q.items()})
     c.src = data(rng, src_dt, c.src.shape)
     c.wei = data(rng, "s8", c.wei.shape)
+    if kind == "deconv_gemm" and G == 1:
+        c.post_ops = [("binary", "add", rng.standard_normal(c.dst_shape).astype(np.float32))]
     want = c._run_onednn()
     got, p = c.run_dnnq()
     with dnnq.set_int8_numerics("exact"):  # the same problem with exact numerics

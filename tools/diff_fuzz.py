@@ -179,7 +179,8 @@ def ip_case(rng):
 
 def conv_case(rng):
     from test_convolution import Case
-    kind = str(rng.choice(["3x3", "1x1", "s2", "dw", "grouped", "deconv", "stem"]))
+    kind = str(rng.choice(["3x3", "1x1", "s2", "dw", "grouped", "deconv", "stem", "deconv_k4",
+                           "deconv_dw", "deconv_g"]))
     g = {"3x3": dict(ICg=int(rng.choice([3, 16, 37])), OCg=int(rng.choice([8, 64, 70]))),
          "1x1": dict(ICg=int(rng.choice([16, 37])), OCg=70, k=(1, 1), pl=(0, 0)),
          "s2": dict(ICg=16, OCg=33, s=(2, 2), isp=(9, 8)),
@@ -187,7 +188,13 @@ def conv_case(rng):
                     s=(1, 1) if rng.random() < 0.5 else (2, 2), isp=(9, 9)),
          "grouped": dict(G=4, ICg=8, OCg=8),
          "deconv": dict(ICg=9, OCg=11, isp=(4, 5), s=(2, 2), deconv=True),
-         "stem": dict(ICg=3, OCg=16, k=(7, 7), s=(2, 2), pl=(3, 3), isp=(15, 15))}[kind]
+         "stem": dict(ICg=3, OCg=16, k=(7, 7), s=(2, 2), pl=(3, 3), isp=(15, 15)),
+         # oneDNN: brg_conv+brgconv_strided; jit_deconvolution (u8) or the GEMM-based
+         # deconvolution (s8); the GEMM-based one (channels per group not multiples of 4)
+         "deconv_k4": dict(ICg=9, OCg=11, isp=(4, 5), k=(4, 4), s=(2, 2), deconv=True),
+         "deconv_dw": dict(G=int(rng.choice([16, 37])), ICg=1, OCg=1, grouped=True,
+                           s=(1, 1) if rng.random() < 0.5 else (2, 2), isp=(5, 6), deconv=True),
+         "deconv_g": dict(G=3, ICg=5, OCg=3, isp=(4, 5), s=(2, 2), deconv=True)}[kind]
     src_dt = str(rng.choice(["u8", "s8"]))
     dst_dt = str(rng.choice(["f32", "s32", "s8", "u8"]))
     bias_dt = rng.choice([None, "f32", "s32", "s8", "u8"])

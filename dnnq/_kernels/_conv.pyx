@@ -54,11 +54,12 @@ cdef class ConvPlan:
         dnnq_conv_free_tiles(&self.cv)
 
     def __init__(self, int isa, dict geom, int dst_dt, list post_ops, bint fast_epi,
-                 int ref_numerics=0):
+                 int ref_numerics=0, bint u8_nan_top=False):
         """geom: N, G, ICg, OCg, src (id, ih, iw), dst (od, oh, ow), kernel (kd, kh, kw),
         strides, steps (dilation + 1), pads (left), deconv, depthwise, fold_kw, mc, mr.
         post_ops: (kind, alg, alpha, beta) per post-op (kinds of dnnq_kernels.h).
-        ref_numerics: DNNQ_REF_* flags (oneDNN's reference-kernel order), or 0."""
+        ref_numerics: DNNQ_REF_* flags (oneDNN's reference-kernel order), or 0.
+        u8_nan_top: a NaN stores 255 in a u8 dst (oneDNN's jit_deconvolution), else 0."""
         cdef int i
         cdef dnnq_conv_t* cv = &self.cv
         memset(cv, 0, sizeof(dnnq_conv_t))
@@ -94,6 +95,7 @@ cdef class ConvPlan:
         cv.epi.d_sm = cv.OC
         cv.epi.fast_epi = fast_epi and not ref_numerics
         cv.epi.ref_numerics = ref_numerics
+        cv.epi.u8_nan_top = u8_nan_top
         # the tiled path (ukernels/conv_tiles.c) of the convolutions it covers
         if dnnq_conv_build_tiles(cv) != 0:
             raise MemoryError()

@@ -55,6 +55,7 @@ cdef extern from "dnnq_kernels.h" nogil:
         int dst_dt
         int64_t d_sb, d_sm
         int ref_numerics
+        int u8_nan_top
 
     ctypedef void (*dnnq_gemm_block_fn)(const dnnq_gemm_args_t *g, int64_t b, int64_t m0,
                                         int64_t mc, int64_t p)

@@ -54,6 +54,8 @@ from dnnq.primitives._conv_geometry import (ConvGeometry, PackedConvWeights, pac
                                             depthwise_panel_stride, packed_sizes,
                                             window_sums)
 from dnnq.primitives._conv_fused_dw import init_fused, execute_fused
+from dnnq.primitives._conv_impl import (avx2_deconv_gemm, avx2_numerics,
+                                        onednn_conv_runs_ref, onednn_deconv_kernel)
 from dnnq.primitives._gemm_primitive import wrap_s32
 from dnnq._kernels import _codes, _conv, _conv_exec, _gemm
 from dnnq.primitives._scratch import Scratch as _Scratch
@@ -63,25 +65,6 @@ _SRC_DTS = ("u8", "s8")
 _DST_DTS = ("f32", "s32", "s8", "u8")
 _RANGE = {"u8": (0, 255), "s8": (-128, 127)}
 _ISA_NAME = {"default": "portable"}  # impl_info prefix per ISA level (else the level's name)
-
-
-
-def avx2_numerics(numerics, geo, src_dt, src_zp_mask):
-    """(pair saturation, halved weights) of a (de)convolution under `numerics`, following
-    the implementation oneDNN 3.2 picks without VNNI (measured with ONEDNN_MAX_CPU_ISA=AVX2,
-    docs/numerics.md):
-    - per-input-channel source zero points, and grouped convolutions whose group has input or
-      output channels not a multiple of 4, run oneDNN's reference kernel: exact;
-    - grouped deconvolutions of that kind run on gemm_s8u8s32 / gemm_s8s8s32: pair
-      saturation, an s8 source shifted by +128 (no halving);
-    - everything else runs jit_uni_int8: pair saturation of u8 sources, and s8 sources meet
-      weights halved at packing (the products then cannot saturate) with the scale doubled."""
-    if numerics == "exact" or src_zp_mask != 0:
-        return False, False
-    odd_groups = geo.G > 1 and not geo.depthwise and (geo.ICg % 4 or geo.OCg % 4)
-    if odd_groups:
-        return (True, False) if geo.deconv else (False, False)
-    return True, src_dt == "s8"
 
 
 #: Output rows narrower than this take the channels-last copies instead of the plain depthwise
@@ -135,13 +118,21 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
                                 f"{self._numerics!r}) (oneDNN has none to reproduce); "
                                 "supported: set_int8_numerics('exact')")
         numerics = self._numerics
-        self._onednn_avx2 = numerics == "exact" and self._deconv_runs_avx2(attr)
+        # the deconvolution kernel oneDNN runs (its numerics followed; _conv_impl.py)
+        self._onednn_kernel = self._onednn_deconv_kernel() if self._deconv else None
+        if (self._deconv and numerics != "exact" and
+                avx2_deconv_gemm(self._onednn_kernel, geo, src_desc.dt)):
+            self._onednn_kernel = "gemm"  # what oneDNN runs without VNNI
+        self._onednn_avx2 = numerics == "exact" and self._onednn_kernel == "avx2"
         if self._onednn_avx2:
             numerics = "avx2"  # oneDNN's own fallback (docs/convolution.md)
         self._pair_sat, self._halve = avx2_numerics(numerics, geo, src_desc.dt,
-                                                    self._zp_mask.get(A.DNNL_ARG_SRC, 0))
+                                                    self._zp_mask.get(A.DNNL_ARG_SRC, 0),
+                                                    self._onednn_kernel == "gemm")
         self._scale_adjust = 2.0 if self._halve else 1.0
-        self._raw_s32 = self._raw_s32 and not self._halve  # oneDNN scales by 2 in f32
+        # oneDNN scales by 2 in f32; its GEMM-based deconvolution converts to f32 and back
+        self._raw_s32 = (self._raw_s32 and not self._halve and
+                         self._onednn_kernel != "gemm")
         isa = _dispatch.get_effective_cpu_isa()
         # the batch-reduce kernel of the AMX level is the AVX-512 VNNI one (tiles need
         # strided rows)
@@ -158,8 +149,10 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
         if self._numerics != "exact" or self._onednn_avx2:
             self.impl_info += "+avx2_numerics"
         self._plan = self._make_plan()
-        if self._ref_flags:
-            self.impl_info += "+ref_order"
+        if self._ref_order:
+            self.impl_info += "+gemm_order" if self._deconv else "+ref_order"
+        if self._u8_nan_top:
+            self.impl_info += "+jit_deconv_nan"
         self._zrows = {}
         self._scratch = {}  # (shape, dtype) -> free channels-last copies (_Scratch)
         self._key = (type(self).__name__, src_desc, weights_desc, dst_desc, bias_desc,
@@ -239,39 +232,55 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
             raise InvalidArguments(f"{self._name}: {name} dims {got}; expected {len(dst_dims)} "
                                    f"dims, each 1 or the dst's {dst_dims}")
 
-    def _deconv_runs_avx2(self, attr):
-        """Whether oneDNN 3.2 runs this deconvolution on its AVX2 kernel (jit_uni_int8:avx2,
-        pair-saturating numerics) even on an AVX-512 VNNI CPU: a strided deconvolution (its
-        jit_deconvolution; stride 1 runs as a convolution) whose sum post-op comes after
-        another post-op, which that kernel refuses.  Depthwise s8 deconvolutions run on
-        gemm_s8s8s32 instead.  dnnq follows it at every ISA level (its results do not
-        depend on the level)."""
-        geo = self._geo
-        if not self._deconv or all(st == 1 for st in geo.strides) or attr is None:
-            return False
-        if geo.depthwise and self.src_desc.dt == "s8":
-            return False
-        ops = attr.post_ops
-        kinds = [ops.kind(i) for i in range(len(ops))]
-        if any(k == "binary" and (ops[i].src1_desc.dims[0] > 1 or
-                                  any(x > 1 for x in ops[i].src1_desc.dims[2:]))
-               for i, k in enumerate(kinds)):
-            return False  # a full binary input: oneDNN runs its GEMM-based deconvolution
-        return "sum" in kinds and kinds.index("sum") > 0
+    def _onednn_deconv_kernel(self):
+        """The kernel oneDNN 3.2 runs for this deconvolution on an AVX-512 VNNI CPU
+        (_conv_impl.py).  dnnq follows its numerics at every ISA level (they do not depend
+        on the level)."""
+        kinds, zps = self._onednn_attr_summary()
+        return onednn_deconv_kernel(self._geo, self.src_desc.dt, self._geo.grouped,
+                                    {"src": zps["src"], "dst": zps["dst"]},
+                                    [d for _, d in self._binary], kinds, self.dst_desc.dims,
+                                    zps["sum"],
+                                    self.bias_desc.dt if self.bias_desc is not None else None)
 
     def _onednn_runs_ref(self):
-        """Whether oneDNN 3.2 runs its reference convolution (ref:any) for this problem,
-        measured on avx512_core_vnni: a binary post-op input that varies along the batch or
-        the spatial dims (neither per channel nor one value)."""
-        return not self._deconv and any(
-            d.dims[0] > 1 or any(x > 1 for x in d.dims[2:]) for _, d in self._binary)
+        """Whether oneDNN 3.2 applies the attributes in its reference order for this problem,
+        measured on avx512_core_vnni: its reference convolution (ref:any) for a binary
+        post-op input that varies along the batch or the spatial dims (neither per channel
+        nor one value), for per-channel source or destination zero points, and for a 3-D
+        depthwise convolution (run by its GEMM-based convolution, whose post-processing
+        kernel takes a sum only first and without zero point) with any other sum; its
+        GEMM-based deconvolution (_conv_impl.py), whose reference loops apply scales, bias,
+        post-ops and zero points in the same order."""
+        if self._deconv:
+            return self._onednn_kernel == "gemm"
+        kinds, zps = self._onednn_attr_summary()
+        return onednn_conv_runs_ref(self._geo, zps, [d for _, d in self._binary], kinds,
+                                    zps["sum"])
+
+    def _onednn_attr_summary(self):
+        """(post-op kinds, {"src", "dst": zero-point masks, "sum": the sum's zero point}): what
+        oneDNN's implementation choice looks at (_conv_impl.py)."""
+        ops = self.attr.post_ops if self.attr is not None else PostOps()
+        kinds = [ops.kind(i) for i in range(len(ops))]
+        return kinds, {"src": self._zp_mask.get(A.DNNL_ARG_SRC, 0),
+                       "dst": self._zp_mask.get(A.DNNL_ARG_DST, 0),
+                       "sum": ops[kinds.index("sum")].zero_point if "sum" in kinds else 0}
 
     def _make_plan(self):
         geo = self._geo
         isa_code = self._kernel_code()
         # oneDNN's reference convolution: its order of operations (docs/convolution.md)
-        ref = self._onednn_runs_ref()
-        self._ref_flags = _gemm.REF_ORDER | _gemm.REF_ZP if ref else 0
+        ref = self._ref_order = self._onednn_runs_ref()
+        # no post-ops but relu: the reference order computes what the fused epilogues do
+        # (no NaN, -0.0 or rounding of its own can arise), which then stay in use
+        same = all(k == _plan.PO_ELTWISE and alg == _plan.ELTWISE_CODE["relu"]
+                   for k, alg, _, _ in self._post_specs)
+        self._ref_flags = _gemm.REF_ORDER | _gemm.REF_ZP if ref and not same else 0
+        # oneDNN's AVX-512 jit_deconvolution stores a NaN as 255 in u8 (its AVX2 kernel, the
+        # level set_int8_numerics("avx2") follows, stores 0)
+        self._u8_nan_top = (self._onednn_kernel == "jit" and self.dst_desc.dt == "u8" and
+                            self._numerics == "exact")
         self._dw_plain = self._dw_plain_kernel()
         post_specs = [(k, _plan.REF_ELTWISE_CODE.get(alg, alg) if ref and k == _plan.PO_ELTWISE
                        else alg, a, b) for k, alg, a, b in self._post_specs]
@@ -307,7 +316,7 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
                  dw_strides=(depthwise_panel_stride(geo, self._dw_s16_layout),
                              depthwise_panel_stride(geo, "vnni4")))
         return _conv.ConvPlan(isa_code, g, _plan.DT_CODE[self.dst_desc.dt], post_specs,
-                              fast, self._ref_flags)
+                              fast, self._ref_flags, self._u8_nan_top)
 
     def _kernel_code(self):
         """The kernels' ISA code, with oneDNN's s16 pair saturation where it applies."""

@@ -76,6 +76,9 @@ typedef struct {
     /* 0, or DNNQ_REF_* flags: the order of oneDNN's reference kernels (ref:any), generic
      * epilogue only */
     int ref_numerics;
+    /* 1: a NaN stores 255 in a u8 destination (oneDNN's jit_deconvolution: vmaxps(0, x) keeps
+     * the NaN, vminps(x, 255) then returns 255), generic epilogue only; 0: it stores 0 */
+    int u8_nan_top;
 } dnnq_gemm_args_t;
 
 /* Computes the rows [m0, m0 + mc) of batch b for the column panel p, epilogue included. */

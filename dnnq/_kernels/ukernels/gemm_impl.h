@@ -61,8 +61,10 @@ static void dnnq_store_row(const dnnq_gemm_args_t *g, const float *v, void *out,
     }
     case DNNQ_DT_U8: {
         uint8_t *o = (uint8_t *)out;
+        const float u8_nan = g->u8_nan_top ? 255.0f : 0.0f;
         for (int n = 0; n < nc; ++n) {
-            float x = d[n] == d[n] ? d[n] : 0.0f; /* NaN -> 0, as oneDNN */
+            float x = d[n] == d[n] ? d[n] : u8_nan; /* NaN -> 0 as oneDNN, 255 in its
+                                                       jit_deconvolution */
             x = x < 0.0f ? 0.0f : x;
             x = x > 255.0f ? 255.0f : x;
             o[n] = (uint8_t)(int32_t)((x + DNNQ_RNE_MAGIC) - DNNQ_RNE_MAGIC);
