@@ -36,6 +36,51 @@ static inline void rnn_tile_f32(const dnnq_rnn_args_t *a, const rnn_tile_t *tl) 
         rnn_store_f32(tl->h + r * tl->h_sn, tl->hf + r * tl->hf_sn, tl->nc, a->scale, a->shift);
 }
 
+#ifdef __AVX512F__
+/* One gate of a whole tile activated in place: row r of the s32 accumulators (row stride 64)
+ * becomes the f32 act(f32(acc) / d + b).  A loop per gate rather than one loop doing every
+ * gate of a vector: the chain of one vector (two divisions, exp or the tanh polynomial, then
+ * the state update, tanh and requantization) is about 150 cycles long and 190 instructions, more
+ * than the scheduler holds, so one loop over vectors ran at its latency.  Short independent
+ * iterations let the core overlap several of them (same operations, same results). */
+static inline void rv_tile_act(int32_t *acc, const float *d, const float *b, int mr, int nc,
+                               const rv_tanh_tab_t *tt) {
+    for (int r = 0; r < mr; ++r)
+        for (int k = 0; k < nc; k += 16) {
+            const __mmask16 m = rv_mask(k, nc);
+            const __m512 v = rv_gate(acc + r * 64 + k, d + k, b + k, m);
+            _mm512_storeu_ps((float *)(acc + r * 64 + k), tt ? rv_tanh(v, tt) : rv_logistic(v));
+        }
+}
+
+/* LSTM without peepholes: the gates activated in place (rv_tile_act), then the state update */
+static inline void rv_epi_lstm(const dnnq_rnn_args_t *a, int32_t *const *acc, const rnn_tile_t *tl,
+                               float *c) {
+    const int64_t H = a->H, o = tl->o;
+    const int nc = tl->nc, mr = tl->mr;
+    rv_tanh_tab_t tt;
+    rv_tanh_load(&tt);
+    for (int g = 0; g < 4; ++g)
+        rv_tile_act(acc[g], a->div + g * H + o, a->bias + g * H + o, mr, nc, g == 2 ? &tt : NULL);
+    const __m512 vsc = _mm512_set1_ps(a->scale), vsh = _mm512_set1_ps(a->shift);
+    for (int r = 0; r < mr; ++r) {
+        const float *gi = (const float *)acc[0] + r * 64, *gf = (const float *)acc[1] + r * 64,
+                    *gc = (const float *)acc[2] + r * 64, *go = (const float *)acc[3] + r * 64;
+        float *cr = c + r * H;
+        uint8_t *h = tl->h + r * tl->h_sn;
+        for (int k = 0; k < nc; k += 16) {
+            const __mmask16 m = rv_mask(k, nc);
+            const __m512 cp = _mm512_maskz_loadu_ps(m, cr + k);
+            const __m512 cn = _mm512_fmadd_ps(_mm512_loadu_ps(gi + k), _mm512_loadu_ps(gc + k),
+                                              _mm512_mul_ps(cp, _mm512_loadu_ps(gf + k)));
+            _mm512_mask_storeu_ps(cr + k, m, cn);
+            rv_store_u8(h + k, m, _mm512_mul_ps(rv_tanh(cn, &tt), _mm512_loadu_ps(go + k)), vsc,
+                        vsh);
+        }
+    }
+}
+#endif
+
 /* LSTM (gates i, f, c~, o): c = f*c_prev + i*c~ (as oneDNN: c_prev*f, then a fused i*c~ +),
  * h = o * tanh(c).  c: the cell state of row n0, channel o. */
 static void RNN_FN(rnn_epi_lstm)(const dnnq_rnn_args_t *a, int32_t *const *acc,
@@ -47,6 +92,11 @@ static void RNN_FN(rnn_epi_lstm)(const dnnq_rnn_args_t *a, int32_t *const *acc,
     /* peepholes (as oneDNN's jit cell): i, f += c_prev * p (fused), o += c * p (fused) */
     const float *pp = a->peep ? a->peep + o : NULL;
 #ifdef __AVX512F__
+    if (!pp) {
+        rv_epi_lstm(a, acc, tl, c);
+        rnn_tile_f32(a, tl);
+        return;
+    }
     {
         rv_tanh_tab_t tt;
         rv_tanh_load(&tt);
@@ -62,14 +112,12 @@ static void RNN_FN(rnn_epi_lstm)(const dnnq_rnn_args_t *a, int32_t *const *acc,
                 __m512 pi = rv_gate(l0 + k, d0 + k, b0 + k, m);
                 __m512 pf = rv_gate(l1 + k, d1 + k, b1 + k, m);
                 __m512 po = rv_gate(l3 + k, d3 + k, b3 + k, m);
-                if (pp) {
-                    pi = _mm512_fmadd_ps(cp, _mm512_maskz_loadu_ps(m, pp + k), pi);
-                    pf = _mm512_fmadd_ps(cp, _mm512_maskz_loadu_ps(m, pp + H + k), pf);
-                }
+                pi = _mm512_fmadd_ps(cp, _mm512_maskz_loadu_ps(m, pp + k), pi);
+                pf = _mm512_fmadd_ps(cp, _mm512_maskz_loadu_ps(m, pp + H + k), pf);
                 const __m512 gi = rv_logistic(pi), gf = rv_logistic(pf);
                 const __m512 gc = rv_tanh(rv_gate(l2 + k, d2 + k, b2 + k, m), &tt);
                 const __m512 cn = _mm512_fmadd_ps(gi, gc, _mm512_mul_ps(cp, gf));
-                if (pp) po = _mm512_fmadd_ps(cn, _mm512_maskz_loadu_ps(m, pp + 2 * H + k), po);
+                po = _mm512_fmadd_ps(cn, _mm512_maskz_loadu_ps(m, pp + 2 * H + k), po);
                 const __m512 go = rv_logistic(po);
                 _mm512_mask_storeu_ps(cr + k, m, cn);
                 rv_store_u8(h + k, m, _mm512_mul_ps(rv_tanh(cn, &tt), go), vsc, vsh);
