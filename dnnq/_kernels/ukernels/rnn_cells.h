@@ -44,8 +44,9 @@ static inline void rnn_tile_f32(const dnnq_rnn_args_t *a, const rnn_tile_t *tl) 
  * requantization) is some 190 instructions, about the scheduler's size, and short independent
  * iterations overlap better (7 % off the LSTM epilogue in a micro-benchmark; same operations,
  * same results). */
-static inline void rv_tile_act(const int32_t *acc, float *dst, int64_t dst_rs, const float *d,
-                               const float *b, int mr, int nc, const rv_tanh_tab_t *tt) {
+static inline __attribute__((always_inline)) void
+rv_tile_act(const int32_t *acc, float *dst, int64_t dst_rs, const float *d, const float *b, int mr,
+            int nc, const rv_tanh_tab_t *tt) {
     for (int r = 0; r < mr; ++r)
         for (int k = 0; k < nc; k += 16) {
             const __mmask16 m = rv_mask(k, nc);
@@ -61,9 +62,12 @@ static inline void rv_epi_lstm(const dnnq_rnn_args_t *a, int32_t *const *acc, co
     const int nc = tl->nc, mr = tl->mr;
     rv_tanh_tab_t tt;
     rv_tanh_load(&tt);
-    for (int g = 0; g < 4; ++g)
-        rv_tile_act(acc[g], (float *)acc[g], 64, a->div + g * H + o, a->bias + g * H + o, mr, nc,
-                    g == 2 ? &tt : NULL);
+    /* one call per gate, so that each loop is compiled for its one function */
+    const float *d = a->div + o, *b = a->bias + o;
+    rv_tile_act(acc[0], (float *)acc[0], 64, d, b, mr, nc, NULL);
+    rv_tile_act(acc[1], (float *)acc[1], 64, d + H, b + H, mr, nc, NULL);
+    rv_tile_act(acc[2], (float *)acc[2], 64, d + 2 * H, b + 2 * H, mr, nc, &tt);
+    rv_tile_act(acc[3], (float *)acc[3], 64, d + 3 * H, b + 3 * H, mr, nc, NULL);
     const __m512 vsc = _mm512_set1_ps(a->scale), vsh = _mm512_set1_ps(a->shift);
     for (int r = 0; r < mr; ++r) {
         const float *gi = (const float *)acc[0] + r * 64, *gf = (const float *)acc[1] + r * 64,
