@@ -11,16 +11,16 @@
 
 static inline __m512 rv_exp(__m512 x) {
     const __m512 lo = RV_F(0xc2aeac50u), hi = RV_F(0x42b17218u), one = _mm512_set1_ps(1.0f);
-    const __mmask16 under = _mm512_cmp_ps_mask(x, lo, _CMP_LT_OS);
     x = _mm512_min_ps(x, hi);
     x = _mm512_max_ps(x, lo);
     __m512 fx = _mm512_mul_ps(x, RV_F(0x3fb8aa3bu));
     fx = _mm512_add_ps(fx, _mm512_set1_ps(0.5f));
     const __m512 n = _mm512_roundscale_ps(fx, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
     const __m512 r = _mm512_fnmadd_ps(n, RV_F(0x3f317218u), x);
-    /* the biased exponent of 2^(n-1): cvt(n - 1) + 127 as cvt(n) + 126 (n is an integer) */
-    __m512i e = _mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(126));
-    e = _mm512_maskz_slli_epi32((__mmask16)~under, e, 23);
+    /* 2^(n-1): the biased exponent cvt(n - 1) + 127 as cvt(n) + 126 (n is an integer).  oneDNN
+     * zeroes it below lo, but there it is 0 anyway: x is clamped to lo, whose n is -126 */
+    const __m512i e = _mm512_slli_epi32(
+        _mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(126)), 23);
     __m512 p = RV_F(0x3c07cfceu);
     p = _mm512_fmadd_ps(p, r, RV_F(0x3d2b9d0du));
     p = _mm512_fmadd_ps(p, r, RV_F(0x3e2aad40u));
