@@ -177,9 +177,11 @@ def test_matches_onednn(isa, cell, direction):
 
 # (T, N, C, H): H below, at and past 16 / 32 / 64 channels (blocks and masked vector tails), N = 1
 # (the one-row kernel), 2, 5, 7 (row tiles of 6 with tails) and 32 (tiles 5,5,6,5,5,6), K % 4
-# tails on both GEMMs, and several layer-GEMM chunks (T * N rows past one chunk at N = 32)
+# tails on both GEMMs, and several layer-GEMM chunks (T * N rows past one chunk at N = 32; at
+# N = 13, H = 320 chunks of 3 steps, 7 = 3 + 3 + 1, so the ring of layer products is entered at
+# an offset right to left, and layer-GEMM tiles span two time steps)
 SWEEP = [(3, 1, 16, 15), (3, 2, 32, 16), (2, 5, 20, 17), (3, 7, 64, 32), (2, 32, 40, 33),
-         (2, 2, 66, 63), (9, 32, 8, 64), (2, 5, 48, 65), (2, 1, 130, 129)]
+         (2, 2, 66, 63), (9, 32, 8, 64), (2, 5, 48, 65), (2, 1, 130, 129), (7, 13, 8, 320)]
 
 
 @requires_onednn

@@ -86,6 +86,12 @@ def run_layer(int isa, int cell, int act, int64_t T, int64_t N, int64_t C, int64
         fn(&a)
 
 
+def lacc_rows(int64_t T, int64_t N, int64_t nblk, int64_t G):
+    """Rows of the s32 layer-product scratch (nblk * G * 64 each) that run_layer needs: a ring
+    of one chunk of time steps (ukernels/dnnq_rnn.h)."""
+    return dnnq_rnn_lacc_rows(T, N, nblk, G)
+
+
 def eltwise(int isa, int alg, x):
     """oneDNN's jit sigmoid (alg 2) / tanh (alg 1) on a float32 array, in place (tests)."""
     cdef float[::1] v = x

@@ -41,5 +41,6 @@ cdef extern from "dnnq_rnn.h" nogil:
         int gemm_isa
     ctypedef void (*dnnq_rnn_fn)(const dnnq_rnn_args_t *a)
     dnnq_rnn_fn dnnq_rnn_for_isa(int isa)
+    int64_t dnnq_rnn_lacc_rows(int64_t T, int64_t N, int64_t nblk, int64_t G)
     void dnnq_rnn_eltwise(int isa, int alg, float *x, int64_t n)
     int64_t dnnq_rnn_read_stream(int isa, const uint8_t *buf, int64_t n, int64_t reps)

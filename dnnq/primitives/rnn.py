@@ -527,7 +527,7 @@ class _RNN(metaclass=CachedPrimitive):
                 return self._scratch.pop()
         T, N, H, G = self.T, self.N, self.H, self.G
         nblk = (H + 63) // 64
-        s = {"lacc": aligned_empty(T * N * nblk * G * 64, np.int32),
+        s = {"lacc": aligned_empty(_rnn.lacc_rows(T, N, nblk, G) * nblk * G * 64, np.int32),
              "ws": [[np.empty((T, N, self.P), np.uint8) for _ in range(self.D)]
                     for _ in range(min(self.L, 2))],
              "hproj": np.empty((N, H), np.uint8),

@@ -34,8 +34,8 @@ typedef struct {
     uint8_t *out; int64_t out_st, out_sn;
     /* optional f32 copy of the output: (u8 - shift) / scale (NULL = none) */
     float *outf; int64_t outf_st, outf_sn;
-    /* scratch: s32 layer products (T * N rows of nblk * G * 64), GRU r*h (u8, N x H) and
-     * update gate (f32, N x H), LBR-GRU: r (f32) and the iteration products of gate o */
+    /* scratch: s32 layer products (dnnq_rnn_lacc_rows rows of nblk * G * 64, a ring), GRU r*h
+     * (u8, N x H) and update gate (f32, N x H) */
     int32_t *lacc;
     uint8_t *rh;
     float *gate_u;
@@ -59,6 +59,13 @@ void dnnq_rnn_forward_portable(const dnnq_rnn_args_t *a);
 void dnnq_rnn_forward_avx2(const dnnq_rnn_args_t *a);
 void dnnq_rnn_forward_avx512(const dnnq_rnn_args_t *a);
 dnnq_rnn_fn dnnq_rnn_for_isa(int isa);
+
+/* Time steps per layer-GEMM chunk: the layer products of a chunk (N * G * 64 * nblk s32 a
+ * step) are computed just before its steps, 256 KiB a chunk (a quarter of L2).  The product
+ * scratch is a ring of one chunk, dnnq_rnn_lacc_rows = chunk steps * N rows: each chunk
+ * overwrites the last one, which its steps have finished with. */
+int64_t dnnq_rnn_chunk_steps(int64_t T, int64_t N, int64_t nblk, int64_t G);
+int64_t dnnq_rnn_lacc_rows(int64_t T, int64_t N, int64_t nblk, int64_t G);
 
 /* reads n bytes (multiple of 256) reps times; returns a checksum (bandwidth benchmarks) */
 int64_t dnnq_rnn_read_stream(int isa, const uint8_t *buf, int64_t n, int64_t reps);

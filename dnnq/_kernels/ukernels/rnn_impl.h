@@ -3,8 +3,9 @@
  * vectorised with that ISA's flags.  The GEMM tiles come from the micro-kernels of the chosen
  * level.
  *
- *   1. layer GEMM: the s32 products x(t) . W_layer of every time step at once (rows t*N + n),
- *      written straight into the accumulator scratch `lacc`, laid out [panel][row][64];
+ *   1. layer GEMM: the s32 products x(t) . W_layer of a chunk of time steps at once (rows
+ *      t*N + n), written straight into the accumulator scratch `lacc`, laid out
+ *      [panel][row mod ring][64];
  *   2. per step: h(t-1) . W_iter per 64-channel block, all gates of the block in one pass (the
  *      packed panels of a block sit side by side), accumulated by the batch-reduce micro-kernel
  *      onto the layer products of those rows (so the pre-activation is complete in registers
@@ -33,7 +34,8 @@ typedef struct {
     dnnq_gemm_ukr_fn ukr;
     dnnq_brgemm_ukr_fn brk;
     int mr;
-    int64_t TN;             /* rows of the layer products: T * N */
+    int64_t ring;           /* rows of the layer-product scratch: one chunk of steps */
+    int64_t ring_off;       /* added to a row before the modulo: every chunk starts at 0 */
     int64_t wl_panel, wi_panel;  /* bytes per packed panel */
     int64_t nrt;            /* row tiles of a step */
     int64_t lmb;            /* layer GEMM row block */
@@ -56,11 +58,15 @@ static inline int64_t rnn_time(const dnnq_rnn_args_t *a, int64_t s) {
 
 /* ---- work ---------------------------------------------------------------------------------- */
 
-/* The accumulators of row m = t*N + n, panel p = j * G + g (64 s32): [p][m], so that the rows
- * of one tile (a layer GEMM tile, or a step's row tile) are one run with row stride 64, the
- * micro-kernels' output layout */
+/* The accumulators of row m = t*N + n, panel p = j * G + g (64 s32): [p][m mod ring], so that
+ * the rows of one tile (a layer GEMM tile, or a step's row tile) are one run with row stride 64,
+ * the micro-kernels' output layout.  A ring of one chunk rather than T * N rows: the products
+ * are always written to lines that are still in cache (at N = 32 writing fresh memory every
+ * step cost 3-4 % of the whole LSTM, read and written back through DRAM).  Every chunk starts
+ * at ring row 0 (ring_off: right2left chunks start at T - k * tc, not a multiple of tc), so the
+ * rows of a tile never wrap and its first row's address is enough. */
 static inline int32_t *rnn_lacc(const rnn_ctx_t *x, int64_t m, int64_t p) {
-    return x->a->lacc + (p * x->TN + m) * 64;
+    return x->a->lacc + (p * x->ring + (m + x->ring_off) % x->ring) * 64;
 }
 
 /* the layer products of rows [mlo, mhi) (whole time steps), items (panel, row block) */
@@ -217,20 +223,16 @@ void RNN_FN(dnnq_rnn_forward)(const dnnq_rnn_args_t *a) {
     x.mr = dnnq_gemm_mr_for_isa(gisa);
     if (x.mr > dnnq_brgemm_mr_for_isa(gisa)) x.mr = dnnq_brgemm_mr_for_isa(gisa);
     if (x.mr > DNNQ_MR_MAX) x.mr = DNNQ_MR_MAX;
-    x.TN = a->T * a->N;
+    x.ring = dnnq_rnn_lacc_rows(a->T, a->N, a->nblk, a->G);
     x.wl_panel = ((a->C + 3) / 4) * 4 * 64;
     x.wi_panel = ((a->Ki + 3) / 4) * 4 * 64;
     x.nrt = (a->N + x.mr - 1) / x.mr;
     x.lmb = (int64_t)x.mr * 8;
     const int nph = a->cell == DNNQ_RNN_GRU || a->wp ? 2 : 1;
     const int64_t T = a->T;
-    /* the layer GEMM runs in chunks of tc steps, just before them, so that their products
-     * (N * G * H s32 a step) are still in L2 when the steps accumulate onto them: 256 KiB a
-     * chunk, a quarter of L2, which leaves room for the recurrent weights (at N = 32, H = 512
-     * one step a chunk measured 1-5 % faster than 2 MiB chunks, which evict everything) */
-    const int64_t step_bytes = a->N * a->nblk * a->G * 64 * 4;
-    int64_t tc = ((int64_t)256 << 10) / (step_bytes > 0 ? step_bytes : 1);
-    tc = tc < 1 ? 1 : tc > T ? T : tc;
+    /* the layer GEMM runs in chunks of tc steps, just before them (dnnq_rnn_chunk_steps) */
+    const int64_t tc = dnnq_rnn_chunk_steps(T, a->N, a->nblk, a->G);
+    x.ring_off = a->reverse ? (tc - T % tc) % tc * a->N : 0;
     int nt = a->nthreads < 1 ? 1 : a->nthreads;
     /* a thread per 2^17 multiply-adds of a step at most: below that a barrier (a few us, far
      * more when the machine is oversubscribed) costs more than the share it saves */
