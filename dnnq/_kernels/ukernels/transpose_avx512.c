@@ -108,7 +108,7 @@ static void dnnq_transpose_u8_avx512_OLD(const uint8_t *src, uint8_t *dst, int64
  * lane L's rows are stored to the dst rows of block L. */
 #define DW_TRANSPOSE_BAND(W, VT, LOAD, LANES)                                                   \
     for (; c0 + 16 * LANES <= cend; c0 += 16 * LANES) {                                        \
-        for (int64_t r1 = 0; r1 < rows && rows >= 16; r1 += 16) {                              \
+        for (int64_t r1 = rbeg; r1 < rows && rows >= 16; r1 += 16) {                           \
             const int64_t r0 = r1 + 16 <= rows ? r1 : rows - 16; /* the last overlaps */       \
             VT v[16], w[16];                                                                   \
             _Pragma("GCC unroll 16") for (int i = 0; i < 16; ++i)                              \
@@ -199,9 +199,11 @@ transpose_64x16(const uint8_t *src, uint8_t *dst, int64_t rows, int64_t cols, in
     for (int i = 0; i < 16; ++i) {
         const uint8_t *p = s + i * cols;
         __m512i x = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)p));
-        x = _mm512_inserti32x4(x, _mm_loadu_si128((const __m128i *)(p + s16)), 1);
-        x = _mm512_inserti32x4(x, _mm_loadu_si128((const __m128i *)(p + 2 * s16)), 2);
-        v[i] = _mm512_inserti32x4(x, _mm_loadu_si128((const __m128i *)(p + 3 * s16)), 3);
+        x = _mm512_mask_broadcast_i32x4(x, 0x00f0, _mm_loadu_si128((const __m128i *)(p + s16)));
+        x = _mm512_mask_broadcast_i32x4(x, 0x0f00,
+                                        _mm_loadu_si128((const __m128i *)(p + 2 * s16)));
+        v[i] = _mm512_mask_broadcast_i32x4(x, 0xf000,
+                                           _mm_loadu_si128((const __m128i *)(p + 3 * s16)));
     }
 #pragma GCC unroll 4
     for (int k = 0; k < 4; ++k) {
@@ -219,14 +221,14 @@ transpose_64x16(const uint8_t *src, uint8_t *dst, int64_t rows, int64_t cols, in
 /* column chunks of 64 (the 64 src rows of a group, 64 x 64 bytes, stay in L1 for the chunk's
  * four blocks), row groups of 64 within a chunk */
 static void transpose_tall(const uint8_t *src, uint8_t *dst, int64_t rows, int64_t cols,
-                           int64_t cbegin, int64_t cend) {
+                           int64_t rend, int64_t cbegin, int64_t cend) {
     for (int64_t cc = cbegin; cc < cend; cc += 64) {
         const int64_t ce = cc + 64 < cend ? cc + 64 : cend;
         for (int64_t r0 = 0;; r0 += 64) {
-            if (r0 + 64 > rows) r0 = rows - 64;
+            if (r0 + 64 > rend) r0 = rend - 64;
             for (int64_t c0 = cc; c0 < ce; c0 += 16)
                 transpose_64x16(src, dst, rows, cols, r0, c0 + 16 <= cend ? c0 : cend - 16);
-            if (r0 + 64 >= rows) break;
+            if (r0 + 64 >= rend) break;
         }
     }
 }
@@ -234,11 +236,17 @@ static void transpose_tall(const uint8_t *src, uint8_t *dst, int64_t rows, int64
 void dnnq_transpose_u8_avx512(const uint8_t *src, uint8_t *dst, int64_t rows, int64_t cols,
                               int64_t cbegin, int64_t cend) {
     static int tall_on = -1;
-    if (tall_on < 0) { const char *e = getenv("DNNQ_TT"); tall_on = !(e && e[0] == '0'); }
+    if (tall_on < 0) { const char *e = getenv("DNNQ_TT"); tall_on = e ? e[0] - '0' : 1; }
     if (!tall_on) { dnnq_transpose_u8_avx512_OLD(src, dst, rows, cols, cbegin, cend); return; }
-    if (rows >= 64) {
-        transpose_tall(src, dst, rows, cols, cbegin, cend);
+    if (tall_on == 2 && rows >= 64) {
+        transpose_tall(src, dst, rows, cols, rows, cbegin, cend);
         return;
+    }
+    int64_t rbeg = 0;
+    if (rows >= 64) {
+        rbeg = rows - rows % 64;
+        transpose_tall(src, dst, rows, cols, rbeg, cbegin, cend);
+        if (rbeg == rows) return;
     }
     int64_t c0 = cbegin;
     const int64_t band = transpose_band_cols(rows);
