@@ -542,3 +542,28 @@ def test_layout_transpose_vs_numpy(level):
             back = np.empty(shp, dt)
             _conv.transpose_channels(cl, back, False, level)
             assert np.array_equal(back, x)
+
+
+@pytest.mark.parametrize("level", [0] + ([3] if "avx512_core_vnni" in dnnq.available_isa_levels()
+                                           else []))
+def test_layout_transpose_column_ranges_vs_numpy(level):
+    """The byte transposes on sizes below / at / past 16, 32 and 64 in both dims (the AVX-512
+    level's 64 x 16 blocks of tall sources, its 64- / 32- / 16-column bands, the overlapping
+    last blocks and the masked ones of fewer than 16 rows), whole and over column ranges as
+    the threaded copies cut them (bands of 64 columns, the last one shorter): the range's dst
+    rows equal numpy's transpose, the other dst rows are untouched."""
+    from dnnq._kernels import _conv
+    rng = np.random.default_rng(38)
+    sizes = [1, 7, 15, 16, 17, 31, 32, 33, 49, 63, 64, 65, 100, 127, 128, 129, 196]
+    for rows in sizes + [512, 1024]:
+        for cols in sizes + ([784] if rows <= 64 else []):
+            for dt in (np.uint8, np.int32):
+                x = rng.integers(-100, 100, (rows, cols)).astype(dt)
+                ranges = [(0, cols)] + [(c, min(c + 64, cols)) for c in range(0, cols, 64)]
+                ranges += [(3, cols - 2)] if cols >= 21 else []
+                for c0, c1 in ranges:
+                    d = np.full((cols, rows), 77, dt)
+                    _conv.transpose_columns(x, d, c0, c1, level)
+                    want = np.full((cols, rows), 77, dt)
+                    want[c0:c1] = x.T[c0:c1]
+                    assert np.array_equal(d, want), (rows, cols, dt, c0, c1)

@@ -225,3 +225,17 @@ def transpose_channels(src, dst, bint to_channels_last, int isa=0):
             else:                 # (P, C) -> (C, P)
                 dnnq_transpose_for_isa(isa, s + n * C * P * esz, d + n * C * P * esz, P, C,
                                        0, C, <int>esz)
+
+
+def transpose_columns(src, dst, int64_t cbegin, int64_t cend, int isa=0):
+    """dst (cols, rows) rows cbegin .. cend - 1 = the columns cbegin .. cend - 1 of src (rows,
+    cols): the column range a thread's share of a copy takes (tests); 2-D C-contiguous arrays
+    of 1- or 4-byte elements, 0 <= cbegin <= cend <= cols."""
+    cdef int64_t rows = src.shape[0], cols = src.shape[1], esz = src.itemsize
+    if (src.ndim != 2 or dst.ndim != 2 or dst.shape[0] != cols or dst.shape[1] != rows
+            or dst.itemsize != esz or esz not in (1, 4) or not 0 <= cbegin <= cend <= cols):
+        raise ValueError("transpose_columns: mismatched arrays or range")
+    cdef const char* s = <const char*>_ptr(src)
+    cdef char* d = <char*>_ptr(dst, True)
+    with nogil:
+        dnnq_transpose_for_isa(isa, s, d, rows, cols, cbegin, cend, <int>esz)

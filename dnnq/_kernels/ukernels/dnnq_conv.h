@@ -188,7 +188,7 @@ dnnq_dw_tile_fn dnnq_dw_tile_for_isa(int isa, int kind);
 /* dst (cols, rows) = src (rows, cols)^T for elements of esz = 1 or 4 bytes, the columns
  * cbegin .. cend - 1 of src (the dst rows of that range; 0, cols: all; a range starting at a
  * multiple of 64 transposes as the whole does, so threads may split the columns); the
- * AVX-512 level has its own byte transpose (conv_dw_avx512.c), picked by isa */
+ * AVX-512 level has its own byte transpose (transpose_avx512.c), picked by isa */
 void dnnq_transpose(const void *src, void *dst, int64_t rows, int64_t cols, int64_t cbegin,
                     int64_t cend, int esz);
 void dnnq_transpose_u8_avx512(const uint8_t *src, uint8_t *dst, int64_t rows, int64_t cols,
