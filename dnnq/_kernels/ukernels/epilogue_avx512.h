@@ -103,6 +103,21 @@ DNNQ_ALWAYS_INLINE __m512 epi_value(const int DT, const int POST, const int F,
     return v;
 }
 
+/* four s32 vectors (columns 0-15, ..., 48-63) packed s32 -> s16 -> s8 / u8 with saturation
+ * (each 128-bit lane then holds 4 columns of each vector), put back in order by one vpermd,
+ * stored as the panel's width allows */
+DNNQ_ALWAYS_INLINE void epi_pack_store8(const int S8, const epi_consts_t *k, __m512i q0,
+                                        __m512i q1, __m512i q2, __m512i q3, char *o) {
+    const __m512i w01 = _mm512_packs_epi32(q0, q1), w23 = _mm512_packs_epi32(q2, q3);
+    __m512i bytes = S8 ? _mm512_packs_epi16(w01, w23) : _mm512_packus_epi16(w01, w23);
+    bytes = _mm512_permutexvar_epi32(
+        _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), bytes);
+    if (k->full) _mm512_storeu_si512(o, bytes);
+    else if (k->nv == 2 && k->km[1] == 0xFFFF) /* 32 columns: one plain 256-bit store */
+        _mm256_storeu_si256((__m256i *)o, _mm512_castsi512_si256(bytes));
+    else _mm512_mask_storeu_epi8(o, k->km8, bytes);
+}
+
 DNNQ_ALWAYS_INLINE void epi_tile(const int DT, const int POST, const int F,
                                  const dnnq_gemm_args_t *g, const epi_consts_t *k,
                                  const int32_t *tile, int mr, char *d0) {
@@ -124,22 +139,14 @@ DNNQ_ALWAYS_INLINE void epi_tile(const int DT, const int POST, const int F,
             }
             continue;
         }
-        /* 8-bit: the 4 vectors packed s32 -> s16 -> s8/u8 with saturation (each 128-bit lane
-         * then holds 4 columns of each vector), put back in order by one vpermd, one store */
+        /* 8-bit: the 4 vectors packed and stored in column order (epi_pack_store8) */
         __m512i q[4];
         for (int j = 0; j < 4; ++j)
             q[j] = j >= k->nv ? _mm512_setzero_si512() /* no column there (narrow panels) */
                               : _mm512_cvtps_epi32(epi_value(
                                     DT, POST, F, g, k,
                                     _mm512_load_si512((const void *)(t + 16 * j)), j, o));
-        const __m512i w01 = _mm512_packs_epi32(q[0], q[1]), w23 = _mm512_packs_epi32(q[2], q[3]);
-        __m512i bytes = DT == DNNQ_DT_S8 ? _mm512_packs_epi16(w01, w23) : _mm512_packus_epi16(w01, w23);
-        bytes = _mm512_permutexvar_epi32(
-            _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), bytes);
-        if (k->full) _mm512_storeu_si512(o, bytes);
-        else if (k->nv == 2 && k->km[1] == 0xFFFF) /* 32 columns: one plain 256-bit store */
-            _mm256_storeu_si256((__m256i *)o, _mm512_castsi512_si256(bytes));
-        else _mm512_mask_storeu_epi8(o, k->km8, bytes);
+        epi_pack_store8(DT == DNNQ_DT_S8, k, q[0], q[1], q[2], q[3], o);
     }
 }
 
@@ -226,15 +233,9 @@ DNNQ_ALWAYS_INLINE __m512i epi_fused_vec(const int FUSE, const epi_consts_t *k, 
 /* one row: the four accumulator vectors (columns 0-15, ..., 48-63) -> 8-bit dst at o */
 DNNQ_ALWAYS_INLINE void epi_fused_row(const int FUSE, const epi_consts_t *k, __m512i a0,
                                       __m512i a1, __m512i a2, __m512i a3, char *o) {
-    const __m512i w01 = _mm512_packs_epi32(epi_fused_vec(FUSE, k, a0, 0), epi_fused_vec(FUSE, k, a1, 1));
-    const __m512i w23 = _mm512_packs_epi32(epi_fused_vec(FUSE, k, a2, 2), epi_fused_vec(FUSE, k, a3, 3));
-    __m512i bytes = (FUSE - 1) & EPI_FUSE_S8 ? _mm512_packs_epi16(w01, w23) : _mm512_packus_epi16(w01, w23);
-    bytes = _mm512_permutexvar_epi32(
-        _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), bytes);
-    if (k->full) _mm512_storeu_si512(o, bytes);
-    else if (k->nv == 2 && k->km[1] == 0xFFFF) /* 32 columns: one plain 256-bit store */
-        _mm256_storeu_si256((__m256i *)o, _mm512_castsi512_si256(bytes));
-    else _mm512_mask_storeu_epi8(o, k->km8, bytes);
+    epi_pack_store8((FUSE - 1) & EPI_FUSE_S8, k, epi_fused_vec(FUSE, k, a0, 0),
+                    epi_fused_vec(FUSE, k, a1, 1), epi_fused_vec(FUSE, k, a2, 2),
+                    epi_fused_vec(FUSE, k, a3, 3), o);
 }
 
 static void fast_epilogue_avx512(const dnnq_gemm_args_t *g, const epi_consts_t *k, int64_t m,
