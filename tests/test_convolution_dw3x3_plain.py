@@ -159,3 +159,49 @@ def test_plain_copies_threads(threads):
         assert_same(out, reference(c))
     finally:
         dnnq.set_num_threads(old)
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+def test_plain_copies_channel_bands(threads):
+    """One image, several threads, a depthwise 3x3 layer whose panels divide among the
+    threads: the channels-last copies are cut into channel bands (one per thread) and the
+    column kernel's items run panels outermost (ConvExec._channel_band), so every thread's
+    items read and write what its own copies hold. Channels 64 x threads and more, plane
+    sizes below / at / past 64 pixels, both strides, every fused epilogue kind; compared
+    with oneDNN. A band of the wrong channels, or items still panel-inner, gives wrong or
+    missing outputs here."""
+    old = dnnq.get_num_threads()
+    dnnq.set_num_threads(threads)
+    try:
+        for i, (C, isp, s) in enumerate((
+                (64 * threads, (7, 7), (1, 1)), (64 * threads, (8, 9), (2, 2)),
+                (128 * threads, (14, 14), (1, 1)), (128 * threads, (15, 13), (2, 2)),
+                (64 * threads, (28, 28), (1, 1)), (64 * threads, (3, 30), (2, 1)))):
+            name = FUSED[i % len(FUSED)]
+            run_plain(isp, s, (1, 1), (1, 1), name, C, 1, [threads, i], expect_plain=False)
+    finally:
+        dnnq.set_num_threads(old)
+
+
+@pytest.mark.parametrize("level", [0] + ([3] if "avx512_core_vnni" in dnnq.available_isa_levels()
+                                           else []))
+def test_layout_transpose_row_ranges_vs_numpy(level):
+    """The transposes of a range of src rows (a thread's channel band of the copy to
+    channels-last): the range's dst columns equal numpy's transpose, every other dst byte is
+    untouched; sizes below / at / past 16, 32 and 64 in both dims, bands of 64 rows and a
+    range starting off a multiple of 16."""
+    from dnnq._kernels import _conv
+    rng = np.random.default_rng(41)
+    sizes = [1, 15, 16, 17, 33, 49, 63, 64, 65, 128, 196]
+    for rows in sizes + [256, 512]:
+        for cols in sizes + [784]:
+            for dt in (np.uint8, np.int32):
+                x = rng.integers(-100, 100, (rows, cols)).astype(dt)
+                ranges = [(0, rows)] + [(r, min(r + 64, rows)) for r in range(0, rows, 64)]
+                ranges += [(5, rows - 3)] if rows >= 21 else []
+                for r0, r1 in ranges:
+                    d = np.full((cols, rows), 77, dt)
+                    _conv.transpose_rows(x, d, r0, r1, level)
+                    want = np.full((cols, rows), 77, dt)
+                    want[:, r0:r1] = x.T[:, r0:r1]
+                    assert np.array_equal(d, want), (rows, cols, dt, r0, r1)

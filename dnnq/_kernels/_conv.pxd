@@ -39,13 +39,16 @@ cdef extern from "dnnq_conv.h" nogil:
         int isa
         int64_t n_chunks
         int plain
+        int panel_outer
     int64_t dnnq_conv_n_items(const dnnq_conv_t *cv)
     int dnnq_conv_build_tiles(dnnq_conv_t *cv)
     void dnnq_conv_free_tiles(dnnq_conv_t *cv)
     void dnnq_transpose(const void *src, void *dst, int64_t rows, int64_t cols, int64_t cbegin,
-                        int64_t cend, int esz)
+                        int64_t cend, int esz, int64_t ldd)
     void dnnq_transpose_for_isa(int isa, const void *src, void *dst, int64_t rows, int64_t cols,
-                                int64_t cbegin, int64_t cend, int esz)
+                                int64_t cbegin, int64_t cend, int esz, int64_t ldd)
+    void dnnq_transpose_rows_for_isa(int isa, const void *src, void *dst, int64_t rows,
+                                     int64_t cols, int64_t rbegin, int64_t rend, int esz)
     int dnnq_conv_run_item(const dnnq_conv_t *cv, int64_t item)
 
 

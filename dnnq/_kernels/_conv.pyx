@@ -221,10 +221,10 @@ def transpose_channels(src, dst, bint to_channels_last, int isa=0):
         for n in range(N):
             if to_channels_last:  # (C, P) -> (P, C)
                 dnnq_transpose_for_isa(isa, s + n * C * P * esz, d + n * C * P * esz, C, P,
-                                       0, P, <int>esz)
+                                       0, P, <int>esz, C)
             else:                 # (P, C) -> (C, P)
                 dnnq_transpose_for_isa(isa, s + n * C * P * esz, d + n * C * P * esz, P, C,
-                                       0, C, <int>esz)
+                                       0, C, <int>esz, P)
 
 
 def transpose_columns(src, dst, int64_t cbegin, int64_t cend, int isa=0):
@@ -238,4 +238,18 @@ def transpose_columns(src, dst, int64_t cbegin, int64_t cend, int isa=0):
     cdef const char* s = <const char*>_ptr(src)
     cdef char* d = <char*>_ptr(dst, True)
     with nogil:
-        dnnq_transpose_for_isa(isa, s, d, rows, cols, cbegin, cend, <int>esz)
+        dnnq_transpose_for_isa(isa, s, d, rows, cols, cbegin, cend, <int>esz, rows)
+
+
+def transpose_rows(src, dst, int64_t rbegin, int64_t rend, int isa=0):
+    """dst (cols, rows) columns rbegin .. rend - 1 = the rows rbegin .. rend - 1 of src (rows,
+    cols): a thread's band of channels in the copy to channels-last (tests); 2-D C-contiguous
+    arrays of 1- or 4-byte elements, 0 <= rbegin <= rend <= rows."""
+    cdef int64_t rows = src.shape[0], cols = src.shape[1], esz = src.itemsize
+    if (src.ndim != 2 or dst.ndim != 2 or dst.shape[0] != cols or dst.shape[1] != rows
+            or dst.itemsize != esz or esz not in (1, 4) or not 0 <= rbegin <= rend <= rows):
+        raise ValueError("transpose_rows: mismatched arrays or range")
+    cdef const char* s = <const char*>_ptr(src)
+    cdef char* d = <char*>_ptr(dst, True)
+    with nogil:
+        dnnq_transpose_rows_for_isa(isa, s, d, rows, cols, rbegin, rend, <int>esz)

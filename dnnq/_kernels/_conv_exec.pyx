@@ -26,7 +26,8 @@ from cython.parallel cimport prange
 from dnnq._kernels._array_extent cimport _extent
 from dnnq._kernels._kernels cimport dnnq_gemm_args_t, dnnq_postop_t
 from dnnq._kernels._gemm cimport GemmPlan
-from dnnq._kernels._conv cimport ConvPlan, dnnq_conv_t, dnnq_transpose_for_isa
+from dnnq._kernels._conv cimport (ConvPlan, dnnq_conv_t, dnnq_transpose_for_isa,
+                                  dnnq_transpose_rows_for_isa)
 
 import numpy as np
 from dnnq import _dispatch
@@ -135,6 +136,7 @@ cdef class ConvExec:
     cdef bint has_bias, has_ss, has_ds, has_zs, has_zd, has_sum, s8_src, raw_s32
     cdef bint src_cl, dst_cl, depthwise
     cdef bint dw_plain  # plain src and dst read / written in place by the depthwise kernel
+    cdef bint dw_column  # the depthwise 3x3 column kernel (its items may run panel-outer)
     cdef float scale_adjust  # 2 under set_int8_numerics("avx2") with halved s8-source weights
     cdef int dw_kind, isa_code, src_esz, dst_esz
     cdef object dst_dtype, dst_phys, dst_inverse
@@ -190,6 +192,7 @@ cdef class ConvExec:
         self.dw_kind = attrs["dw_kind"]
         self.depthwise = attrs["depthwise"]
         self.dw_plain = attrs.get("dw_plain", False)
+        self.dw_column = attrs.get("dw_column", False)
         if self.dw_plain and (self.src_cl or self.dst_cl or not self.depthwise):
             raise ValueError("ConvExec: dw_plain needs plain src and dst of a depthwise plan")
         self.scale_adjust = attrs.get("scale_adjust", 1.0)
@@ -348,6 +351,7 @@ cdef class ConvExec:
                 self.zrow_cache = (zs, zrow)
         # ---- layouts: channels-last copies of plain arrays -----------------------------------
         nthreads = _dispatch._num_threads
+        band = self._channel_band(nthreads)
         src_copy = dst_copy = None
         try:
             if self.src_cl or self.dw_plain:
@@ -355,7 +359,11 @@ cdef class ConvExec:
             else:
                 src_copy = self._take(self.src_pool, self.N * self.P_src * self.IC)
                 a_ptr = <const uint8_t*>_data(src_copy)
-                self._transpose(_data(src), <void*>a_ptr, self.IC, self.P_src, 1, nthreads)
+                if band:
+                    self._transpose_bands(_data(src), <void*>a_ptr, self.IC, self.P_src, 1,
+                                          band, True)
+                else:
+                    self._transpose(_data(src), <void*>a_ptr, self.IC, self.P_src, 1, nthreads)
             if user is None:
                 out = aligned_empty(self.N * self.P_dst * self.OC, self.dst_dtype).reshape(
                     self.dst_phys)
@@ -368,9 +376,14 @@ cdef class ConvExec:
                                       self.dst_esz)
                 d_ptr = _data(dst_copy)
             self._launch(a_ptr, packed, dw, comp, zrow, ss, ws_ptr, ws_sn, bias_ptr, ds,
-                         dzp_ptr, d_ptr)
+                         dzp_ptr, d_ptr, band != 0)
             if dst_copy is not None:
-                self._transpose(d_ptr, _data(out), self.P_dst, self.OC, self.dst_esz, nthreads)
+                if band:
+                    self._transpose_bands(d_ptr, _data(out), self.P_dst, self.OC,
+                                          self.dst_esz, band, False)
+                else:
+                    self._transpose(d_ptr, _data(out), self.P_dst, self.OC, self.dst_esz,
+                                    nthreads)
         finally:
             if src_copy is not None and len(self.src_pool) < 2:
                 self.src_pool.append(src_copy)
@@ -397,7 +410,7 @@ cdef class ConvExec:
             with nogil:
                 for n in range(self.N):
                     dnnq_transpose_for_isa(self.isa_code, <const char*>s + n * img,
-                                           <char*>d + n * img, rows, cols, 0, cols, esz)
+                                           <char*>d + n * img, rows, cols, 0, cols, esz, rows)
             return
         with nogil:
             for t in prange(tasks, schedule='static', num_threads=nthreads):
@@ -405,11 +418,35 @@ cdef class ConvExec:
                 c0 = (t % parts) * band
                 c1 = min(c0 + band, cols)
                 dnnq_transpose_for_isa(self.isa_code, <const char*>s + n * img,
-                                       <char*>d + n * img, rows, cols, c0, c1, esz)
+                                       <char*>d + n * img, rows, cols, c0, c1, esz, rows)
+
+    cdef int64_t _channel_band(self, int nthreads) noexcept:
+        """Channels per thread when one image's channels-last copies are cut by channel bands
+        and the column kernel's items run panel-outer (each thread's copies then hold what its
+        own items read and write: cut otherwise, half the data crossed between the cores' L2
+        on every call and two threads ran no faster than one); 0: the usual split."""
+        if (nthreads < 2 or not self.dw_column or self.dw_plain or self.N != 1 or
+                self.OC % 64 or (self.OC // 64) % nthreads or (self.src_cl and self.dst_cl)):
+            return 0
+        return self.OC // nthreads
+
+    cdef void _transpose_bands(self, const void* s, void* d, int64_t rows, int64_t cols,
+                               int esz, int64_t band, bint to_channels_last) noexcept:
+        """One image's copy cut into channel bands of `band`, one per thread: to channels-last
+        by src rows (channels), back by src columns (channels)."""
+        cdef int64_t t, tasks = (rows if to_channels_last else cols) // band
+        with nogil:
+            for t in prange(tasks, schedule='static', num_threads=tasks):
+                if to_channels_last:
+                    dnnq_transpose_rows_for_isa(self.isa_code, s, d, rows, cols, t * band,
+                                                (t + 1) * band, esz)
+                else:
+                    dnnq_transpose_for_isa(self.isa_code, s, d, rows, cols, t * band,
+                                           (t + 1) * band, esz, rows)
 
     cdef int _launch(self, const uint8_t* a_ptr, packed, dw, comp, zrow, float ss,
                      const float* ws_ptr, int64_t ws_sn, const float* bias_ptr, float ds,
-                     const int32_t* dzp_ptr, void* d_ptr) except -1:
+                     const int32_t* dzp_ptr, void* d_ptr, bint panel_outer=False) except -1:
         cdef dnnq_postop_t local_post[MAX_POST]
         cdef dnnq_conv_t cv
         cdef dnnq_gemm_args_t g
@@ -465,6 +502,7 @@ cdef class ConvExec:
             cv.packed = <const int8_t*>_data(packed)
         cv.dw_kind = self.dw_kind
         cv.plain = self.dw_plain
+        cv.panel_outer = panel_outer
         cv.dw_stride = cplan.dw_strides[self.dw_kind]
         cv.epi.col_comp = <const int32_t*>_data(comp)
         cv.epi.raw_s32 = self.raw_s32

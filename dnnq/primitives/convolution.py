@@ -548,6 +548,7 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
                      raw_s32=self._raw_s32, dw_kind=self._dw_kind, depthwise=geo.depthwise,
                      scale_adjust=self._scale_adjust)
         attrs["dw_plain"] = self._dw_plain
+        attrs["dw_column"] = self._dw_column_kernel()
         keys = dict(src=A.DNNL_ARG_SRC, wei=A.DNNL_ARG_WEIGHTS, bias=A.DNNL_ARG_BIAS,
                     dst=A.DNNL_ARG_DST, ss=A.DNNL_ARG_SCALE | A.DNNL_ARG_SRC,
                     ws=A.DNNL_ARG_SCALE | A.DNNL_ARG_WEIGHTS,

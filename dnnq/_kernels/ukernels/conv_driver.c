@@ -250,9 +250,11 @@ static int run_item_dw3x3(const dnnq_conv_t *cv, int64_t item) {
     const int64_t OW = cv->ow, OH = cv->oh, osp = cv->od * OH * OW;
     const int64_t nblk = (osp + cv->mc - 1) / cv->mc;
     /* panels innermost: the panels of a block of rows run one after the other, while its
-     * source rows are in cache */
-    const int64_t p = item % cv->n_panels;
-    const int64_t blk = (item / cv->n_panels) % nblk;
+     * source rows are in cache; or outermost within an image (panel_outer: plain data copied
+     * by channel bands, each thread's items then read and write what its own copies hold) */
+    const int po = cv->panel_outer;
+    const int64_t p = po ? (item / nblk) % cv->n_panels : item % cv->n_panels;
+    const int64_t blk = po ? item % nblk : (item / cv->n_panels) % nblk;
     const int64_t n = item / cv->n_panels / nblk;
     const int64_t m0 = blk * cv->mc;
     const int64_t mend = m0 + (osp - m0 < cv->mc ? osp - m0 : cv->mc);
@@ -515,7 +517,7 @@ dnnq_dw_tile_fn dnnq_dw_tile_for_isa(int isa, int kind) {
 #ifdef __SSE2__
 /* one register block: B rows of 16 bytes (B = 16 bytes, or 4 rows of 4 s32) */
 static inline __attribute__((always_inline)) void
-transpose_block(const uint8_t *src, uint8_t *dst, int64_t rows, int64_t cols, const int esz) {
+transpose_block(const uint8_t *src, uint8_t *dst, int64_t ldd, int64_t cols, const int esz) {
     const int B = esz == 1 ? 16 : 4, h = B / 2, rounds = esz == 1 ? 4 : 2;
     __m128i v[16], w[16];
 #pragma GCC unroll 16
@@ -533,12 +535,12 @@ transpose_block(const uint8_t *src, uint8_t *dst, int64_t rows, int64_t cols, co
     }
     /* an even number of rounds: the result is back in v */
 #pragma GCC unroll 16
-    for (int i = 0; i < B; ++i) _mm_storeu_si128((__m128i *)(dst + i * rows * esz), v[i]);
+    for (int i = 0; i < B; ++i) _mm_storeu_si128((__m128i *)(dst + i * ldd * esz), v[i]);
 }
 #endif
 
 void dnnq_transpose(const void *src_, void *dst_, int64_t rows, int64_t cols, int64_t cbegin,
-                    int64_t cend, int esz) {
+                    int64_t cend, int esz, int64_t ldd) {
     const uint8_t *src = (const uint8_t *)src_;
     uint8_t *dst = (uint8_t *)dst_;
     const int B = esz == 1 ? 16 : 4;
@@ -547,30 +549,37 @@ void dnnq_transpose(const void *src_, void *dst_, int64_t rows, int64_t cols, in
 #ifdef __SSE2__
             if (r0 + B <= rows && c0 + B <= cend) {
                 const uint8_t *s = src + (r0 * cols + c0) * esz;
-                uint8_t *d = dst + (c0 * rows + r0) * esz;
-                if (esz == 1) transpose_block(s, d, rows, cols, 1);
-                else transpose_block(s, d, rows, cols, 4);
+                uint8_t *d = dst + (c0 * ldd + r0) * esz;
+                if (esz == 1) transpose_block(s, d, ldd, cols, 1);
+                else transpose_block(s, d, ldd, cols, 4);
                 continue;
             }
 #endif
             const int64_t r1 = r0 + B < rows ? r0 + B : rows, c1 = c0 + B < cend ? c0 + B : cend;
             for (int64_t c = c0; c < c1; ++c)
                 for (int64_t r = r0; r < r1; ++r)
-                    memcpy(dst + (c * rows + r) * esz, src + (r * cols + c) * esz, (size_t)esz);
+                    memcpy(dst + (c * ldd + r) * esz, src + (r * cols + c) * esz, (size_t)esz);
         }
     }
 }
 
 void dnnq_transpose_for_isa(int isa, const void *src, void *dst, int64_t rows, int64_t cols,
-                            int64_t cbegin, int64_t cend, int esz) {
+                            int64_t cbegin, int64_t cend, int esz, int64_t ldd) {
 #ifdef DNNQ_HAVE_X86_KERNELS
     isa = DNNQ_ISA_LEVEL(isa);
     if (esz == 1 && cend - cbegin >= 16 &&
         (isa == DNNQ_ISA_AVX512_CORE_VNNI || isa == DNNQ_ISA_AVX512_CORE_AMX)) {
-        dnnq_transpose_u8_avx512((const uint8_t *)src, (uint8_t *)dst, rows, cols, cbegin, cend);
+        dnnq_transpose_u8_avx512((const uint8_t *)src, (uint8_t *)dst, rows, cols, cbegin, cend,
+                                 ldd);
         return;
     }
 #endif
     (void)isa;
-    dnnq_transpose(src, dst, rows, cols, cbegin, cend, esz);
+    dnnq_transpose(src, dst, rows, cols, cbegin, cend, esz, ldd);
+}
+
+void dnnq_transpose_rows_for_isa(int isa, const void *src, void *dst, int64_t rows, int64_t cols,
+                                 int64_t rbegin, int64_t rend, int esz) {
+    dnnq_transpose_for_isa(isa, (const uint8_t *)src + rbegin * cols * esz,
+                           (uint8_t *)dst + rbegin * esz, rend - rbegin, cols, 0, cols, esz, rows);
 }

@@ -86,6 +86,9 @@ typedef struct {
     /* 1: src and dst are plain (nchw) and the depthwise 3x3 column kernel reads them as
      * they are (dnnq_dw3x3_plain_avx512: the fused epilogue's cases, AVX-512 only) */
     int plain;
+    /* 1: the column kernel's items run panels outermost within an image (ConvExec's channel-
+     * band copies of plain data, several threads) */
+    int panel_outer;
 } dnnq_conv_t;
 
 /* The tiled path of an ungrouped or grouped convolution (not deconvolution, depthwise or the
@@ -187,13 +190,18 @@ dnnq_dw_tile_fn dnnq_dw_tile_for_isa(int isa, int kind);
 
 /* dst (cols, rows) = src (rows, cols)^T for elements of esz = 1 or 4 bytes, the columns
  * cbegin .. cend - 1 of src (the dst rows of that range; 0, cols: all; a range starting at a
- * multiple of 64 transposes as the whole does, so threads may split the columns); the
- * AVX-512 level has its own byte transpose (transpose_avx512.c), picked by isa */
+ * multiple of 64 transposes as the whole does, so threads may split the columns); dst rows
+ * are ldd elements apart (rows for a whole transpose); the AVX-512 level has its own byte
+ * transpose (transpose_avx512.c), picked by isa */
 void dnnq_transpose(const void *src, void *dst, int64_t rows, int64_t cols, int64_t cbegin,
-                    int64_t cend, int esz);
+                    int64_t cend, int esz, int64_t ldd);
 void dnnq_transpose_u8_avx512(const uint8_t *src, uint8_t *dst, int64_t rows, int64_t cols,
-                              int64_t cbegin, int64_t cend);
+                              int64_t cbegin, int64_t cend, int64_t ldd);
 void dnnq_transpose_for_isa(int isa, const void *src, void *dst, int64_t rows, int64_t cols,
-                            int64_t cbegin, int64_t cend, int esz);
+                            int64_t cbegin, int64_t cend, int esz, int64_t ldd);
+/* the src rows rbegin .. rend - 1 only (the dst columns of that range, in every dst row): a
+ * thread's band of channels in the copy of plain data to channels-last */
+void dnnq_transpose_rows_for_isa(int isa, const void *src, void *dst, int64_t rows, int64_t cols,
+                                 int64_t rbegin, int64_t rend, int esz);
 
 #endif

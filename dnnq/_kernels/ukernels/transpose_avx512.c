@@ -1,7 +1,8 @@
 /* Byte transposes (the plain <-> channels-last copies around the convolution kernels) with
  * AVX-512 (BW) intrinsics: dst (cols, rows) = src (rows, cols)^T of bytes, the src columns
  * cbegin .. cend - 1 (cend - cbegin >= 16: dnnq_transpose_for_isa sends narrower ranges to the
- * portable copy). */
+ * portable copy); dst rows are ldd bytes apart (rows for a whole transpose; more for a block
+ * of src rows, dnnq_transpose_rows_for_isa). */
 #include <immintrin.h>
 #include "dnnq_conv.h"
 
@@ -28,20 +29,20 @@
                 }                                                                              \
             }                                                                                  \
             _Pragma("GCC unroll 16") for (int i = 0; i < 16; ++i) {                            \
-                uint8_t *d = dst + (c0 + i) * rows + r0;                                       \
+                uint8_t *d = dst + (c0 + i) * ldd + r0;                                        \
                 DW_STORE_LANES_##W(d, v[i]);                                                   \
             }                                                                                  \
         }                                                                                      \
         if (rows < 16) /* a band of fewer than 16 rows */                                      \
             for (int64_t c = c0; c < c0 + 16 * LANES; c += 16)                                 \
-                transpose16_tail(src, dst, rows, cols, 0, c, (int)rows, 16);                   \
+                transpose16_tail(src, dst, rows, cols, ldd, 0, c, (int)rows, 16);              \
     }
 #define DW_STORE_LANES_512(d, x)                                                               \
     do {                                                                                       \
         _mm_storeu_si128((__m128i *)(d), _mm512_castsi512_si128(x));                           \
-        _mm_storeu_si128((__m128i *)((d) + 16 * rows), _mm512_extracti32x4_epi32(x, 1));       \
-        _mm_storeu_si128((__m128i *)((d) + 32 * rows), _mm512_extracti32x4_epi32(x, 2));       \
-        _mm_storeu_si128((__m128i *)((d) + 48 * rows), _mm512_extracti32x4_epi32(x, 3));       \
+        _mm_storeu_si128((__m128i *)((d) + 16 * ldd) , _mm512_extracti32x4_epi32(x, 1));       \
+        _mm_storeu_si128((__m128i *)((d) + 32 * ldd) , _mm512_extracti32x4_epi32(x, 2));       \
+        _mm_storeu_si128((__m128i *)((d) + 48 * ldd) , _mm512_extracti32x4_epi32(x, 3));       \
     } while (0)
 #define DW_STORE_LANES_(d, x) _mm_storeu_si128((__m128i *)(d), x)
 #define DW_LD512(p) _mm512_loadu_si512((const void *)(p))
@@ -50,7 +51,7 @@
 /* a partial 16 x 16 block (nr rows from r0, nc columns from c0): masked loads (rows past nr
  * are zeros), the register transpose, masked stores of the nc output rows */
 static void transpose16_tail(const uint8_t *src, uint8_t *dst, int64_t rows, int64_t cols,
-                             int64_t r0, int64_t c0, int nr, int nc) {
+                             int64_t ldd, int64_t r0, int64_t c0, int nr, int nc) {
     const __mmask16 kc = (__mmask16)((1u << nc) - 1), kr = (__mmask16)((1u << nr) - 1);
     __m128i v[16], w[16];
     for (int i = 0; i < 16; ++i)
@@ -62,7 +63,7 @@ static void transpose16_tail(const uint8_t *src, uint8_t *dst, int64_t rows, int
             out[2 * i + 1] = _mm_unpackhi_epi8(in[i], in[i + 8]);
         }
     }
-    for (int i = 0; i < nc; ++i) _mm_mask_storeu_epi8(dst + (c0 + i) * rows + r0, kr, v[i]);
+    for (int i = 0; i < nc; ++i) _mm_mask_storeu_epi8(dst + (c0 + i) * ldd + r0, kr, v[i]);
 }
 
 /* Tall sources (rows >= 64: the copy to channels-last of C >= 64 channels, or back from it
@@ -74,7 +75,7 @@ static void transpose16_tail(const uint8_t *src, uint8_t *dst, int64_t rows, int
  * 0.055 to 0.031 - 0.033 ns / byte).  The last column block overlaps its predecessor instead
  * of being masked; the rows past the last whole group of 64 go to the bands. */
 static inline __attribute__((always_inline)) void
-transpose_64x16(const uint8_t *src, uint8_t *dst, int64_t rows, int64_t cols, int64_t r0,
+transpose_64x16(const uint8_t *src, uint8_t *dst, int64_t cols, int64_t ldd, int64_t r0,
                 int64_t c0) {
     const uint8_t *s = src + r0 * cols + c0;
     const int64_t s16 = 16 * cols;
@@ -99,27 +100,27 @@ transpose_64x16(const uint8_t *src, uint8_t *dst, int64_t rows, int64_t cols, in
         }
     }
 #pragma GCC unroll 16
-    for (int j = 0; j < 16; ++j) _mm512_storeu_si512((void *)(dst + (c0 + j) * rows + r0), v[j]);
+    for (int j = 0; j < 16; ++j) _mm512_storeu_si512((void *)(dst + (c0 + j) * ldd + r0), v[j]);
 }
 
 /* rows 0 .. rend - 1 (a multiple of 64): column chunks of 64 (the 64 src rows of a group,
  * 64 x 64 bytes, stay in L1 for the chunk's four blocks), row groups of 64 within a chunk */
-static void transpose_tall(const uint8_t *src, uint8_t *dst, int64_t rows, int64_t cols,
+static void transpose_tall(const uint8_t *src, uint8_t *dst, int64_t cols, int64_t ldd,
                            int64_t rend, int64_t cbegin, int64_t cend) {
     for (int64_t cc = cbegin; cc < cend; cc += 64) {
         const int64_t ce = cc + 64 < cend ? cc + 64 : cend;
         for (int64_t r0 = 0; r0 < rend; r0 += 64)
             for (int64_t c0 = cc; c0 < ce; c0 += 16)
-                transpose_64x16(src, dst, rows, cols, r0, c0 + 16 <= cend ? c0 : cend - 16);
+                transpose_64x16(src, dst, cols, ldd, r0, c0 + 16 <= cend ? c0 : cend - 16);
     }
 }
 
 void dnnq_transpose_u8_avx512(const uint8_t *src, uint8_t *dst, int64_t rows, int64_t cols,
-                              int64_t cbegin, int64_t cend) {
+                              int64_t cbegin, int64_t cend, int64_t ldd) {
     int64_t rbeg = 0;
     if (rows >= 64) {
         rbeg = rows - rows % 64;
-        transpose_tall(src, dst, rows, cols, rbeg, cbegin, cend);
+        transpose_tall(src, dst, cols, ldd, rbeg, cbegin, cend);
         if (rbeg == rows) return;
     }
     int64_t c0 = cbegin;
