@@ -231,25 +231,26 @@ def transpose_columns(src, dst, int64_t cbegin, int64_t cend, int isa=0):
     """dst (cols, rows) rows cbegin .. cend - 1 = the columns cbegin .. cend - 1 of src (rows,
     cols): the column range a thread's share of a copy takes (tests); 2-D C-contiguous arrays
     of 1- or 4-byte elements, 0 <= cbegin <= cend <= cols."""
-    cdef int64_t rows = src.shape[0], cols = src.shape[1], esz = src.itemsize
-    if (src.ndim != 2 or dst.ndim != 2 or dst.shape[0] != cols or dst.shape[1] != rows
-            or dst.itemsize != esz or esz not in (1, 4) or not 0 <= cbegin <= cend <= cols):
-        raise ValueError("transpose_columns: mismatched arrays or range")
-    cdef const char* s = <const char*>_ptr(src)
-    cdef char* d = <char*>_ptr(dst, True)
-    with nogil:
-        dnnq_transpose_for_isa(isa, s, d, rows, cols, cbegin, cend, <int>esz, rows)
+    _transpose_range(src, dst, cbegin, cend, isa, False)
 
 
 def transpose_rows(src, dst, int64_t rbegin, int64_t rend, int isa=0):
     """dst (cols, rows) columns rbegin .. rend - 1 = the rows rbegin .. rend - 1 of src (rows,
     cols): a thread's band of channels in the copy to channels-last (tests); 2-D C-contiguous
     arrays of 1- or 4-byte elements, 0 <= rbegin <= rend <= rows."""
+    _transpose_range(src, dst, rbegin, rend, isa, True)
+
+
+cdef _transpose_range(src, dst, int64_t begin, int64_t end, int isa, bint by_rows):
     cdef int64_t rows = src.shape[0], cols = src.shape[1], esz = src.itemsize
     if (src.ndim != 2 or dst.ndim != 2 or dst.shape[0] != cols or dst.shape[1] != rows
-            or dst.itemsize != esz or esz not in (1, 4) or not 0 <= rbegin <= rend <= rows):
-        raise ValueError("transpose_rows: mismatched arrays or range")
+            or dst.itemsize != esz or esz not in (1, 4)
+            or not 0 <= begin <= end <= (rows if by_rows else cols)):
+        raise ValueError("transpose_rows / transpose_columns: mismatched arrays or range")
     cdef const char* s = <const char*>_ptr(src)
     cdef char* d = <char*>_ptr(dst, True)
     with nogil:
-        dnnq_transpose_rows_for_isa(isa, s, d, rows, cols, rbegin, rend, <int>esz)
+        if by_rows:
+            dnnq_transpose_rows_for_isa(isa, s, d, rows, cols, begin, end, <int>esz)
+        else:
+            dnnq_transpose_for_isa(isa, s, d, rows, cols, begin, end, <int>esz, rows)
