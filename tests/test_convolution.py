@@ -138,17 +138,20 @@ class Case:
                          dst_zp=q.get("dst_zp"))
 
 
-def assert_same(out, ref):
+def assert_same(out, ref, bits=False, ref_name="reference"):
+    """Equal element for element (any NaN matches a NaN); `bits`: f32 compared as bits too,
+    so -0.0 is not +0.0."""
     out, ref = np.asarray(out), np.asarray(ref)
     assert out.dtype == ref.dtype and out.shape == ref.shape
     if out.dtype == np.float32:
-        bad = ~((out == ref) | (np.isnan(out) & np.isnan(ref)))
+        eq = out.view(np.int32) == ref.view(np.int32) if bits else out == ref
+        bad = ~(eq | (np.isnan(out) & np.isnan(ref)))
     else:
         bad = out != ref
     if bad.any():
         i = tuple(np.argwhere(bad)[0])
         raise AssertionError(f"{bad.sum()} of {bad.size} differ; first at {i}: dnnq "
-                             f"{out[i]} reference {ref[i]}")
+                             f"{out[i]!r} {ref_name} {ref[i]!r}")
 
 
 def random_case(rng, *, deconv=False, quant=True):
@@ -546,24 +549,32 @@ def test_layout_transpose_vs_numpy(level):
 
 @pytest.mark.parametrize("level", [0] + ([3] if "avx512_core_vnni" in dnnq.available_isa_levels()
                                            else []))
-def test_layout_transpose_column_ranges_vs_numpy(level):
+@pytest.mark.parametrize("by_rows", [False, True])
+def test_layout_transpose_column_ranges_vs_numpy(level, by_rows):
     """The byte transposes on sizes below / at / past 16, 32 and 64 in both dims (the AVX-512
     level's 64 x 16 blocks of tall sources, its 64- / 32- / 16-column bands, the overlapping
     last blocks and the masked ones of fewer than 16 rows), whole and over column ranges as
     the threaded copies cut them (bands of 64 columns, the last one shorter): the range's dst
-    rows equal numpy's transpose, the other dst rows are untouched."""
+    rows equal numpy's transpose, the other dst rows are untouched.  `by_rows`: ranges of
+    src rows instead (a thread's channel band of the copy to channels-last, transpose_rows):
+    the range's dst columns, every other dst byte untouched."""
     from dnnq._kernels import _conv
-    rng = np.random.default_rng(38)
+    rng = np.random.default_rng(41 if by_rows else 38)
     sizes = [1, 7, 15, 16, 17, 31, 32, 33, 49, 63, 64, 65, 100, 127, 128, 129, 196]
     for rows in sizes + [512, 1024]:
-        for cols in sizes + ([784] if rows <= 64 else []):
+        for cols in sizes + ([784] if rows <= 64 or by_rows else []):
             for dt in (np.uint8, np.int32):
                 x = rng.integers(-100, 100, (rows, cols)).astype(dt)
-                ranges = [(0, cols)] + [(c, min(c + 64, cols)) for c in range(0, cols, 64)]
-                ranges += [(3, cols - 2)] if cols >= 21 else []
+                n = rows if by_rows else cols
+                ranges = [(0, n)] + [(c, min(c + 64, n)) for c in range(0, n, 64)]
+                ranges += [(3, n - 2)] if n >= 21 else []
                 for c0, c1 in ranges:
                     d = np.full((cols, rows), 77, dt)
-                    _conv.transpose_columns(x, d, c0, c1, level)
                     want = np.full((cols, rows), 77, dt)
-                    want[c0:c1] = x.T[c0:c1]
-                    assert np.array_equal(d, want), (rows, cols, dt, c0, c1)
+                    if by_rows:
+                        _conv.transpose_rows(x, d, c0, c1, level)
+                        want[:, c0:c1] = x.T[:, c0:c1]
+                    else:
+                        _conv.transpose_columns(x, d, c0, c1, level)
+                        want[c0:c1] = x.T[c0:c1]
+                    assert np.array_equal(d, want), (rows, cols, dt, c0, c1, by_rows)

@@ -182,26 +182,3 @@ def test_plain_copies_channel_bands(threads):
     finally:
         dnnq.set_num_threads(old)
 
-
-@pytest.mark.parametrize("level", [0] + ([3] if "avx512_core_vnni" in dnnq.available_isa_levels()
-                                           else []))
-def test_layout_transpose_row_ranges_vs_numpy(level):
-    """The transposes of a range of src rows (a thread's channel band of the copy to
-    channels-last): the range's dst columns equal numpy's transpose, every other dst byte is
-    untouched; sizes below / at / past 16, 32 and 64 in both dims, bands of 64 rows and a
-    range starting off a multiple of 16."""
-    from dnnq._kernels import _conv
-    rng = np.random.default_rng(41)
-    sizes = [1, 15, 16, 17, 33, 49, 63, 64, 65, 128, 196]
-    for rows in sizes + [256, 512]:
-        for cols in sizes + [784]:
-            for dt in (np.uint8, np.int32):
-                x = rng.integers(-100, 100, (rows, cols)).astype(dt)
-                ranges = [(0, rows)] + [(r, min(r + 64, rows)) for r in range(0, rows, 64)]
-                ranges += [(5, rows - 3)] if rows >= 21 else []
-                for r0, r1 in ranges:
-                    d = np.full((cols, rows), 77, dt)
-                    _conv.transpose_rows(x, d, r0, r1, level)
-                    want = np.full((cols, rows), 77, dt)
-                    want[:, r0:r1] = x.T[:, r0:r1]
-                    assert np.array_equal(d, want), (rows, cols, dt, r0, r1)

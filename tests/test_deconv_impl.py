@@ -11,7 +11,7 @@ import pytest
 from dnnq.testing import _primitives as onednn
 from _conv_ref import deconv_acc
 from _quant_ref import NP
-from test_convolution import Case, needs_onednn
+from test_convolution import Case, assert_same, needs_onednn
 
 pytestmark = needs_onednn
 
@@ -29,15 +29,7 @@ def onednn_kind(impl):
 
 def assert_bits(got, want):
     """Bit-identical (f32 compared as bits: -0.0 is not +0.0; any NaN matches a NaN)."""
-    assert got.dtype == want.dtype and got.shape == want.shape
-    if got.dtype == np.float32:
-        bad = (got.view(np.int32) != want.view(np.int32)) & ~(np.isnan(got) & np.isnan(want))
-    else:
-        bad = got != want
-    if bad.any():
-        i = tuple(np.argwhere(bad)[0])
-        raise AssertionError(f"{bad.sum()} of {bad.size} differ; first at {i}: dnnq "
-                             f"{got[i]!r} oneDNN {want[i]!r}")
+    assert_same(got, want, bits=True, ref_name="oneDNN")
 
 
 def run_both(c):

@@ -21,7 +21,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests"))
 sys.path.insert(0, HERE)
 
-from diff_fuzz import draw_post_ops, data, same  # noqa: E402
+from diff_fuzz import draw_post_ops, data, differences, same  # noqa: E402
 from test_convolution import Case  # noqa: E402
 from test_deconv_impl import onednn_kind  # noqa: E402
 from dnnq.testing import _primitives as onednn, _capi  # noqa: E402
@@ -128,9 +128,7 @@ def main(n, seed):
             print(f"case {i}: kernel: oneDNN {impl} dnnq {mine} ({p.impl_info}): {desc}")
         if not ok.all():
             bad += 1
-            j = np.flatnonzero(~ok.ravel())[0]
-            print(f"case {i}: [{impl} / {p.impl_info}] {desc}: {int((~ok).sum())} of "
-                  f"{ok.size} differ; first: dnnq {got.ravel()[j]!r} oneDNN {want.ravel()[j]!r}")
+            print(f"case {i}: [{impl} / {p.impl_info}] {desc}: {differences(got, want, ok)}")
     print(f"deconv: {n} cases, {bad} differ, {kmis} kernel choices differ")
     return 1 if bad else 0
 

@@ -116,6 +116,13 @@ def same(got, want):
     return got == want
 
 
+def differences(got, want, ok):
+    """'N of M differ; first: dnnq X oneDNN Y' for a comparison `ok` = same(got, want)."""
+    j = np.flatnonzero(~ok.ravel())[0]
+    return (f"{int((~ok).sum())} of {ok.size} differ; first: dnnq {got.ravel()[j]!r} "
+            f"oneDNN {want.ravel()[j]!r}")
+
+
 def matmul_case(rng):
     M, K, N = (int(rng.choice(v)) for v in ((1, 3, 6, 13), (1, 4, 17, 64, 130), (1, 15, 64, 70)))
     src_dt = str(rng.choice(["u8", "s8"]))
@@ -246,9 +253,7 @@ def main(argv=None):
         ok = same(got, want)
         if not ok.all():
             bad += 1
-            j = np.flatnonzero(~ok.ravel())[0]
-            print(f"case {i}: {desc}: {int((~ok).sum())} of {ok.size} differ; first: dnnq "
-                  f"{got.ravel()[j]!r} oneDNN {want.ravel()[j]!r}")
+            print(f"case {i}: {desc}: {differences(got, want, ok)}")
     print(f"{o.family}: {o.cases} cases, {refused} refused by oneDNN, {bad} differ")
     return 1 if bad else 0
 

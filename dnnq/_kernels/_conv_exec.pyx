@@ -399,19 +399,18 @@ cdef class ConvExec:
         (the kernel runs on all of them: copies on one thread alone would cost them as much
         again) each image's columns are cut into bands of 64 split over the threads."""
         cdef int64_t n, t, img = rows * cols * esz
-        cdef int64_t parts = 1, band = cols, tasks, c0, c1
-        # C division (cdivision): ceilings as (a + b - 1) // b of positive numbers
-        if nthreads > 1 and cols > 0 and img * self.N >= (1 << 16):
-            parts = max(1, min((cols + 63) // 64, (2 * nthreads + self.N - 1) // self.N))
-            band = ((cols + parts - 1) // parts + 63) // 64 * 64
-            parts = (cols + band - 1) // band
-        tasks = self.N * parts
-        if tasks == 1 or nthreads == 1 or img * self.N < (1 << 16):
+        cdef int64_t parts, band, tasks, c0, c1
+        if nthreads < 2 or cols == 0 or img * self.N < (1 << 16):  # small: one thread
             with nogil:
                 for n in range(self.N):
                     dnnq_transpose_for_isa(self.isa_code, <const char*>s + n * img,
                                            <char*>d + n * img, rows, cols, 0, cols, esz, rows)
             return
+        # C division (cdivision): ceilings as (a + b - 1) // b of positive numbers
+        parts = max(1, min((cols + 63) // 64, (2 * nthreads + self.N - 1) // self.N))
+        band = ((cols + parts - 1) // parts + 63) // 64 * 64
+        parts = (cols + band - 1) // band
+        tasks = self.N * parts
         with nogil:
             for t in prange(tasks, schedule='static', num_threads=nthreads):
                 n = t // parts

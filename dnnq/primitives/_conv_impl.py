@@ -72,6 +72,11 @@ def _is_1x1(geo):
     return geo.kernel == (1, 1, 1) and not any(geo.pads) and not any(geo.pads_r)
 
 
+def _odd_groups(geo):
+    """Grouped (not depthwise) with input or output channels per group not a multiple of 4."""
+    return geo.G > 1 and not geo.depthwise and bool(geo.ICg % 4 or geo.OCg % 4)
+
+
 def _grouped_small(geo, limit):
     """Grouped, at most `limit` input channels per group, channels per group multiples of 4
     (oneDNN's brgemm kernels leave these to its direct kernels)."""
@@ -112,7 +117,7 @@ def onednn_deconv_kernel(geo, src_dt, weights_grouped, zp_masks, binary_descs, o
     strided = any(s > 1 for s in geo.strides)
     if strided and _brgemm_strided_takes(geo, binaries):
         return "brgconv_strided"
-    odd_groups = geo.G > 1 and not geo.depthwise and (geo.ICg % 4 or geo.OCg % 4)
+    odd_groups = _odd_groups(geo)
     dilated_stride = any(d > 0 and s > 1 for d, s in zip(geo.dilates, geo.strides))
     if (any(b in ("other", "full") for b in binaries) or
             (geo.depthwise and (src_dt == "s8" or geo.nsp == 3)) or _kernel_outside(geo) or
@@ -142,7 +147,7 @@ def avx2_numerics(numerics, geo, src_dt, src_zp_mask, gemm_deconv=False):
         return False, False
     if gemm_deconv:
         return True, False
-    odd_groups = geo.G > 1 and not geo.depthwise and (geo.ICg % 4 or geo.OCg % 4)
+    odd_groups = _odd_groups(geo)
     if src_zp_mask != 0 or odd_groups:
         return False, False
     return True, src_dt == "s8"
@@ -153,5 +158,5 @@ def avx2_deconv_gemm(kernel, geo, src_dt):
     it does with AVX-512 (`kernel`: onednn_deconv_kernel), and where its AVX2 jit_uni_int8 declines
     what the brgemm kernels take with AVX-512: groups whose channels per group are not
     multiples of 4, depthwise s8 (measured)."""
-    odd_groups = geo.G > 1 and not geo.depthwise and (geo.ICg % 4 or geo.OCg % 4)
+    odd_groups = _odd_groups(geo)
     return kernel == "gemm" or odd_groups or (geo.depthwise and src_dt == "s8")

@@ -337,9 +337,11 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
         execute path (the checked path keeps the copies), for output rows of at least
         DW_PLAIN_MIN_OW columns."""
         elt = (_plan.ELTWISE_CODE["relu"], _plan.ELTWISE_CODE["linear"])
+        # (a column-kernel geometry is a forward convolution: no oneDNN AVX2 fallback, so
+        # exact numerics mean no pair saturation or halved weights either)
         return (self._dw_column_kernel() and self._fast_path_possible() and
-                self._geo.dst[2] >= DW_PLAIN_MIN_OW and not self._pair_sat and not self._halve and
-                self._numerics == "exact" and not self._onednn_avx2 and not self._ref_flags and
+                self._geo.dst[2] >= DW_PLAIN_MIN_OW and self._numerics == "exact" and
+                not self._ref_flags and
                 not self.src_desc.is_channels_last and not self.dst_desc.is_channels_last and
                 self.dst_desc.dt in ("u8", "s8") and not self._raw_s32 and not self._has_sum and
                 all(k == _plan.PO_ELTWISE and alg in elt for k, alg, _, _ in self._post_specs))

@@ -26,7 +26,6 @@ typedef struct {
     int64_t iw;
     __m512i zraw, zq;      /* the zero point's byte broadcast, and as the kernel reads it */
     __m512i flip, tr;      /* flip: 0x80 bytes for an s8 source (read as u8), else 0 */
-    int sgn;
     __m512i wa[3], wb[3];  /* the channel's weights per kw, for the upper / lower output row */
     __m512i init;          /* the accumulators' start: the s8 source's compensation, or 0 */
     __m512i cc;            /* the epilogue's constants, broadcast */
@@ -279,7 +278,6 @@ void dnnq_dw3x3_plain_avx512(const dnnq_dw3x3_plain_t *c) {
     x.hi = c->src_hi;
     x.flip = _mm512_set1_epi8(c->src_signed ? (char)0x80 : 0);
     x.tr = DWP_TR;
-    x.sgn = c->src_signed;
     x.inv = _mm512_set1_ps(e->inv_dst_scale);
     for (int i = 0; i < c->nc; ++i) {
         /* channel i's place in the packed blocks: vector k, 128-bit lane L, dword j */
@@ -294,7 +292,7 @@ void dnnq_dw3x3_plain_avx512(const dnnq_dw3x3_plain_t *c) {
         }
         int32_t cp;
         memcpy(&cp, comp + wpos, 4);
-        x.init = x.sgn ? _mm512_set1_epi32(cp) : _mm512_setzero_si512();
+        x.init = c->src_signed ? _mm512_set1_epi32(cp) : _mm512_setzero_si512();
         const int ei = (narrow ? 8 : 16) * k + 4 * L + j;
         x.sc = _mm512_set1_ps(e->sc[ei]);
         x.bi = _mm512_set1_ps(e->bi[ei]);

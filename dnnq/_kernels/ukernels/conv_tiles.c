@@ -434,14 +434,7 @@ int dnnq_conv_run_item_tiles(const dnnq_conv_t *cv, int64_t item) {
                 cv->brgemm_epi(mr, np, pairs, &fst, fuse, q->m, q->mstep ? q->mstep : 1);
                 continue;
             }
-            acc = col; /* K % 4 tails or no pair: the plain kernel, one epilogue call */
-            if (np) cv->brgemm(mr, np, pairs, cv->a_xor, 0, acc);
-            else memset(acc, 0, sizeof(int32_t) * DNNQ_NR * (size_t)mr);
-            if (q->mstep <= 1) cv->epilogue(&ge, 0, q->m, mr, p, col);
-            else
-                for (int r = 0; r < mr; ++r)
-                    cv->epilogue(&ge, 0, q->m + r * q->mstep, 1, p, col + r * DNNQ_NR);
-            continue;
+            acc = col; /* K % 4 tails or no pair: the plain kernel, its own epilogue below */
         }
         if (np) cv->brgemm(mr, np, pairs, cv->a_xor, 0, acc);
         else memset(acc, 0, sizeof(int32_t) * DNNQ_NR * (size_t)mr);
@@ -460,8 +453,10 @@ int dnnq_conv_run_item_tiles(const dnnq_conv_t *cv, int64_t item) {
                 }
             }
         }
-        if (q->mstep <= 1) {
+        if (q->mstep <= 1 && !fuse) {
             trows += mr;
+        } else if (q->mstep <= 1) { /* fuse's fallback: the run's rows in one call */
+            cv->epilogue(&ge, 0, q->m, mr, p, col);
         } else { /* a column at a border: one epilogue call per pixel */
             for (int r = 0; r < mr; ++r)
                 cv->epilogue(&ge, 0, q->m + r * q->mstep, 1, p, col + r * DNNQ_NR);

@@ -212,7 +212,7 @@ static void epi_prepare_avx512(const dnnq_gemm_args_t *g, int64_t b, int64_t n0,
  * (0: not fusable).  The dst scale is always multiplied in: by 1 it is exact, so the SIMPLE
  * blocks take the same variant (epi_value skips it).  Same operations, same order, as
  * epi_value, hence the same bytes. */
-enum { EPI_FUSE_S8 = 1, EPI_FUSE_RELU = 2, EPI_FUSE_ZP = 4, EPI_FUSE_N = 8 };
+enum { EPI_FUSE_S8 = 1, EPI_FUSE_RELU = 2, EPI_FUSE_ZP = 4 };
 static inline int epi_fuse_kind(const epi_consts_t *k) {
     const int need = EPI_F_NOCC | EPI_F_NOCLAMP;
     if ((k->kind != DNNQ_DT_U8 && k->kind != DNNQ_DT_S8) || (k->flags & need) != need ||
