@@ -14,6 +14,7 @@ import pytest
 
 import dnnq
 from conftest import ISA_LEVELS
+from dnnq._kernels import _conv_exec
 from dnnq.primitives import convolution as conv_mod
 from test_convolution import Case, assert_same
 from test_convolution_dw3x3 import GEOMETRIES, config, reference
@@ -161,8 +162,38 @@ def test_plain_copies_threads(threads):
         dnnq.set_num_threads(old)
 
 
+@pytest.fixture(params=[True, False], ids=["fused", "unfused"])
+def fused_bands(request):
+    """the fused band path (ConvExec._fused_bands) on, and off (the separate copies)"""
+    old = _conv_exec.set_fused_bands(request.param)
+    yield request.param
+    _conv_exec.set_fused_bands(old)
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_plain_fused_bands(fused_bands, threads):
+    """Plain src and dst through the column kernel's channels-last copies, each (image,
+    panel) unit copying its own channels in, running its items and copying them out in one
+    parallel region (and the separate copies, for the same cases): images 1 - 3, channel
+    counts below / at / past 64 (a partial last panel, bands not 64-aligned in the
+    channels-last rows), unit counts the threads do not divide, both strides, 8-bit and
+    s32 / f32 dsts (4-byte copies back, the driver's epilogue), s8 sources; against
+    oneDNN."""
+    old = dnnq.get_num_threads()
+    dnnq.set_num_threads(threads)
+    try:
+        for i, (C, mb, isp, s, name) in enumerate((
+                (64, 1, (7, 7), (1, 1), "u8_relu"), (72, 1, (9, 8), (2, 2), "s8src_zp"),
+                (130, 2, (14, 14), (1, 1), "s8_dst"), (192, 1, (15, 13), (2, 2), "u8_clamped"),
+                (33, 3, (10, 12), (1, 1), "s32"), (256, 1, (12, 12), (2, 1), "f32_sum"),
+                (512, 1, (7, 7), (1, 1), "u8_dst_zp"), (200, 2, (6, 20), (1, 2), "u8_sum"))):
+            run_plain(isp, s, (1, 1), (1, 1), name, C, mb, [threads, i], expect_plain=False)
+    finally:
+        dnnq.set_num_threads(old)
+
+
 @pytest.mark.parametrize("threads", [2, 3])
-def test_plain_copies_channel_bands(threads):
+def test_plain_copies_channel_bands(fused_bands, threads):
     """One image, several threads, a depthwise 3x3 layer whose panels divide among the
     threads: the channels-last copies are cut into channel bands (one per thread) and the
     column kernel's items run panels outermost (ConvExec._channel_band), so every thread's

@@ -200,6 +200,33 @@ cdef class ConvPlan:
             raise MemoryError("Convolution: a scratch allocation failed; dst is incomplete")
         return 0
 
+    cdef int _launch_bands(self, const dnnq_conv_t* cv, int nthreads, int isa,
+                           const uint8_t* src_plain, int64_t p_src, void* dst_plain,
+                           int64_t p_dst, int esz) except -1:
+        """The fused band path (dnnq_conv_run_band_unit): every (image, panel) unit copies its
+        channels to channels-last, runs its items and copies them back, in one parallel
+        region (GIL held on entry; released around the loop).  cv: panel-outer items of a
+        depthwise plan, src / dst the channels-last buffers."""
+        cdef int64_t units = cv.N * cv.n_panels, u
+        cdef int failed = 0
+        if nthreads > units:
+            nthreads = <int>units
+        if nthreads <= 1:
+            with nogil:
+                for u in range(units):
+                    if dnnq_conv_run_band_unit(cv, u, isa, src_plain, p_src, dst_plain, p_dst,
+                                               esz) != 0:
+                        failed = 1
+                        break
+        else:
+            with nogil:
+                for u in prange(units, schedule='static', num_threads=nthreads):
+                    failed += dnnq_conv_run_band_unit(cv, u, isa, src_plain, p_src, dst_plain,
+                                                      p_dst, esz) != 0
+        if failed:
+            raise MemoryError("Convolution: a scratch allocation failed; dst is incomplete")
+        return 0
+
 
 def transpose_channels(src, dst, bint to_channels_last, int isa=0):
     """Copy between plain (N, C, P) and channels-last (N, P, C) layouts of 1- or 4-byte

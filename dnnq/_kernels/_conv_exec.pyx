@@ -351,7 +351,8 @@ cdef class ConvExec:
                 self.zrow_cache = (zs, zrow)
         # ---- layouts: channels-last copies of plain arrays -----------------------------------
         nthreads = _dispatch._num_threads
-        band = self._channel_band(nthreads)
+        fused = self._fused_bands(nthreads)
+        band = 0 if fused else self._channel_band(nthreads)
         src_copy = dst_copy = None
         try:
             if self.src_cl or self.dw_plain:
@@ -359,7 +360,9 @@ cdef class ConvExec:
             else:
                 src_copy = self._take(self.src_pool, self.N * self.P_src * self.IC)
                 a_ptr = <const uint8_t*>_data(src_copy)
-                if band:
+                if fused:
+                    pass  # each unit copies its own channels (_launch_bands)
+                elif band:
                     self._transpose_bands(_data(src), <void*>a_ptr, self.IC, self.P_src, 1,
                                           band, True)
                 else:
@@ -376,8 +379,10 @@ cdef class ConvExec:
                                       self.dst_esz)
                 d_ptr = _data(dst_copy)
             self._launch(a_ptr, packed, dw, comp, zrow, ss, ws_ptr, ws_sn, bias_ptr, ds,
-                         dzp_ptr, d_ptr, band != 0)
-            if dst_copy is not None:
+                         dzp_ptr, d_ptr, band != 0 or fused,
+                         <const uint8_t*>_data(src) if fused else NULL,
+                         _data(out) if fused else NULL)
+            if dst_copy is not None and not fused:
                 if band:
                     self._transpose_bands(d_ptr, _data(out), self.P_dst, self.OC,
                                           self.dst_esz, band, False)
@@ -419,6 +424,20 @@ cdef class ConvExec:
                 dnnq_transpose_for_isa(self.isa_code, <const char*>s + n * img,
                                        <char*>d + n * img, rows, cols, c0, c1, esz, rows)
 
+    cdef bint _fused_bands(self, int nthreads) noexcept:
+        """Plain src and dst of the column kernel (rows the plain kernel does not take): each
+        (image, panel) unit copies its channels to channels-last, runs its items and copies
+        them back on one thread, all units in one parallel region (ConvPlan._launch_bands):
+        no fork / join between the three steps, and each finds the previous one's bytes in
+        its own cache.  Not when the units would leave threads idle (fewer than four per
+        thread and not a multiple of the threads): the usual split then."""
+        cdef int64_t units
+        if (not _fused_bands_on or not self.dw_column or self.dw_plain or self.src_cl or self.dst_cl or
+                not self.depthwise):
+            return False
+        units = self.N * ((self.OC + 63) // 64)
+        return nthreads < 2 or units % nthreads == 0 or units >= 4 * nthreads
+
     cdef int64_t _channel_band(self, int nthreads) noexcept:
         """Channels per thread when one image's channels-last copies are cut by channel bands
         and the column kernel's items run panel-outer (each thread's copies then hold what its
@@ -445,7 +464,8 @@ cdef class ConvExec:
 
     cdef int _launch(self, const uint8_t* a_ptr, packed, dw, comp, zrow, float ss,
                      const float* ws_ptr, int64_t ws_sn, const float* bias_ptr, float ds,
-                     const int32_t* dzp_ptr, void* d_ptr, bint panel_outer=False) except -1:
+                     const int32_t* dzp_ptr, void* d_ptr, bint panel_outer=False,
+                     const uint8_t* src_plain=NULL, void* dst_plain=NULL) except -1:
         cdef dnnq_postop_t local_post[MAX_POST]
         cdef dnnq_conv_t cv
         cdef dnnq_gemm_args_t g
@@ -513,7 +533,24 @@ cdef class ConvExec:
         if dzp_ptr != NULL:
             cv.epi.dst_zp, cv.epi.dst_zp_sn = dzp_ptr, 0
         cv.epi.dst = d_ptr
+        if src_plain != NULL:  # the fused band path (_fused_bands)
+            if cplan.work < (1 << 16):
+                nthreads = 1
+            return cplan._launch_bands(&cv, nthreads, self.isa_code, src_plain, self.P_src,
+                                       dst_plain, self.P_dst, self.dst_esz)
         return cplan._launch(&cv, nthreads)
+
+
+cdef bint _fused_bands_on = True
+
+
+def set_fused_bands(bint on):
+    """Turn the fused band path (ConvExec._fused_bands) on or off; returns the previous
+    setting (tests and A/B timings; on by default)."""
+    global _fused_bands_on
+    old = _fused_bands_on
+    _fused_bands_on = on
+    return old
 
 
 cdef float _ONE_F[1]

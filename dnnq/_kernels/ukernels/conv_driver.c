@@ -506,6 +506,29 @@ dnnq_dw_tile_fn dnnq_dw_tile_for_isa(int isa, int kind) {
     return dnnq_dw_tile_portable;
 }
 
+/* One unit of the fused band path (image n, panel p = unit % n_panels): the panel's channels
+ * of the plain source copied to the channels-last buffer cv->src, the unit's items (panel-
+ * outer order: nblk consecutive items), then the panel's channels of the channels-last dst
+ * cv->epi.dst copied to the plain dst.  The copies and the items of a unit read and write
+ * only its own channels, so units run on any thread without a barrier between the steps,
+ * and each step finds the previous one's bytes in cache. */
+int dnnq_conv_run_band_unit(const dnnq_conv_t *cv, int64_t unit, int isa,
+                            const uint8_t *src_plain, int64_t p_src, void *dst_plain,
+                            int64_t p_dst, int esz) {
+    const int64_t C = cv->OC, n = unit / cv->n_panels, p = unit % cv->n_panels;
+    const int64_t c0 = p * DNNQ_NR, c1 = c0 + DNNQ_NR < C ? c0 + DNNQ_NR : C;
+    const int64_t nblk = dnnq_conv_n_items(cv) / (cv->N * cv->n_panels);
+    dnnq_transpose_rows_for_isa(isa, src_plain + n * C * p_src,
+                                (uint8_t *)cv->src + n * C * p_src, C, p_src, c0, c1, 1);
+    int failed = 0;
+    for (int64_t it = unit * nblk; it < (unit + 1) * nblk && !failed; ++it)
+        failed = dnnq_conv_run_item(cv, it) != 0;
+    if (failed) return -1;
+    dnnq_transpose_for_isa(isa, (const char *)cv->epi.dst + n * C * p_dst * esz,
+                           (char *)dst_plain + n * C * p_dst * esz, p_dst, C, c0, c1, esz, p_dst);
+    return 0;
+}
+
 /* dst (cols, rows) = src (rows, cols)^T of 1- or 4-byte elements (the plain <-> channels-last
  * copies around the kernels).  16 x 16 byte blocks (4 x 4 for 4-byte elements) transposed in
  * registers by repeated perfect shuffles: out[2i], out[2i+1] = interleave(in[i], in[i + n/2]),

@@ -101,6 +101,11 @@ void dnnq_conv_item_epilogue_args(const dnnq_conv_t *cv, int64_t n, int64_t g,
                                   dnnq_gemm_args_t *ge, dnnq_postop_t *post);
 
 /* Work items: (image, group, panel, pixel block or tile chunk), innermost last. */
+/* The fused band path of a depthwise plan with panel-outer items and plain src / dst:
+ * unit = image * n_panels + panel (conv_driver.c); 0, or -1 as dnnq_conv_run_item */
+int dnnq_conv_run_band_unit(const dnnq_conv_t *cv, int64_t unit, int isa,
+                            const uint8_t *src_plain, int64_t p_src, void *dst_plain,
+                            int64_t p_dst, int esz);
 int64_t dnnq_conv_n_items(const dnnq_conv_t *cv);
 /* 0, or -1 when a scratch allocation failed (dst then incomplete: raise MemoryError) */
 int dnnq_conv_run_item(const dnnq_conv_t *cv, int64_t item);
