@@ -42,6 +42,12 @@ _features = _cpu.cpu_features()  # cpuid once: the features do not change while 
 _runnable = _runnable_levels(_features)
 
 
+def cpu_has(feature):
+    """Whether the CPU has `feature` (a key of cpu_features(), e.g. "avx512_vbmi"): for
+    kernels that use an extension beyond their ISA level."""
+    return bool(_features.get(feature, False))
+
+
 def _parse_isa(value, name):
     key = str(value).strip().lower()
     if key not in _ALIASES:

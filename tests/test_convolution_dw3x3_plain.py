@@ -5,7 +5,9 @@ block moved back to the row's end), odd heights (a single last row), stride 1 an
 w, padding borders (none, asymmetric, rows wholly in the padding), source and destination zero
 points, s8 / u8 source and destination, relu with alpha and linear chains, mb > 1, channel
 counts 1 .. 70 and a few large ones, 3-D with kd = 1, 1 and 2 threads.  The kernel serves rows of
-at least DW_PLAIN_MIN_OW columns; the tests lower that bound to reach every width.  Against
+at least DW_PLAIN_MIN_OW columns; the tests lower that bound to reach every width.  At stride 2
+along h and w, with AVX512-VBMI, the rows take their own kernel (conv_dw3x3_plain_s2.h):
+every test runs with it and with the column kernel's stride-2 path.  Against
 oneDNN (numpy's model where oneDNN is not there); the arrays are given so that the C-level
 execute path takes them (f32 scales, s32 zero points), and the checked path, which would copy
 to channels-last, is made to fail."""
@@ -28,10 +30,12 @@ FUSED = ("u8_relu", "u8_plain", "u8_common_no_bias", "s8src_zp", "u8src_zp", "u8
          "s8_dst", "s8_chain", "u8_clamped")
 
 
-@pytest.fixture
-def plain_everywhere(monkeypatch):
-    """the plain kernel at every width, no cached primitive, the checked path failing"""
+@pytest.fixture(params=[True, False], ids=["vbmi", "columns"])
+def plain_everywhere(monkeypatch, request):
+    """the plain kernel at every width, no cached primitive, the checked path failing; at
+    stride 2 with the VBMI kernel (where the CPU has VBMI) and with the column kernel"""
     monkeypatch.setattr(conv_mod, "DW_PLAIN_MIN_OW", 1)
+    monkeypatch.setattr(conv_mod, "DW_PLAIN_VBMI", request.param)
 
     def checked(self, args, scratch):
         raise AssertionError("the checked path ran (the plain kernel was not used)")
@@ -57,7 +61,7 @@ def run_plain(isp, s, pl, pr, name, C, mb, seed, expect_plain=True):
              post_ops=post, bias_dt=bias_dt, sum_prev=sum_prev)
     out, p = c.run_dnnq()
     assert p.impl_info.endswith(":dw")
-    assert p._dw_plain == expect_plain
+    assert bool(p._dw_plain) == expect_plain
     assert_same(out, reference(c))
 
 

@@ -135,7 +135,8 @@ cdef class ConvExec:
     cdef int64_t OC, IC, P_src, P_dst, N, a_sb, a_sm, d_sb, d_sm
     cdef bint has_bias, has_ss, has_ds, has_zs, has_zd, has_sum, s8_src, raw_s32
     cdef bint src_cl, dst_cl, depthwise
-    cdef bint dw_plain  # plain src and dst read / written in place by the depthwise kernel
+    cdef int dw_plain  # plain src and dst read / written in place by the depthwise kernel
+                       # (0: no; 1: its column kernel; 2: with the VBMI stride-2 kernel)
     cdef bint dw_column  # the depthwise 3x3 column kernel (its items may run panel-outer)
     cdef float scale_adjust  # 2 under set_int8_numerics("avx2") with halved s8-source weights
     cdef int dw_kind, isa_code, src_esz, dst_esz
@@ -191,7 +192,7 @@ cdef class ConvExec:
         self.raw_s32 = attrs["raw_s32"]
         self.dw_kind = attrs["dw_kind"]
         self.depthwise = attrs["depthwise"]
-        self.dw_plain = attrs.get("dw_plain", False)
+        self.dw_plain = int(attrs.get("dw_plain", 0))
         self.dw_column = attrs.get("dw_column", False)
         if self.dw_plain and (self.src_cl or self.dst_cl or not self.depthwise):
             raise ValueError("ConvExec: dw_plain needs plain src and dst of a depthwise plan")

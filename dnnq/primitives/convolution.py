@@ -76,6 +76,11 @@ _ISA_NAME = {"default": "portable"}  # impl_info prefix per ISA level (else the 
 #: (docs/convolution.md).
 DW_PLAIN_MIN_OW = 48
 
+#: With AVX512-VBMI the plain kernel's planes at stride 2 along h and w take a kernel that
+#: picks each kernel row's three taps per output with one byte permute (ukernels/
+#: conv_dw3x3_plain_s2.h).  False: the column kernel's even / odd picks (as without VBMI).
+DW_PLAIN_VBMI = True
+
 
 class _ConvolutionBase(metaclass=CachedPrimitive):
     _name = "Convolution"
@@ -339,12 +344,15 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
         elt = (_plan.ELTWISE_CODE["relu"], _plan.ELTWISE_CODE["linear"])
         # (a column-kernel geometry is a forward convolution: no oneDNN AVX2 fallback, so
         # exact numerics mean no pair saturation or halved weights either)
-        return (self._dw_column_kernel() and self._fast_path_possible() and
-                self._geo.dst[2] >= DW_PLAIN_MIN_OW and self._numerics == "exact" and
-                not self._ref_flags and
-                not self.src_desc.is_channels_last and not self.dst_desc.is_channels_last and
-                self.dst_desc.dt in ("u8", "s8") and not self._raw_s32 and not self._has_sum and
-                all(k == _plan.PO_ELTWISE and alg in elt for k, alg, _, _ in self._post_specs))
+        ok = (self._dw_column_kernel() and self._fast_path_possible() and
+              self._geo.dst[2] >= DW_PLAIN_MIN_OW and self._numerics == "exact" and
+              not self._ref_flags and
+              not self.src_desc.is_channels_last and not self.dst_desc.is_channels_last and
+              self.dst_desc.dt in ("u8", "s8") and not self._raw_s32 and not self._has_sum and
+              all(k == _plan.PO_ELTWISE and alg in elt for k, alg, _, _ in self._post_specs))
+        if not ok:
+            return 0
+        return 2 if DW_PLAIN_VBMI and _dispatch.cpu_has("avx512_vbmi") else 1
 
     def _dw_plain_rows(self, panels, threads):
         """Output rows per work item of the plain kernel: whole planes, each channel's rows

@@ -27,6 +27,7 @@ typedef struct {
     __m512i zraw, zq;      /* the zero point's byte broadcast, and as the kernel reads it */
     __m512i flip, tr;      /* flip: 0x80 bytes for an s8 source (read as u8), else 0 */
     __m512i wa[3], wb[3];  /* the channel's weights per kw, for the upper / lower output row */
+    __m512i wr[3];         /* and per kernel row (w[kh][0 .. 2], 0): the VBMI stride-2 rows */
     __m512i init;          /* the accumulators' start: the s8 source's compensation, or 0 */
     __m512i cc;            /* the epilogue's constants, broadcast */
     __m512 sc, bi, zp, inv;
@@ -251,9 +252,15 @@ dwp_range(const int SW, const int MODE, const dnnq_dw3x3_plain_t *c, dwp_ctx_t *
     }
 }
 
+#include "conv_dw3x3_plain_s2.h"
+
+/* s2: the VBMI stride-2 plan, or NULL */
 static void dwp_range_any(int mode, const dnnq_dw3x3_plain_t *c, dwp_ctx_t *x,
-                          const uint8_t *plane, uint8_t *out, int64_t ma, int64_t mb) {
-    if (c->sw == 1) {
+                          const dws2_plan_t *s2, const uint8_t *plane, uint8_t *out, int64_t ma,
+                          int64_t mb) {
+    if (s2) {
+        dws2_range_any(mode, c, x, s2, plane, out, ma, mb);
+    } else if (c->sw == 1) {
         if (mode == DW9_HOT) dwp_range(1, DW9_HOT, c, x, plane, out, ma, mb);
         else dwp_range(1, DW9_GENERIC, c, x, plane, out, ma, mb);
     } else {
@@ -279,16 +286,24 @@ void dnnq_dw3x3_plain_avx512(const dnnq_dw3x3_plain_t *c) {
     x.flip = _mm512_set1_epi8(c->src_signed ? (char)0x80 : 0);
     x.tr = DWP_TR;
     x.inv = _mm512_set1_ps(e->inv_dst_scale);
+    dws2_plan_t plan __attribute__((aligned(64)));
+    const dws2_plan_t *s2 = NULL;
+    if (c->vbmi && c->sw == 2 && c->sh == 2) {
+        dws2_make_plan(c, &plan);
+        s2 = &plan;
+    }
     for (int i = 0; i < c->nc; ++i) {
         /* channel i's place in the packed blocks: vector k, 128-bit lane L, dword j */
         const int L = i / 16, k = (i % 16) / 4, j = i % 4;
         const int64_t wpos = (int64_t)k * 64 + (L * 4 + j) * 4;
         for (int kw = 0; kw < 3; ++kw) {
-            int32_t a, b;
+            int32_t a, b, r;
             memcpy(&a, wc + (kw * 2) * 256 + wpos, 4);
             memcpy(&b, wc + (kw * 2 + 1) * 256 + wpos, 4);
+            memcpy(&r, comp + 256 + kw * 1024 + wpos, 4); /* rows3: kernel row kw, variant A */
             x.wa[kw] = _mm512_set1_epi32(a);
             x.wb[kw] = _mm512_set1_epi32(b);
+            x.wr[kw] = _mm512_set1_epi32(r);
         }
         int32_t cp;
         memcpy(&cp, comp + wpos, 4);
@@ -303,14 +318,14 @@ void dnnq_dw3x3_plain_avx512(const dnnq_dw3x3_plain_t *c) {
         const uint8_t *plane = c->src + i * c->src_plane;
         uint8_t *dplane = c->dst + i * c->dst_plane;
         if (OW >= 64) { /* every store inside its row, or rewritten later in the row */
-            dwp_range_any(mode, c, &x, plane, dplane, c->m0, c->mend);
+            dwp_range_any(mode, c, &x, s2, plane, dplane, c->m0, c->mend);
             continue;
         }
         /* narrow rows: each store runs past its row, so the rows go through a buffer in
          * chunks of an even number of rows, copied out whole */
         for (int64_t ma = c->m0; ma < c->mend; ma += chunk) {
             const int64_t mb = ma + chunk < c->mend ? ma + chunk : c->mend;
-            dwp_range_any(mode, c, &x, plane, buf - ma, ma, mb);
+            dwp_range_any(mode, c, &x, s2, plane, buf - ma, ma, mb);
             memcpy(dplane + ma, buf, (size_t)(mb - ma));
         }
     }

@@ -84,7 +84,8 @@ typedef struct {
     const int64_t *chunks;
     int64_t n_chunks;
     /* 1: src and dst are plain (nchw) and the depthwise 3x3 column kernel reads them as
-     * they are (dnnq_dw3x3_plain_avx512: the fused epilogue's cases, AVX-512 only) */
+     * they are (dnnq_dw3x3_plain_avx512: the fused epilogue's cases, AVX-512 only); 2: the
+     * same with AVX512-VBMI (its stride-2 kernel) */
     int plain;
     /* 1: the column kernel's items run panels outermost within an image (ConvExec's channel-
      * band copies of plain data, several threads) */
@@ -182,6 +183,9 @@ typedef struct {
     int64_t ntaps;
     const uint8_t *zpix;            /* the source zero point of the panel's channels */
     const dnnq_dw_epi_t *epi;
+    /* 1: rows at stride 2 along h and w take the AVX512-VBMI kernel (conv_dw3x3_plain_s2.h;
+     * the caller checked the CPU has VBMI) */
+    int vbmi;
 } dnnq_dw3x3_plain_t;
 void dnnq_dw3x3_plain_avx512(const dnnq_dw3x3_plain_t *c);
 /* 1 when the fused epilogue takes g (8-bit dst, relu / linear post-ops), then e is prepared
