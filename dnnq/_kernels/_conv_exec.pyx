@@ -433,8 +433,8 @@ cdef class ConvExec:
         its own cache.  Not when the units would leave threads idle (fewer than four per
         thread and not a multiple of the threads): the usual split then."""
         cdef int64_t units
-        if (not _fused_bands_on or not self.dw_column or self.dw_plain or self.src_cl or self.dst_cl or
-                not self.depthwise):
+        if (not _fused_bands_on or not self.dw_column or self.dw_plain or self.src_cl or
+                self.dst_cl or not self.depthwise):
             return False
         units = self.N * ((self.OC + 63) // 64)
         return nthreads < 2 or units % nthreads == 0 or units >= 4 * nthreads

@@ -357,13 +357,15 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
     def _dw_plain_rows(self, panels, threads):
         """Output rows per work item of the plain kernel: whole planes, each channel's rows
         read and written in sequence (items of a few rows, as channels-last takes them, left
-        every row to come back from L2 a panel later: 3x slower), cut into the fewest blocks
-        that give every thread four items, of an even count of rows at stride 1 along h (row
-        pairs), and, where a few rows fewer allow it, an item count the threads divide (dw2
-        at 2 threads: 7 items of 8 rows ran 4 / 3, 56 us; 8 of 7, 4 / 4)."""
+        every row to come back from L2 a panel later: 3x slower), cut into as few row blocks
+        as give every thread one item, of an even count of rows at stride 1 along h (row
+        pairs), and, where a few rows fewer allow it, an item count the threads divide.  An
+        item costs about 2 us of set-up per 64 channels (per channel: its constants, the
+        first rows from L2, the staging buffer's copy): dw2 (64 channels, 56 rows) at 2
+        threads took 65 us in 8 items of 7 rows, 36 us in 2 of 28."""
         geo = self._geo
         rows = geo.dst[0] * geo.dst[1]
-        blocks = 1 if threads == 1 else max(1, -(-4 * threads // (geo.N * panels)))
+        blocks = 1 if threads == 1 else max(1, -(-threads // (geo.N * panels)))
         step = 2 if geo.strides[1] == 1 else 1
         r0 = -(-rows // blocks)
         r0 = r0 + 1 if step == 2 and r0 % 2 and r0 < rows else r0

@@ -146,7 +146,8 @@ dws2_block(const int B, const int NV, const int MODE, const dnnq_dw_epi_t *e,
             const int kh = sr - 2 * r;
             if (kh < 0 || kh > 2) continue;
 #pragma GCC unroll 4
-            for (int k = 0; k < NV; ++k) acc[r][k] = _mm512_dpbusd_epi32(acc[r][k], t[k], x->wr[kh]);
+            for (int k = 0; k < NV; ++k)
+                acc[r][k] = _mm512_dpbusd_epi32(acc[r][k], t[k], x->wr[kh]);
         }
     }
 #pragma GCC unroll 2
@@ -178,7 +179,8 @@ dws2_rows(const int B, const int NV, const int MODE, const dnnq_dw_epi_t *e, con
 /* output pixels ma .. mb - 1 (whole rows) of one channel at out + m: B rows at a time (an
  * item's odd last row alone) */
 static inline __attribute__((always_inline)) DWS2_TARGET void
-dws2_range(const int B, const int NV, const int MODE, const dnnq_dw3x3_plain_t *c, const dwp_ctx_t *x, const dws2_plan_t *p,
+dws2_range(const int B, const int NV, const int MODE, const dnnq_dw3x3_plain_t *c,
+           const dwp_ctx_t *x, const dws2_plan_t *p,
            const uint8_t *plane, uint8_t *out, int64_t ma, int64_t mb) {
     const int64_t OW = c->ow, OH = c->oh, iw = c->iw, ih = c->ih;
     int64_t oh = (ma / OW) % OH, od = ma / OW / OH;
