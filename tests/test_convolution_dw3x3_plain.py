@@ -217,3 +217,29 @@ def test_plain_copies_channel_bands(fused_bands, threads):
     finally:
         dnnq.set_num_threads(old)
 
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_plain_random_geometries(fused_bands, threads):
+    """Random 3x3 depthwise problems on plain data under the default choice of kernel (plain
+    kernel, its VBMI stride-2 rows, or the channels-last copies, fused per unit or not):
+    heights and widths 1 - 70, strides 1 / 2 along each dim, paddings 0 - 2 on each side,
+    1 - 200 channels, 1 - 3 images, every fused epilogue kind; against oneDNN."""
+    rng = np.random.default_rng([threads, 77])
+    old = dnnq.get_num_threads()
+    dnnq.set_num_threads(threads)
+    try:
+        for i in range(24):
+            s = tuple(int(v) for v in rng.integers(1, 3, 2))
+            pl = tuple(int(v) for v in rng.integers(0, 3, 2))
+            pr = tuple(int(v) for v in rng.integers(0, 3, 2))
+            isp = tuple(max(int(v), 3 - a - b) for v, a, b in zip(rng.integers(1, 71, 2), pl, pr))
+            C = int(rng.integers(1, 201))
+            mb = int(rng.integers(1, 4))
+            name = FUSED[int(rng.integers(len(FUSED)))]
+            ow = (isp[1] + pl[1] + pr[1] - 3) // s[1] + 1
+            rng_case = [threads, i]
+            run_plain(isp, s, pl, pr, name, C, mb, rng_case,
+                      expect_plain=ow >= conv_mod.DW_PLAIN_MIN_OW)
+    finally:
+        dnnq.set_num_threads(old)
