@@ -37,7 +37,9 @@ Run options (anywhere on the line):
 
 Timing: dnnq through its public `execute`; oneDNN as a C++ caller runs it (argument array
 built once, only dnnl_primitive_execute + dnnl_stream_wait timed); both in this process, same
-threads, oneDNN capped at dnnq's ISA level; the fastest batch of interleaved rounds.  A peer
+threads, oneDNN capped at dnnq's ISA level; the fastest batch of interleaved rounds, with a
+20 ms pause before each implementation's batches (other runtimes' OpenMP threads spin for a
+while after their work and would take the cores from the next one).  A peer
 column without a time says why (not installed, refused by oneDNN, n/a for that configuration,
 --no-peers).  A progress bar goes to stderr when it is a terminal.  Exit status: 0 success,
 1 a check failed, results differ or a problem raised, 2 usage error.

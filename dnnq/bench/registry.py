@@ -145,10 +145,21 @@ def load_kinds() -> dict:
     return kinds()
 
 
+#: Seconds to wait before each implementation's batches: the OpenMP runtimes in the process
+#: (dnnq's, PyTorch's own libgomp, ...) keep their worker threads spinning for some
+#: milliseconds after a parallel region, and at 2 threads on 2 cores those threads took the
+#: cores from the next implementation (MobileNet dw8 / dw9 at 2 threads: dnnq 7.8 / 12.5 us
+#: and oneDNN 11.3 / 18.1 us with PyTorch's threads spinning, 5.3 / 8.7 and 8.1 / 13.5
+#: without them).
+SETTLE_S = 0.02
+
+
 def default_run(case: Case, min_time: float, rounds: int = 3) -> dict:
     """Seconds per execution of dnnq and of each peer: ``rounds`` interleaved rounds (dnnq,
-    then each peer), each :func:`best_time` over ``min_time / rounds``; the minimum per
-    column.  Interleaving lets a busy machine slow every column alike."""
+    then each peer), each :func:`best_time` over ``min_time / rounds`` after a pause of
+    SETTLE_S (the previous one's threads go idle); the minimum per column.  Interleaving
+    lets a busy machine slow every column alike."""
+    import time
     from dnnq.bench.timing import best_time
     timed = {"dnnq": case.dnnq}
     out = {}
@@ -161,6 +172,8 @@ def default_run(case: Case, min_time: float, rounds: int = 3) -> dict:
     best = {name: float("inf") for name in timed}
     for _ in range(rounds):
         for name, fn in timed.items():
+            if len(timed) > 1:
+                time.sleep(SETTLE_S)
             best[name] = min(best[name], best_time(fn, min_time / rounds))
     out.update(best)
     return out
