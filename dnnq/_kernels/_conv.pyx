@@ -96,6 +96,8 @@ cdef class ConvPlan:
         cv.epi.fast_epi = fast_epi and not ref_numerics
         cv.epi.ref_numerics = ref_numerics
         cv.epi.u8_nan_top = u8_nan_top
+        # a deconvolution leaves out the taps that read only a zero zero-point row
+        cv.skip_zero_taps = _skip_zero_taps_on
         # the tiled path (ukernels/conv_tiles.c) of the convolutions it covers
         if dnnq_conv_build_tiles(cv) != 0:
             raise MemoryError()
@@ -226,6 +228,19 @@ cdef class ConvPlan:
         if failed:
             raise MemoryError("Convolution: a scratch allocation failed; dst is incomplete")
         return 0
+
+
+cdef bint _skip_zero_taps_on = True
+
+
+def set_skip_zero_taps(bint on):
+    """Whether plans created from now on leave out the deconvolution taps that read only a
+    zero zero-point row (conv_driver.c deconv_tile_skip); returns the previous setting (tests
+    and A/B timings; on by default)."""
+    global _skip_zero_taps_on
+    old = _skip_zero_taps_on
+    _skip_zero_taps_on = on
+    return old
 
 
 def transpose_channels(src, dst, bint to_channels_last, int isa=0):

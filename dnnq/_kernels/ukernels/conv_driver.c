@@ -22,6 +22,27 @@ static inline int64_t src_coord(int64_t o, int64_t k, int64_t s, int64_t d, int6
     return x >= 0 && x < I ? x : -1;
 }
 
+/* A deconvolution's source coordinate of each (output coordinate, kernel index) per dim,
+ * -1 where the tap reaches no source pixel ([od][kd], then [oh][kh], then [ow][kw]): built
+ * once at creation, it spares the general driver two divisions per tap and pixel (a third
+ * of a strided deconvolution's time).  0, or -1 when the allocation failed. */
+int dnnq_conv_build_coords(dnnq_conv_t *cv) {
+    cv->coords = NULL;
+    if (!cv->deconv) return 0;
+    const int64_t O[3] = {cv->od, cv->oh, cv->ow}, K[3] = {cv->kd, cv->kh, cv->kw};
+    const int64_t S[3] = {cv->sd, cv->sh, cv->sw}, D[3] = {cv->dd, cv->dh, cv->dw};
+    const int64_t P[3] = {cv->pd, cv->ph, cv->pw}, I[3] = {cv->id, cv->ih, cv->iw};
+    int32_t *c = (int32_t *)malloc(sizeof(int32_t) *
+                                   (size_t)(O[0] * K[0] + O[1] * K[1] + O[2] * K[2]));
+    if (!c) return -1;
+    cv->coords = c;
+    for (int dim = 0; dim < 3; ++dim)
+        for (int64_t o = 0; o < O[dim]; ++o)
+            for (int64_t k = 0; k < K[dim]; ++k)
+                *c++ = (int32_t)src_coord(o, k, S[dim], D[dim], P[dim], I[dim], 1);
+    return 0;
+}
+
 int64_t dnnq_conv_n_items(const dnnq_conv_t *cv) {
     if (cv->tiles) return cv->N * cv->G * cv->n_panels * cv->n_chunks;
     const int64_t osp = cv->od * cv->oh * cv->ow;
@@ -84,7 +105,7 @@ static inline void interior(int64_t O, int64_t K, int64_t s, int64_t d, int64_t 
  * pixel's first tap, used for interior pixels (all taps inside: one add per tap). */
 static void tile_rows(const dnnq_conv_t *cv, int64_t n, int64_t g, int64_t m, int mr,
                       int64_t chan0, const int64_t *delta, const int64_t *ilo,
-                      const int64_t *ihi, const uint8_t **rows) {
+                      const int64_t *ihi, const int32_t *const *ct, const uint8_t **rows) {
     const uint8_t *img = cv->src + n * cv->id * cv->ih * cv->iw * cv->IC + chan0;
     const uint8_t *zrow = cv->zp_rows + (cv->depthwise ? chan0 : g * cv->kpair);
     const int64_t np = cv->npairs;
@@ -99,17 +120,20 @@ static void tile_rows(const dnnq_conv_t *cv, int64_t n, int64_t g, int64_t m, in
         } else {
             int64_t t = 0;
             for (int64_t kd = 0; kd < cv->kd; ++kd) {
-                const int64_t x_d = src_coord(od, kd, cv->sd, cv->dd, cv->pd, cv->id, cv->deconv);
+                const int64_t x_d = ct ? ct[0][od * cv->kd + kd]
+                                       : src_coord(od, kd, cv->sd, cv->dd, cv->pd, cv->id, cv->deconv);
                 for (int64_t kh = 0; kh < cv->kh; ++kh) {
                     const int64_t x_h = x_d < 0 ? -1
-                                                : src_coord(oh, kh, cv->sh, cv->dh, cv->ph, cv->ih,
-                                                            cv->deconv);
+                                        : ct ? ct[1][oh * cv->kh + kh]
+                                             : src_coord(oh, kh, cv->sh, cv->dh, cv->ph, cv->ih,
+                                                         cv->deconv);
                     const uint8_t *plane =
                         x_h >= 0 ? img + (x_d * cv->ih + x_h) * cv->iw * cv->IC : NULL;
                     for (int64_t kw = 0; kw < cv->kw; ++kw, ++t) {
                         const int64_t x_w = x_h < 0 ? -1
-                                                    : src_coord(ow, kw, cv->sw, cv->dw, cv->pw,
-                                                                cv->iw, cv->deconv);
+                                            : ct ? ct[2][ow * cv->kw + kw]
+                                                 : src_coord(ow, kw, cv->sw, cv->dw, cv->pw,
+                                                             cv->iw, cv->deconv);
                         rows[t * mr + r] = x_w < 0 ? zrow : plane + x_w * cv->IC;
                     }
                 }
@@ -122,6 +146,56 @@ static void tile_rows(const dnnq_conv_t *cv, int64_t n, int64_t g, int64_t m, in
                 ++od;
             }
         }
+    }
+}
+
+/* A deconvolution's micro-tile with the taps that read only the zero-point row left out
+ * (cv->skip_zero_taps: the zero row is all zero bytes as the micro-kernel reads it -- a u8
+ * source, zero point 0 -- so those taps add exactly nothing, in every numerics mode: the s16
+ * pairs of the AVX2 mode never straddle taps).  At stride s only one tap in s of each kernel
+ * dim reaches a given output pixel: the tile's rows (one output row, see the caller) are
+ * grouped by the set of taps they use -- one group per column phase -- and each group runs
+ * with its own taps (at most mr_max rows a call), into `scratch`, then its rows go back to
+ * their places in `sub`.  mr <= 64 rows, npairs <= 64 taps. */
+static void deconv_tile_skip(const dnnq_conv_t *cv, int mr, int mr_max, const uint8_t **rows,
+                             const uint8_t *zrow, const int8_t *bpanel, dnnq_br_pair_t *pairs,
+                             const uint8_t **grows, int32_t *scratch, int32_t *sub) {
+    const int64_t npairs = cv->npairs;
+    uint64_t mask[64];
+    for (int r = 0; r < mr; ++r) {
+        uint64_t m = 0;
+        for (int64_t t = 0; t < npairs; ++t)
+            if (rows[t * mr + r] != zrow) m |= (uint64_t)1 << t;
+        mask[r] = m;
+    }
+    uint64_t done = 0; /* rows already computed */
+    for (int r0 = 0; r0 < mr; ++r0) {
+        if (done >> r0 & 1) continue;
+        const uint64_t m = mask[r0];
+        int idx[64], n = 0;
+        for (int r = r0; r < mr && n < mr_max; ++r)
+            if (!(done >> r & 1) && mask[r] == m) {
+                idx[n++] = r;
+                done |= (uint64_t)1 << r;
+            }
+        if (!m) { /* no tap reaches these pixels: a zero sum */
+            for (int i = 0; i < n; ++i) memset(sub + idx[i] * DNNQ_NR, 0, sizeof(int32_t) * DNNQ_NR);
+            continue;
+        }
+        int64_t np = 0;
+        for (int64_t t = 0; t < npairs; ++t) {
+            if (!(m >> t & 1)) continue;
+            for (int i = 0; i < n; ++i) grows[np * n + i] = rows[t * mr + idx[i]];
+            pairs[np].a = NULL;
+            pairs[np].lda = 0;
+            pairs[np].rows = grows + np * n;
+            pairs[np].b = bpanel + t * cv->K4 * 4 * DNNQ_NR;
+            pairs[np].K = cv->kpair;
+            ++np;
+        }
+        cv->brgemm(n, np, pairs, cv->a_xor, 0, scratch);
+        for (int i = 0; i < n; ++i)
+            memcpy(sub + idx[i] * DNNQ_NR, scratch + i * DNNQ_NR, sizeof(int32_t) * DNNQ_NR);
     }
 }
 
@@ -388,16 +462,36 @@ int dnnq_conv_run_item(const dnnq_conv_t *cv, int64_t item) {
     const int mr_max = cv->mr;
     const int64_t npairs = cv->npairs;
     int32_t tile[DNNQ_CONV_TILE_ROWS * DNNQ_NR] __attribute__((aligned(64)));
-    const uint8_t **rows = (const uint8_t **)malloc(sizeof(uint8_t *) * (size_t)(npairs * mr_max) +
+    /* deconvolution taps that read only the zero row skipped (deconv_tile_skip) when it
+     * reads as zero bytes; tiles of up to two micro-tiles then */
+    int skip = cv->skip_zero_taps && cv->deconv && !cv->depthwise && cv->a_xor == 0 &&
+               !cv->padcorr && npairs <= 64 && 2 * mr_max <= DNNQ_CONV_TILE_ROWS;
+    for (int64_t i = 0; skip && i < cv->kpair; ++i) skip = cv->zp_rows[g * cv->kpair + i] == 0;
+    const int64_t rcap = skip ? 2 * mr_max : mr_max;
+    const uint8_t **rows = (const uint8_t **)malloc(sizeof(uint8_t *) * (size_t)(npairs * rcap) +
                                                     sizeof(int64_t) * (size_t)npairs);
-    int64_t *delta = rows ? (int64_t *)(rows + npairs * mr_max) : NULL;
+    int64_t *delta = rows ? (int64_t *)(rows + npairs * rcap) : NULL;
     dnnq_br_pair_t *pairs = cv->depthwise ? NULL
                                           : (dnnq_br_pair_t *)malloc(sizeof(dnnq_br_pair_t) *
                                                                      (size_t)npairs);
-    if (!rows || (!cv->depthwise && !pairs)) {
+    /* the skipped taps' groups: row pointers and accumulators */
+    const uint8_t **grows = skip ? (const uint8_t **)malloc(sizeof(uint8_t *) *
+                                                            (size_t)(npairs * mr_max))
+                                 : NULL;
+    int32_t *gacc = skip ? (int32_t *)malloc(sizeof(int32_t) * (size_t)(mr_max * DNNQ_NR)) : NULL;
+    if (!rows || (!cv->depthwise && !pairs) || (skip && (!grows || !gacc))) {
         free(rows);
         free(pairs);
+        free(grows);
+        free(gacc);
         return -1; /* the caller raises MemoryError */
+    }
+    const int32_t *ct[3] = {NULL, NULL, NULL};
+    const int ct_ok = cv->coords != NULL;
+    if (ct_ok) {
+        ct[0] = cv->coords;
+        ct[1] = ct[0] + cv->od * cv->kd;
+        ct[2] = ct[1] + cv->oh * cv->kh;
     }
     const int64_t chan0 = cv->depthwise ? p * DNNQ_NR : cv->G > 1 ? g * cv->ICg : 0;
     const int8_t *bpanel = cv->packed + (g * cv->n_panels + p) * npairs * cv->K4 * 4 * DNNQ_NR;
@@ -441,6 +535,16 @@ int dnnq_conv_run_item(const dnnq_conv_t *cv, int64_t item) {
             if (c > mend - m) c = mend - m;
             if (c > mr_max) c = mr_max;
             mr = (int)c;
+        } else if (skip) {
+            /* tiles within one output row (its pixels share the kernel rows that reach them)
+             * of up to two micro-tiles: a group per column phase of up to mr_max rows at
+             * stride 2 */
+            int64_t od0, oh0, ow0;
+            out_pixel(cv, m, &od0, &oh0, &ow0);
+            int64_t c = cv->ow - ow0;
+            if (c > mend - m) c = mend - m;
+            if (c > 2 * mr_max) c = 2 * mr_max;
+            mr = (int)c;
         } else {
             mr = (int)(m0 + (mcur * (ti + 1)) / ntiles - m);
         }
@@ -462,10 +566,13 @@ int dnnq_conv_run_item(const dnnq_conv_t *cv, int64_t item) {
                                              cv->iw + ow * cv->sw - cv->pw) * cv->IC;
             for (int64_t t = 0; t < npairs; ++t) rows[t] = base + delta[t];
         } else {
-            tile_rows(cv, n, g, m, mr, chan0, delta, ilo, ihi, rows);
+            tile_rows(cv, n, g, m, mr, chan0, delta, ilo, ihi, ct_ok ? ct : NULL, rows);
         }
         if (cv->depthwise) {
             dw(mr, npairs, rows, dense ? ps : 0, nc, cv->src_signed, wdw, sub);
+        } else if (skip && !dense) {
+            deconv_tile_skip(cv, mr, mr_max, rows, cv->zp_rows + g * cv->kpair, bpanel, pairs,
+                             grows, gacc, sub);
         } else {
             /* dense rows read K rounded up to a multiple of 4 where that stays inside the
              * source: the extra bytes meet the zero padding of the packed weights, and the
@@ -489,6 +596,8 @@ int dnnq_conv_run_item(const dnnq_conv_t *cv, int64_t item) {
     if (trows) cv->epilogue(&ge, 0, tm, trows, p, tile);
     free(rows);
     free(pairs);
+    free(grows);
+    free(gacc);
     return 0;
 }
 

@@ -163,6 +163,7 @@ int dnnq_conv_build_tiles(dnnq_conv_t *cv) {
     cv->n_chunks = 0;
     cv->brgemm_epi = dnnq_brgemm_epi_for_isa(cv->isa);
     cv->epi_prepare = dnnq_epi_prepare_for_isa(cv->isa);
+    if (dnnq_conv_build_coords(cv) != 0) return -1;
     if (cv->deconv || cv->depthwise) return 0;
     const int mr = cv->mr < DNNQ_MR_MAX ? cv->mr : DNNQ_MR_MAX;
     int64_t nt = image_tiles(cv, mr, NULL);
@@ -207,6 +208,8 @@ int dnnq_conv_build_tiles(dnnq_conv_t *cv) {
 void dnnq_conv_free_tiles(dnnq_conv_t *cv) {
     free(cv->tiles);
     free(cv->chunks);
+    free((void *)cv->coords);
+    cv->coords = NULL;
     cv->tiles = NULL;
     cv->chunks = NULL;
     cv->n_chunks = 0;

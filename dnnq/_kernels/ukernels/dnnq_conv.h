@@ -90,11 +90,19 @@ typedef struct {
     /* 1: the column kernel's items run panels outermost within an image (ConvExec's channel-
      * band copies of plain data, several threads) */
     int panel_outer;
+    /* 1: in a deconvolution whose zero-point row reads as zero bytes (u8 source, zero point 0,
+     * checked by the driver), the general driver leaves out the taps that read only it
+     * (conv_driver.c deconv_tile_skip); set at creation (_conv.set_skip_zero_taps) */
+    int skip_zero_taps;
+    /* a deconvolution's source coordinates per (output coordinate, kernel index) of each dim
+     * (dnnq_conv_build_coords, by dnnq_conv_build_tiles; freed by dnnq_conv_free_tiles) */
+    const int32_t *coords;
 } dnnq_conv_t;
 
 /* The tiled path of an ungrouped or grouped convolution (not deconvolution, depthwise or the
  * folded-tap kernel): 0, or -1 when an allocation failed; freed by dnnq_conv_free_tiles. */
 int dnnq_conv_build_tiles(dnnq_conv_t *cv);
+int dnnq_conv_build_coords(dnnq_conv_t *cv);
 void dnnq_conv_free_tiles(dnnq_conv_t *cv);
 int dnnq_conv_run_item_tiles(const dnnq_conv_t *cv, int64_t item);
 /* the epilogue description of image n, group g (per-column pointers moved to the group) */
