@@ -150,51 +150,73 @@ static void tile_rows(const dnnq_conv_t *cv, int64_t n, int64_t g, int64_t m, in
 }
 
 /* A deconvolution's micro-tile with the taps that read only the zero-point row left out
- * (cv->skip_zero_taps: the zero row is all zero bytes as the micro-kernel reads it -- a u8
- * source, zero point 0 -- so those taps add exactly nothing, in every numerics mode: the s16
- * pairs of the AVX2 mode never straddle taps).  At stride s only one tap in s of each kernel
- * dim reaches a given output pixel: the tile's rows (one output row, see the caller) are
- * grouped by the set of taps they use -- one group per column phase -- and each group runs
- * with its own taps (at most mr_max rows a call), into `scratch`, then its rows go back to
- * their places in `sub`.  mr <= 64 rows, npairs <= 64 taps. */
-static void deconv_tile_skip(const dnnq_conv_t *cv, int mr, int mr_max, const uint8_t **rows,
-                             const uint8_t *zrow, const int8_t *bpanel, dnnq_br_pair_t *pairs,
+ * (cv->skip_zero_taps, and the zero row is all zero bytes as the micro-kernel reads it -- a
+ * u8 source, zero point 0 -- so those taps add exactly nothing, in every numerics mode: the
+ * s16 pairs of the AVX2 mode never straddle taps).  At stride s only one tap in s of each
+ * kernel dim reaches a given output pixel.  The tile's pixels are output pixels m .. m + mr
+ * - 1 of one output row, so the kernel rows (kd, kh) that reach them are common; they are
+ * grouped by the kernel columns kw that reach them (one group per column phase) and each
+ * group of at most mr_max pixels runs with its own taps into `scratch`, its rows then copied
+ * to their places in `sub`.  Source coordinates from cv->coords.  mr <= 64, kw <= 64. */
+static void deconv_tile_skip(const dnnq_conv_t *cv, int64_t n, int64_t m, int mr, int mr_max,
+                             int64_t chan0, const int8_t *bpanel, dnnq_br_pair_t *pairs,
                              const uint8_t **grows, int32_t *scratch, int32_t *sub) {
-    const int64_t npairs = cv->npairs;
+    const int32_t *ctd = cv->coords, *cth = ctd + cv->od * cv->kd, *ctw = cth + cv->oh * cv->kh;
+    int64_t od, oh, ow0;
+    out_pixel(cv, m, &od, &oh, &ow0);
+    const uint8_t *img = cv->src + n * cv->id * cv->ih * cv->iw * cv->IC + chan0;
+    /* the kernel rows that reach this output row: their first tap and source row */
+    int64_t rt[64];
+    const uint8_t *rp[64];
+    int nr = 0;
+    for (int64_t kd = 0; kd < cv->kd; ++kd) {
+        const int32_t xd = ctd[od * cv->kd + kd];
+        if (xd < 0) continue;
+        for (int64_t kh = 0; kh < cv->kh; ++kh) {
+            const int32_t xh = cth[oh * cv->kh + kh];
+            if (xh < 0) continue;
+            rt[nr] = (kd * cv->kh + kh) * cv->kw;
+            rp[nr] = img + ((int64_t)xd * cv->ih + xh) * cv->iw * cv->IC;
+            ++nr;
+        }
+    }
     uint64_t mask[64];
     for (int r = 0; r < mr; ++r) {
-        uint64_t m = 0;
-        for (int64_t t = 0; t < npairs; ++t)
-            if (rows[t * mr + r] != zrow) m |= (uint64_t)1 << t;
-        mask[r] = m;
+        uint64_t k = 0;
+        for (int64_t kw = 0; kw < cv->kw; ++kw) /* branch-free: the pattern alternates */
+            k |= (uint64_t)(ctw[(ow0 + r) * cv->kw + kw] >= 0) << kw;
+        mask[r] = nr ? k : 0;
     }
-    uint64_t done = 0; /* rows already computed */
+    uint64_t done = 0; /* pixels already computed */
     for (int r0 = 0; r0 < mr; ++r0) {
         if (done >> r0 & 1) continue;
-        const uint64_t m = mask[r0];
-        int idx[64], n = 0;
-        for (int r = r0; r < mr && n < mr_max; ++r)
-            if (!(done >> r & 1) && mask[r] == m) {
-                idx[n++] = r;
+        const uint64_t k = mask[r0];
+        int idx[64], cnt = 0;
+        for (int r = r0; r < mr && cnt < mr_max; ++r)
+            if (!(done >> r & 1) && mask[r] == k) {
+                idx[cnt++] = r;
                 done |= (uint64_t)1 << r;
             }
-        if (!m) { /* no tap reaches these pixels: a zero sum */
-            for (int i = 0; i < n; ++i) memset(sub + idx[i] * DNNQ_NR, 0, sizeof(int32_t) * DNNQ_NR);
+        if (!k) { /* no tap reaches these pixels: a zero sum */
+            for (int i = 0; i < cnt; ++i)
+                memset(sub + idx[i] * DNNQ_NR, 0, sizeof(int32_t) * DNNQ_NR);
             continue;
         }
         int64_t np = 0;
-        for (int64_t t = 0; t < npairs; ++t) {
-            if (!(m >> t & 1)) continue;
-            for (int i = 0; i < n; ++i) grows[np * n + i] = rows[t * mr + idx[i]];
-            pairs[np].a = NULL;
-            pairs[np].lda = 0;
-            pairs[np].rows = grows + np * n;
-            pairs[np].b = bpanel + t * cv->K4 * 4 * DNNQ_NR;
-            pairs[np].K = cv->kpair;
-            ++np;
-        }
-        cv->brgemm(n, np, pairs, cv->a_xor, 0, scratch);
-        for (int i = 0; i < n; ++i)
+        for (int j = 0; j < nr; ++j)
+            for (int64_t kw = 0; kw < cv->kw; ++kw) {
+                if (!(k >> kw & 1)) continue;
+                for (int i = 0; i < cnt; ++i)
+                    grows[np * cnt + i] = rp[j] + (int64_t)ctw[(ow0 + idx[i]) * cv->kw + kw] * cv->IC;
+                pairs[np].a = NULL;
+                pairs[np].lda = 0;
+                pairs[np].rows = grows + np * cnt;
+                pairs[np].b = bpanel + (rt[j] + kw) * cv->K4 * 4 * DNNQ_NR;
+                pairs[np].K = cv->kpair;
+                ++np;
+            }
+        cv->brgemm(cnt, np, pairs, cv->a_xor, 0, scratch);
+        for (int i = 0; i < cnt; ++i)
             memcpy(sub + idx[i] * DNNQ_NR, scratch + i * DNNQ_NR, sizeof(int32_t) * DNNQ_NR);
     }
 }
@@ -465,7 +487,7 @@ int dnnq_conv_run_item(const dnnq_conv_t *cv, int64_t item) {
     /* deconvolution taps that read only the zero row skipped (deconv_tile_skip) when it
      * reads as zero bytes; tiles of up to two micro-tiles then */
     int skip = cv->skip_zero_taps && cv->deconv && !cv->depthwise && cv->a_xor == 0 &&
-               !cv->padcorr && npairs <= 64 && 2 * mr_max <= DNNQ_CONV_TILE_ROWS;
+               !cv->padcorr && cv->coords && npairs <= 64 && 2 * mr_max <= DNNQ_CONV_TILE_ROWS;
     for (int64_t i = 0; skip && i < cv->kpair; ++i) skip = cv->zp_rows[g * cv->kpair + i] == 0;
     const int64_t rcap = skip ? 2 * mr_max : mr_max;
     const uint8_t **rows = (const uint8_t **)malloc(sizeof(uint8_t *) * (size_t)(npairs * rcap) +
@@ -565,14 +587,13 @@ int dnnq_conv_run_item(const dnnq_conv_t *cv, int64_t item) {
             const uint8_t *base = img + (((od * cv->sd - cv->pd) * cv->ih + oh * cv->sh - cv->ph) *
                                              cv->iw + ow * cv->sw - cv->pw) * cv->IC;
             for (int64_t t = 0; t < npairs; ++t) rows[t] = base + delta[t];
-        } else {
+        } else if (!skip) { /* (deconv_tile_skip builds its own rows) */
             tile_rows(cv, n, g, m, mr, chan0, delta, ilo, ihi, ct_ok ? ct : NULL, rows);
         }
         if (cv->depthwise) {
             dw(mr, npairs, rows, dense ? ps : 0, nc, cv->src_signed, wdw, sub);
-        } else if (skip && !dense) {
-            deconv_tile_skip(cv, mr, mr_max, rows, cv->zp_rows + g * cv->kpair, bpanel, pairs,
-                             grows, gacc, sub);
+        } else if (skip) {
+            deconv_tile_skip(cv, n, m, mr, mr_max, chan0, bpanel, pairs, grows, gacc, sub);
         } else {
             /* dense rows read K rounded up to a multiple of 4 where that stays inside the
              * source: the extra bytes meet the zero padding of the packed weights, and the
