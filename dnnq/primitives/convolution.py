@@ -303,7 +303,7 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
         # pixel blocks of a few micro-tiles; smaller when that leaves threads without work
         # (the folded stem: 32 micro-tiles, the per-item setup -- pairs built afresh, border
         # rows gathered -- cost it 3 % at 8)
-        mc = mr * (2 if geo.depthwise else 32 if geo.fold_kw else 8)
+        mc = mr * (2 if geo.depthwise else 32 if geo.fold_kw or geo.deconv else 8)
         threads = max(1, _dispatch.get_num_threads())
         while mc > mr and geo.N * groups * panels * -(-npix // mc) < 4 * threads:
             mc -= mr
