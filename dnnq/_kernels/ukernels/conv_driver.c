@@ -120,8 +120,9 @@ static void tile_rows(const dnnq_conv_t *cv, int64_t n, int64_t g, int64_t m, in
         } else {
             int64_t t = 0;
             for (int64_t kd = 0; kd < cv->kd; ++kd) {
-                const int64_t x_d = ct ? ct[0][od * cv->kd + kd]
-                                       : src_coord(od, kd, cv->sd, cv->dd, cv->pd, cv->id, cv->deconv);
+                const int64_t x_d =
+                    ct ? ct[0][od * cv->kd + kd]
+                       : src_coord(od, kd, cv->sd, cv->dd, cv->pd, cv->id, cv->deconv);
                 for (int64_t kh = 0; kh < cv->kh; ++kh) {
                     const int64_t x_h = x_d < 0 ? -1
                                         : ct ? ct[1][oh * cv->kh + kh]
@@ -207,7 +208,8 @@ static void deconv_tile_skip(const dnnq_conv_t *cv, int64_t n, int64_t m, int mr
             for (int64_t kw = 0; kw < cv->kw; ++kw) {
                 if (!(k >> kw & 1)) continue;
                 for (int i = 0; i < cnt; ++i)
-                    grows[np * cnt + i] = rp[j] + (int64_t)ctw[(ow0 + idx[i]) * cv->kw + kw] * cv->IC;
+                    grows[np * cnt + i] =
+                        rp[j] + (int64_t)ctw[(ow0 + idx[i]) * cv->kw + kw] * cv->IC;
                 pairs[np].a = NULL;
                 pairs[np].lda = 0;
                 pairs[np].rows = grows + np * cnt;
@@ -484,15 +486,14 @@ int dnnq_conv_run_item(const dnnq_conv_t *cv, int64_t item) {
     const int mr_max = cv->mr;
     const int64_t npairs = cv->npairs;
     int32_t tile[DNNQ_CONV_TILE_ROWS * DNNQ_NR] __attribute__((aligned(64)));
-    /* deconvolution taps that read only the zero row skipped (deconv_tile_skip) when it
-     * reads as zero bytes; tiles of up to two micro-tiles then */
+    /* deconvolution taps that read only the zero row skipped (deconv_tile_skip, which
+     * builds its own rows) when it reads as zero bytes; tiles of up to two micro-tiles then */
     int skip = cv->skip_zero_taps && cv->deconv && !cv->depthwise && cv->a_xor == 0 &&
                !cv->padcorr && cv->coords && npairs <= 64 && 2 * mr_max <= DNNQ_CONV_TILE_ROWS;
     for (int64_t i = 0; skip && i < cv->kpair; ++i) skip = cv->zp_rows[g * cv->kpair + i] == 0;
-    const int64_t rcap = skip ? 2 * mr_max : mr_max;
-    const uint8_t **rows = (const uint8_t **)malloc(sizeof(uint8_t *) * (size_t)(npairs * rcap) +
+    const uint8_t **rows = (const uint8_t **)malloc(sizeof(uint8_t *) * (size_t)(npairs * mr_max) +
                                                     sizeof(int64_t) * (size_t)npairs);
-    int64_t *delta = rows ? (int64_t *)(rows + npairs * rcap) : NULL;
+    int64_t *delta = rows ? (int64_t *)(rows + npairs * mr_max) : NULL;
     dnnq_br_pair_t *pairs = cv->depthwise ? NULL
                                           : (dnnq_br_pair_t *)malloc(sizeof(dnnq_br_pair_t) *
                                                                      (size_t)npairs);
