@@ -578,3 +578,29 @@ def test_layout_transpose_column_ranges_vs_numpy(level, by_rows):
                         _conv.transpose_columns(x, d, c0, c1, level)
                         want[c0:c1] = x.T[c0:c1]
                     assert np.array_equal(d, want), (rows, cols, dt, c0, c1, by_rows)
+
+
+def test_huge_geometry_creation_returns():
+    """Creation of a (de)convolution whose dims no tensor could hold (an output height of
+    2^39 from a padding of 2^40, found by the fuzz soak) returns at once: the tiled path and
+    the deconvolution coordinate table are built only up to sane sizes (their loops ran
+    minutes).  Run in a child process so that a regression fails on the timeout instead of
+    hanging the suite."""
+    import subprocess
+    import sys
+    code = (
+        "import dnnq as D\n"
+        "src = D.MemoryDesc((2, 1, 2, 3), 'u8', 'nhwc')\n"
+        "w = D.MemoryDesc((64, 1, 1, 2), 's8', 'hwio')\n"
+        "dst = D.MemoryDesc((2, 64, 549755813890, 2), 'f32', 'nhwc')\n"
+        "p = D.Convolution(src, w, dst, None, strides=[2, 1], padding_l=[1099511627776, 0],\n"
+        "                  padding_r=[2, 0])\n"
+        "src = D.MemoryDesc((1, 8, 1 << 30, 1), 'u8', 'nhwc')\n"
+        "w = D.MemoryDesc((8, 8, 2, 1), 's8', 'oihw')\n"
+        "dst = D.MemoryDesc((1, 8, 1 << 31, 1), 'u8', 'nhwc')\n"
+        "q = D.Deconvolution(src, w, dst, None, strides=[2, 1], padding_l=0, padding_r=0)\n"
+        "print(p.impl_info, q.impl_info)\n")
+    r = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.strip()

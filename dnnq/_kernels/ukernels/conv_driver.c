@@ -32,8 +32,9 @@ int dnnq_conv_build_coords(dnnq_conv_t *cv) {
     const int64_t O[3] = {cv->od, cv->oh, cv->ow}, K[3] = {cv->kd, cv->kh, cv->kw};
     const int64_t S[3] = {cv->sd, cv->sh, cv->sw}, D[3] = {cv->dd, cv->dh, cv->dw};
     const int64_t P[3] = {cv->pd, cv->ph, cv->pw}, I[3] = {cv->id, cv->ih, cv->iw};
-    int32_t *c = (int32_t *)malloc(sizeof(int32_t) *
-                                   (size_t)(O[0] * K[0] + O[1] * K[1] + O[2] * K[2]));
+    const int64_t n = O[0] * K[0] + O[1] * K[1] + O[2] * K[2];
+    if (n > ((int64_t)1 << 26)) return 0; /* absurd sizes: no table (the divisions instead) */
+    int32_t *c = (int32_t *)malloc(sizeof(int32_t) * (size_t)n);
     if (!c) return -1;
     cv->coords = c;
     for (int dim = 0; dim < 3; ++dim)

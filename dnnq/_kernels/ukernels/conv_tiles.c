@@ -165,6 +165,10 @@ int dnnq_conv_build_tiles(dnnq_conv_t *cv) {
     cv->epi_prepare = dnnq_epi_prepare_for_isa(cv->isa);
     if (dnnq_conv_build_coords(cv) != 0) return -1;
     if (cv->deconv || cv->depthwise) return 0;
+    /* the tiles are built row by row and run by run: beyond these sizes (no tensor of them
+     * fits a machine's memory) the general driver runs, and creation stays fast (a fuzzed
+     * output height of 2^39 rows took minutes here) */
+    if (cv->od * cv->oh > ((int64_t)1 << 22) || cv->ow > ((int64_t)1 << 24)) return 0;
     const int mr = cv->mr < DNNQ_MR_MAX ? cv->mr : DNNQ_MR_MAX;
     int64_t nt = image_tiles(cv, mr, NULL);
     dnnq_conv_tile_t *tiles = (dnnq_conv_tile_t *)malloc(sizeof(dnnq_conv_tile_t) * (size_t)nt);
