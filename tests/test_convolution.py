@@ -582,9 +582,10 @@ def test_layout_transpose_column_ranges_vs_numpy(level, by_rows):
 
 def test_huge_geometry_creation_returns():
     """Creation of a (de)convolution whose dims no tensor could hold (an output height of
-    2^39 from a padding of 2^40, found by the fuzz soak) returns at once: the tiled path and
-    the deconvolution coordinate table are built only up to sane sizes (their loops ran
-    minutes).  Run in a child process so that a regression fails on the timeout instead of
+    2^39 from a padding of 2^40; a kernel 2^31 wide, whose coordinate table's size overflowed:
+    both found by the fuzz soak) returns at once and does not crash: the tiled path and the
+    deconvolution coordinate table are built only up to sane sizes (their loops ran minutes,
+    the overflowed table was written past its end).  Run in a child process so that a regression fails on the timeout instead of
     hanging the suite."""
     import subprocess
     import sys
@@ -599,7 +600,12 @@ def test_huge_geometry_creation_returns():
         "w = D.MemoryDesc((8, 8, 2, 1), 's8', 'oihw')\n"
         "dst = D.MemoryDesc((1, 8, 1 << 31, 1), 'u8', 'nhwc')\n"
         "q = D.Deconvolution(src, w, dst, None, strides=[2, 1], padding_l=0, padding_r=0)\n"
-        "print(p.impl_info, q.impl_info)\n")
+        "src = D.MemoryDesc((2, 64, 4), 'u8', 'ncw')\n"
+        "w = D.MemoryDesc((4, 64, 2147483648), 's8', 'oiw')\n"
+        "dst = D.MemoryDesc((2, 4, 4294967300), 's32', 'nwc')\n"
+        "r = D.Deconvolution(src, w, dst, None, strides=2, padding_l=0, padding_r=1,\n"
+        "                    dilates=1)\n"
+        "print(p.impl_info, q.impl_info, r.impl_info)\n")
     r = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True,
                        timeout=60)
     assert r.returncode == 0, r.stderr[-2000:]

@@ -100,7 +100,8 @@ cdef class ConvPlan:
         cv.skip_zero_taps = _skip_zero_taps_on
         # the tiled path (ukernels/conv_tiles.c) of the convolutions it covers
         if dnnq_conv_build_tiles(cv) != 0:
-            raise MemoryError()
+            raise MemoryError("Convolution: allocating the plan's tile list or coordinate "
+                              "table failed")
         self.n_items = dnnq_conv_n_items(cv)
         self.work = cv.N * cv.epi.M * cv.OC * cv.ICg * cv.kd * cv.kh * cv.kw
         if len(post_ops) > DNNQ_CONV_MAX_POST:

@@ -139,11 +139,25 @@ class _GemmPrimitive(metaclass=CachedPrimitive):
             dst = aligned_empty(self._dst_size, self._dst_np).reshape(self._dst_dims)
         else:
             self._check_dst(dst, args)
+        # the C path takes aligned arrays only: misaligned inputs (a byte-offset view of a
+        # buffer) are copied, a misaligned dst is computed in an aligned copy and written back
+        user_dst = dst if not dst.flags.aligned else None
+        if user_dst is not None:
+            dst = aligned_empty(self._dst_size, self._dst_np).reshape(self._dst_dims)
+            if core.has_sum:
+                dst[...] = user_dst
         canon = core.canonical_args(args, a, pw, bias, dst)
+        for key, value in canon.items():
+            if key != A.DNNL_ARG_DST and isinstance(value, np.ndarray) and \
+                    not value.flags.aligned:
+                canon[key] = value.copy()
         out = self._exec.run(canon, True)
         if out is None:  # every check above passed: the C path cannot refuse these
             raise RuntimeError(f"{self._name}.execute: internal error, canonical arguments "
                                "refused by the C path")
+        if user_dst is not None:
+            user_dst[...] = out
+            return user_dst
         return out
 
     def _verbose(self, event, ms):

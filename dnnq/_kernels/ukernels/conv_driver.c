@@ -4,6 +4,7 @@
  * runs the batch-reduce micro-kernel over the taps (or the depthwise kernel) and hands the
  * accumulator tile to the GEMM epilogue.  ISA-independent: the ISA code is reached through
  * the function pointers in dnnq_conv_t (see dnnq_conv.h for the layouts). */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include "dnnq_conv.h"
@@ -32,8 +33,15 @@ int dnnq_conv_build_coords(dnnq_conv_t *cv) {
     const int64_t O[3] = {cv->od, cv->oh, cv->ow}, K[3] = {cv->kd, cv->kh, cv->kw};
     const int64_t S[3] = {cv->sd, cv->sh, cv->sw}, D[3] = {cv->dd, cv->dh, cv->dw};
     const int64_t P[3] = {cv->pd, cv->ph, cv->pw}, I[3] = {cv->id, cv->ih, cv->iw};
-    const int64_t n = O[0] * K[0] + O[1] * K[1] + O[2] * K[2];
-    if (n > ((int64_t)1 << 26)) return 0; /* absurd sizes: no table (the divisions instead) */
+    /* absurd sizes (no tensor of them fits a machine's memory): no table, the divisions
+     * instead; checked before any product can overflow, and coordinates must fit int32 */
+    const int64_t lim = (int64_t)1 << 24;
+    int64_t n = 0;
+    for (int dim = 0; dim < 3; ++dim) {
+        if (O[dim] > lim || K[dim] > lim || I[dim] > INT32_MAX || O[dim] * K[dim] > lim)
+            return 0;
+        n += O[dim] * K[dim];
+    }
     int32_t *c = (int32_t *)malloc(sizeof(int32_t) * (size_t)n);
     if (!c) return -1;
     cv->coords = c;
