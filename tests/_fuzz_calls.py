@@ -218,9 +218,9 @@ def _ref_relu(case, args, result):
 
 def _ref_pool(case, args, result):
     """Max / average pooling in numpy: taps in (d, h, w) order, f32 sums of f32 sources in
-    that order, the average f32(sum) / f32(count) -- times f32(1 / count) for a channels-last
-    integer source (the kernel table of dnnq.primitives.pooling) -- then saturate(rne) (f32
-    dst: the value)."""
+    that order, the average f32(sum) / f32(count) -- times f32(1 / count) for an integer
+    source with src and dst channels-last (the kernel table of dnnq.primitives.pooling) --
+    then saturate(rne) (f32 dst: the value)."""
     x = args[A.DNNL_ARG_SRC]
     alg = case["ctor"][1][0].replace("pooling_", "")
     dst_dt = case["ctor"][1][2][2]
@@ -255,8 +255,10 @@ def _ref_pool(case, args, result):
         return _expect("Pooling max", result, v)
     n = np.float32(int(np.prod(k))) if alg == "avg_include_padding" else \
         count.astype(np.float32)
-    if not f32 and case["ctor"][1][1][3] in ("nwc", "nhwc", "ndhwc"):
-        v = acc.astype(np.float32) * (np.float32(1) / n)  # oneDNN's jit_int: by 1/count
+    cl = ("nwc", "nhwc", "ndhwc")
+    if not f32 and case["ctor"][1][1][3] in cl and case["ctor"][1][2][3] in cl:
+        # oneDNN's jit_int (src and dst channels-last): by 1/count; ref:any divides
+        v = acc.astype(np.float32) * (np.float32(1) / n)
     else:
         v = acc.astype(np.float32) / n
     if dst_dt != "f32":

@@ -227,7 +227,10 @@ def apply_mutation(args, mut, out_keys):
     elif op == "dtype":
         if isinstance(args[key], np.ndarray):
             with np.errstate(all="ignore"):
-                args[key] = args[key].astype(mut[2])
+                try:
+                    args[key] = args[key].astype(mut[2])
+                except (OverflowError, ValueError):  # e.g. an object array holding inf
+                    pass  # numpy itself cannot make this array: the mutation is skipped
     elif op == "shape":
         a = args[key]
         if not isinstance(a, np.ndarray):
