@@ -238,7 +238,7 @@ def apply_mutation(args, mut, out_keys):
         how = mut[2]
         if how == "add_dim":
             args[key] = a[None]
-        elif how == "drop_dim" and a.ndim:
+        elif how == "drop_dim" and a.ndim and a.shape[0]:
             args[key] = a[0]
         elif how == "grow":
             args[key] = np.concatenate([a, a], axis=-1) if a.ndim else a.reshape(1)
@@ -271,7 +271,8 @@ def apply_mutation(args, mut, out_keys):
         elif how == "str":
             args[key] = "x"
         elif how == "pyscalar" and isinstance(a, np.ndarray) and a.size:
-            args[key] = a.reshape(-1)[0].item()
+            v = a.reshape(-1)[0]  # a Python object already in an object array
+            args[key] = v.item() if isinstance(v, np.generic) else v
         elif how == "object" and isinstance(a, np.ndarray):
             args[key] = a.astype(object)
     else:
