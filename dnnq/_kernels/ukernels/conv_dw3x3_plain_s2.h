@@ -23,7 +23,6 @@
 /* a row's blocks of NV vectors and what is the same for every row and channel */
 typedef struct {
     __m512i i0, i1;        /* the gather indices of even / odd vectors (from one / two loads) */
-    __m512i pack;          /* packed bytes -> output order */
     __mmask64 pm[4][4];    /* per block kind (first, second, second-to-last, last) and vector:
                             * the tap bytes outside the row (zero point) */
     int64_t nb;            /* blocks per row (rows of 64 columns or more), else 1 */
@@ -58,11 +57,6 @@ static DWS2_TARGET void dws2_make_plan(const dnnq_dw3x3_plain_t *c, dws2_plan_t 
     p->i0 = _mm512_add_epi32(_mm512_mullo_epi32(b, _mm512_set1_epi32(0x01010101)),
                              _mm512_set1_epi32(0x00020100));
     p->i1 = _mm512_add_epi32(p->i0, _mm512_set1_epi32(0x20202020));
-    /* packs of four vectors: byte 16 L + 4 v + j of the packed vector is element 4 L + j of
-     * vector v */
-    uint8_t idx[64];
-    for (int i = 0; i < 64; ++i) idx[i] = (uint8_t)(16 * ((i % 16) / 4) + 4 * (i / 16) + i % 4);
-    p->pack = _mm512_loadu_si512((const void *)idx);
     const int64_t nb = p->nb;
     const int64_t first[4] = {0, 64, nb >= 2 ? 64 * (nb - 2) : 0, ow >= 64 ? ow - 64 : 0};
     for (int i = 0; i < 4; ++i) {
@@ -109,20 +103,6 @@ dws2_gather(const int NV, const dwp_ctx_t *x, const dws2_plan_t *p, const uint8_
         t[k] = _mm512_xor_si512(_mm512_mask_mov_epi8(t[k], pm[k], x->zraw), x->flip);
 }
 
-/* four accumulator vectors through the epilogue and the packs (bytes in the packs' order) */
-static inline __attribute__((always_inline)) DWS2_TARGET __m512i
-dws2_pack(const int MODE, const int NV, const dnnq_dw_epi_t *e, const dwp_ctx_t *x,
-          const __m512i acc[4]) {
-    if (MODE == DW9_HOT) {
-        __m512i q[4];
-#pragma GCC unroll 4
-        for (int k = 0; k < 4; ++k)
-            q[k] = k < NV ? dw9_epi_hot_512(x->inv, acc[k], x->sc, x->bi) : _mm512_setzero_si512();
-        return _mm512_packus_epi16(_mm512_packs_epi32(q[0], q[1]), _mm512_packs_epi32(q[2], q[3]));
-    }
-    return dwp_epi_generic(e, x, acc, NV);
-}
-
 /* B output rows (rows[0 .. 2 B] their source rows) of one block: NV vectors per row, the
  * block's outputs at dst[r] + o (64 bytes stored: those past the row are rewritten later,
  * or land in the staging buffer's slack) */
@@ -151,9 +131,7 @@ dws2_block(const int B, const int NV, const int MODE, const dnnq_dw_epi_t *e,
         }
     }
 #pragma GCC unroll 2
-    for (int r = 0; r < B; ++r)
-        _mm512_storeu_si512((void *)(dst[r] + o),
-                            _mm512_permutexvar_epi8(p->pack, dws2_pack(MODE, NV, e, x, acc[r])));
+    for (int r = 0; r < B; ++r) dwp_finish(NV, MODE, e, x, acc[r], dst[r] + o);
 }
 
 /* the blocks of B output rows: one (rows narrower than 64 columns), or blocks of 64, the
