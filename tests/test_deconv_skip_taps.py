@@ -31,7 +31,15 @@ GEOMETRIES = [
     ((17,), (4,), (2,), (0,), (1,), (2,)),                # 1-D
     ((3, 4, 5), (2, 3, 2), (2, 1, 2), (0, 0, 1), (0, 1, 1), (1, 1, 0)),  # 3-D
     ((5, 5), (3, 3), (1, 1), (0, 0), (1, 1), (1, 1)),     # stride 1: only the borders skip
+    # kernel = stride: one tap per pixel, one dense GEMM per column phase (one_tap_deconv)
+    ((5, 7), (3, 3), (3, 3), (0, 0), (1, 0), (2, 1)),     # asymmetric padding
+    ((3, 45), (2, 2), (2, 2), (0, 0), (0, 0), (0, 0)),    # phase runs past a 32-row tile
+    ((19,), (4,), (4,), (0,), (1,), (2,)),                # 1-D
+    ((2, 3, 4), (2, 2, 2), (2, 2, 2), (0, 0, 0), (0, 0, 0), (0, 0, 0)),  # 3-D
 ]
+
+ONE_TAP = [i for i, (_, k, s, d, _, _) in enumerate(GEOMETRIES)
+           if tuple(k) == tuple(s) and not any(d)]
 
 CONFIGS = [
     # (src_dt, src_zp, dst_dt, G, ICg, OCg, bias, post-ops)
@@ -76,3 +84,43 @@ def test_deconv_skip_taps(skip_taps, geometry, threads):
             assert_same(out, c.run_numpy() if bug else reference(c))
     finally:
         dnnq.set_num_threads(old)
+
+
+def test_one_tap_path_taken():
+    """kernel = stride (dense taps) takes the one-tap driver, anything else does not; it then
+    runs for u8 sources with zero point 0 (the other cases above compare it with oneDNN)"""
+    rng = np.random.default_rng(5)
+    assert len(ONE_TAP) >= 4
+    for i, (isp, k, s, d, pl, pr) in enumerate(GEOMETRIES):
+        c = Case(rng, isp=isp, k=k, s=s, pl=pl, pr=pr, d=d, ICg=4, OCg=4, deconv=True)
+        _, p = c.run_dnnq()
+        assert p._plan.one_tap_deconv() == (i in ONE_TAP), GEOMETRIES[i]
+
+
+@pytest.mark.parametrize("tag", [None, "channels_last"])
+@pytest.mark.parametrize("geometry", ONE_TAP)
+def test_one_tap_post_ops(isa, skip_taps, geometry, tag):
+    """the phase runs write their rows s pixels apart: per-pixel binary inputs and the sum's
+    previous dst are read at the same places (fused epilogue at AVX-512, else the tile
+    epilogue with its strides scaled; ICg = 6 has a K % 4 tail)"""
+    isp, k, s, d, pl, pr = GEOMETRIES[geometry]
+    rng = np.random.default_rng([geometry, 7])
+    if tag:
+        tag = {1: "nwc", 2: "nhwc", 3: "ndhwc"}[len(isp)]
+    for ICg, OCg, dst_dt in ((6, 40, "u8"), (16, 70, "s8"), (8, 9, "f32")):
+        c = Case(rng, mb=2, ICg=ICg, OCg=OCg, isp=isp, k=k, s=s, pl=pl, pr=pr, d=d,
+                 deconv=True, src_tag=tag, dst_tag=tag, bias_dt="f32", dst_dt=dst_dt,
+                 q={"wei_scales": [0.01], "dst_scales": [0.5]})
+        src1 = rng.normal(0, 4, c.dst_shape).astype(np.float32)
+        chan = rng.normal(0, 4, (1, OCg) + (1,) * len(isp)).astype(np.float32)
+        c.post_ops = [("binary", "add", src1), ("binary", "mul", chan),
+                      ("sum", 1.0, 0), ("eltwise", "relu", 0.0, 0.0)]
+        # (integer-valued f32 previous contents: oneDNN fuses the sum as one FMA, dnnq's
+        # epilogue multiplies then adds; exact either way for these, test_sum_post_op)
+        if dst_dt == "f32":
+            c.dst_prev = np.rint(rng.normal(0, 8, c.dst_shape)).astype(np.float32)
+        else:
+            c.dst_prev = rng.integers(0, 100, c.dst_shape).astype(np.dtype(dst_dt.replace(
+                "u8", "uint8").replace("s8", "int8")))
+        out, _ = c.run_dnnq()
+        assert_same(out, reference(c))

@@ -77,6 +77,8 @@ def draw(rng):
     k = tuple(pick(rng, [1, 2, 3]) for _ in range(nsp))
     s = tuple(pick(rng, [1, 1, 2, 3]) for _ in range(nsp))
     d = tuple(pick(rng, [0, 0, 0, 1]) for _ in range(nsp))
+    if rng.random() < 0.3:  # kernel = stride: one tap per pixel (the one-tap driver)
+        s, d = k, (0,) * nsp
     pl = [int(rng.integers(0, kk + 1)) for kk in k]
     pr = [int(rng.integers(0, kk + 1)) for kk in k]
     isp = tuple(int(rng.integers(2, 6)) for _ in range(nsp))

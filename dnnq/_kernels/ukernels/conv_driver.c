@@ -467,6 +467,143 @@ static int run_item_dw3x3_plain(const dnnq_conv_t *cv, int64_t item) {
 }
 #endif
 
+/* A deconvolution whose kernel equals its stride along every dim (U-Net's k2 s2
+ * upsampling), dense taps, u8 source with zero point 0 (the zero-point row would read as
+ * zero bytes): every output pixel is reached by exactly one tap, which reads a source pixel
+ * (o + p = x s + k).  Along an output row the pixels of one column phase (o + p) % s share
+ * their tap, and their source pixels are consecutive: one dense GEMM of a single pair per
+ * phase, its rows written s pixels apart (the fused micro-kernel's mstep, or the epilogue
+ * with the dst / binary strides scaled).  No pointer tables, grouping or row copies: the
+ * general driver's deconv_tile_skip spent more on those than the micro-kernel on its work.
+ * The taps left out read only the zero-point row, which adds nothing (as for
+ * deconv_tile_skip), so the sums are the general driver's, exactly. */
+static int deconv_one_tap(const dnnq_conv_t *cv) {
+    return cv->deconv && !cv->depthwise && cv->skip_zero_taps && cv->a_xor == 0 &&
+           !cv->padcorr && !cv->epi.wzp && cv->kd == cv->sd && cv->kh == cv->sh &&
+           cv->kw == cv->sw && cv->dd == 1 && cv->dh == 1 && cv->dw == 1 &&
+           /* every output pixel's source pixel inside the source (the output size rule) */
+           cv->pd >= 0 && cv->ph >= 0 && cv->pw >= 0 && (cv->od - 1 + cv->pd) / cv->sd < cv->id &&
+           (cv->oh - 1 + cv->ph) / cv->sh < cv->ih && (cv->ow - 1 + cv->pw) / cv->sw < cv->iw;
+}
+
+int dnnq_conv_deconv_one_tap(const dnnq_conv_t *cv) { return deconv_one_tap(cv); }
+
+/* the zero-point row of the item's group reads as zero bytes */
+static int zero_rows_zero(const dnnq_conv_t *cv, int64_t item) {
+    const int64_t nblk = (cv->od * cv->oh * cv->ow + cv->mc - 1) / cv->mc;
+    const int64_t g = item / nblk / cv->n_panels % cv->G;
+    for (int64_t i = 0; i < cv->kpair; ++i)
+        if (cv->zp_rows[g * cv->kpair + i]) return 0;
+    return 1;
+}
+
+/* the epilogue arguments of a run of pixels m, m + step, ...: the per-pixel pointers moved
+ * to pixel m, their row strides multiplied by step (rows r of the tile -> pixel m + r step) */
+static void strided_epilogue_args(const dnnq_gemm_args_t *ge, const dnnq_postop_t *post,
+                                  int64_t m, int64_t step, dnnq_gemm_args_t *gs,
+                                  dnnq_postop_t *ps) {
+    *gs = *ge;
+    const int esz = ge->dst_dt == DNNQ_DT_S8 || ge->dst_dt == DNNQ_DT_U8 ? 1 : 4;
+    gs->dst = (char *)ge->dst + m * ge->d_sm * esz;
+    gs->d_sm = ge->d_sm * step;
+    if (ge->bias) {
+        gs->bias = ge->bias + m * ge->bias_sm;
+        gs->bias_sm = ge->bias_sm * step;
+    }
+    for (int i = 0; i < ge->n_post; ++i) {
+        ps[i] = post[i];
+        if (ps[i].src1) {
+            ps[i].src1 += m * post[i].s1_m;
+            ps[i].s1_m *= step;
+        }
+        if (ps[i].src2) {
+            ps[i].src2 += m * post[i].s2_m;
+            ps[i].s2_m *= step;
+        }
+    }
+    gs->post = ps;
+}
+
+static int run_item_deconv_one_tap(const dnnq_conv_t *cv, int64_t item) {
+    const int64_t osp = cv->od * cv->oh * cv->ow;
+    const int64_t nblk = (osp + cv->mc - 1) / cv->mc;
+    const int64_t blk = item % nblk;
+    int64_t rest = item / nblk;
+    const int64_t p = rest % cv->n_panels;
+    rest /= cv->n_panels;
+    const int64_t g = rest % cv->G;
+    const int64_t n = rest / cv->G;
+    const int64_t m0 = blk * cv->mc;
+    const int64_t mend = osp - m0 < cv->mc ? osp : m0 + cv->mc;
+
+    dnnq_gemm_args_t ge, gs;
+    dnnq_postop_t post[DNNQ_CONV_MAX_POST], ps[DNNQ_CONV_MAX_POST];
+    dnnq_conv_item_epilogue_args(cv, n, g, &ge, post);
+    dnnq_epi_state_t fst;
+    const int fuse = cv->brgemm_epi ? cv->epi_prepare(&ge, 0, p, &fst) : 0;
+    int32_t tile[DNNQ_CONV_TILE_ROWS * DNNQ_NR] __attribute__((aligned(64)));
+
+    const int mr_max = cv->mr < DNNQ_MR_MAX ? cv->mr : DNNQ_MR_MAX;
+    const int64_t bstep = cv->K4 * 4 * DNNQ_NR;
+    const int8_t *bpanel = cv->packed + (g * cv->n_panels + p) * cv->npairs * bstep;
+    const uint8_t *img = cv->src + n * cv->id * cv->ih * cv->iw * cv->IC + g * cv->ICg;
+    const uint8_t *src_end = cv->src + cv->N * cv->id * cv->ih * cv->iw * cv->IC;
+    const int64_t s = cv->sw;
+    for (int64_t m = m0; m < mend;) {
+        int64_t od, oh, ow_a;
+        out_pixel(cv, m, &od, &oh, &ow_a);
+        const int64_t ow_b = ow_a + (mend - m) < cv->ow ? ow_a + (mend - m) : cv->ow;
+        const int64_t xd = (od + cv->pd) / cv->sd, kd = (od + cv->pd) % cv->sd;
+        const int64_t xh = (oh + cv->ph) / cv->sh, kh = (oh + cv->ph) % cv->sh;
+        const int64_t row0 = m - ow_a; /* pixel of column 0 of this output row */
+        for (int64_t j = 0; j < s; ++j) {
+            /* the row's pixels of column phase j: ow = ow1, ow1 + s, ... < ow_b */
+            const int64_t ow1 = ow_a + ((j - (ow_a + cv->pw) % s) % s + s) % s;
+            if (ow1 >= ow_b) continue;
+            const int64_t cnt = (ow_b - ow1 + s - 1) / s;
+            const int64_t x0 = (ow1 + cv->pw) / s; /* source column of pixel ow1 */
+            const int64_t kw = (ow1 + cv->pw) % s;
+            const uint8_t *a = img + ((xd * cv->ih + xh) * cv->iw + x0) * cv->IC;
+            const int8_t *b = bpanel + ((kd * cv->kh + kh) * cv->kw + kw) * bstep;
+            const int64_t mp = row0 + ow1; /* first pixel of the run */
+            for (int64_t r0 = 0; r0 < cnt;) {
+                /* rows r0 .. r0 + rows - 1 into one tile, one epilogue call (unless fused) */
+                const int64_t rows = cnt - r0 < DNNQ_CONV_TILE_ROWS ? cnt - r0 : DNNQ_CONV_TILE_ROWS;
+                for (int64_t r = 0; r < rows;) {
+                    const int mr = (int)(rows - r < mr_max ? rows - r : mr_max);
+                    dnnq_br_pair_t pr;
+                    pr.a = a + (r0 + r) * cv->IC;
+                    pr.lda = cv->IC;
+                    pr.rows = NULL;
+                    pr.b = b;
+                    /* K rounded up to a multiple of 4 where that stays inside the source: the
+                     * extra bytes meet the zero padding of the packed weights */
+                    pr.K = cv->kpair;
+                    if ((pr.K & 3) && pr.a + (mr - 1) * cv->IC + cv->K4 * 4 <= src_end)
+                        pr.K = cv->K4 * 4;
+                    if (fuse && !(pr.K & 3))
+                        cv->brgemm_epi(mr, 1, &pr, &fst, fuse, mp + (r0 + r) * s, s);
+                    else if (fuse) { /* a K % 4 tail: the plain kernel, its rows finished here */
+                        cv->brgemm(mr, 1, &pr, 0, 0, tile);
+                        strided_epilogue_args(&ge, post, mp + (r0 + r) * s, s, &gs, ps);
+                        cv->epilogue(&gs, 0, 0, mr, p, tile);
+                    } else {
+                        cv->brgemm(mr, 1, &pr, 0, 0, tile + r * DNNQ_NR);
+                    }
+                    r += mr;
+                }
+                if (!fuse) {
+                    strided_epilogue_args(&ge, post, mp + r0 * s, s, &gs, ps);
+                    cv->epilogue(&gs, 0, 0, (int)rows, p, tile);
+                }
+                r0 += rows;
+            }
+        }
+        m += ow_b - ow_a;
+    }
+    return 0;
+}
+
 int dnnq_conv_run_item(const dnnq_conv_t *cv, int64_t item) {
 #ifdef DNNQ_HAVE_X86_KERNELS
     if (cv->plain) return dw3x3(cv) ? run_item_dw3x3_plain(cv, item) : -1;
@@ -474,6 +611,7 @@ int dnnq_conv_run_item(const dnnq_conv_t *cv, int64_t item) {
     if (dw_rows3(cv)) return run_item_dw_rows3(cv, item);
 #endif
     if (cv->tiles) return dnnq_conv_run_item_tiles(cv, item);
+    if (deconv_one_tap(cv) && zero_rows_zero(cv, item)) return run_item_deconv_one_tap(cv, item);
     const int64_t osp = cv->od * cv->oh * cv->ow;
     const int64_t nblk = (osp + cv->mc - 1) / cv->mc;
     const int64_t groups = cv->depthwise ? 1 : cv->G;
