@@ -23,12 +23,14 @@
         if (XOR == 1) av = _mm512_xor_si512(av, vx);                                              \
         c##r##0 = DPB(c##r##0, av, b0);                                                           \
         c##r##1 = DPB(c##r##1, av, b1);                                                           \
-        c##r##2 = DPB(c##r##2, av, b2);                                                           \
-        c##r##3 = DPB(c##r##3, av, b3);                                                           \
+        if (NCB > 2) {                                                                            \
+            c##r##2 = DPB(c##r##2, av, b2);                                                       \
+            c##r##3 = DPB(c##r##3, av, b3);                                                       \
+        }                                                                                         \
     }
 #define ACC_STORE(r)                                                                              \
     if (MR > r && FUSE) {                                                                         \
-        epi_fused_row(FUSE, k, c##r##0, c##r##1, c##r##2, c##r##3, d0 + r * dstep);               \
+        epi_fused_row(FUSE, NCB, k, c##r##0, c##r##1, c##r##2, c##r##3, d0 + r * dstep);          \
     } else if (MR > r) {                                                                          \
         _mm512_storeu_si512((void *)(c + r * DNNQ_NR), c##r##0);                                  \
         _mm512_storeu_si512((void *)(c + r * DNNQ_NR + 16), c##r##1);                             \
@@ -49,12 +51,14 @@
         c##r##3 = _mm512_loadu_si512((const void *)(c + r * DNNQ_NR + 48));                       \
     }
 
-/* MR rows x 64 columns, summed over the (A, B) pairs with the accumulators in registers
- * throughout.  The K % 4 tails are added afterwards by tail_avx512: with them inside the pair
+/* MR rows x 64 columns (NCB = 4; NCB = 2: the first 32, for a panel of at most 32 columns,
+ * fused epilogue only: half the vpdpbusd), summed over the (A, B) pairs with the accumulators
+ * in registers throughout.  The K % 4 tails are added afterwards by tail_avx512: with them inside the pair
  * loop gcc 12 spills the accumulators.  FUSE = 0 stores the s32 tile to c; otherwise (an
  * epi_fused_row variant, every K a multiple of 4) each row goes from the accumulators through
  * the epilogue k straight to its 8-bit dst row at d0 + r * k->ldd: no s32 tile in memory. */
-DNNQ_ALWAYS_INLINE void tile_avx512(const int MR, const int XOR, const int FUSE, int64_t np,
+DNNQ_ALWAYS_INLINE void tile_avx512(const int MR, const int XOR, const int FUSE, const int NCB,
+                                    int64_t np,
                                     const dnnq_br_pair_t *pairs, int accumulate, int32_t *c,
                                     const epi_consts_t *k, char *d0, int64_t dstep) {
     const __m512i vx = _mm512_set1_epi32((int)0x80808080);
@@ -159,9 +163,9 @@ static void dnnq_br_ukr(int mr, int64_t np, const dnnq_br_pair_t *pairs, uint32_
     const int x = a_xor == DNNQ_A_SWAP ? 2 : a_xor ? 1 : 0;
 #define DNNQ_CASE(m)                                                                              \
     case m:                                                                                       \
-        if (x == 2) tile_avx512(m, 2, 0, np, pairs, accumulate, c, NULL, NULL, 0);                   \
-        else if (x == 1) tile_avx512(m, 1, 0, np, pairs, accumulate, c, NULL, NULL, 0);              \
-        else tile_avx512(m, 0, 0, np, pairs, accumulate, c, NULL, NULL, 0);                          \
+        if (x == 2) tile_avx512(m, 2, 0, 4, np, pairs, accumulate, c, NULL, NULL, 0);                   \
+        else if (x == 1) tile_avx512(m, 1, 0, 4, np, pairs, accumulate, c, NULL, NULL, 0);              \
+        else tile_avx512(m, 0, 0, 4, np, pairs, accumulate, c, NULL, NULL, 0);                          \
         break;
     switch (mr) {
     case 1:
@@ -181,7 +185,13 @@ static void fused_tile_avx512(int mr, int fuse, int64_t np, const dnnq_br_pair_t
                               const epi_consts_t *k, int64_t m, int64_t mstep) {
     char *d0 = k->d0 + m * k->ldd;
     const int64_t dstep = mstep * k->ldd;
-#define DNNQ_FMR(F, M) case M: tile_avx512(M, 0, F, np, pairs, 0, NULL, k, d0, dstep); break;
+    /* a panel of at most 32 columns (k->nv <= 2): the half-width tile, half the vpdpbusd
+     * (MobileNet's first layer, 32 output channels, ran at 2.2x oneDNN's time) */
+#define DNNQ_FMR(F, M)                                                                            \
+    case M:                                                                                       \
+        if (k->nv <= 2) tile_avx512(M, 0, F, 2, np, pairs, 0, NULL, k, d0, dstep);                \
+        else tile_avx512(M, 0, F, 4, np, pairs, 0, NULL, k, d0, dstep);                           \
+        break;
 #define DNNQ_FCASE(F)                                                                             \
     case F:                                                                                       \
         switch (mr) {                                                                             \
