@@ -31,7 +31,7 @@ GEOMETRIES = [
     ((17,), (4,), (2,), (0,), (1,), (2,)),                # 1-D
     ((3, 4, 5), (2, 3, 2), (2, 1, 2), (0, 0, 1), (0, 1, 1), (1, 1, 0)),  # 3-D
     ((5, 5), (3, 3), (1, 1), (0, 0), (1, 1), (1, 1)),     # stride 1: only the borders skip
-    # kernel = stride: one tap per pixel, one dense GEMM per column phase (one_tap_deconv)
+    # kernel = stride: one tap per pixel (the column-phase driver's single pairs)
     ((5, 7), (3, 3), (3, 3), (0, 0), (1, 0), (2, 1)),     # asymmetric padding
     ((3, 45), (2, 2), (2, 2), (0, 0), (0, 0), (0, 0)),    # phase runs past a 32-row tile
     ((19,), (4,), (4,), (0,), (1,), (2,)),                # 1-D
@@ -86,21 +86,21 @@ def test_deconv_skip_taps(skip_taps, geometry, threads):
         dnnq.set_num_threads(old)
 
 
-def test_one_tap_path_taken():
-    """kernel = stride (dense taps) takes the one-tap driver, anything else does not; it then
-    runs for u8 sources with zero point 0 (the other cases above compare it with oneDNN)"""
+def test_phase_path_taken():
+    """every (non-depthwise) deconvolution plan takes the column-phase driver; it then runs for
+    u8 sources with zero point 0 (the cases above compare it with oneDNN)"""
     rng = np.random.default_rng(5)
     assert len(ONE_TAP) >= 4
-    for i, (isp, k, s, d, pl, pr) in enumerate(GEOMETRIES):
+    for isp, k, s, d, pl, pr in GEOMETRIES:
         c = Case(rng, isp=isp, k=k, s=s, pl=pl, pr=pr, d=d, ICg=4, OCg=4, deconv=True)
         _, p = c.run_dnnq()
-        assert p._plan.one_tap_deconv() == (i in ONE_TAP), GEOMETRIES[i]
+        assert p._plan.phase_deconv(), (isp, k, s)
 
 
 @pytest.mark.parametrize("tag", [None, "channels_last"])
-@pytest.mark.parametrize("geometry", ONE_TAP)
-def test_one_tap_post_ops(isa, skip_taps, geometry, tag):
-    """the phase runs write their rows s pixels apart: per-pixel binary inputs and the sum's
+@pytest.mark.parametrize("geometry", range(len(GEOMETRIES)))
+def test_phase_post_ops(isa, skip_taps, geometry, tag):
+    """the phase runs write their rows s pixels apart (and are cut where taps leave the source): per-pixel binary inputs and the sum's
     previous dst are read at the same places (fused epilogue at AVX-512, else the tile
     epilogue with its strides scaled; ICg = 6 has a K % 4 tail)"""
     isp, k, s, d, pl, pr = GEOMETRIES[geometry]

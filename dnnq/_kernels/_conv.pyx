@@ -118,10 +118,10 @@ cdef class ConvPlan:
                 self.post[i].alpha = alpha
                 self.post[i].beta = beta
 
-    def one_tap_deconv(self):
-        """Whether this deconvolution (kernel = stride, one tap per output pixel) runs as one
-        dense GEMM per column phase when its zero-point row reads as zero bytes."""
-        return bool(dnnq_conv_deconv_one_tap(&self.cv))
+    def phase_deconv(self):
+        """Whether this deconvolution runs by column phases (dense GEMMs of the taps that
+        reach each phase) when its zero-point row reads as zero bytes."""
+        return bool(dnnq_conv_deconv_phases(&self.cv))
 
     def run(self, src, bint s8_src, zp_rows, padcorr, packed, dw_weights,
             col_comp, wzp, int64_t wzp_sn, rowsum,

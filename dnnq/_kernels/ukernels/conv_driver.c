@@ -467,26 +467,25 @@ static int run_item_dw3x3_plain(const dnnq_conv_t *cv, int64_t item) {
 }
 #endif
 
-/* A deconvolution whose kernel equals its stride along every dim (U-Net's k2 s2
- * upsampling), dense taps, u8 source with zero point 0 (the zero-point row would read as
- * zero bytes): every output pixel is reached by exactly one tap, which reads a source pixel
- * (o + p = x s + k).  Along an output row the pixels of one column phase (o + p) % s share
- * their tap, and their source pixels are consecutive: one dense GEMM of a single pair per
- * phase, its rows written s pixels apart (the fused micro-kernel's mstep, or the epilogue
- * with the dst / binary strides scaled).  No pointer tables, grouping or row copies: the
- * general driver's deconv_tile_skip spent more on those than the micro-kernel on its work.
- * The taps left out read only the zero-point row, which adds nothing (as for
- * deconv_tile_skip), so the sums are the general driver's, exactly. */
-static int deconv_one_tap(const dnnq_conv_t *cv) {
+/* A deconvolution's output pixels by column phase (u8 source, zero point 0: the zero-point
+ * row reads as zero bytes, so a tap that reaches no source pixel adds exactly nothing and is
+ * left out, as in deconv_tile_skip).  Along an output row, the pixels ow with the same phase
+ * (ow + pw) % sw are reached by the same kernel columns kw (kw dw = ow + pw mod sw), and for
+ * each such tap their source columns x = (ow + pw - kw dw) / sw are consecutive: a run of them
+ * is a dense batch-reduce GEMM, one pair per reaching tap (the output row's kernel rows times
+ * the phase's kernel columns), its rows written sw pixels apart (the fused micro-kernel's row
+ * step, or the tile epilogue with the dst, bias and binary-input row strides multiplied by
+ * sw).  Near the row's ends a tap's source column leaves the source: the run is cut where the
+ * set of taps inside changes, each piece with its own pairs.  No pointer tables, grouping or
+ * row copies: deconv_tile_skip spent more on those than the micro-kernel on its work.  With
+ * kernel = stride (U-Net's k2 s2) every pixel has exactly one tap. */
+static int deconv_phases(const dnnq_conv_t *cv) {
     return cv->deconv && !cv->depthwise && cv->skip_zero_taps && cv->a_xor == 0 &&
-           !cv->padcorr && !cv->epi.wzp && cv->kd == cv->sd && cv->kh == cv->sh &&
-           cv->kw == cv->sw && cv->dd == 1 && cv->dh == 1 && cv->dw == 1 &&
-           /* every output pixel's source pixel inside the source (the output size rule) */
-           cv->pd >= 0 && cv->ph >= 0 && cv->pw >= 0 && (cv->od - 1 + cv->pd) / cv->sd < cv->id &&
-           (cv->oh - 1 + cv->ph) / cv->sh < cv->ih && (cv->ow - 1 + cv->pw) / cv->sw < cv->iw;
+           !cv->padcorr && !cv->epi.wzp && cv->kw <= 64 && cv->npairs <= 4096 &&
+           cv->pd >= 0 && cv->ph >= 0 && cv->pw >= 0;
 }
 
-int dnnq_conv_deconv_one_tap(const dnnq_conv_t *cv) { return deconv_one_tap(cv); }
+int dnnq_conv_deconv_phases(const dnnq_conv_t *cv) { return deconv_phases(cv); }
 
 /* the zero-point row of the item's group reads as zero bytes */
 static int zero_rows_zero(const dnnq_conv_t *cv, int64_t item) {
@@ -524,7 +523,69 @@ static void strided_epilogue_args(const dnnq_gemm_args_t *ge, const dnnq_postop_
     gs->post = ps;
 }
 
-static int run_item_deconv_one_tap(const dnnq_conv_t *cv, int64_t item) {
+typedef struct {
+    const dnnq_conv_t *cv;
+    const dnnq_gemm_args_t *ge;
+    const dnnq_postop_t *post;
+    const dnnq_epi_state_t *fst;
+    int fuse, mr_max;
+    int64_t p;
+    const uint8_t *src_end;
+    int32_t *tile;
+} phase_ctx_t;
+
+/* pixels m, m + s, ... (cnt of them): the sum of the np pairs (a: each pair's source at the
+ * first pixel; consecutive pixels one source pixel apart), finished into the dst */
+static void phase_run(const phase_ctx_t *x, int64_t m, int64_t cnt, int64_t s,
+                      dnnq_br_pair_t *pairs, int64_t np) {
+    const dnnq_conv_t *cv = x->cv;
+    dnnq_gemm_args_t gs;
+    dnnq_postop_t ps[DNNQ_CONV_MAX_POST];
+    int64_t step_done = 0; /* rows the pairs' a already moved past */
+    for (int64_t r0 = 0; r0 < cnt;) {
+        /* rows r0 .. r0 + rows - 1 into one tile, one epilogue call (unless fused) */
+        const int64_t rows = cnt - r0 < DNNQ_CONV_TILE_ROWS ? cnt - r0 : DNNQ_CONV_TILE_ROWS;
+        for (int64_t r = 0; r < rows;) {
+            const int mr = (int)(rows - r < x->mr_max ? rows - r : x->mr_max);
+            int k4 = 1;
+            for (int64_t t = 0; t < np; ++t) {
+                dnnq_br_pair_t *pr = pairs + t;
+                pr->a += (r0 + r - step_done) * cv->IC;
+                /* K rounded up to a multiple of 4 where that stays inside the source: the
+                 * extra bytes meet the zero padding of the packed weights */
+                pr->K = cv->kpair;
+                if ((pr->K & 3) && pr->a + (mr - 1) * cv->IC + cv->K4 * 4 <= x->src_end)
+                    pr->K = cv->K4 * 4;
+                k4 &= !(pr->K & 3);
+            }
+            step_done = r0 + r;
+            const int64_t mp = m + (r0 + r) * s;
+            if (!np) { /* no tap reaches these pixels: a zero sum */
+                memset(x->tile + r * DNNQ_NR, 0, sizeof(int32_t) * DNNQ_NR * (size_t)mr);
+                if (x->fuse) {
+                    strided_epilogue_args(x->ge, x->post, mp, s, &gs, ps);
+                    cv->epilogue(&gs, 0, 0, mr, x->p, x->tile + r * DNNQ_NR);
+                }
+            } else if (x->fuse && k4) {
+                cv->brgemm_epi(mr, np, pairs, x->fst, x->fuse, mp, s);
+            } else if (x->fuse) { /* K % 4 tails: the plain kernel, these rows finished here */
+                cv->brgemm(mr, np, pairs, 0, 0, x->tile + r * DNNQ_NR);
+                strided_epilogue_args(x->ge, x->post, mp, s, &gs, ps);
+                cv->epilogue(&gs, 0, 0, mr, x->p, x->tile + r * DNNQ_NR);
+            } else {
+                cv->brgemm(mr, np, pairs, 0, 0, x->tile + r * DNNQ_NR);
+            }
+            r += mr;
+        }
+        if (!x->fuse) {
+            strided_epilogue_args(x->ge, x->post, m + r0 * s, s, &gs, ps);
+            cv->epilogue(&gs, 0, 0, (int)rows, x->p, x->tile);
+        }
+        r0 += rows;
+    }
+}
+
+static int run_item_deconv_phases(const dnnq_conv_t *cv, int64_t item) {
     const int64_t osp = cv->od * cv->oh * cv->ow;
     const int64_t nblk = (osp + cv->mc - 1) / cv->mc;
     const int64_t blk = item % nblk;
@@ -536,71 +597,105 @@ static int run_item_deconv_one_tap(const dnnq_conv_t *cv, int64_t item) {
     const int64_t m0 = blk * cv->mc;
     const int64_t mend = osp - m0 < cv->mc ? osp : m0 + cv->mc;
 
-    dnnq_gemm_args_t ge, gs;
-    dnnq_postop_t post[DNNQ_CONV_MAX_POST], ps[DNNQ_CONV_MAX_POST];
+    dnnq_gemm_args_t ge;
+    dnnq_postop_t post[DNNQ_CONV_MAX_POST];
     dnnq_conv_item_epilogue_args(cv, n, g, &ge, post);
     dnnq_epi_state_t fst;
-    const int fuse = cv->brgemm_epi ? cv->epi_prepare(&ge, 0, p, &fst) : 0;
     int32_t tile[DNNQ_CONV_TILE_ROWS * DNNQ_NR] __attribute__((aligned(64)));
+    phase_ctx_t x;
+    x.cv = cv;
+    x.ge = &ge;
+    x.post = post;
+    x.fst = &fst;
+    x.fuse = cv->brgemm_epi ? cv->epi_prepare(&ge, 0, p, &fst) : 0;
+    x.mr_max = cv->mr < DNNQ_MR_MAX ? cv->mr : DNNQ_MR_MAX;
+    x.p = p;
+    x.src_end = cv->src + cv->N * cv->id * cv->ih * cv->iw * cv->IC;
+    x.tile = tile;
 
-    const int mr_max = cv->mr < DNNQ_MR_MAX ? cv->mr : DNNQ_MR_MAX;
     const int64_t bstep = cv->K4 * 4 * DNNQ_NR;
     const int8_t *bpanel = cv->packed + (g * cv->n_panels + p) * cv->npairs * bstep;
     const uint8_t *img = cv->src + n * cv->id * cv->ih * cv->iw * cv->IC + g * cv->ICg;
-    const uint8_t *src_end = cv->src + cv->N * cv->id * cv->ih * cv->iw * cv->IC;
     const int64_t s = cv->sw;
+    /* the row's kernel rows (tap index of kw = 0, source row), the phase's pairs */
+    enum { SMALL = 64 }; /* on the stack up to this many taps (a malloc per item cost 10 %) */
+    const size_t bytes = (sizeof(int64_t) * 2 + sizeof(dnnq_br_pair_t)) * (size_t)cv->npairs;
+    int64_t small[SMALL * (2 + (sizeof(dnnq_br_pair_t) + 7) / 8)];
+    int64_t *rt = cv->npairs <= SMALL ? small : (int64_t *)malloc(bytes);
+    if (!rt) return -1;
+    int64_t *rsrc = rt + cv->npairs;
+    dnnq_br_pair_t *pairs = (dnnq_br_pair_t *)(rsrc + cv->npairs);
     for (int64_t m = m0; m < mend;) {
         int64_t od, oh, ow_a;
         out_pixel(cv, m, &od, &oh, &ow_a);
         const int64_t ow_b = ow_a + (mend - m) < cv->ow ? ow_a + (mend - m) : cv->ow;
-        const int64_t xd = (od + cv->pd) / cv->sd, kd = (od + cv->pd) % cv->sd;
-        const int64_t xh = (oh + cv->ph) / cv->sh, kh = (oh + cv->ph) % cv->sh;
+        int64_t nr = 0;
+        for (int64_t kd = 0; kd < cv->kd; ++kd) {
+            const int64_t xd = src_coord(od, kd, cv->sd, cv->dd, cv->pd, cv->id, 1);
+            if (xd < 0) continue;
+            for (int64_t kh = 0; kh < cv->kh; ++kh) {
+                const int64_t xh = src_coord(oh, kh, cv->sh, cv->dh, cv->ph, cv->ih, 1);
+                if (xh < 0) continue;
+                rt[nr] = (kd * cv->kh + kh) * cv->kw;
+                rsrc[nr] = (xd * cv->ih + xh) * cv->iw;
+                ++nr;
+            }
+        }
         const int64_t row0 = m - ow_a; /* pixel of column 0 of this output row */
         for (int64_t j = 0; j < s; ++j) {
             /* the row's pixels of column phase j: ow = ow1, ow1 + s, ... < ow_b */
             const int64_t ow1 = ow_a + ((j - (ow_a + cv->pw) % s) % s + s) % s;
             if (ow1 >= ow_b) continue;
             const int64_t cnt = (ow_b - ow1 + s - 1) / s;
-            const int64_t x0 = (ow1 + cv->pw) / s; /* source column of pixel ow1 */
-            const int64_t kw = (ow1 + cv->pw) % s;
-            const uint8_t *a = img + ((xd * cv->ih + xh) * cv->iw + x0) * cv->IC;
-            const int8_t *b = bpanel + ((kd * cv->kh + kh) * cv->kw + kw) * bstep;
-            const int64_t mp = row0 + ow1; /* first pixel of the run */
-            for (int64_t r0 = 0; r0 < cnt;) {
-                /* rows r0 .. r0 + rows - 1 into one tile, one epilogue call (unless fused) */
-                const int64_t rows = cnt - r0 < DNNQ_CONV_TILE_ROWS ? cnt - r0 : DNNQ_CONV_TILE_ROWS;
-                for (int64_t r = 0; r < rows;) {
-                    const int mr = (int)(rows - r < mr_max ? rows - r : mr_max);
-                    dnnq_br_pair_t pr;
-                    pr.a = a + (r0 + r) * cv->IC;
-                    pr.lda = cv->IC;
-                    pr.rows = NULL;
-                    pr.b = b;
-                    /* K rounded up to a multiple of 4 where that stays inside the source: the
-                     * extra bytes meet the zero padding of the packed weights */
-                    pr.K = cv->kpair;
-                    if ((pr.K & 3) && pr.a + (mr - 1) * cv->IC + cv->K4 * 4 <= src_end)
-                        pr.K = cv->K4 * 4;
-                    if (fuse && !(pr.K & 3))
-                        cv->brgemm_epi(mr, 1, &pr, &fst, fuse, mp + (r0 + r) * s, s);
-                    else if (fuse) { /* a K % 4 tail: the plain kernel, its rows finished here */
-                        cv->brgemm(mr, 1, &pr, 0, 0, tile);
-                        strided_epilogue_args(&ge, post, mp + (r0 + r) * s, s, &gs, ps);
-                        cv->epilogue(&gs, 0, 0, mr, p, tile);
-                    } else {
-                        cv->brgemm(mr, 1, &pr, 0, 0, tile + r * DNNQ_NR);
+            /* the phase's kernel columns, and per tap the run's pixels i in [lo, hi) whose
+             * source column x0 + i is inside the source */
+            int64_t kws[64], x0s[64], lo[64], hi[64], cuts[130];
+            int nk = 0, ncut = 0;
+            cuts[ncut++] = 0;
+            cuts[ncut++] = cnt;
+            for (int64_t kw = 0; kw < cv->kw; ++kw) {
+                const int64_t t = ow1 + cv->pw - kw * cv->dw;
+                if (((t % s) + s) % s) continue;
+                const int64_t x0 = t >= 0 ? t / s : -((-t + s - 1) / s); /* exact: s | t */
+                int64_t l = -x0, h = cv->iw - x0;
+                l = l < 0 ? 0 : l > cnt ? cnt : l;
+                h = h < l ? l : h > cnt ? cnt : h;
+                if (l >= h) continue; /* no pixel of the run reaches the source with it */
+                kws[nk] = kw;
+                x0s[nk] = x0;
+                lo[nk] = l;
+                hi[nk] = h;
+                cuts[ncut++] = l;
+                cuts[ncut++] = h;
+                ++nk;
+            }
+            /* the pieces between consecutive cuts, each with the taps inside over all of it */
+            for (int a = 1; a < ncut; ++a) /* insertion sort: at most 130 */
+                for (int b = a; b > 0 && cuts[b - 1] > cuts[b]; --b) {
+                    const int64_t tmp = cuts[b];
+                    cuts[b] = cuts[b - 1];
+                    cuts[b - 1] = tmp;
+                }
+            for (int a = 0; a + 1 < ncut; ++a) {
+                const int64_t i0 = cuts[a], i1 = cuts[a + 1];
+                if (i0 >= i1) continue;
+                int64_t np = 0;
+                for (int64_t r = 0; r < nr; ++r)
+                    for (int k = 0; k < nk; ++k) {
+                        if (lo[k] > i0 || hi[k] < i1) continue;
+                        pairs[np].a = img + (rsrc[r] + x0s[k] + i0) * cv->IC;
+                        pairs[np].lda = cv->IC;
+                        pairs[np].rows = NULL;
+                        pairs[np].b = bpanel + (rt[r] + kws[k]) * bstep;
+                        pairs[np].K = cv->kpair;
+                        ++np;
                     }
-                    r += mr;
-                }
-                if (!fuse) {
-                    strided_epilogue_args(&ge, post, mp + r0 * s, s, &gs, ps);
-                    cv->epilogue(&gs, 0, 0, (int)rows, p, tile);
-                }
-                r0 += rows;
+                phase_run(&x, row0 + ow1 + i0 * s, i1 - i0, s, pairs, np);
             }
         }
         m += ow_b - ow_a;
     }
+    if (rt != small) free(rt);
     return 0;
 }
 
@@ -611,7 +706,7 @@ int dnnq_conv_run_item(const dnnq_conv_t *cv, int64_t item) {
     if (dw_rows3(cv)) return run_item_dw_rows3(cv, item);
 #endif
     if (cv->tiles) return dnnq_conv_run_item_tiles(cv, item);
-    if (deconv_one_tap(cv) && zero_rows_zero(cv, item)) return run_item_deconv_one_tap(cv, item);
+    if (deconv_phases(cv) && zero_rows_zero(cv, item)) return run_item_deconv_phases(cv, item);
     const int64_t osp = cv->od * cv->oh * cv->ow;
     const int64_t nblk = (osp + cv->mc - 1) / cv->mc;
     const int64_t groups = cv->depthwise ? 1 : cv->G;

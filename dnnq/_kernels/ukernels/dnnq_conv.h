@@ -118,10 +118,10 @@ int dnnq_conv_run_band_unit(const dnnq_conv_t *cv, int64_t unit, int isa,
 int64_t dnnq_conv_n_items(const dnnq_conv_t *cv);
 /* 0, or -1 when a scratch allocation failed (dst then incomplete: raise MemoryError) */
 int dnnq_conv_run_item(const dnnq_conv_t *cv, int64_t item);
-/* 1: a deconvolution whose kernel equals its stride (one tap per output pixel) that the
- * general driver runs as one dense GEMM per column phase when its zero-point row reads as
- * zero bytes (u8 source, zero point 0; conv_driver.c run_item_deconv_one_tap) */
-int dnnq_conv_deconv_one_tap(const dnnq_conv_t *cv);
+/* 1: a deconvolution that the general driver runs by column phases, dense GEMMs of the taps
+ * that reach each phase, when its zero-point row reads as zero bytes (u8 source, zero point
+ * 0; conv_driver.c run_item_deconv_phases) */
+int dnnq_conv_deconv_phases(const dnnq_conv_t *cv);
 
 /* Depthwise tile: acc[r][c] = sum_taps x(row_tap(r))[c] * w[tap][c] for the 64 channels of
  * panel p (channels past C are 0); rows[t * mr + r] point at the row's channel p * 64, or,
