@@ -12,6 +12,8 @@ around the micro-kernel's 4 / 64 blocks, output rows wider than two micro-tiles,
 images, u8 sources with zero point 0 (skipped) and s8 sources or a non-zero zero point (not
 skipped, the same results), f32 / s32 / u8 / s8 dsts with post-ops, 1 and 2 threads.  (Where
 oneDNN's tap-less rows bug applies, the reference is numpy's model.)"""
+import itertools
+
 import numpy as np
 import pytest
 
@@ -100,17 +102,24 @@ def test_phase_path_taken():
 @pytest.mark.parametrize("tag", [None, "channels_last"])
 @pytest.mark.parametrize("geometry", range(len(GEOMETRIES)))
 def test_phase_post_ops(isa, skip_taps, geometry, tag):
-    """the phase runs write their rows s pixels apart (and are cut where taps leave the source): per-pixel binary inputs and the sum's
+    """the phase runs write their rows s pixels apart (and are cut where taps leave the source;
+    with an s8 source or a zero point each piece adds the zero-point row's products of the taps
+    it leaves out): per-pixel binary inputs and the sum's
     previous dst are read at the same places (fused epilogue at AVX-512, else the tile
     epilogue with its strides scaled; ICg = 6 has a K % 4 tail)"""
     isp, k, s, d, pl, pr = GEOMETRIES[geometry]
     rng = np.random.default_rng([geometry, 7])
     if tag:
         tag = {1: "nwc", 2: "nhwc", 3: "ndhwc"}[len(isp)]
-    for ICg, OCg, dst_dt in ((6, 40, "u8"), (16, 70, "s8"), (8, 9, "f32")):
+    for (ICg, OCg, dst_dt), (src_dt, zp) in itertools.product(
+            ((6, 40, "u8"), (16, 70, "s8"), (8, 9, "f32")), (("u8", 0), ("s8", 0), ("u8", 7))):
+        # s8 sources and zero points: the pieces' compensation (deconv_zc)
+        q = {"wei_scales": [0.01], "dst_scales": [0.5]}
+        if zp:
+            q["src_zp"] = [zp]
         c = Case(rng, mb=2, ICg=ICg, OCg=OCg, isp=isp, k=k, s=s, pl=pl, pr=pr, d=d,
                  deconv=True, src_tag=tag, dst_tag=tag, bias_dt="f32", dst_dt=dst_dt,
-                 q={"wei_scales": [0.01], "dst_scales": [0.5]})
+                 src_dt=src_dt, q=q)
         src1 = rng.normal(0, 4, c.dst_shape).astype(np.float32)
         chan = rng.normal(0, 4, (1, OCg) + (1,) * len(isp)).astype(np.float32)
         c.post_ops = [("binary", "add", src1), ("binary", "mul", chan),
@@ -123,4 +132,5 @@ def test_phase_post_ops(isa, skip_taps, geometry, tag):
             c.dst_prev = rng.integers(0, 100, c.dst_shape).astype(np.dtype(dst_dt.replace(
                 "u8", "uint8").replace("s8", "int8")))
         out, _ = c.run_dnnq()
-        assert_same(out, reference(c))
+        bug = (src_dt == "s8" or zp) and any(kk < ss for kk, ss in zip(k[:-1], s[:-1]))
+        assert_same(out, c.run_numpy() if bug else reference(c))

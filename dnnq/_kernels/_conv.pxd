@@ -52,6 +52,8 @@ cdef extern from "dnnq_conv.h" nogil:
                                      int64_t cols, int64_t rbegin, int64_t rend, int esz)
     int dnnq_conv_run_item(const dnnq_conv_t *cv, int64_t item)
     int dnnq_conv_deconv_phases(const dnnq_conv_t *cv)
+    int dnnq_conv_prepare_run(dnnq_conv_t *cv)
+    void dnnq_conv_finish_run(dnnq_conv_t *cv)
     int dnnq_conv_run_band_unit(const dnnq_conv_t *cv, int64_t unit, int isa,
                                 const uint8_t *src_plain, int64_t p_src, void *dst_plain,
                                 int64_t p_dst, int esz)

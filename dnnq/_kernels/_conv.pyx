@@ -187,8 +187,13 @@ cdef class ConvPlan:
         """Run every work item of a filled cv (GIL held on entry; released around the loop)."""
         cdef int64_t nitems = self.n_items, it
         cdef int failed = 0
+        cdef dnnq_conv_t run_cv
         if nitems <= 0:
             return 0
+        run_cv = cv[0]
+        if dnnq_conv_prepare_run(&run_cv) != 0:
+            raise MemoryError("Convolution: a scratch allocation failed")
+        cv = &run_cv
         # small problems stay on one thread: a fork / join costs more than they do (about
         # 2M multiply-adds take ~50 us on one VNNI core; a depthwise multiply-add costs far
         # more than a GEMM one, so it splits from 64K on)
@@ -204,6 +209,7 @@ cdef class ConvPlan:
             with nogil:
                 for it in prange(nitems, schedule='static', num_threads=nthreads):
                     failed += dnnq_conv_run_item(cv, it) != 0  # a reduction over items
+        dnnq_conv_finish_run(&run_cv)
         if failed:
             raise MemoryError("Convolution: a scratch allocation failed; dst is incomplete")
         return 0

@@ -480,12 +480,50 @@ static int run_item_dw3x3_plain(const dnnq_conv_t *cv, int64_t item) {
  * row copies: deconv_tile_skip spent more on those than the micro-kernel on its work.  With
  * kernel = stride (U-Net's k2 s2) every pixel has exactly one tap. */
 static int deconv_phases(const dnnq_conv_t *cv) {
-    return cv->deconv && !cv->depthwise && cv->skip_zero_taps && cv->a_xor == 0 &&
+    return cv->deconv && !cv->depthwise && cv->skip_zero_taps &&
+           (cv->a_xor == 0 || cv->a_xor == 0x80808080u) &&
            !cv->padcorr && !cv->epi.wzp && cv->kw <= 64 && cv->npairs <= 4096 &&
            cv->pd >= 0 && cv->ph >= 0 && cv->pw >= 0;
 }
 
 int dnnq_conv_deconv_phases(const dnnq_conv_t *cv) { return deconv_phases(cv); }
+
+/* The taps a piece leaves out would each have read the zero-point row.  When that row does
+ * not read as zero bytes (an s8 source, XOR-ed to u8; a non-zero zero point) they add its
+ * product with their weights, zc_t[n], which the compensation col_comp cancels (col_comp
+ * takes every tap's): a piece then finishes with col_comp + sum of zc_t over the taps it
+ * leaves out, exactly the general driver's sum (wrapping s32).  zc: [g][panel][tap][64],
+ * computed per execution by the micro-kernel itself on the zero-point row (the zero point
+ * is a runtime argument), at most DNNQ_ZC_TAPS taps. */
+enum { DNNQ_ZC_TAPS = 128 };
+
+int dnnq_conv_prepare_run(dnnq_conv_t *cv) {
+    cv->deconv_zc = NULL;
+    if (!deconv_phases(cv) || cv->npairs > DNNQ_ZC_TAPS || !cv->zp_rows || !cv->packed) return 0;
+    int need = cv->a_xor != 0;
+    for (int64_t i = 0; i < cv->G * cv->kpair && !need; ++i) need = cv->zp_rows[i] != 0;
+    if (!need) return 0;
+    const int64_t bstep = cv->K4 * 4 * DNNQ_NR, n = cv->G * cv->n_panels * cv->npairs;
+    int32_t *zc = (int32_t *)malloc(sizeof(int32_t) * DNNQ_NR * (size_t)n);
+    if (!zc) return -1;
+    for (int64_t i = 0; i < n; ++i) { /* i = (g * n_panels + p) * npairs + t */
+        const int64_t g = i / (cv->n_panels * cv->npairs);
+        dnnq_br_pair_t q;
+        q.a = cv->zp_rows + g * cv->kpair;
+        q.lda = 0;
+        q.rows = NULL;
+        q.b = cv->packed + i * bstep;
+        q.K = cv->kpair;
+        cv->brgemm(1, 1, &q, cv->a_xor, 0, zc + i * DNNQ_NR);
+    }
+    cv->deconv_zc = zc;
+    return 0;
+}
+
+void dnnq_conv_finish_run(dnnq_conv_t *cv) {
+    free((void *)cv->deconv_zc);
+    cv->deconv_zc = NULL;
+}
 
 /* the zero-point row of the item's group reads as zero bytes */
 static int zero_rows_zero(const dnnq_conv_t *cv, int64_t item) {
@@ -525,20 +563,29 @@ static void strided_epilogue_args(const dnnq_gemm_args_t *ge, const dnnq_postop_
 
 typedef struct {
     const dnnq_conv_t *cv;
-    const dnnq_gemm_args_t *ge;
     const dnnq_postop_t *post;
-    const dnnq_epi_state_t *fst;
-    int fuse, mr_max;
+    int mr_max;
     int64_t p;
     const uint8_t *src_end;
     int32_t *tile;
 } phase_ctx_t;
 
+/* how a piece is finished: the epilogue arguments (with the piece's compensation when the
+ * left-out taps add something), the fused micro-kernel's state and kind (0: not fused) */
+typedef struct {
+    uint64_t key[2];             /* the piece's taps (bit t: tap t), for the cache below */
+    dnnq_gemm_args_t ge;
+    dnnq_epi_state_t st;
+    int fuse;
+    int32_t comp[DNNQ_NR] __attribute__((aligned(64)));
+} phase_epi_t;
+
 /* pixels m, m + s, ... (cnt of them): the sum of the np pairs (a: each pair's source at the
  * first pixel; consecutive pixels one source pixel apart), finished into the dst */
-static void phase_run(const phase_ctx_t *x, int64_t m, int64_t cnt, int64_t s,
-                      dnnq_br_pair_t *pairs, int64_t np) {
+static void phase_run(const phase_ctx_t *x, const phase_epi_t *e, int64_t m, int64_t cnt,
+                      int64_t s, dnnq_br_pair_t *pairs, int64_t np) {
     const dnnq_conv_t *cv = x->cv;
+    const dnnq_gemm_args_t *ge = &e->ge;
     dnnq_gemm_args_t gs;
     dnnq_postop_t ps[DNNQ_CONV_MAX_POST];
     int64_t step_done = 0; /* rows the pairs' a already moved past */
@@ -562,23 +609,23 @@ static void phase_run(const phase_ctx_t *x, int64_t m, int64_t cnt, int64_t s,
             const int64_t mp = m + (r0 + r) * s;
             if (!np) { /* no tap reaches these pixels: a zero sum */
                 memset(x->tile + r * DNNQ_NR, 0, sizeof(int32_t) * DNNQ_NR * (size_t)mr);
-                if (x->fuse) {
-                    strided_epilogue_args(x->ge, x->post, mp, s, &gs, ps);
+                if (e->fuse) {
+                    strided_epilogue_args(ge, x->post, mp, s, &gs, ps);
                     cv->epilogue(&gs, 0, 0, mr, x->p, x->tile + r * DNNQ_NR);
                 }
-            } else if (x->fuse && k4) {
-                cv->brgemm_epi(mr, np, pairs, x->fst, x->fuse, mp, s);
-            } else if (x->fuse) { /* K % 4 tails: the plain kernel, these rows finished here */
-                cv->brgemm(mr, np, pairs, 0, 0, x->tile + r * DNNQ_NR);
-                strided_epilogue_args(x->ge, x->post, mp, s, &gs, ps);
+            } else if (e->fuse && k4) {
+                cv->brgemm_epi(mr, np, pairs, &e->st, e->fuse, mp, s);
+            } else if (e->fuse) { /* K % 4 tails: the plain kernel, these rows finished here */
+                cv->brgemm(mr, np, pairs, cv->a_xor, 0, x->tile + r * DNNQ_NR);
+                strided_epilogue_args(ge, x->post, mp, s, &gs, ps);
                 cv->epilogue(&gs, 0, 0, mr, x->p, x->tile + r * DNNQ_NR);
             } else {
-                cv->brgemm(mr, np, pairs, 0, 0, x->tile + r * DNNQ_NR);
+                cv->brgemm(mr, np, pairs, cv->a_xor, 0, x->tile + r * DNNQ_NR);
             }
             r += mr;
         }
-        if (!x->fuse) {
-            strided_epilogue_args(x->ge, x->post, m + r0 * s, s, &gs, ps);
+        if (!e->fuse) {
+            strided_epilogue_args(ge, x->post, m + r0 * s, s, &gs, ps);
             cv->epilogue(&gs, 0, 0, (int)rows, x->p, x->tile);
         }
         r0 += rows;
@@ -600,14 +647,10 @@ static int run_item_deconv_phases(const dnnq_conv_t *cv, int64_t item) {
     dnnq_gemm_args_t ge;
     dnnq_postop_t post[DNNQ_CONV_MAX_POST];
     dnnq_conv_item_epilogue_args(cv, n, g, &ge, post);
-    dnnq_epi_state_t fst;
     int32_t tile[DNNQ_CONV_TILE_ROWS * DNNQ_NR] __attribute__((aligned(64)));
     phase_ctx_t x;
     x.cv = cv;
-    x.ge = &ge;
     x.post = post;
-    x.fst = &fst;
-    x.fuse = cv->brgemm_epi ? cv->epi_prepare(&ge, 0, p, &fst) : 0;
     x.mr_max = cv->mr < DNNQ_MR_MAX ? cv->mr : DNNQ_MR_MAX;
     x.p = p;
     x.src_end = cv->src + cv->N * cv->id * cv->ih * cv->iw * cv->IC;
@@ -617,6 +660,19 @@ static int run_item_deconv_phases(const dnnq_conv_t *cv, int64_t item) {
     const int8_t *bpanel = cv->packed + (g * cv->n_panels + p) * cv->npairs * bstep;
     const uint8_t *img = cv->src + n * cv->id * cv->ih * cv->iw * cv->IC + g * cv->ICg;
     const int64_t s = cv->sw;
+    /* the pieces' epilogues: one for all when the left-out taps add nothing, else a small
+     * cache by tap set (a few sets per item: rows in the middle or at an edge, phases) */
+    const int can_fuse = cv->brgemm_epi && cv->a_xor == 0;
+    const int32_t *zc = cv->deconv_zc ? cv->deconv_zc + (g * cv->n_panels + p) * cv->npairs * DNNQ_NR
+                                      : NULL;
+    enum { NCACHE = 8 };
+    phase_epi_t *cache = (phase_epi_t *)aligned_alloc(64, sizeof(phase_epi_t) * (zc ? NCACHE : 1));
+    if (!cache) return -1;
+    int ncached = 0, next = 0;
+    if (!zc) {
+        cache[0].ge = ge;
+        cache[0].fuse = can_fuse ? cv->epi_prepare(&cache[0].ge, 0, p, &cache[0].st) : 0;
+    }
     /* the row's kernel rows (tap index of kw = 0, source row), the phase's pairs */
     enum { SMALL = 64 }; /* on the stack up to this many taps (a malloc per item cost 10 %) */
     const size_t bytes = (sizeof(int64_t) * 2 + sizeof(dnnq_br_pair_t)) * (size_t)cv->npairs;
@@ -680,22 +736,56 @@ static int run_item_deconv_phases(const dnnq_conv_t *cv, int64_t item) {
                 const int64_t i0 = cuts[a], i1 = cuts[a + 1];
                 if (i0 >= i1) continue;
                 int64_t np = 0;
+                uint64_t key[2] = {0, 0};
                 for (int64_t r = 0; r < nr; ++r)
                     for (int k = 0; k < nk; ++k) {
                         if (lo[k] > i0 || hi[k] < i1) continue;
+                        const int64_t t = rt[r] + kws[k];
                         pairs[np].a = img + (rsrc[r] + x0s[k] + i0) * cv->IC;
                         pairs[np].lda = cv->IC;
                         pairs[np].rows = NULL;
-                        pairs[np].b = bpanel + (rt[r] + kws[k]) * bstep;
+                        pairs[np].b = bpanel + t * bstep;
                         pairs[np].K = cv->kpair;
                         ++np;
+                        if (zc) key[t >> 6] |= (uint64_t)1 << (t & 63);
                     }
-                phase_run(&x, row0 + ow1 + i0 * s, i1 - i0, s, pairs, np);
+                const phase_epi_t *e = cache;
+                if (zc) {
+                    int hit = -1;
+                    for (int c = 0; c < ncached && hit < 0; ++c)
+                        if (cache[c].key[0] == key[0] && cache[c].key[1] == key[1]) hit = c;
+                    if (hit < 0) { /* col_comp + the zc of every tap left out */
+                        hit = ncached < NCACHE ? ncached++ : next++ % NCACHE;
+                        phase_epi_t *f = cache + hit;
+                        f->key[0] = key[0];
+                        f->key[1] = key[1];
+                        /* (col_comp holds the group's columns only: nc of this panel) */
+                        const int32_t *cc = ge.col_comp ? ge.col_comp + p * DNNQ_NR : NULL;
+                        const int64_t nc = ge.N - p * DNNQ_NR < DNNQ_NR ? ge.N - p * DNNQ_NR
+                                                                      : DNNQ_NR;
+                        for (int j = 0; j < DNNQ_NR; ++j) f->comp[j] = cc && j < nc ? cc[j] : 0;
+                        for (int64_t t = 0; t < cv->npairs; ++t) {
+                            if (key[t >> 6] >> (t & 63) & 1) continue;
+                            const int32_t *z = zc + t * DNNQ_NR;
+                            for (int j = 0; j < DNNQ_NR; ++j)
+                                f->comp[j] = (int32_t)((uint32_t)f->comp[j] + (uint32_t)z[j]);
+                        }
+                        f->ge = ge;
+                        /* indexed by the column n = p * 64 + j, as col_comp is */
+                        f->ge.col_comp = (const int32_t *)((uintptr_t)f->comp -
+                                                           (uintptr_t)(p * DNNQ_NR * 4));
+                        f->ge.c_sb = 0;
+                        f->fuse = can_fuse ? cv->epi_prepare(&f->ge, 0, p, &f->st) : 0;
+                    }
+                    e = cache + hit;
+                }
+                phase_run(&x, e, row0 + ow1 + i0 * s, i1 - i0, s, pairs, np);
             }
         }
         m += ow_b - ow_a;
     }
     if (rt != small) free(rt);
+    free(cache);
     return 0;
 }
 
@@ -706,7 +796,9 @@ int dnnq_conv_run_item(const dnnq_conv_t *cv, int64_t item) {
     if (dw_rows3(cv)) return run_item_dw_rows3(cv, item);
 #endif
     if (cv->tiles) return dnnq_conv_run_item_tiles(cv, item);
-    if (deconv_phases(cv) && zero_rows_zero(cv, item)) return run_item_deconv_phases(cv, item);
+    /* (with a zero-point row that adds something, only with its products: prepare_run) */
+    if (deconv_phases(cv) && (cv->deconv_zc || (cv->a_xor == 0 && zero_rows_zero(cv, item))))
+        return run_item_deconv_phases(cv, item);
     const int64_t osp = cv->od * cv->oh * cv->ow;
     const int64_t nblk = (osp + cv->mc - 1) / cv->mc;
     const int64_t groups = cv->depthwise ? 1 : cv->G;

@@ -97,6 +97,10 @@ typedef struct {
     /* a deconvolution's source coordinates per (output coordinate, kernel index) of each dim
      * (dnnq_conv_build_coords, by dnnq_conv_build_tiles; freed by dnnq_conv_free_tiles) */
     const int32_t *coords;
+    /* per execution (dnnq_conv_prepare_run): the zero-point row's product with each tap's
+     * weights, [g][panel][tap][64] s32, for the column-phase deconvolution driver when that
+     * row does not read as zero bytes; NULL otherwise */
+    const int32_t *deconv_zc;
 } dnnq_conv_t;
 
 /* The tiled path of an ungrouped or grouped convolution (not deconvolution, depthwise or the
@@ -122,6 +126,10 @@ int dnnq_conv_run_item(const dnnq_conv_t *cv, int64_t item);
  * that reach each phase, when its zero-point row reads as zero bytes (u8 source, zero point
  * 0; conv_driver.c run_item_deconv_phases) */
 int dnnq_conv_deconv_phases(const dnnq_conv_t *cv);
+/* Around the work items of one execution (cv filled for it): what the items need computed
+ * once (deconv_zc); 0, or -1 when an allocation failed.  finish frees it. */
+int dnnq_conv_prepare_run(dnnq_conv_t *cv);
+void dnnq_conv_finish_run(dnnq_conv_t *cv);
 
 /* Depthwise tile: acc[r][c] = sum_taps x(row_tap(r))[c] * w[tap][c] for the 64 channels of
  * panel p (channels past C are 0); rows[t * mr + r] point at the row's channel p * 64, or,
