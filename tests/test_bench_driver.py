@@ -256,3 +256,14 @@ def test_peer_isa_without_vnni_is_not_a_reference(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     assert "effective avx2" in r.stdout
     assert "UNCHECKED: oneDNN without VNNI is not exact" in r.stdout
+
+
+def test_conv_s8_source_runs_without_a_torch_peer(tmp_path):
+    """PyTorch's quantized Conv2d takes quint8 activations only: with an s8 source its column
+    says so instead of the run failing (it raised inside PyTorch where it is installed)"""
+    out_csv = tmp_path / "s8.csv"
+    r = bench(tmp_path, "--conv", "--dt=s8:s8:u8", "mb1ic8ih6oc8oh6kh3ph1", f"--csv={out_csv}")
+    assert r.returncode == 0, r.stdout + r.stderr
+    row = list(csv.DictReader(open(out_csv)))[0]
+    assert float(row["dnnq_us"]) > 0 and not row["torch_us"]
+    assert row["torch_note"] in ("not installed", "n/a: PyTorch's quantized Conv2d takes u8 -> u8 only")

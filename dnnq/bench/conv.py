@@ -272,9 +272,15 @@ def create(driver, geo, settings, env):
     if not env.use_torch:
         case.peers["torch"] = "--no-peers"
     else:
-        tc = torch_conv(b) if not deconv and b["ddt"] == "u8" else None
-        case.peers["torch"] = "not installed / not comparable" if tc is None else tc[0]
-        if tc is not None:
+        # PyTorch's quantized convolutions take quint8 activations only: an s8 source (or
+        # a deconvolution, a non-u8 dst) has no comparable PyTorch call
+        comparable = not deconv and b["ddt"] == "u8" and b["src"].dtype == np.uint8
+        tc = torch_conv(b) if comparable else None
+        if tc is None:
+            case.peers["torch"] = ("not installed / not comparable" if comparable else
+                                   "n/a: PyTorch's quantized Conv2d takes u8 -> u8 only")
+        else:
+            case.peers["torch"] = tc[0]
             case.notes.append(tc[1])
     return case
 
