@@ -134,3 +134,17 @@ def test_phase_post_ops(isa, skip_taps, geometry, tag):
         out, _ = c.run_dnnq()
         bug = (src_dt == "s8" or zp) and any(kk < ss for kk, ss in zip(k[:-1], s[:-1]))
         assert_same(out, c.run_numpy() if bug else reference(c))
+
+
+@pytest.mark.parametrize("threads", [2, 3, 4])
+def test_balanced_pixel_blocks(threads):
+    """a deconvolution's pixel blocks: multiples of the micro-kernel's rows, near the asked
+    size, and the item count a multiple of the threads (static runs of equal work)"""
+    from dnnq.primitives.convolution import _balanced_block
+    for npix in (7, 100, 784, 3136, 3137, 12544):
+        for units in (1, 2, 3):
+            mc = _balanced_block(npix, 192, 6, units, threads)
+            assert mc % 6 == 0 and 0 < mc <= 192
+            items = units * -(-npix // mc)
+            if npix >= 6 * threads * 4:
+                assert items % threads == 0, (npix, units, mc)

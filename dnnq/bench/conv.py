@@ -277,8 +277,10 @@ def create(driver, geo, settings, env):
         comparable = not deconv and b["ddt"] == "u8" and b["src"].dtype == np.uint8
         tc = torch_conv(b) if comparable else None
         if tc is None:
-            case.peers["torch"] = ("not installed / not comparable" if comparable else
-                                   "n/a: PyTorch's quantized Conv2d takes u8 -> u8 only")
+            case.peers["torch"] = (
+                "not installed / not comparable" if comparable else
+                "n/a: deconvolution not compared" if deconv else
+                "n/a: PyTorch's quantized Conv2d takes u8 -> u8 only")
         else:
             case.peers["torch"] = tc[0]
             case.notes.append(tc[1])

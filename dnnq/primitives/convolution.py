@@ -82,6 +82,19 @@ DW_PLAIN_MIN_OW = 48
 DW_PLAIN_VBMI = True
 
 
+def _balanced_block(npix, mc, mr, units, threads):
+    """Pixels per work item (a multiple of mr, near mc) for which the items, `units` times
+    ceil(npix / mc) of them, split into equal contiguous runs over the threads (the items are
+    shared out statically): 17 items of a 3136-pixel deconvolution gave one thread 9 and the
+    other 8 (10 % of its time waiting); 16 of 198 pixels split evenly."""
+    nb = -(-npix // mc)
+    for want in range(nb, nb + threads + 1):
+        m = -(-(-(-npix // want)) // mr) * mr
+        if (units * -(-npix // m)) % threads == 0:
+            return m
+    return mc
+
+
 class _ConvolutionBase(metaclass=CachedPrimitive):
     _name = "Convolution"
     _kind = "convolution"
@@ -307,6 +320,8 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
         threads = max(1, _dispatch.get_num_threads())
         while mc > mr and geo.N * groups * panels * -(-npix // mc) < 4 * threads:
             mc -= mr
+        if geo.deconv and not geo.depthwise and threads > 1:
+            mc = _balanced_block(npix, mc, mr, geo.N * groups * panels, threads)
         if self._dw_plain:
             mc = self._dw_plain_rows(panels, threads) * geo.dst[2]
         elif self._dw_column_kernel():
