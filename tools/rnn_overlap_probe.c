@@ -61,159 +61,54 @@ static inline void gemv_panel(const int8_t *w, int32_t *out) {
     _mm512_store_si512(out + 48, _mm512_add_epi32(e3, o3));
 }
 
+/* the 5 x 4 layer accumulators as named locals (gcc spills an array of vectors) */
+#define ROW_(r, op) op(r##0, r, 0) op(r##1, r, 1) op(r##2, r, 2) op(r##3, r, 3)
+#define ALL_(op) ROW_(c0, op) ROW_(c1, op) ROW_(c2, op) ROW_(c3, op) ROW_(c4, op)
+#define DECL_(c, r, j) __m512i c;
+#define LOAD_(c, r, j) c = _mm512_load_si512(ACC + (#r[1] - '0') * 64 + 16 * j);
+#define STORE_(c, r, j) _mm512_store_si512(ACC + (#r[1] - '0') * 64 + 16 * j, c);
+#define DOT_(c, r, j) c = _mm512_dpbusd_epi32(c, x##r, b##j);
+/* one k4 step of the layer tile: panel bytes at lb, source rows row0 .. row0 + 4 */
+#define LAYER_KSTEP(lb, KK)                                                                       \
+    do {                                                                                          \
+        const __m512i b0 = _mm512_load_si512(lb), b1 = _mm512_load_si512((lb) + 64),              \
+                      b2 = _mm512_load_si512((lb) + 128), b3 = _mm512_load_si512((lb) + 192);    \
+        const __m512i xc0 = _mm512_set1_epi32(*(const int32_t *)(X[row0 + 0] + 4 * (KK)));      \
+        const __m512i xc1 = _mm512_set1_epi32(*(const int32_t *)(X[row0 + 1] + 4 * (KK)));      \
+        const __m512i xc2 = _mm512_set1_epi32(*(const int32_t *)(X[row0 + 2] + 4 * (KK)));      \
+        const __m512i xc3 = _mm512_set1_epi32(*(const int32_t *)(X[row0 + 3] + 4 * (KK)));      \
+        const __m512i xc4 = _mm512_set1_epi32(*(const int32_t *)(X[row0 + 4] + 4 * (KK)));      \
+        ALL_(DOT_)                                                                                \
+    } while (0)
+
+/* R rows x 64 columns, k4 steps [k0, k1) of one layer panel, accumulated in acc[R][64] */
 static inline void layer_part(const int8_t *w, int row0, int k0, int k1, int32_t *acc) {
-    __m512i c00, c01, c02, c03, c10, c11, c12, c13, c20, c21, c22, c23, c30, c31, c32, c33, c40, c41, c42, c43;
-    c00 = _mm512_load_si512(acc + 0 * 64 + 16 * 0);
-    c01 = _mm512_load_si512(acc + 0 * 64 + 16 * 1);
-    c02 = _mm512_load_si512(acc + 0 * 64 + 16 * 2);
-    c03 = _mm512_load_si512(acc + 0 * 64 + 16 * 3);
-    c10 = _mm512_load_si512(acc + 1 * 64 + 16 * 0);
-    c11 = _mm512_load_si512(acc + 1 * 64 + 16 * 1);
-    c12 = _mm512_load_si512(acc + 1 * 64 + 16 * 2);
-    c13 = _mm512_load_si512(acc + 1 * 64 + 16 * 3);
-    c20 = _mm512_load_si512(acc + 2 * 64 + 16 * 0);
-    c21 = _mm512_load_si512(acc + 2 * 64 + 16 * 1);
-    c22 = _mm512_load_si512(acc + 2 * 64 + 16 * 2);
-    c23 = _mm512_load_si512(acc + 2 * 64 + 16 * 3);
-    c30 = _mm512_load_si512(acc + 3 * 64 + 16 * 0);
-    c31 = _mm512_load_si512(acc + 3 * 64 + 16 * 1);
-    c32 = _mm512_load_si512(acc + 3 * 64 + 16 * 2);
-    c33 = _mm512_load_si512(acc + 3 * 64 + 16 * 3);
-    c40 = _mm512_load_si512(acc + 4 * 64 + 16 * 0);
-    c41 = _mm512_load_si512(acc + 4 * 64 + 16 * 1);
-    c42 = _mm512_load_si512(acc + 4 * 64 + 16 * 2);
-    c43 = _mm512_load_si512(acc + 4 * 64 + 16 * 3);
-    for (int KK = k0; KK < k1; ++KK) {
-        const int8_t *b = w + KK * 256;
-        const __m512i b0 = _mm512_load_si512(b), b1 = _mm512_load_si512(b + 64),
-                      b2 = _mm512_load_si512(b + 128), b3 = _mm512_load_si512(b + 192);
-        { __m512i x = _mm512_set1_epi32(*(const int32_t *)(X[row0 + 0] + 4 * KK));
-          c00 = _mm512_dpbusd_epi32(c00, x, b0);
-          c01 = _mm512_dpbusd_epi32(c01, x, b1);
-          c02 = _mm512_dpbusd_epi32(c02, x, b2);
-          c03 = _mm512_dpbusd_epi32(c03, x, b3);
-        }
-        { __m512i x = _mm512_set1_epi32(*(const int32_t *)(X[row0 + 1] + 4 * KK));
-          c10 = _mm512_dpbusd_epi32(c10, x, b0);
-          c11 = _mm512_dpbusd_epi32(c11, x, b1);
-          c12 = _mm512_dpbusd_epi32(c12, x, b2);
-          c13 = _mm512_dpbusd_epi32(c13, x, b3);
-        }
-        { __m512i x = _mm512_set1_epi32(*(const int32_t *)(X[row0 + 2] + 4 * KK));
-          c20 = _mm512_dpbusd_epi32(c20, x, b0);
-          c21 = _mm512_dpbusd_epi32(c21, x, b1);
-          c22 = _mm512_dpbusd_epi32(c22, x, b2);
-          c23 = _mm512_dpbusd_epi32(c23, x, b3);
-        }
-        { __m512i x = _mm512_set1_epi32(*(const int32_t *)(X[row0 + 3] + 4 * KK));
-          c30 = _mm512_dpbusd_epi32(c30, x, b0);
-          c31 = _mm512_dpbusd_epi32(c31, x, b1);
-          c32 = _mm512_dpbusd_epi32(c32, x, b2);
-          c33 = _mm512_dpbusd_epi32(c33, x, b3);
-        }
-        { __m512i x = _mm512_set1_epi32(*(const int32_t *)(X[row0 + 4] + 4 * KK));
-          c40 = _mm512_dpbusd_epi32(c40, x, b0);
-          c41 = _mm512_dpbusd_epi32(c41, x, b1);
-          c42 = _mm512_dpbusd_epi32(c42, x, b2);
-          c43 = _mm512_dpbusd_epi32(c43, x, b3);
-        }
-    }
-    _mm512_store_si512(acc + 0 * 64 + 16 * 0, c00);
-    _mm512_store_si512(acc + 0 * 64 + 16 * 1, c01);
-    _mm512_store_si512(acc + 0 * 64 + 16 * 2, c02);
-    _mm512_store_si512(acc + 0 * 64 + 16 * 3, c03);
-    _mm512_store_si512(acc + 1 * 64 + 16 * 0, c10);
-    _mm512_store_si512(acc + 1 * 64 + 16 * 1, c11);
-    _mm512_store_si512(acc + 1 * 64 + 16 * 2, c12);
-    _mm512_store_si512(acc + 1 * 64 + 16 * 3, c13);
-    _mm512_store_si512(acc + 2 * 64 + 16 * 0, c20);
-    _mm512_store_si512(acc + 2 * 64 + 16 * 1, c21);
-    _mm512_store_si512(acc + 2 * 64 + 16 * 2, c22);
-    _mm512_store_si512(acc + 2 * 64 + 16 * 3, c23);
-    _mm512_store_si512(acc + 3 * 64 + 16 * 0, c30);
-    _mm512_store_si512(acc + 3 * 64 + 16 * 1, c31);
-    _mm512_store_si512(acc + 3 * 64 + 16 * 2, c32);
-    _mm512_store_si512(acc + 3 * 64 + 16 * 3, c33);
-    _mm512_store_si512(acc + 4 * 64 + 16 * 0, c40);
-    _mm512_store_si512(acc + 4 * 64 + 16 * 1, c41);
-    _mm512_store_si512(acc + 4 * 64 + 16 * 2, c42);
-    _mm512_store_si512(acc + 4 * 64 + 16 * 3, c43);
+#define ACC acc
+    ALL_(DECL_) ALL_(LOAD_)
+    for (int KK = k0; KK < k1; ++KK) LAYER_KSTEP(w + KK * 256, KK);
+    ALL_(STORE_)
+#undef ACC
 }
 
-// fused: GEMV panel p with layer k4-steps interleaved: every 5th GEMV k4 pair-step... we do one
-// layer k4 step per 2 GEMV k4 steps (pair) * (5/2) -> one layer step per GEMV pair step, on
-// alternate pair steps (K4/2 = 64 pair steps per panel -> 26 layer steps per panel ~ 410/16).
+/* GEMV panel w -> out, with up to nl layer k4 steps of panel lw (from *lk) interleaved: one
+ * after each pair of GEMV k4 steps */
 static inline void fused_panel(const int8_t *w, int32_t *out, const int8_t *lw, int row0, int *lk,
                                int32_t *lacc, int nl) {
+#define ACC lacc
     __m512i e0 = _mm512_setzero_si512(), e1 = e0, e2 = e0, e3 = e0;
-    __m512i c00, c01, c02, c03, c10, c11, c12, c13, c20, c21, c22, c23, c30, c31, c32, c33, c40, c41, c42, c43;
-    c00 = _mm512_load_si512(lacc + 0 * 64 + 16 * 0);
-    c01 = _mm512_load_si512(lacc + 0 * 64 + 16 * 1);
-    c02 = _mm512_load_si512(lacc + 0 * 64 + 16 * 2);
-    c03 = _mm512_load_si512(lacc + 0 * 64 + 16 * 3);
-    c10 = _mm512_load_si512(lacc + 1 * 64 + 16 * 0);
-    c11 = _mm512_load_si512(lacc + 1 * 64 + 16 * 1);
-    c12 = _mm512_load_si512(lacc + 1 * 64 + 16 * 2);
-    c13 = _mm512_load_si512(lacc + 1 * 64 + 16 * 3);
-    c20 = _mm512_load_si512(lacc + 2 * 64 + 16 * 0);
-    c21 = _mm512_load_si512(lacc + 2 * 64 + 16 * 1);
-    c22 = _mm512_load_si512(lacc + 2 * 64 + 16 * 2);
-    c23 = _mm512_load_si512(lacc + 2 * 64 + 16 * 3);
-    c30 = _mm512_load_si512(lacc + 3 * 64 + 16 * 0);
-    c31 = _mm512_load_si512(lacc + 3 * 64 + 16 * 1);
-    c32 = _mm512_load_si512(lacc + 3 * 64 + 16 * 2);
-    c33 = _mm512_load_si512(lacc + 3 * 64 + 16 * 3);
-    c40 = _mm512_load_si512(lacc + 4 * 64 + 16 * 0);
-    c41 = _mm512_load_si512(lacc + 4 * 64 + 16 * 1);
-    c42 = _mm512_load_si512(lacc + 4 * 64 + 16 * 2);
-    c43 = _mm512_load_si512(lacc + 4 * 64 + 16 * 3);
+    ALL_(DECL_) ALL_(LOAD_)
     int KK = *lk, done = 0;
     for (int g = 0; g < K4; g += 2) {
         const int8_t *b = w + g * 256;
-        __m512i a = _mm512_set1_epi32(*(const int32_t *)(Hh + 4 * g));
-        __m512i a2 = _mm512_set1_epi32(*(const int32_t *)(Hh + 4 * g + 4));
-        e0 = _mm512_dpbusd_epi32(e0, a, _mm512_load_si512(b));
-        e1 = _mm512_dpbusd_epi32(e1, a, _mm512_load_si512(b + 64));
-        e2 = _mm512_dpbusd_epi32(e2, a, _mm512_load_si512(b + 128));
-        e3 = _mm512_dpbusd_epi32(e3, a, _mm512_load_si512(b + 192));
-        e0 = _mm512_dpbusd_epi32(e0, a2, _mm512_load_si512(b + 256));
-        e1 = _mm512_dpbusd_epi32(e1, a2, _mm512_load_si512(b + 320));
-        e2 = _mm512_dpbusd_epi32(e2, a2, _mm512_load_si512(b + 384));
-        e3 = _mm512_dpbusd_epi32(e3, a2, _mm512_load_si512(b + 448));
+        for (int h = 0; h < 2; ++h) {
+            const __m512i a = _mm512_set1_epi32(*(const int32_t *)(Hh + 4 * (g + h)));
+            e0 = _mm512_dpbusd_epi32(e0, a, _mm512_load_si512(b + 256 * h));
+            e1 = _mm512_dpbusd_epi32(e1, a, _mm512_load_si512(b + 256 * h + 64));
+            e2 = _mm512_dpbusd_epi32(e2, a, _mm512_load_si512(b + 256 * h + 128));
+            e3 = _mm512_dpbusd_epi32(e3, a, _mm512_load_si512(b + 256 * h + 192));
+        }
         if (done < nl && KK < K4) {
-            const int8_t *lb = lw + KK * 256;
-            const __m512i b0 = _mm512_load_si512(lb), b1 = _mm512_load_si512(lb + 64),
-                          b2 = _mm512_load_si512(lb + 128), b3 = _mm512_load_si512(lb + 192);
-        { __m512i x = _mm512_set1_epi32(*(const int32_t *)(X[row0 + 0] + 4 * KK));
-          c00 = _mm512_dpbusd_epi32(c00, x, b0);
-          c01 = _mm512_dpbusd_epi32(c01, x, b1);
-          c02 = _mm512_dpbusd_epi32(c02, x, b2);
-          c03 = _mm512_dpbusd_epi32(c03, x, b3);
-        }
-        { __m512i x = _mm512_set1_epi32(*(const int32_t *)(X[row0 + 1] + 4 * KK));
-          c10 = _mm512_dpbusd_epi32(c10, x, b0);
-          c11 = _mm512_dpbusd_epi32(c11, x, b1);
-          c12 = _mm512_dpbusd_epi32(c12, x, b2);
-          c13 = _mm512_dpbusd_epi32(c13, x, b3);
-        }
-        { __m512i x = _mm512_set1_epi32(*(const int32_t *)(X[row0 + 2] + 4 * KK));
-          c20 = _mm512_dpbusd_epi32(c20, x, b0);
-          c21 = _mm512_dpbusd_epi32(c21, x, b1);
-          c22 = _mm512_dpbusd_epi32(c22, x, b2);
-          c23 = _mm512_dpbusd_epi32(c23, x, b3);
-        }
-        { __m512i x = _mm512_set1_epi32(*(const int32_t *)(X[row0 + 3] + 4 * KK));
-          c30 = _mm512_dpbusd_epi32(c30, x, b0);
-          c31 = _mm512_dpbusd_epi32(c31, x, b1);
-          c32 = _mm512_dpbusd_epi32(c32, x, b2);
-          c33 = _mm512_dpbusd_epi32(c33, x, b3);
-        }
-        { __m512i x = _mm512_set1_epi32(*(const int32_t *)(X[row0 + 4] + 4 * KK));
-          c40 = _mm512_dpbusd_epi32(c40, x, b0);
-          c41 = _mm512_dpbusd_epi32(c41, x, b1);
-          c42 = _mm512_dpbusd_epi32(c42, x, b2);
-          c43 = _mm512_dpbusd_epi32(c43, x, b3);
-        }
+            LAYER_KSTEP(lw + KK * 256, KK);
             ++KK;
             ++done;
         }
@@ -222,27 +117,9 @@ static inline void fused_panel(const int8_t *w, int32_t *out, const int8_t *lw, 
     _mm512_store_si512(out + 16, e1);
     _mm512_store_si512(out + 32, e2);
     _mm512_store_si512(out + 48, e3);
-    _mm512_store_si512(lacc + 0 * 64 + 16 * 0, c00);
-    _mm512_store_si512(lacc + 0 * 64 + 16 * 1, c01);
-    _mm512_store_si512(lacc + 0 * 64 + 16 * 2, c02);
-    _mm512_store_si512(lacc + 0 * 64 + 16 * 3, c03);
-    _mm512_store_si512(lacc + 1 * 64 + 16 * 0, c10);
-    _mm512_store_si512(lacc + 1 * 64 + 16 * 1, c11);
-    _mm512_store_si512(lacc + 1 * 64 + 16 * 2, c12);
-    _mm512_store_si512(lacc + 1 * 64 + 16 * 3, c13);
-    _mm512_store_si512(lacc + 2 * 64 + 16 * 0, c20);
-    _mm512_store_si512(lacc + 2 * 64 + 16 * 1, c21);
-    _mm512_store_si512(lacc + 2 * 64 + 16 * 2, c22);
-    _mm512_store_si512(lacc + 2 * 64 + 16 * 3, c23);
-    _mm512_store_si512(lacc + 3 * 64 + 16 * 0, c30);
-    _mm512_store_si512(lacc + 3 * 64 + 16 * 1, c31);
-    _mm512_store_si512(lacc + 3 * 64 + 16 * 2, c32);
-    _mm512_store_si512(lacc + 3 * 64 + 16 * 3, c33);
-    _mm512_store_si512(lacc + 4 * 64 + 16 * 0, c40);
-    _mm512_store_si512(lacc + 4 * 64 + 16 * 1, c41);
-    _mm512_store_si512(lacc + 4 * 64 + 16 * 2, c42);
-    _mm512_store_si512(lacc + 4 * 64 + 16 * 3, c43);
+    ALL_(STORE_)
     *lk = KK;
+#undef ACC
 }
 
 int main(int argc, char **argv) {
