@@ -527,6 +527,7 @@ void dnnq_conv_finish_run(dnnq_conv_t *cv) {
 
 /* the zero-point row of the item's group reads as zero bytes */
 static int zero_rows_zero(const dnnq_conv_t *cv, int64_t item) {
+    if (!cv->zp_rows) return 0; /* (always given; the general driver otherwise) */
     const int64_t nblk = (cv->od * cv->oh * cv->ow + cv->mc - 1) / cv->mc;
     const int64_t g = item / nblk / cv->n_panels % cv->G;
     for (int64_t i = 0; i < cv->kpair; ++i)
