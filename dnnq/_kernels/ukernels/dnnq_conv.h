@@ -130,6 +130,9 @@ int dnnq_conv_deconv_phases(const dnnq_conv_t *cv);
  * once (deconv_zc); 0, or -1 when an allocation failed.  finish frees it. */
 int dnnq_conv_prepare_run(dnnq_conv_t *cv);
 void dnnq_conv_finish_run(dnnq_conv_t *cv);
+/* conv_deconv.c, for dnnq_conv_run_item: whether item takes the column-phase driver, and it */
+int dnnq_conv_takes_phases(const dnnq_conv_t *cv, int64_t item);
+int dnnq_conv_run_item_deconv_phases(const dnnq_conv_t *cv, int64_t item);
 
 /* Depthwise tile: acc[r][c] = sum_taps x(row_tap(r))[c] * w[tap][c] for the 64 channels of
  * panel p (channels past C are 0); rows[t * mr + r] point at the row's channel p * 64, or,
