@@ -104,6 +104,7 @@ static void strided_epilogue_args(const dnnq_gemm_args_t *ge, const dnnq_postop_
 
 typedef struct {
     const dnnq_conv_t *cv;
+    dnnq_brgemm_ukr_fn brg; /* cv->brgemm, or its half-width variant for a narrow panel */
     const dnnq_postop_t *post;
     int mr_max;
     int64_t p;
@@ -157,11 +158,11 @@ static void phase_run(const phase_ctx_t *x, const phase_epi_t *e, int64_t m, int
             } else if (e->fuse && k4) {
                 cv->brgemm_epi(mr, np, pairs, &e->st, e->fuse, mp, s);
             } else if (e->fuse) { /* K % 4 tails: the plain kernel, these rows finished here */
-                cv->brgemm(mr, np, pairs, cv->a_xor, 0, x->tile + r * DNNQ_NR);
+                x->brg(mr, np, pairs, cv->a_xor, 0, x->tile + r * DNNQ_NR);
                 strided_epilogue_args(ge, x->post, mp, s, &gs, ps);
                 cv->epilogue(&gs, 0, 0, mr, x->p, x->tile + r * DNNQ_NR);
             } else {
-                cv->brgemm(mr, np, pairs, cv->a_xor, 0, x->tile + r * DNNQ_NR);
+                x->brg(mr, np, pairs, cv->a_xor, 0, x->tile + r * DNNQ_NR);
             }
             r += mr;
         }
@@ -192,6 +193,7 @@ int dnnq_conv_run_item_deconv_phases(const dnnq_conv_t *cv, int64_t item) {
     phase_ctx_t x;
     x.cv = cv;
     x.post = post;
+    x.brg = ge.N - p * DNNQ_NR <= 32 && cv->brgemm_n32 ? cv->brgemm_n32 : cv->brgemm;
     x.mr_max = cv->mr < DNNQ_MR_MAX ? cv->mr : DNNQ_MR_MAX;
     x.p = p;
     x.src_end = cv->src + cv->N * cv->id * cv->ih * cv->iw * cv->IC;

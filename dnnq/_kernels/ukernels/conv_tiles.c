@@ -162,6 +162,7 @@ int dnnq_conv_build_tiles(dnnq_conv_t *cv) {
     cv->chunks = NULL;
     cv->n_chunks = 0;
     cv->brgemm_epi = dnnq_brgemm_epi_for_isa(cv->isa);
+    cv->brgemm_n32 = dnnq_brgemm_ukr_n32_for_isa(cv->isa);
     cv->epi_prepare = dnnq_epi_prepare_for_isa(cv->isa);
     if (dnnq_conv_build_coords(cv) != 0) return -1;
     if (cv->deconv || cv->depthwise) return 0;
@@ -278,6 +279,8 @@ int dnnq_conv_run_item_tiles(const dnnq_conv_t *cv, int64_t item) {
     const int64_t g = rest % cv->G;
     const int64_t n = rest / cv->G;
     const int nc = (int)(cv->OCg - p * DNNQ_NR < DNNQ_NR ? cv->OCg - p * DNNQ_NR : DNNQ_NR);
+    /* a panel of at most 32 columns: the half-width micro-kernel where there is one */
+    const dnnq_brgemm_ukr_fn brg = nc <= 32 && cv->brgemm_n32 ? cv->brgemm_n32 : cv->brgemm;
     const int64_t ntaps = cv->kd * cv->kh * cv->kw;
     const int fold = cv->fold_kw;                /* pairs are kernel rows of KW taps */
     const int64_t ntw = fold ? 1 : cv->kw, nth = cv->kh;
@@ -443,7 +446,7 @@ int dnnq_conv_run_item_tiles(const dnnq_conv_t *cv, int64_t item) {
             }
             acc = col; /* K % 4 tails or no pair: the plain kernel, its own epilogue below */
         }
-        if (np) cv->brgemm(mr, np, pairs, cv->a_xor, 0, acc);
+        if (np) brg(mr, np, pairs, cv->a_xor, 0, acc);
         else memset(acc, 0, sizeof(int32_t) * DNNQ_NR * (size_t)mr);
         if (pc) { /* zero points the source type cannot hold (padded taps never skipped then):
                    * per tap read from the zero-point bytes */

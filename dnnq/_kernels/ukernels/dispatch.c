@@ -78,6 +78,18 @@ dnnq_brgemm_ukr_fn dnnq_brgemm_ukr_for_isa(int isa) {
     return dnnq_brgemm_ukr_portable;
 }
 
+dnnq_brgemm_ukr_fn dnnq_brgemm_ukr_n32_for_isa(int isa) {
+    if (isa & DNNQ_NUMERICS_AVX2) return NULL; /* the pair-saturating kernels: no variant */
+#ifdef DNNQ_HAVE_X86_KERNELS
+    switch (DNNQ_ISA_LEVEL(isa)) {
+    case DNNQ_ISA_AVX512_CORE_AMX:
+    case DNNQ_ISA_AVX512_CORE_VNNI: return dnnq_brgemm_ukr_n32_avx512vnni;
+    default: break;
+    }
+#endif
+    return NULL;
+}
+
 int dnnq_brgemm_mr_for_isa(int isa) {
     if (isa & DNNQ_NUMERICS_AVX2) return DNNQ_PAIR_SAT_PICK_MR(dnnq_brgemm_mr);
     isa = DNNQ_ISA_LEVEL(isa);

@@ -76,6 +76,7 @@ typedef struct {
     dnnq_brgemm_ukr_fn brgemm;
     dnnq_gemm_epilogue_fn epilogue;
     dnnq_brgemm_epi_fn brgemm_epi;   /* the micro-kernel with the epilogue fused, or NULL */
+    dnnq_brgemm_ukr_fn brgemm_n32;   /* brgemm for panels of <= 32 columns, or NULL */
     dnnq_epi_prepare_fn epi_prepare; /* (set by dnnq_conv_build_tiles from isa) */
     int isa;
     /* the tiled path (built at creation by dnnq_conv_build_tiles; NULL: the general driver):

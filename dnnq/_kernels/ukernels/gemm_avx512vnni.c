@@ -179,6 +179,26 @@ static void dnnq_br_ukr(int mr, int64_t np, const dnnq_br_pair_t *pairs, uint32_
     if (mr > 1) tail_avx512(mr, x, np, pairs, c);
 }
 
+/* dnnq_brgemm_ukr_fn for a panel of at most 32 columns: the half-width tile (half the
+ * vpdpbusd); columns 32 - 63 of c are left holding anything (the caller reads the first 32
+ * only).  One row, and DNNQ_A_SWAP, take the full kernel. */
+void dnnq_brgemm_ukr_n32_avx512vnni(int mr, int64_t np, const dnnq_br_pair_t *pairs,
+                                    uint32_t a_xor, int accumulate, int32_t *c) {
+    if (mr <= 1 || a_xor == DNNQ_A_SWAP) {
+        dnnq_br_ukr(mr, np, pairs, a_xor, accumulate, c);
+        return;
+    }
+    const int x = a_xor ? 1 : 0;
+#define DNNQ_CASE(m)                                                                              \
+    case m:                                                                                       \
+        if (x) tile_avx512(m, 1, 0, 2, np, pairs, accumulate, c, NULL, NULL, 0);                  \
+        else tile_avx512(m, 0, 0, 2, np, pairs, accumulate, c, NULL, NULL, 0);                    \
+        break;
+    switch (mr) { DNNQ_CASE(2) DNNQ_CASE(3) DNNQ_CASE(4) DNNQ_CASE(5) DNNQ_CASE(6) }
+#undef DNNQ_CASE
+    tail_avx512(mr, x, np, pairs, c);
+}
+
 /* The micro-kernel with its epilogue fused (epi_fuse_kind(k) = fuse > 0): u8 A, mr 1 - 6,
  * every pair's K a multiple of 4; rows m + r * mstep of the block k describes. */
 static void fused_tile_avx512(int mr, int fuse, int64_t np, const dnnq_br_pair_t *pairs,
