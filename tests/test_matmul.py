@@ -397,11 +397,13 @@ def test_epilogue_variants_per_panel_vs_onednn(isa, src_dt, dst_dt, dst_scale, r
 @pytest.mark.parametrize("dst_dt", ["s8", "u8"])
 @pytest.mark.parametrize("dst_zp", [None, 5])
 @pytest.mark.parametrize("relu", [False, True])
-def test_fused_tile_epilogue_vs_onednn(isa, dst_dt, dst_zp, relu):
+@pytest.mark.parametrize("src_zp", [None, 7], ids=["no_src_zp", "src_zp"])
+def test_fused_tile_epilogue_vs_onednn(isa, dst_dt, dst_zp, relu, src_zp):
     # The AVX-512 micro-kernel that runs the 8-bit epilogue from its accumulator registers
     # (u8 source, K a multiple of 4): every tile height (M = 2 .. 13: tiles of 2 - 6 rows),
-    # full, 32-column and other partial panels, with and without a dst zero point.
-    rng = np.random.default_rng(zlib.crc32(repr((dst_dt, dst_zp, relu, isa)).encode()))
+    # full, 32-column (the half-width tile) and other partial panels, with and without a dst
+    # zero point, and with a source zero point (the kinds that add the compensation).
+    rng = np.random.default_rng(zlib.crc32(repr((dst_dt, dst_zp, relu, isa, src_zp)).encode()))
     ops = [("eltwise", "relu", 0.0, 0.0)] if relu else []
     for M in list(range(2, 14)) + [50]:
         for K, N in ((64, 64), (8, 32), (4, 96), (60, 17), (128, 200)):
@@ -410,6 +412,8 @@ def test_fused_tile_epilogue_vs_onednn(isa, dst_dt, dst_zp, relu):
             q = dict(wei_scales=rng.uniform(1e-3, 2e-2, N).astype(np.float32), wei_scale_mask=2,
                      dst_scales=np.array([0.6 if M % 2 else 1.0], np.float32),
                      dst_zp=None if dst_zp is None else np.array([dst_zp], np.int32))
+            if src_zp is not None:
+                q["src_zp"] = np.array([src_zp], np.int32)
             out, _ = run_dnnq(src, wei, bias, dst_dt, q, ops)
             assert_same(out, run_ref(src, wei, bias, dst_dt, q, ops))
 

@@ -205,7 +205,7 @@ int dnnq_conv_run_item_deconv_phases(const dnnq_conv_t *cv, int64_t item) {
     const int64_t s = cv->sw;
     /* the pieces' epilogues: one for all when the left-out taps add nothing, else a small
      * cache by tap set (a few sets per item: rows in the middle or at an edge, phases) */
-    const int can_fuse = cv->brgemm_epi && cv->a_xor == 0;
+    const int can_fuse = cv->brgemm_epi && (cv->a_xor == 0 || cv->a_xor == 0x80808080u);
     const int32_t *zc = cv->deconv_zc ? cv->deconv_zc + (g * cv->n_panels + p) * cv->npairs * DNNQ_NR
                                       : NULL;
     enum { NCACHE = 8 };
@@ -215,6 +215,7 @@ int dnnq_conv_run_item_deconv_phases(const dnnq_conv_t *cv, int64_t item) {
     if (!zc) {
         cache[0].ge = ge;
         cache[0].fuse = can_fuse ? cv->epi_prepare(&cache[0].ge, 0, p, &cache[0].st) : 0;
+        if (cache[0].fuse && cv->a_xor) cache[0].fuse = dnnq_epi_kind_xor(cache[0].fuse);
     }
     /* the row's kernel rows (tap index of kw = 0, source row), the phase's pairs */
     enum { SMALL = 64 }; /* on the stack up to this many taps (a malloc per item cost 10 %) */
@@ -319,6 +320,7 @@ int dnnq_conv_run_item_deconv_phases(const dnnq_conv_t *cv, int64_t item) {
                                                            (uintptr_t)(p * DNNQ_NR * 4));
                         f->ge.c_sb = 0;
                         f->fuse = can_fuse ? cv->epi_prepare(&f->ge, 0, p, &f->st) : 0;
+                        if (f->fuse && cv->a_xor) f->fuse = dnnq_epi_kind_xor(f->fuse);
                     }
                     e = cache + hit;
                 }

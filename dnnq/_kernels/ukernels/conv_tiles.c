@@ -311,7 +311,9 @@ int dnnq_conv_run_item_tiles(const dnnq_conv_t *cv, int64_t item) {
     /* the micro-kernel with the epilogue fused, where it applies (u8 source, the hot 8-bit
      * epilogue, no padcorr): no s32 tile, the epilogue prepared once per item */
     dnnq_epi_state_t fst;
-    const int fuse = cv->brgemm_epi && !pc && cv->a_xor == 0 ? cv->epi_prepare(&ge, 0, p, &fst) : 0;
+    int fuse = cv->brgemm_epi && !pc && (cv->a_xor == 0 || cv->a_xor == 0x80808080u)
+                   ? cv->epi_prepare(&ge, 0, p, &fst) : 0;
+    if (fuse && cv->a_xor) fuse = dnnq_epi_kind_xor(fuse); /* s8 source */
     int32_t tile[DNNQ_CONV_TILE_ROWS * DNNQ_NR] __attribute__((aligned(64)));
     int32_t col[DNNQ_MR_MAX * DNNQ_NR] __attribute__((aligned(64)));
     int64_t tm = 0; /* first pixel of the pending tile (consecutive pixels) */

@@ -134,7 +134,8 @@ dnnq_gemm_epilogue_fn dnnq_gemm_epilogue_for_isa(int isa);
  * prepare, once per (batch b, panel p) block of g: fills st and returns the variant (> 0),
  * or 0 when g's epilogue is not one the fused kernel covers.  Then each call computes the
  * tile of mr (1 .. the ukr's mr) rows as dnnq_brgemm_ukr_fn does and writes dst row m +
- * r * mstep for row r; u8 A only (a_xor = 0), every pair's K a multiple of 4. */
+ * r * mstep for row r; u8 A (a_xor = 0), or an s8 one with dnnq_epi_kind_xor(kind) (below);
+ * every pair's K a multiple of 4. */
 typedef struct {
     int64_t opaque[192];
 } __attribute__((aligned(64))) dnnq_epi_state_t;
@@ -145,6 +146,11 @@ typedef void (*dnnq_brgemm_epi_fn)(int mr, int64_t npairs, const dnnq_br_pair_t 
                                    int64_t mstep);
 /* NULL at levels without them (the pair-saturating numerics included) */
 dnnq_brgemm_epi_fn dnnq_brgemm_epi_for_isa(int isa);
+/* An s8 A (a_xor 0x80808080, XOR-ed to u8 as it is read): the kind to pass, the prepared kind
+ * with DNNQ_EPI_XOR -- only the kinds that add the block's compensation (9 - 16), which holds
+ * the -128 * colsum; 0 (not fused) otherwise. */
+#define DNNQ_EPI_XOR 64
+static inline int dnnq_epi_kind_xor(int kind) { return kind > 8 ? kind | DNNQ_EPI_XOR : 0; }
 dnnq_epi_prepare_fn dnnq_epi_prepare_for_isa(int isa);
 int dnnq_epi_prepare_avx512vnni(const dnnq_gemm_args_t *g, int64_t b, int64_t p,
                                 dnnq_epi_state_t *st);

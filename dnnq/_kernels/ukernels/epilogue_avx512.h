@@ -207,22 +207,22 @@ static void epi_prepare_avx512(const dnnq_gemm_args_t *g, int64_t b, int64_t n0,
 }
 
 /* The epilogue fused into a micro-kernel (the accumulators of a row never go to memory), for
- * the hot 8-bit case: no compensation, no clamp needed (EPI_F_NOCC | EPI_F_NOCLAMP), no
- * post-op or relu(0), and a dst zero point or none.  FUSE = 1 + s8 dst + 2 relu + 4 zero point
- * (0: not fusable).  The dst scale is always multiplied in: by 1 it is exact, so the SIMPLE
+ * the hot 8-bit case: no clamp needed (EPI_F_NOCLAMP), no post-op or relu(0), a dst zero point
+ * or none, a compensation or none (s8 sources, source zero points).  FUSE = 1 + s8 dst + 2 relu
+ * + 4 zero point + 8 compensation (0: not fusable).  The dst scale is always multiplied in: by 1 it is exact, so the SIMPLE
  * blocks take the same variant (epi_value skips it).  Same operations, same order, as
  * epi_value, hence the same bytes. */
-enum { EPI_FUSE_S8 = 1, EPI_FUSE_RELU = 2, EPI_FUSE_ZP = 4 };
+enum { EPI_FUSE_S8 = 1, EPI_FUSE_RELU = 2, EPI_FUSE_ZP = 4, EPI_FUSE_CC = 8 };
 static inline int epi_fuse_kind(const epi_consts_t *k) {
-    const int need = EPI_F_NOCC | EPI_F_NOCLAMP;
-    if ((k->kind != DNNQ_DT_U8 && k->kind != DNNQ_DT_S8) || (k->flags & need) != need ||
+    if ((k->kind != DNNQ_DT_U8 && k->kind != DNNQ_DT_S8) || !(k->flags & EPI_F_NOCLAMP) ||
         k->post == EPI_CHAIN)
         return 0;
     return 1 + (k->kind == DNNQ_DT_S8 ? EPI_FUSE_S8 : 0) + (k->post == EPI_RELU0 ? EPI_FUSE_RELU : 0) +
-           (k->has_zp ? EPI_FUSE_ZP : 0);
+           (k->has_zp ? EPI_FUSE_ZP : 0) + (k->flags & EPI_F_NOCC ? 0 : EPI_FUSE_CC);
 }
 
 DNNQ_ALWAYS_INLINE __m512i epi_fused_vec(const int FUSE, const epi_consts_t *k, __m512i a, int j) {
+    if ((FUSE - 1) & EPI_FUSE_CC) a = _mm512_add_epi32(a, k->cc[j]);
     __m512 v = _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(a), k->sc[j]), k->bi[j]);
     if ((FUSE - 1) & EPI_FUSE_RELU) v = _mm512_max_ps(v, _mm512_setzero_ps());
     v = _mm512_mul_ps(v, k->inv);

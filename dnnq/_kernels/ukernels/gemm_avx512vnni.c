@@ -199,28 +199,41 @@ void dnnq_brgemm_ukr_n32_avx512vnni(int mr, int64_t np, const dnnq_br_pair_t *pa
     tail_avx512(mr, x, np, pairs, c);
 }
 
-/* The micro-kernel with its epilogue fused (epi_fuse_kind(k) = fuse > 0): u8 A, mr 1 - 6,
- * every pair's K a multiple of 4; rows m + r * mstep of the block k describes. */
+/* The micro-kernel with its epilogue fused (epi_fuse_kind(k) = fuse > 0), mr 1 - 6, every
+ * pair's K a multiple of 4; rows m + r * mstep of the block k describes.  fuse | DNNQ_EPI_XOR:
+ * an s8 A XOR-ed to u8 (its compensation is in the block's: the kinds with EPI_FUSE_CC only). */
 static void fused_tile_avx512(int mr, int fuse, int64_t np, const dnnq_br_pair_t *pairs,
                               const epi_consts_t *k, int64_t m, int64_t mstep) {
     char *d0 = k->d0 + m * k->ldd;
     const int64_t dstep = mstep * k->ldd;
+    const int x = (fuse & DNNQ_EPI_XOR) ? 1 : 0;
+    fuse &= ~DNNQ_EPI_XOR;
     /* a panel of at most 32 columns (k->nv <= 2): the half-width tile, half the vpdpbusd
      * (MobileNet's first layer, 32 output channels, ran at 2.2x oneDNN's time) */
-#define DNNQ_FMR(F, M)                                                                            \
+#define DNNQ_FMR(X, F, M)                                                                         \
     case M:                                                                                       \
-        if (k->nv <= 2) tile_avx512(M, 0, F, 2, np, pairs, 0, NULL, k, d0, dstep);                \
-        else tile_avx512(M, 0, F, 4, np, pairs, 0, NULL, k, d0, dstep);                           \
+        if (k->nv <= 2) tile_avx512(M, X, F, 2, np, pairs, 0, NULL, k, d0, dstep);                \
+        else tile_avx512(M, X, F, 4, np, pairs, 0, NULL, k, d0, dstep);                           \
         break;
-#define DNNQ_FCASE(F)                                                                             \
+#define DNNQ_FCASE(X, F)                                                                          \
     case F:                                                                                       \
         switch (mr) {                                                                             \
-        DNNQ_FMR(F, 1) DNNQ_FMR(F, 2) DNNQ_FMR(F, 3) DNNQ_FMR(F, 4) DNNQ_FMR(F, 5) DNNQ_FMR(F, 6) \
+        DNNQ_FMR(X, F, 1) DNNQ_FMR(X, F, 2) DNNQ_FMR(X, F, 3) DNNQ_FMR(X, F, 4) DNNQ_FMR(X, F, 5) \
+        DNNQ_FMR(X, F, 6)                                                                         \
         }                                                                                         \
         break;
+    if (x) {
+        switch (fuse) { /* (the compensation kinds: 9 - 16) */
+        DNNQ_FCASE(1, 9) DNNQ_FCASE(1, 10) DNNQ_FCASE(1, 11) DNNQ_FCASE(1, 12)
+        DNNQ_FCASE(1, 13) DNNQ_FCASE(1, 14) DNNQ_FCASE(1, 15) DNNQ_FCASE(1, 16)
+        }
+        return;
+    }
     switch (fuse) {
-    DNNQ_FCASE(1) DNNQ_FCASE(2) DNNQ_FCASE(3) DNNQ_FCASE(4)
-    DNNQ_FCASE(5) DNNQ_FCASE(6) DNNQ_FCASE(7) DNNQ_FCASE(8)
+    DNNQ_FCASE(0, 1) DNNQ_FCASE(0, 2) DNNQ_FCASE(0, 3) DNNQ_FCASE(0, 4)
+    DNNQ_FCASE(0, 5) DNNQ_FCASE(0, 6) DNNQ_FCASE(0, 7) DNNQ_FCASE(0, 8)
+    DNNQ_FCASE(0, 9) DNNQ_FCASE(0, 10) DNNQ_FCASE(0, 11) DNNQ_FCASE(0, 12)
+    DNNQ_FCASE(0, 13) DNNQ_FCASE(0, 14) DNNQ_FCASE(0, 15) DNNQ_FCASE(0, 16)
     }
 #undef DNNQ_FCASE
 #undef DNNQ_FMR
