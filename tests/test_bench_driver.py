@@ -267,3 +267,15 @@ def test_conv_s8_source_runs_without_a_torch_peer(tmp_path):
     row = list(csv.DictReader(open(out_csv)))[0]
     assert float(row["dnnq_us"]) > 0 and not row["torch_us"]
     assert row["torch_note"] in ("not installed", "n/a: PyTorch's quantized Conv2d takes u8 -> u8 only")
+
+
+def test_conv_zero_points_setting(tmp_path):
+    """--attr-zero-points on convolutions (src / dst common, benchdnn's syntax): dnnq and
+    oneDNN get the same zero points (--mode=C compares them), and the others are refused"""
+    r = bench(tmp_path, "--conv", "--attr-zero-points=src:common:128+dst:common:3", "--mode=C",
+              "mb1ic8ih6oc20oh6kh3ph1", "--deconv", "mb1ic8ih5oc8oh10kh2sh2ph0")
+    assert r.returncode == 0, r.stdout + r.stderr
+    if dnnq.testing.available():
+        assert r.stdout.count("bit-identical to oneDNN") == 2, r.stdout
+    r = bench(tmp_path, "--conv", "--attr-zero-points=wei:common:1", "mb1ic8ih6oc8oh6kh3ph1")
+    assert r.returncode != 0 and "src / dst common zero points" in r.stdout + r.stderr

@@ -9,8 +9,8 @@ import re
 import numpy as np
 
 import dnnq
-from dnnq.errors import InvalidArguments
-from dnnq.bench.problems import strip_name
+from dnnq.errors import InvalidArguments, Unimplemented
+from dnnq.bench.problems import parse_quant, strip_name
 
 # ---- descriptors --------------------------------------------------------------------------
 
@@ -175,6 +175,16 @@ def build(desc, knobs, rng, deconv=False, tag=True):
     attr.set_scales_mask(dnnq.DNNL_ARG_SRC, 0)
     attr.set_scales_mask(dnnq.DNNL_ARG_WEIGHTS, 3 if G > 1 else 1)
     attr.set_scales_mask(dnnq.DNNL_ARG_DST, 0)
+    # --attr-zero-points: src and dst, common (benchdnn's syntax; a value, else 0)
+    zps = {}
+    for arg, (mname, value) in parse_quant(knobs.get("attr-zero-points", ""),
+                                           "zero-points").items():
+        if arg == "wei" or mname != "common":
+            raise Unimplemented(f"--attr-zero-points={knobs['attr-zero-points']}: the "
+                                "convolution benchmark takes src / dst common zero points")
+        key = dnnq.DNNL_ARG_SRC if arg == "src" else dnnq.DNNL_ARG_DST
+        attr.set_zero_points_mask(key, 0)
+        zps[arg] = np.int32([int(value or 0)])
     ops = dnnq.PostOps()
     ops.append_eltwise("relu")
     attr.set_post_ops(ops)
@@ -194,10 +204,14 @@ def build(desc, knobs, rng, deconv=False, tag=True):
             dnnq.DNNL_ARG_SCALE | dnnq.DNNL_ARG_SRC: ss,
             dnnq.DNNL_ARG_SCALE | dnnq.DNNL_ARG_WEIGHTS: ws,
             dnnq.DNNL_ARG_SCALE | dnnq.DNNL_ARG_DST: ds}
+    for arg, zp in zps.items():
+        args[dnnq.DNNL_ARG_ATTR_ZERO_POINTS |
+             (dnnq.DNNL_ARG_SRC if arg == "src" else dnnq.DNNL_ARG_DST)] = zp
     ref_kw = dict(strides=kw["strides"], padding_l=kw["padding_l"], padding_r=kw["padding_r"],
                   dilates=kw["dilates"], src_scales=ss, wei_scales=ws,
                   wei_scale_mask=3 if G > 1 else 1, dst_scales=ds,
-                  post_ops=[("eltwise", "relu", 0.0, 0.0)])
+                  post_ops=[("eltwise", "relu", 0.0, 0.0)],
+                  **{f"{arg}_zp": zp for arg, zp in zps.items()})
     return dict(p=p, args=args, src=np.asarray(src), wei=wei, bias=bias, ddt=ddt, geo=geo,
                 ref_kw=ref_kw, ops=conv_ops(geo) if not deconv else conv_ops(
                     dict(geo, **{"o" + d: geo["i" + d] for d in "dhw" if "i" + d in geo})))
@@ -226,7 +240,8 @@ def torch_conv(b):
     kw = b["ref_kw"]
     x = torch.from_numpy(np.ascontiguousarray(b["src"])).contiguous(
         memory_format=torch.channels_last)
-    xq = torch._make_per_tensor_quantized_tensor(x, float(kw["src_scales"][0]), 0)
+    szp = int(kw["src_zp"][0]) if "src_zp" in kw else 0
+    xq = torch._make_per_tensor_quantized_tensor(x, float(kw["src_scales"][0]), szp)
     w = b["wei"].reshape((geo["oc"], geo["ic"] // geo["g"], geo["kh"], geo["kw"]))
     wq = torch._make_per_channel_quantized_tensor(
         torch.from_numpy(w.copy()), torch.from_numpy(kw["wei_scales"].astype(np.float64)),
@@ -236,12 +251,14 @@ def torch_conv(b):
         padding=(geo["ph"], geo["pw"]), dilation=(geo["dh"] + 1, geo["dw"] + 1),
         groups=geo["g"])
     conv.set_weight_bias(wq, torch.from_numpy(b["bias"]))
-    conv.scale, conv.zero_point = float(kw["dst_scales"][0]), 0
+    conv.scale = float(kw["dst_scales"][0])
+    conv.zero_point = int(kw["dst_zp"][0]) if "dst_zp" in kw else 0
     return (lambda: conv(xq)), f"torch:{engine}"
 
 
-SETTINGS = {"dt": "u8:s8:u8", "tag": "nhwc"}
+SETTINGS = {"dt": "u8:s8:u8", "tag": "nhwc", "attr-zero-points": ""}
 SUMMARY = ("per-OC weight scales, f32 bias, relu; --tag=nhwc (channels-last) or nchw; "
+           "--attr-zero-points=src:common:Z[+dst:common:Z]; "
            "built-in sets: " + ", ".join(SETS) + " (NAME:mbN for batch N)")
 
 
