@@ -7,9 +7,10 @@
 #include "dnnq_conv.h"
 #include "conv_coords.h"
 
-/* A deconvolution's output pixels by column phase (u8 source, zero point 0: the zero-point
- * row reads as zero bytes, so a tap that reaches no source pixel adds exactly nothing and is
- * left out, as in deconv_tile_skip).  Along an output row, the pixels ow with the same phase
+/* A deconvolution's output pixels by column phase.  A tap that reaches no source pixel is left
+ * out: with a u8 source and zero point 0 the zero-point row it would read is zero bytes and
+ * adds exactly nothing (as in deconv_tile_skip); otherwise its product with that row is added
+ * back through the piece's compensation (zc, below).  Along an output row, the pixels ow with the same phase
  * (ow + pw) % sw are reached by the same kernel columns kw (kw dw = ow + pw mod sw), and for
  * each such tap their source columns x = (ow + pw - kw dw) / sw are consecutive: a run of them
  * is a dense batch-reduce GEMM, one pair per reaching tap (the output row's kernel rows times
