@@ -61,6 +61,7 @@ cdef class ConvPlan:
         ref_numerics: DNNQ_REF_* flags (oneDNN's reference-kernel order), or 0.
         u8_nan_top: a NaN stores 255 in a u8 dst (oneDNN's jit_deconvolution), else 0."""
         cdef int i
+        cdef double work
         cdef dnnq_conv_t* cv = &self.cv
         memset(cv, 0, sizeof(dnnq_conv_t))
         cv.N, cv.G, cv.ICg, cv.OCg = geom["N"], geom["G"], geom["ICg"], geom["OCg"]
@@ -103,7 +104,11 @@ cdef class ConvPlan:
             raise MemoryError("Convolution: allocating the plan's tile list or coordinate "
                               "table failed")
         self.n_items = dnnq_conv_n_items(cv)
-        self.work = cv.N * cv.epi.M * cv.OC * cv.ICg * cv.kd * cv.kh * cv.kw
+        # (in doubles, capped: the dims of a fuzzed geometry overflow an int64 product; the
+        # figure only picks the thread count)
+        work = (<double>cv.N * <double>cv.epi.M * <double>cv.OC * <double>cv.ICg *
+                <double>cv.kd * <double>cv.kh * <double>cv.kw)
+        self.work = <int64_t>work if work < 4e18 else <int64_t>4000000000000000000
         if len(post_ops) > DNNQ_CONV_MAX_POST:
             raise ValueError(f"at most {DNNQ_CONV_MAX_POST} post-ops")
         cv.epi.n_post = len(post_ops)
