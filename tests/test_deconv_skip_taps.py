@@ -1,17 +1,17 @@
-"""Deconvolutions in the general driver leave out the taps that read only the zero-point row
-when that row reads as zero bytes (u8 source, source zero point 0: ukernels/conv_driver.c
-deconv_tile_skip; the source coordinates come from a table built at creation,
-dnnq_conv_build_coords).  At stride s only one tap in s of each kernel dim reaches a given
-output pixel: a tile (one output row, up to two micro-tiles) is grouped by the taps its rows
-use and each group runs with those taps only.
+"""The deconvolution's column-phase driver (ukernels/conv_deconv.c): along an output row the
+pixels of one column phase read consecutive source pixels for every tap that reaches them,
+so each run is a dense batch-reduce GEMM over those taps only; the taps left out read only
+the zero-point row, whose products are added back when it is not zero bytes (s8 sources,
+zero points).  `_conv.set_skip_zero_taps(False)` runs every tap in the general driver
+instead.
 
-Swept against oneDNN (numpy's model where oneDNN is not there), with the skipping on and off:
-strides 1 - 4 (kernels shorter than, equal to and longer than the stride: rows no tap
-reaches), dilation, asymmetric and large paddings, 1-D / 2-D / 3-D, groups and channel counts
-around the micro-kernel's 4 / 64 blocks, output rows wider than two micro-tiles, several
-images, u8 sources with zero point 0 (skipped) and s8 sources or a non-zero zero point (not
-skipped, the same results), f32 / s32 / u8 / s8 dsts with post-ops, 1 and 2 threads.  (Where
-oneDNN's tap-less rows bug applies, the reference is numpy's model.)"""
+Swept against oneDNN (numpy's model where oneDNN is not there), both ways: strides 1 - 4
+(kernels shorter than, equal to and longer than the stride: rows no tap reaches), dilation,
+asymmetric and large paddings, 1-D / 2-D / 3-D, groups and channel counts around the
+micro-kernel's 4 / 32 / 64 blocks, output rows wider than a tile, several images, u8 sources
+with zero point 0, s8 sources and non-zero zero points, weights zero points, f32 / s32 / u8 /
+s8 dsts with post-ops, 1 and 2 threads.  (Where oneDNN's tap-less rows bug applies, the
+reference is numpy's model.)"""
 import itertools
 
 import numpy as np
@@ -148,3 +148,18 @@ def test_balanced_pixel_blocks(threads):
             items = units * -(-npix // mc)
             if npix >= 6 * threads * 4:
                 assert items % threads == 0, (npix, units, mc)
+
+
+@pytest.mark.parametrize("geometry", range(len(GEOMETRIES)))
+def test_phase_weights_zero_points_vs_numpy(skip_taps, geometry):
+    """weights zero points (beyond oneDNN): the phase runs stage the per-pixel source sums the
+    epilogue subtracts (strided_epilogue_args), every pixel's at its own place"""
+    isp, k, s, d, pl, pr = GEOMETRIES[geometry]
+    rng = np.random.default_rng([geometry, 11])
+    for src_dt, zp in (("u8", 0), ("s8", 0), ("u8", 5)):
+        q = {"wei_zp": rng.integers(-9, 9, 2 * 7).astype(np.int32), "wei_zp_mask": 3}
+        if zp:
+            q["src_zp"] = [zp]
+        c = Case(rng, mb=2, G=2, ICg=6, OCg=7, isp=isp, k=k, s=s, pl=pl, pr=pr, d=d,
+                 src_dt=src_dt, dst_dt="s32", deconv=True, grouped=True, q=q)
+        assert_same(c.run_dnnq()[0], c.run_numpy())

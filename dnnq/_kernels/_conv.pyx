@@ -125,7 +125,7 @@ cdef class ConvPlan:
 
     def phase_deconv(self):
         """Whether this deconvolution runs by column phases (dense GEMMs of the taps that
-        reach each phase) when its zero-point row reads as zero bytes."""
+        reach each phase; conv_deconv.c)."""
         return bool(dnnq_conv_deconv_phases(&self.cv))
 
     def run(self, src, bint s8_src, zp_rows, padcorr, packed, dw_weights,
@@ -251,9 +251,9 @@ cdef bint _skip_zero_taps_on = True
 
 
 def set_skip_zero_taps(bint on):
-    """Whether plans created from now on leave out the deconvolution taps that read only a
-    zero zero-point row (conv_driver.c deconv_tile_skip); returns the previous setting (tests
-    and A/B timings; on by default)."""
+    """Whether deconvolution plans created from now on take the column-phase driver, which
+    leaves out the taps that read only the zero-point row (conv_deconv.c); off: every tap, the
+    general driver.  Returns the previous setting (tests and A/B timings; on by default)."""
     global _skip_zero_taps_on
     old = _skip_zero_taps_on
     _skip_zero_taps_on = on

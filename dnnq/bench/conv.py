@@ -176,14 +176,14 @@ def build(desc, knobs, rng, deconv=False, tag=True):
     attr.set_scales_mask(dnnq.DNNL_ARG_WEIGHTS, 3 if G > 1 else 1)
     attr.set_scales_mask(dnnq.DNNL_ARG_DST, 0)
     # --attr-zero-points: src and dst, common (benchdnn's syntax; a value, else 0)
-    zps = {}
+    zps = {}  # arg name -> its zero point (int32 array of one value)
+    zkeys = {"src": dnnq.DNNL_ARG_SRC, "dst": dnnq.DNNL_ARG_DST}
     for arg, (mname, value) in parse_quant(knobs.get("attr-zero-points", ""),
                                            "zero-points").items():
         if arg == "wei" or mname != "common":
             raise Unimplemented(f"--attr-zero-points={knobs['attr-zero-points']}: the "
                                 "convolution benchmark takes src / dst common zero points")
-        key = dnnq.DNNL_ARG_SRC if arg == "src" else dnnq.DNNL_ARG_DST
-        attr.set_zero_points_mask(key, 0)
+        attr.set_zero_points_mask(zkeys[arg], 0)
         zps[arg] = np.int32([int(value or 0)])
     ops = dnnq.PostOps()
     ops.append_eltwise("relu")
@@ -205,8 +205,7 @@ def build(desc, knobs, rng, deconv=False, tag=True):
             dnnq.DNNL_ARG_SCALE | dnnq.DNNL_ARG_WEIGHTS: ws,
             dnnq.DNNL_ARG_SCALE | dnnq.DNNL_ARG_DST: ds}
     for arg, zp in zps.items():
-        args[dnnq.DNNL_ARG_ATTR_ZERO_POINTS |
-             (dnnq.DNNL_ARG_SRC if arg == "src" else dnnq.DNNL_ARG_DST)] = zp
+        args[dnnq.DNNL_ARG_ATTR_ZERO_POINTS | zkeys[arg]] = zp
     ref_kw = dict(strides=kw["strides"], padding_l=kw["padding_l"], padding_r=kw["padding_r"],
                   dilates=kw["dilates"], src_scales=ss, wei_scales=ws,
                   wei_scale_mask=3 if G > 1 else 1, dst_scales=ds,

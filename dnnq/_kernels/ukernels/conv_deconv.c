@@ -9,7 +9,7 @@
 
 /* A deconvolution's output pixels by column phase.  A tap that reaches no source pixel is left
  * out: with a u8 source and zero point 0 the zero-point row it would read is zero bytes and
- * adds exactly nothing (as in deconv_tile_skip); otherwise its product with that row is added
+ * adds exactly nothing; otherwise its product with that row is added
  * back through the piece's compensation (zc, below).  Along an output row, the pixels ow with the same phase
  * (ow + pw) % sw are reached by the same kernel columns kw (kw dw = ow + pw mod sw), and for
  * each such tap their source columns x = (ow + pw - kw dw) / sw are consecutive: a run of them
@@ -18,12 +18,13 @@
  * step, or the tile epilogue with the dst, bias and binary-input row strides multiplied by
  * sw).  Near the row's ends a tap's source column leaves the source: the run is cut where the
  * set of taps inside changes, each piece with its own pairs.  No pointer tables, grouping or
- * row copies: deconv_tile_skip spent more on those than the micro-kernel on its work.  With
+ * row copies (the driver this replaced spent more on those than the micro-kernel on its work).
+ * A weights zero point's source sums are staged per run (strided_epilogue_args).  With
  * kernel = stride (U-Net's k2 s2) every pixel has exactly one tap. */
 static int deconv_phases(const dnnq_conv_t *cv) {
     return cv->deconv && !cv->depthwise && cv->skip_zero_taps &&
            (cv->a_xor == 0 || cv->a_xor == 0x80808080u) &&
-           !cv->padcorr && !cv->epi.wzp && cv->kw <= 64 && cv->npairs <= 4096 &&
+           !cv->padcorr && cv->kw <= 64 && cv->npairs <= 4096 &&
            cv->pd >= 0 && cv->ph >= 0 && cv->pw >= 0;
 }
 
@@ -76,12 +77,18 @@ static int zero_rows_zero(const dnnq_conv_t *cv, int64_t item) {
     return 1;
 }
 
-/* the epilogue arguments of a run of pixels m, m + step, ...: the per-pixel pointers moved
- * to pixel m, their row strides multiplied by step (rows r of the tile -> pixel m + r step) */
+/* the epilogue arguments of `rows` pixels m, m + step, ...: the per-pixel pointers moved to
+ * pixel m, their row strides multiplied by step (row r of the tile -> pixel m + r step); the
+ * source sums of a weights zero point, which have no row stride, staged into rs[rows] */
 static void strided_epilogue_args(const dnnq_gemm_args_t *ge, const dnnq_postop_t *post,
-                                  int64_t m, int64_t step, dnnq_gemm_args_t *gs,
-                                  dnnq_postop_t *ps) {
+                                  int64_t m, int64_t step, int rows, int32_t *rs,
+                                  dnnq_gemm_args_t *gs, dnnq_postop_t *ps) {
     *gs = *ge;
+    if (ge->wzp) {
+        for (int r = 0; r < rows; ++r) rs[r] = ge->rowsum[m + r * step];
+        gs->rowsum = rs;
+        gs->r_sb = 0;
+    }
     const int esz = ge->dst_dt == DNNQ_DT_S8 || ge->dst_dt == DNNQ_DT_U8 ? 1 : 4;
     gs->dst = (char *)ge->dst + m * ge->d_sm * esz;
     gs->d_sm = ge->d_sm * step;
@@ -131,6 +138,7 @@ static void phase_run(const phase_ctx_t *x, const phase_epi_t *e, int64_t m, int
     const dnnq_gemm_args_t *ge = &e->ge;
     dnnq_gemm_args_t gs;
     dnnq_postop_t ps[DNNQ_CONV_MAX_POST];
+    int32_t rs[DNNQ_CONV_TILE_ROWS];
     int64_t step_done = 0; /* rows the pairs' a already moved past */
     for (int64_t r0 = 0; r0 < cnt;) {
         /* rows r0 .. r0 + rows - 1 into one tile, one epilogue call (unless fused) */
@@ -153,14 +161,14 @@ static void phase_run(const phase_ctx_t *x, const phase_epi_t *e, int64_t m, int
             if (!np) { /* no tap reaches these pixels: a zero sum */
                 memset(x->tile + r * DNNQ_NR, 0, sizeof(int32_t) * DNNQ_NR * (size_t)mr);
                 if (e->fuse) {
-                    strided_epilogue_args(ge, x->post, mp, s, &gs, ps);
+                    strided_epilogue_args(ge, x->post, mp, s, mr, rs, &gs, ps);
                     cv->epilogue(&gs, 0, 0, mr, x->p, x->tile + r * DNNQ_NR);
                 }
             } else if (e->fuse && k4) {
                 cv->brgemm_epi(mr, np, pairs, &e->st, e->fuse, mp, s);
             } else if (e->fuse) { /* K % 4 tails: the plain kernel, these rows finished here */
                 x->brg(mr, np, pairs, cv->a_xor, 0, x->tile + r * DNNQ_NR);
-                strided_epilogue_args(ge, x->post, mp, s, &gs, ps);
+                strided_epilogue_args(ge, x->post, mp, s, mr, rs, &gs, ps);
                 cv->epilogue(&gs, 0, 0, mr, x->p, x->tile + r * DNNQ_NR);
             } else {
                 x->brg(mr, np, pairs, cv->a_xor, 0, x->tile + r * DNNQ_NR);
@@ -168,7 +176,7 @@ static void phase_run(const phase_ctx_t *x, const phase_epi_t *e, int64_t m, int
             r += mr;
         }
         if (!e->fuse) {
-            strided_epilogue_args(ge, x->post, m + r0 * s, s, &gs, ps);
+            strided_epilogue_args(ge, x->post, m + r0 * s, s, (int)rows, rs, &gs, ps);
             cv->epilogue(&gs, 0, 0, (int)rows, x->p, x->tile);
         }
         r0 += rows;
@@ -194,7 +202,7 @@ int dnnq_conv_run_item_deconv_phases(const dnnq_conv_t *cv, int64_t item) {
     phase_ctx_t x;
     x.cv = cv;
     x.post = post;
-    x.brg = ge.N - p * DNNQ_NR <= 32 && cv->brgemm_n32 ? cv->brgemm_n32 : cv->brgemm;
+    x.brg = dnnq_conv_brgemm_for(cv, ge.N - p * DNNQ_NR);
     x.mr_max = cv->mr < DNNQ_MR_MAX ? cv->mr : DNNQ_MR_MAX;
     x.p = p;
     x.src_end = cv->src + cv->N * cv->id * cv->ih * cv->iw * cv->IC;
@@ -206,7 +214,6 @@ int dnnq_conv_run_item_deconv_phases(const dnnq_conv_t *cv, int64_t item) {
     const int64_t s = cv->sw;
     /* the pieces' epilogues: one for all when the left-out taps add nothing, else a small
      * cache by tap set (a few sets per item: rows in the middle or at an edge, phases) */
-    const int can_fuse = cv->brgemm_epi && (cv->a_xor == 0 || cv->a_xor == 0x80808080u);
     const int32_t *zc = cv->deconv_zc ? cv->deconv_zc + (g * cv->n_panels + p) * cv->npairs * DNNQ_NR
                                       : NULL;
     enum { NCACHE = 8 };
@@ -215,8 +222,7 @@ int dnnq_conv_run_item_deconv_phases(const dnnq_conv_t *cv, int64_t item) {
     int ncached = 0, next = 0;
     if (!zc) {
         cache[0].ge = ge;
-        cache[0].fuse = can_fuse ? cv->epi_prepare(&cache[0].ge, 0, p, &cache[0].st) : 0;
-        if (cache[0].fuse && cv->a_xor) cache[0].fuse = dnnq_epi_kind_xor(cache[0].fuse);
+        cache[0].fuse = dnnq_conv_fuse_kind(cv, &cache[0].ge, p, &cache[0].st);
     }
     /* the row's kernel rows (tap index of kw = 0, source row), the phase's pairs */
     enum { SMALL = 64 }; /* on the stack up to this many taps (a malloc per item cost 10 %) */
@@ -320,8 +326,7 @@ int dnnq_conv_run_item_deconv_phases(const dnnq_conv_t *cv, int64_t item) {
                         f->ge.col_comp = (const int32_t *)((uintptr_t)f->comp -
                                                            (uintptr_t)(p * DNNQ_NR * 4));
                         f->ge.c_sb = 0;
-                        f->fuse = can_fuse ? cv->epi_prepare(&f->ge, 0, p, &f->st) : 0;
-                        if (f->fuse && cv->a_xor) f->fuse = dnnq_epi_kind_xor(f->fuse);
+                        f->fuse = dnnq_conv_fuse_kind(cv, &f->ge, p, &f->st);
                     }
                     e = cache + hit;
                 }

@@ -137,79 +137,6 @@ static void tile_rows(const dnnq_conv_t *cv, int64_t n, int64_t g, int64_t m, in
     }
 }
 
-/* A deconvolution's micro-tile with the taps that read only the zero-point row left out
- * (cv->skip_zero_taps, and the zero row is all zero bytes as the micro-kernel reads it -- a
- * u8 source, zero point 0 -- so those taps add exactly nothing, in every numerics mode: the
- * s16 pairs of the AVX2 mode never straddle taps).  At stride s only one tap in s of each
- * kernel dim reaches a given output pixel.  The tile's pixels are output pixels m .. m + mr
- * - 1 of one output row, so the kernel rows (kd, kh) that reach them are common; they are
- * grouped by the kernel columns kw that reach them (one group per column phase) and each
- * group of at most mr_max pixels runs with its own taps into `scratch`, its rows then copied
- * to their places in `sub`.  Source coordinates from cv->coords.  mr <= 64, kw <= 64. */
-static void deconv_tile_skip(const dnnq_conv_t *cv, int64_t n, int64_t m, int mr, int mr_max,
-                             int64_t chan0, const int8_t *bpanel, dnnq_br_pair_t *pairs,
-                             const uint8_t **grows, int32_t *scratch, int32_t *sub) {
-    const int32_t *ctd = cv->coords, *cth = ctd + cv->od * cv->kd, *ctw = cth + cv->oh * cv->kh;
-    int64_t od, oh, ow0;
-    out_pixel(cv, m, &od, &oh, &ow0);
-    const uint8_t *img = cv->src + n * cv->id * cv->ih * cv->iw * cv->IC + chan0;
-    /* the kernel rows that reach this output row: their first tap and source row */
-    int64_t rt[64];
-    const uint8_t *rp[64];
-    int nr = 0;
-    for (int64_t kd = 0; kd < cv->kd; ++kd) {
-        const int32_t xd = ctd[od * cv->kd + kd];
-        if (xd < 0) continue;
-        for (int64_t kh = 0; kh < cv->kh; ++kh) {
-            const int32_t xh = cth[oh * cv->kh + kh];
-            if (xh < 0) continue;
-            rt[nr] = (kd * cv->kh + kh) * cv->kw;
-            rp[nr] = img + ((int64_t)xd * cv->ih + xh) * cv->iw * cv->IC;
-            ++nr;
-        }
-    }
-    uint64_t mask[64];
-    for (int r = 0; r < mr; ++r) {
-        uint64_t k = 0;
-        for (int64_t kw = 0; kw < cv->kw; ++kw) /* branch-free: the pattern alternates */
-            k |= (uint64_t)(ctw[(ow0 + r) * cv->kw + kw] >= 0) << kw;
-        mask[r] = nr ? k : 0;
-    }
-    uint64_t done = 0; /* pixels already computed */
-    for (int r0 = 0; r0 < mr; ++r0) {
-        if (done >> r0 & 1) continue;
-        const uint64_t k = mask[r0];
-        int idx[64], cnt = 0;
-        for (int r = r0; r < mr && cnt < mr_max; ++r)
-            if (!(done >> r & 1) && mask[r] == k) {
-                idx[cnt++] = r;
-                done |= (uint64_t)1 << r;
-            }
-        if (!k) { /* no tap reaches these pixels: a zero sum */
-            for (int i = 0; i < cnt; ++i)
-                memset(sub + idx[i] * DNNQ_NR, 0, sizeof(int32_t) * DNNQ_NR);
-            continue;
-        }
-        int64_t np = 0;
-        for (int j = 0; j < nr; ++j)
-            for (int64_t kw = 0; kw < cv->kw; ++kw) {
-                if (!(k >> kw & 1)) continue;
-                for (int i = 0; i < cnt; ++i)
-                    grows[np * cnt + i] =
-                        rp[j] + (int64_t)ctw[(ow0 + idx[i]) * cv->kw + kw] * cv->IC;
-                pairs[np].a = NULL;
-                pairs[np].lda = 0;
-                pairs[np].rows = grows + np * cnt;
-                pairs[np].b = bpanel + (rt[j] + kw) * cv->K4 * 4 * DNNQ_NR;
-                pairs[np].K = cv->kpair;
-                ++np;
-            }
-        cv->brgemm(cnt, np, pairs, cv->a_xor, 0, scratch);
-        for (int i = 0; i < cnt; ++i)
-            memcpy(sub + idx[i] * DNNQ_NR, scratch + i * DNNQ_NR, sizeof(int32_t) * DNNQ_NR);
-    }
-}
-
 /* tile[r][:] += padcorr[tap][:] for every tap of row r that reads no source pixel */
 static void add_pad_correction(const dnnq_conv_t *cv, int64_t g, int64_t m, int mr, int64_t p,
                                int nc, int32_t *tile) {
@@ -474,27 +401,15 @@ int dnnq_conv_run_item(const dnnq_conv_t *cv, int64_t item) {
     const int mr_max = cv->mr;
     const int64_t npairs = cv->npairs;
     int32_t tile[DNNQ_CONV_TILE_ROWS * DNNQ_NR] __attribute__((aligned(64)));
-    /* deconvolution taps that read only the zero row skipped (deconv_tile_skip, which
-     * builds its own rows) when it reads as zero bytes; tiles of up to two micro-tiles then */
-    int skip = cv->skip_zero_taps && cv->deconv && !cv->depthwise && cv->a_xor == 0 &&
-               !cv->padcorr && cv->coords && npairs <= 64 && 2 * mr_max <= DNNQ_CONV_TILE_ROWS;
-    for (int64_t i = 0; skip && i < cv->kpair; ++i) skip = cv->zp_rows[g * cv->kpair + i] == 0;
     const uint8_t **rows = (const uint8_t **)malloc(sizeof(uint8_t *) * (size_t)(npairs * mr_max) +
                                                     sizeof(int64_t) * (size_t)npairs);
     int64_t *delta = rows ? (int64_t *)(rows + npairs * mr_max) : NULL;
     dnnq_br_pair_t *pairs = cv->depthwise ? NULL
                                           : (dnnq_br_pair_t *)malloc(sizeof(dnnq_br_pair_t) *
                                                                      (size_t)npairs);
-    /* the skipped taps' groups: row pointers and accumulators */
-    const uint8_t **grows = skip ? (const uint8_t **)malloc(sizeof(uint8_t *) *
-                                                            (size_t)(npairs * mr_max))
-                                 : NULL;
-    int32_t *gacc = skip ? (int32_t *)malloc(sizeof(int32_t) * (size_t)(mr_max * DNNQ_NR)) : NULL;
-    if (!rows || (!cv->depthwise && !pairs) || (skip && (!grows || !gacc))) {
+    if (!rows || (!cv->depthwise && !pairs)) {
         free(rows);
         free(pairs);
-        free(grows);
-        free(gacc);
         return -1; /* the caller raises MemoryError */
     }
     const int32_t *ct[3] = {NULL, NULL, NULL};
@@ -546,16 +461,6 @@ int dnnq_conv_run_item(const dnnq_conv_t *cv, int64_t item) {
             if (c > mend - m) c = mend - m;
             if (c > mr_max) c = mr_max;
             mr = (int)c;
-        } else if (skip) {
-            /* tiles within one output row (its pixels share the kernel rows that reach them)
-             * of up to two micro-tiles: a group per column phase of up to mr_max rows at
-             * stride 2 */
-            int64_t od0, oh0, ow0;
-            out_pixel(cv, m, &od0, &oh0, &ow0);
-            int64_t c = cv->ow - ow0;
-            if (c > mend - m) c = mend - m;
-            if (c > 2 * mr_max) c = 2 * mr_max;
-            mr = (int)c;
         } else {
             mr = (int)(m0 + (mcur * (ti + 1)) / ntiles - m);
         }
@@ -576,13 +481,11 @@ int dnnq_conv_run_item(const dnnq_conv_t *cv, int64_t item) {
             const uint8_t *base = img + (((od * cv->sd - cv->pd) * cv->ih + oh * cv->sh - cv->ph) *
                                              cv->iw + ow * cv->sw - cv->pw) * cv->IC;
             for (int64_t t = 0; t < npairs; ++t) rows[t] = base + delta[t];
-        } else if (!skip) { /* (deconv_tile_skip builds its own rows) */
+        } else {
             tile_rows(cv, n, g, m, mr, chan0, delta, ilo, ihi, ct_ok ? ct : NULL, rows);
         }
         if (cv->depthwise) {
             dw(mr, npairs, rows, dense ? ps : 0, nc, cv->src_signed, wdw, sub);
-        } else if (skip) {
-            deconv_tile_skip(cv, n, m, mr, mr_max, chan0, bpanel, pairs, grows, gacc, sub);
         } else {
             /* dense rows read K rounded up to a multiple of 4 where that stays inside the
              * source: the extra bytes meet the zero padding of the packed weights, and the
@@ -606,8 +509,6 @@ int dnnq_conv_run_item(const dnnq_conv_t *cv, int64_t item) {
     if (trows) cv->epilogue(&ge, 0, tm, trows, p, tile);
     free(rows);
     free(pairs);
-    free(grows);
-    free(gacc);
     return 0;
 }
 

@@ -280,7 +280,7 @@ int dnnq_conv_run_item_tiles(const dnnq_conv_t *cv, int64_t item) {
     const int64_t n = rest / cv->G;
     const int nc = (int)(cv->OCg - p * DNNQ_NR < DNNQ_NR ? cv->OCg - p * DNNQ_NR : DNNQ_NR);
     /* a panel of at most 32 columns: the half-width micro-kernel where there is one */
-    const dnnq_brgemm_ukr_fn brg = nc <= 32 && cv->brgemm_n32 ? cv->brgemm_n32 : cv->brgemm;
+    const dnnq_brgemm_ukr_fn brg = dnnq_conv_brgemm_for(cv, nc);
     const int64_t ntaps = cv->kd * cv->kh * cv->kw;
     const int fold = cv->fold_kw;                /* pairs are kernel rows of KW taps */
     const int64_t ntw = fold ? 1 : cv->kw, nth = cv->kh;
@@ -308,12 +308,10 @@ int dnnq_conv_run_item_tiles(const dnnq_conv_t *cv, int64_t item) {
     const int8_t *bpanel = cv->packed + (g * cv->n_panels + p) * np_max * bstep;
     const int32_t *pc = cv->padcorr ? cv->padcorr + g * ntaps * cv->OCg + p * DNNQ_NR : NULL;
 
-    /* the micro-kernel with the epilogue fused, where it applies (u8 source, the hot 8-bit
-     * epilogue, no padcorr): no s32 tile, the epilogue prepared once per item */
+    /* the micro-kernel with the epilogue fused, where it applies (the hot 8-bit epilogue, no
+     * padcorr): no s32 tile, the epilogue prepared once per item */
     dnnq_epi_state_t fst;
-    int fuse = cv->brgemm_epi && !pc && (cv->a_xor == 0 || cv->a_xor == 0x80808080u)
-                   ? cv->epi_prepare(&ge, 0, p, &fst) : 0;
-    if (fuse && cv->a_xor) fuse = dnnq_epi_kind_xor(fuse); /* s8 source */
+    const int fuse = pc ? 0 : dnnq_conv_fuse_kind(cv, &ge, p, &fst);
     int32_t tile[DNNQ_CONV_TILE_ROWS * DNNQ_NR] __attribute__((aligned(64)));
     int32_t col[DNNQ_MR_MAX * DNNQ_NR] __attribute__((aligned(64)));
     int64_t tm = 0; /* first pixel of the pending tile (consecutive pixels) */

@@ -91,9 +91,8 @@ typedef struct {
     /* 1: the column kernel's items run panels outermost within an image (ConvExec's channel-
      * band copies of plain data, several threads) */
     int panel_outer;
-    /* 1: in a deconvolution whose zero-point row reads as zero bytes (u8 source, zero point 0,
-     * checked by the driver), the general driver leaves out the taps that read only it
-     * (conv_driver.c deconv_tile_skip); set at creation (_conv.set_skip_zero_taps) */
+    /* 1: a deconvolution leaves out the taps that read only the zero-point row (the
+     * column-phase driver, conv_deconv.c); set at creation (_conv.set_skip_zero_taps) */
     int skip_zero_taps;
     /* a deconvolution's source coordinates per (output coordinate, kernel index) of each dim
      * (dnnq_conv_build_coords, by dnnq_conv_build_tiles; freed by dnnq_conv_free_tiles) */
@@ -103,6 +102,21 @@ typedef struct {
      * row does not read as zero bytes; NULL otherwise */
     const int32_t *deconv_zc;
 } dnnq_conv_t;
+
+/* The fused micro-kernel's kind for panel p of the item's epilogue ge (its state into st), or
+ * 0 (not fused): u8 sources, and s8 ones XOR-ed to u8 (the kinds with a compensation). */
+static inline int dnnq_conv_fuse_kind(const dnnq_conv_t *cv, const dnnq_gemm_args_t *ge,
+                                      int64_t p, dnnq_epi_state_t *st) {
+    if (!cv->brgemm_epi || (cv->a_xor != 0 && cv->a_xor != 0x80808080u)) return 0;
+    const int kind = cv->epi_prepare(ge, 0, p, st);
+    return kind && cv->a_xor ? dnnq_epi_kind_xor(kind) : kind;
+}
+
+/* The batch-reduce micro-kernel for a panel of nc columns: the half-width one where there is
+ * one and nc <= 32. */
+static inline dnnq_brgemm_ukr_fn dnnq_conv_brgemm_for(const dnnq_conv_t *cv, int64_t nc) {
+    return nc <= 32 && cv->brgemm_n32 ? cv->brgemm_n32 : cv->brgemm;
+}
 
 /* The tiled path of an ungrouped or grouped convolution (not deconvolution, depthwise or the
  * folded-tap kernel): 0, or -1 when an allocation failed; freed by dnnq_conv_free_tiles. */
@@ -124,8 +138,8 @@ int64_t dnnq_conv_n_items(const dnnq_conv_t *cv);
 /* 0, or -1 when a scratch allocation failed (dst then incomplete: raise MemoryError) */
 int dnnq_conv_run_item(const dnnq_conv_t *cv, int64_t item);
 /* 1: a deconvolution that the general driver runs by column phases, dense GEMMs of the taps
- * that reach each phase, when its zero-point row reads as zero bytes (u8 source, zero point
- * 0; conv_driver.c run_item_deconv_phases) */
+ * that reach each phase (conv_deconv.c; with an s8 source or a zero point only up to
+ * DNNQ_ZC_TAPS taps, see dnnq_conv_takes_phases) */
 int dnnq_conv_deconv_phases(const dnnq_conv_t *cv);
 /* Around the work items of one execution (cv filled for it): what the items need computed
  * once (deconv_zc); 0, or -1 when an allocation failed.  finish frees it. */

@@ -51,9 +51,9 @@
         c##r##3 = _mm512_loadu_si512((const void *)(c + r * DNNQ_NR + 48));                       \
     }
 
-/* MR rows x 64 columns (NCB = 4; NCB = 2: the first 32, for a panel of at most 32 columns,
- * fused epilogue only: half the vpdpbusd), summed over the (A, B) pairs with the accumulators
- * in registers throughout.  The K % 4 tails are added afterwards by tail_avx512: with them inside the pair
+/* MR rows x 64 columns (NCB = 4; NCB = 2: the first 32, for a panel of at most 32 columns:
+ * half the vpdpbusd), summed over the (A, B) pairs with the accumulators in registers
+ * throughout.  The K % 4 tails are added afterwards by tail_avx512: with them inside the pair
  * loop gcc 12 spills the accumulators.  FUSE = 0 stores the s32 tile to c; otherwise (an
  * epi_fused_row variant, every K a multiple of 4) each row goes from the accumulators through
  * the epilogue k straight to its 8-bit dst row at d0 + r * k->ldd: no s32 tile in memory. */
