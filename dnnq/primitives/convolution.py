@@ -81,6 +81,12 @@ DW_PLAIN_MIN_OW = 48
 #: conv_dw3x3_plain_s2.h).  False: the column kernel's even / odd picks (as without VBMI).
 DW_PLAIN_VBMI = True
 
+#: With AVX512-VBMI, 2-D planes at stride 1 whose rows keep their width (iw == ow) and whose
+#: output rows are narrower than this take the flat kernel (lanes = 16 consecutive pixels
+#: across row ends, ukernels/conv_dw3x3_flat.h) instead of the column kernel or the
+#: channels-last copies.  0: never.
+DW_FLAT_MAX_OW = 1 << 30
+
 
 def _balanced_block(npix, mc, mr, units, threads):
     """Pixels per work item (a multiple of mr, near mc) for which the items, `units` times
@@ -360,14 +366,22 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
         # (a column-kernel geometry is a forward convolution: no oneDNN AVX2 fallback, so
         # exact numerics mean no pair saturation or halved weights either)
         ok = (self._dw_column_kernel() and self._fast_path_possible() and
-              self._geo.dst[2] >= DW_PLAIN_MIN_OW and self._numerics == "exact" and
+              self._numerics == "exact" and
               not self._ref_flags and
               not self.src_desc.is_channels_last and not self.dst_desc.is_channels_last and
               self.dst_desc.dt in ("u8", "s8") and not self._raw_s32 and not self._has_sum and
               all(k == _plan.PO_ELTWISE and alg in elt for k, alg, _, _ in self._post_specs))
         if not ok:
             return 0
-        return 2 if DW_PLAIN_VBMI and _dispatch.cpu_has("avx512_vbmi") else 1
+        geo = self._geo
+        vbmi = _dispatch.cpu_has("avx512_vbmi")
+        (idp, ih, iw), (odp, oh, ow) = geo.src, geo.dst
+        if (vbmi and ow < DW_FLAT_MAX_OW and idp == 1 and odp == 1 and iw == ow and
+                tuple(geo.strides[1:]) == (1, 1) and oh * ow < 1 << 24):
+            return 3
+        if ow < DW_PLAIN_MIN_OW:
+            return 0
+        return 2 if DW_PLAIN_VBMI and vbmi else 1
 
     def _dw_plain_rows(self, panels, threads):
         """Output rows per work item of the plain kernel: whole planes, each channel's rows

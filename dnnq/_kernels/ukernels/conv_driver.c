@@ -366,7 +366,8 @@ static int run_item_dw3x3_plain(const dnnq_conv_t *cv, int64_t item) {
     c.ntaps = cv->npairs;
     c.zpix = cv->zp_rows + chan0;
     c.epi = &epi;
-    c.vbmi = cv->plain == 2;
+    c.vbmi = cv->plain >= 2;
+    c.flat = cv->plain == 3;
     dnnq_dw3x3_plain_avx512(&c);
     return 0;
 }

@@ -269,16 +269,45 @@ static void dwp_range_any(int mode, const dnnq_dw3x3_plain_t *c, dwp_ctx_t *x,
     }
 }
 
+/* channel i of the panel into x: its weights (cols3 at wc, rows3 after comp), the s8
+ * source's compensation, the epilogue's constants and the zero point */
+static inline __attribute__((always_inline)) void
+dwp_channel_setup(const dnnq_dw3x3_plain_t *c, dwp_ctx_t *x, const int8_t *comp,
+                  const int8_t *wc, int i) {
+    const dnnq_dw_epi_t *e = c->epi;
+    const int narrow = c->nc <= 32;
+    /* channel i's place in the packed blocks: vector k, 128-bit lane L, dword j */
+    const int L = i / 16, k = (i % 16) / 4, j = i % 4;
+    const int64_t wpos = (int64_t)k * 64 + (L * 4 + j) * 4;
+    for (int kw = 0; kw < 3; ++kw) {
+        int32_t a, b, r;
+        memcpy(&a, wc + (kw * 2) * 256 + wpos, 4);
+        memcpy(&b, wc + (kw * 2 + 1) * 256 + wpos, 4);
+        memcpy(&r, comp + 256 + kw * 1024 + wpos, 4); /* rows3: kernel row kw, variant A */
+        x->wa[kw] = _mm512_set1_epi32(a);
+        x->wb[kw] = _mm512_set1_epi32(b);
+        x->wr[kw] = _mm512_set1_epi32(r);
+    }
+    int32_t cp;
+    memcpy(&cp, comp + wpos, 4);
+    x->init = c->src_signed ? _mm512_set1_epi32(cp) : _mm512_setzero_si512();
+    const int ei = (narrow ? 8 : 16) * k + 4 * L + j;
+    x->sc = _mm512_set1_ps(e->sc[ei]);
+    x->bi = _mm512_set1_ps(e->bi[ei]);
+    x->zp = _mm512_set1_ps(e->zp[ei]);
+    x->cc = _mm512_set1_epi32(e->cc[ei]);
+    x->zraw = _mm512_set1_epi8((char)c->zpix[i]);
+    x->zq = _mm512_xor_si512(x->zraw, x->flip);
+}
+
+#include "conv_dw3x3_flat.h"
+
 void dnnq_dw3x3_plain_avx512(const dnnq_dw3x3_plain_t *c) {
     const dnnq_dw_epi_t *e = c->epi;
     const int mode = dw9_mode(e);
-    const int narrow = c->nc <= 32;
     const int8_t *comp = c->w + ((c->ntaps + 3) / 4) * 256;
     const int8_t *wc = comp + 256 + (c->ntaps / 3) * 1024; /* after rows3: cols3 */
     const int64_t OW = c->ow;
-    enum { BUF = 4096 };
-    uint8_t buf[BUF + 64] __attribute__((aligned(64)));
-    const int64_t chunk = OW < 64 ? ((BUF / OW) & ~(int64_t)1) * OW : 0; /* whole row pairs */
     dwp_ctx_t x;
     x.iw = c->iw;
     x.lo = c->src_lo;
@@ -286,6 +315,13 @@ void dnnq_dw3x3_plain_avx512(const dnnq_dw3x3_plain_t *c) {
     x.flip = _mm512_set1_epi8(c->src_signed ? (char)0x80 : 0);
     x.tr = DWP_TR;
     x.inv = _mm512_set1_ps(e->inv_dst_scale);
+    if (c->flat) {
+        dwf_run(mode, c, &x, comp);
+        return;
+    }
+    enum { BUF = 4096 };
+    uint8_t buf[BUF + 64] __attribute__((aligned(64)));
+    const int64_t chunk = OW < 64 ? ((BUF / OW) & ~(int64_t)1) * OW : 0; /* whole row pairs */
     dws2_plan_t plan __attribute__((aligned(64)));
     const dws2_plan_t *s2 = NULL;
     if (c->vbmi && c->sw == 2 && c->sh == 2) {
@@ -293,28 +329,7 @@ void dnnq_dw3x3_plain_avx512(const dnnq_dw3x3_plain_t *c) {
         s2 = &plan;
     }
     for (int i = 0; i < c->nc; ++i) {
-        /* channel i's place in the packed blocks: vector k, 128-bit lane L, dword j */
-        const int L = i / 16, k = (i % 16) / 4, j = i % 4;
-        const int64_t wpos = (int64_t)k * 64 + (L * 4 + j) * 4;
-        for (int kw = 0; kw < 3; ++kw) {
-            int32_t a, b, r;
-            memcpy(&a, wc + (kw * 2) * 256 + wpos, 4);
-            memcpy(&b, wc + (kw * 2 + 1) * 256 + wpos, 4);
-            memcpy(&r, comp + 256 + kw * 1024 + wpos, 4); /* rows3: kernel row kw, variant A */
-            x.wa[kw] = _mm512_set1_epi32(a);
-            x.wb[kw] = _mm512_set1_epi32(b);
-            x.wr[kw] = _mm512_set1_epi32(r);
-        }
-        int32_t cp;
-        memcpy(&cp, comp + wpos, 4);
-        x.init = c->src_signed ? _mm512_set1_epi32(cp) : _mm512_setzero_si512();
-        const int ei = (narrow ? 8 : 16) * k + 4 * L + j;
-        x.sc = _mm512_set1_ps(e->sc[ei]);
-        x.bi = _mm512_set1_ps(e->bi[ei]);
-        x.zp = _mm512_set1_ps(e->zp[ei]);
-        x.cc = _mm512_set1_epi32(e->cc[ei]);
-        x.zraw = _mm512_set1_epi8((char)c->zpix[i]);
-        x.zq = _mm512_xor_si512(x.zraw, x.flip);
+        dwp_channel_setup(c, &x, comp, wc, i);
         const uint8_t *plane = c->src + i * c->src_plane;
         uint8_t *dplane = c->dst + i * c->dst_plane;
         if (OW >= 64) { /* every store inside its row, or rewritten later in the row */
