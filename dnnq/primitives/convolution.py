@@ -88,6 +88,16 @@ DW_PLAIN_VBMI = True
 DW_FLAT_MAX_OW = 1 << 30
 
 
+def dw_flat_span(oh, ow, iw, sh, sw):
+    """The widest span of source bytes one kernel row of a 3x3 depthwise kernel reads for 16
+    consecutive output pixels of a 2-D plane, padding taps counted (conv_dw3x3_flat.h's
+    dwf_span: the flat kernel takes spans of at most 96)."""
+    def src(q):
+        return (q // ow) * sh * iw + (q % ow) * sw
+    n = max(1, min(ow, oh * ow - 15))
+    return max(src(a + 15) - src(a) + 3 for a in range(n))
+
+
 def _balanced_block(npix, mc, mr, units, threads):
     """Pixels per work item (a multiple of mr, near mc) for which the items, `units` times
     ceil(npix / mc) of them, split into equal contiguous runs over the threads (the items are
@@ -376,8 +386,9 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
         geo = self._geo
         vbmi = _dispatch.cpu_has("avx512_vbmi")
         (idp, ih, iw), (odp, oh, ow) = geo.src, geo.dst
-        if (vbmi and ow < DW_FLAT_MAX_OW and idp == 1 and odp == 1 and iw == ow and
-                tuple(geo.strides[1:]) == (1, 1) and oh * ow < 1 << 24):
+        sh, sw = geo.strides[1:]
+        if (vbmi and ow < DW_FLAT_MAX_OW and idp == 1 and odp == 1 and oh * ow < 1 << 24 and
+                ((sh, sw) == (1, 1) and iw == ow or dw_flat_span(oh, ow, iw, sh, sw) <= 96)):
             return 3
         if ow < DW_PLAIN_MIN_OW:
             return 0

@@ -1,43 +1,68 @@
-/* The flat stride-1 3x3 depthwise kernel on plain (nchw) planes, AVX-512 VNNI + VBMI
+/* The flat 3x3 depthwise kernel on plain (nchw) planes, AVX-512 VNNI + VBMI
  * (dnnq_dw3x3_plain_t.flat); included by conv_dw3x3_plain.h, whose epilogue it shares.
  *
  * Narrow planes (7 - 28 columns) leave most lanes of the column kernel empty.  Here the lanes
- * are 16 consecutive output pixels q .. q + 15 of the flattened plane, across row ends, and a
- * vpdpbusd lane's four bytes are the three taps of one kernel row (weights (w[kh][0],
- * w[kh][1], w[kh][2], 0), the packed "rows3" block).  With stride 1 and iw == ow the tap
- * (kh, kw) of pixel q sits at plane byte q + (kh - ph) iw + kw - pw whatever q's row, so the
- * 16 lanes of kernel row kh read 18 consecutive bytes from a0 + kh iw, a0 = q - ph iw - pw,
- * and one vpermt2b per kernel row picks every lane's taps out of two registers:
+ * are 16 consecutive output pixels q .. q + 15 of the flattened 2-D plane, across row ends,
+ * and a vpdpbusd lane's four bytes are the three taps of one kernel row (weights (w[kh][0],
+ * w[kh][1], w[kh][2], 0), the packed "rows3" block).  Lane i's taps of kernel row kh lie at
+ * plane bytes s(q0 + i) + (kh - ph) iw - pw + kw, s(q) = sh oh(q) iw + sw ow(q); the lanes'
+ * offsets from lane 0's, r(i) + kw, are the same for every kernel row.  So one byte permute
+ * per kernel row picks every lane's taps out of a window that starts at lane 0's:
  *
- *   WIN1 (iw <= 23): the 64 bytes from a0 hold all three rows' taps: one load; the second
- *                    register holds the zero point;
- *   WIN3 (any iw):   three 32-byte loads, one per kernel row: rows 0 and 1 in the first
- *                    register, row 2 and the zero point in the second.
+ *   WIN1 (stride 1, iw == ow <= 23): one 64-byte window holds all three kernel rows (index
+ *        r(i) + kw + kh iw), one load per vector;
+ *   WR64 (the lanes' span r(15) + 3 <= 64: stride 1 with iw == ow, or stride 2 whose 16
+ *        lanes stay in one output row): one 64-byte load per kernel row;
+ *   WR96 (span <= 96: stride 2 rows of up to 30 output columns): 64 bytes and the next 32.
  *
- * A tap in the padding (a column before 0 or past iw - 1 reads the neighbouring row's byte)
- * has the index of a zero-point byte.  The index vectors depend on the geometry only: built
- * once per block of vectors, they serve every channel of the panel.  (Merge or zeroing masks
- * on the permutes, loaded per vector, cost 10 - 40 % more on Zen 4 than the indices.)
+ * A tap in the padding (a column before 0 or past iw - 1 reads a neighbouring row's byte, a
+ * row outside the plane another plane's) has the index of a zero-point byte: the permute's
+ * second register holds them (WR96: its upper half).  Index vectors depend on the geometry
+ * only: built once per block of vectors, they serve every channel of the panel, and where a
+ * vector has no row in the padding its three kernel rows share one ("uniform").  (Merge or
+ * zeroing masks on the permutes, loaded per vector, cost 10 - 40 % more on Zen 4.)
  *
- * Four vectors (64 pixels) go together: their chains of three vpdpbusd and the epilogue are
- * long, and one vector at a time filled the scheduler (1.45x the time).  Per 64 pixels, WIN1:
- * four loads, twelve vpermt2b, twelve vpdpbusd, the epilogue of four vectors and one store. */
+ * Four vectors (64 pixels) go together and the next group's loads, permutes and vpdpbusd
+ * come before this group's epilogue: one vector at a time, or a group's chains in order,
+ * left the scheduler idle (1.2 - 1.5x the time). */
 
 #define DWF_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi")))
 
-#define DWF_EXPI(i) (i)
-#define DWF_EXPW 0
-enum { DWF_NB = 32 };                       /* vectors per block of index vectors */
-enum { DWF_WIN1 = 1, DWF_WIN3 = 3 };
+enum { DWF_NB = 32 }; /* vectors per block of index vectors */
+enum { DWF_WIN1 = 1, DWF_WR64 = 2, DWF_WR96 = 3, DWF_WR32 = 4 };
 
-/* the window kind of a geometry */
-static int dwf_win(const dnnq_dw3x3_plain_t *c) {
-    return 2 * c->iw + 18 <= 64 ? DWF_WIN1 : DWF_WIN3;
+typedef struct {
+    __m512i idx[3 * DWF_NB];   /* per vector and kernel row */
+    int64_t base[DWF_NB];      /* per vector: s(q0), lane 0's source offset */
+    unsigned char uni[DWF_NB / 4]; /* per group of four: every vector uniform */
+} dwf_table_t;
+
+/* the source offset s(q) of output pixel q of the plane (2-D) */
+static inline int64_t dwf_src(const dnnq_dw3x3_plain_t *c, int64_t q) {
+    return (q / c->ow) * c->sh * c->iw + (q % c->ow) * c->sw;
 }
 
-/* the index vectors of the 16 pixels q0 .. q0 + 15 (those at or past mend: all padding) */
+/* the widest span r(15) + 3 of 16 consecutive pixels (any start) */
+static int64_t dwf_span(const dnnq_dw3x3_plain_t *c) {
+    int64_t worst = 0;
+    const int64_t n = c->ow < c->oh * c->ow - 15 ? c->ow : c->oh * c->ow - 15;
+    for (int64_t a = 0; a < (n > 0 ? n : 1); ++a) {
+        const int64_t span = dwf_src(c, a + 15) - dwf_src(c, a) + 3;
+        worst = span > worst ? span : worst;
+    }
+    return worst;
+}
+
+/* the window kind of a geometry (0: none) */
+static int dwf_win(const dnnq_dw3x3_plain_t *c) {
+    if (c->sh == 1 && c->sw == 1 && c->iw == c->ow && 2 * c->iw + 18 <= 64) return DWF_WIN1;
+    const int64_t span = dwf_span(c);
+    return span <= 32 ? DWF_WR32 : span <= 64 ? DWF_WR64 : span <= 96 ? DWF_WR96 : 0;
+}
+
+/* vector v of the table: the 16 pixels q0 .. q0 + 15 (those at or past mend: all padding) */
 static DWF_TARGET void dwf_build(const int WIN, const dnnq_dw3x3_plain_t *c, int64_t q0,
-                                 int64_t mend, __m512i idx[3]) {
+                                 int64_t mend, dwf_table_t *t, int v) {
     const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     const int32_t OW = (int32_t)c->ow;
     const __m512i m = _mm512_add_epi32(_mm512_set1_epi32((int32_t)q0), lane);
@@ -56,31 +81,41 @@ static DWF_TARGET void dwf_build(const int WIN, const dnnq_dw3x3_plain_t *c, int
     ow = _mm512_mask_sub_epi32(ow, big, ow, vow);
     const __m512i zero = _mm512_setzero_si512(), ones = _mm512_set1_epi32(-1);
     const __m512i iw = _mm512_set1_epi32((int32_t)c->iw), ih = _mm512_set1_epi32((int32_t)c->ih);
-    /* a lane's dword of taps kw = 0, 1, 2 in the window: bytes (i, i + 1, i + 2, i); the
-     * fourth meets a zero weight */
-    const __m512i taps = _mm512_add_epi32(_mm512_mullo_epi32(lane, _mm512_set1_epi32(0x01010101)),
+    const __m512i row0 = _mm512_mullo_epi32(oh, _mm512_set1_epi32((int32_t)c->sh));
+    const __m512i col0 = _mm512_mullo_epi32(ow, _mm512_set1_epi32((int32_t)c->sw));
+    /* lane 0's source offset, and every lane's offset from it (dead lanes: anything) */
+    const int64_t s0 = dwf_src(c, q0);
+    const __m512i rel = _mm512_sub_epi32(_mm512_add_epi32(_mm512_mullo_epi32(row0, iw), col0),
+                                         _mm512_set1_epi32((int32_t)s0));
+    /* a lane's dword of taps kw = 0, 1, 2: bytes (r, r + 1, r + 2, r); the fourth meets a
+     * zero weight */
+    const __m512i r7 = _mm512_and_si512(rel, _mm512_set1_epi32(0x7f));
+    const __m512i taps = _mm512_add_epi32(_mm512_mullo_epi32(r7, _mm512_set1_epi32(0x01010101)),
                                           _mm512_set1_epi32(0x00020100));
     __m512i colbad = zero; /* 0xff in the bytes of taps whose column is outside the source */
     for (int kw = 0; kw < 3; ++kw) {
-        const __m512i x = _mm512_add_epi32(ow, _mm512_set1_epi32(kw - (int32_t)c->pw));
+        const __m512i x = _mm512_add_epi32(col0, _mm512_set1_epi32(kw - (int32_t)c->pw));
         const __mmask16 ok = _mm512_cmpge_epi32_mask(x, zero) & _mm512_cmplt_epi32_mask(x, iw);
         colbad = _mm512_mask_or_epi32(colbad, (__mmask16)~ok, colbad,
                                       _mm512_set1_epi32(0xff << (8 * kw)));
     }
     const __mmask64 colpad = _mm512_test_epi8_mask(colbad, colbad);
+    const char zpi = WIN == DWF_WR96 ? 96 : 64; /* the second register's zero points */
+    int uniform = 1;
     for (int kh = 0; kh < 3; ++kh) {
-        const __m512i row = _mm512_add_epi32(oh, _mm512_set1_epi32(kh - (int32_t)c->ph));
+        const __m512i row = _mm512_add_epi32(row0, _mm512_set1_epi32(kh - (int32_t)c->ph));
         const __mmask16 rowok = inside & _mm512_cmpge_epi32_mask(row, zero) &
                                 _mm512_cmplt_epi32_mask(row, ih);
+        uniform &= rowok == inside;
         const __mmask64 rowpad =
             _mm512_test_epi8_mask(_mm512_maskz_mov_epi32((__mmask16)~rowok, ones), ones);
-        /* WIN1: the window's bytes 0 .. 63, the zero points from 64; WIN3: rows 0, 1 in the
-         * first register, row 2 and the zero points (from 96) in the second */
-        const int base = WIN == DWF_WIN3 ? 32 * kh : (int)(kh * c->iw);
+        const int base = WIN == DWF_WIN1 ? (int)(kh * c->iw) : 0;
         const __m512i in = _mm512_add_epi8(taps, _mm512_set1_epi8((char)base));
-        idx[kh] = _mm512_mask_mov_epi8(in, colpad | rowpad,
-                                       _mm512_set1_epi8(WIN == DWF_WIN3 ? 96 : 64));
+        t->idx[3 * v + kh] = _mm512_mask_mov_epi8(in, colpad | rowpad, _mm512_set1_epi8(zpi));
     }
+    t->base[v] = s0;
+    if (v % 4 == 0) t->uni[v / 4] = 1;
+    t->uni[v / 4] &= (unsigned char)uniform;
 }
 
 /* N bytes (32 or 64) at a; CHECK: masked to the source array [lo, hi) (the blocks at its
@@ -97,46 +132,41 @@ dwf_load(const int CHECK, const int N, const dwp_ctx_t *x, const uint8_t *a) {
     return _mm512_maskz_loadu_epi8(m, (const void *)a);
 }
 
-/* the accumulators of NV (1 .. 4) vectors of one channel, pixels q, q + 16, ... (window
- * starts a0, a0 + 16, ...) */
+/* the accumulators of NV (1 .. 4) vectors of one channel: vector k's windows from
+ * plane + base[k] (+ kh ld: the kernel rows, WR64 / WR96); UNI: one index vector per
+ * vector serves its three kernel rows */
 static inline __attribute__((always_inline)) DWF_TARGET void
-dwf_acc(const int WIN, const int CHECK, const int SGN, const int NV, const dwp_ctx_t *x,
-        const uint8_t *a0, int64_t ld, const __m512i *idx, __m512i acc[4]) {
-    __m512i A[4], B[4];
+dwf_acc(const int WIN, const int CHECK, const int SGN, const int UNI, const int NV,
+        const dwp_ctx_t *x, const uint8_t *plane, const int64_t *base, int64_t ld,
+        const __m512i *idx, __m512i acc[4]) {
+    __m512i W[4];
 #pragma GCC unroll 4
     for (int k = 0; k < NV; ++k) {
-        const uint8_t *a = a0 + 16 * k;
-        if (WIN == DWF_WIN1) {
-            A[k] = dwf_load(CHECK, 64, x, a);
-            B[k] = x->zraw;
-        } else {
-            A[k] = _mm512_inserti64x4(dwf_load(CHECK, 32, x, a),
-                                      _mm512_castsi512_si256(dwf_load(CHECK, 32, x, a + ld)), 1);
-            B[k] = _mm512_inserti64x4(x->zraw,
-                                      _mm512_castsi512_si256(dwf_load(CHECK, 32, x, a + 2 * ld)), 0);
-        }
+        if (WIN == DWF_WIN1) W[k] = dwf_load(CHECK, 64, x, plane + base[k]);
         acc[k] = x->init;
     }
+    /* kernel row by kernel row: a window lives only until its permute (12 live windows,
+     * with the next group's accumulators, spilled) */
 #pragma GCC unroll 3
     for (int kh = 0; kh < 3; ++kh) {
 #pragma GCC unroll 4
         for (int k = 0; k < NV; ++k) {
-            __m512i t = _mm512_permutex2var_epi8(A[k], idx[3 * k + kh], B[k]);
+            const __m512i ix = idx[3 * k + (UNI ? 0 : kh)];
+            const uint8_t *a = plane + base[k] + kh * ld;
+            __m512i t;
+            if (WIN == DWF_WIN1)
+                t = _mm512_permutex2var_epi8(W[k], ix, x->zraw);
+            else if (WIN == DWF_WR96)
+                t = _mm512_permutex2var_epi8(
+                    dwf_load(CHECK, 64, x, a), ix,
+                    _mm512_inserti64x4(x->zraw, _mm512_castsi512_si256(dwf_load(CHECK, 32, x, a + 64)), 0));
+            else
+                t = _mm512_permutex2var_epi8(dwf_load(CHECK, WIN == DWF_WR32 ? 32 : 64, x, a), ix,
+                                             x->zraw);
             if (SGN) t = _mm512_xor_si512(t, x->flip);
             acc[k] = _mm512_dpbusd_epi32(acc[k], t, x->wr[kh]);
         }
     }
-}
-
-/* NV vectors through the epilogue: 64 bytes stored at o (those past the NV vectors' are
- * garbage: the caller lets them land where they are rewritten, or stages them) */
-static inline __attribute__((always_inline)) DWF_TARGET void
-dwf_vectors(const int WIN, const int CHECK, const int SGN, const int MODE, const int NV,
-            const dnnq_dw_epi_t *e, const dwp_ctx_t *x, const uint8_t *a0, int64_t ld,
-            const __m512i *idx, uint8_t *o) {
-    __m512i acc[4];
-    dwf_acc(WIN, CHECK, SGN, NV, x, a0, ld, idx, acc);
-    dwp_finish(NV, MODE, e, x, acc, o);
 }
 
 /* channel i's rows3 weights, s8 compensation, epilogue constants and zero point into x
@@ -162,41 +192,43 @@ dwf_channel_setup(const dnnq_dw3x3_plain_t *c, dwp_ctx_t *x, const int8_t *comp,
     x->zraw = _mm512_set1_epi8((char)c->zpix[i]);
 }
 
-/* the block's vectors (nv of them from pixel q0, the item's last pixel mend - 1) of every
- * channel: groups of four, then the rest as one group; a group's 64-byte store runs past
- * its pixels only at the item's end, where it lands in the next channels' planes when they
- * are the item's and come later (an item of whole planes in one block), else in a staging
- * buffer */
+/* the group's accumulators, the uniform variant where the group has it */
+static inline __attribute__((always_inline)) DWF_TARGET void
+dwf_group(const int WIN, const int CHECK, const int SGN, const int NV, const dwp_ctx_t *x,
+          const uint8_t *plane, const dwf_table_t *t, int g, int64_t ld, __m512i acc[4]) {
+    if (0 && WIN != DWF_WIN1 && t->uni[g])
+        dwf_acc(WIN, CHECK, SGN, 1, NV, x, plane, t->base + 4 * g, ld, t->idx + 12 * g, acc);
+    else
+        dwf_acc(WIN, CHECK, SGN, 0, NV, x, plane, t->base + 4 * g, ld, t->idx + 12 * g, acc);
+}
+
+/* the block's nv vectors (pixels q0 ..) of every channel: groups of four, then the rest as
+ * one group; a group's 64-byte store runs past its pixels only at the item's end, where it
+ * lands in the next channels' planes when they are the item's and come later (an item of
+ * whole planes in one block), else in a staging buffer */
 static inline __attribute__((always_inline)) DWF_TARGET void
 dwf_block(const int WIN, const int CHECK, const int SGN, const int MODE,
           const dnnq_dw3x3_plain_t *c, const dwp_ctx_t *xc, const int8_t *comp,
-          const __m512i *idx, int64_t q0, int nv) {
+          const dwf_table_t *t, int64_t q0, int nv, int i0, int i1) {
     /* a local copy: the caller's context is reachable through the dst stores (bytes), so
      * its constants were reloaded after every store */
     dwp_ctx_t xl = *xc;
     dwp_ctx_t *const x = &xl;
     const int64_t ld = c->iw, off = -c->ph * c->iw - c->pw;
     const int64_t end = q0 + 16 * nv; /* > mend only for the item's last block */
-    /* (an item of one block: a spill into the next plane lands before that plane's own
-     * stores) */
     const int whole = c->m0 == 0 && c->mend == c->dst_plane && c->mend - c->m0 <= 16 * DWF_NB;
     const int rest = nv % 4, ng = nv / 4;
-    for (int i = 0; i < c->nc; ++i) {
+    for (int i = i0; i < i1; ++i) {
         dwf_channel_setup(c, x, comp, i);
         const uint8_t *plane = c->src + i * c->src_plane + off;
         uint8_t *dplane = c->dst + i * c->dst_plane;
-        /* a 64-byte store from the item's last group lands in later planes of the item */
         const int spill_ok = whole && i * c->dst_plane + (int64_t)(nv + 3) / 4 * 64 <=
                                           c->nc * c->dst_plane;
-        /* software-pipelined: group g + 1's loads, permutes and vpdpbusd come before group
-         * g's epilogue (in order, one group's long chains left the scheduler idle: 1.1 -
-         * 1.2x the time) */
         __m512i acc[4], nxt[4];
-        if (ng) dwf_acc(WIN, CHECK, SGN, 4, x, plane + q0, ld, idx, acc);
+        if (ng) dwf_group(WIN, CHECK, SGN, 4, x, plane, t, 0, ld, acc);
         for (int g = 0; g < ng; ++g) {
             const int64_t q = q0 + 64 * g;
-            if (g + 1 < ng)
-                dwf_acc(WIN, CHECK, SGN, 4, x, plane + q + 64, ld, idx + 12 * (g + 1), nxt);
+            if (g + 1 < ng) dwf_group(WIN, CHECK, SGN, 4, x, plane, t, g + 1, ld, nxt);
             if (q + 64 <= c->mend || spill_ok) {
                 dwp_finish(4, MODE, c->epi, x, acc, dplane + q);
             } else {
@@ -213,11 +245,12 @@ dwf_block(const int WIN, const int CHECK, const int SGN, const int MODE,
             const int64_t q = q0 + 64 * ng;
             uint8_t buf[64] __attribute__((aligned(64)));
             uint8_t *o = spill_ok || q + 64 <= c->mend ? dplane + q : buf;
-            const __m512i *ix = idx + 12 * ng;
-            const uint8_t *a = plane + q;
-            if (rest == 1) dwf_vectors(WIN, CHECK, SGN, MODE, 1, c->epi, x, a, ld, ix, o);
-            else if (rest == 2) dwf_vectors(WIN, CHECK, SGN, MODE, 2, c->epi, x, a, ld, ix, o);
-            else dwf_vectors(WIN, CHECK, SGN, MODE, 3, c->epi, x, a, ld, ix, o);
+            if (rest == 1) dwf_group(WIN, CHECK, SGN, 1, x, plane, t, ng, ld, acc);
+            else if (rest == 2) dwf_group(WIN, CHECK, SGN, 2, x, plane, t, ng, ld, acc);
+            else dwf_group(WIN, CHECK, SGN, 3, x, plane, t, ng, ld, acc);
+            if (rest == 1) dwp_finish(1, MODE, c->epi, x, acc, o);
+            else if (rest == 2) dwp_finish(2, MODE, c->epi, x, acc, o);
+            else dwp_finish(3, MODE, c->epi, x, acc, o);
             if (o == buf) memcpy(dplane + q, buf, (size_t)((end < c->mend ? end : c->mend) - q));
         }
     }
@@ -229,23 +262,27 @@ dwf_block(const int WIN, const int CHECK, const int SGN, const int MODE,
 static inline __attribute__((always_inline)) DWF_TARGET void
 dwf_small(const int WIN, const int CHECK, const int SGN, const int MODE, const int NV,
           const dnnq_dw3x3_plain_t *c, const dwp_ctx_t *xc, const int8_t *comp,
-          const __m512i *idx) {
+          const dwf_table_t *t, int i0, int i1) {
     __m512i ix[12];
+    int64_t base[4];
 #pragma GCC unroll 12
-    for (int k = 0; k < 3 * NV; ++k) ix[k] = idx[k];
+    for (int k = 0; k < 3 * NV; ++k) ix[k] = t->idx[k];
+#pragma GCC unroll 4
+    for (int k = 0; k < NV; ++k) base[k] = t->base[k];
     dwp_ctx_t cx[2] = {*xc, *xc};
     const int64_t ld = c->iw, off = -c->ph * c->iw - c->pw, q0 = c->m0;
     const int whole = c->m0 == 0 && c->mend == c->dst_plane;
     __m512i acc[4], nxt[4];
-    dwf_channel_setup(c, &cx[0], comp, 0);
-    dwf_acc(WIN, CHECK, SGN, NV, &cx[0], c->src + off + q0, ld, ix, acc);
-    for (int i = 0; i < c->nc; ++i) {
+    dwf_channel_setup(c, &cx[i0 & 1], comp, i0);
+    dwf_acc(WIN, CHECK, SGN, 0, NV, &cx[i0 & 1], c->src + i0 * c->src_plane + off, base, ld, ix,
+            acc);
+    for (int i = i0; i < i1; ++i) {
         const dwp_ctx_t *const x = &cx[i & 1];
-        if (i + 1 < c->nc) {
+        if (i + 1 < i1) {
             dwp_ctx_t *const y = &cx[(i + 1) & 1];
             dwf_channel_setup(c, y, comp, i + 1);
-            dwf_acc(WIN, CHECK, SGN, NV, y, c->src + (i + 1) * c->src_plane + off + q0, ld, ix,
-                    nxt);
+            dwf_acc(WIN, CHECK, SGN, 0, NV, y, c->src + (i + 1) * c->src_plane + off, base, ld,
+                    ix, nxt);
         }
         uint8_t *o = c->dst + i * c->dst_plane + q0;
         if (q0 + 64 <= c->mend || (whole && i * c->dst_plane + 64 <= c->nc * c->dst_plane)) {
@@ -260,31 +297,54 @@ dwf_small(const int WIN, const int CHECK, const int SGN, const int MODE, const i
     }
 }
 
-#define DWF_CASE(WIN, CHECK, SGN, MODE) dwf_block(WIN, CHECK, SGN, MODE, c, x, comp, idx, q0, nv)
+#define DWF_CASE(WIN, CHECK, SGN, MODE) \
+    dwf_block(WIN, CHECK, SGN, MODE, c, x, comp, t, q0, nv, i0, i1)
 #define DWF_MODES(WIN, CHECK, SGN) \
     (mode == DW9_HOT ? DWF_CASE(WIN, CHECK, SGN, DW9_HOT) : DWF_CASE(WIN, CHECK, SGN, DW9_GENERIC))
 #define DWF_SIGNS(WIN, CHECK) (sgn ? DWF_MODES(WIN, CHECK, 1) : DWF_MODES(WIN, CHECK, 0))
-#define DWF_CHECKS(WIN) (check ? DWF_SIGNS(WIN, 1) : DWF_SIGNS(WIN, 0))
-static DWF_TARGET void dwf_block_any(int win, int check, int mode, const dnnq_dw3x3_plain_t *c,
-                                     dwp_ctx_t *x, const int8_t *comp, const __m512i *idx,
-                                     int64_t q0, int nv) {
-    const int sgn = c->src_signed;
-    if (win == DWF_WIN1) DWF_CHECKS(DWF_WIN1);
-    else DWF_CHECKS(DWF_WIN3);
+/* one function per window kind and check (one holding every variant ran the hot loops 2x
+ * slower) */
+#define DWF_BLOCK_FN(NAME, WIN, CHECK) \
+    static __attribute__((noinline)) DWF_TARGET void NAME( \
+        int mode, const dnnq_dw3x3_plain_t *c, dwp_ctx_t *x, const int8_t *comp, \
+        const dwf_table_t *t, int64_t q0, int nv, int i0, int i1) { \
+        const int sgn = c->src_signed; \
+        DWF_SIGNS(WIN, CHECK); \
+    }
+DWF_BLOCK_FN(dwf_block_win1, DWF_WIN1, 0)
+DWF_BLOCK_FN(dwf_block_win1_checked, DWF_WIN1, 1)
+DWF_BLOCK_FN(dwf_block_wr32, DWF_WR32, 0)
+DWF_BLOCK_FN(dwf_block_wr32_checked, DWF_WR32, 1)
+DWF_BLOCK_FN(dwf_block_wr64, DWF_WR64, 0)
+DWF_BLOCK_FN(dwf_block_wr64_checked, DWF_WR64, 1)
+DWF_BLOCK_FN(dwf_block_wr96, DWF_WR96, 0)
+DWF_BLOCK_FN(dwf_block_wr96_checked, DWF_WR96, 1)
+static void dwf_block_any(int win, int check, int mode, const dnnq_dw3x3_plain_t *c,
+                          dwp_ctx_t *x, const int8_t *comp, const dwf_table_t *t, int64_t q0,
+                          int nv, int i0, int i1) {
+    typedef void (*fn_t)(int, const dnnq_dw3x3_plain_t *, dwp_ctx_t *, const int8_t *,
+                         const dwf_table_t *, int64_t, int, int, int);
+    static const fn_t fns[4][2] = {{dwf_block_win1, dwf_block_win1_checked},
+                                   {dwf_block_wr32, dwf_block_wr32_checked},
+                                   {dwf_block_wr64, dwf_block_wr64_checked},
+                                   {dwf_block_wr96, dwf_block_wr96_checked}};
+    const int w = win == DWF_WIN1 ? 0 : win == DWF_WR32 ? 1 : win == DWF_WR64 ? 2 : 3;
+    fns[w][check ? 1 : 0](mode, c, x, comp, t, q0, nv, i0, i1);
 }
+#undef DWF_BLOCK_FN
 #undef DWF_CASE
 #undef DWF_MODES
 #undef DWF_SIGNS
-#undef DWF_CHECKS
-/* the small-plane kernel: WIN1 (planes of at most 64 pixels have rows of at most 23), any
- * number of vectors, check, sign and epilogue mode */
-#define DWF_CASE(NV, CHECK, SGN, MODE) dwf_small(DWF_WIN1, CHECK, SGN, MODE, NV, c, x, comp, idx)
+/* the small-plane kernel: WIN1, any number of vectors, check, sign and epilogue mode */
+#define DWF_CASE(NV, CHECK, SGN, MODE) \
+    dwf_small(DWF_WIN1, CHECK, SGN, MODE, NV, c, x, comp, t, i0, i1)
 #define DWF_MODES(NV, CHECK, SGN) \
     (mode == DW9_HOT ? DWF_CASE(NV, CHECK, SGN, DW9_HOT) : DWF_CASE(NV, CHECK, SGN, DW9_GENERIC))
 #define DWF_SIGNS(NV, CHECK) (sgn ? DWF_MODES(NV, CHECK, 1) : DWF_MODES(NV, CHECK, 0))
 #define DWF_CHECKS(NV) (check ? DWF_SIGNS(NV, 1) : DWF_SIGNS(NV, 0))
 static DWF_TARGET void dwf_small_any(int nv, int check, int mode, const dnnq_dw3x3_plain_t *c,
-                                     dwp_ctx_t *x, const int8_t *comp, const __m512i *idx) {
+                                     dwp_ctx_t *x, const int8_t *comp, const dwf_table_t *t,
+                                     int i0, int i1) {
     const int sgn = c->src_signed;
     if (nv == 1) DWF_CHECKS(1);
     else if (nv == 2) DWF_CHECKS(2);
@@ -296,29 +356,41 @@ static DWF_TARGET void dwf_small_any(int nv, int check, int mode, const dnnq_dw3
 #undef DWF_SIGNS
 #undef DWF_CHECKS
 
-/* the item (pixels m0 .. mend - 1 of the panel's nc channels) in blocks of DWF_NB vectors */
-static DWF_TARGET void dwf_run(int mode, const dnnq_dw3x3_plain_t *c, dwp_ctx_t *x,
-                               const int8_t *comp) {
-    __m512i idx[3 * DWF_NB] __attribute__((aligned(64)));
+/* the item (pixels m0 .. mend - 1 of the panel's nc channels) in blocks of DWF_NB vectors;
+ * -1: the geometry has no window kind (the caller checked it has) */
+static DWF_TARGET int dwf_run(int mode, const dnnq_dw3x3_plain_t *c, dwp_ctx_t *x,
+                              const int8_t *comp) {
+    dwf_table_t t __attribute__((aligned(64)));
     const int win = dwf_win(c);
+    if (!win) return -1;
     const int64_t nv = (c->mend - c->m0 + 15) / 16;
     const int64_t ld = c->iw, off = -c->ph * c->iw - c->pw;
-    const int64_t span = win == DWF_WIN1 ? 64 : 2 * ld + 32;
+    const int64_t span = win == DWF_WIN1 ? 64 : 2 * ld + (win == DWF_WR32 ? 32 : win == DWF_WR64 ? 64 : 96);
     for (int64_t v0 = 0; v0 < nv; v0 += DWF_NB) {
         const int nb = (int)(nv - v0 < DWF_NB ? nv - v0 : DWF_NB);
         const int64_t q0 = c->m0 + 16 * v0;
         for (int v = 0; v < nb; ++v) {
-            if (win == DWF_WIN1) dwf_build(DWF_WIN1, c, q0 + 16 * v, c->mend, idx + 3 * v);
-            else dwf_build(DWF_WIN3, c, q0 + 16 * v, c->mend, idx + 3 * v);
+            if (win == DWF_WIN1) dwf_build(DWF_WIN1, c, q0 + 16 * v, c->mend, &t, v);
+            else if (win == DWF_WR32) dwf_build(DWF_WR32, c, q0 + 16 * v, c->mend, &t, v);
+            else if (win == DWF_WR64) dwf_build(DWF_WR64, c, q0 + 16 * v, c->mend, &t, v);
+            else dwf_build(DWF_WR96, c, q0 + 16 * v, c->mend, &t, v);
         }
-        /* the block's loads of the first and last channels inside the source array: no
-         * checks (only items at the array's start or end need them) */
-        const uint8_t *first = c->src + off + q0;
-        const uint8_t *last = c->src + (c->nc - 1) * c->src_plane + off + q0 + 16 * (nb - 1) + span;
-        const int check = first < x->lo || last > x->hi;
-        if (nv <= 4 && win == DWF_WIN1) dwf_small_any(nb, check, mode, c, x, comp, idx);
-        else dwf_block_any(win, check, mode, c, x, comp, idx, q0, nb);
+        /* channels whose loads may pass the source array's ends (the first and last few of
+         * the array: planes smaller than the padding reach several) take the checked loads,
+         * every other one the plain ones (checked everywhere, the blocks were 5x slower) */
+        int a = 0, b = c->nc;
+        while (a < c->nc && c->src + a * c->src_plane + off + t.base[0] < x->lo) ++a;
+        while (b > a && c->src + (b - 1) * c->src_plane + off + t.base[nb - 1] + span > x->hi) --b;
+        const int run[3][3] = {{0, a, 1}, {a, b, 0}, {b, c->nc, 1}};
+        for (int r = 0; r < 3; ++r) {
+            if (run[r][0] >= run[r][1]) continue;
+            if (nv <= 4 && win == DWF_WIN1)
+                dwf_small_any(nb, run[r][2], mode, c, x, comp, &t, run[r][0], run[r][1]);
+            else
+                dwf_block_any(win, run[r][2], mode, c, x, comp, &t, q0, nb, run[r][0], run[r][1]);
+        }
     }
+    return 0;
 }
 
 #undef DWF_TARGET
