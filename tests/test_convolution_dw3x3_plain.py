@@ -16,6 +16,7 @@ import pytest
 
 import dnnq
 from conftest import ISA_LEVELS
+from dnnq import _dispatch
 from dnnq._kernels import _conv_exec
 from dnnq.primitives import convolution as conv_mod
 from test_convolution import Case, assert_same
@@ -26,16 +27,38 @@ AVX512 = any(level.startswith("avx512_core_vnni") or level.startswith("avx512_co
              for level in ISA_LEVELS)
 needs_avx512 = pytest.mark.skipif(not AVX512, reason="the plain kernel is AVX-512 VNNI")
 
+VBMI = _dispatch.cpu_has("avx512_vbmi")
+
+
+def flat_takes(isp, s, pl, pr):
+    """the flat kernel's rule (convolution.py _dw_flat), restated: 2-D, 16 consecutive
+    output pixels' taps of one kernel row within 96 source bytes (18 at stride 1 with iw ==
+    ow), not a stride-2 plane of at most 64 pixels with spans past 64"""
+    (ih, iw), (sh, sw) = isp, s
+    oh = (ih + pl[0] + pr[0] - 3) // sh + 1
+    ow = (iw + pl[1] + pr[1] - 3) // sw + 1
+    if (sh, sw) == (1, 1) and iw == ow:
+        return True
+    offs = [((q // ow) * sh * iw + (q % ow) * sw) for q in range(oh * ow + 16)]
+    starts = range(max(1, min(ow, oh * ow - 15)))
+    span = max(offs[a + 15] - offs[a] + 3 for a in starts)
+    return span <= 64 or (span <= 96 and oh * ow > 64)
+
+
 FUSED = ("u8_relu", "u8_plain", "u8_common_no_bias", "s8src_zp", "u8src_zp", "u8_dst_zp",
          "s8_dst", "s8_chain", "u8_clamped")
 
 
-@pytest.fixture(params=[True, False], ids=["vbmi", "columns"])
+@pytest.fixture(params=["flat", "vbmi", "columns"])
 def plain_everywhere(monkeypatch, request):
-    """the plain kernel at every width, no cached primitive, the checked path failing; at
-    stride 2 with the VBMI kernel (where the CPU has VBMI) and with the column kernel"""
+    """the plain kernel at every width, no cached primitive, the checked path failing: the
+    flat kernel where it takes the geometry (conv_dw3x3_flat.h, CPUs with VBMI), else, and
+    with it off, at stride 2 the VBMI rows kernel (where the CPU has VBMI) and the column
+    kernel"""
     monkeypatch.setattr(conv_mod, "DW_PLAIN_MIN_OW", 1)
-    monkeypatch.setattr(conv_mod, "DW_PLAIN_VBMI", request.param)
+    monkeypatch.setattr(conv_mod, "DW_PLAIN_VBMI", request.param != "columns")
+    if request.param != "flat":
+        monkeypatch.setattr(conv_mod, "DW_FLAT_MAX_OW", 0)
 
     def checked(self, args, scratch):
         raise AssertionError("the checked path ran (the plain kernel was not used)")
@@ -63,6 +86,14 @@ def run_plain(isp, s, pl, pr, name, C, mb, seed, expect_plain=True):
     assert p.impl_info.endswith(":dw")
     assert bool(p._dw_plain) == expect_plain
     assert_same(out, reference(c))
+    return p
+
+
+@pytest.fixture
+def no_flat(monkeypatch):
+    """the flat kernel off: the narrow geometries take the channels-last copies (as on CPUs
+    without VBMI)"""
+    monkeypatch.setattr(conv_mod, "DW_FLAT_MAX_OW", 0)
 
 
 # output widths around the vector widths: one block of 1, 2, 3, 4 vectors, blocks of 64 and
@@ -109,9 +140,9 @@ def test_plain_threads_many_channels(plain_everywhere, geometry, threads):
 
 
 @needs_avx512
-def test_plain_chosen_by_width():
-    """the default bound: MobileNet's wide layers take the plain kernel, the narrow ones the
-    channels-last copies (same results)"""
+def test_plain_chosen_by_width(no_flat):
+    """the default bound without the flat kernel: wide rows take the plain kernel, narrow
+    ones the channels-last copies (same results)"""
     old = dnnq.set_primitive_cache_capacity(0)
     try:
         wide = conv_mod.DW_PLAIN_MIN_OW
@@ -140,7 +171,7 @@ def test_plain_other_epilogues_copy(isa, monkeypatch, name):
 
 
 @pytest.mark.parametrize("threads", [1, 2])
-def test_plain_copies_threads(threads):
+def test_plain_copies_threads(no_flat, threads):
     """the channels-last copies of plain data split over the threads (batches of 64 KB and
     more): by image, and one image's columns in bands of 64 (the last band partial, with a
     tail of 3 columns); a depthwise layer narrower than the plain kernel's bound and a
@@ -175,7 +206,7 @@ def fused_bands(request):
 
 
 @pytest.mark.parametrize("threads", [1, 2, 3])
-def test_plain_fused_bands(fused_bands, threads):
+def test_plain_fused_bands(no_flat, fused_bands, threads):
     """Plain src and dst through the column kernel's channels-last copies, each (image,
     panel) unit copying its own channels in, running its items and copying them out in one
     parallel region (and the separate copies, for the same cases): images 1 - 3, channel
@@ -197,7 +228,7 @@ def test_plain_fused_bands(fused_bands, threads):
 
 
 @pytest.mark.parametrize("threads", [2, 3])
-def test_plain_copies_channel_bands(fused_bands, threads):
+def test_plain_copies_channel_bands(no_flat, fused_bands, threads):
     """One image, several threads, a depthwise 3x3 layer whose panels divide among the
     threads: the channels-last copies are cut into channel bands (one per thread) and the
     column kernel's items run panels outermost (ConvExec._channel_band), so every thread's
@@ -238,8 +269,11 @@ def test_plain_random_geometries(fused_bands, threads):
             mb = int(rng.integers(1, 4))
             name = FUSED[int(rng.integers(len(FUSED)))]
             ow = (isp[1] + pl[1] + pr[1] - 3) // s[1] + 1
+            oh = (isp[0] + pl[0] + pr[0] - 3) // s[0] + 1
             rng_case = [threads, i]
-            run_plain(isp, s, pl, pr, name, C, mb, rng_case,
-                      expect_plain=ow >= conv_mod.DW_PLAIN_MIN_OW)
+            flat = VBMI and flat_takes(isp, s, pl, pr)
+            p = run_plain(isp, s, pl, pr, name, C, mb, rng_case,
+                          expect_plain=ow >= conv_mod.DW_PLAIN_MIN_OW or flat)
+            assert (p._dw_plain == 3) == flat
     finally:
         dnnq.set_num_threads(old)
