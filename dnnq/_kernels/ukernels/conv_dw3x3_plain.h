@@ -254,6 +254,20 @@ dwp_range(const int SW, const int MODE, const dnnq_dw3x3_plain_t *c, dwp_ctx_t *
 
 #include "conv_dw3x3_plain_s2.h"
 
+/* one function per (stride, epilogue mode) of the column kernel (all of them in one function
+ * ran the loops slower, as the flat kernel's variants did) */
+#define DWP_FN(SW, MODE)                                                                       \
+    static __attribute__((noinline)) void dwp_range_##SW##_##MODE(                             \
+        const dnnq_dw3x3_plain_t *c, dwp_ctx_t *x, const uint8_t *plane, uint8_t *out,         \
+        int64_t ma, int64_t mb) {                                                              \
+        dwp_range(SW, MODE, c, x, plane, out, ma, mb);                                         \
+    }
+DWP_FN(1, DW9_HOT)
+DWP_FN(1, DW9_GENERIC)
+DWP_FN(2, DW9_HOT)
+DWP_FN(2, DW9_GENERIC)
+#undef DWP_FN
+
 /* s2: the VBMI stride-2 plan, or NULL */
 static void dwp_range_any(int mode, const dnnq_dw3x3_plain_t *c, dwp_ctx_t *x,
                           const dws2_plan_t *s2, const uint8_t *plane, uint8_t *out, int64_t ma,
@@ -261,11 +275,11 @@ static void dwp_range_any(int mode, const dnnq_dw3x3_plain_t *c, dwp_ctx_t *x,
     if (s2) {
         dws2_range_any(mode, c, x, s2, plane, out, ma, mb);
     } else if (c->sw == 1) {
-        if (mode == DW9_HOT) dwp_range(1, DW9_HOT, c, x, plane, out, ma, mb);
-        else dwp_range(1, DW9_GENERIC, c, x, plane, out, ma, mb);
+        if (mode == DW9_HOT) dwp_range_1_DW9_HOT(c, x, plane, out, ma, mb);
+        else dwp_range_1_DW9_GENERIC(c, x, plane, out, ma, mb);
     } else {
-        if (mode == DW9_HOT) dwp_range(2, DW9_HOT, c, x, plane, out, ma, mb);
-        else dwp_range(2, DW9_GENERIC, c, x, plane, out, ma, mb);
+        if (mode == DW9_HOT) dwp_range_2_DW9_HOT(c, x, plane, out, ma, mb);
+        else dwp_range_2_DW9_GENERIC(c, x, plane, out, ma, mb);
     }
 }
 

@@ -187,20 +187,37 @@ dws2_range(const int B, const int NV, const int MODE, const dnnq_dw3x3_plain_t *
     }
 }
 
-#define DWS2_CASE(B, NV)                                                                       \
+/* one function per (vector count, epilogue mode): all of them in one function ran the loops
+ * slower (as the flat kernel's variants did, conv_dw3x3_flat.h) */
+#define DWS2_FN(NV, MODE)                                                                      \
+    static __attribute__((noinline)) DWS2_TARGET void dws2_range_##NV##_##MODE(                 \
+        const dnnq_dw3x3_plain_t *c, const dwp_ctx_t *x, const dws2_plan_t *p,                 \
+        const uint8_t *plane, uint8_t *out, int64_t ma, int64_t mb) {                          \
+        dws2_range(2, NV, MODE, c, x, p, plane, out, ma, mb);                                  \
+    }
+DWS2_FN(1, DW9_HOT)
+DWS2_FN(2, DW9_HOT)
+DWS2_FN(3, DW9_HOT)
+DWS2_FN(4, DW9_HOT)
+DWS2_FN(1, DW9_GENERIC)
+DWS2_FN(2, DW9_GENERIC)
+DWS2_FN(3, DW9_GENERIC)
+DWS2_FN(4, DW9_GENERIC)
+#undef DWS2_FN
+#define DWS2_CASE(NV)                                                                          \
     do {                                                                                       \
-        if (mode == DW9_HOT) dws2_range(B, NV, DW9_HOT, c, x, p, plane, out, ma, mb);          \
-        else dws2_range(B, NV, DW9_GENERIC, c, x, p, plane, out, ma, mb);                      \
+        if (mode == DW9_HOT) dws2_range_##NV##_DW9_HOT(c, x, p, plane, out, ma, mb);           \
+        else dws2_range_##NV##_DW9_GENERIC(c, x, p, plane, out, ma, mb);                       \
     } while (0)
 
 static DWS2_TARGET void dws2_range_any(int mode, const dnnq_dw3x3_plain_t *c, const dwp_ctx_t *x,
                                        const dws2_plan_t *p, const uint8_t *plane, uint8_t *out,
                                        int64_t ma, int64_t mb) {
     switch (p->nv) {
-    case 1: DWS2_CASE(2, 1); break;
-    case 2: DWS2_CASE(2, 2); break;
-    case 3: DWS2_CASE(2, 3); break;
-    default: DWS2_CASE(2, 4); break;
+    case 1: DWS2_CASE(1); break;
+    case 2: DWS2_CASE(2); break;
+    case 3: DWS2_CASE(3); break;
+    default: DWS2_CASE(4); break;
     }
 }
 #undef DWS2_CASE
