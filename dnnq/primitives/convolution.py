@@ -395,17 +395,14 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
     def _dw_flat(self, geo):
         """The flat kernel (ukernels/conv_dw3x3_flat.h, needs AVX512-VBMI) takes this plain
         2-D geometry: 16 consecutive output pixels of a kernel row read at most 96 source
-        bytes (stride 1 with iw == ow: 18; stride 2 up to 30 output columns), except tiny
-        stride-2 planes (64 pixels or fewer, spans past 64: MobileNet's 14 -> 7 layer), whose
-        channels-last copies are cheaper than its per-channel set-up and 96-byte windows."""
+        bytes (stride 1 with iw == ow: 18; stride 2 up to 30 output columns)."""
         (idp, ih, iw), (odp, oh, ow) = geo.src, geo.dst
         sh, sw = geo.strides[1:]
         if not (ow < DW_FLAT_MAX_OW and idp == 1 and odp == 1 and oh * ow < 1 << 24):
             return False
         if (sh, sw) == (1, 1) and iw == ow:
             return True
-        span = dw_flat_span(oh, ow, iw, sh, sw)
-        return span <= 64 or (span <= 96 and oh * ow > 64)
+        return dw_flat_span(oh, ow, iw, sh, sw) <= 96
 
     def _dw_plain_rows(self, panels, threads):
         """Output rows per work item of the plain kernel: whole planes, each channel's rows

@@ -17,8 +17,6 @@
  * accumulators, stored in channel order, to the driver's epilogue. */
 #include <immintrin.h>
 #include <string.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include "dnnq_conv.h"
 #include "epilogue_avx512.h"
 

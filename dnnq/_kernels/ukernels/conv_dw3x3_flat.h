@@ -37,6 +37,21 @@ typedef struct {
     unsigned char uni[DWF_NB / 4]; /* per group of four: every vector uniform */
 } dwf_table_t;
 
+/* what every channel shares (copied from the caller's context into a local: through the
+ * dst stores, bytes, the caller's would be reloaded after every store) */
+typedef struct {
+    const uint8_t *lo, *hi; /* the source array */
+    __m512i flip, tr;
+    __m512 inv;
+} dwf_env_t;
+
+/* one channel's constants (a small local: kept in registers; the column kernel's context
+ * with all of them cost the small planes a third of their time) */
+typedef struct {
+    __m512i wr[3], init, zraw, cc;
+    __m512 sc, bi, zp;
+} dwf_ch_t;
+
 /* the source offset s(q) of output pixel q of the plane (2-D) */
 static inline int64_t dwf_src(const dnnq_dw3x3_plain_t *c, int64_t q) {
     return (q / c->ow) * c->sh * c->iw + (q % c->ow) * c->sw;
@@ -121,7 +136,7 @@ static DWF_TARGET void dwf_build(const int WIN, const dnnq_dw3x3_plain_t *c, int
 /* N bytes (32 or 64) at a; CHECK: masked to the source array [lo, hi) (the blocks at its
  * ends only) */
 static inline __attribute__((always_inline)) DWF_TARGET __m512i
-dwf_load(const int CHECK, const int N, const dwp_ctx_t *x, const uint8_t *a) {
+dwf_load(const int CHECK, const int N, const dwf_env_t *x, const uint8_t *a) {
     if (!CHECK || (a >= x->lo && a + N <= x->hi))
         return N == 64 ? _mm512_loadu_si512((const void *)a)
                        : _mm512_castsi256_si512(_mm256_loadu_si256((const void *)a));
@@ -137,13 +152,13 @@ dwf_load(const int CHECK, const int N, const dwp_ctx_t *x, const uint8_t *a) {
  * vector serves its three kernel rows */
 static inline __attribute__((always_inline)) DWF_TARGET void
 dwf_acc(const int WIN, const int CHECK, const int SGN, const int UNI, const int NV,
-        const dwp_ctx_t *x, const uint8_t *plane, const int64_t *base, int64_t ld,
-        const __m512i *idx, __m512i acc[4]) {
+        const dwf_env_t *x, const dwf_ch_t *h, const uint8_t *plane, const int64_t *base,
+        int64_t ld, const __m512i *idx, __m512i acc[4]) {
     __m512i W[4];
 #pragma GCC unroll 4
     for (int k = 0; k < NV; ++k) {
         if (WIN == DWF_WIN1) W[k] = dwf_load(CHECK, 64, x, plane + base[k]);
-        acc[k] = x->init;
+        acc[k] = h->init;
     }
     /* kernel row by kernel row: a window lives only until its permute (12 live windows,
      * with the next group's accumulators, spilled) */
@@ -155,51 +170,68 @@ dwf_acc(const int WIN, const int CHECK, const int SGN, const int UNI, const int 
             const uint8_t *a = plane + base[k] + kh * ld;
             __m512i t;
             if (WIN == DWF_WIN1)
-                t = _mm512_permutex2var_epi8(W[k], ix, x->zraw);
+                t = _mm512_permutex2var_epi8(W[k], ix, h->zraw);
             else if (WIN == DWF_WR96)
                 t = _mm512_permutex2var_epi8(
                     dwf_load(CHECK, 64, x, a), ix,
-                    _mm512_inserti64x4(x->zraw, _mm512_castsi512_si256(dwf_load(CHECK, 32, x, a + 64)), 0));
+                    _mm512_inserti64x4(h->zraw, _mm512_castsi512_si256(dwf_load(CHECK, 32, x, a + 64)), 0));
             else
                 t = _mm512_permutex2var_epi8(dwf_load(CHECK, WIN == DWF_WR32 ? 32 : 64, x, a), ix,
-                                             x->zraw);
+                                             h->zraw);
             if (SGN) t = _mm512_xor_si512(t, x->flip);
-            acc[k] = _mm512_dpbusd_epi32(acc[k], t, x->wr[kh]);
+            acc[k] = _mm512_dpbusd_epi32(acc[k], t, h->wr[kh]);
         }
     }
 }
 
-/* channel i's rows3 weights, s8 compensation, epilogue constants and zero point into x
- * (what dwp_channel_setup sets, less the column kernel's weights) */
+/* channel i's rows3 weights, s8 compensation, epilogue constants and zero point */
 static inline __attribute__((always_inline)) void
-dwf_channel_setup(const dnnq_dw3x3_plain_t *c, dwp_ctx_t *x, const int8_t *comp, int i) {
+dwf_channel(const dnnq_dw3x3_plain_t *c, const int8_t *comp, int i, dwf_ch_t *h) {
     const dnnq_dw_epi_t *e = c->epi;
     const int L = i / 16, k = (i % 16) / 4, j = i % 4;
     const int64_t wpos = (int64_t)k * 64 + (L * 4 + j) * 4;
     for (int kh = 0; kh < 3; ++kh) {
         int32_t r;
         memcpy(&r, comp + 256 + kh * 1024 + wpos, 4);
-        x->wr[kh] = _mm512_set1_epi32(r);
+        h->wr[kh] = _mm512_set1_epi32(r);
     }
     int32_t cp;
     memcpy(&cp, comp + wpos, 4);
-    x->init = c->src_signed ? _mm512_set1_epi32(cp) : _mm512_setzero_si512();
+    h->init = c->src_signed ? _mm512_set1_epi32(cp) : _mm512_setzero_si512();
     const int ei = (c->nc <= 32 ? 8 : 16) * k + 4 * L + j;
-    x->sc = _mm512_set1_ps(e->sc[ei]);
-    x->bi = _mm512_set1_ps(e->bi[ei]);
-    x->zp = _mm512_set1_ps(e->zp[ei]);
-    x->cc = _mm512_set1_epi32(e->cc[ei]);
-    x->zraw = _mm512_set1_epi8((char)c->zpix[i]);
+    h->sc = _mm512_set1_ps(e->sc[ei]);
+    h->bi = _mm512_set1_ps(e->bi[ei]);
+    h->zp = _mm512_set1_ps(e->zp[ei]);
+    h->cc = _mm512_set1_epi32(e->cc[ei]);
+    h->zraw = _mm512_set1_epi8((char)c->zpix[i]);
+}
+
+/* NV accumulator vectors through the fused epilogue (dwp_finish's steps, in registers), 64 bytes at o
+ * (those past the NV vectors' are garbage) */
+static inline __attribute__((always_inline)) DWF_TARGET void
+dwf_finish(const int NV, const int MODE, const dnnq_dw_epi_t *e, const dwf_env_t *x,
+           const dwf_ch_t *h, const __m512i acc[4], uint8_t *o) {
+    __m512i q[4];
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k)
+        q[k] = k >= NV ? _mm512_setzero_si512()
+               : MODE == DW9_HOT ? dw9_epi_hot_512(x->inv, acc[k], h->sc, h->bi)
+                                 : dw9_epi_vec_512(e, acc[k], h->cc, h->sc, h->bi, h->zp);
+    const __m512i w01 = _mm512_packs_epi32(q[0], q[1]), w23 = _mm512_packs_epi32(q[2], q[3]);
+    const __m512i b = MODE == DW9_GENERIC && e->dt == DNNQ_DT_S8 ? _mm512_packs_epi16(w01, w23)
+                                                                 : _mm512_packus_epi16(w01, w23);
+    _mm512_storeu_si512((void *)o, _mm512_permutexvar_epi32(x->tr, b));
 }
 
 /* the group's accumulators, the uniform variant where the group has it */
 static inline __attribute__((always_inline)) DWF_TARGET void
-dwf_group(const int WIN, const int CHECK, const int SGN, const int NV, const dwp_ctx_t *x,
-          const uint8_t *plane, const dwf_table_t *t, int g, int64_t ld, __m512i acc[4]) {
+dwf_group(const int WIN, const int CHECK, const int SGN, const int NV, const dwf_env_t *x,
+          const dwf_ch_t *h, const uint8_t *plane, const dwf_table_t *t, int g, int64_t ld,
+          __m512i acc[4]) {
     if (WIN != DWF_WIN1 && WIN != DWF_WR96 && t->uni[g])
-        dwf_acc(WIN, CHECK, SGN, 1, NV, x, plane, t->base + 4 * g, ld, t->idx + 12 * g, acc);
+        dwf_acc(WIN, CHECK, SGN, 1, NV, x, h, plane, t->base + 4 * g, ld, t->idx + 12 * g, acc);
     else
-        dwf_acc(WIN, CHECK, SGN, 0, NV, x, plane, t->base + 4 * g, ld, t->idx + 12 * g, acc);
+        dwf_acc(WIN, CHECK, SGN, 0, NV, x, h, plane, t->base + 4 * g, ld, t->idx + 12 * g, acc);
 }
 
 /* the block's nv vectors (pixels q0 ..) of every channel: groups of four, then the rest as
@@ -208,32 +240,30 @@ dwf_group(const int WIN, const int CHECK, const int SGN, const int NV, const dwp
  * whole planes in one block), else in a staging buffer */
 static inline __attribute__((always_inline)) DWF_TARGET void
 dwf_block(const int WIN, const int CHECK, const int SGN, const int MODE,
-          const dnnq_dw3x3_plain_t *c, const dwp_ctx_t *xc, const int8_t *comp,
+          const dnnq_dw3x3_plain_t *c, const dwf_env_t *xc, const int8_t *comp,
           const dwf_table_t *t, int64_t q0, int nv, int i0, int i1) {
-    /* a local copy: the caller's context is reachable through the dst stores (bytes), so
-     * its constants were reloaded after every store */
-    dwp_ctx_t xl = *xc;
-    dwp_ctx_t *const x = &xl;
+    const dwf_env_t xl = *xc, *const x = &xl;
     const int64_t ld = c->iw, off = -c->ph * c->iw - c->pw;
     const int64_t end = q0 + 16 * nv; /* > mend only for the item's last block */
     const int whole = c->m0 == 0 && c->mend == c->dst_plane && c->mend - c->m0 <= 16 * DWF_NB;
     const int rest = nv % 4, ng = nv / 4;
     for (int i = i0; i < i1; ++i) {
-        dwf_channel_setup(c, x, comp, i);
+        dwf_ch_t h;
+        dwf_channel(c, comp, i, &h);
         const uint8_t *plane = c->src + i * c->src_plane + off;
         uint8_t *dplane = c->dst + i * c->dst_plane;
         const int spill_ok = whole && i * c->dst_plane + (int64_t)(nv + 3) / 4 * 64 <=
                                           c->nc * c->dst_plane;
         __m512i acc[4], nxt[4];
-        if (ng) dwf_group(WIN, CHECK, SGN, 4, x, plane, t, 0, ld, acc);
+        if (ng) dwf_group(WIN, CHECK, SGN, 4, x, &h, plane, t, 0, ld, acc);
         for (int g = 0; g < ng; ++g) {
             const int64_t q = q0 + 64 * g;
-            if (g + 1 < ng) dwf_group(WIN, CHECK, SGN, 4, x, plane, t, g + 1, ld, nxt);
+            if (g + 1 < ng) dwf_group(WIN, CHECK, SGN, 4, x, &h, plane, t, g + 1, ld, nxt);
             if (q + 64 <= c->mend || spill_ok) {
-                dwp_finish(4, MODE, c->epi, x, acc, dplane + q);
+                dwf_finish(4, MODE, c->epi, x, &h, acc, dplane + q);
             } else {
                 uint8_t buf[64] __attribute__((aligned(64)));
-                dwp_finish(4, MODE, c->epi, x, acc, buf);
+                dwf_finish(4, MODE, c->epi, x, &h, acc, buf);
                 memcpy(dplane + q, buf, (size_t)(c->mend - q));
             }
             if (g + 1 < ng) {
@@ -245,12 +275,12 @@ dwf_block(const int WIN, const int CHECK, const int SGN, const int MODE,
             const int64_t q = q0 + 64 * ng;
             uint8_t buf[64] __attribute__((aligned(64)));
             uint8_t *o = spill_ok || q + 64 <= c->mend ? dplane + q : buf;
-            if (rest == 1) dwf_group(WIN, CHECK, SGN, 1, x, plane, t, ng, ld, acc);
-            else if (rest == 2) dwf_group(WIN, CHECK, SGN, 2, x, plane, t, ng, ld, acc);
-            else dwf_group(WIN, CHECK, SGN, 3, x, plane, t, ng, ld, acc);
-            if (rest == 1) dwp_finish(1, MODE, c->epi, x, acc, o);
-            else if (rest == 2) dwp_finish(2, MODE, c->epi, x, acc, o);
-            else dwp_finish(3, MODE, c->epi, x, acc, o);
+            if (rest == 1) dwf_group(WIN, CHECK, SGN, 1, x, &h, plane, t, ng, ld, acc);
+            else if (rest == 2) dwf_group(WIN, CHECK, SGN, 2, x, &h, plane, t, ng, ld, acc);
+            else dwf_group(WIN, CHECK, SGN, 3, x, &h, plane, t, ng, ld, acc);
+            if (rest == 1) dwf_finish(1, MODE, c->epi, x, &h, acc, o);
+            else if (rest == 2) dwf_finish(2, MODE, c->epi, x, &h, acc, o);
+            else dwf_finish(3, MODE, c->epi, x, &h, acc, o);
             if (o == buf) memcpy(dplane + q, buf, (size_t)((end < c->mend ? end : c->mend) - q));
         }
     }
@@ -261,7 +291,7 @@ dwf_block(const int WIN, const int CHECK, const int SGN, const int MODE,
  * channel), and channel i + 1's accumulators computed before channel i's epilogue */
 static inline __attribute__((always_inline)) DWF_TARGET void
 dwf_small(const int WIN, const int CHECK, const int SGN, const int MODE, const int NV,
-          const dnnq_dw3x3_plain_t *c, const dwp_ctx_t *xc, const int8_t *comp,
+          const dnnq_dw3x3_plain_t *c, const dwf_env_t *xc, const int8_t *comp,
           const dwf_table_t *t, int i0, int i1) {
     __m512i ix[12];
     int64_t base[4];
@@ -269,29 +299,28 @@ dwf_small(const int WIN, const int CHECK, const int SGN, const int MODE, const i
     for (int k = 0; k < 3 * NV; ++k) ix[k] = t->idx[k];
 #pragma GCC unroll 4
     for (int k = 0; k < NV; ++k) base[k] = t->base[k];
-    dwp_ctx_t cx[2] = {*xc, *xc};
+    const dwf_env_t xl = *xc, *const x = &xl;
     const int64_t ld = c->iw, off = -c->ph * c->iw - c->pw, q0 = c->m0;
     const int whole = c->m0 == 0 && c->mend == c->dst_plane;
     __m512i acc[4], nxt[4];
-    dwf_channel_setup(c, &cx[i0 & 1], comp, i0);
-    dwf_acc(WIN, CHECK, SGN, 0, NV, &cx[i0 & 1], c->src + i0 * c->src_plane + off, base, ld, ix,
-            acc);
+    dwf_ch_t h, hn;
+    dwf_channel(c, comp, i0, &h);
+    dwf_acc(WIN, CHECK, SGN, 0, NV, x, &h, c->src + i0 * c->src_plane + off, base, ld, ix, acc);
     for (int i = i0; i < i1; ++i) {
-        const dwp_ctx_t *const x = &cx[i & 1];
         if (i + 1 < i1) {
-            dwp_ctx_t *const y = &cx[(i + 1) & 1];
-            dwf_channel_setup(c, y, comp, i + 1);
-            dwf_acc(WIN, CHECK, SGN, 0, NV, y, c->src + (i + 1) * c->src_plane + off, base, ld,
-                    ix, nxt);
+            dwf_channel(c, comp, i + 1, &hn);
+            dwf_acc(WIN, CHECK, SGN, 0, NV, x, &hn, c->src + (i + 1) * c->src_plane + off, base,
+                    ld, ix, nxt);
         }
         uint8_t *o = c->dst + i * c->dst_plane + q0;
         if (q0 + 64 <= c->mend || (whole && i * c->dst_plane + 64 <= c->nc * c->dst_plane)) {
-            dwp_finish(NV, MODE, c->epi, x, acc, o);
+            dwf_finish(NV, MODE, c->epi, x, &h, acc, o);
         } else {
             uint8_t buf[64] __attribute__((aligned(64)));
-            dwp_finish(NV, MODE, c->epi, x, acc, buf);
+            dwf_finish(NV, MODE, c->epi, x, &h, acc, buf);
             memcpy(o, buf, (size_t)(c->mend - q0));
         }
+        h = hn;
 #pragma GCC unroll 4
         for (int k = 0; k < 4; ++k) acc[k] = nxt[k];
     }
@@ -306,7 +335,7 @@ dwf_small(const int WIN, const int CHECK, const int SGN, const int MODE, const i
  * slower) */
 #define DWF_BLOCK_FN(NAME, WIN, CHECK) \
     static __attribute__((noinline)) DWF_TARGET void NAME( \
-        int mode, const dnnq_dw3x3_plain_t *c, dwp_ctx_t *x, const int8_t *comp, \
+        int mode, const dnnq_dw3x3_plain_t *c, const dwf_env_t *x, const int8_t *comp, \
         const dwf_table_t *t, int64_t q0, int nv, int i0, int i1) { \
         const int sgn = c->src_signed; \
         DWF_SIGNS(WIN, CHECK); \
@@ -320,9 +349,9 @@ DWF_BLOCK_FN(dwf_block_wr64_checked, DWF_WR64, 1)
 DWF_BLOCK_FN(dwf_block_wr96, DWF_WR96, 0)
 DWF_BLOCK_FN(dwf_block_wr96_checked, DWF_WR96, 1)
 static void dwf_block_any(int win, int check, int mode, const dnnq_dw3x3_plain_t *c,
-                          dwp_ctx_t *x, const int8_t *comp, const dwf_table_t *t, int64_t q0,
+                          const dwf_env_t *x, const int8_t *comp, const dwf_table_t *t, int64_t q0,
                           int nv, int i0, int i1) {
-    typedef void (*fn_t)(int, const dnnq_dw3x3_plain_t *, dwp_ctx_t *, const int8_t *,
+    typedef void (*fn_t)(int, const dnnq_dw3x3_plain_t *, const dwf_env_t *, const int8_t *,
                          const dwf_table_t *, int64_t, int, int, int);
     static const fn_t fns[4][2] = {{dwf_block_win1, dwf_block_win1_checked},
                                    {dwf_block_wr32, dwf_block_wr32_checked},
@@ -344,7 +373,7 @@ static void dwf_block_any(int win, int check, int mode, const dnnq_dw3x3_plain_t
 #define DWF_SIGNS(WIN, NV, CHECK) (sgn ? DWF_MODES(WIN, NV, CHECK, 1) : DWF_MODES(WIN, NV, CHECK, 0))
 #define DWF_SMALL_FN(NAME, WIN, CHECK) \
     static __attribute__((noinline)) DWF_TARGET void NAME( \
-        int nv, int mode, const dnnq_dw3x3_plain_t *c, dwp_ctx_t *x, const int8_t *comp, \
+        int nv, int mode, const dnnq_dw3x3_plain_t *c, const dwf_env_t *x, const int8_t *comp, \
         const dwf_table_t *t, int i0, int i1) { \
         const int sgn = c->src_signed; \
         if (nv == 1) DWF_SIGNS(WIN, 1, CHECK); \
@@ -356,7 +385,7 @@ static void dwf_block_any(int win, int check, int mode, const dnnq_dw3x3_plain_t
  * ran 1.1 - 1.2x slower) */
 #define DWF_SMALL4_FN(NAME, WIN, CHECK) \
     static __attribute__((noinline)) DWF_TARGET void dwf_small4_##NAME( \
-        int mode, const dnnq_dw3x3_plain_t *c, dwp_ctx_t *x, const int8_t *comp, \
+        int mode, const dnnq_dw3x3_plain_t *c, const dwf_env_t *x, const int8_t *comp, \
         const dwf_table_t *t, int i0, int i1) { \
         const int sgn = c->src_signed; \
         DWF_SIGNS(WIN, 4, CHECK); \
@@ -378,9 +407,9 @@ DWF_SMALL_FN(dwf_small_wr64_checked, DWF_WR64, 1)
 DWF_SMALL_FN(dwf_small_wr96, DWF_WR96, 0)
 DWF_SMALL_FN(dwf_small_wr96_checked, DWF_WR96, 1)
 static void dwf_small_any(int win, int nv, int check, int mode, const dnnq_dw3x3_plain_t *c,
-                          dwp_ctx_t *x, const int8_t *comp, const dwf_table_t *t, int i0,
+                          const dwf_env_t *x, const int8_t *comp, const dwf_table_t *t, int i0,
                           int i1) {
-    typedef void (*fn_t)(int, int, const dnnq_dw3x3_plain_t *, dwp_ctx_t *, const int8_t *,
+    typedef void (*fn_t)(int, int, const dnnq_dw3x3_plain_t *, const dwf_env_t *, const int8_t *,
                          const dwf_table_t *, int, int);
     static const fn_t fns[4][2] = {{dwf_small_win1, dwf_small_win1_checked},
                                    {dwf_small_wr32, dwf_small_wr32_checked},
@@ -397,9 +426,15 @@ static void dwf_small_any(int win, int nv, int check, int mode, const dnnq_dw3x3
 
 /* the item (pixels m0 .. mend - 1 of the panel's nc channels) in blocks of DWF_NB vectors;
  * -1: the geometry has no window kind (the caller checked it has) */
-static DWF_TARGET int dwf_run(int mode, const dnnq_dw3x3_plain_t *c, dwp_ctx_t *x,
-                              const int8_t *comp) {
+static DWF_TARGET int dwf_run(int mode, const dnnq_dw3x3_plain_t *c, const int8_t *comp) {
     dwf_table_t t __attribute__((aligned(64)));
+    dwf_env_t env;
+    env.lo = c->src_lo;
+    env.hi = c->src_hi;
+    env.flip = _mm512_set1_epi8(c->src_signed ? (char)0x80 : 0);
+    env.tr = DWP_TR;
+    env.inv = _mm512_set1_ps(c->epi->inv_dst_scale);
+    const dwf_env_t *const x = &env;
     const int win = dwf_win(c);
     if (!win) return -1;
     const int64_t nv = (c->mend - c->m0 + 15) / 16;

@@ -329,7 +329,7 @@ void dnnq_dw3x3_plain_avx512(const dnnq_dw3x3_plain_t *c) {
     x.flip = _mm512_set1_epi8(c->src_signed ? (char)0x80 : 0);
     x.tr = DWP_TR;
     x.inv = _mm512_set1_ps(e->inv_dst_scale);
-    if (c->flat && dwf_run(mode, c, &x, comp) == 0) return;
+    if (c->flat && dwf_run(mode, c, comp) == 0) return;
     enum { BUF = 4096 };
     uint8_t buf[BUF + 64] __attribute__((aligned(64)));
     const int64_t chunk = OW < 64 ? ((BUF / OW) & ~(int64_t)1) * OW : 0; /* whole row pairs */
