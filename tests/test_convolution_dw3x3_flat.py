@@ -5,7 +5,8 @@ oneDNN (numpy's model where oneDNN is not there):
 
 * every window kind and its bounds: one window for all kernel rows (stride 1, iw == ow <= 23),
   a window per kernel row of 32 / 64 / 96 bytes (stride 1 with other paddings; stride 2 with
-  output rows of 16 / 17, 30 / 31 columns and past);
+  output rows of 16 / 17, 30 / 31 columns), and the rows mode (stride-2 rows of 32 - 64
+  columns, one output row per group of 1 - 4 vectors, the lanes past the row dead);
 * plane sizes below, at and past one vector, one group of four, one block of 32 vectors, so
   the last group is partial, the rest group has 1 - 3 vectors, and a group's 64-byte store
   spills into the next plane (items of whole planes in one block) or goes through the staging
@@ -15,7 +16,8 @@ oneDNN (numpy's model where oneDNN is not there):
 * every fused epilogue kind (s8 / u8 sources and destinations, source and destination zero
   points, relu with alpha, linear chains), 1 - 3 images, channel counts across panels, 1 - 3
   threads (items of part of a plane).
-The geometries the kernel leaves to the copies (3-D, spans past 96) are checked to go there."""
+The geometries the kernel leaves to the copies (3-D, stride-2 rows past 64 columns) are
+checked to go there."""
 import numpy as np
 import pytest
 
@@ -64,6 +66,13 @@ WINDOWS = {
     "s2_ow28": ((12, 56), (2, 2), (1, 1), (1, 1)),
     "s2_ow30": ((10, 59), (2, 2), (1, 1), (1, 1)),       # odd source width
     "s2_ow31": ((8, 61), (2, 2), (1, 0), (1, 1)),
+    # rows mode: stride-2 rows of 32 - 64 columns (runs across a row end span past 96)
+    "rows_ow32": ((9, 64), (2, 2), (1, 1), (1, 1)),
+    "rows_ow33": ((7, 66), (2, 2), (1, 1), (1, 1)),
+    "rows_ow48": ((5, 96), (2, 2), (1, 1), (1, 1)),
+    "rows_ow56": ((12, 112), (2, 2), (1, 1), (1, 1)),     # MobileNet's 112 -> 56
+    "rows_ow56_odd": ((11, 111), (2, 2), (0, 1), (2, 1)),
+    "rows_ow64": ((4, 128), (2, 2), (1, 1), (1, 1)),
     "sh2_sw1": ((9, 10), (2, 1), (1, 1), (1, 1)),
     "sh1_sw2": ((6, 20), (1, 2), (1, 1), (1, 1)),
 }
@@ -116,7 +125,8 @@ def test_flat_threads(flat, threads):
     dnnq.set_num_threads(threads)
     try:
         for i, (isp, s) in enumerate((((14, 14), (1, 1)), ((7, 7), (1, 1)), ((28, 28), (2, 2)),
-                                      ((56, 20), (1, 1)), ((30, 30), (2, 2)))):
+                                      ((56, 20), (1, 1)), ((30, 30), (2, 2)),
+                                      ((20, 112), (2, 2)), ((38, 80), (2, 2)))):
             for C, mb in ((64, 1), (200, 2)):
                 run_flat(isp, s, (1, 1), (1, 1), FUSED[(i + C) % len(FUSED)], C, mb,
                          [threads, i, C])
@@ -153,11 +163,12 @@ def test_flat_random_geometries(flat, threads):
 
 @needs_avx512
 def test_flat_not_taken(flat):
-    """what the flat kernel leaves: 3-D planes, spans past 96 bytes (stride 2 with output
-    rows of 32 columns and more), and every geometry without VBMI"""
+    """what the flat kernel leaves: 3-D planes, stride-2 rows of more than 64 columns (spans
+    past 96 bytes across row ends, and too wide for the rows mode), and every geometry
+    without VBMI"""
     cases = (((3, 5, 7), (1, 1, 1), (1, 1, 1), (1, 1, 1)),
-             ((6, 66), (2, 2), (1, 1), (1, 1)),
-             ((6, 64), (2, 2), (1, 1), (1, 1)))
+             ((4, 130), (2, 2), (1, 1), (1, 1)),
+             ((3, 129), (2, 2), (1, 1), (1, 1)))
     for i, (isp, s, pl, pr) in enumerate(cases):
         if len(isp) == 2:
             assert not flat_takes(isp, s, pl, pr)

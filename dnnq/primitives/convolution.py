@@ -402,7 +402,8 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
             return False
         if (sh, sw) == (1, 1) and iw == ow:
             return True
-        return dw_flat_span(oh, ow, iw, sh, sw) <= 96
+        # (rows mode: each output row of at most 64 columns on its own, 64-byte windows)
+        return dw_flat_span(oh, ow, iw, sh, sw) <= 96 or (ow <= 64 and 15 * sw + 3 <= 64)
 
     def _dw_plain_rows(self, panels, threads):
         """Output rows per work item of the plain kernel: whole planes, each channel's rows
