@@ -271,9 +271,9 @@ def test_plain_random_geometries(fused_bands, threads):
             ow = (isp[1] + pl[1] + pr[1] - 3) // s[1] + 1
             oh = (isp[0] + pl[0] + pr[0] - 3) // s[0] + 1
             rng_case = [threads, i]
-            flat = VBMI and flat_takes(isp, s, pl, pr)
+            flat = AVX512 and VBMI and flat_takes(isp, s, pl, pr)
             p = run_plain(isp, s, pl, pr, name, C, mb, rng_case,
-                          expect_plain=ow >= conv_mod.DW_PLAIN_MIN_OW or flat)
+                          expect_plain=AVX512 and ow >= conv_mod.DW_PLAIN_MIN_OW or flat)
             assert (p._dw_plain == 3) == flat
     finally:
         dnnq.set_num_threads(old)
