@@ -23,7 +23,8 @@ import pytest
 
 import dnnq
 from dnnq.primitives import convolution as conv_mod
-from test_convolution_dw3x3_plain import FUSED, VBMI, flat_takes, needs_avx512, run_plain
+from test_convolution_dw3x3_plain import (FUSED, VBMI, flat_takes, needs_avx512, no_checked_path,
+                                          run_plain)
 
 needs_vbmi = pytest.mark.skipif(not VBMI, reason="the flat kernel needs AVX512-VBMI")
 
@@ -33,12 +34,7 @@ def flat(monkeypatch):
     """no cached primitive, the checked path failing (the fixture of the plain tests, flat
     kernel on)"""
     monkeypatch.setattr(conv_mod, "DW_PLAIN_MIN_OW", 1 << 30)  # only the flat kernel
-
-    def checked(self, args, scratch):
-        raise AssertionError("the checked path ran (the plain kernel was not used)")
-
-    monkeypatch.setattr(dnnq.Convolution, "_execute_general", checked)
-    old = dnnq.set_primitive_cache_capacity(0)
+    old = no_checked_path(monkeypatch)
     yield
     dnnq.set_primitive_cache_capacity(old)
 

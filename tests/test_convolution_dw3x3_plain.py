@@ -59,14 +59,19 @@ def plain_everywhere(monkeypatch, request):
     monkeypatch.setattr(conv_mod, "DW_PLAIN_VBMI", request.param != "columns")
     if request.param != "flat":
         monkeypatch.setattr(conv_mod, "DW_FLAT_MAX_OW", 0)
+    old = no_checked_path(monkeypatch)
+    yield
+    dnnq.set_primitive_cache_capacity(old)
 
+
+def no_checked_path(monkeypatch):
+    """the checked path (which would copy to channels-last) made to fail, and no cached
+    primitive; returns the cache's previous capacity"""
     def checked(self, args, scratch):
         raise AssertionError("the checked path ran (the plain kernel was not used)")
 
     monkeypatch.setattr(dnnq.Convolution, "_execute_general", checked)
-    old = dnnq.set_primitive_cache_capacity(0)
-    yield
-    dnnq.set_primitive_cache_capacity(old)
+    return dnnq.set_primitive_cache_capacity(0)
 
 
 def exec_types(q):
