@@ -1,7 +1,8 @@
 """asv: int8 convolution on every ResNet-50 layer and MobileNet's depthwise layers (the issue's
 target configuration: u8 x s8 -> u8, per-OC weight scales, f32 bias, relu, channels-last),
-batch 1 and 8, 1 and 2 threads; plain nchw data for the layout-cost comparison.  `track_*`
-report GOPS.  The ratio to oneDNN in the same process is printed by
+batch 1 and 8, 1 and 2 threads; plain nchw data (ResNet-50, MobileNet depthwise) for the
+layout-cost comparison.  `track_*` report GOPS.  The ratio to oneDNN in the same process is
+printed by
 `python -P -m dnnq.bench --conv --dt=u8:s8:u8 resnet50 mobilenet_dw` (its argument array
 built once)."""
 import time
@@ -54,4 +55,11 @@ class ConvMobileNetDepthwise(_ConvBench):
 class ConvResNet50Plain(_ConvBench):
     """The same layers with plain nchw data (transposed around the kernels)."""
     params = (_layers(RESNET50), [1], [1])
+    tag = "nchw"
+
+
+class ConvMobileNetDepthwisePlain(_ConvBench):
+    """MobileNet's depthwise layers with plain nchw data: the flat kernel (AVX512-VBMI), else
+    the column kernel or the copies (issue 9: at most 1.3x the channels-last time)."""
+    params = (_layers(MOBILENET_DW), [1, 8], [1])
     tag = "nchw"
