@@ -33,7 +33,8 @@ VBMI = _dispatch.cpu_has("avx512_vbmi")
 def flat_takes(isp, s, pl, pr):
     """the flat kernel's rule (convolution.py _dw_flat), restated: 2-D, 16 consecutive
     output pixels' taps of one kernel row within 96 source bytes (18 at stride 1 with iw ==
-    ow), or output rows of at most 64 columns taken one at a time (rows mode)"""
+    ow), or, at stride 2 along h, output rows of at most 64 columns taken one at a time (rows
+    mode)"""
     (ih, iw), (sh, sw) = isp, s
     oh = (ih + pl[0] + pr[0] - 3) // sh + 1
     ow = (iw + pl[1] + pr[1] - 3) // sw + 1
@@ -42,7 +43,7 @@ def flat_takes(isp, s, pl, pr):
     offs = [((q // ow) * sh * iw + (q % ow) * sw) for q in range(oh * ow + 16)]
     starts = range(max(1, min(ow, oh * ow - 15)))
     span = max(offs[a + 15] - offs[a] + 3 for a in starts)
-    return span <= 96 or (ow <= 64 and 15 * sw + 3 <= 64)
+    return span <= 96 or (sh == 2 and ow <= 64 and 15 * sw + 3 <= 64)
 
 
 FUSED = ("u8_relu", "u8_plain", "u8_common_no_bias", "s8src_zp", "u8src_zp", "u8_dst_zp",

@@ -395,15 +395,18 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
     def _dw_flat(self, geo):
         """The flat kernel (ukernels/conv_dw3x3_flat.h, needs AVX512-VBMI) takes this plain
         2-D geometry: 16 consecutive output pixels of a kernel row read at most 96 source
-        bytes (stride 1 with iw == ow: 18; stride 2 up to 30 output columns)."""
+        bytes (stride 1 with iw == ow: 18; stride 2 up to 30 output columns), or stride 2
+        along h with output rows of at most 64 columns (rows mode)."""
         (idp, ih, iw), (odp, oh, ow) = geo.src, geo.dst
         sh, sw = geo.strides[1:]
         if not (ow < DW_FLAT_MAX_OW and idp == 1 and odp == 1 and oh * ow < 1 << 24):
             return False
         if (sh, sw) == (1, 1) and iw == ow:
             return True
-        # (rows mode: each output row of at most 64 columns on its own, 64-byte windows)
-        return dw_flat_span(oh, ow, iw, sh, sw) <= 96 or (ow <= 64 and 15 * sw + 3 <= 64)
+        # (rows mode, stride 2 along h: each output row of at most 64 columns on its own,
+        # 64-byte windows)
+        return (dw_flat_span(oh, ow, iw, sh, sw) <= 96 or
+                (sh == 2 and ow <= 64 and 15 * sw + 3 <= 64))
 
     def _dw_plain_rows(self, panels, threads):
         """Output rows per work item of the plain kernel: whole planes, each channel's rows

@@ -332,12 +332,41 @@ dwf_small(const int WIN, const int CHECK, const int SGN, const int MODE, const i
     }
 }
 
-/* rows mode (2-D rows of at most 64 output columns whose 16-pixel runs across a row end span
- * more than 64 bytes: stride 2): a group is one output row, NV = ceil(ow / 16) vectors from
- * its first pixel (16 pixels within a row at stride 2 read 33 bytes: one 64-byte window per
- * kernel row), the lanes past the row dead; the group's 64-byte store runs into the next
- * row, whose own store comes later and rewrites it.  Rows r0 .. r0 + nr - 1 of the item
- * (vectors NV r .. of the table) of channels i0 .. i1 - 1. */
+/* the rows mode's accumulators of one row (vectors from base / idx); REUSE: kernel row 0's
+ * taps are t2, the previous row's kernel row 2 taps (stride 2 along h: the same source row,
+ * the same columns); t2 is set to this row's */
+static inline __attribute__((always_inline)) DWF_TARGET void
+dwf_rows_acc(const int CHECK, const int SGN, const int NV, const int REUSE, const dwf_env_t *x,
+             const dwf_ch_t *h, const uint8_t *plane, const int64_t *base, int64_t ld,
+             const __m512i *idx, __m512i t2[4], __m512i acc[4]) {
+#pragma GCC unroll 4
+    for (int k = 0; k < NV; ++k) acc[k] = h->init;
+#pragma GCC unroll 3
+    for (int kh = 0; kh < 3; ++kh) {
+#pragma GCC unroll 4
+        for (int k = 0; k < NV; ++k) {
+            __m512i tt;
+            if (REUSE && kh == 0) {
+                tt = t2[k];
+            } else {
+                tt = _mm512_permutex2var_epi8(dwf_load(CHECK, 64, x, plane + base[k] + kh * ld),
+                                              idx[3 * k + kh], h->zraw);
+                if (SGN) tt = _mm512_xor_si512(tt, x->flip);
+            }
+            if (kh == 2) t2[k] = tt;
+            acc[k] = _mm512_dpbusd_epi32(acc[k], tt, h->wr[kh]);
+        }
+    }
+}
+
+/* rows mode (stride 2 along h, 2-D rows of at most 64 output columns whose 16-pixel runs
+ * across a row end span more than 96 bytes): a group is one output row, NV = ceil(ow / 16)
+ * vectors from its first pixel (16 pixels within a row at stride 2 read 33 bytes: one
+ * 64-byte window per kernel row), the lanes past the row dead, and a row's kernel row 0
+ * reuses the previous row's kernel row 2 taps (two windows and permutes per row, not three).
+ * The group's 64-byte store runs into the next row, whose own store comes later and
+ * rewrites it.  Rows q0 / ow .. + nr - 1 of the item (vectors NV r .. of the table) of
+ * channels i0 .. i1 - 1. */
 static inline __attribute__((always_inline)) DWF_TARGET void
 dwf_rows(const int CHECK, const int SGN, const int MODE, const int NV,
          const dnnq_dw3x3_plain_t *c, const dwf_env_t *xc, const int8_t *comp,
@@ -354,13 +383,13 @@ dwf_rows(const int CHECK, const int SGN, const int MODE, const int NV,
         const uint8_t *plane = c->src + i * c->src_plane + off;
         uint8_t *dplane = c->dst + i * c->dst_plane;
         const int spill_ok = whole && i * c->dst_plane + qlast + 64 <= c->nc * c->dst_plane;
-        __m512i acc[4], nxt[4];
-        dwf_acc(DWF_WR64, CHECK, SGN, 0, NV, x, &h, plane, t->base, ld, t->idx, acc);
+        __m512i acc[4], nxt[4], t2[4];
+        dwf_rows_acc(CHECK, SGN, NV, 0, x, &h, plane, t->base, ld, t->idx, t2, acc);
         for (int r = 0; r < nr; ++r) {
             const int64_t q = q0 + r * OW;
             if (r + 1 < nr)
-                dwf_acc(DWF_WR64, CHECK, SGN, 0, NV, x, &h, plane, t->base + NV * (r + 1), ld,
-                        t->idx + 3 * NV * (r + 1), nxt);
+                dwf_rows_acc(CHECK, SGN, NV, 1, x, &h, plane, t->base + NV * (r + 1), ld,
+                             t->idx + 3 * NV * (r + 1), t2, nxt);
             if (q + 64 <= c->mend || spill_ok) {
                 dwf_finish(NV, MODE, c->epi, x, &h, acc, dplane + q);
             } else {
@@ -532,9 +561,9 @@ static DWF_TARGET int dwf_run(int mode, const dnnq_dw3x3_plain_t *c, const int8_
         if (z) win = DWF_WR96Z;
     }
     /* rows mode where runs across row ends need more than 96 bytes (with 96-byte windows,
-     * MobileNet's 28 and 14 columns ran 1.1x faster than in rows mode: fewer lanes dead,
-     * four vectors a group) */
-    const int rows = win == 0 && c->ow <= 64 && 15 * c->sw + 3 <= 64 &&
+     * MobileNet's 14 columns ran 1.25x faster than in rows mode, one vector a row; its 28
+     * columns as fast) */
+    const int rows = win == 0 && c->sh == 2 && c->ow <= 64 && 15 * c->sw + 3 <= 64 &&
                      c->m0 % c->ow == 0 && c->mend % c->ow == 0;
     if (!win && !rows) return -1;
     const int64_t ld = c->iw, off = -c->ph * c->iw - c->pw;
