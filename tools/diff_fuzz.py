@@ -187,7 +187,7 @@ def ip_case(rng):
 def conv_case(rng):
     from test_convolution import Case
     kind = str(rng.choice(["3x3", "1x1", "s2", "dw", "grouped", "deconv", "stem", "deconv_k4",
-                           "deconv_dw", "deconv_g"]))
+                           "deconv_dw", "deconv_g", "dw_plain"]))
     g = {"3x3": dict(ICg=int(rng.choice([3, 16, 37])), OCg=int(rng.choice([8, 64, 70]))),
          "1x1": dict(ICg=int(rng.choice([16, 37])), OCg=70, k=(1, 1), pl=(0, 0)),
          "s2": dict(ICg=16, OCg=33, s=(2, 2), isp=(9, 8)),
@@ -201,7 +201,11 @@ def conv_case(rng):
          "deconv_k4": dict(ICg=9, OCg=11, isp=(4, 5), k=(4, 4), s=(2, 2), deconv=True),
          "deconv_dw": dict(G=int(rng.choice([16, 37])), ICg=1, OCg=1, grouped=True,
                            s=(1, 1) if rng.random() < 0.5 else (2, 2), isp=(5, 6), deconv=True),
-         "deconv_g": dict(G=3, ICg=5, OCg=3, isp=(4, 5), s=(2, 2), deconv=True)}[kind]
+         "deconv_g": dict(G=3, ICg=5, OCg=3, isp=(4, 5), s=(2, 2), deconv=True),
+         # plain data, planes of 1 - 40 pixels a side: the flat / column / VBMI rows kernels
+         "dw_plain": dict(G=int(rng.choice([16, 37, 70, 130])), ICg=1, OCg=1, grouped=True,
+                          s=tuple(int(v) for v in rng.integers(1, 3, 2)),
+                          isp=tuple(int(v) for v in rng.integers(3, 41, 2)))}[kind]
     src_dt = str(rng.choice(["u8", "s8"]))
     dst_dt = str(rng.choice(["f32", "s32", "s8", "u8"]))
     bias_dt = rng.choice([None, "f32", "s32", "s8", "u8"])
@@ -209,7 +213,7 @@ def conv_case(rng):
     OC = G * g["OCg"]
     q = draw_quant(rng, dst_dt, OC, 3 if g.get("grouped") or G > 1 else 1, src_dt)
     # the dst shape decides the binary shapes: made by Case, so draw the ops after it
-    tag = str(rng.choice(["", "nhwc"])) or None
+    tag = None if kind == "dw_plain" else str(rng.choice(["", "nhwc"])) or None
     c = Case(rng, src_dt=src_dt, dst_dt=dst_dt, bias_dt=None if bias_dt is None else str(bias_dt),
              q={k: v for k, v in q.items()}, src_tag=tag, dst_tag=tag, **g)
     N_, C_, H_, W_ = c.dst_shape
