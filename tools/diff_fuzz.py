@@ -126,8 +126,11 @@ def differences(got, want, ok):
 def matmul_case(rng):
     M, K, N = (int(rng.choice(v)) for v in ((1, 3, 6, 13), (1, 4, 17, 64, 130), (1, 15, 64, 70)))
     src_dt = str(rng.choice(["u8", "s8"]))
-    dst_dt = str(rng.choice(["f32", "s32", "s8", "u8"]))
-    bias_dt = rng.choice([None, "f32", "s32", "s8", "u8"])
+    # (dw_plain: mostly what the plain kernels' fused epilogue takes: 8-bit dst, f32 bias,
+    # relu / linear post-ops)
+    fused = kind == "dw_plain" and rng.random() < 0.8
+    dst_dt = str(rng.choice(["s8", "u8"] if fused else ["f32", "s32", "s8", "u8"]))
+    bias_dt = rng.choice([None, "f32"] if fused else [None, "f32", "s32", "s8", "u8"])
     bias_shape = [(N,), (1, N), (M, N)][int(rng.integers(3))]
     src, wei = data(rng, src_dt, (M, K)), data(rng, "s8", (K, N))
     bias = None if bias_dt is None else data(rng, str(bias_dt), bias_shape, 30.0)
@@ -157,8 +160,11 @@ def ip_case(rng):
     """InnerProduct: oneDNN 3.2 has no zero points there (dnnq's extension is not drawn)."""
     Nb, IC, OC = (int(rng.choice(v)) for v in ((1, 3, 6, 13), (1, 4, 17, 64, 130), (1, 15, 64, 70)))
     src_dt = str(rng.choice(["u8", "s8"]))
-    dst_dt = str(rng.choice(["f32", "s32", "s8", "u8"]))
-    bias_dt = rng.choice([None, "f32", "s32", "s8", "u8"])
+    # (dw_plain: mostly what the plain kernels' fused epilogue takes: 8-bit dst, f32 bias,
+    # relu / linear post-ops)
+    fused = kind == "dw_plain" and rng.random() < 0.8
+    dst_dt = str(rng.choice(["s8", "u8"] if fused else ["f32", "s32", "s8", "u8"]))
+    bias_dt = rng.choice([None, "f32"] if fused else [None, "f32", "s32", "s8", "u8"])
     src, wei = data(rng, src_dt, (Nb, IC)), data(rng, "s8", (OC, IC))
     bias = None if bias_dt is None else data(rng, str(bias_dt), (OC,), 30.0)
     q = draw_quant(rng, dst_dt, OC, 1, src_dt)
@@ -184,10 +190,15 @@ def ip_case(rng):
     return desc + f" [{impl} / {p.impl_info}]", p.execute(args), want
 
 
-def conv_case(rng):
+#: how many problems each plain depthwise kernel took (convolution.py _dw_plain_kernel: 0
+#: copies, 1 / 2 column kernel, 3 flat kernel), printed at the end
+PLAIN_KERNELS = {}
+
+
+def conv_case(rng, kind=None):
     from test_convolution import Case
-    kind = str(rng.choice(["3x3", "1x1", "s2", "dw", "grouped", "deconv", "stem", "deconv_k4",
-                           "deconv_dw", "deconv_g", "dw_plain"]))
+    kind = kind or str(rng.choice(["3x3", "1x1", "s2", "dw", "grouped", "deconv", "stem",
+                                   "deconv_k4", "deconv_dw", "deconv_g", "dw_plain"]))
     g = {"3x3": dict(ICg=int(rng.choice([3, 16, 37])), OCg=int(rng.choice([8, 64, 70]))),
          "1x1": dict(ICg=int(rng.choice([16, 37])), OCg=70, k=(1, 1), pl=(0, 0)),
          "s2": dict(ICg=16, OCg=33, s=(2, 2), isp=(9, 8)),
@@ -202,13 +213,17 @@ def conv_case(rng):
          "deconv_dw": dict(G=int(rng.choice([16, 37])), ICg=1, OCg=1, grouped=True,
                            s=(1, 1) if rng.random() < 0.5 else (2, 2), isp=(5, 6), deconv=True),
          "deconv_g": dict(G=3, ICg=5, OCg=3, isp=(4, 5), s=(2, 2), deconv=True),
-         # plain data, planes of 1 - 40 pixels a side: the flat / column / VBMI rows kernels
+         # plain data, planes of 3 - 40 rows of 3 - 130 columns: the flat kernel's window
+         # kinds and rows mode, the column kernel, the copies
          "dw_plain": dict(G=int(rng.choice([16, 37, 70, 130])), ICg=1, OCg=1, grouped=True,
                           s=tuple(int(v) for v in rng.integers(1, 3, 2)),
-                          isp=tuple(int(v) for v in rng.integers(3, 41, 2)))}[kind]
+                          isp=(int(rng.integers(3, 41)), int(rng.integers(3, 131))))}[kind]
     src_dt = str(rng.choice(["u8", "s8"]))
-    dst_dt = str(rng.choice(["f32", "s32", "s8", "u8"]))
-    bias_dt = rng.choice([None, "f32", "s32", "s8", "u8"])
+    # (dw_plain: mostly what the plain kernels' fused epilogue takes: 8-bit dst, f32 bias,
+    # relu / linear post-ops)
+    fused = kind == "dw_plain" and rng.random() < 0.8
+    dst_dt = str(rng.choice(["s8", "u8"] if fused else ["f32", "s32", "s8", "u8"]))
+    bias_dt = rng.choice([None, "f32"] if fused else [None, "f32", "s32", "s8", "u8"])
     G = g.get("G", 1)
     OC = G * g["OCg"]
     q = draw_quant(rng, dst_dt, OC, 3 if g.get("grouped") or G > 1 else 1, src_dt)
@@ -218,6 +233,8 @@ def conv_case(rng):
              q={k: v for k, v in q.items()}, src_tag=tag, dst_tag=tag, **g)
     N_, C_, H_, W_ = c.dst_shape
     ops = draw_post_ops(rng, dst_dt, [(1, C_, 1, 1), (N_, C_, H_, W_), (1, 1, 1, 1)])
+    if fused:
+        ops = [o for o in ops if o[0] == "eltwise" and o[1] in ("relu", "linear")]
     c.post_ops = ops
     c.dst_prev = (data(rng, dst_dt, c.dst_shape, 30.0) if any(o[0] == "sum" for o in ops)
                   else None)
@@ -231,6 +248,8 @@ def conv_case(rng):
     except _capi.OnednnError:
         return desc, None, None
     got, p = c.run_dnnq()
+    if kind == "dw_plain":
+        PLAIN_KERNELS[p._dw_plain] = PLAIN_KERNELS.get(p._dw_plain, 0) + 1
     return desc + f" [{impl} / {p.impl_info}]", got, want
 
 
@@ -241,11 +260,14 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--isa", default=None, help="dnnq ISA cap (default: the CPU's best)")
     ap.add_argument("--verbose", action="store_true", help="also list the refused problems")
+    ap.add_argument("--kind", default=None,
+                    help="conv only: one kind of problem (e.g. dw_plain: plain depthwise planes)")
     o = ap.parse_args(argv)
     if o.isa:
         dnnq.set_max_cpu_isa(o.isa)
     rng = np.random.default_rng(o.seed)
-    fn = {"matmul": matmul_case, "ip": ip_case, "conv": conv_case}[o.family]
+    fn = {"matmul": matmul_case, "ip": ip_case,
+          "conv": lambda r: conv_case(r, o.kind)}[o.family]
     bad = refused = 0
     for i in range(o.cases):
         desc, got, want = fn(rng)
@@ -259,6 +281,9 @@ def main(argv=None):
             bad += 1
             print(f"case {i}: {desc}: {differences(got, want, ok)}")
     print(f"{o.family}: {o.cases} cases, {refused} refused by oneDNN, {bad} differ")
+    if PLAIN_KERNELS:
+        print("plain depthwise kernels (0 copies, 1 / 2 column, 3 flat): " +
+              ", ".join(f"{k}: {n}" for k, n in sorted(PLAIN_KERNELS.items())))
     return 1 if bad else 0
 
 
