@@ -159,7 +159,7 @@ dwf_acc(const int WIN, const int CHECK, const int SGN, const int UNI, const int 
 #pragma GCC unroll 4
     for (int k = 0; k < NV; ++k) {
         if (WIN == DWF_WIN1) W[k] = dwf_load(CHECK, 64, x, plane + base[k]);
-        acc[k] = h->init;
+        acc[k] = SGN ? h->init : _mm512_setzero_si512(); /* (u8: no compensation) */
     }
     /* kernel row by kernel row: a window lives only until its permute (12 live windows,
      * with the next group's accumulators, spilled) */
@@ -340,7 +340,7 @@ dwf_rows_acc(const int CHECK, const int SGN, const int NV, const int REUSE, cons
              const dwf_ch_t *h, const uint8_t *plane, const int64_t *base, int64_t ld,
              const __m512i *idx, __m512i t2[4], __m512i acc[4]) {
 #pragma GCC unroll 4
-    for (int k = 0; k < NV; ++k) acc[k] = h->init;
+    for (int k = 0; k < NV; ++k) acc[k] = SGN ? h->init : _mm512_setzero_si512();
 #pragma GCC unroll 3
     for (int kh = 0; kh < 3; ++kh) {
 #pragma GCC unroll 4
