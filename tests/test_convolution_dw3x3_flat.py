@@ -3,9 +3,9 @@ VNNI + VBMI): lanes are 16 consecutive output pixels of the flattened plane acro
 each kernel row's taps permuted out of a window that starts at lane 0's.  Swept here, against
 oneDNN (numpy's model where oneDNN is not there):
 
-* every window kind and its bounds: one window for all kernel rows (stride 1, iw == ow <= 23),
-  a window per kernel row of 32 / 64 / 96 bytes (stride 1 with other paddings; stride 2 with
-  output rows of 16 / 17, 30 / 31 columns), and the rows mode (stride-2 rows of 32 - 64
+* every window kind and its bounds: one window for all kernel rows (stride 1, iw == ow <= 23;
+  stride 2 within 127 bytes), a window per kernel row of 32 / 64 / 96 bytes (stride 1 with
+  other paddings; stride 2 with output rows of 16 / 17, 30 / 31 columns), and the rows mode (stride-2 rows of 32 - 64
   columns, one output row per group of 1 - 4 vectors, the lanes past the row dead);
 * plane sizes below, at and past one vector, one group of four, one block of 32 vectors, so
   the last group is partial, the rest group has 1 - 3 vectors, and a group's 64-byte store
@@ -58,6 +58,8 @@ WINDOWS = {
     "s2_ow17": ((9, 34), (2, 2), (1, 1), (1, 1)),
     "s2_ow7": ((20, 14), (2, 2), (1, 1), (1, 1)),        # 14 -> 7, more than 64 pixels
     "s2_7x7": ((14, 14), (2, 2), (1, 1), (1, 1)),        # MobileNet's 14 -> 7: 4 vectors
+    "win2_127": ((9, 23), (2, 2), (1, 0), (1, 1)),       # three kernel rows in 127 bytes
+    "wr96_129": ((9, 24), (2, 2), (1, 1), (1, 1)),       # ... in 129: 96-byte windows
     "s2_ow14": ((28, 28), (2, 2), (1, 1), (1, 1)),
     "s2_ow28": ((12, 56), (2, 2), (1, 1), (1, 1)),
     "s2_ow30": ((10, 59), (2, 2), (1, 1), (1, 1)),       # odd source width
