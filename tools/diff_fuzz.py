@@ -126,11 +126,8 @@ def differences(got, want, ok):
 def matmul_case(rng):
     M, K, N = (int(rng.choice(v)) for v in ((1, 3, 6, 13), (1, 4, 17, 64, 130), (1, 15, 64, 70)))
     src_dt = str(rng.choice(["u8", "s8"]))
-    # (dw_plain: mostly what the plain kernels' fused epilogue takes: 8-bit dst, f32 bias,
-    # relu / linear post-ops)
-    fused = kind == "dw_plain" and rng.random() < 0.8
-    dst_dt = str(rng.choice(["s8", "u8"] if fused else ["f32", "s32", "s8", "u8"]))
-    bias_dt = rng.choice([None, "f32"] if fused else [None, "f32", "s32", "s8", "u8"])
+    dst_dt = str(rng.choice(["f32", "s32", "s8", "u8"]))
+    bias_dt = rng.choice([None, "f32", "s32", "s8", "u8"])
     bias_shape = [(N,), (1, N), (M, N)][int(rng.integers(3))]
     src, wei = data(rng, src_dt, (M, K)), data(rng, "s8", (K, N))
     bias = None if bias_dt is None else data(rng, str(bias_dt), bias_shape, 30.0)
@@ -160,11 +157,8 @@ def ip_case(rng):
     """InnerProduct: oneDNN 3.2 has no zero points there (dnnq's extension is not drawn)."""
     Nb, IC, OC = (int(rng.choice(v)) for v in ((1, 3, 6, 13), (1, 4, 17, 64, 130), (1, 15, 64, 70)))
     src_dt = str(rng.choice(["u8", "s8"]))
-    # (dw_plain: mostly what the plain kernels' fused epilogue takes: 8-bit dst, f32 bias,
-    # relu / linear post-ops)
-    fused = kind == "dw_plain" and rng.random() < 0.8
-    dst_dt = str(rng.choice(["s8", "u8"] if fused else ["f32", "s32", "s8", "u8"]))
-    bias_dt = rng.choice([None, "f32"] if fused else [None, "f32", "s32", "s8", "u8"])
+    dst_dt = str(rng.choice(["f32", "s32", "s8", "u8"]))
+    bias_dt = rng.choice([None, "f32", "s32", "s8", "u8"])
     src, wei = data(rng, src_dt, (Nb, IC)), data(rng, "s8", (OC, IC))
     bias = None if bias_dt is None else data(rng, str(bias_dt), (OC,), 30.0)
     q = draw_quant(rng, dst_dt, OC, 1, src_dt)
