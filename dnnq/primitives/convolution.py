@@ -81,10 +81,10 @@ DW_PLAIN_MIN_OW = 48
 #: conv_dw3x3_plain_s2.h).  False: the column kernel's even / odd picks (as without VBMI).
 DW_PLAIN_VBMI = True
 
-#: With AVX512-VBMI, 2-D planes at stride 1 whose rows keep their width (iw == ow) and whose
-#: output rows are narrower than this take the flat kernel (lanes = 16 consecutive pixels
-#: across row ends, ukernels/conv_dw3x3_flat.h) instead of the column kernel or the
-#: channels-last copies.  0: never.
+#: With AVX512-VBMI, plain 2-D planes the flat kernel takes (`_dw_flat`: lanes = 16
+#: consecutive pixels across row ends, ukernels/conv_dw3x3_flat.h) whose output rows are
+#: narrower than this take it instead of the column kernel or the channels-last copies.
+#: 0: never (the tests' switch).
 DW_FLAT_MAX_OW = 1 << 30
 
 
@@ -367,11 +367,13 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
                 geo.strides[1] in (1, 2) and geo.strides[2] in (1, 2))
 
     def _dw_plain_kernel(self):
-        """The column kernel reads plain (nchw) src and writes plain dst as they are
-        (ukernels/conv_dw3x3_plain.h) instead of channels-last copies: its fused epilogue's
-        cases only (8-bit dst, relu / linear post-ops, oneDNN's exact numerics), on the C-level
-        execute path (the checked path keeps the copies), for output rows of at least
-        DW_PLAIN_MIN_OW columns."""
+        """The plain kernels read plain (nchw) src and write plain dst as they are instead
+        of channels-last copies: their fused epilogue's cases only (8-bit dst, relu / linear
+        post-ops, oneDNN's exact numerics), on the C-level execute path (the checked path
+        keeps the copies). 3: the flat kernel (AVX512-VBMI, the geometries of `_dw_flat`);
+        else, for output rows of at least DW_PLAIN_MIN_OW columns, the column kernel
+        (ukernels/conv_dw3x3_plain.h): 2 with the VBMI stride-2 rows, 1 without; 0: the
+        copies."""
         elt = (_plan.ELTWISE_CODE["relu"], _plan.ELTWISE_CODE["linear"])
         # (a column-kernel geometry is a forward convolution: no oneDNN AVX2 fallback, so
         # exact numerics mean no pair saturation or halved weights either)
@@ -383,12 +385,10 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
               all(k == _plan.PO_ELTWISE and alg in elt for k, alg, _, _ in self._post_specs))
         if not ok:
             return 0
-        geo = self._geo
         vbmi = _dispatch.cpu_has("avx512_vbmi")
-        (idp, ih, iw), (odp, oh, ow) = geo.src, geo.dst
-        if vbmi and self._dw_flat(geo):
+        if vbmi and self._dw_flat(self._geo):
             return 3
-        if ow < DW_PLAIN_MIN_OW:
+        if self._geo.dst[2] < DW_PLAIN_MIN_OW:
             return 0
         return 2 if DW_PLAIN_VBMI and vbmi else 1
 
@@ -397,7 +397,7 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
         2-D geometry: 16 consecutive output pixels of a kernel row read at most 96 source
         bytes (stride 1 with iw == ow: 18; stride 2 up to 30 output columns), or stride 2
         along h with output rows of at most 64 columns (rows mode)."""
-        (idp, ih, iw), (odp, oh, ow) = geo.src, geo.dst
+        (idp, _, iw), (odp, oh, ow) = geo.src, geo.dst
         sh, sw = geo.strides[1:]
         if not (ow < DW_FLAT_MAX_OW and idp == 1 and odp == 1 and oh * ow < 1 << 24):
             return False

@@ -1,5 +1,6 @@
 /* The flat 3x3 depthwise kernel on plain (nchw) planes, AVX-512 VNNI + VBMI
- * (dnnq_dw3x3_plain_t.flat); included by conv_dw3x3_plain.h, whose epilogue it shares.
+ * (dnnq_dw3x3_plain_t.flat); included by conv_dw3x3_plain.h (after the column kernel's
+ * 512-bit body, whose epilogue steps dw9_epi_hot_512 / dw9_epi_vec_512 it uses).
  *
  * Narrow planes (7 - 28 columns) leave most lanes of the column kernel empty.  Here the lanes
  * are 16 consecutive output pixels q .. q + 15 of the flattened 2-D plane, across row ends,
@@ -11,9 +12,10 @@
  *
  *   WIN1 (stride 1, iw == ow <= 23): one 64-byte window holds all three kernel rows (index
  *        r(i) + kw + kh iw), one load per vector;
- *   WR64 (the lanes' span r(15) + 3 <= 64: stride 1 with iw == ow, or stride 2 whose 16
- *        lanes stay in one output row): one 64-byte load per kernel row;
- *   WR96 (span <= 96: stride 2 rows of up to 30 output columns): 64 bytes and the next 32;
+ *   WR32 / WR64 (the lanes' span r(15) + 3 <= 32 / 64: stride 1, stride 2 runs in one
+ *        output row): one 32- / 64-byte load per kernel row;
+ *   WR96 (span <= 96: stride 2 rows of up to 30 output columns): 64 bytes and the next 32
+ *        (WR96Z: with every zero point 0, the 32 bytes' zero extension as the zero points);
  *   WIN2 (a WR96 geometry whose three kernel rows' windows lie within 127 bytes, 2 iw +
  *        span <= 127: MobileNet's 14 -> 7): one 128-byte window for all three, its last
  *        byte replaced by the zero point (two loads and a blend per vector, not six loads).
@@ -27,7 +29,10 @@
  *
  * Four vectors (64 pixels) go together and the next group's loads, permutes and vpdpbusd
  * come before this group's epilogue: one vector at a time, or a group's chains in order,
- * left the scheduler idle (1.2 - 1.5x the time). */
+ * left the scheduler idle (1.2 - 1.5x the time).  Stride-2 rows of up to 64 columns whose
+ * runs across a row end span more than 96 bytes take the rows mode (dwf_rows).  Every
+ * variant (window kind, checked loads, source sign, epilogue mode) is a function of its
+ * own: all of them in one function ran the hot loops 2x slower. */
 
 #define DWF_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi")))
 

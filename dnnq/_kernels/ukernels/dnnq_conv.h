@@ -86,7 +86,7 @@ typedef struct {
     int64_t n_chunks;
     /* 1: src and dst are plain (nchw) and the depthwise 3x3 column kernel reads them as
      * they are (dnnq_dw3x3_plain_avx512: the fused epilogue's cases, AVX-512 only); 2: the
-     * same with AVX512-VBMI (its stride-2 kernel); 3: the flat stride-1 kernel (VBMI) */
+     * same with AVX512-VBMI (its stride-2 kernel); 3: the flat kernel (VBMI) */
     int plain;
     /* 1: the column kernel's items run panels outermost within an image (ConvExec's channel-
      * band copies of plain data, several threads) */
@@ -224,8 +224,9 @@ typedef struct {
     /* 1: rows at stride 2 along h and w take the AVX512-VBMI kernel (conv_dw3x3_plain_s2.h;
      * the caller checked the CPU has VBMI) */
     int vbmi;
-    /* 1: the flat stride-1 kernel (conv_dw3x3_flat.h: 2-D, stride 1, iw == ow, VBMI): lanes
-     * = 16 consecutive pixels of the plane, across row ends */
+    /* 1: the flat kernel (conv_dw3x3_flat.h: 2-D, VBMI, the geometries convolution.py's
+     * _dw_flat gives it; others fall back to the column kernel): lanes = 16 consecutive
+     * pixels of the plane, across row ends */
     int flat;
 } dnnq_dw3x3_plain_t;
 void dnnq_dw3x3_plain_avx512(const dnnq_dw3x3_plain_t *c);
