@@ -5,7 +5,8 @@ oneDNN (numpy's model where oneDNN is not there):
 
 * every window kind and its bounds: one window for all kernel rows (stride 1, iw == ow <= 23;
   stride 2 within 127 bytes), a window per kernel row of 32 / 64 / 96 bytes (stride 1 with
-  other paddings; stride 2 with output rows of 16 / 17, 30 / 31 columns), and the rows mode (stride-2 rows of 32 - 64
+  other paddings; stride 2 with output rows of 16 / 17, 30 / 31 columns), the stacked rows
+  (stride 2, 12 - 16 columns: four rows a group, one vector each), and the rows mode (stride-2 rows of 32 - 64
   columns, one output row per group of 1 - 4 vectors, the lanes past the row dead);
 * plane sizes below, at and past one vector, one group of four, one block of 32 vectors, so
   the last group is partial, the rest group has 1 - 3 vectors, and a group's 64-byte store
@@ -64,6 +65,11 @@ WINDOWS = {
     "s2_ow28": ((12, 56), (2, 2), (1, 1), (1, 1)),
     "s2_ow30": ((10, 59), (2, 2), (1, 1), (1, 1)),       # odd source width
     "s2_ow31": ((8, 61), (2, 2), (1, 0), (1, 1)),
+    # stacked rows: stride-2 rows of 12 - 16 columns that would take 96-byte windows
+    "stack_ow12": ((11, 24), (2, 2), (1, 1), (1, 1)),
+    "stack_ow12_asym": ((9, 25), (2, 2), (1, 0), (1, 1)),
+    "stack_ow13": ((10, 26), (2, 2), (1, 1), (1, 1)),
+    "stack_ow14_pad0": ((9, 29), (2, 2), (1, 0), (1, 0)),
     # rows mode: stride-2 rows of 32 - 64 columns (runs across a row end span past 96)
     "rows_ow32": ((9, 64), (2, 2), (1, 1), (1, 1)),
     "rows_ow33": ((7, 66), (2, 2), (1, 1), (1, 1)),
