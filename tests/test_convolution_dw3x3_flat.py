@@ -6,7 +6,8 @@ oneDNN (numpy's model where oneDNN is not there):
 * every window kind and its bounds: one window for all kernel rows (stride 1, iw == ow <= 23;
   stride 2 within 127 bytes), a window per kernel row of 32 / 64 / 96 bytes (stride 1 with
   other paddings; stride 2 with output rows of 16 / 17, 30 / 31 columns), the stacked rows
-  (stride 2, 12 - 16 columns: four rows a group, one vector each), and the rows mode (stride-2 rows of 32 - 64
+  (stride 2, 12 - 16 / 24 - 32 columns: four rows a group of one vector each, or two of two),
+  and the rows mode (stride-2 rows of 32 - 64
   columns, one output row per group of 1 - 4 vectors, the lanes past the row dead);
 * plane sizes below, at and past one vector, one group of four, one block of 32 vectors, so
   the last group is partial, the rest group has 1 - 3 vectors, and a group's 64-byte store
@@ -70,6 +71,10 @@ WINDOWS = {
     "stack_ow12_asym": ((9, 25), (2, 2), (1, 0), (1, 1)),
     "stack_ow13": ((10, 26), (2, 2), (1, 1), (1, 1)),
     "stack_ow14_pad0": ((9, 29), (2, 2), (1, 0), (1, 0)),
+    "stack2_ow24": ((9, 48), (2, 2), (1, 1), (1, 1)),     # two vectors a row
+    "stack2_ow27": ((8, 55), (2, 2), (1, 0), (1, 1)),
+    "stack2_ow30": ((7, 60), (2, 2), (1, 1), (1, 1)),
+    "wr96_ow23": ((9, 47), (2, 2), (0, 1), (1, 0)),       # not stacked: too many lanes dead
     # rows mode: stride-2 rows of 32 - 64 columns (runs across a row end span past 96)
     "rows_ow32": ((9, 64), (2, 2), (1, 1), (1, 1)),
     "rows_ow33": ((7, 66), (2, 2), (1, 1), (1, 1)),

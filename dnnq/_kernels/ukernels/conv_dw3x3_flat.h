@@ -31,7 +31,7 @@
  * come before this group's epilogue: one vector at a time, or a group's chains in order,
  * left the scheduler idle (1.2 - 1.5x the time).  Stride-2 rows of up to 64 columns whose
  * runs across a row end span more than 96 bytes take the rows mode (dwf_rows), rows of 12 -
- * 16 columns that would take 96-byte windows the stacked rows (dwf_stack).  Every
+ * 16 and 24 - 32 columns that would take 96-byte windows the stacked rows (dwf_stack).  Every
  * variant (window kind, checked loads, source sign, epilogue mode) is a function of its
  * own: all of them in one function ran the hot loops 2x slower. */
 
@@ -420,49 +420,51 @@ dwf_rows(const int CHECK, const int SGN, const int MODE, const int NV,
     }
 }
 
-/* stacked rows (stride 2 along h, rows of 12 - 16 output columns that would take 96-byte
- * windows): a group is four output rows, one vector each from the row's first pixel (the
- * lanes past the row dead), each row's kernel row 0 the previous row's kernel row 2 taps
- * (two windows and permutes per row); the store's byte permute (x->cix) undoes the packs'
- * order and squeezes the dead lanes out, 4 ow bytes, and the 64-byte store runs into the
- * next group's rows, whose own store comes later.  Rows q0 / ow .. + nr - 1 of the item
- * (vector r of the table: row r) of channels i0 .. i1 - 1. */
+/* stacked rows (stride 2 along h, rows of 12 - 16 or 24 - 32 output columns that would take
+ * 96-byte windows): a group is four vectors, four output rows of NVR = 1 vector or two of
+ * NVR = 2, each vector from its row's first pixel + 16 j (the lanes past the row dead),
+ * each row's kernel row 0 the previous row's kernel row 2 taps (two windows and permutes
+ * per vector); the store's byte permute (x->cix) undoes the packs' order and squeezes the
+ * dead lanes out, 4 / NVR ow bytes, and the 64-byte store runs into the next group's rows,
+ * whose own store comes later.  Rows q0 / ow .. + nr - 1 of the item (vector NVR r + j of
+ * the table) of channels i0 .. i1 - 1. */
 static inline __attribute__((always_inline)) DWF_TARGET void
-dwf_stack(const int CHECK, const int SGN, const int MODE, const dnnq_dw3x3_plain_t *c,
-          const dwf_env_t *xc, const int8_t *comp, const dwf_table_t *t, int64_t q0, int nr,
-          int i0, int i1) {
+dwf_stack(const int CHECK, const int SGN, const int MODE, const int NVR,
+          const dnnq_dw3x3_plain_t *c, const dwf_env_t *xc, const int8_t *comp,
+          const dwf_table_t *t, int64_t q0, int nr, int i0, int i1) {
     const dwf_env_t xl = *xc, *const x = &xl;
     const int64_t ld = c->iw, off = -c->ph * c->iw - c->pw, OW = c->ow;
-    const int whole = c->m0 == 0 && c->mend == c->dst_plane && c->oh <= DWF_NB;
-    const int ng = (nr + 3) / 4;
+    const int RPG = 4 / NVR; /* rows a group */
+    const int whole = c->m0 == 0 && c->mend == c->dst_plane && c->oh * NVR <= DWF_NB;
+    const int ng = (nr + RPG - 1) / RPG;
     for (int i = i0; i < i1; ++i) {
         dwf_ch_t h;
         dwf_channel(c, comp, i, &h);
         const uint8_t *plane = c->src + i * c->src_plane + off;
         uint8_t *dplane = c->dst + i * c->dst_plane;
-        const int spill_ok =
-            whole && i * c->dst_plane + q0 + (int64_t)(ng - 1) * 4 * OW + 64 <= c->nc * c->dst_plane;
-        __m512i t2 = _mm512_setzero_si512();
+        const int spill_ok = whole && i * c->dst_plane + q0 + (int64_t)(ng - 1) * RPG * OW + 64 <=
+                                          c->nc * c->dst_plane;
+        __m512i t2[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
         for (int g = 0; g < ng; ++g) {
             __m512i acc[4];
 #pragma GCC unroll 4
             for (int k = 0; k < 4; ++k) {
-                const int r = 4 * g + k;
+                const int r = RPG * g + k / NVR, jv = k % NVR, v = r * NVR + jv;
                 acc[k] = SGN ? h.init : _mm512_setzero_si512();
                 if (r >= nr) continue;
-                const uint8_t *a = plane + t->base[r];
+                const uint8_t *a = plane + t->base[v];
                 __m512i tt[3];
 #pragma GCC unroll 3
                 for (int kh = 0; kh < 3; ++kh) {
                     if (kh == 0 && r > 0) {
-                        tt[0] = t2;
+                        tt[0] = t2[jv];
                         continue;
                     }
                     tt[kh] = _mm512_permutex2var_epi8(dwf_load(CHECK, 64, x, a + kh * ld),
-                                                      t->idx[3 * r + kh], h.zraw);
+                                                      t->idx[3 * v + kh], h.zraw);
                     if (SGN) tt[kh] = _mm512_xor_si512(tt[kh], x->flip);
                 }
-                t2 = tt[2];
+                t2[jv] = tt[2];
 #pragma GCC unroll 3
                 for (int kh = 0; kh < 3; ++kh) acc[k] = _mm512_dpbusd_epi32(acc[k], tt[kh], h.wr[kh]);
             }
@@ -475,7 +477,7 @@ dwf_stack(const int CHECK, const int SGN, const int MODE, const dnnq_dw3x3_plain
             const __m512i b = MODE == DW9_GENERIC && c->epi->dt == DNNQ_DT_S8
                                   ? _mm512_packs_epi16(w01, w23) : _mm512_packus_epi16(w01, w23);
             const __m512i out = _mm512_permutexvar_epi8(x->cix, b);
-            const int64_t qg = q0 + (int64_t)g * 4 * OW;
+            const int64_t qg = q0 + (int64_t)g * RPG * OW;
             if (qg + 64 <= c->mend || spill_ok) {
                 _mm512_storeu_si512((void *)(dplane + qg), out);
             } else {
@@ -487,18 +489,20 @@ dwf_stack(const int CHECK, const int SGN, const int MODE, const dnnq_dw3x3_plain
     }
 }
 
-#define DWF_MODES(CHECK, SGN) \
-    (mode == DW9_HOT ? dwf_stack(CHECK, SGN, DW9_HOT, c, x, comp, t, q0, nr, i0, i1) \
-                     : dwf_stack(CHECK, SGN, DW9_GENERIC, c, x, comp, t, q0, nr, i0, i1))
-#define DWF_STACK_FN(CHECK) \
-    static __attribute__((noinline)) DWF_TARGET void dwf_stack_##CHECK( \
+#define DWF_MODES(NVR, CHECK, SGN) \
+    (mode == DW9_HOT ? dwf_stack(CHECK, SGN, DW9_HOT, NVR, c, x, comp, t, q0, nr, i0, i1) \
+                     : dwf_stack(CHECK, SGN, DW9_GENERIC, NVR, c, x, comp, t, q0, nr, i0, i1))
+#define DWF_STACK_FN(NVR, CHECK) \
+    static __attribute__((noinline)) DWF_TARGET void dwf_stack_##NVR##_##CHECK( \
         int mode, const dnnq_dw3x3_plain_t *c, const dwf_env_t *x, const int8_t *comp, \
         const dwf_table_t *t, int64_t q0, int nr, int i0, int i1) { \
-        if (c->src_signed) DWF_MODES(CHECK, 1); \
-        else DWF_MODES(CHECK, 0); \
+        if (c->src_signed) DWF_MODES(NVR, CHECK, 1); \
+        else DWF_MODES(NVR, CHECK, 0); \
     }
-DWF_STACK_FN(0)
-DWF_STACK_FN(1)
+DWF_STACK_FN(1, 0)
+DWF_STACK_FN(1, 1)
+DWF_STACK_FN(2, 0)
+DWF_STACK_FN(2, 1)
 #undef DWF_STACK_FN
 #undef DWF_MODES
 
@@ -673,10 +677,11 @@ static DWF_TARGET int dwf_run(int mode, const dnnq_dw3x3_plain_t *c, const int8_
      * columns as fast) */
     const int whole_rows = c->sh == 2 && 15 * c->sw + 3 <= 64 && c->m0 % c->ow == 0 &&
                            c->mend % c->ow == 0;
-    /* stacked rows for 12 - 16 columns that would take 96-byte windows (MobileNet's 28 ->
-     * 14: 15.5 -> 13.5 us) */
-    const int stack = (win == DWF_WR96 || win == DWF_WR96Z) && whole_rows && c->ow >= 12 &&
-                      c->ow <= 16;
+    /* stacked rows for 12 - 16 and 24 - 32 columns (three quarters of the lanes or more
+     * live) that would take 96-byte windows (MobileNet's 28 -> 14: 15.5 -> 13.5 us, 56 ->
+     * 28: 27.1 -> 24.8 us) */
+    const int stack = (win == DWF_WR96 || win == DWF_WR96Z) && whole_rows &&
+                      ((c->ow >= 12 && c->ow <= 16) || (c->ow >= 24 && c->ow <= 32));
     const int rows = stack || (win == 0 && whole_rows && c->ow <= 64);
     if (!win && !rows) return -1;
     const int64_t ld = c->iw, off = -c->ph * c->iw - c->pw;
@@ -689,7 +694,7 @@ static DWF_TARGET int dwf_run(int mode, const dnnq_dw3x3_plain_t *c, const int8_
     if (stack) { /* byte j of the store: row j / ow, column j % ow, lane 16 row + column */
         int8_t ix[64];
         for (int j = 0; j < 64; ++j) {
-            const int p = j < 4 * c->ow ? (int)(j / c->ow * 16 + j % c->ow) : 0;
+            const int p = j < 4 / nvr * c->ow ? (int)(j / c->ow * 16 * nvr + j % c->ow) : 0;
             ix[j] = (int8_t)(((p >> 2) % 4 * 4 + (p >> 2) / 4) * 4 + (p & 3)); /* DWP_TR */
         }
         env.cix = _mm512_loadu_si512((const void *)ix);
@@ -725,8 +730,9 @@ static DWF_TARGET int dwf_run(int mode, const dnnq_dw3x3_plain_t *c, const int8_
         for (int r = 0; r < 3; ++r) {
             if (run[r][0] >= run[r][1]) continue;
             if (stack)
-                (run[r][2] ? dwf_stack_1 : dwf_stack_0)(mode, c, x, comp, &t, q0, nb, run[r][0],
-                                                          run[r][1]);
+                (nvr == 1 ? (run[r][2] ? dwf_stack_1_1 : dwf_stack_1_0)
+                          : (run[r][2] ? dwf_stack_2_1 : dwf_stack_2_0))(
+                    mode, c, x, comp, &t, q0, nb / nvr, run[r][0], run[r][1]);
             else if (rows)
                 dwf_rows_any(nvr, run[r][2], mode, c, x, comp, &t, q0, nb / nvr, run[r][0],
                              run[r][1]);
