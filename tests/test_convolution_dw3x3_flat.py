@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 import dnnq
-from dnnq.primitives import convolution as conv_mod
+from dnnq.primitives import _conv_kernel_choice as conv_mod
 from test_convolution_dw3x3_plain import (FUSED, VBMI, flat_takes, needs_avx512, no_checked_path,
                                           run_plain)
 

@@ -18,7 +18,7 @@ import dnnq
 from conftest import ISA_LEVELS
 from dnnq import _dispatch
 from dnnq._kernels import _conv_exec
-from dnnq.primitives import convolution as conv_mod
+from dnnq.primitives import _conv_kernel_choice as conv_mod
 from test_convolution import Case, assert_same
 from test_convolution_dw3x3 import GEOMETRIES, config, reference
 
@@ -31,7 +31,7 @@ VBMI = _dispatch.cpu_has("avx512_vbmi")
 
 
 def flat_takes(isp, s, pl, pr):
-    """the flat kernel's rule (convolution.py _dw_flat), restated: 2-D, 16 consecutive
+    """the flat kernel's rule (_conv_kernel_choice.py _dw_flat), restated: 2-D, 16 consecutive
     output pixels' taps of one kernel row within 96 source bytes (18 at stride 1 with iw ==
     ow), or, at stride 2 along h, output rows of at most 64 columns taken one at a time (rows
     mode)"""

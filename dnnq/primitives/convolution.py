@@ -32,8 +32,11 @@ Kernels (``impl_info``): ``<isa>:brgconv`` (batch-reduce over taps, indirect sou
 ``<isa>:brgconv_fold`` (few input channels: the KW taps of a kernel row folded into one
 reduction of KW*IC, e.g. ResNet's 7x7 first layer), ``<isa>:dw`` (depthwise, G = IC = OC,
 vectorised over channels).  Plain (nchw) data is transposed to channels-last around the
-kernels (a copy of src and dst), except where the plain depthwise 3x3 kernel reads and writes
-the planes (wide rows, the fused epilogue's cases); channels-last data runs without any copy.
+kernels (a copy of src and dst), except where the plain depthwise 3x3 kernels read and write
+the planes (the fused epilogue's cases); channels-last data runs without any copy.
+
+Here: descriptors, attributes, the plan and the C-level execute path.  The kernel choice per
+family is in _conv_kernel_choice.py, the checked execute path in _conv_checked_exec.py.
 """
 import copy
 import time
@@ -59,59 +62,15 @@ from dnnq.primitives._conv_impl import (avx2_deconv_gemm, avx2_numerics,
 from dnnq.primitives._gemm_primitive import wrap_s32
 from dnnq._kernels import _codes, _conv, _conv_exec, _gemm
 from dnnq.primitives._scratch import Scratch as _Scratch
+from dnnq.primitives._conv_checked_exec import CheckedExecute, _RANGE
+from dnnq.primitives._conv_kernel_choice import KernelChoice, _balanced_block
 
-_ONE = np.ones(1, np.float32)
 _SRC_DTS = ("u8", "s8")
 _DST_DTS = ("f32", "s32", "s8", "u8")
-_RANGE = {"u8": (0, 255), "s8": (-128, 127)}
 _ISA_NAME = {"default": "portable"}  # impl_info prefix per ISA level (else the level's name)
 
 
-#: Output rows narrower than this take the channels-last copies instead of the plain depthwise
-#: kernel: its lanes are 16 output columns of one channel, and on narrow rows its per-row work
-#: (one interleave and epilogue per row, lanes past the row wasted) costs more than the copies.
-#: Time / channels-last time, plain kernel against copies (1 thread, CPU time): stride 1, 112
-#: columns 1.10 / 1.48, 56: 1.38 / 1.55, 48: 1.53 / 1.52, 40: 1.88 / 1.54, 28: 2.3 / 1.5, 7:
-#: 7.2 / 1.5; stride 2, 56: 1.85 / 2.58, 48: 2.09 / 2.34, 40: 2.64 / 2.40, 28: 2.47 / 1.94
-#: (docs/convolution.md).
-DW_PLAIN_MIN_OW = 48
-
-#: With AVX512-VBMI the plain kernel's planes at stride 2 along h and w take a kernel that
-#: picks each kernel row's three taps per output with one byte permute (ukernels/
-#: conv_dw3x3_plain_s2.h).  False: the column kernel's even / odd picks (as without VBMI).
-DW_PLAIN_VBMI = True
-
-#: With AVX512-VBMI, plain 2-D planes the flat kernel takes (`_dw_flat`: lanes = 16
-#: consecutive pixels across row ends, ukernels/conv_dw3x3_flat.h) whose output rows are
-#: narrower than this take it instead of the column kernel or the channels-last copies.
-#: 0: never (the tests' switch).
-DW_FLAT_MAX_OW = 1 << 30
-
-
-def dw_flat_span(oh, ow, iw, sh, sw):
-    """The widest span of source bytes one kernel row of a 3x3 depthwise kernel reads for 16
-    consecutive output pixels of a 2-D plane, padding taps counted (conv_dw3x3_flat.h's
-    dwf_span: the flat kernel takes spans of at most 96)."""
-    def src(q):
-        return (q // ow) * sh * iw + (q % ow) * sw
-    n = max(1, min(ow, oh * ow - 15))
-    return max(src(a + 15) - src(a) + 3 for a in range(n))
-
-
-def _balanced_block(npix, mc, mr, units, threads):
-    """Pixels per work item (a multiple of mr, near mc) for which the items, `units` times
-    ceil(npix / mc) of them, split into equal contiguous runs over the threads (the items are
-    shared out statically): 17 items of a 3136-pixel deconvolution gave one thread 9 and the
-    other 8 (10 % of its time waiting); 16 of 198 pixels split evenly."""
-    nb = -(-npix // mc)
-    for want in range(nb, nb + threads + 1):
-        m = -(-(-(-npix // want)) // mr) * mr
-        if (units * -(-npix // m)) % threads == 0:
-            return m
-    return mc
-
-
-class _ConvolutionBase(metaclass=CachedPrimitive):
+class _ConvolutionBase(KernelChoice, CheckedExecute, metaclass=CachedPrimitive):
     _name = "Convolution"
     _kind = "convolution"
     _deconv = False
@@ -358,133 +317,12 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
         """The kernels' ISA code, with oneDNN's s16 pair saturation where it applies."""
         return _plan.ISA_CODE[self._isa] | (_codes.NUMERICS["avx2"] if self._pair_sat else 0)
 
-    def _dw_column_kernel(self):
-        """The AVX-512 3x3 column kernel runs this geometry (ukernels/conv_dw3x3_avx512.c;
-        the driver's test dw3x3 in conv_driver.c, with weights packed as vnni4)."""
-        geo = self._geo
-        return (geo.depthwise and not geo.deconv and self._dw_layout == "vnni4" and
-                tuple(geo.kernel) == (1, 3, 3) and tuple(geo.steps[1:]) == (1, 1) and
-                geo.strides[1] in (1, 2) and geo.strides[2] in (1, 2))
-
-    def _dw_plain_kernel(self):
-        """The plain kernels read plain (nchw) src and write plain dst as they are instead
-        of channels-last copies: their fused epilogue's cases only (8-bit dst, relu / linear
-        post-ops, oneDNN's exact numerics), on the C-level execute path (the checked path
-        keeps the copies). 3: the flat kernel (AVX512-VBMI, the geometries of `_dw_flat`);
-        else, for output rows of at least DW_PLAIN_MIN_OW columns, the column kernel
-        (ukernels/conv_dw3x3_plain.h): 2 with the VBMI stride-2 rows, 1 without; 0: the
-        copies."""
-        elt = (_plan.ELTWISE_CODE["relu"], _plan.ELTWISE_CODE["linear"])
-        # (a column-kernel geometry is a forward convolution: no oneDNN AVX2 fallback, so
-        # exact numerics mean no pair saturation or halved weights either)
-        ok = (self._dw_column_kernel() and self._fast_path_possible() and
-              self._numerics == "exact" and
-              not self._ref_flags and
-              not self.src_desc.is_channels_last and not self.dst_desc.is_channels_last and
-              self.dst_desc.dt in ("u8", "s8") and not self._raw_s32 and not self._has_sum and
-              all(k == _plan.PO_ELTWISE and alg in elt for k, alg, _, _ in self._post_specs))
-        if not ok:
-            return 0
-        vbmi = _dispatch.cpu_has("avx512_vbmi")
-        if vbmi and self._dw_flat(self._geo):
-            return 3
-        if self._geo.dst[2] < DW_PLAIN_MIN_OW:
-            return 0
-        return 2 if DW_PLAIN_VBMI and vbmi else 1
-
-    def _dw_flat(self, geo):
-        """The flat kernel (ukernels/conv_dw3x3_flat.h, needs AVX512-VBMI) takes this plain
-        2-D geometry: 16 consecutive output pixels of a kernel row read at most 96 source
-        bytes (stride 1 with iw == ow: 18; stride 2 up to 30 output columns), or stride 2
-        along h with output rows of at most 64 columns (rows mode)."""
-        (idp, _, iw), (odp, oh, ow) = geo.src, geo.dst
-        sh, sw = geo.strides[1:]
-        if not (ow < DW_FLAT_MAX_OW and idp == 1 and odp == 1 and oh * ow < 1 << 24):
-            return False
-        if (sh, sw) == (1, 1) and iw == ow:
-            return True
-        # (rows mode, stride 2 along h: each output row of at most 64 columns on its own,
-        # 64-byte windows)
-        return (dw_flat_span(oh, ow, iw, sh, sw) <= 96 or
-                (sh == 2 and ow <= 64 and 15 * sw + 3 <= 64))
-
-    def _dw_plain_rows(self, panels, threads):
-        """Output rows per work item of the plain kernel: whole planes, each channel's rows
-        read and written in sequence (items of a few rows, as channels-last takes them, left
-        every row to come back from L2 a panel later: 3x slower), cut into as few row blocks
-        as give every thread one item, of an even count of rows at stride 1 along h (row
-        pairs), and, where a few rows fewer allow it, an item count the threads divide.  An
-        item costs about 2 us of set-up per 64 channels (per channel: its constants, the
-        first rows from L2, the staging buffer's copy): dw2 (64 channels, 56 rows) at 2
-        threads took 65 us in 8 items of 7 rows, 36 us in 2 of 28."""
-        geo = self._geo
-        rows = geo.dst[0] * geo.dst[1]
-        blocks = 1 if threads == 1 else max(1, -(-threads // (geo.N * panels)))
-        step = 2 if geo.strides[1] == 1 else 1
-        r0 = -(-rows // blocks)
-        r0 = r0 + 1 if step == 2 and r0 % 2 and r0 < rows else r0
-        for r in range(r0, max(step, r0 // 2) - 1, -step):
-            if (geo.N * panels * -(-rows // r)) % threads == 0:
-                return r
-        return r0
-
     def _fast_path_possible(self):
         """The C-level execute path takes this configuration (_fast_plan)."""
         zm = self._zp_mask
         return not (self._binary or self._selects or A.DNNL_ARG_WEIGHTS in zm or
                     zm.get(A.DNNL_ARG_SRC, 0) != 0 or zm.get(A.DNNL_ARG_DST, 0) != 0 or
                     (self.bias_desc is not None and self.bias_desc.dt != "f32"))
-
-    def _dw_rows_per_item(self, panels, threads):
-        """Output rows per work item of the column kernel: whole rows (it pairs two rows of
-        an item at stride 1 along h), at least 64 pixels, fewer when that leaves threads
-        without work, spread evenly over the blocks of an image."""
-        geo = self._geo
-        oh, ow = geo.dst[1], geo.dst[2]
-        pair = geo.strides[1] == 1
-        rows = min(oh, max(2 if pair else 1, -(-64 // ow)))
-        blocks = geo.N * geo.dst[0] * panels
-        while rows > 1 and blocks * -(-oh // rows) < 4 * threads:
-            rows -= 1
-        nb = -(-oh // rows)
-        rows = -(-oh // nb)
-        if pair and rows % 2 and rows < oh:
-            rows += 1
-        if threads > 1 and blocks * -(-oh // rows) < 16 * threads:
-            rows = self._dw_balanced_rows(rows, panels, threads)
-        return rows
-
-    def _dw_balanced_rows(self, rows, panels, threads):
-        """Rows per item that even out the threads' work under the static schedule (each
-        thread runs a contiguous run of items, panels innermost): a short last block of
-        rows otherwise leaves one thread with far less (e.g. 14 rows as 6 + 6 + 2)."""
-        geo = self._geo
-        oh, ow = geo.dst[1], geo.dst[2]
-        pair = geo.strides[1] == 1
-        images = geo.N * geo.dst[0]
-
-        def cost(r):
-            # an output row costs ow pixels, a row left unpaired a quarter more, an item
-            # about 16 pixels of set-up
-            blocks = [min(r, oh - b) for b in range(0, oh, r)]
-            items = [(b + 0.25 * (b % 2) if pair else b) * ow + 16
-                     for b in blocks for _ in range(panels)] * images
-            q, extra = divmod(len(items), threads)
-            worst, i = 0.0, 0
-            for t in range(threads):
-                k = q + (t < extra)
-                worst = max(worst, sum(items[i:i + k]))
-                i += k
-            return worst
-
-        best, best_cost = rows, cost(rows)
-        for r in range(1, oh + 1):
-            if (r * ow < 16 and r < rows) or images * panels * -(-oh // r) < 4 * threads:
-                continue  # tiny items, or fewer than 4 per thread (dw6 ran 2x slower)
-            c = cost(r)
-            if c < best_cost * 0.97:
-                best, best_cost = r, c
-        return best
 
     def _known_args(self):
         known = {A.DNNL_ARG_SRC, A.DNNL_ARG_WEIGHTS, A.DNNL_ARG_DST}
@@ -528,69 +366,6 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
             raise InvalidArguments(f"{self._name}.execute: missing {arg_name(key)} (the "
                                    "attribute sets a mask for it)")
         return check(v, count, arg_name(key))
-
-    def _channels_last(self, desc, arr, name, scratch=None):
-        """The execution array as a C-contiguous channels-last (N, [D, H,] W, C) array (a
-        transposed copy for plain data, in a `scratch` buffer when given)."""
-        x = desc.check_array(arr, name)
-        if not desc.is_channels_last:
-            shape = x.shape[:1] + x.shape[2:] + x.shape[1:2]
-            cl = np.empty(shape, x.dtype) if scratch is None else scratch.take(shape, x.dtype)
-            _conv.transpose_channels(x, cl, True, self._isa_code)
-            x = cl
-        return x
-
-    def _post_inputs(self, args):
-        """f32 channels-last inputs of binary / select post-ops with (image, pixel, channel)
-        strides; a partly broadcast spatial shape is expanded."""
-        out = [None] * len(self._post_specs)
-
-        def prepare(key, desc):
-            if key not in args:
-                raise InvalidArguments(f"{self._name}.execute: missing {arg_name(key)} (post-op "
-                                       f"input of dims {desc.dims})")
-            x = desc.check_array(args[key], arg_name(key))
-            x = desc.logical_view(x) if desc.is_channels_last else x
-            x = np.moveaxis(x.astype(np.float32, copy=False), 1, -1)  # (N', *sp', C')
-            sp = x.shape[1:-1]
-            full_sp = tuple(self.dst_desc.dims[2:])
-            if any(s == 1 for s in sp) and sp != full_sp and any(s != 1 for s in sp):
-                x = np.broadcast_to(x, (x.shape[0],) + full_sp + (x.shape[-1],))
-            x = np.ascontiguousarray(x)
-            sp = x.shape[1:-1]
-            c = x.shape[-1]
-            s_img = int(np.prod(sp)) * c if x.shape[0] > 1 else 0
-            s_pix = c if int(np.prod(sp)) > 1 else 0
-            s_chan = 1 if c > 1 else 0
-            return (x, s_img, s_pix, s_chan)
-
-        for i, desc in self._binary:
-            out[i] = prepare(A.DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | A.DNNL_ARG_SRC_1, desc)
-        for i, cdesc, vdesc in self._selects:
-            out[i] = (prepare(A.DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | A.DNNL_ARG_SRC_1, cdesc) +
-                      prepare(A.DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | A.DNNL_ARG_SRC_2, vdesc))
-        return out
-
-    def _zero_point_rows(self, zs, vals):
-        """The rows padded taps read (G rows of kpair bytes, a pixel row for depthwise) holding
-        the zero point in the source type; cached per zero point (execute allocates nothing
-        of the size of a row for repeated calls)."""
-        key = zs.tobytes()
-        rows = self._zrows.get(key)
-        if rows is None:
-            geo = self._geo
-            if geo.depthwise:
-                rows = np.broadcast_to(vals, (geo.IC,))
-            elif geo.fold_kw:
-                rows = np.tile(np.broadcast_to(vals, (geo.IC,)), geo.kernel[2])
-            else:
-                rows = np.broadcast_to(vals, (geo.IC,)).reshape(geo.G, geo.ICg)
-            rows = np.ascontiguousarray(rows.astype(np.int8 if self.src_desc.dt == "s8"
-                                                    else np.uint8)).view(np.uint8)
-            if len(self._zrows) >= 16:
-                self._zrows.clear()
-            self._zrows[key] = rows
-        return rows
 
     def _fast_plan(self):
         """The C-level execute path (dnnq._kernels._conv_exec.ConvExec) of the common case:
@@ -658,147 +433,6 @@ class _ConvolutionBase(metaclass=CachedPrimitive):
             return self._execute_general(args, scratch)
         finally:
             scratch.release()
-
-    def _execute_general(self, args, scratch):
-        p, geo = self._name, self._geo
-        src_dt = self.src_desc.dt
-        x = self._channels_last(self.src_desc, args[A.DNNL_ARG_SRC], "src", scratch)
-        pw = self._weights(args[A.DNNL_ARG_WEIGHTS])
-        # runtime scales and zero points
-        sm, zm = self._scale_mask, self._zp_mask
-        src_scale = dst_scale = 1.0
-        scale, scale_sn = _ONE, 0
-        if A.DNNL_ARG_SRC in sm:
-            src_scale = self._runtime(args, A.DNNL_ARG_SCALE | A.DNNL_ARG_SRC, 1,
-                                      _masks.check_scales).item(0)
-        src_scale *= self._scale_adjust  # 2 for halved weights (exact: a power of two)
-        if A.DNNL_ARG_WEIGHTS in sm:
-            n = 1 if sm[A.DNNL_ARG_WEIGHTS] == 0 else geo.OC
-            scale = self._runtime(args, A.DNNL_ARG_SCALE | A.DNNL_ARG_WEIGHTS, n,
-                                  _masks.check_scales)
-            scale_sn = int(n > 1)
-        if A.DNNL_ARG_DST in sm:
-            dst_scale = self._runtime(args, A.DNNL_ARG_SCALE | A.DNNL_ARG_DST, 1,
-                                      _masks.check_scales).item(0)
-        zs = np.zeros(1, np.int32)
-        if A.DNNL_ARG_SRC in zm:
-            zs = self._runtime(args, A.DNNL_ARG_ATTR_ZERO_POINTS | A.DNNL_ARG_SRC,
-                               1 if zm[A.DNNL_ARG_SRC] == 0 else geo.IC, _masks.check_zero_points)
-        zw = None
-        if A.DNNL_ARG_WEIGHTS in zm:
-            zw = self._runtime(args, A.DNNL_ARG_ATTR_ZERO_POINTS | A.DNNL_ARG_WEIGHTS,
-                               1 if zm[A.DNNL_ARG_WEIGHTS] == 0 else geo.OC,
-                               _masks.check_zero_points)
-            if not np.any(zw):
-                zw = None
-        dzp, dzp_sn = None, 0
-        if A.DNNL_ARG_DST in zm:
-            dzp = self._runtime(args, A.DNNL_ARG_ATTR_ZERO_POINTS | A.DNNL_ARG_DST,
-                                1 if zm[A.DNNL_ARG_DST] == 0 else geo.OC, _masks.check_zero_points)
-            dzp_sn = int(dzp.size > 1)
-        # the zero-point rows the padded taps read, and what the compensation needs
-        lo, hi = _RANGE[src_dt]
-        zs64 = zs.astype(np.int64)
-        zrow_vals = np.clip(zs64, lo, hi)
-        delta = zs64 - zrow_vals  # zero points the source type cannot hold
-        per_ic = zs.size > 1
-        zrow = self._zero_point_rows(zs, zrow_vals)
-        dw_w, dw_kind = pw.dw, self._dw_kind
-        plain = pw.plain  # (G, taps, ICg, OCg)
-        if geo.depthwise and zw is not None:
-            # depthwise: the weights zero point is folded into the s16 weights (exact)
-            wz = plain[:, :, 0, 0].astype(np.int64) - zw.astype(np.int64).reshape(-1, 1)
-            if wz.min() < -32768 or wz.max() > 32767:
-                raise Unimplemented(f"{p}.execute: depthwise weights minus the weights zero "
-                                    "point must fit s16; got values in "
-                                    f"[{wz.min()}, {wz.max()}]")
-            dw_w, dw_kind = pack_depthwise(geo, wz, self._dw_s16_layout), 0
-            colsum = wz.sum(axis=1)
-            tapw = wz[:, :, None]  # (C, taps, 1) as (G, taps, OCg)
-            zw = None
-        else:
-            colsum = pw.colsum
-            tapw = None
-        shift = 128 if src_dt == "s8" and not geo.depthwise else 0
-        if not per_ic and tapw is None:
-            col_comp = pw.comp_for_shift(shift + int(zs[0]))
-        else:
-            if tapw is not None:
-                comp = -(shift + zs64) * colsum if not per_ic else -(zs64 * colsum)
-            elif per_ic:
-                zg = zs64.reshape(geo.G, 1, geo.ICg, 1)
-                comp = -shift * colsum - (zg * plain).sum(axis=(1, 2)).reshape(-1)
-            else:
-                comp = -(shift + zs64[0]) * colsum
-            col_comp = wrap_s32(comp)
-        padcorr = None
-        if np.any(delta):
-            if geo.depthwise:
-                wt = tapw if tapw is not None else plain[:, :, 0, 0].astype(np.int64)[:, :, None]
-                pc = (np.broadcast_to(delta, (geo.IC,))[:, None] * wt[:, :, 0]).T  # (taps, C)
-            else:
-                dg = np.broadcast_to(delta, (geo.IC,)).reshape(geo.G, 1, geo.ICg, 1)
-                pc = (dg * plain.astype(np.int64)).sum(axis=2)  # (G, taps, OCg)
-            padcorr = wrap_s32(np.ascontiguousarray(pc))
-        rowsum = None
-        wzp_sn = 0
-        if zw is not None:
-            rowsum = window_sums(self._geo, x, zs64)
-            wzp_sn = int(zw.size > 1)
-        bias = None
-        if self.bias_desc is not None:
-            if A.DNNL_ARG_BIAS not in args:
-                raise InvalidArguments(f"{p}.execute: missing bias (DNNL_ARG_BIAS); the "
-                                       f"primitive was created with bias dims {self.bias_desc.dims}")
-            bias = np.ascontiguousarray(self.bias_desc.check_array(args[A.DNNL_ARG_BIAS], "bias"),
-                                        dtype=np.float32)
-        src1s = self._post_inputs(args)
-        # destination: channels-last, in place when the caller's array is laid out so
-        dd = self.dst_desc
-        user_dst = args.get(A.DNNL_ARG_DST)
-        if user_dst is None:
-            if self._has_sum:
-                raise InvalidArguments(f"{p}.execute: a sum post-op reads the previous "
-                                       "destination, but no DNNL_ARG_DST array was given")
-            shape = (geo.N,) + tuple(dd.dims[2:]) + (geo.OC,)
-            # returned as it is when channels-last; a temporary before the plain copy
-            out = (np.empty(shape, dd.numpy_dtype) if dd.is_channels_last else
-                   scratch.take(shape, dd.numpy_dtype))
-        else:
-            out = dd.check_output(user_dst, "dst")
-            if not dd.is_channels_last:
-                cl = scratch.take((geo.N,) + tuple(dd.dims[2:]) + (geo.OC,), dd.numpy_dtype)
-                if self._has_sum:
-                    _conv.transpose_channels(out, cl, True, self._isa_code)
-                out = cl
-            # no input may overlap dst (not in place, as oneDNN's convolution)
-            check_overlaps(p, args)
-        t0 = time.perf_counter() if _verbose._level else 0.0
-        if geo.is_gemm:
-            P = geo.out_pixels
-            self._plan.run(x.view(np.uint8), P * geo.IC, geo.IC, src_dt == "s8", pw.packed, 0,
-                           col_comp, 0, zw, wzp_sn, rowsum, P, self._raw_s32, src_scale, scale,
-                           scale_sn, bias, 0, 0, 1, src1s, dst_scale, dzp, dzp_sn, out,
-                           P * geo.OC, geo.OC, _dispatch.get_num_threads())
-        else:
-            self._plan.run(x.view(np.uint8), src_dt == "s8", zrow, padcorr,
-                           pw.packed, dw_w, col_comp, zw, wzp_sn, rowsum,
-                           self._raw_s32, src_scale, scale, scale_sn, bias, 1, src1s,
-                           dst_scale, dzp, dzp_sn, out, _dispatch.get_num_threads(), dw_kind)
-        if _verbose._level:
-            self._verbose("exec", (time.perf_counter() - t0) * 1e3)
-        # back to the caller's layout
-        if dd.is_channels_last:
-            if user_dst is None:
-                return dd.logical_view(out)
-            return dd.copy_back(user_dst, out)
-        direct = user_dst is not None and user_dst.flags.c_contiguous and user_dst.flags.aligned
-        plain = user_dst if direct else np.empty(tuple(dd.dims), dd.numpy_dtype)
-        _conv.transpose_channels(out, plain, False, self._isa_code)
-        if user_dst is None or direct:
-            return plain
-        np.copyto(user_dst, plain)
-        return user_dst
 
     def _verbose(self, event, ms):
         g = self._geo

@@ -224,7 +224,7 @@ typedef struct {
     /* 1: rows at stride 2 along h and w take the AVX512-VBMI kernel (conv_dw3x3_plain_s2.h;
      * the caller checked the CPU has VBMI) */
     int vbmi;
-    /* 1: the flat kernel (conv_dw3x3_flat.h: 2-D, VBMI, the geometries convolution.py's
+    /* 1: the flat kernel (conv_dw3x3_flat.h: 2-D, VBMI, the geometries _conv_kernel_choice.py's
      * _dw_flat gives it; others fall back to the column kernel): lanes = 16 consecutive
      * pixels of the plane, across row ends */
     int flat;

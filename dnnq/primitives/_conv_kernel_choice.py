@@ -1,0 +1,177 @@
+"""Which kernel a convolution plan runs, per family: the depthwise 3x3 kernels on plain (nchw)
+data (the flat kernel, the column kernel with or without its VBMI stride-2 rows, or the
+channels-last copies), their work items, and the deconvolution's balanced pixel blocks.
+Mixed into the Convolution / Deconvolution primitives (convolution.py); the module constants
+are the switches the tests and benchmarks set."""
+from dnnq import _dispatch
+from dnnq.primitives import _plan
+
+
+#: Output rows narrower than this take the channels-last copies instead of the plain depthwise
+#: kernel: its lanes are 16 output columns of one channel, and on narrow rows its per-row work
+#: (one interleave and epilogue per row, lanes past the row wasted) costs more than the copies.
+#: Time / channels-last time, plain kernel against copies (1 thread, CPU time): stride 1, 112
+#: columns 1.10 / 1.48, 56: 1.38 / 1.55, 48: 1.53 / 1.52, 40: 1.88 / 1.54, 28: 2.3 / 1.5, 7:
+#: 7.2 / 1.5; stride 2, 56: 1.85 / 2.58, 48: 2.09 / 2.34, 40: 2.64 / 2.40, 28: 2.47 / 1.94
+#: (docs/convolution.md).
+DW_PLAIN_MIN_OW = 48
+
+#: With AVX512-VBMI the plain kernel's planes at stride 2 along h and w take a kernel that
+#: picks each kernel row's three taps per output with one byte permute (ukernels/
+#: conv_dw3x3_plain_s2.h).  False: the column kernel's even / odd picks (as without VBMI).
+DW_PLAIN_VBMI = True
+
+#: With AVX512-VBMI, plain 2-D planes the flat kernel takes (`_dw_flat`: lanes = 16
+#: consecutive pixels across row ends, ukernels/conv_dw3x3_flat.h) whose output rows are
+#: narrower than this take it instead of the column kernel or the channels-last copies.
+#: 0: never (the tests' switch).
+DW_FLAT_MAX_OW = 1 << 30
+
+
+def dw_flat_span(oh, ow, iw, sh, sw):
+    """The widest span of source bytes one kernel row of a 3x3 depthwise kernel reads for 16
+    consecutive output pixels of a 2-D plane, padding taps counted (conv_dw3x3_flat.h's
+    dwf_span: the flat kernel takes spans of at most 96)."""
+    def src(q):
+        return (q // ow) * sh * iw + (q % ow) * sw
+    n = max(1, min(ow, oh * ow - 15))
+    return max(src(a + 15) - src(a) + 3 for a in range(n))
+
+
+def _balanced_block(npix, mc, mr, units, threads):
+    """Pixels per work item (a multiple of mr, near mc) for which the items, `units` times
+    ceil(npix / mc) of them, split into equal contiguous runs over the threads (the items are
+    shared out statically): 17 items of a 3136-pixel deconvolution gave one thread 9 and the
+    other 8 (10 % of its time waiting); 16 of 198 pixels split evenly."""
+    nb = -(-npix // mc)
+    for want in range(nb, nb + threads + 1):
+        m = -(-(-(-npix // want)) // mr) * mr
+        if (units * -(-npix // m)) % threads == 0:
+            return m
+    return mc
+
+
+class KernelChoice:
+    """The depthwise kernel choice and work-item sizes of _ConvolutionBase (its _geo,
+    _dw_layout, _numerics, _ref_flags, _post_specs ... set before _make_plan calls these)."""
+
+    def _dw_column_kernel(self):
+        """The AVX-512 3x3 column kernel runs this geometry (ukernels/conv_dw3x3_avx512.c;
+        the driver's test dw3x3 in conv_driver.c, with weights packed as vnni4)."""
+        geo = self._geo
+        return (geo.depthwise and not geo.deconv and self._dw_layout == "vnni4" and
+                tuple(geo.kernel) == (1, 3, 3) and tuple(geo.steps[1:]) == (1, 1) and
+                geo.strides[1] in (1, 2) and geo.strides[2] in (1, 2))
+
+    def _dw_plain_kernel(self):
+        """The plain kernels read plain (nchw) src and write plain dst as they are instead
+        of channels-last copies: their fused epilogue's cases only (8-bit dst, relu / linear
+        post-ops, oneDNN's exact numerics), on the C-level execute path (the checked path
+        keeps the copies). 3: the flat kernel (AVX512-VBMI, the geometries of `_dw_flat`);
+        else, for output rows of at least DW_PLAIN_MIN_OW columns, the column kernel
+        (ukernels/conv_dw3x3_plain.h): 2 with the VBMI stride-2 rows, 1 without; 0: the
+        copies."""
+        elt = (_plan.ELTWISE_CODE["relu"], _plan.ELTWISE_CODE["linear"])
+        # (a column-kernel geometry is a forward convolution: no oneDNN AVX2 fallback, so
+        # exact numerics mean no pair saturation or halved weights either)
+        ok = (self._dw_column_kernel() and self._fast_path_possible() and
+              self._numerics == "exact" and
+              not self._ref_flags and
+              not self.src_desc.is_channels_last and not self.dst_desc.is_channels_last and
+              self.dst_desc.dt in ("u8", "s8") and not self._raw_s32 and not self._has_sum and
+              all(k == _plan.PO_ELTWISE and alg in elt for k, alg, _, _ in self._post_specs))
+        if not ok:
+            return 0
+        vbmi = _dispatch.cpu_has("avx512_vbmi")
+        if vbmi and self._dw_flat(self._geo):
+            return 3
+        if self._geo.dst[2] < DW_PLAIN_MIN_OW:
+            return 0
+        return 2 if DW_PLAIN_VBMI and vbmi else 1
+
+    def _dw_flat(self, geo):
+        """The flat kernel (ukernels/conv_dw3x3_flat.h, needs AVX512-VBMI) takes this plain
+        2-D geometry: 16 consecutive output pixels of a kernel row read at most 96 source
+        bytes (stride 1 with iw == ow: 18; stride 2 up to 30 output columns), or stride 2
+        along h with output rows of at most 64 columns (rows mode)."""
+        (idp, _, iw), (odp, oh, ow) = geo.src, geo.dst
+        sh, sw = geo.strides[1:]
+        if not (ow < DW_FLAT_MAX_OW and idp == 1 and odp == 1 and oh * ow < 1 << 24):
+            return False
+        if (sh, sw) == (1, 1) and iw == ow:
+            return True
+        # (rows mode, stride 2 along h: each output row of at most 64 columns on its own,
+        # 64-byte windows)
+        return (dw_flat_span(oh, ow, iw, sh, sw) <= 96 or
+                (sh == 2 and ow <= 64 and 15 * sw + 3 <= 64))
+
+    def _dw_plain_rows(self, panels, threads):
+        """Output rows per work item of the plain kernel: whole planes, each channel's rows
+        read and written in sequence (items of a few rows, as channels-last takes them, left
+        every row to come back from L2 a panel later: 3x slower), cut into as few row blocks
+        as give every thread one item, of an even count of rows at stride 1 along h (row
+        pairs), and, where a few rows fewer allow it, an item count the threads divide.  An
+        item costs about 2 us of set-up per 64 channels (per channel: its constants, the
+        first rows from L2, the staging buffer's copy): dw2 (64 channels, 56 rows) at 2
+        threads took 65 us in 8 items of 7 rows, 36 us in 2 of 28."""
+        geo = self._geo
+        rows = geo.dst[0] * geo.dst[1]
+        blocks = 1 if threads == 1 else max(1, -(-threads // (geo.N * panels)))
+        step = 2 if geo.strides[1] == 1 else 1
+        r0 = -(-rows // blocks)
+        r0 = r0 + 1 if step == 2 and r0 % 2 and r0 < rows else r0
+        for r in range(r0, max(step, r0 // 2) - 1, -step):
+            if (geo.N * panels * -(-rows // r)) % threads == 0:
+                return r
+        return r0
+
+    def _dw_rows_per_item(self, panels, threads):
+        """Output rows per work item of the column kernel: whole rows (it pairs two rows of
+        an item at stride 1 along h), at least 64 pixels, fewer when that leaves threads
+        without work, spread evenly over the blocks of an image."""
+        geo = self._geo
+        oh, ow = geo.dst[1], geo.dst[2]
+        pair = geo.strides[1] == 1
+        rows = min(oh, max(2 if pair else 1, -(-64 // ow)))
+        blocks = geo.N * geo.dst[0] * panels
+        while rows > 1 and blocks * -(-oh // rows) < 4 * threads:
+            rows -= 1
+        nb = -(-oh // rows)
+        rows = -(-oh // nb)
+        if pair and rows % 2 and rows < oh:
+            rows += 1
+        if threads > 1 and blocks * -(-oh // rows) < 16 * threads:
+            rows = self._dw_balanced_rows(rows, panels, threads)
+        return rows
+
+    def _dw_balanced_rows(self, rows, panels, threads):
+        """Rows per item that even out the threads' work under the static schedule (each
+        thread runs a contiguous run of items, panels innermost): a short last block of
+        rows otherwise leaves one thread with far less (e.g. 14 rows as 6 + 6 + 2)."""
+        geo = self._geo
+        oh, ow = geo.dst[1], geo.dst[2]
+        pair = geo.strides[1] == 1
+        images = geo.N * geo.dst[0]
+
+        def cost(r):
+            # an output row costs ow pixels, a row left unpaired a quarter more, an item
+            # about 16 pixels of set-up
+            blocks = [min(r, oh - b) for b in range(0, oh, r)]
+            items = [(b + 0.25 * (b % 2) if pair else b) * ow + 16
+                     for b in blocks for _ in range(panels)] * images
+            q, extra = divmod(len(items), threads)
+            worst, i = 0.0, 0
+            for t in range(threads):
+                k = q + (t < extra)
+                worst = max(worst, sum(items[i:i + k]))
+                i += k
+            return worst
+
+        best, best_cost = rows, cost(rows)
+        for r in range(1, oh + 1):
+            if (r * ow < 16 and r < rows) or images * panels * -(-oh // r) < 4 * threads:
+                continue  # tiny items, or fewer than 4 per thread (dw6 ran 2x slower)
+            c = cost(r)
+            if c < best_cost * 0.97:
+                best, best_cost = r, c
+        return best
