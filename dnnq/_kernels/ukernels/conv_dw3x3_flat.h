@@ -208,8 +208,8 @@ dwf_acc(const int WIN, const int CHECK, const int SGN, const int UNI, const int 
 static inline __attribute__((always_inline)) void
 dwf_channel(const dnnq_dw3x3_plain_t *c, const int8_t *comp, int i, dwf_ch_t *h) {
     const dnnq_dw_epi_t *e = c->epi;
-    const int L = i / 16, k = (i % 16) / 4, j = i % 4;
-    const int64_t wpos = (int64_t)k * 64 + (L * 4 + j) * 4;
+    int ei;
+    const int64_t wpos = dwp_channel_pos(c, i, &ei);
     for (int kh = 0; kh < 3; ++kh) {
         int32_t r;
         memcpy(&r, comp + 256 + kh * 1024 + wpos, 4);
@@ -218,7 +218,6 @@ dwf_channel(const dnnq_dw3x3_plain_t *c, const int8_t *comp, int i, dwf_ch_t *h)
     int32_t cp;
     memcpy(&cp, comp + wpos, 4);
     h->init = c->src_signed ? _mm512_set1_epi32(cp) : _mm512_setzero_si512();
-    const int ei = (c->nc <= 32 ? 8 : 16) * k + 4 * L + j;
     h->sc = _mm512_set1_ps(e->sc[ei]);
     h->bi = _mm512_set1_ps(e->bi[ei]);
     h->zp = _mm512_set1_ps(e->zp[ei]);
@@ -226,11 +225,12 @@ dwf_channel(const dnnq_dw3x3_plain_t *c, const int8_t *comp, int i, dwf_ch_t *h)
     h->zraw = _mm512_set1_epi8((char)c->zpix[i]);
 }
 
-/* NV accumulator vectors through the fused epilogue (dwp_finish's steps, in registers), 64 bytes at o
- * (those past the NV vectors' are garbage) */
-static inline __attribute__((always_inline)) DWF_TARGET void
-dwf_finish(const int NV, const int MODE, const dnnq_dw_epi_t *e, const dwf_env_t *x,
-           const dwf_ch_t *h, const __m512i acc[4], uint8_t *o) {
+/* NV accumulator vectors through the fused epilogue (dwp_finish's steps, in registers),
+ * packed to 64 bytes in the packs' order (dwords transposed 4 x 4; those past the NV
+ * vectors' are garbage) */
+static inline __attribute__((always_inline)) DWF_TARGET __m512i
+dwf_pack(const int NV, const int MODE, const dnnq_dw_epi_t *e, const dwf_env_t *x,
+         const dwf_ch_t *h, const __m512i acc[4]) {
     __m512i q[4];
 #pragma GCC unroll 4
     for (int k = 0; k < 4; ++k)
@@ -238,9 +238,16 @@ dwf_finish(const int NV, const int MODE, const dnnq_dw_epi_t *e, const dwf_env_t
                : MODE == DW9_HOT ? dw9_epi_hot_512(x->inv, acc[k], h->sc, h->bi)
                                  : dw9_epi_vec_512(e, acc[k], h->cc, h->sc, h->bi, h->zp);
     const __m512i w01 = _mm512_packs_epi32(q[0], q[1]), w23 = _mm512_packs_epi32(q[2], q[3]);
-    const __m512i b = MODE == DW9_GENERIC && e->dt == DNNQ_DT_S8 ? _mm512_packs_epi16(w01, w23)
-                                                                 : _mm512_packus_epi16(w01, w23);
-    _mm512_storeu_si512((void *)o, _mm512_permutexvar_epi32(x->tr, b));
+    return MODE == DW9_GENERIC && e->dt == DNNQ_DT_S8 ? _mm512_packs_epi16(w01, w23)
+                                                      : _mm512_packus_epi16(w01, w23);
+}
+
+/* the same, the bytes put in order, stored at o */
+static inline __attribute__((always_inline)) DWF_TARGET void
+dwf_finish(const int NV, const int MODE, const dnnq_dw_epi_t *e, const dwf_env_t *x,
+           const dwf_ch_t *h, const __m512i acc[4], uint8_t *o) {
+    _mm512_storeu_si512((void *)o,
+                        _mm512_permutexvar_epi32(x->tr, dwf_pack(NV, MODE, e, x, h, acc)));
 }
 
 /* the group's accumulators, the uniform variant where the group has it (not with 96-byte
@@ -444,39 +451,24 @@ dwf_stack(const int CHECK, const int SGN, const int MODE, const int NVR,
         uint8_t *dplane = c->dst + i * c->dst_plane;
         const int spill_ok = whole && i * c->dst_plane + q0 + (int64_t)(ng - 1) * RPG * OW + 64 <=
                                           c->nc * c->dst_plane;
-        __m512i t2[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
+        __m512i t2[4];
         for (int g = 0; g < ng; ++g) {
             __m512i acc[4];
 #pragma GCC unroll 4
-            for (int k = 0; k < 4; ++k) {
-                const int r = RPG * g + k / NVR, jv = k % NVR, v = r * NVR + jv;
-                acc[k] = SGN ? h.init : _mm512_setzero_si512();
-                if (r >= nr) continue;
-                const uint8_t *a = plane + t->base[v];
-                __m512i tt[3];
-#pragma GCC unroll 3
-                for (int kh = 0; kh < 3; ++kh) {
-                    if (kh == 0 && r > 0) {
-                        tt[0] = t2[jv];
-                        continue;
-                    }
-                    tt[kh] = _mm512_permutex2var_epi8(dwf_load(CHECK, 64, x, a + kh * ld),
-                                                      t->idx[3 * v + kh], h.zraw);
-                    if (SGN) tt[kh] = _mm512_xor_si512(tt[kh], x->flip);
+            for (int k = 0; k < 4; k += NVR) {
+                const int r = RPG * g + k / NVR;
+                if (r >= nr) { /* past the item's rows: garbage the store leaves out */
+#pragma GCC unroll 2
+                    for (int jv = 0; jv < NVR; ++jv) acc[k + jv] = _mm512_setzero_si512();
+                } else if (r == 0) {
+                    dwf_rows_acc(CHECK, SGN, NVR, 0, x, &h, plane, t->base, ld, t->idx, t2,
+                                 acc + k);
+                } else {
+                    dwf_rows_acc(CHECK, SGN, NVR, 1, x, &h, plane, t->base + NVR * r, ld,
+                                 t->idx + 3 * NVR * r, t2, acc + k);
                 }
-                t2[jv] = tt[2];
-#pragma GCC unroll 3
-                for (int kh = 0; kh < 3; ++kh) acc[k] = _mm512_dpbusd_epi32(acc[k], tt[kh], h.wr[kh]);
             }
-            __m512i q[4];
-#pragma GCC unroll 4
-            for (int k = 0; k < 4; ++k)
-                q[k] = MODE == DW9_HOT ? dw9_epi_hot_512(x->inv, acc[k], h.sc, h.bi)
-                                       : dw9_epi_vec_512(c->epi, acc[k], h.cc, h.sc, h.bi, h.zp);
-            const __m512i w01 = _mm512_packs_epi32(q[0], q[1]), w23 = _mm512_packs_epi32(q[2], q[3]);
-            const __m512i b = MODE == DW9_GENERIC && c->epi->dt == DNNQ_DT_S8
-                                  ? _mm512_packs_epi16(w01, w23) : _mm512_packus_epi16(w01, w23);
-            const __m512i out = _mm512_permutexvar_epi8(x->cix, b);
+            const __m512i out = _mm512_permutexvar_epi8(x->cix, dwf_pack(4, MODE, c->epi, x, &h, acc));
             const int64_t qg = q0 + (int64_t)g * RPG * OW;
             if (qg + 64 <= c->mend || spill_ok) {
                 _mm512_storeu_si512((void *)(dplane + qg), out);

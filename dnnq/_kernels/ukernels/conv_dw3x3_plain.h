@@ -283,16 +283,23 @@ static void dwp_range_any(int mode, const dnnq_dw3x3_plain_t *c, dwp_ctx_t *x,
     }
 }
 
+/* channel i's byte position in the packed weight blocks (vector k, 128-bit lane L, dword j)
+ * and, in *ei, its index in the epilogue's constants (the accumulators' order) */
+static inline __attribute__((always_inline)) int64_t
+dwp_channel_pos(const dnnq_dw3x3_plain_t *c, int i, int *ei) {
+    const int L = i / 16, k = (i % 16) / 4, j = i % 4;
+    *ei = (c->nc <= 32 ? 8 : 16) * k + 4 * L + j;
+    return (int64_t)k * 64 + (L * 4 + j) * 4;
+}
+
 /* channel i of the panel into x: its weights (cols3 at wc, rows3 after comp), the s8
  * source's compensation, the epilogue's constants and the zero point */
 static inline __attribute__((always_inline)) void
 dwp_channel_setup(const dnnq_dw3x3_plain_t *c, dwp_ctx_t *x, const int8_t *comp,
                   const int8_t *wc, int i) {
     const dnnq_dw_epi_t *e = c->epi;
-    const int narrow = c->nc <= 32;
-    /* channel i's place in the packed blocks: vector k, 128-bit lane L, dword j */
-    const int L = i / 16, k = (i % 16) / 4, j = i % 4;
-    const int64_t wpos = (int64_t)k * 64 + (L * 4 + j) * 4;
+    int ei;
+    const int64_t wpos = dwp_channel_pos(c, i, &ei);
     for (int kw = 0; kw < 3; ++kw) {
         int32_t a, b, r;
         memcpy(&a, wc + (kw * 2) * 256 + wpos, 4);
@@ -305,7 +312,6 @@ dwp_channel_setup(const dnnq_dw3x3_plain_t *c, dwp_ctx_t *x, const int8_t *comp,
     int32_t cp;
     memcpy(&cp, comp + wpos, 4);
     x->init = c->src_signed ? _mm512_set1_epi32(cp) : _mm512_setzero_si512();
-    const int ei = (narrow ? 8 : 16) * k + 4 * L + j;
     x->sc = _mm512_set1_ps(e->sc[ei]);
     x->bi = _mm512_set1_ps(e->bi[ei]);
     x->zp = _mm512_set1_ps(e->zp[ei]);
