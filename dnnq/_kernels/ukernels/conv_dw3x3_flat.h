@@ -38,6 +38,7 @@
 #define DWF_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi")))
 
 enum { DWF_NB = 32 }; /* vectors per block of index vectors */
+/* (the order of the function tables, dwf_block_any / dwf_small_any; 0: no window kind) */
 enum { DWF_WIN1 = 1, DWF_WR64 = 2, DWF_WR96 = 3, DWF_WR32 = 4, DWF_WR96Z = 5, DWF_WIN2 = 6 };
 
 typedef struct {
@@ -559,15 +560,13 @@ static void dwf_block_any(int win, int check, int mode, const dnnq_dw3x3_plain_t
                           int nv, int i0, int i1) {
     typedef void (*fn_t)(int, const dnnq_dw3x3_plain_t *, const dwf_env_t *, const int8_t *,
                          const dwf_table_t *, int64_t, int, int, int);
-    static const fn_t fns[6][2] = {{dwf_block_win1, dwf_block_win1_checked},
-                                   {dwf_block_wr32, dwf_block_wr32_checked},
+    static const fn_t fns[6][2] = {{dwf_block_win1, dwf_block_win1_checked},  /* win - 1 */
                                    {dwf_block_wr64, dwf_block_wr64_checked},
                                    {dwf_block_wr96, dwf_block_wr96_checked},
+                                   {dwf_block_wr32, dwf_block_wr32_checked},
                                    {dwf_block_wr96z, dwf_block_wr96z_checked},
                                    {dwf_block_win2, dwf_block_win2_checked}};
-    const int w = win == DWF_WIN1 ? 0 : win == DWF_WR32 ? 1 : win == DWF_WR64 ? 2 :
-                  win == DWF_WR96 ? 3 : win == DWF_WR96Z ? 4 : 5;
-    fns[w][check ? 1 : 0](mode, c, x, comp, t, q0, nv, i0, i1);
+    fns[win - 1][check ? 1 : 0](mode, c, x, comp, t, q0, nv, i0, i1);
 }
 #undef DWF_BLOCK_FN
 #undef DWF_CASE
@@ -628,15 +627,13 @@ static void dwf_small_any(int win, int nv, int check, int mode, const dnnq_dw3x3
                           int i1) {
     typedef void (*fn_t)(int, int, const dnnq_dw3x3_plain_t *, const dwf_env_t *, const int8_t *,
                          const dwf_table_t *, int, int);
-    static const fn_t fns[6][2] = {{dwf_small_win1, dwf_small_win1_checked},
-                                   {dwf_small_wr32, dwf_small_wr32_checked},
+    static const fn_t fns[6][2] = {{dwf_small_win1, dwf_small_win1_checked},  /* win - 1 */
                                    {dwf_small_wr64, dwf_small_wr64_checked},
                                    {dwf_small_wr96, dwf_small_wr96_checked},
+                                   {dwf_small_wr32, dwf_small_wr32_checked},
                                    {dwf_small_wr96z, dwf_small_wr96z_checked},
                                    {dwf_small_win2, dwf_small_win2_checked}};
-    const int w = win == DWF_WIN1 ? 0 : win == DWF_WR32 ? 1 : win == DWF_WR64 ? 2 :
-                  win == DWF_WR96 ? 3 : win == DWF_WR96Z ? 4 : 5;
-    fns[w][check ? 1 : 0](nv, mode, c, x, comp, t, i0, i1);
+    fns[win - 1][check ? 1 : 0](nv, mode, c, x, comp, t, i0, i1);
 }
 #undef DWF_SMALL_FN
 #undef DWF_SMALL4_FN
