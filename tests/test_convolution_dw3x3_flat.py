@@ -186,3 +186,17 @@ def test_flat_not_taken(flat):
     if not VBMI:
         p = run_plain((7, 7), (1, 1), (1, 1), (1, 1), "u8_relu", 40, 1, [9], expect_plain=False)
         assert p._dw_plain == 0
+
+
+def test_flat_span_closed_form():
+    """dw_flat_span (and the kernel's dwf_span, the same closed form) against every run of 16
+    consecutive pixels of the plane (runs of a plane under 16 pixels: the one from pixel 0)"""
+    from dnnq.primitives._conv_kernel_choice import dw_flat_span
+    for oh in (1, 2, 3, 7, 17):
+        for ow in (1, 2, 5, 7, 14, 15, 16, 17, 23, 31, 32, 33, 64, 65):
+            for sh, sw in ((1, 1), (2, 2), (1, 2), (2, 1), (3, 1)):
+                for iw in {max(1, sw * (ow - 1) + d) for d in (-2, 0, 1, 2, 3, 9)}:
+                    q = np.arange(max(1, oh * ow - 15))
+                    src = lambda m: m // ow * sh * iw + m % ow * sw  # noqa: E731
+                    want = int((src(q + 15) - src(q)).max()) + 3
+                    assert dw_flat_span(oh, ow, iw, sh, sw) == want, (oh, ow, iw, sh, sw)

@@ -41,9 +41,11 @@ cdef extern from "dnnq_conv.h" nogil:
         int plain
         int panel_outer
         int skip_zero_taps
+        const void *flat_table
     int64_t dnnq_conv_n_items(const dnnq_conv_t *cv)
     int dnnq_conv_build_tiles(dnnq_conv_t *cv)
     void dnnq_conv_free_tiles(dnnq_conv_t *cv)
+    int dnnq_conv_build_flat_table(dnnq_conv_t *cv)
     void dnnq_transpose(const void *src, void *dst, int64_t rows, int64_t cols, int64_t cbegin,
                         int64_t cend, int esz, int64_t ldd)
     void dnnq_transpose_for_isa(int isa, const void *src, void *dst, int64_t rows, int64_t cols,

@@ -123,6 +123,11 @@ cdef class ConvPlan:
                 self.post[i].alpha = alpha
                 self.post[i].beta = beta
 
+    def build_flat_table(self):
+        """Build the flat depthwise kernel's index vectors once (its caller chose that kernel,
+        so the CPU has AVX512-VBMI); whether the plan's geometry has them."""
+        return bool(dnnq_conv_build_flat_table(&self.cv))
+
     def phase_deconv(self):
         """Whether this deconvolution runs by column phases (dense GEMMs of the taps that
         reach each phase; conv_deconv.c)."""

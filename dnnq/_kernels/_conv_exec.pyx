@@ -196,6 +196,8 @@ cdef class ConvExec:
         self.dw_column = attrs.get("dw_column", False)
         if self.dw_plain and (self.src_cl or self.dst_cl or not self.depthwise):
             raise ValueError("ConvExec: dw_plain needs plain src and dst of a depthwise plan")
+        if self.dw_plain == 3:  # the flat kernel: its index vectors built once
+            (<ConvPlan>self.conv_plan).build_flat_table()
         self.scale_adjust = attrs.get("scale_adjust", 1.0)
         self.s8_src = np.dtype(layout["src_dtype"]) == np.int8
         self.k_src, self.k_wei, self.k_bias, self.k_dst = (keys["src"], keys["wei"],

@@ -31,11 +31,12 @@ DW_FLAT_MAX_OW = 1 << 30
 def dw_flat_span(oh, ow, iw, sh, sw):
     """The widest span of source bytes one kernel row of a 3x3 depthwise kernel reads for 16
     consecutive output pixels of a 2-D plane, padding taps counted (conv_dw3x3_flat.h's
-    dwf_span: the flat kernel takes spans of at most 96)."""
-    def src(q):
-        return (q // ow) * sh * iw + (q % ow) * sw
+    dwf_span, the same closed form: the flat kernel takes spans of at most 96).  The run
+    starting at column x of a row crosses k = (x + 15) // ow row ends: its span is
+    k (sh iw - sw ow) + 15 sw + 3, the widest at the first or the last start."""
     n = max(1, min(ow, oh * ow - 15))
-    return max(src(a + 15) - src(a) + 3 for a in range(n))
+    d = sh * iw - sw * ow
+    return max(15 // ow * d, (n - 1 + 15) // ow * d) + 15 * sw + 3
 
 
 def _balanced_block(npix, mc, mr, units, threads):

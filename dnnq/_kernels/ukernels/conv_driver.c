@@ -332,6 +332,17 @@ static int run_item_dw3x3(const dnnq_conv_t *cv, int64_t item) {
     return 0;
 }
 
+/* the geometry fields of the plain kernel's call */
+static void plain_geometry(const dnnq_conv_t *cv, dnnq_dw3x3_plain_t *c) {
+    c->src_plane = cv->id * cv->ih * cv->iw;
+    c->dst_plane = cv->od * cv->oh * cv->ow;
+    c->id = cv->id, c->ih = cv->ih, c->iw = cv->iw;
+    c->od = cv->od, c->oh = cv->oh, c->ow = cv->ow;
+    c->sd = cv->sd, c->sh = cv->sh, c->sw = cv->sw;
+    c->pd = cv->pd, c->ph = cv->ph, c->pw = cv->pw;
+    c->ntaps = cv->npairs;
+}
+
 /* The plain (nchw) column kernel: the same work items as run_item_dw3x3 (whole output rows of
  * one panel), the rows of each of the panel's channel planes read and written in place.  Its
  * caller (ConvExec) chose it at creation for the fused epilogue's cases only. */
@@ -349,29 +360,44 @@ static int run_item_dw3x3_plain(const dnnq_conv_t *cv, int64_t item) {
     dnnq_dw3x3_plain_t c;
     c.nc = (int)(cv->OC - chan0 < DNNQ_NR ? cv->OC - chan0 : DNNQ_NR);
     if (!dnnq_dw3x3_epi_prepare_avx512(&ge, chan0, c.nc, &epi)) return -1; /* not chosen */
+    plain_geometry(cv, &c);
     c.src = cv->src + (n * cv->IC + chan0) * isp;
     c.dst = (uint8_t *)cv->epi.dst + (n * cv->OC + chan0) * osp;
     c.src_lo = cv->src;
     c.src_hi = cv->src + cv->N * cv->IC * isp;
-    c.src_plane = isp;
-    c.dst_plane = osp;
-    c.id = cv->id, c.ih = cv->ih, c.iw = cv->iw;
-    c.od = cv->od, c.oh = cv->oh, c.ow = cv->ow;
-    c.sd = cv->sd, c.sh = cv->sh, c.sw = cv->sw;
-    c.pd = cv->pd, c.ph = cv->ph, c.pw = cv->pw;
     c.m0 = blk * cv->mc;
     c.mend = c.m0 + (osp - c.m0 < cv->mc ? osp - c.m0 : cv->mc);
     c.src_signed = cv->src_signed;
     c.w = (const int8_t *)(cv->dw_weights + p * cv->dw_stride);
-    c.ntaps = cv->npairs;
     c.zpix = cv->zp_rows + chan0;
     c.epi = &epi;
     c.vbmi = cv->plain >= 2;
     c.flat = cv->plain == 3;
+    c.flat_table = cv->flat_table;
     dnnq_dw3x3_plain_avx512(&c);
     return 0;
 }
 #endif
+
+int dnnq_conv_build_flat_table(dnnq_conv_t *cv) {
+    free((void *)cv->flat_table);
+    cv->flat_table = NULL;
+#ifdef DNNQ_HAVE_X86_KERNELS
+    /* (dw3x3's conditions that the plan knows at creation; 2-D) */
+    if (!cv->depthwise || cv->deconv || cv->kd != 1 || cv->kh != 3 || cv->kw != 3 ||
+        cv->dh != 1 || cv->dw != 1 || cv->sh < 1 || cv->sh > 2 || cv->sw < 1 || cv->sw > 2 ||
+        cv->od != 1 || cv->id != 1)
+        return 0;
+    dnnq_dw3x3_plain_t c;
+    memset(&c, 0, sizeof c);
+    plain_geometry(cv, &c);
+    c.m0 = 0;
+    c.mend = c.dst_plane;
+    c.flat = 1;
+    cv->flat_table = dnnq_dw3x3_flat_table_avx512(&c);
+#endif
+    return cv->flat_table != NULL;
+}
 
 int dnnq_conv_run_item(const dnnq_conv_t *cv, int64_t item) {
 #ifdef DNNQ_HAVE_X86_KERNELS

@@ -16,6 +16,7 @@
  * memory.  Other destinations (f32, s32, post-ops beyond relu / linear) take the s32
  * accumulators, stored in channel order, to the driver's epilogue. */
 #include <immintrin.h>
+#include <stdlib.h>
 #include <string.h>
 #include "dnnq_conv.h"
 #include "epilogue_avx512.h"

@@ -68,21 +68,21 @@ static inline int64_t dwf_src(const dnnq_dw3x3_plain_t *c, int64_t q) {
     return (q / c->ow) * c->sh * c->iw + (q % c->ow) * c->sw;
 }
 
-/* the widest span r(15) + 3 of 16 consecutive pixels (any start) */
+/* the widest span r(15) + 3 of 16 consecutive pixels (any start a < n, n = min(ow, oh ow -
+ * 15), at least 1).  Start a = r ow + x crosses k(x) = (x + 15) / ow row ends, so its span is
+ * k (sh iw - sw ow) + 15 sw + 3: the widest at the smallest or the largest k, x = 0 or n - 1
+ * (a loop over the starts, with its divisions, took a tenth of a 49-pixel plane's time) */
 static int64_t dwf_span(const dnnq_dw3x3_plain_t *c) {
-    int64_t worst = 0;
-    const int64_t n = c->ow < c->oh * c->ow - 15 ? c->ow : c->oh * c->ow - 15;
-    for (int64_t a = 0; a < (n > 0 ? n : 1); ++a) {
-        const int64_t span = dwf_src(c, a + 15) - dwf_src(c, a) + 3;
-        worst = span > worst ? span : worst;
-    }
-    return worst;
+    const int64_t all = c->oh * c->ow - 15;
+    const int64_t n = c->ow < all ? c->ow : all > 1 ? all : 1;
+    const int64_t d = c->sh * c->iw - c->sw * c->ow;
+    const int64_t k0 = 15 / c->ow, k1 = (n - 1 + 15) / c->ow;
+    return (k0 * d > k1 * d ? k0 * d : k1 * d) + 15 * c->sw + 3;
 }
 
 /* the window kind of a geometry (0: none) */
-static int dwf_win(const dnnq_dw3x3_plain_t *c) {
+static int dwf_win(const dnnq_dw3x3_plain_t *c, int64_t span) {
     if (c->sh == 1 && c->sw == 1 && c->iw == c->ow && 2 * c->iw + 18 <= 64) return DWF_WIN1;
-    const int64_t span = dwf_span(c);
     return span <= 32 ? DWF_WR32 : span <= 64 ? DWF_WR64 : span <= 96 ? DWF_WR96 : 0;
 }
 
@@ -641,6 +641,65 @@ static void dwf_small_any(int win, int nv, int check, int mode, const dnnq_dw3x3
 #undef DWF_MODES
 #undef DWF_SIGNS
 
+/* how an item goes: its window kind (before dwf_run's zero-point choice of WR96Z), and the
+ * rows mode / stacked rows */
+typedef struct {
+    int win, rows, stack;
+    int64_t span;
+} dwf_layout_t;
+
+static void dwf_layout(const dnnq_dw3x3_plain_t *c, dwf_layout_t *l) {
+    const int64_t wspan = dwf_span(c);
+    l->win = dwf_win(c, wspan);
+    /* the three kernel rows' 96-byte windows within 127 bytes: one 128-byte window (stride
+     * 1's 32-byte windows stay: with it MobileNet's 28 columns ran 1.1x slower) */
+    if (l->win == DWF_WR96 && 2 * c->iw + wspan <= 127) l->win = DWF_WIN2;
+    /* rows mode where runs across row ends need more than 96 bytes (with 96-byte windows,
+     * MobileNet's 14 columns ran 1.25x faster than in rows mode, one vector a row; its 28
+     * columns as fast) */
+    const int whole_rows = c->sh == 2 && 15 * c->sw + 3 <= 64 && c->m0 % c->ow == 0 &&
+                           c->mend % c->ow == 0;
+    /* stacked rows for 12 - 16 and 24 - 32 columns (three quarters of the lanes or more
+     * live) that would take 96-byte windows (MobileNet's 28 -> 14: 15.5 -> 13.5 us, 56 ->
+     * 28: 27.1 -> 24.8 us) */
+    l->stack = l->win == DWF_WR96 && whole_rows &&
+               ((c->ow >= 12 && c->ow <= 16) || (c->ow >= 24 && c->ow <= 32));
+    l->rows = l->stack || (l->win == 0 && whole_rows && c->ow <= 64);
+    l->span = l->rows || l->win == DWF_WR64 ? 2 * c->iw + 64
+              : l->win == DWF_WIN1 ? 64 : l->win == DWF_WIN2 ? 128
+              : 2 * c->iw + (l->win == DWF_WR32 ? 32 : 96);
+}
+
+/* vector v of the table in window kind win (not the rows mode) */
+static DWF_TARGET void dwf_build_any(int win, const dnnq_dw3x3_plain_t *c, int64_t q, dwf_table_t *t,
+                          int v) {
+    if (win == DWF_WIN1) dwf_build(DWF_WIN1, c, q, c->mend, t, v);
+    else if (win == DWF_WR32) dwf_build(DWF_WR32, c, q, c->mend, t, v);
+    else if (win == DWF_WR64) dwf_build(DWF_WR64, c, q, c->mend, t, v);
+    else if (win == DWF_WIN2) dwf_build(DWF_WIN2, c, q, c->mend, t, v);
+    else if (win == DWF_WR96) dwf_build(DWF_WR96, c, q, c->mend, t, v);
+    else dwf_build(DWF_WR96Z, c, q, c->mend, t, v);
+}
+
+/* does the table of an item of whole planes in one block of vectors, built at creation,
+ * serve it? (the index vectors depend on the geometry only; built per item, they took 5 % of
+ * a 49-pixel plane's time) */
+static int dwf_cached(const dnnq_dw3x3_plain_t *c, const dwf_layout_t *l) {
+    return !l->rows && l->win && c->m0 == 0 && c->mend == c->dst_plane &&
+           (c->mend + 15) / 16 <= DWF_NB;
+}
+
+void *dnnq_dw3x3_flat_table_avx512(const dnnq_dw3x3_plain_t *c) {
+    dwf_layout_t l;
+    dwf_layout(c, &l);
+    if (!dwf_cached(c, &l)) return NULL;
+    dwf_table_t *t = (dwf_table_t *)aligned_alloc(64, sizeof(dwf_table_t));
+    if (!t) return NULL; /* (built per item) */
+    const int nv = (int)((c->mend + 15) / 16);
+    for (int v = 0; v < nv; ++v) dwf_build_any(l.win, c, 16 * v, t, v);
+    return t;
+}
+
 /* the item (pixels m0 .. mend - 1 of the panel's nc channels) in blocks of DWF_NB vectors;
  * -1: the geometry has no window kind (the caller checked it has) */
 static DWF_TARGET int dwf_run(int mode, const dnnq_dw3x3_plain_t *c, const int8_t *comp) {
@@ -652,34 +711,22 @@ static DWF_TARGET int dwf_run(int mode, const dnnq_dw3x3_plain_t *c, const int8_
     env.tr = DWP_TR;
     env.inv = _mm512_set1_ps(c->epi->inv_dst_scale);
     const dwf_env_t *const x = &env;
-    int win = dwf_win(c);
-    /* the three kernel rows' 96-byte windows within 127 bytes: one 128-byte window (stride
-     * 1's 32-byte windows stay: with it MobileNet's 28 columns ran 1.1x slower) */
-    if (win == DWF_WR96 && 2 * c->iw + dwf_span(c) <= 127) win = DWF_WIN2;
+    dwf_layout_t l;
+    dwf_layout(c, &l);
+    const int rows = l.rows, stack = l.stack;
+    int win = l.win;
     if (win == DWF_WR96) { /* every zero point 0: no zero points to insert */
         int z = 1;
         for (int i = 0; i < c->nc; ++i) z &= c->zpix[i] == 0;
         if (z) win = DWF_WR96Z;
     }
-    /* rows mode where runs across row ends need more than 96 bytes (with 96-byte windows,
-     * MobileNet's 14 columns ran 1.25x faster than in rows mode, one vector a row; its 28
-     * columns as fast) */
-    const int whole_rows = c->sh == 2 && 15 * c->sw + 3 <= 64 && c->m0 % c->ow == 0 &&
-                           c->mend % c->ow == 0;
-    /* stacked rows for 12 - 16 and 24 - 32 columns (three quarters of the lanes or more
-     * live) that would take 96-byte windows (MobileNet's 28 -> 14: 15.5 -> 13.5 us, 56 ->
-     * 28: 27.1 -> 24.8 us) */
-    const int stack = (win == DWF_WR96 || win == DWF_WR96Z) && whole_rows &&
-                      ((c->ow >= 12 && c->ow <= 16) || (c->ow >= 24 && c->ow <= 32));
-    const int rows = stack || (win == 0 && whole_rows && c->ow <= 64);
     if (!win && !rows) return -1;
-    const int64_t ld = c->iw, off = -c->ph * c->iw - c->pw;
+    const int64_t ld = c->iw, off = -c->ph * c->iw - c->pw, span = l.span;
     const int nvr = (int)((c->ow + 15) / 16); /* rows mode: vectors per row */
     const int64_t nv = rows ? (c->mend - c->m0) / c->ow * nvr : (c->mend - c->m0 + 15) / 16;
-    const int64_t span = rows || win == DWF_WR64 ? 2 * ld + 64
-                         : win == DWF_WIN1 ? 64 : win == DWF_WIN2 ? 128
-                         : 2 * ld + (win == DWF_WR32 ? 32 : 96);
     const int64_t step = rows ? DWF_NB / nvr * nvr : DWF_NB; /* vectors per block */
+    /* (WR96 and WR96Z tables are the same: their zero points sit at byte 96) */
+    const dwf_table_t *tp = c->flat_table && dwf_cached(c, &l) ? c->flat_table : &t;
     if (stack) { /* byte j of the store: row j / ow, column j % ow, lane 16 row + column */
         int8_t ix[64];
         for (int j = 0; j < 64; ++j) {
@@ -691,44 +738,35 @@ static DWF_TARGET int dwf_run(int mode, const dnnq_dw3x3_plain_t *c, const int8_
     for (int64_t v0 = 0; v0 < nv; v0 += step) {
         const int nb = (int)(nv - v0 < step ? nv - v0 : step);
         const int64_t q0 = rows ? c->m0 + v0 / nvr * c->ow : c->m0 + 16 * v0;
-        for (int v = 0; v < nb; ++v) {
+        for (int v = 0; v < nb && tp == &t; ++v) {
             if (rows) {
                 const int64_t rs = q0 + v / nvr * c->ow; /* the row's first pixel */
                 dwf_build(DWF_WR64, c, rs + 16 * (v % nvr), rs + c->ow, &t, v);
-            } else if (win == DWF_WIN1) {
-                dwf_build(DWF_WIN1, c, q0 + 16 * v, c->mend, &t, v);
-            } else if (win == DWF_WR32) {
-                dwf_build(DWF_WR32, c, q0 + 16 * v, c->mend, &t, v);
-            } else if (win == DWF_WR64) {
-                dwf_build(DWF_WR64, c, q0 + 16 * v, c->mend, &t, v);
-            } else if (win == DWF_WIN2) {
-                dwf_build(DWF_WIN2, c, q0 + 16 * v, c->mend, &t, v);
-            } else if (win == DWF_WR96) {
-                dwf_build(DWF_WR96, c, q0 + 16 * v, c->mend, &t, v);
             } else {
-                dwf_build(DWF_WR96Z, c, q0 + 16 * v, c->mend, &t, v);
+                dwf_build_any(win, c, q0 + 16 * v, &t, v);
             }
         }
         /* channels whose loads may pass the source array's ends (the first and last few of
          * the array: planes smaller than the padding reach several) take the checked loads,
          * every other one the plain ones (checked everywhere, the blocks were 5x slower) */
         int a = 0, b = c->nc;
-        while (a < c->nc && c->src + a * c->src_plane + off + t.base[0] < x->lo) ++a;
-        while (b > a && c->src + (b - 1) * c->src_plane + off + t.base[nb - 1] + span > x->hi) --b;
+        while (a < c->nc && c->src + a * c->src_plane + off + tp->base[0] < x->lo) ++a;
+        while (b > a && c->src + (b - 1) * c->src_plane + off + tp->base[nb - 1] + span > x->hi)
+            --b;
         const int run[3][3] = {{0, a, 1}, {a, b, 0}, {b, c->nc, 1}};
         for (int r = 0; r < 3; ++r) {
             if (run[r][0] >= run[r][1]) continue;
             if (stack)
                 (nvr == 1 ? (run[r][2] ? dwf_stack_1_1 : dwf_stack_1_0)
                           : (run[r][2] ? dwf_stack_2_1 : dwf_stack_2_0))(
-                    mode, c, x, comp, &t, q0, nb / nvr, run[r][0], run[r][1]);
+                    mode, c, x, comp, tp, q0, nb / nvr, run[r][0], run[r][1]);
             else if (rows)
-                dwf_rows_any(nvr, run[r][2], mode, c, x, comp, &t, q0, nb / nvr, run[r][0],
+                dwf_rows_any(nvr, run[r][2], mode, c, x, comp, tp, q0, nb / nvr, run[r][0],
                              run[r][1]);
             else if (nv <= 4)
-                dwf_small_any(win, nb, run[r][2], mode, c, x, comp, &t, run[r][0], run[r][1]);
+                dwf_small_any(win, nb, run[r][2], mode, c, x, comp, tp, run[r][0], run[r][1]);
             else
-                dwf_block_any(win, run[r][2], mode, c, x, comp, &t, q0, nb, run[r][0], run[r][1]);
+                dwf_block_any(win, run[r][2], mode, c, x, comp, tp, q0, nb, run[r][0], run[r][1]);
         }
     }
     return 0;

@@ -214,7 +214,9 @@ void dnnq_conv_free_tiles(dnnq_conv_t *cv) {
     free(cv->tiles);
     free(cv->chunks);
     free((void *)cv->coords);
+    free((void *)cv->flat_table);
     cv->coords = NULL;
+    cv->flat_table = NULL;
     cv->tiles = NULL;
     cv->chunks = NULL;
     cv->n_chunks = 0;

@@ -101,6 +101,9 @@ typedef struct {
      * weights, [g][panel][tap][64] s32, for the column-phase deconvolution driver when that
      * row does not read as zero bytes; NULL otherwise */
     const int32_t *deconv_zc;
+    /* the flat depthwise kernel's index vectors (plain = 3; dnnq_conv_build_flat_table at
+     * creation, freed by dnnq_conv_free_tiles; NULL: built per item) */
+    const void *flat_table;
 } dnnq_conv_t;
 
 /* The fused micro-kernel's kind for panel p of the item's epilogue ge (its state into st), or
@@ -123,6 +126,10 @@ static inline dnnq_brgemm_ukr_fn dnnq_conv_brgemm_for(const dnnq_conv_t *cv, int
 int dnnq_conv_build_tiles(dnnq_conv_t *cv);
 int dnnq_conv_build_coords(dnnq_conv_t *cv);
 void dnnq_conv_free_tiles(dnnq_conv_t *cv);
+/* the flat depthwise kernel's index vectors for the plan's whole-plane items, kept in
+ * cv->flat_table (freed by dnnq_conv_free_tiles): 1 built, 0 not (another geometry, or out
+ * of memory: they are then built per item).  Only where the flat kernel runs (VBMI). */
+int dnnq_conv_build_flat_table(dnnq_conv_t *cv);
 int dnnq_conv_run_item_tiles(const dnnq_conv_t *cv, int64_t item);
 /* the epilogue description of image n, group g (per-column pointers moved to the group) */
 void dnnq_conv_item_epilogue_args(const dnnq_conv_t *cv, int64_t n, int64_t g,
@@ -228,8 +235,15 @@ typedef struct {
      * _dw_flat gives it; others fall back to the column kernel): lanes = 16 consecutive
      * pixels of the plane, across row ends */
     int flat;
+    /* the flat kernel's index vectors of items of whole planes, built at creation
+     * (dnnq_conv_t.flat_table); NULL: built per item */
+    const void *flat_table;
 } dnnq_dw3x3_plain_t;
 void dnnq_dw3x3_plain_avx512(const dnnq_dw3x3_plain_t *c);
+/* the flat kernel's index vectors for c's items when they are whole planes of at most 512
+ * pixels (c: the geometry; m0 = 0, mend = dst_plane), in a block of memory to free(); NULL:
+ * none (other geometries) or out of memory.  The CPU must have AVX512-VBMI. */
+void *dnnq_dw3x3_flat_table_avx512(const dnnq_dw3x3_plain_t *c);
 /* 1 when the fused epilogue takes g (8-bit dst, relu / linear post-ops), then e is prepared
  * for the panel's columns n0 .. n0 + nc - 1 */
 int dnnq_dw3x3_epi_prepare_avx512(const dnnq_gemm_args_t *g, int64_t n0, int nc,
