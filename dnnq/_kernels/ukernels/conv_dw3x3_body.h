@@ -26,6 +26,8 @@ typedef struct {
     int sgn, full;
 } DWF(dw9_ctx_t);
 
+#define DW9_LDW(p) DWC(DWI(loadu_si), DW_W)((const void *)(p))
+
 /* the four rows (three with one output row) of source column x interleaved per channel
  * (byte i = row i): q[k]; columns outside [0, iw) read the zero-point pixel (zpix: the
  * panel's nc bytes, read under the channel mask) */
@@ -41,7 +43,9 @@ DWF(dw9_interleave)(const int NRO, const DWF(dw9_ctx_t) *x_, int64_t x, DW_V q[4
         }
         /* a pointer select, not a branch per row: outside, the zero-point pixel */
         const uint8_t *p = inside ? x_->row[r] + x * x_->rs[r] : x_->zpix;
-        v[r] = DWI(maskz_loadu_epi8)(x_->m, p);
+        /* full panels: plain loads (masked ones cost stride 2 a tenth of its time on Zen
+         * 4, a sixth with the source 16 bytes off a cache line, numpy's usual offset) */
+        v[r] = x_->full ? DW9_LDW(p) : DWI(maskz_loadu_epi8)(x_->m, p);
         if (x_->sgn) v[r] = DWC(DWI(xor_si), DW_W)(v[r], x_->flip);
     }
     const DW_V ab_lo = DWI(unpacklo_epi8)(v[0], v[1]), ab_hi = DWI(unpackhi_epi8)(v[0], v[1]);
@@ -52,7 +56,6 @@ DWF(dw9_interleave)(const int NRO, const DWF(dw9_ctx_t) *x_, int64_t x, DW_V q[4
     q[3] = DWI(unpackhi_epi16)(ab_hi, cd_hi);
 }
 
-#define DW9_LDW(p) DWC(DWI(loadu_si), DW_W)((const void *)(p))
 
 /* s[r][k] += q[k] . weights (kw, variant r) for the NRO output rows; INIT: s starts at the
  * s8 source's compensation (or 0) */
