@@ -40,6 +40,7 @@ cdef extern from "dnnq_conv.h" nogil:
         int64_t n_chunks
         int plain
         int panel_outer
+        int rows_outer
         int skip_zero_taps
         const void *flat_table
     int64_t dnnq_conv_n_items(const dnnq_conv_t *cv)

@@ -15,7 +15,7 @@ from cython.parallel cimport prange
 from dnnq._kernels._kernels cimport (
     DNNQ_NR, dnnq_gemm_args_t, dnnq_postop_t, dnnq_br_pair_t, dnnq_brgemm_ukr_fn,
     dnnq_gemm_epilogue_fn, dnnq_brgemm_ukr_for_isa, dnnq_brgemm_mr_for_isa,
-    dnnq_gemm_epilogue_for_isa,
+    dnnq_gemm_epilogue_for_isa, dnnq_dst_lines_shared, DNNQ_ROWS_OUTER_MAX_WEIGHTS,
 )
 # dnnq_conv.h's declarations and ConvPlan's fields are in _conv.pxd (the C-level execute path,
 # _conv_exec.pyx, fills a dnnq_conv_t and launches it)
@@ -209,6 +209,13 @@ cdef class ConvPlan:
         # more than a GEMM one, so it splits from 64K on)
         if self.work < ((1 << 16) if cv.depthwise else (1 << 21)) or nitems == 1:
             nthreads = 1
+        # threads on pixels where destination rows share cache lines between panels and the
+        # weights are at most 256 KiB (as in GemmPlan.launch; ResNet-50's 256 -> 128 1x1
+        # stride 2 at 2 threads: 85 against 71 us); the depthwise and deconvolution phase
+        # items keep their own order
+        run_cv.rows_outer = (nthreads > 1 and cv.epi.K * cv.OC <= DNNQ_ROWS_OUTER_MAX_WEIGHTS and
+                             dnnq_dst_lines_shared(cv.epi.dst, cv.epi.d_sm, cv.epi.dst_dt,
+                                                   cv.epi.raw_s32))
         if nthreads == 1:
             with nogil:
                 for it in range(nitems):

@@ -4,11 +4,13 @@ from libc.stdint cimport int8_t, uint8_t, int32_t, uint32_t, int64_t
 cdef extern from "dnnq_kernels.h" nogil:
     enum:
         DNNQ_NR
+        DNNQ_ROWS_OUTER_MAX_WEIGHTS
 
     ctypedef struct dnnq_cpu_features_t:
         int sse41, avx, avx2, fma, avx512f, avx512bw, avx512vl, avx512dq, avx512_vnni, avx_vnni
         int os_ymm, os_zmm, amx_tile, amx_int8, os_amx, avx512_vbmi
 
+    int dnnq_dst_lines_shared(const void *dst, int64_t d_sm, int dst_dt, int raw_s32)
     void dnnq_cpu_detect(dnnq_cpu_features_t *f)
     int dnnq_cpu_best_isa(const dnnq_cpu_features_t *f)
 

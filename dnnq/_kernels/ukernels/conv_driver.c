@@ -410,10 +410,9 @@ int dnnq_conv_run_item(const dnnq_conv_t *cv, int64_t item) {
     const int64_t osp = cv->od * cv->oh * cv->ow;
     const int64_t nblk = (osp + cv->mc - 1) / cv->mc;
     const int64_t groups = cv->depthwise ? 1 : cv->G;
-    const int64_t blk = item % nblk;
-    int64_t rest = item / nblk;
-    const int64_t p = rest % cv->n_panels;
-    rest /= cv->n_panels;
+    const int64_t blk = cv->rows_outer ? (item / cv->n_panels) % nblk : item % nblk;
+    const int64_t p = cv->rows_outer ? item % cv->n_panels : (item / nblk) % cv->n_panels;
+    int64_t rest = item / (nblk * cv->n_panels);
     const int64_t g = rest % groups;
     const int64_t n = rest / groups;
     const int64_t m0 = blk * cv->mc;

@@ -274,10 +274,10 @@ static void gather_row(const dnnq_conv_t *cv, const uint8_t *s, const uint8_t *z
 }
 
 int dnnq_conv_run_item_tiles(const dnnq_conv_t *cv, int64_t item) {
-    const int64_t c = item % cv->n_chunks;
-    int64_t rest = item / cv->n_chunks;
-    const int64_t p = rest % cv->n_panels;
-    rest /= cv->n_panels;
+    const int64_t inner = cv->rows_outer ? cv->n_panels : cv->n_chunks;
+    const int64_t c = cv->rows_outer ? (item / inner) % cv->n_chunks : item % inner;
+    const int64_t p = cv->rows_outer ? item % inner : (item / inner) % cv->n_panels;
+    int64_t rest = item / (cv->n_chunks * cv->n_panels);
     const int64_t g = rest % cv->G;
     const int64_t n = rest / cv->G;
     const int nc = (int)(cv->OCg - p * DNNQ_NR < DNNQ_NR ? cv->OCg - p * DNNQ_NR : DNNQ_NR);

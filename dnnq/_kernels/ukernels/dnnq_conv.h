@@ -91,6 +91,10 @@ typedef struct {
     /* 1: the column kernel's items run panels outermost within an image (ConvExec's channel-
      * band copies of plain data, several threads) */
     int panel_outer;
+    /* 1: the general driver's and the tiled path's items run panels innermost, so that the
+     * threads split pixels, not panels (set per execution where the destination's rows share
+     * cache lines between panels: dnnq_dst_lines_shared) */
+    int rows_outer;
     /* 1: a deconvolution leaves out the taps that read only the zero-point row (the
      * column-phase driver, conv_deconv.c); set at creation (_conv.set_skip_zero_taps) */
     int skip_zero_taps;

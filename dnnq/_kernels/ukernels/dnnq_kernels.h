@@ -81,6 +81,20 @@ typedef struct {
     int u8_nan_top;
 } dnnq_gemm_args_t;
 
+/* the largest weights (K x N bytes) for which the threads of a GEMM or convolution split
+ * rows instead of panels where dnnq_dst_lines_shared: beyond, every thread reading all the
+ * weights cost more than the shared lines (ResNet-50's 1024 -> 2048 1x1: 10 %) */
+#define DNNQ_ROWS_OUTER_MAX_WEIGHTS (256 * 1024)
+
+/* Do the destination's rows share cache lines between 64-column panels (its first byte off a
+ * 64-byte line, as numpy puts large arrays 16 bytes past one, or rows of a length that is not
+ * a multiple of 64 bytes)?  Then threads take row blocks, not panels: two threads writing
+ * neighbouring panels of the same rows met in the same lines (row stride d_sm in elements). */
+static inline int dnnq_dst_lines_shared(const void *dst, int64_t d_sm, int dst_dt, int raw_s32) {
+    const int64_t esz = !raw_s32 && (dst_dt == DNNQ_DT_S8 || dst_dt == DNNQ_DT_U8) ? 1 : 4;
+    return ((uintptr_t)dst % 64) != 0 || (d_sm * esz) % 64 != 0;
+}
+
 /* Computes the rows [m0, m0 + mc) of batch b for the column panel p, epilogue included. */
 typedef void (*dnnq_gemm_block_fn)(const dnnq_gemm_args_t *g, int64_t b, int64_t m0, int64_t mc,
                                    int64_t p);
