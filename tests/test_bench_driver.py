@@ -279,3 +279,17 @@ def test_conv_zero_points_setting(tmp_path):
         assert r.stdout.count("bit-identical to oneDNN") == 2, r.stdout
     r = bench(tmp_path, "--conv", "--attr-zero-points=wei:common:1", "mb1ic8ih6oc8oh6kh3ph1")
     assert r.returncode != 0 and "src / dst common zero points" in r.stdout + r.stderr
+
+
+def test_threads_bound_unless_the_environment_says(tmp_path, monkeypatch):
+    """Run as a program, the driver starts again with OMP_PROC_BIND=true and OMP_PLACES=cores
+    (printed in its title line); an OMP_PROC_BIND of the caller's is kept."""
+    monkeypatch.delenv("OMP_PROC_BIND", raising=False)
+    monkeypatch.delenv("OMP_PLACES", raising=False)
+    out = bench(tmp_path, "--no-peers", "--matmul", "2x8:8x4")
+    assert out.returncode == 0, out.stderr
+    assert "OMP_PROC_BIND=true" in out.stdout
+    monkeypatch.setenv("OMP_PROC_BIND", "false")
+    out = bench(tmp_path, "--no-peers", "--matmul", "2x8:8x4")
+    assert out.returncode == 0, out.stderr
+    assert "OMP_PROC_BIND=false" in out.stdout

@@ -35,6 +35,11 @@ Run options (anywhere on the line):
   --reset             settings back to their defaults
   -h, --help          this text
 
+Threads: run as a program with OMP_PROC_BIND unset, the driver starts again with OpenMP's
+threads bound one per core (OMP_PROC_BIND=true, OMP_PLACES=cores) for dnnq and its peers
+alike: unbound threads move between the cores from process to process and 2-thread times
+swing by 1.5x.  OMP_PROC_BIND=false keeps them unbound.
+
 Timing: dnnq through its public `execute`; oneDNN as a C++ caller runs it (argument array
 built once, only dnnl_primitive_execute + dnnl_stream_wait timed); both in this process, same
 threads, oneDNN capped at dnnq's ISA level; the fastest batch of interleaved rounds, with a
@@ -251,7 +256,27 @@ def _plot(path, rows):
     plt.close(fig)
 
 
+def _bind_threads_and_reexec():
+    """Run as a program with no OMP_PROC_BIND in the environment: start again with OpenMP's
+    threads bound one per core (OMP_PROC_BIND=true, OMP_PLACES=cores), for dnnq and its peers
+    alike.  Unbound, the kernel scheduler moves the threads between the cores (and their L2)
+    from process to process: MobileNet's 64-channel stride-2 depthwise (nchw, 2 threads) ran
+    24 us in some processes and 35 us in others, 24 us in every one bound.  The variables are
+    read when the OpenMP runtime loads, so the process starts again; OMP_PROC_BIND=false
+    keeps the threads unbound."""
+    if "OMP_PROC_BIND" in os.environ or not sys.platform.startswith("linux"):
+        return
+    env = dict(os.environ, OMP_PROC_BIND="true")
+    env.setdefault("OMP_PLACES", "cores")
+    try:
+        os.execve(sys.executable, sys.orig_argv, env)
+    except OSError:  # run unbound
+        pass
+
+
 def main(argv=None):
+    if argv is None:
+        _bind_threads_and_reexec()
     argv = sys.argv[1:] if argv is None else list(argv)
     if "-h" in argv or "--help" in argv:
         print(__doc__)
@@ -278,7 +303,8 @@ def main(argv=None):
     env = Env(rng=np.random.default_rng(0), onednn=onednn, onednn_absent=absent,
               threads=dnnq.get_num_threads(), use_torch=not opts["no-peers"])
     title = (f"dnnq {dnnq.__version__}  isa={dnnq.get_effective_cpu_isa()}  "
-             f"threads={dnnq.get_num_threads()}")
+             f"threads={dnnq.get_num_threads()}  "
+             f"OMP_PROC_BIND={os.environ.get('OMP_PROC_BIND', '(unset)')}")
     peer_line = (f"oneDNN {'.'.join(map(str, onednn.version()))} "
                  f"(ONEDNN_MAX_CPU_ISA={os.environ.get('ONEDNN_MAX_CPU_ISA', '')}, "
                  f"effective {onednn.cpu_isa()})" if onednn else f"oneDNN: {absent}")
