@@ -1,7 +1,8 @@
 """Differential fuzzing against the real oneDNN 3.2: random MatMul / Convolution problems with
-random attributes (rnn: LSTM / GRU with random shapes, layers, directions, states, legacy
-qparams and destination types, 1 or 2 threads, plain or prepared weights) (scales, zero points, bias types, post-op chains of every eltwise and binary
-algorithm and sums with any scale), run by dnnq and by oneDNN, compared bit for bit.
+random attributes (scales, zero points, bias types, post-op chains of every eltwise and binary
+algorithm and sums with any scale), and LSTM / GRU problems (random shapes, layers,
+directions, states, legacy qparams and destination types, 1 or 2 threads, plain or prepared
+weights), run by dnnq and by oneDNN, compared bit for bit.
 
     python -P tools/diff_fuzz.py --family matmul|ip|conv|rnn --cases 500 --seed 1 [--isa LEVEL]
 
@@ -261,7 +262,8 @@ def rnn_case(rng):
     T, N = int(rng.integers(1, 10)), int(rng.choice([1, 1, 2, 5, 7, 13, 32, 33]))
     init, per_oc = bool(rng.random() < 0.5), bool(rng.random() < 0.7)
     dt = str(rng.choice(["u8", "f32"]))
-    scale, shift = float(rng.choice([64.0, 127.0, 31.5, 200.0])), float(rng.choice([128.0, 0.0, 64.0, 100.0]))
+    scale = float(rng.choice([64.0, 127.0, 31.5, 200.0]))
+    shift = float(rng.choice([128.0, 0.0, 64.0, 100.0]))
     nt, prepared = int(rng.integers(1, 3)), bool(rng.random() < 0.5)
     p = tr.make(cell, direction, T, N, C, H, L, init=init, per_oc=per_oc,
                 seed=int(rng.integers(1 << 30)), dst_layer_dt=dt, scale=scale, shift=shift)

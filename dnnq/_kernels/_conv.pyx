@@ -213,7 +213,8 @@ cdef class ConvPlan:
         # weights are at most 256 KiB (as in GemmPlan.launch; ResNet-50's 256 -> 128 1x1
         # stride 2 at 2 threads: 85 against 71 us); the depthwise and deconvolution phase
         # items keep their own order
-        run_cv.rows_outer = (nthreads > 1 and cv.epi.K * cv.OC <= DNNQ_ROWS_OUTER_MAX_WEIGHTS and
+        run_cv.rows_outer = (nthreads > 1 and
+                             cv.epi.K * cv.OC <= DNNQ_ROWS_OUTER_MAX_WEIGHTS and
                              dnnq_dst_lines_shared(cv.epi.dst, cv.epi.d_sm, cv.epi.dst_dt,
                                                    cv.epi.raw_s32))
         if nthreads == 1:

@@ -332,12 +332,12 @@ cdef class GemmPlan:
             return
         # threads on row blocks where destination rows share cache lines between panels
         # (numpy puts large arrays 16 bytes past a line) and the weights are small enough for
-        # every thread to read them all (256 KiB): split by panels, the threads' 64-byte
+        # every thread to read them all (256 KiB): with threads on panels, their 64-byte
         # stores met in the same lines (ResNet-50's 64 -> 256 1x1 at 2 threads: 285 against
         # 158 us); larger weights keep the panel split (every thread reading all of them
         # cost its 1024 -> 2048 1x1 10 %, where the shared lines cost nothing measurable)
-        if g.K * g.N <= DNNQ_ROWS_OUTER_MAX_WEIGHTS and dnnq_dst_lines_shared(g.dst, g.d_sm, g.dst_dt,
-                                                                       g.raw_s32):
+        if (g.K * g.N <= DNNQ_ROWS_OUTER_MAX_WEIGHTS and
+                dnnq_dst_lines_shared(g.dst, g.d_sm, g.dst_dt, g.raw_s32)):
             m_outer = True
         for it in prange(nitems, schedule='static', num_threads=nthreads):
             _run_item(fn, g, it, npan, nmb, mc, M, m_outer)
