@@ -111,6 +111,17 @@ def dt_range(dt):
     return int(info.min), int(info.max)
 
 
+def _line_aligned(shape, dtype, zero):
+    """A C-contiguous array whose data starts on a 64-byte cache line.  numpy puts large arrays
+    16 bytes past one: every 64-byte vector access of the kernels then spans two lines, and two
+    threads writing neighbouring column panels of a row share a line (docs/matmul.md)."""
+    dtype = np.dtype(dtype)
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    raw = (np.zeros if zero else np.empty)(nbytes + 64, np.uint8)
+    offset = (-raw.ctypes.data) % 64
+    return raw[offset:offset + nbytes].view(dtype).reshape(shape)
+
+
 def contiguous_aligned(arr):
     """``arr`` as a C-contiguous array whose data is aligned for its dtype (a copy when it is
     not: numpy arrays may be unaligned, e.g. views of a byte buffer at an odd offset, and the
@@ -325,9 +336,11 @@ class MemoryDesc:
         return phys.transpose(inverse)
 
     def empty(self):
-        """A new uninitialised array with the logical shape laid out in this layout."""
-        return self.logical_view(np.empty(self.physical_shape, self.numpy_dtype))
+        """A new uninitialised array with the logical shape laid out in this layout, its data
+        on a 64-byte boundary (see _line_aligned)."""
+        return self.logical_view(_line_aligned(self.physical_shape, self.numpy_dtype, False))
 
     def zeros(self):
-        """A new zero-filled array with the logical shape laid out in this layout."""
-        return self.logical_view(np.zeros(self.physical_shape, self.numpy_dtype))
+        """A new zero-filled array with the logical shape laid out in this layout, its data on
+        a 64-byte boundary."""
+        return self.logical_view(_line_aligned(self.physical_shape, self.numpy_dtype, True))

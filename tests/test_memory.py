@@ -110,6 +110,21 @@ def test_channels_last_orders(tag, order):
     assert d.dims_str() == f"u8:{tag}:{'x'.join(map(str, dims))}"
 
 
+@pytest.mark.parametrize("dims,dt,tag", [((1, 64, 56, 56), "u8", "nhwc"), ((3, 5, 7), "f32", None),
+                                         ((2, 3, 4, 5), "s32", "nchw"), ((1,), "s8", None),
+                                         ((1, 1, 1), "u8", None)])
+def test_empty_and_zeros_on_a_cache_line(dims, dt, tag):
+    """MemoryDesc.empty / zeros: the logical shape and the layout's strides, the data on a
+    64-byte line (numpy alone puts large arrays 16 bytes past one), zeros all zero"""
+    d = MemoryDesc(dims, dt, tag)
+    for arr in (d.empty(), d.zeros()):
+        assert arr.shape == dims and arr.dtype == d.numpy_dtype
+        assert arr.ctypes.data % 64 == 0
+        assert d.strides == tuple(s // arr.itemsize for s in arr.strides)
+        assert arr.flags.writeable
+    assert not d.zeros().any()
+
+
 def test_check_array_plain():
     d = MemoryDesc((2, 3, 4), "s8")
     x = np.arange(24, dtype=np.int8).reshape(2, 3, 4)
