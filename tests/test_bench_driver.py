@@ -293,3 +293,16 @@ def test_threads_bound_unless_the_environment_says(tmp_path, monkeypatch):
     out = bench(tmp_path, "--no-peers", "--matmul", "2x8:8x4")
     assert out.returncode == 0, out.stderr
     assert "OMP_PROC_BIND=false" in out.stdout
+
+
+def test_main_in_process_never_starts_again(monkeypatch, capsys):
+    """Only the program (cli: `python -m dnnq.bench`, `dnnq-bench`) re-executes itself bound;
+    main() called from other code, with or without argv, never replaces its process."""
+    def refuse(*a, **k):
+        raise AssertionError("main() tried to re-execute the process")
+    monkeypatch.setattr(os, "execve", refuse)
+    monkeypatch.delenv("OMP_PROC_BIND", raising=False)
+    monkeypatch.setattr(sys, "argv", ["dnnq-bench", "--no-peers", "--matmul", "2x8:8x4"])
+    assert drv.main() == 0
+    assert drv.main(["--no-peers", "--matmul", "2x8:8x4"]) == 0
+    assert "OMP_PROC_BIND=(unset)" in capsys.readouterr().out

@@ -257,7 +257,7 @@ def _plot(path, rows):
 
 
 def _bind_threads_and_reexec():
-    """Run as a program with no OMP_PROC_BIND in the environment: start again with OpenMP's
+    """With no OMP_PROC_BIND in the environment, start the program again with OpenMP's
     threads bound one per core (OMP_PROC_BIND=true, OMP_PLACES=cores), for dnnq and its peers
     alike.  Unbound, the kernel scheduler moves the threads between the cores (and their L2)
     from process to process: MobileNet's 64-channel stride-2 depthwise (nchw, 2 threads) ran
@@ -274,9 +274,14 @@ def _bind_threads_and_reexec():
         pass
 
 
+def cli():
+    """The program (`python -m dnnq.bench`, `dnnq-bench`): threads bound, then main().  Only
+    here: main() called from other code never starts its process again."""
+    _bind_threads_and_reexec()
+    return main()
+
+
 def main(argv=None):
-    if argv is None:
-        _bind_threads_and_reexec()
     argv = sys.argv[1:] if argv is None else list(argv)
     if "-h" in argv or "--help" in argv:
         print(__doc__)
@@ -416,4 +421,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(cli())
