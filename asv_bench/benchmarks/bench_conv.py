@@ -63,3 +63,49 @@ class ConvMobileNetDepthwisePlain(_ConvBench):
     the column kernel or the copies (issue 9: at most 1.3x the channels-last time)."""
     params = (_layers(MOBILENET_DW), [1, 8], [1])
     tag = "nchw"
+
+
+class ConvDstOffCacheLine:
+    """A destination 16 bytes past a cache line (where numpy puts large arrays) against one on
+    a line, at 2 threads: the time ratio (threads split rows where dst rows share lines
+    between panels, docs/matmul.md; with the panel split ResNet-50's 64 -> 256 1x1 ran
+    1.8x).  About 1.0 is right."""
+    params = (['mb1ic64ih56oc256oh56kh1ph0n"s2_expand"',
+               'mb1ic256ih56oc128oh28kh1sh2ph0n"s3_reduce_s2"',
+               'mb1ic128ih28oc128oh28kh3ph1n"s3_3x3"'],)
+    param_names = ["layer"]
+
+    def setup(self, desc):
+        dnnq.set_num_threads(2)
+        b = build(desc, {"dt": "u8:s8:u8"}, np.random.default_rng(0))
+        self.p, args = b["p"], b["args"]
+        d = np.asarray(args[dnnq.DNNL_ARG_DST])
+        self.keep, self.args = [], {}
+        for off in (0, 16):
+            raw = np.empty(d.nbytes + 128, np.uint8)
+            base = (-raw.ctypes.data) % 64 + off
+            view = np.lib.stride_tricks.as_strided(raw[base:base + d.nbytes].view(d.dtype),
+                                                   d.shape, d.strides)
+            a = dict(args)
+            a[dnnq.DNNL_ARG_DST] = view
+            self.keep.append(raw)
+            self.args[off] = a
+
+    def _best(self, a, rounds=5):
+        best = float("inf")
+        for _ in range(rounds):
+            n, t0 = 0, time.perf_counter()
+            while time.perf_counter() - t0 < 0.04:
+                self.p.execute(a)
+                n += 1
+            best = min(best, (time.perf_counter() - t0) / n)
+        return best
+
+    def track_ratio_off_line_vs_on_line(self, desc):
+        on = off = float("inf")
+        for _ in range(3):  # interleaved rounds, the best of each
+            on = min(on, self._best(self.args[0]))
+            off = min(off, self._best(self.args[16]))
+        return off / on
+
+    track_ratio_off_line_vs_on_line.unit = "ratio"
