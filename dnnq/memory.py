@@ -32,6 +32,7 @@ from numbers import Integral
 
 import numpy as np
 
+from ._kernels._gemm_exec import aligned_empty
 from .errors import invalid
 
 __all__ = [
@@ -112,14 +113,14 @@ def dt_range(dt):
 
 
 def _line_aligned(shape, dtype, zero):
-    """A C-contiguous array whose data starts on a 64-byte cache line.  numpy puts large arrays
-    16 bytes past one: every 64-byte vector access of the kernels then spans two lines, and two
-    threads writing neighbouring column panels of a row share a line (docs/matmul.md)."""
+    """A C-contiguous array whose data starts on a 64-byte cache line (aligned_empty: numpy
+    puts large arrays 16 bytes past one; every 64-byte vector access then spans two lines, and
+    two threads writing neighbouring column panels of a row share a line, docs/matmul.md)."""
     dtype = np.dtype(dtype)
-    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-    raw = (np.zeros if zero else np.empty)(nbytes + 64, np.uint8)
-    offset = (-raw.ctypes.data) % 64
-    return raw[offset:offset + nbytes].view(dtype).reshape(shape)
+    out = aligned_empty(int(np.prod(shape, dtype=np.int64)), dtype).reshape(shape)
+    if zero:
+        out.fill(0)
+    return out
 
 
 def contiguous_aligned(arr):

@@ -243,12 +243,24 @@ dwf_pack(const int NV, const int MODE, const dnnq_dw_epi_t *e, const dwf_env_t *
                                                       : _mm512_packus_epi16(w01, w23);
 }
 
-/* the same, the bytes put in order, stored at o */
-static inline __attribute__((always_inline)) DWF_TARGET void
+/* the same, the bytes put in order */
+static inline __attribute__((always_inline)) DWF_TARGET __m512i
 dwf_finish(const int NV, const int MODE, const dnnq_dw_epi_t *e, const dwf_env_t *x,
-           const dwf_ch_t *h, const __m512i acc[4], uint8_t *o) {
-    _mm512_storeu_si512((void *)o,
-                        _mm512_permutexvar_epi32(x->tr, dwf_pack(NV, MODE, e, x, h, acc)));
+           const dwf_ch_t *h, const __m512i acc[4]) {
+    return _mm512_permutexvar_epi32(x->tr, dwf_pack(NV, MODE, e, x, h, acc));
+}
+
+/* a group's 64 bytes at o: stored whole where that may run past the item's n bytes (into
+ * pixels or planes stored later), else through a staging buffer, n of them */
+static inline __attribute__((always_inline)) DWF_TARGET void
+dwf_put(__m512i v, uint8_t *o, int64_t n, int whole) {
+    if (whole) {
+        _mm512_storeu_si512((void *)o, v);
+    } else {
+        uint8_t buf[64] __attribute__((aligned(64)));
+        _mm512_storeu_si512((void *)buf, v);
+        memcpy(o, buf, (size_t)n);
+    }
 }
 
 /* the group's accumulators, the uniform variant where the group has it (not with 96-byte
@@ -288,13 +300,8 @@ dwf_block(const int WIN, const int CHECK, const int SGN, const int MODE,
         for (int g = 0; g < ng; ++g) {
             const int64_t q = q0 + 64 * g;
             if (g + 1 < ng) dwf_group(WIN, CHECK, SGN, 4, x, &h, plane, t, g + 1, ld, nxt);
-            if (q + 64 <= c->mend || spill_ok) {
-                dwf_finish(4, MODE, c->epi, x, &h, acc, dplane + q);
-            } else {
-                uint8_t buf[64] __attribute__((aligned(64)));
-                dwf_finish(4, MODE, c->epi, x, &h, acc, buf);
-                memcpy(dplane + q, buf, (size_t)(c->mend - q));
-            }
+            dwf_put(dwf_finish(4, MODE, c->epi, x, &h, acc), dplane + q, c->mend - q,
+                    q + 64 <= c->mend || spill_ok);
             if (g + 1 < ng) {
 #pragma GCC unroll 4
                 for (int k = 0; k < 4; ++k) acc[k] = nxt[k];
@@ -302,15 +309,15 @@ dwf_block(const int WIN, const int CHECK, const int SGN, const int MODE,
         }
         if (rest) {
             const int64_t q = q0 + 64 * ng;
-            uint8_t buf[64] __attribute__((aligned(64)));
-            uint8_t *o = spill_ok || q + 64 <= c->mend ? dplane + q : buf;
+            __m512i v;
             if (rest == 1) dwf_group(WIN, CHECK, SGN, 1, x, &h, plane, t, ng, ld, acc);
             else if (rest == 2) dwf_group(WIN, CHECK, SGN, 2, x, &h, plane, t, ng, ld, acc);
             else dwf_group(WIN, CHECK, SGN, 3, x, &h, plane, t, ng, ld, acc);
-            if (rest == 1) dwf_finish(1, MODE, c->epi, x, &h, acc, o);
-            else if (rest == 2) dwf_finish(2, MODE, c->epi, x, &h, acc, o);
-            else dwf_finish(3, MODE, c->epi, x, &h, acc, o);
-            if (o == buf) memcpy(dplane + q, buf, (size_t)((end < c->mend ? end : c->mend) - q));
+            if (rest == 1) v = dwf_finish(1, MODE, c->epi, x, &h, acc);
+            else if (rest == 2) v = dwf_finish(2, MODE, c->epi, x, &h, acc);
+            else v = dwf_finish(3, MODE, c->epi, x, &h, acc);
+            dwf_put(v, dplane + q, (end < c->mend ? end : c->mend) - q,
+                    spill_ok || q + 64 <= c->mend);
         }
     }
 }
@@ -341,14 +348,9 @@ dwf_small(const int WIN, const int CHECK, const int SGN, const int MODE, const i
             dwf_acc(WIN, CHECK, SGN, 0, NV, x, &hn, c->src + (i + 1) * c->src_plane + off, base,
                     ld, ix, nxt);
         }
-        uint8_t *o = c->dst + i * c->dst_plane + q0;
-        if (q0 + 64 <= c->mend || (whole && i * c->dst_plane + 64 <= c->nc * c->dst_plane)) {
-            dwf_finish(NV, MODE, c->epi, x, &h, acc, o);
-        } else {
-            uint8_t buf[64] __attribute__((aligned(64)));
-            dwf_finish(NV, MODE, c->epi, x, &h, acc, buf);
-            memcpy(o, buf, (size_t)(c->mend - q0));
-        }
+        dwf_put(dwf_finish(NV, MODE, c->epi, x, &h, acc), c->dst + i * c->dst_plane + q0,
+                c->mend - q0,
+                q0 + 64 <= c->mend || (whole && i * c->dst_plane + 64 <= c->nc * c->dst_plane));
         h = hn;
 #pragma GCC unroll 4
         for (int k = 0; k < 4; ++k) acc[k] = nxt[k];
@@ -413,13 +415,8 @@ dwf_rows(const int CHECK, const int SGN, const int MODE, const int NV,
             if (r + 1 < nr)
                 dwf_rows_acc(CHECK, SGN, NV, 1, x, &h, plane, t->base + NV * (r + 1), ld,
                              t->idx + 3 * NV * (r + 1), t2, nxt);
-            if (q + 64 <= c->mend || spill_ok) {
-                dwf_finish(NV, MODE, c->epi, x, &h, acc, dplane + q);
-            } else {
-                uint8_t buf[64] __attribute__((aligned(64)));
-                dwf_finish(NV, MODE, c->epi, x, &h, acc, buf);
-                memcpy(dplane + q, buf, (size_t)(c->mend - q));
-            }
+            dwf_put(dwf_finish(NV, MODE, c->epi, x, &h, acc), dplane + q, c->mend - q,
+                    q + 64 <= c->mend || spill_ok);
             if (r + 1 < nr) {
 #pragma GCC unroll 4
                 for (int k = 0; k < 4; ++k) acc[k] = nxt[k];
@@ -469,15 +466,9 @@ dwf_stack(const int CHECK, const int SGN, const int MODE, const int NVR,
                                  t->idx + 3 * NVR * r, t2, acc + k);
                 }
             }
-            const __m512i out = _mm512_permutexvar_epi8(x->cix, dwf_pack(4, MODE, c->epi, x, &h, acc));
             const int64_t qg = q0 + (int64_t)g * RPG * OW;
-            if (qg + 64 <= c->mend || spill_ok) {
-                _mm512_storeu_si512((void *)(dplane + qg), out);
-            } else {
-                uint8_t buf[64] __attribute__((aligned(64)));
-                _mm512_storeu_si512((void *)buf, out);
-                memcpy(dplane + qg, buf, (size_t)(c->mend - qg));
-            }
+            dwf_put(_mm512_permutexvar_epi8(x->cix, dwf_pack(4, MODE, c->epi, x, &h, acc)),
+                    dplane + qg, c->mend - qg, qg + 64 <= c->mend || spill_ok);
         }
     }
 }

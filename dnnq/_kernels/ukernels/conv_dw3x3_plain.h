@@ -326,6 +326,7 @@ void dnnq_dw3x3_plain_avx512(const dnnq_dw3x3_plain_t *c) {
     const dnnq_dw_epi_t *e = c->epi;
     const int mode = dw9_mode(e);
     const int8_t *comp = c->w + ((c->ntaps + 3) / 4) * 256;
+    if (c->flat && dwf_run(mode, c, comp) == 0) return; /* (its own context) */
     const int8_t *wc = comp + 256 + (c->ntaps / 3) * 1024; /* after rows3: cols3 */
     const int64_t OW = c->ow;
     dwp_ctx_t x;
@@ -335,7 +336,6 @@ void dnnq_dw3x3_plain_avx512(const dnnq_dw3x3_plain_t *c) {
     x.flip = _mm512_set1_epi8(c->src_signed ? (char)0x80 : 0);
     x.tr = DWP_TR;
     x.inv = _mm512_set1_ps(e->inv_dst_scale);
-    if (c->flat && dwf_run(mode, c, comp) == 0) return;
     enum { BUF = 4096 };
     uint8_t buf[BUF + 64] __attribute__((aligned(64)));
     const int64_t chunk = OW < 64 ? ((BUF / OW) & ~(int64_t)1) * OW : 0; /* whole row pairs */

@@ -244,9 +244,10 @@ typedef struct {
     const void *flat_table;
 } dnnq_dw3x3_plain_t;
 void dnnq_dw3x3_plain_avx512(const dnnq_dw3x3_plain_t *c);
-/* the flat kernel's index vectors for c's items when they are whole planes of at most 512
- * pixels (c: the geometry; m0 = 0, mend = dst_plane), in a block of memory to free(); NULL:
- * none (other geometries) or out of memory.  The CPU must have AVX512-VBMI. */
+/* the flat kernel's index vectors (every block, up to 16 of 32 vectors) and stacked-rows
+ * store permute for c's items when they are whole planes (c: the geometry; m0 = 0, mend =
+ * dst_plane), in a block of memory to free(); NULL: none (other geometries, larger planes)
+ * or out of memory.  The CPU must have AVX512-VBMI. */
 void *dnnq_dw3x3_flat_table_avx512(const dnnq_dw3x3_plain_t *c);
 /* 1 when the fused epilogue takes g (8-bit dst, relu / linear post-ops), then e is prepared
  * for the panel's columns n0 .. n0 + nc - 1 */
