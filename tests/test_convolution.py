@@ -14,6 +14,7 @@ from dnnq import (MemoryDesc, PrimitiveAttr, PostOps, DNNL_ARG_SRC, DNNL_ARG_WEI
 import dnnq.testing as onednn_ref
 from _quant_ref import NP
 from _conv_ref import conv_acc, deconv_acc, quantized
+from _onednn_kernels import exact_dot_products
 
 needs_onednn = onednn_ref.requires_vnni
 CL = {3: "nwc", 4: "nhwc", 5: "ndhwc"}
@@ -121,12 +122,20 @@ class Case:
             _ONEDNN_CACHE[key] = self._run_onednn()
         return _ONEDNN_CACHE[key]
 
-    def _run_onednn(self):
+    def _run_onednn(self, raw=False):
+        """oneDNN's result where its kernel computes exact dot products on this host; where
+        it saturates s16 pairs (its AVX2 fallback, _onednn_kernels.py) the numpy model of
+        the exact numerics stands in (dnnq's default numerics are exact on every CPU).
+        raw: oneDNN's result whatever its kernel (set_int8_numerics("avx2") checks)."""
         fn = onednn_ref.deconvolution if self.deconv else onednn_ref.convolution
         kw = {k: v for k, v in self.q.items() if v is not None and k != "wei_zp"}
         ops = [op if op[0] != "binary" else ("binary", op[1], op[2]) for op in self.post_ops]
-        return fn(self.src, self.wei, self.bias, self.dst_dt, post_ops=ops,
-                  dst_prev=self.dst_prev, **self.geom, **kw)
+        out, impl = fn(self.src, self.wei, self.bias, self.dst_dt, post_ops=ops,
+                       dst_prev=self.dst_prev, return_impl=True, **self.geom, **kw)
+        self.onednn_impl = impl
+        if not raw and not exact_dot_products(impl):
+            return self.run_numpy()
+        return out
 
     def run_numpy(self):
         q = self.q

@@ -9,6 +9,7 @@ from dnnq import (MemoryDesc as MD, PrimitiveAttr, PostOps, DNNL_ARG_SRC, DNNL_A
                   DNNL_ARG_DST, DNNL_ARG_SCALE)
 from dnnq.testing import _primitives as onednn
 from test_convolution import Case
+from _conv_ref import deconv_acc
 
 DT = {"f32": np.float32, "u8": np.uint8, "s8": np.int8, "s32": np.int32}
 
@@ -63,9 +64,10 @@ def test_convolution_sum(isa, geometry, tag, dst_dt, scale, zp):
 @pytest.mark.parametrize("first", ["relu", "linear", "binary"])
 @pytest.mark.parametrize("dst_dt", ["u8", "f32", "s32"])
 def test_strided_deconvolution_with_a_post_op_before_the_sum(isa, src_dt, first, dst_dt):
-    """oneDNN 3.2's strided deconvolution kernel refuses a sum after another post-op and runs
-    its AVX2 kernel instead (s16 pair saturation, s8 weights halved) even on an AVX-512 CPU;
-    dnnq reproduces that kernel's numerics there (docs/convolution.md)."""
+    """A sum after another post-op: oneDNN 3.2 runs its AVX2 kernel here on an AVX-512 CPU
+    without AVX-VNNI (s16 pair saturation, s8 weights halved) and an exact brgemm kernel on
+    one with AVX-VNNI.  dnnq's default numerics are exact on every CPU: equal to the numpy
+    model, and to oneDNN where oneDNN's kernel is exact (Case.run_onednn)."""
     rng = np.random.default_rng(len(src_dt) + len(first) + len(dst_dt))
     op = {"relu": ("eltwise", "relu", 0.0, 0.0), "linear": ("eltwise", "linear", 2.0, 0.5),
           "binary": ("binary", "add", rng.standard_normal((1, 11, 1, 1)).astype(np.float32))}
@@ -75,5 +77,34 @@ def test_strided_deconvolution_with_a_post_op_before_the_sum(isa, src_dt, first,
                 "wei_scale_mask": 1},
              post_ops=[op[first], ("sum", 0.5, 0)], sum_prev=True)
     got, p = c.run_dnnq()
-    assert "avx2_numerics" in p.impl_info
+    assert "avx2_numerics" not in p.impl_info
+    np.testing.assert_array_equal(got, c.run_numpy())
     np.testing.assert_array_equal(got, c.run_onednn())
+
+
+@pytest.mark.parametrize("src_dt,wei_value", [("u8", 127), ("s8", 127), ("s8", -127)])
+@pytest.mark.parametrize("stride", [1, 2])
+def test_deconvolution_relu_sum_does_not_saturate(isa, src_dt, wei_value, stride):
+    """Full-range data (u8 255 or s8 -128 against s8 +-127: every vpmaddubsw pair would
+    saturate s16) through a deconvolution with relu then sum, s32 destination: the exact sums,
+    at every ISA level (an s16-saturating kernel returns about half of them)."""
+    IC, OC = 4, 3
+    x = np.full((1, IC, 3, 3), 255 if src_dt == "u8" else -128,
+                np.uint8 if src_dt == "u8" else np.int8)
+    w = np.full((OC, IC, 3, 3), wei_value, np.int8)
+    attr = PrimitiveAttr()
+    ops = PostOps()
+    ops.append_eltwise("relu", 0.0, 0.0)
+    ops.append_sum(1.0, 0)
+    attr.set_post_ops(ops)
+    oh = (3 - 1) * stride - 2 + 3
+    p = dnnq.Deconvolution(MD(x.shape, src_dt), MD(w.shape, "s8"), MD((1, OC, oh, oh), "s32"),
+                           strides=(stride, stride), padding_l=(1, 1), padding_r=(1, 1),
+                           attr=attr)
+    prev = np.arange(OC * oh * oh, dtype=np.int32).reshape(1, OC, oh, oh)
+    got = p.execute({DNNL_ARG_SRC: x, DNNL_ARG_WEIGHTS: w, DNNL_ARG_DST: prev.copy()})
+    acc = deconv_acc(x, w, (stride, stride), (1, 1), (1, 1), (0, 0))
+    want = np.maximum(acc, 0) + prev
+    assert np.abs(acc).max() > 2 * 32767  # pairs would have saturated
+    assert "avx2_numerics" not in p.impl_info
+    np.testing.assert_array_equal(got, want)

@@ -116,9 +116,10 @@ class _ConvolutionBase(KernelChoice, CheckedExecute, metaclass=CachedPrimitive):
         if (self._deconv and numerics != "exact" and
                 avx2_deconv_gemm(self._onednn_kernel, geo, src_desc.dt)):
             self._onednn_kernel = "gemm"  # what oneDNN runs without VNNI
-        self._onednn_avx2 = numerics == "exact" and self._onednn_kernel == "avx2"
-        if self._onednn_avx2:
-            numerics = "avx2"  # oneDNN's own fallback (docs/convolution.md)
+        # (kernel "avx2": where oneDNN 3.2 falls back to its AVX2 kernel on an AVX-512 CPU
+        # without AVX-VNNI, it saturates s16 pairs; with AVX-VNNI it runs an exact brgemm
+        # kernel.  The default numerics depend on the problem only, so they stay exact here
+        # on every CPU: docs/numerics.md "Across machines")
         self._pair_sat, self._halve = avx2_numerics(numerics, geo, src_desc.dt,
                                                     self._zp_mask.get(A.DNNL_ARG_SRC, 0),
                                                     self._onednn_kernel == "gemm")
@@ -139,7 +140,7 @@ class _ConvolutionBase(KernelChoice, CheckedExecute, metaclass=CachedPrimitive):
         kernel = ("dw" if geo.depthwise else "brgconv_1x1" if geo.is_gemm else
                   "brgconv_fold" if geo.fold_kw else "brgconv")
         self.impl_info = f"{_ISA_NAME.get(self._isa, self._isa)}:{kernel}"
-        if self._numerics != "exact" or self._onednn_avx2:
+        if self._numerics != "exact":
             self.impl_info += "+avx2_numerics"
         self._plan = self._make_plan()
         if self._ref_order:
