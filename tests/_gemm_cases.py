@@ -1,11 +1,12 @@
 """Random dnnq.gemm_u8s8s32 / gemm_s8s8s32 problems compared bit for bit with oneDNN's
 dnnl_gemm_* (tests/test_gemm_api_exact.py).
 
-Also a script: run in a subprocess with DNNL_MAX_CPU_ISA / OMP_NUM_THREADS set (oneDNN reads
-them once per process) it compares dnnq at the matching level and thread count:
+dnnq rounds where oneDNN 3.2 at avx512_core_vnni on one thread rounds, at every dnnq level
+and thread count (the result is a function of the problem).  Also a script: run in a
+subprocess with DNNL_MAX_CPU_ISA=AVX512_CORE_VNNI and OMP_NUM_THREADS=1 set (oneDNN reads
+them once per process) it compares dnnq at the given level and thread count:
 
-    python tests/_gemm_cases.py --dnnq-isa avx2 --threads 1 --cases 300 --seed 1 [--u8-small]
-        [--ksplit]
+    python tests/_gemm_cases.py --dnnq-isa avx2 --threads 2 --cases 300 --seed 1 [--ksplit]
 
 prints "ok <cases> <elements>" or the first mismatches and exits 1.
 """
@@ -19,6 +20,8 @@ import numpy as np
 ALPHAS = (1.0, -1.0, 0.0, 0.5, -0.5, 2.0, 0.25, 1.5, 1.0 / 3.0, 3.0)
 BETAS = (0.0, 1.0, -1.0, 0.5, 2.0, -0.75)
 S32 = (-2**31, 2**31 - 1)
+#: the oneDNN level (on one thread) whose rounding dnnq follows at every level
+REFERENCE_LEVEL = "avx512_core_vnni"
 
 
 def onednn_level(onednn_isa):
@@ -99,12 +102,25 @@ def random_case(rng, u8_small=False, ksplit=False, shared_a=False):
     return ("gemm_s8s8s32" if s8 else "gemm_u8s8s32"), A, B, C, kw
 
 
-def compare(fn, A, B, C, kw):
-    """(dnnq result, oneDNN result); C is not modified."""
+def _gomp():
+    """The libgomp oneDNN and dnnq share (its thread count is theirs)."""
+    with open("/proc/self/maps") as maps:
+        paths = sorted({line.split()[-1] for line in maps if "libgomp" in line and "/" in line})
+    return ctypes.CDLL(paths[0]) if paths else None
+
+
+def compare(fn, A, B, C, kw, threads=None):
+    """(dnnq result, oneDNN result); C is not modified.  threads: dnnq's thread count
+    (oneDNN then runs on one; None: both as they are)."""
     import dnnq
     import dnnq.testing as onednn_ref
     ref_c = C.copy() if C is not None else None
+    omp = _gomp() if threads is not None else None
+    if omp is not None:
+        omp.omp_set_num_threads(1)
     ref = getattr(onednn_ref, fn)(A, B, ref_c, **kw)
+    if threads is not None:
+        dnnq.set_num_threads(threads)
     out = getattr(dnnq, fn)(A, B, C.copy() if C is not None else None, **kw)
     return out, ref
 
@@ -126,14 +142,15 @@ def plan_kind(fn, A, B, kw, isa, threads):
     return "int" if not blocks[0][2] else "blocks" if len(blocks) > 1 else "one"
 
 
-def run_cases(rng, cases, isa, threads, u8_small=False, ksplit=False, shared_a=False):
-    """Compare `cases` random problems; returns (failure descriptions, elements, kind counts)."""
+def run_cases(rng, cases, u8_small=False, ksplit=False, shared_a=False, threads=None):
+    """Compare `cases` random problems (dnnq on `threads` threads, oneDNN on one; None: as
+    they are); returns (failure descriptions, elements, kind counts)."""
     failures, elements, kinds = [], 0, {}
     for _ in range(cases):
         case = random_case(rng, u8_small, ksplit, shared_a)
-        kind = plan_kind(case[0], case[1], case[2], case[4], isa, threads)
+        kind = plan_kind(case[0], case[1], case[2], case[4], REFERENCE_LEVEL, 1)
         kinds[kind] = kinds.get(kind, 0) + 1
-        out, ref = compare(*case)
+        out, ref = compare(*case, threads=threads)
         elements += out.size
         if not np.array_equal(out, ref):
             failures.append(describe(*case, out, ref))
@@ -152,7 +169,7 @@ def describe(fn, A, B, C, kw, out, ref):
 def main(argv=None):
     p = argparse.ArgumentParser()
     p.add_argument("--dnnq-isa", required=True)
-    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--threads", type=int, default=1, help="dnnq's (oneDNN runs on one)")
     p.add_argument("--cases", type=int, default=200)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--u8-small", action="store_true",
@@ -163,20 +180,22 @@ def main(argv=None):
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import dnnq
     dnnq.set_max_cpu_isa(args.dnnq_isa)
-    dnnq.set_num_threads(args.threads)
     if dnnq.get_effective_cpu_isa() != args.dnnq_isa:
         print(f"dnnq level {dnnq.get_effective_cpu_isa()} is not {args.dnnq_isa}")
         return 1
     import dnnq.testing as onednn_ref
-    if onednn_level(onednn_ref.cpu_isa()) != args.dnnq_isa:  # the cap did not reach oneDNN
-        print(f"oneDNN runs at {onednn_ref.cpu_isa()}, not at the ISA of {args.dnnq_isa}")
+    if onednn_level(onednn_ref.cpu_isa()) != REFERENCE_LEVEL:  # the cap did not reach oneDNN
+        print(f"oneDNN runs at {onednn_ref.cpu_isa()}, not at {REFERENCE_LEVEL}")
         return 1
-    if onednn_threads() != args.threads:
-        print(f"oneDNN runs {onednn_threads()} threads, not {args.threads}")
+    if onednn_threads() != 1:
+        print(f"oneDNN runs {onednn_threads()} threads, not 1")
         return 1
     rng = np.random.default_rng(args.seed)
-    failures, elements, kinds = run_cases(rng, args.cases, args.dnnq_isa, args.threads,
-                                          args.u8_small, args.ksplit, args.shared_a)
+    failures, elements, kinds = run_cases(rng, args.cases, args.u8_small, args.ksplit,
+                                          args.shared_a, threads=args.threads)
+    if dnnq.get_num_threads() != args.threads:
+        print(f"dnnq ran {dnnq.get_num_threads()} threads, not {args.threads}")
+        return 1
     if failures:
         print("\n".join(failures[:10]))
         print(f"{len(failures)} of {args.cases} cases differ")

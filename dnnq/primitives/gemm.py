@@ -4,8 +4,9 @@ Row-major, A and B given as stored (A is (K, M) when transa).  co has 1 value (o
 M values, one per row of C (offsetc "C": a column vector added to every column), or N values,
 one per column (offsetc "R": a row vector added to every row) — as dnnl.h defines them.
 
-Bit-identical to oneDNN 3.2's dnnl_gemm_u8s8s32 / dnnl_gemm_s8s8s32 at the same ISA level and
-thread count (docs/matmul.md, "gemm_u8s8s32 / gemm_s8s8s32"): alpha and beta are f32; with alpha = 1 and beta in {0, 1}
+Bit-identical to oneDNN 3.2's dnnl_gemm_u8s8s32 / dnnl_gemm_s8s8s32 run at avx512_core_vnni on
+one thread, at every dnnq ISA level and thread count (the result depends on the problem only;
+docs/matmul.md, "gemm_u8s8s32 / gemm_s8s8s32"): alpha and beta are f32; with alpha = 1 and beta in {0, 1}
 the result is the wrapping s32 sum acc + beta * C + co; otherwise oneDNN's K blocks
 (_gemm_kplan.py) each round f64(alpha) * acc_block + f64(beta_eff) * C half away from zero
 with saturation (blocks split across threads are added as s32), and co is added (wrapping)
@@ -118,13 +119,17 @@ def _gemm(a_dtype, A, B, C, transa, transb, alpha, beta, ao, bo, co, offsetc):
     out = C if C is not None else np.zeros((M, N), np.int32)
     if M == 0 or N == 0 or K == 0:
         return out  # oneDNN returns at once: C is left as it is
-    # oneDNN's blocking follows the level (under set_int8_numerics("avx2"): its AVX2 one,
-    # even where the portable kernels run)
-    isa = "avx2" if _dispatch.get_int8_numerics() == "avx2" else _dispatch.get_effective_cpu_isa()
+    # Where the result rounds (oneDNN's K blocks) is a function of the problem alone: oneDNN's
+    # AVX512-VNNI blocking on one thread, at every dnnq level and thread count (its other
+    # levels and its thread splits round elsewhere: docs/numerics.md "Across machines").
+    # set_int8_numerics("avx2") follows oneDNN run at AVX2 with this thread count instead.
     kernel = _impls.choose("gemm_u8s8s32", _impls.GEMM, M=M).isa  # AMX: AVX-512 below 8 rows
     nthreads = _dispatch.get_num_threads()
     s8 = a_dtype == np.int8
-    plan = k_plan(isa, M, N, K, alpha, beta, nthreads, ao, bo, s8)
+    if _dispatch.get_int8_numerics() == "avx2":
+        plan = k_plan("avx2", M, N, K, alpha, beta, nthreads, ao, bo, s8)
+    else:
+        plan = k_plan("avx512_core_vnni", M, N, K, alpha, beta, 1, ao, bo, s8)
     _gemm_api.run(a.view(np.uint8) if s8 else a, b, out, s8, C is not None and beta != 0.0,
                   alpha, beta, ao, bo, co_v, _CO_MODE[offsetc], plan,
                   _dispatch.kernel_isa_code(kernel), DT_CODE["s32"], nthreads)
