@@ -391,3 +391,28 @@ def test_pooling_int8_fused_average_threads(isa, rng_seed, alg):
             with _threads(nt):
                 out, _ = pool(to_cl(x), alg, geom, layout="cl")
             assert np.array_equal(out, m), (alg, dt, nt)
+
+
+@pytest.mark.parametrize("dt", ["s8", "u8"])
+@pytest.mark.parametrize("alg", ALGS)
+@pytest.mark.parametrize("shape,kernel,dilation", [
+    ((2, 19, 11, 9), (3, 5), (1, 0)),
+    ((1, 16, 11), (5,), (1,)),
+    ((2, 1, 11, 9, 7), (5, 3, 2), (1, 0, 0)),     # shared/repro/turn3/p02
+    ((1, 70, 5, 11, 9), (5, 3, 2), (0, 1, 0)),
+])
+def test_dilated_channels_last_int8(isa, dt, alg, shape, kernel, dilation):
+    """Channels-last int8 pooling with a dilated window: oneDNN's jit_int kernel declines
+    dilation and its reference kernel runs it (average = rne(sum / count), not sum times an
+    f32 1 / count): bit for bit against oneDNN, at every level."""
+    rng = np.random.default_rng(len(shape) * 10 + sum(kernel))
+    info = np.iinfo(NP[dt])
+    x = rng.integers(info.min, info.max + 1, shape).astype(NP[dt])
+    nsp = len(shape) - 2
+    geom = dict(kernel=kernel, strides=(1,) * nsp, dilation=dilation,
+                padding_l=(1,) * nsp, padding_r=(1,) * nsp)
+    want = R.pooling(x, alg, channels_last=True, **geom)
+    xl = np.moveaxis(np.ascontiguousarray(np.moveaxis(x, 1, -1)), -1, 1)
+    p = dnnq.Pooling(alg, MD(shape, dt, CL[len(shape)]), MD(want.shape, dt, CL[len(shape)]),
+                     **geom)
+    np.testing.assert_array_equal(p.execute({A.DNNL_ARG_SRC: xl}), want)

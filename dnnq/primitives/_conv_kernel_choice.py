@@ -3,7 +3,7 @@ data (the flat kernel, the column kernel with or without its VBMI stride-2 rows,
 channels-last copies), their work items, and the deconvolution's balanced pixel blocks.
 Mixed into the Convolution / Deconvolution primitives (convolution.py); the module constants
 are the switches the tests and benchmarks set."""
-from dnnq import _dispatch
+from dnnq import _impls
 from dnnq.primitives import _plan
 
 
@@ -83,7 +83,8 @@ class KernelChoice:
               all(k == _plan.PO_ELTWISE and alg in elt for k, alg, _, _ in self._post_specs))
         if not ok:
             return 0
-        vbmi = _dispatch.cpu_has("avx512_vbmi")
+        # (VBMI is an optional feature: the ISA cap turns it off as it turns levels off)
+        vbmi = _impls.optional_feature("avx512_vbmi", self._isa)
         if vbmi and self._dw_flat(self._geo):
             return 3
         if self._geo.dst[2] < DW_PLAIN_MIN_OW:

@@ -198,7 +198,9 @@ class Pooling(pw.ToolkitPrimitive, metaclass=CachedPrimitive):
         # in oneDNN depending on which descriptor its primitive cache saw first.)
         nspc = src_desc.is_channels_last and dst_desc.is_channels_last
         self._s32_via_f32 = src_desc.dt == "s32" and dst_desc.dt == "s32" and not nspc
-        jit_int = src_desc.dt != "f32" and nspc and self.alg != "max"
+        # (oneDNN's jit_int declines dilated windows: its reference kernel runs them)
+        jit_int = (src_desc.dt != "f32" and nspc and self.alg != "max" and
+                   not any(d))
         fused = src_desc.dt == "f32" or jit_int
         pw.add_post_ops(prog, qa, dst_desc.dims, dst_k, dst_desc.dt, fused_linear=fused)
         prog.store(0, dst_k)
