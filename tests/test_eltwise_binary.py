@@ -110,6 +110,32 @@ def test_eltwise_exact_algorithms_match_onednn(isa, rng_seed):
         assert np.array_equal(out, eltwise_reference(alg, xx, a, b)), alg
 
 
+SPECIAL = np.array([-1.5, -0.0, 0.0, np.nan, -np.nan, -np.inf, np.inf, 2.0, -1e-45, 1e-45,
+                    -3.4e38, 3.4e38] * 3, F)
+
+
+@R.requires_onednn
+@pytest.mark.parametrize("alpha", [0.0, -0.0, 0.25])
+def test_eltwise_relu_special_values_bits_match_onednn(isa, alpha):
+    """relu on -0.0, NaN, +-inf and denormals, compared as bits (+0.0 is not -0.0): oneDNN's
+    JIT kernel computes max(x, 0) for alpha = 0 (every negative, -0.0 and NaN give +0.0) and
+    x > 0 ? x : alpha * x otherwise; with post-ops its reference kernel runs
+    x > 0 ? x : alpha * x always (shared/repro/turn3/p03)."""
+    x = SPECIAL.reshape(2, 18)
+    ref = R.eltwise(x, "relu", alpha, 0.0)
+    out = eltwise(x, "relu", alpha, 0.0)
+    assert np.array_equal(out.view(np.int32), ref.view(np.int32)) or \
+        np.array_equal(np.isnan(out), np.isnan(ref)) and np.array_equal(
+            out[~np.isnan(out)].view(np.int32), ref[~np.isnan(ref)].view(np.int32)), (out, ref)
+    post = [("eltwise", "linear", 1.0, 0.0)]
+    attr, extra = post_ops_attr(post)
+    ref = onednn_with_attr("eltwise", x, "f32", post, alg="relu", a=alpha, b=0.0)
+    out = eltwise(x, "relu", alpha, 0.0, attr=attr, args=extra)
+    keep = ~np.isnan(ref)
+    assert np.array_equal(np.isnan(out), ~keep)
+    assert np.array_equal(out[keep].view(np.int32), ref[keep].view(np.int32)), (out, ref)
+
+
 @R.requires_onednn
 @pytest.mark.parametrize("dt", ["s8", "u8", "s32"])
 def test_eltwise_int8_relu_linear_match_onednn(isa, rng_seed, dt):

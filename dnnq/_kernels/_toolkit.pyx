@@ -18,6 +18,7 @@ cdef extern from "dnnq_toolkit.h" nogil:
         DNNQ_PW_MAXD
         DNNQ_PW_CHUNK
         DNNQ_ELT_LINEAR_UNFUSED
+        DNNQ_ELT_RELU_MAX0
         DNNQ_ELT_HARDSIGMOID_REF
         DNNQ_ELT_HARDSWISH_REF
         DNNQ_ELT_ABS_REF
@@ -84,6 +85,7 @@ CHUNK = DNNQ_PW_CHUNK
 # eltwise codes of oneDNN's reference kernels where they differ from its JIT injectors
 ELT_LINEAR_UNFUSED, ELT_HARDSIGMOID_REF, ELT_HARDSWISH_REF, ELT_ABS_REF = (
     DNNQ_ELT_LINEAR_UNFUSED, DNNQ_ELT_HARDSIGMOID_REF, DNNQ_ELT_HARDSWISH_REF, DNNQ_ELT_ABS_REF)
+ELT_RELU_MAX0 = DNNQ_ELT_RELU_MAX0
 # stage opcodes (dnnq_toolkit.h)
 LOAD, BIN_OPND, BIN_BUF, BIN_CONST, ELTWISE, STORE, COPY, AFFINE, BINARY2 = 1, 2, 3, 4, 5, 6, 7, 8, 9
 SAVE, SELECT, SUM = 10, 11, 12

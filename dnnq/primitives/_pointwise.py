@@ -130,6 +130,8 @@ class Program:
         code = ELT[alg]
         if not fused_linear:  # oneDNN's reference kernel (linear, hardsigmoid, hardswish)
             code = REF_ELTWISE_CODE.get(code, code)
+        elif code == ELT["relu"] and alpha == 0.0:
+            code = _tk.ELT_RELU_MAX0  # its JIT kernels: max(x, 0), so -0.0 and NaN give +0.0
         self._stage(_tk.ELTWISE, buf, 0, 0, code, alpha, beta)
 
     def store(self, buf, k):

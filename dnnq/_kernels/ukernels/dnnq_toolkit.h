@@ -45,6 +45,9 @@
 /* eltwise algorithm codes beyond dnnq_kernels.h's DNNQ_ELT_*: linear rounded twice
  * (alpha * x, then + beta), as oneDNN's reference kernels compute it (its JIT kernels fuse) */
 #define DNNQ_ELT_LINEAR_UNFUSED 100
+/* relu with alpha = 0 as max(x, 0) (+0.0 for negative x, -0.0, -inf and NaN), what oneDNN's
+ * JIT injectors compute; DNNQ_ELT_RELU is x > 0 ? x : x * alpha (its reference kernels) */
+#define DNNQ_ELT_RELU_MAX0 101
 /* hardsigmoid / hardswish of oneDNN's reference kernels (NaN stays NaN; the JIT gives 1) */
 #define DNNQ_ELT_HARDSIGMOID_REF 102
 #define DNNQ_ELT_HARDSWISH_REF 103

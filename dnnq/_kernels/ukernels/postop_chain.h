@@ -11,10 +11,6 @@
 #include "dnnq_toolkit.h"
 #include "eltwise_impl.h"
 
-/* relu with alpha = 0 as max(x, 0) (+0.0 for negative x and -inf), what oneDNN's JIT
- * injectors compute; DNNQ_ELT_RELU is x > 0 ? x : x * alpha (its reference kernels) */
-#define DNNQ_ELT_RELU_MAX0 101
-
 /* v = alg(v; al, be) */
 static inline void dnnq_po_eltwise(int alg, float *restrict v, float al, float be, int n) {
     switch (alg) {
