@@ -40,11 +40,25 @@ ELTWISE = [("relu", (0.0, 0.0)), ("relu", (0.1, 0.0)), ("square", None), ("abs",
 BINARY = ["add", "sub", "mul", "div", "min", "max"]
 
 
+#: draw int8 data no vpmaddubsw pair can saturate (u8 below 128, s8 even within [-64, 62]:
+#: sources shifted by +128 stay below 191, halved s8 weights stay exact), so that oneDNN's
+#: kernels without VNNI compute exact sums too (tools/onednn_capped.py sets it)
+PAIR_SAFE = False
+#: (oneDNN's implementation name, dnnq's impl_info) of the last case run, and its
+#: test_convolution.Case for a convolution (its numpy model)
+LAST_IMPLS = (None, None)
+LAST_CASE = None
+
+
 def data(rng, dt, shape, spread=3.0):
     if dt == "f32":
         return (rng.standard_normal(shape) * spread).astype(np.float32)
     if dt == "s32":
         return rng.integers(-300, 300, shape).astype(np.int32)
+    if PAIR_SAFE and dt == "u8":
+        return rng.integers(0, 128, shape).astype(np.uint8)
+    if PAIR_SAFE and dt == "s8":
+        return (2 * rng.integers(-32, 32, shape)).astype(np.int8)
     info = np.iinfo(NP[dt])
     return rng.integers(info.min, info.max + 1, shape).astype(NP[dt])
 
@@ -154,6 +168,8 @@ def matmul_case(rng):
         args[DNNL_ARG_BIAS] = bias if bias.ndim == 2 else bias.reshape(1, N)
     if prev is not None:
         args[DNNL_ARG_DST] = prev.copy()
+    global LAST_IMPLS
+    LAST_IMPLS = (impl, p.impl_info)
     return desc + f" [{impl} / {p.impl_info}]", p.execute(args), want
 
 
@@ -185,6 +201,8 @@ def ip_case(rng):
         args[DNNL_ARG_BIAS] = bias
     if prev is not None:
         args[DNNL_ARG_DST] = prev.copy()
+    global LAST_IMPLS
+    LAST_IMPLS = (impl, p.impl_info)
     return desc + f" [{impl} / {p.impl_info}]", p.execute(args), want
 
 
@@ -229,6 +247,13 @@ def conv_case(rng, kind=None):
     tag = None if kind == "dw_plain" else str(rng.choice(["", "nhwc"])) or None
     c = Case(rng, src_dt=src_dt, dst_dt=dst_dt, bias_dt=None if bias_dt is None else str(bias_dt),
              q={k: v for k, v in q.items()}, src_tag=tag, dst_tag=tag, **g)
+    if PAIR_SAFE:
+        from _conv_ref import conv_acc, deconv_acc
+        c.src, c.wei = data(rng, src_dt, c.src.shape), data(rng, "s8", c.wei.shape)
+        acc = deconv_acc if c.deconv else conv_acc
+        g = c.geom
+        c.acc = acc(c.src, c.wei, g["strides"], g["padding_l"], g["padding_r"], g["dilates"],
+                    src_zp=c.q.get("src_zp"), wei_zp=c.q.get("wei_zp"))
     N_, C_, H_, W_ = c.dst_shape
     ops = draw_post_ops(rng, dst_dt, [(1, C_, 1, 1), (N_, C_, H_, W_), (1, 1, 1, 1)])
     if fused:
@@ -246,6 +271,8 @@ def conv_case(rng, kind=None):
     except _capi.OnednnError:
         return desc, None, None
     got, p = c.run_dnnq()
+    global LAST_IMPLS, LAST_CASE
+    LAST_IMPLS, LAST_CASE = (impl, p.impl_info), c
     if kind == "dw_plain":
         PLAIN_KERNELS[p._dw_plain] = PLAIN_KERNELS.get(p._dw_plain, 0) + 1
     return desc + f" [{impl} / {p.impl_info}]", got, want
