@@ -9,7 +9,8 @@ import pytest
 from dnnq.testing import _primitives as onednn
 from _quant_ref import NP
 from test_convolution import Case, needs_onednn
-from test_deconv_impl import assert_bits
+from test_deconv_impl import assert_bits, assert_near_model
+from _onednn_kernels import MODELLED_HOST, exact_dot_products
 
 pytestmark = needs_onednn
 
@@ -55,6 +56,12 @@ def test_reference_order_of_forward_convolution(geometry, src_dt, dst_dt, chain)
                                     dst_prev=c.dst_prev, return_impl=True, **c.geom, **kw)
     got, p = c.run_dnnq()
     ref = impl == "ref:any"
-    assert ref == (geometry != "dw3d_gemm"), impl
-    assert ref == p.impl_info.endswith("+ref_order"), p.impl_info
-    assert_bits(got, want)
+    dnnq_ref = p.impl_info.endswith("+ref_order")
+    assert dnnq_ref == (geometry != "dw3d_gemm"), p.impl_info
+    if MODELLED_HOST:
+        assert ref == dnnq_ref, impl
+    if ref == dnnq_ref and exact_dot_products(impl):
+        assert_bits(got, want)
+    else:  # another CPU's oneDNN ran another order: dnnq keeps the modelled one
+        assert_near_model(got, c)
+        pytest.skip(f"oneDNN ran {impl} on this CPU; compared with the numpy model")
