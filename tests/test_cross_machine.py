@@ -165,3 +165,33 @@ def test_pooling_softmax_eltwise_binary_are_invariant():
                         MD(shape, "f32"), MD(shape, str(rng.choice(["f32", "s8"]))))
         _assert_invariant(_runs(lambda: b.execute({DNNL_ARG_SRC: xf, dnnq.DNNL_ARG_SRC_1: y})),
                           ("binary", i))
+
+
+def test_transcendental_post_ops_are_invariant():
+    """MatMul and Convolution with transcendental eltwise post-ops (libm-based at every level)
+    and an f32 / u8 destination: the same bits at every level and thread count."""
+    rng = np.random.default_rng(3)
+    for i, alg in enumerate(["gelu_erf", "gelu_tanh", "tanh", "logistic", "swish", "elu",
+                             "exp", "soft_relu", "mish", "log"] * 2):
+        dst_dt = "f32" if i < 10 else "u8"
+        ops = dnnq.PostOps()
+        ops.append_eltwise("linear", 0.01, 0.0)
+        ops.append_eltwise(alg, 1.0 if alg != "log" else 0.0, 0.0)
+        attr = dnnq.PrimitiveAttr()
+        attr.set_post_ops(ops)
+        M, K, N = int(rng.integers(1, 40)), int(rng.integers(1, 300)), int(rng.integers(1, 80))
+        a = _int8(rng, "u8", (M, K))
+        w = _int8(rng, "s8", (K, N))
+        if alg == "log":
+            w = np.abs(w).astype(np.int8)
+        mm = dnnq.MatMul(MD((M, K), "u8"), MD((K, N), "s8"), MD((M, N), dst_dt), attr=attr)
+        _assert_invariant(_runs(lambda: mm.execute({DNNL_ARG_SRC: a, dnnq.DNNL_ARG_WEIGHTS: w})),
+                          ("matmul", alg))
+        x = _int8(rng, "u8", (1, 16, 9, 9))
+        wc = _int8(rng, "s8", (24, 16, 3, 3))
+        if alg == "log":
+            wc = np.abs(wc).astype(np.int8)
+        cv = dnnq.Convolution(MD(x.shape, "u8"), MD(wc.shape, "s8"), MD((1, 24, 9, 9), dst_dt),
+                              strides=(1, 1), padding_l=(1, 1), padding_r=(1, 1), attr=attr)
+        _assert_invariant(_runs(lambda: cv.execute({DNNL_ARG_SRC: x, dnnq.DNNL_ARG_WEIGHTS: wc})),
+                          ("conv", alg))
