@@ -23,7 +23,43 @@ except ValueError:
 
 
 def set_primitive_cache_capacity(n):
-    """Entries kept (0 disables the cache); returns the previous capacity."""
+    """Set how many primitives the primitive cache keeps (0 turns it off).
+
+    Creating a primitive with a description already seen (the class, every constructor
+    argument by value, and the ISA level) returns the cached primitive: validation, kernel
+    choice and planning are not redone.  The least recently used entries go first.  The
+    default is ``DNNQ_PRIMITIVE_CACHE_CAPACITY``, else 1024.
+
+    Parameters
+    ----------
+    n : int
+        The capacity, >= 0.
+
+    Returns
+    -------
+    int
+        The previous capacity.
+
+    Raises
+    ------
+    InvalidArguments
+        For a value that is not an int >= 0.
+
+    See Also
+    --------
+    get_primitive_cache_capacity, primitive_cache_size
+
+    Examples
+    --------
+    >>> import dnnq
+    >>> old = dnnq.set_primitive_cache_capacity(0)       # cache off
+    >>> d = dnnq.MemoryDesc((2, 2), "f32")
+    >>> dnnq.Reorder(d, d) is dnnq.Reorder(d, d)
+    False
+    >>> _ = dnnq.set_primitive_cache_capacity(old)
+    >>> dnnq.Reorder(d, d) is dnnq.Reorder(d, d)
+    True
+    """
     global _capacity
     if isinstance(n, bool) or not isinstance(n, int) or n < 0:
         from dnnq.errors import InvalidArguments
@@ -36,10 +72,52 @@ def set_primitive_cache_capacity(n):
 
 
 def get_primitive_cache_capacity():
+    """How many primitives the primitive cache keeps.
+
+    Returns
+    -------
+    int
+        The capacity (0: the cache is off).
+
+    Raises
+    ------
+    None
+
+    See Also
+    --------
+    set_primitive_cache_capacity, primitive_cache_size
+
+    Examples
+    --------
+    >>> import dnnq
+    >>> dnnq.get_primitive_cache_capacity() >= 0
+    True
+    """
     return _capacity
 
 
 def primitive_cache_size():
+    """How many primitives the primitive cache holds now.
+
+    Returns
+    -------
+    int
+        At most :func:`get_primitive_cache_capacity`.
+
+    Raises
+    ------
+    None
+
+    See Also
+    --------
+    set_primitive_cache_capacity
+
+    Examples
+    --------
+    >>> import dnnq
+    >>> dnnq.primitive_cache_size() <= dnnq.get_primitive_cache_capacity()
+    True
+    """
     return len(_entries)
 
 
