@@ -116,9 +116,9 @@ class PrimitiveAttr:
     PrimitiveAttr(scales={src: 0})
     >>> _ = attr.set_scales_mask(dnnq.DNNL_ARG_WEIGHTS, 1 << 1)   # per column of (K, N)
     >>> _ = attr.set_zero_points_mask(dnnq.DNNL_ARG_SRC, 0)
-    >>> ops = dnnq.PostOps(); ops.append_eltwise("relu")
-    >>> attr.set_post_ops(ops)
-    PrimitiveAttr(scales={src: 0, weights: 2}, zero_points={src: 0}, post_ops=PostOps(eltwise_relu))
+    >>> attr.set_post_ops(dnnq.PostOps().append_eltwise("relu"))
+    PrimitiveAttr(scales={src: 0, weights: 2}, zero_points={src: 0},
+                  post_ops=PostOps([EltwiseOp(alg='relu', alpha=0.0, beta=0.0)]))
     >>> attr.scales_mask(dnnq.DNNL_ARG_WEIGHTS), attr.zero_points_mask(dnnq.DNNL_ARG_DST)
     (2, None)
     """

@@ -62,7 +62,7 @@ class InvalidArguments(DnnqError, ValueError):
     >>> dnnq.scale_count((2, 3), 1 << 2)
     Traceback (most recent call last):
     ...
-    dnnq.errors.InvalidArguments: mask: bit 2 set but dims (2, 3) have 2 dimensions; ...
+    dnnq.errors.InvalidArguments: mask: got 4 for a 2-D tensor; expected bits below 2 only ...
     """
 
 
@@ -91,7 +91,7 @@ class Unimplemented(DnnqError, NotImplementedError):
     --------
     >>> import dnnq
     >>> attr = dnnq.PrimitiveAttr()
-    >>> attr.set_scales_mask(dnnq.DNNL_ARG_SRC, 1 << 1)   # per-K source scales
+    >>> _ = attr.set_scales_mask(dnnq.DNNL_ARG_SRC, 1 << 1)   # per-K source scales
     >>> dnnq.MatMul(dnnq.MemoryDesc((4, 8), "u8"), dnnq.MemoryDesc((8, 2), "s8"),
     ...             dnnq.MemoryDesc((4, 2), "s32"), attr=attr)
     Traceback (most recent call last):

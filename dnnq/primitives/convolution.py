@@ -616,7 +616,7 @@ class Convolution(_ConvolutionBase):
     ...                   DNNL_ARG_SCALE | DNNL_ARG_WEIGHTS: np.array([1, 2, 3, 4], np.float32),
     ...                   DNNL_ARG_SCALE | DNNL_ARG_DST: np.array([4.0], np.float32)})
     >>> y[0, :, 2, 2].tolist(), y[0, :, 0, 0].tolist()          # inside / at a corner
-    [[18, 36, 54, 72], [8, 16, 24, 32]]
+    ([18, 36, 54, 72], [8, 16, 24, 32])
     """
 
     _name = "Convolution"

@@ -355,8 +355,8 @@ def dequantize(q, scale, zero_point=None, axis=None):
     Examples
     --------
     >>> import numpy as np, dnnq
-    >>> dnnq.dequantize(np.array([28, 128, 158, 255], np.uint8), 0.01, 128)
-    array([-1.  ,  0.  ,  0.3 ,  1.27], dtype=float32)
+    >>> dnnq.dequantize(np.array([28, 128, 158, 255], np.uint8), 0.5, 128)
+    array([-50. ,   0. ,  15. ,  63.5], dtype=float32)
     """
     name = "dequantize"
     _as_input(name, q, ("s8", "u8", "s32"))

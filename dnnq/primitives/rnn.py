@@ -977,7 +977,23 @@ class GRU(_RNN):
 
     Examples
     --------
-    See :meth:`prepare_weights` and :class:`LSTM`.
+    A bidirectional GRU (``D = 2``) with the two directions' outputs concatenated:
+
+    >>> import numpy as np, dnnq
+    >>> md = dnnq.MemoryDesc
+    >>> T, N, C, H = 4, 2, 8, 8
+    >>> attr = dnnq.PrimitiveAttr().set_rnn_data_qparams(64.0, 128.0)
+    >>> gru = dnnq.GRU("bidirectional_concat", md((T, N, C), "u8"), None,
+    ...                md((1, 2, C, 3, H), "s8"), md((1, 2, H, 3, H), "s8"),
+    ...                md((1, 2, 3, H), "f32"), md((T, N, 2 * H), "u8"), None, attr=attr)
+    >>> w = np.zeros((1, 2, C, 3, H), np.int8)
+    >>> out = gru.execute({dnnq.DNNL_ARG_SRC_LAYER: np.full((T, N, C), 128, np.uint8),
+    ...                    dnnq.DNNL_ARG_WEIGHTS_LAYER: w, dnnq.DNNL_ARG_WEIGHTS_ITER: w,
+    ...                    dnnq.DNNL_ARG_BIAS: np.zeros((1, 2, 3, H), np.float32)})
+    >>> out[dnnq.DNNL_ARG_DST_LAYER].shape          # h stays 0.0, i.e. u8 128
+    (4, 2, 16)
+    >>> int(out[dnnq.DNNL_ARG_DST_LAYER].min()), int(out[dnnq.DNNL_ARG_DST_LAYER].max())
+    (128, 128)
     """
 
     _cell = "gru"
@@ -1033,7 +1049,20 @@ class LBRGRU(_RNN):
 
     Examples
     --------
-    See :class:`LSTM` (the same calls, with G = 3 gates and a 4-row bias).
+    >>> import numpy as np, dnnq
+    >>> md = dnnq.MemoryDesc
+    >>> attr = dnnq.PrimitiveAttr().set_rnn_data_qparams(64.0, 128.0)
+    >>> lbr = dnnq.LBRGRU("unidirectional_left2right", md((2, 1, 4), "u8"), None,
+    ...                   md((1, 1, 4, 3, 4), "s8"), md((1, 1, 4, 3, 4), "s8"),
+    ...                   md((1, 1, 4, 4), "f32"), md((2, 1, 4), "f32"), None, attr=attr)
+    >>> w = np.zeros((1, 1, 4, 3, 4), np.int8)
+    >>> out = lbr.execute({dnnq.DNNL_ARG_SRC_LAYER: np.full((2, 1, 4), 128, np.uint8),
+    ...                    dnnq.DNNL_ARG_WEIGHTS_LAYER: w, dnnq.DNNL_ARG_WEIGHTS_ITER: w,
+    ...                    dnnq.DNNL_ARG_BIAS: np.zeros((1, 1, 4, 4), np.float32)})
+    >>> out[dnnq.DNNL_ARG_DST_LAYER]                 # f32: the dequantized h
+    array([[[0., 0., 0., 0.]],
+    <BLANKLINE>
+           [[0., 0., 0., 0.]]], dtype=float32)
     """
 
     _cell = "lbr_gru"
