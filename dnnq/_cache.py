@@ -175,7 +175,7 @@ def with_execute_keys(doc, notes=()):
         block = ["Notes", "-----"] + block
     while at > 0 and not lines[at - 1].strip():
         at -= 1
-    return "\n".join(lines[:at] + [""] + block + [""] + lines[at:]).rstrip() + "\n"
+    return "\n".join(lines[:at] + [""] + block + lines[at:]).rstrip() + "\n"
 
 
 def _snapshot(args, kwargs):

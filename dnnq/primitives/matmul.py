@@ -481,7 +481,7 @@ class InnerProduct(_GemmPrimitive):
 
     ===============  ===========================================================
     src              u8, s8; (N, IC), (N, IC, W), (N, IC, H, W), (N, IC, D, H, W)
-    weights          s8; (OC, IC[, *spatial]) matching src
+    weights          s8; (OC, IC, [D,] [H,] W) matching src
     bias             f32, s32, s8, u8; (OC,) or (1, OC)
     dst              f32, s32, s8, u8; (N, OC)
     src scale        mask 0

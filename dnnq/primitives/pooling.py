@@ -34,13 +34,13 @@ result is stored with ``saturate(rne(.))``; without post-ops this is oneDNN's
 ``rne(sum / count)``.  oneDNN computes these details differently per kernel, and dnnq follows
 the kernel oneDNN would pick for the same descriptors:
 
-=====================================  ======================  =======================
-case                                   average                 ``linear`` post-op
-=====================================  ======================  =======================
-f32 (oneDNN: jit)                      ``f32(sum) / count``    one fused multiply-add
-integer, channels-last, avg (jit_int)  ``f32(sum) * f32(1/count)``  one fused multiply-add
-integer, plain, or max (ref:any)       ``f32(sum) / count``    ``alpha*x`` then ``+beta``
-=====================================  ======================  =======================
+=====================================  ============================  ==========================
+case                                   average                       ``linear`` post-op
+=====================================  ============================  ==========================
+f32 (oneDNN: jit)                      ``f32(sum) / count``          one fused multiply-add
+integer, channels-last, avg (jit_int)  ``f32(sum) * f32(1/count)``   one fused multiply-add
+integer, plain, or max (ref:any)       ``f32(sum) / count``          ``alpha*x`` then ``+beta``
+=====================================  ============================  ==========================
 
 (The choices only show with post-ops: without them every variant rounds to the same integer.)
 """
