@@ -344,8 +344,7 @@ def set_num_threads(n):
     """Set the number of OpenMP threads dnnq's kernels use, for every Python thread.
 
     The default is ``OMP_NUM_THREADS``, else the number of cores.  Results do not depend on
-    the thread count (except the oneDNN GEMM functions, whose sequence oneDNN itself changes
-    with the threads; dnnq reproduces it).
+    the thread count.
 
     Parameters
     ----------

@@ -632,7 +632,7 @@ class Deconvolution(_ConvolutionBase):
     + (K - 1) * (D + 1) + 1``.  The same data types, layouts, masks and post-ops as
     :class:`Convolution` (no fused depthwise post-op).  Results are bit-identical to
     oneDNN 3.2, whose kernel choice dnnq models (``impl_info`` suffixes ``+gemm_order``,
-    ``+jit_deconv_nan``, ``+avx2_numerics``).
+    ``+jit_deconv_nan``).
 
     Parameters
     ----------

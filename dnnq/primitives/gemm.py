@@ -140,10 +140,11 @@ def gemm_u8s8s32(A, B, C=None, *, transa=False, transb=False, alpha=1.0, beta=0.
                  co=None, offsetc="F"):
     """oneDNN's int8 GEMM: ``C = alpha * (op(A) - ao)(op(B) - bo) + beta * C + co``, A u8, B s8.
 
-    As ``dnnl_gemm_u8s8s32``, row-major, bit-identical to oneDNN 3.2 at the same ISA level
-    and thread count, for every alpha, beta and offset: oneDNN finishes the s32 accumulator
-    per K block in f64 (``alpha * acc + beta * C``, rounded half away from zero and
-    saturated), then adds ``co`` wrapping.  With ``alpha = 1`` and ``beta`` in {0, 1} the
+    As ``dnnl_gemm_u8s8s32``, row-major, bit-identical to oneDNN 3.2 run at
+    ``avx512_core_vnni`` on one thread, at every dnnq ISA level and thread count (the result
+    depends on the problem only), for every alpha, beta and offset: oneDNN finishes the s32
+    accumulator per K block in f64 (``alpha * acc + beta * C``, rounded half away from zero
+    and saturated), then adds ``co`` wrapping.  With ``alpha = 1`` and ``beta`` in {0, 1} the
     result is the exact s32 sum.
 
     Parameters
