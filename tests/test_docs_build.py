@@ -69,7 +69,8 @@ def test_site_builds_with_warnings_as_errors(built_site):
     assert "bidirectional_concat" in lstm and "DNNL_ARG_SRC_ITER_C" in lstm
 
 
-@pytest.mark.parametrize("name,bound", [("plot_conv_layer", 0.05), ("plot_linear_layer", 0.05)])
+@pytest.mark.parametrize("name,bound", [("plot_conv_layer", 0.05), ("plot_linear_layer", 0.05),
+                                        ("plot_toolkit", 0.02)])
 def test_example_prints_its_accuracy(built_site, name, bound):
     out = _example_output(built_site, name)
     rel = float(re.search(r"relative error ([0-9.]+)", out).group(1))
