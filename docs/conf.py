@@ -38,9 +38,6 @@ exclude_patterns = ["_build", "STATUS.md", "**.ipynb_checkpoints"]
 # --- Markdown pages ------------------------------------------------------------------------
 myst_enable_extensions = ["colon_fence", "dollarmath", "deflist"]
 myst_heading_anchors = 3
-# pages link to README.md / CHANGELOG.md and to the source tree with relative links that
-# only GitHub resolves; those are not cross-references Sphinx can check
-suppress_warnings = ["myst.xref_missing"]
 
 # --- API reference ---------------------------------------------------------------------------
 autosummary_generate = True
