@@ -23,7 +23,43 @@ except ValueError:
 
 
 def set_primitive_cache_capacity(n):
-    """Entries kept (0 disables the cache); returns the previous capacity."""
+    """Set how many primitives the primitive cache keeps (0 turns it off).
+
+    Creating a primitive with a description already seen (the class, every constructor
+    argument by value, and the ISA level) returns the cached primitive: validation, kernel
+    choice and planning are not redone.  The least recently used entries go first.  The
+    default is ``DNNQ_PRIMITIVE_CACHE_CAPACITY``, else 1024.
+
+    Parameters
+    ----------
+    n : int
+        The capacity, >= 0.
+
+    Returns
+    -------
+    int
+        The previous capacity.
+
+    Raises
+    ------
+    InvalidArguments
+        For a value that is not an int >= 0.
+
+    See Also
+    --------
+    get_primitive_cache_capacity, primitive_cache_size
+
+    Examples
+    --------
+    >>> import dnnq
+    >>> old = dnnq.set_primitive_cache_capacity(0)       # cache off
+    >>> d = dnnq.MemoryDesc((2, 2), "f32")
+    >>> dnnq.Reorder(d, d) is dnnq.Reorder(d, d)
+    False
+    >>> _ = dnnq.set_primitive_cache_capacity(old)
+    >>> dnnq.Reorder(d, d) is dnnq.Reorder(d, d)
+    True
+    """
     global _capacity
     if isinstance(n, bool) or not isinstance(n, int) or n < 0:
         from dnnq.errors import InvalidArguments
@@ -36,10 +72,52 @@ def set_primitive_cache_capacity(n):
 
 
 def get_primitive_cache_capacity():
+    """How many primitives the primitive cache keeps.
+
+    Returns
+    -------
+    int
+        The capacity (0: the cache is off).
+
+    Raises
+    ------
+    None
+
+    See Also
+    --------
+    set_primitive_cache_capacity, primitive_cache_size
+
+    Examples
+    --------
+    >>> import dnnq
+    >>> dnnq.get_primitive_cache_capacity() >= 0
+    True
+    """
     return _capacity
 
 
 def primitive_cache_size():
+    """How many primitives the primitive cache holds now.
+
+    Returns
+    -------
+    int
+        At most :func:`get_primitive_cache_capacity`.
+
+    Raises
+    ------
+    None
+
+    See Also
+    --------
+    set_primitive_cache_capacity
+
+    Examples
+    --------
+    >>> import dnnq
+    >>> dnnq.primitive_cache_size() <= dnnq.get_primitive_cache_capacity()
+    True
+    """
     return len(_entries)
 
 
@@ -53,25 +131,51 @@ def _freeze(v):
     return v
 
 
-#: appended to every primitive's docstring (help(dnnq.MatMul), help(dnnq.Pooling), ...)
-EXECUTE_KEYS = """
-Execute keys common to every primitive (``prim.execute(args)``, ``args`` a dict of numpy
-arrays keyed by ``dnnq.DNNL_ARG_*``; the data keys of this primitive are listed above):
+#: added to the Notes section of every primitive's docstring (help(dnnq.MatMul), the API
+#: reference)
+EXECUTE_KEYS = """\
+Execute keys every primitive takes besides its data keys (``prim.execute(args)``, ``args`` a
+dict of numpy arrays keyed by ``dnnq.DNNL_ARG_*``):
 
-- ``DNNL_ARG_DST``: optional; when given, the output is written into it and returned, else a
-  new array is returned.
-- ``DNNL_ARG_SCALE | <arg>`` (e.g. ``DNNL_ARG_SCALE | DNNL_ARG_SRC``): f32 scales of ``<arg>``,
-  required when ``attr.set_scales_mask(<arg>, mask)`` was set; ``dnnq.scale_count(mask,
-  dims)`` values (1 for mask 0).
+- ``DNNL_ARG_DST``: optional; when given, the output is written into it and returned, else
+  a new array is returned.
+- ``DNNL_ARG_SCALE | <arg>`` (e.g. ``DNNL_ARG_SCALE | DNNL_ARG_SRC``): f32 scales of
+  ``<arg>``, required when ``attr.set_scales_mask(<arg>, mask)`` was set;
+  ``dnnq.scale_count(dims, mask)`` values (1 for mask 0).
 - ``DNNL_ARG_ATTR_ZERO_POINTS | <arg>``: s32 zero points of ``<arg>``, required when
   ``attr.set_zero_points_mask(<arg>, mask)`` was set.
 - ``DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | DNNL_ARG_SRC_1``: the input of the binary post-op at
   position ``i`` of the chain (the ``src1_desc`` given to ``append_binary``); for a select
   post-op its condition, with ``... | DNNL_ARG_SRC_2`` its value.
 
-A key the primitive does not take, a missing required key, or an array of the wrong dtype or
-shape raises ``dnnq.InvalidArguments`` naming the key.
+A key the primitive does not take, a missing required key, or an array of the wrong dtype
+or shape raises ``dnnq.InvalidArguments`` naming the key.
 """
+
+_SECTIONS_AFTER_NOTES = ("References", "Examples")
+
+
+def _section_start(lines, title):
+    """Index of the numpydoc section header ``title`` (title line + dashes), or None."""
+    for i in range(len(lines) - 1):
+        if lines[i].strip() == title and set(lines[i + 1].strip()) == {"-"}:
+            return i
+    return None
+
+
+def with_execute_keys(doc, notes=()):
+    """``doc`` (cleaned) with the lines ``notes`` and :data:`EXECUTE_KEYS` at the end of its
+    numpydoc Notes section: before References / Examples, a Notes section created where
+    there is none."""
+    lines = inspect.cleandoc(doc).splitlines()
+    ends = [i for i in (_section_start(lines, t) for t in _SECTIONS_AFTER_NOTES) if i is not None]
+    at = min(ends) if ends else len(lines)
+    block = list(notes) + ([""] if notes else []) + EXECUTE_KEYS.splitlines()
+    if _section_start(lines, "Notes") is None:
+        block = ["Notes", "-----"] + block
+    while at > 0 and not lines[at - 1].strip():
+        at -= 1
+    return "\n".join(lines[:at] + [""] + block + lines[at:]).rstrip() + "\n"
 
 
 def _snapshot(args, kwargs):
@@ -121,9 +225,10 @@ class CachedPrimitive(type):
     dispatched where it is loaded.  A class defining its own ``__reduce__`` keeps it.
 
     It also gives each class the signature of its ``__init__`` (without it, ``help()`` and
-    ``inspect.signature`` would show this metaclass's ``(*args, **kwargs)``) and, for a class
-    whose docstring defers to its module's ("see the module docstring"), that module docstring
-    (support table, execute keys) appended, so that ``help(dnnq.Pooling)`` shows it."""
+    ``inspect.signature`` would show this metaclass's ``(*args, **kwargs)``), and adds to the
+    Notes section of its (numpydoc) docstring the execute keys every primitive takes and, for
+    a class whose docstring defers to its module's ("see the module docstring"), that module
+    docstring (support table, numerics), so that ``help(dnnq.Pooling)`` shows them."""
 
     def __init__(cls, name, bases, namespace):
         super().__init__(name, bases, namespace)
@@ -133,10 +238,11 @@ class CachedPrimitive(type):
             cls.__signature__ = sig.replace(parameters=list(sig.parameters.values())[1:])
         doc = namespace.get("__doc__") or ""
         module_doc = getattr(sys.modules.get(cls.__module__), "__doc__", None)
+        notes = ()
         if "see the module docstring" in doc and module_doc:
-            doc = inspect.cleandoc(doc) + "\n\n" + inspect.cleandoc(module_doc)
+            notes = inspect.cleandoc(module_doc).splitlines()
         if doc and not name.startswith("_"):
-            cls.__doc__ = inspect.cleandoc(doc) + "\n" + EXECUTE_KEYS
+            cls.__doc__ = with_execute_keys(doc, notes)
         if "__reduce__" not in namespace and cls.__reduce__ is object.__reduce__:
             cls.__reduce__ = reduce_primitive
 

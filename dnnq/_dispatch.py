@@ -72,7 +72,35 @@ _cap_level = _cap_from_env()
 
 
 def cpu_info():
-    """Detected CPU features (dict of bool), plus the detected and effective ISA levels."""
+    """The CPU features dnnq detected, and the ISA levels it derived from them.
+
+    Returns
+    -------
+    dict
+        One bool per feature (``"avx2"``, ``"avx512_vnni"``, ``"avx_vnni"``, ``"amx_int8"``,
+        ``"avx512_vbmi"``, ``"os_grants_amx"``, ...), plus three level names:
+        ``"detected_isa"`` (the best level this CPU runs), ``"max_cpu_isa"`` (the cap,
+        ``DNNQ_MAX_CPU_ISA`` or :func:`set_max_cpu_isa`) and ``"effective_isa"`` (what new
+        primitives use, :func:`get_effective_cpu_isa`).
+
+    Raises
+    ------
+    None
+        It only reports what was detected at import.
+
+    See Also
+    --------
+    get_effective_cpu_isa, available_isa_levels
+
+    Examples
+    --------
+    >>> import dnnq
+    >>> info = dnnq.cpu_info()
+    >>> info["effective_isa"] in dnnq.ISA_LEVELS
+    True
+    >>> isinstance(info["avx2"], bool)
+    True
+    """
     info = dict(_cpu.cpu_features())
     info["detected_isa"] = ISA_LEVELS[_detected_level]
     info["max_cpu_isa"] = ISA_LEVELS[_cap_level]
@@ -92,13 +120,71 @@ def effective_isa_level():
 
 
 def get_effective_cpu_isa():
-    """The ISA level new primitives dispatch to: one of ISA_LEVELS."""
+    """The ISA level new primitives dispatch to.
+
+    It is the highest level this CPU runs that does not exceed the cap (``DNNQ_MAX_CPU_ISA``
+    or :func:`set_max_cpu_isa`), and at most ``"avx2"`` while
+    ``set_int8_numerics("avx2")`` is in force.  The level changes speed only: default
+    results are the same at every level.
+
+    Returns
+    -------
+    str
+        One of :data:`ISA_LEVELS`: ``"default"`` (portable C), ``"avx2"``, ``"avx2_vnni"``,
+        ``"avx512_core_vnni"`` or ``"avx512_core_amx"``.
+
+    Raises
+    ------
+    None
+
+    See Also
+    --------
+    set_max_cpu_isa, cpu_info
+
+    Examples
+    --------
+    >>> import dnnq
+    >>> dnnq.get_effective_cpu_isa() in dnnq.available_isa_levels()
+    True
+    """
     return ISA_LEVELS[effective_isa_level()]
 
 
 def set_max_cpu_isa(isa):
-    """Cap dispatch for primitives created from now on (like DNNQ_MAX_CPU_ISA); returns the
-    previous cap.  Existing primitives keep the kernel they chose at creation."""
+    """Cap the ISA level of primitives created from now on, as ``DNNQ_MAX_CPU_ISA`` does.
+
+    Existing primitives keep the kernel they chose at creation.  The cap changes which
+    kernels run, never the default results (they depend on the problem only).
+
+    Parameters
+    ----------
+    isa : str
+        A level of :data:`ISA_LEVELS` (``"default"``, ``"avx2"``, ``"avx2_vnni"``,
+        ``"avx512_core_vnni"``, ``"avx512_core_amx"``), or a oneDNN spelling such as
+        ``"AVX512_CORE_VNNI"`` or ``"ALL"`` (mapped to the highest dnnq level not above it).
+
+    Returns
+    -------
+    str
+        The previous cap, to restore it later.
+
+    Raises
+    ------
+    InvalidArguments
+        For a name that is neither a dnnq level nor a oneDNN ISA name.
+
+    See Also
+    --------
+    get_effective_cpu_isa, available_isa_levels
+
+    Examples
+    --------
+    >>> import dnnq
+    >>> previous = dnnq.set_max_cpu_isa("default")      # the portable C kernels
+    >>> dnnq.get_effective_cpu_isa()
+    'default'
+    >>> _ = dnnq.set_max_cpu_isa(previous)
+    """
     global _cap_level
     previous = ISA_LEVELS[_cap_level]
     _cap_level = _parse_isa(isa, "isa")
@@ -133,16 +219,46 @@ def set_int8_numerics(mode):
     """Choose the int8 numerics of primitives created from now on.
 
     ``"exact"`` (the default): every u8 / s8 product is summed exactly in s32, as oneDNN does
-    on a CPU with VNNI or AMX.  ``"avx2"``: reproduce oneDNN on a CPU without VNNI
-    (``DNNL_MAX_CPU_ISA=AVX2``): u8 x s8 products are summed in pairs saturated to s16
-    (``vpmaddubsw``), s8-source convolutions use weights halved at packing (``rne(w / 2)``)
-    with the results scaled by 2, and ``gemm_s8s8s32`` runs unguarded.  The kernels run at
-    the avx2 level (or the portable one on a CPU without AVX2); see docs/numerics.md.
+    on a CPU with VNNI or AMX, and the results are the same on every machine.  ``"avx2"``:
+    reproduce oneDNN on a CPU without VNNI (``ONEDNN_MAX_CPU_ISA=AVX2``): u8 x s8 products
+    are summed in pairs saturated to s16 (``vpmaddubsw``), s8-source convolutions use
+    weights halved at packing (``rne(w / 2)``) with the results scaled by 2, and
+    ``gemm_s8s8s32`` runs unguarded.  The kernels then run at the avx2 level (or the
+    portable one on a CPU without AVX2).  The user guide's numerics page has the details.
 
-    Existing primitives keep the numerics they were created with.  Also a context manager::
+    Existing primitives keep the numerics they were created with (and pickle with them).
 
-        with dnnq.set_int8_numerics("avx2"):
-            conv = dnnq.Convolution(...)   # oneDNN-without-VNNI results
+    Parameters
+    ----------
+    mode : {"exact", "avx2"}
+        The numerics of the primitives created next.
+
+    Returns
+    -------
+    context manager
+        The mode is set at once; used in a ``with`` statement, leaving the block restores
+        the mode that was in force before the call.
+
+    Raises
+    ------
+    InvalidArguments
+        For any other mode.
+
+    See Also
+    --------
+    get_int8_numerics
+
+    Examples
+    --------
+    >>> import numpy as np, dnnq
+    >>> with dnnq.set_int8_numerics("avx2"):      # oneDNN-without-VNNI results
+    ...     mm = dnnq.MatMul(dnnq.MemoryDesc((1, 2), "u8"), dnnq.MemoryDesc((2, 1), "s8"),
+    ...                      dnnq.MemoryDesc((1, 1), "s32"))
+    >>> dnnq.get_int8_numerics()
+    'exact'
+    >>> x = np.array([[255, 255]], np.uint8); w = np.array([[127], [127]], np.int8)
+    >>> mm.execute({dnnq.DNNL_ARG_SRC: x, dnnq.DNNL_ARG_WEIGHTS: w})   # s16 saturation
+    array([[32767]], dtype=int32)
     """
     global _int8_numerics
     if not isinstance(mode, str) or mode not in INT8_NUMERICS:
@@ -153,7 +269,27 @@ def set_int8_numerics(mode):
 
 
 def get_int8_numerics():
-    """The int8 numerics new primitives get: "exact" or "avx2" (set_int8_numerics)."""
+    """The int8 numerics new primitives get.
+
+    Returns
+    -------
+    str
+        ``"exact"`` (the default) or ``"avx2"`` (see :func:`set_int8_numerics`).
+
+    Raises
+    ------
+    None
+
+    See Also
+    --------
+    set_int8_numerics
+
+    Examples
+    --------
+    >>> import dnnq
+    >>> dnnq.get_int8_numerics()
+    'exact'
+    """
     return _int8_numerics
 
 
@@ -164,7 +300,31 @@ def kernel_isa_code(isa):
 
 
 def available_isa_levels():
-    """Every level this CPU can run, lowest first (what the tests sweep)."""
+    """Every ISA level this CPU can run, lowest first.
+
+    The cap (:func:`set_max_cpu_isa`) does not change this list: it is what the CPU and the
+    operating system allow.  Levels are not nested on every CPU (AMD Zen 4 runs
+    ``avx512_core_vnni`` but not ``avx2_vnni``).
+
+    Returns
+    -------
+    tuple of str
+        Names from :data:`ISA_LEVELS`, always starting with ``"default"``.
+
+    Raises
+    ------
+    None
+
+    See Also
+    --------
+    cpu_info, get_effective_cpu_isa
+
+    Examples
+    --------
+    >>> import dnnq
+    >>> dnnq.available_isa_levels()[0]
+    'default'
+    """
     return tuple(name for i, name in enumerate(ISA_LEVELS)
                  if i <= _detected_level and _runnable[i])
 
@@ -181,8 +341,38 @@ _num_threads = max(1, min(_cpu.get_num_threads(), MAX_NUM_THREADS))
 
 
 def set_num_threads(n):
-    """Number of OpenMP threads dnnq's kernels use, for every Python thread: an int in
-    [1, MAX_NUM_THREADS] (1024)."""
+    """Set the number of OpenMP threads dnnq's kernels use, for every Python thread.
+
+    The default is ``OMP_NUM_THREADS``, else the number of cores.  Results do not depend on
+    the thread count.
+
+    Parameters
+    ----------
+    n : int
+        In [1, :data:`MAX_NUM_THREADS`] (1024).
+
+    Returns
+    -------
+    None
+
+    Raises
+    ------
+    InvalidArguments
+        For a value that is not an int in that range (bools included).
+
+    See Also
+    --------
+    get_num_threads
+
+    Examples
+    --------
+    >>> import dnnq
+    >>> before = dnnq.get_num_threads()
+    >>> dnnq.set_num_threads(1)
+    >>> dnnq.get_num_threads()
+    1
+    >>> dnnq.set_num_threads(before)
+    """
     global _num_threads
     if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_NUM_THREADS:
         raise InvalidArguments(f"set_num_threads: got {n!r}; expected an int in [1, "
@@ -192,4 +382,25 @@ def set_num_threads(n):
 
 
 def get_num_threads():
+    """The number of OpenMP threads dnnq's kernels use.
+
+    Returns
+    -------
+    int
+        In [1, :data:`MAX_NUM_THREADS`].
+
+    Raises
+    ------
+    None
+
+    See Also
+    --------
+    set_num_threads
+
+    Examples
+    --------
+    >>> import dnnq
+    >>> dnnq.get_num_threads() >= 1
+    True
+    """
     return _num_threads

@@ -23,7 +23,46 @@ except ValueError:
 
 
 def set_verbose(level):
-    """0: silent, 1: one line per execution, 2: also one per creation. Returns the old level."""
+    """Print one line per primitive execution (and creation), as ``DNNQ_VERBOSE`` does.
+
+    The lines follow oneDNN's ``ONEDNN_VERBOSE`` style and go to stdout::
+
+        dnnq_verbose,exec,cpu,matmul,avx512_core_vnni:blocked,src:u8:ab:128x768 ...,0.512
+
+    (marker, event, engine, primitive kind, implementation, memory descriptors, attributes,
+    problem, milliseconds).  Level 2 also prints why each better implementation was passed
+    over at creation.
+
+    Parameters
+    ----------
+    level : int
+        0 silent, 1 one line per execution, 2 also one line per creation.
+
+    Returns
+    -------
+    int
+        The previous level.
+
+    Raises
+    ------
+    InvalidArguments
+        For a level that is not an int in [0, 2].
+
+    See Also
+    --------
+    get_verbose
+
+    Examples
+    --------
+    >>> import numpy as np, dnnq
+    >>> mm = dnnq.MatMul(dnnq.MemoryDesc((1, 4), "u8"), dnnq.MemoryDesc((4, 2), "s8"),
+    ...                  dnnq.MemoryDesc((1, 2), "s32"))
+    >>> old = dnnq.set_verbose(1)
+    >>> y = mm.execute({dnnq.DNNL_ARG_SRC: np.ones((1, 4), np.uint8),
+    ...                 dnnq.DNNL_ARG_WEIGHTS: np.ones((4, 2), np.int8)})
+    dnnq_verbose,exec,cpu,matmul,...,1x4:4x2,...
+    >>> _ = dnnq.set_verbose(old)
+    """
     global _level
     if isinstance(level, (bool, np.bool_)) or not isinstance(level, numbers.Integral) or \
             not 0 <= int(level) <= 2:
@@ -35,6 +74,27 @@ def set_verbose(level):
 
 
 def get_verbose():
+    """The verbose level in force.
+
+    Returns
+    -------
+    int
+        0 silent, 1 executions, 2 creations too (:func:`set_verbose`).
+
+    Raises
+    ------
+    None
+
+    See Also
+    --------
+    set_verbose
+
+    Examples
+    --------
+    >>> import dnnq
+    >>> dnnq.get_verbose() in (0, 1, 2)
+    True
+    """
     return _level
 
 

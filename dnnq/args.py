@@ -106,11 +106,32 @@ def _as_int(value, what):
 
 
 def DNNL_ARG_ATTR_MULTIPLE_POST_OP(idx):
-    """Prefix of the arguments of post-op number ``idx``: ``16384 * (idx + 1)``, 0 <= idx < 31.
+    """The prefix of the execution arguments of post-op number ``idx``.
 
-    E.g. the second input of binary post-op 0 is ``DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) |
-    DNNL_ARG_SRC_1`` and its scales ``DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SCALE |
-    DNNL_ARG_SRC_1`` (= 16898).
+    The second input of binary post-op 0 is ``DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) |
+    DNNL_ARG_SRC_1``, its scales ``DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SCALE |
+    DNNL_ARG_SRC_1``.
+
+    Parameters
+    ----------
+    idx : int
+        The post-op's position in its :class:`PostOps` chain, 0 <= idx < 31.
+
+    Returns
+    -------
+    int
+        ``16384 * (idx + 1)``.
+
+    Raises
+    ------
+    InvalidArguments
+        For an index that is not an int in [0, 31).
+
+    Examples
+    --------
+    >>> import dnnq
+    >>> dnnq.DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | dnnq.DNNL_ARG_SCALE | dnnq.DNNL_ARG_SRC_1
+    16898
     """
     i = _as_int(idx, "DNNL_ARG_ATTR_MULTIPLE_POST_OP idx")
     if not 0 <= i < MAX_POST_OP_INDEX:
@@ -120,13 +141,32 @@ def DNNL_ARG_ATTR_MULTIPLE_POST_OP(idx):
 
 @dataclass(frozen=True)
 class ArgParts:
-    """The parts of an argument ID, as returned by :func:`decode` (and taken by :func:`encode`).
+    """The parts of an argument id, as returned by :func:`decode` and taken by :func:`encode`.
 
-    ``base`` is the plain argument (1, 2, 3, 17, 18, 19, 33, 34 or 41), or None when
-    ``multiple_src`` / ``multiple_dst`` (the input / output index n) names the tensor instead.
-    ``scale`` / ``zero_point``: the ID names the scales / zero points of that tensor.
-    ``post_op``: index of the post-op the tensor belongs to (None: the primitive's own).
-    ``dw``: the tensor belongs to the depthwise (``append_dw``) post-op.
+    Parameters
+    ----------
+    base : int or None
+        The plain argument (1, 2, 3, 17, 18, 19, 33, 34, 35, 36 or 41), or None when
+        ``multiple_src`` / ``multiple_dst`` names the tensor instead.
+    scale, zero_point : bool
+        The id names the scales / zero points of that tensor.
+    post_op : int or None
+        Index of the post-op the tensor belongs to (None: the primitive's own).
+    dw : bool
+        The tensor belongs to the depthwise (``append_dw``) post-op.
+    multiple_src, multiple_dst : int or None
+        Input / output index n of ``DNNL_ARG_MULTIPLE_SRC + n`` / ``DNNL_ARG_MULTIPLE_DST + n``.
+
+    Raises
+    ------
+    InvalidArguments
+        Not at construction (any values are held); :func:`encode` validates them.
+
+    Examples
+    --------
+    >>> import dnnq
+    >>> dnnq.encode(dnnq.ArgParts(base=dnnq.DNNL_ARG_DST, zero_point=True))
+    4113
     """
 
     base: object = None
@@ -277,25 +317,100 @@ def _encode(parts, lay):
 
 
 def decode(arg):
-    """Split an argument ID into its :class:`ArgParts`; invalid IDs raise InvalidArguments.
+    """Split an argument id into its parts.
 
-    >>> decode(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SCALE | DNNL_ARG_SRC_1)
-    ArgParts(base=2, scale=True, zero_point=False, post_op=0, dw=False, multiple_src=None, multiple_dst=None)
+    Parameters
+    ----------
+    arg : int
+        An argument id (``DNNL_ARG_*`` values combined with ``|``).
+
+    Returns
+    -------
+    ArgParts
+
+    Raises
+    ------
+    InvalidArguments
+        For an id that is not well formed: unknown bits, two bases, scales of the bias, a
+        post-op index on something else than ``src_1`` / ``src_2``, ...; the message says
+        which rule it breaks.
+
+    See Also
+    --------
+    encode, name
+
+    Examples
+    --------
+    >>> import dnnq
+    >>> dnnq.decode(dnnq.DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | dnnq.DNNL_ARG_SCALE
+    ...             | dnnq.DNNL_ARG_SRC_1)       # doctest: +NORMALIZE_WHITESPACE
+    ArgParts(base=2, scale=True, zero_point=False, post_op=0, dw=False, multiple_src=None,
+             multiple_dst=None)
     """
     return _decode(arg, _DNNQ)
 
 
 def encode(parts):
-    """The inverse of :func:`decode`: build the ID of an :class:`ArgParts` (validated)."""
+    """Build the argument id of an :class:`ArgParts` (the inverse of :func:`decode`).
+
+    Parameters
+    ----------
+    parts : ArgParts
+
+    Returns
+    -------
+    int
+        The argument id.
+
+    Raises
+    ------
+    InvalidArguments
+        For parts that do not form a valid id.
+
+    See Also
+    --------
+    decode
+
+    Examples
+    --------
+    >>> import dnnq
+    >>> dnnq.encode(dnnq.ArgParts(multiple_src=3, scale=True)) == (
+    ...     dnnq.DNNL_ARG_SCALE | (dnnq.DNNL_ARG_MULTIPLE_SRC + 3))
+    True
+    """
     return _encode(parts, _DNNQ)
 
 
 def name(arg):
-    """A readable name of an argument ID, e.g. ``"post_op[0].scale.src_1"``, ``"scale.src"``,
-    ``"zero_point.dst"``, ``"scale.multiple_src[3]"``, ``"dw.scale.weights"``, ``"src"``.
+    """A readable name of an argument id, as dnnq's error messages print it.
 
     Aliases print under their canonical name (``DNNL_ARG_SRC_LAYER`` is ``"src"``).
-    :func:`from_name` is the inverse.
+
+    Parameters
+    ----------
+    arg : int
+        An argument id.
+
+    Returns
+    -------
+    str
+        E.g. ``"src"``, ``"scale.src"``, ``"zero_point.dst"``, ``"post_op[0].scale.src_1"``,
+        ``"scale.multiple_src[3]"``, ``"dw.scale.weights"``.
+
+    Raises
+    ------
+    InvalidArguments
+        For an id that is not well formed.
+
+    See Also
+    --------
+    from_name
+
+    Examples
+    --------
+    >>> import dnnq
+    >>> dnnq.name(dnnq.DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | dnnq.DNNL_ARG_SCALE | dnnq.DNNL_ARG_SRC_1)
+    'post_op[0].scale.src_1'
     """
     p = decode(arg)
     out = []
@@ -317,7 +432,33 @@ def name(arg):
 
 
 def from_name(text):
-    """Parse a name produced by :func:`name` back into the argument ID."""
+    """Parse a name produced by :func:`name` back into the argument id.
+
+    Parameters
+    ----------
+    text : str
+        ``[post_op[i].][dw.][scale.|zero_point.]<src|dst|weights|...|multiple_src[n]>``.
+
+    Returns
+    -------
+    int
+        The argument id.
+
+    Raises
+    ------
+    InvalidArguments
+        For text that is not such a name, or names an id that is not well formed.
+
+    See Also
+    --------
+    name
+
+    Examples
+    --------
+    >>> import dnnq
+    >>> dnnq.from_name("scale.src") == dnnq.DNNL_ARG_SCALE | dnnq.DNNL_ARG_SRC
+    True
+    """
     if not isinstance(text, str):
         raise invalid("argument name", repr(text), "a str such as 'scale.src'")
     fields = {"base": None, "scale": False, "zero_point": False, "post_op": None,
@@ -353,31 +494,99 @@ def from_name(text):
 
 
 def to_onednn_v3(arg):
-    """Translate a dnnq (SPEC) argument ID to oneDNN 3.x numbering.
+    """Translate a dnnq argument id to the numbering of the oneDNN 3.x headers.
 
-    Scales become ``DNNL_ARG_ATTR_SCALES`` (4096), zero points 8192, the depthwise prefix 16384
-    and ``DNNL_ARG_ATTR_MULTIPLE_POST_OP(idx)`` = 32768 * (idx + 1); the plain arguments and
-    MULTIPLE_SRC / MULTIPLE_DST + n are unchanged.
+    Scales become ``DNNL_ARG_ATTR_SCALES`` (4096), zero points 8192, the depthwise prefix
+    16384 and ``DNNL_ARG_ATTR_MULTIPLE_POST_OP(idx)`` 32768 * (idx + 1); the plain arguments
+    and ``MULTIPLE_SRC`` / ``MULTIPLE_DST + n`` are unchanged.
+
+    Parameters
+    ----------
+    arg : int
+        A dnnq argument id.
+
+    Returns
+    -------
+    int
+        The oneDNN 3.x id.
+
+    Raises
+    ------
+    InvalidArguments
+        For an id that is not well formed.
+
+    See Also
+    --------
+    from_onednn_v3
+
+    Examples
+    --------
+    >>> import dnnq
+    >>> dnnq.to_onednn_v3(dnnq.DNNL_ARG_SCALE | dnnq.DNNL_ARG_SRC)
+    4097
     """
     return _encode(decode(arg), _V3)
 
 
 def from_onednn_v3(arg):
-    """Translate a oneDNN 3.x argument ID to dnnq's numbering (inverse of :func:`to_onednn_v3`).
+    """Translate a oneDNN 3.x argument id to dnnq's numbering (inverse of :func:`to_onednn_v3`).
 
-    A oneDNN 3.x ID that dnnq cannot express (e.g. MULTIPLE_SRC + n with n >= 512, or a
-    combination dnnq considers invalid) raises InvalidArguments.
+    Parameters
+    ----------
+    arg : int
+        An id in the numbering of the oneDNN 3.x headers.
+
+    Returns
+    -------
+    int
+        The dnnq id.
+
+    Raises
+    ------
+    InvalidArguments
+        For an id dnnq cannot express (``MULTIPLE_SRC + n`` with n >= 512, a combination
+        dnnq considers invalid).
+
+    See Also
+    --------
+    to_onednn_v3
+
+    Examples
+    --------
+    >>> import dnnq
+    >>> dnnq.from_onednn_v3(4097) == dnnq.DNNL_ARG_SCALE | dnnq.DNNL_ARG_SRC
+    True
     """
     return encode(_decode(arg, _V3))
 
 
 def all_valid_args():
-    """Every valid argument ID, in increasing order (a list of ints).
+    """Every well-formed argument id, in increasing order.
 
-    That is: the 9 plain arguments, scales and zero points of each except the bias, the
-    MULTIPLE_SRC / MULTIPLE_DST inputs n < 512 with or without scales / zero points, each
-    binary post-op's src_1 and its scales and each select post-op's src_2 (31 indices), and the
-    depthwise post-op's weights, bias, dst and the scales of its weights and dst.
+    That is: the plain arguments, the scales and zero points of each except the bias, the
+    ``MULTIPLE_SRC`` / ``MULTIPLE_DST`` inputs n < 512 with or without scales / zero points,
+    each binary post-op's ``src_1`` and its scales and each select post-op's ``src_2`` (31
+    indices), and the depthwise post-op's weights, bias, dst and the scales of its weights and
+    dst.
+
+    Returns
+    -------
+    list of int
+
+    Raises
+    ------
+    None
+
+    See Also
+    --------
+    decode
+
+    Examples
+    --------
+    >>> import dnnq
+    >>> ids = dnnq.all_valid_args()
+    >>> ids[:3], all(dnnq.decode(a) for a in ids)
+    ([1, 2, 3], True)
     """
     out = []
     for base in PLAIN_ARGS:

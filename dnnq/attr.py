@@ -69,14 +69,58 @@ def _positive_f32(value, name):
 
 
 class PrimitiveAttr:
-    """Creation-time attributes of a primitive (see the module docstring).
+    """What a primitive needs to know at creation besides its descriptors.
 
-    Getters: ``scales_mask(arg)`` / ``zero_points_mask(arg)`` (int, or None when not set),
-    ``scales_args()`` / ``zero_points_args()`` (dict arg -> mask), ``post_ops`` (a PostOps,
-    empty by default; a copy), ``rnn_data_qparams`` (``(scale, shift)`` or None),
-    ``rnn_weights_qparams`` and ``rnn_weights_projection_qparams`` (``(mask, np.float32
-    array)`` or None).  ``key()`` is a hashable
-    description for the primitive cache; ``==`` compares keys.
+    An attribute declares which arguments have scales and zero points (their masks: the
+    values themselves come at execution), the post-op chain, and the RNN primitives' legacy
+    quantization parameters.  It is copied into the primitive: changing it afterwards does
+    not change a primitive created with it.
+
+    The ``arg`` of the setters is the *plain* argument the values apply to, not the
+    ``DNNL_ARG_SCALE | arg`` id: ``DNNL_ARG_SRC``, ``DNNL_ARG_WEIGHTS``, ``DNNL_ARG_DST``
+    (and their ``_1`` / ``_2`` forms), ``DNNL_ARG_MULTIPLE_SRC + n``,
+    ``DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | DNNL_ARG_SRC_1`` (a binary post-op's input, scales
+    only), ``DNNL_ARG_ATTR_POST_OP_DW | DNNL_ARG_WEIGHTS`` / ``| DNNL_ARG_DST`` (the depthwise
+    post-op, scales only).  The mask is not checked against dims here (the attribute does not
+    know them): the primitive checks it, and resolves semantic masks, at creation.
+
+    Attributes
+    ----------
+    post_ops : PostOps
+        A copy of the attached chain (empty by default).
+    rnn_data_qparams : tuple of float or None
+        ``(scale, shift)`` of :meth:`set_rnn_data_qparams`.
+    rnn_weights_qparams, rnn_weights_projection_qparams : tuple or None
+        ``(mask, scales)`` with ``scales`` a read-only float32 array.
+
+    Raises
+    ------
+    InvalidArguments
+        From the setters: an id that is not a plain argument (or cannot have scales / zero
+        points), a malformed mask, non-positive or non-finite scales.
+
+    See Also
+    --------
+    PostOps, scale_count
+
+    Notes
+    -----
+    Two attributes compare equal when every setting is equal (they are not hashable: they
+    are mutable).  They pickle as their settings.
+
+    Examples
+    --------
+    >>> import dnnq
+    >>> attr = dnnq.PrimitiveAttr()
+    >>> attr.set_scales_mask(dnnq.DNNL_ARG_SRC, 0)            # one source scale
+    PrimitiveAttr(scales={src: 0})
+    >>> _ = attr.set_scales_mask(dnnq.DNNL_ARG_WEIGHTS, 1 << 1)   # per column of (K, N)
+    >>> _ = attr.set_zero_points_mask(dnnq.DNNL_ARG_SRC, 0)
+    >>> attr.set_post_ops(dnnq.PostOps().append_eltwise("relu"))
+    PrimitiveAttr(scales={src: 0, weights: 2}, zero_points={src: 0},
+                  post_ops=PostOps([EltwiseOp(alg='relu', alpha=0.0, beta=0.0)]))
+    >>> attr.scales_mask(dnnq.DNNL_ARG_WEIGHTS), attr.zero_points_mask(dnnq.DNNL_ARG_DST)
+    (2, None)
     """
 
     __slots__ = ("_scales", "_zero_points", "_post_ops", "_rnn_data", "_rnn_weights",
@@ -92,7 +136,37 @@ class PrimitiveAttr:
 
     # --- scales / zero points ------------------------------------------------------------------
     def set_scales_mask(self, arg, mask):
-        """Declare runtime scales for tensor ``arg`` with ``mask`` (overwrites an earlier one)."""
+        """Declare that tensor ``arg`` has scales, given at execution.
+
+        At execution the scales come as ``DNNL_ARG_SCALE | arg``: f32 values, finite and > 0,
+        ``scale_count(dims, mask)`` of them.  Setting the same argument again replaces the
+        mask.  ``set_scales`` is the same method.
+
+        Parameters
+        ----------
+        arg : int
+            The plain argument (``DNNL_ARG_SRC``, ``DNNL_ARG_WEIGHTS``, ``DNNL_ARG_DST``, ...).
+        mask : int
+            Plain bits 0..11 (bit *i*: one value per index along dimension *i*), or one
+            ``DNNL_MASK_PER_CHANNEL_*`` semantic mask.
+
+        Returns
+        -------
+        PrimitiveAttr
+            ``self``, so that calls chain.
+
+        Raises
+        ------
+        InvalidArguments
+            For an argument that cannot have scales (the bias, a prefixed id) or a
+            malformed mask.
+
+        Examples
+        --------
+        >>> import dnnq
+        >>> dnnq.PrimitiveAttr().set_scales_mask(dnnq.DNNL_ARG_WEIGHTS, 1 << 1)
+        PrimitiveAttr(scales={weights: 2})
+        """
         a = _target(arg, _args.DNNL_ARG_SCALE, "scales")
         self._scales[a] = check_mask(mask, f"scales mask of {_args.name(a)}")
         return self
@@ -100,7 +174,36 @@ class PrimitiveAttr:
     set_scales = set_scales_mask
 
     def set_zero_points_mask(self, arg, mask):
-        """Declare runtime zero points for tensor ``arg`` with ``mask`` (overwrites)."""
+        """Declare that tensor ``arg`` has zero points, given at execution.
+
+        At execution the zero points come as ``DNNL_ARG_ATTR_ZERO_POINTS | arg``: s32 values
+        (any integral array that fits), ``scale_count(dims, mask)`` of them.
+        ``set_zero_points`` is the same method.
+
+        Parameters
+        ----------
+        arg : int
+            The plain argument (``DNNL_ARG_SRC``, ``DNNL_ARG_WEIGHTS``, ``DNNL_ARG_DST``, ...).
+        mask : int
+            As for :meth:`set_scales_mask`.
+
+        Returns
+        -------
+        PrimitiveAttr
+            ``self``.
+
+        Raises
+        ------
+        InvalidArguments
+            For an argument that cannot have zero points (the bias, post-op inputs) or a
+            malformed mask.
+
+        Examples
+        --------
+        >>> import dnnq
+        >>> dnnq.PrimitiveAttr().set_zero_points_mask(dnnq.DNNL_ARG_DST, 0)
+        PrimitiveAttr(zero_points={dst: 0})
+        """
         a = _target(arg, _args.DNNL_ARG_ATTR_ZERO_POINTS, "zero points")
         self._zero_points[a] = check_mask(mask, f"zero points mask of {_args.name(a)}")
         return self
@@ -108,25 +211,74 @@ class PrimitiveAttr:
     set_zero_points = set_zero_points_mask
 
     def scales_mask(self, arg):
-        """The scales mask set for ``arg``, or None."""
+        """The scales mask set for ``arg``, or None.
+
+        Parameters
+        ----------
+        arg : int
+            The plain argument.
+
+        Returns
+        -------
+        int or None
+        """
         return self._scales.get(_target(arg, _args.DNNL_ARG_SCALE, "scales"))
 
     def zero_points_mask(self, arg):
-        """The zero-points mask set for ``arg``, or None."""
+        """The zero-points mask set for ``arg``, or None.
+
+        Parameters
+        ----------
+        arg : int
+            The plain argument.
+
+        Returns
+        -------
+        int or None
+        """
         return self._zero_points.get(_target(arg, _args.DNNL_ARG_ATTR_ZERO_POINTS,
                                              "zero points"))
 
     def scales_args(self):
-        """Dict ``arg -> mask`` of every scales setting."""
+        """Every scales setting.
+
+        Returns
+        -------
+        dict
+            ``{arg: mask}``.
+        """
         return dict(self._scales)
 
     def zero_points_args(self):
-        """Dict ``arg -> mask`` of every zero-points setting."""
+        """Every zero-points setting.
+
+        Returns
+        -------
+        dict
+            ``{arg: mask}``.
+        """
         return dict(self._zero_points)
 
     # --- post-ops ------------------------------------------------------------------------------
     def set_post_ops(self, ops):
-        """Attach a copy of the PostOps chain ``ops``."""
+        """Attach a copy of the post-op chain ``ops``.
+
+        Later changes to ``ops`` do not change the attribute, as in oneDNN.
+
+        Parameters
+        ----------
+        ops : PostOps
+
+        Returns
+        -------
+        PrimitiveAttr
+            ``self``.
+
+        Raises
+        ------
+        InvalidArguments
+            When ``ops`` is not a :class:`PostOps`.
+        """
         if not isinstance(ops, PostOps):
             raise invalid("post_ops", f"{ops!r} of type {type(ops).__name__}",
                           "a dnnq.PostOps")
@@ -140,8 +292,35 @@ class PrimitiveAttr:
 
     # --- RNN legacy qparams ------------------------------------------------------------------
     def set_rnn_data_qparams(self, scale, shift):
-        """RNN data quantization ``x_u8 = scale * x_f32 + shift`` (scale > 0, shift finite);
-        both are kept as f32 values."""
+        """Set the legacy (oneDNN) RNN data quantization ``x_u8 = scale * x_f32 + shift``.
+
+        It applies to every u8 tensor of an RNN primitive (src and dst, layer and iter).  The
+        unified form is ``set_scales_mask`` / ``set_zero_points_mask`` on
+        ``DNNL_ARG_SRC_LAYER`` with ``scale = 1 / s`` and ``shift = zp``.
+
+        Parameters
+        ----------
+        scale : float
+            > 0, finite (kept as an f32 value).
+        shift : float
+            Finite (kept as an f32 value).
+
+        Returns
+        -------
+        PrimitiveAttr
+            ``self``.
+
+        Raises
+        ------
+        InvalidArguments
+            For a scale that is not > 0 and finite, or a shift that is not finite.
+
+        Examples
+        --------
+        >>> import dnnq
+        >>> dnnq.PrimitiveAttr().set_rnn_data_qparams(63.0, 64.0).rnn_data_qparams
+        (63.0, 64.0)
+        """
         s = _positive_f32(scale, "rnn data scale")
         if isinstance(shift, (bool, np.bool_)) or not isinstance(shift, Real):
             raise invalid("rnn data shift", f"{shift!r} of type {type(shift).__name__}",
@@ -156,16 +335,40 @@ class PrimitiveAttr:
 
     @property
     def rnn_data_qparams(self):
-        """``(scale, shift)`` as Python floats (f32 values), or None."""
+        """``(scale, shift)`` of :meth:`set_rnn_data_qparams` (f32 values), or None."""
         return self._rnn_data
 
     def set_rnn_weights_qparams(self, mask, scales):
-        """RNN weights quantization ``w_s8 = scale * w_f32``.
+        """Set the legacy (oneDNN) RNN weights quantization ``w_s8 = scale * w_f32``.
 
-        ``mask`` as for scales (oneDNN uses 0, or 24 = per gate and output channel of ldigo
-        weights); ``scales`` a number or any real array: finite, > 0 in f32, at least one value
-        (exactly one for mask 0).  Their count is checked against the weights' dims by the
-        primitive.
+        The scales are given here, at creation, as in oneDNN; they apply to the layer and
+        iteration weights of every layer and direction.
+
+        Parameters
+        ----------
+        mask : int
+            0 (one scale) or 24 (bits 3 and 4: one per gate and output channel of the
+            ``ldigo`` weights, ``G * H`` values gate-major).
+        scales : float or array_like
+            Finite and > 0 in f32; exactly one value for mask 0.  The primitive checks their
+            count against the weights' dims.
+
+        Returns
+        -------
+        PrimitiveAttr
+            ``self``.
+
+        Raises
+        ------
+        InvalidArguments
+            For a malformed mask or scales that are not finite and > 0.
+
+        Examples
+        --------
+        >>> import dnnq
+        >>> mask, scales = dnnq.PrimitiveAttr().set_rnn_weights_qparams(0, 127.0).rnn_weights_qparams
+        >>> mask, scales
+        (0, array([127.], dtype=float32))
         """
         self._rnn_weights = _rnn_scales(mask, scales, "rnn weights")
         return self
@@ -176,9 +379,27 @@ class PrimitiveAttr:
         return self._rnn_weights
 
     def set_rnn_weights_projection_qparams(self, mask, scales):
-        """LSTMP projection weights quantization ``w_s8 = scale * w_f32`` (oneDNN's
-        ``set_rnn_weights_projection_qparams``): mask 0, or 8 = per output channel of the
-        ``ldio`` projection weights; scales as for :meth:`set_rnn_weights_qparams`."""
+        """Set the LSTMP projection weights quantization ``w_s8 = scale * w_f32``.
+
+        As oneDNN's ``set_rnn_weights_projection_qparams``.
+
+        Parameters
+        ----------
+        mask : int
+            0 (one scale) or 8 (one per output channel of the ``ldio`` projection weights).
+        scales : float or array_like
+            As for :meth:`set_rnn_weights_qparams`.
+
+        Returns
+        -------
+        PrimitiveAttr
+            ``self``.
+
+        Raises
+        ------
+        InvalidArguments
+            For a malformed mask or scales that are not finite and > 0.
+        """
         self._rnn_proj = _rnn_scales(mask, scales, "rnn projection weights")
         return self
 

@@ -77,8 +77,52 @@ def _qparams(lo, hi, amax, d, symmetric):
 
 
 def minmax(x, dt, *, axis=None, symmetric=False):
-    """``(scale, zero_point)`` covering ``[min(x), max(x)]`` (widened to contain 0), per tensor
-    or per index along ``axis``.  See the module docstring."""
+    """Scale and zero point that cover the data's range ``[min(x), max(x)]``.
+
+    Convention: ``x = scale * (q - zero_point)``.  Asymmetric (the default): the range is
+    widened to contain 0 (so that 0 is exact, as padding and ReLU need), then ``scale = (hi -
+    lo) / (qmax - qmin)`` and ``zero_point = rne(qmin - lo / scale)`` clamped to the type.
+    Symmetric: ``scale = max|x| / 127`` with zero point 0 (s8, q in [-127, 127]) or 128 (u8,
+    q in [1, 255]).  A range of zero width (all-zero data) gives scale 1.  The statistics are
+    computed in float64.
+
+    Parameters
+    ----------
+    x : array_like
+        Representative data (real, finite).
+    dt : {"u8", "s8"}
+        The quantized type.
+    axis : int, optional
+        One (scale, zero point) per index along this axis (per channel); None: per tensor.
+    symmetric : bool, optional
+        Zero point fixed at 0 (s8) or 128 (u8).
+
+    Returns
+    -------
+    scale : numpy.ndarray of float32
+        0-d for ``axis=None``, else shape ``(x.shape[axis],)``; always > 0.
+    zero_point : numpy.ndarray of int32
+        The same shape.
+
+    Raises
+    ------
+    InvalidArguments
+        For empty or non-finite data, a ``dt`` other than u8 / s8, an axis out of range.
+
+    See Also
+    --------
+    percentile, dnnq.quantize
+
+    Examples
+    --------
+    >>> import numpy as np, dnnq
+    >>> scale, zp = dnnq.calibrate.minmax(np.array([-1.0, 0.5, 3.0]), "u8")
+    >>> float(scale), int(zp)
+    (0.01568627543747425, 64)
+    >>> w = np.array([[0.5, -2.0], [0.25, 1.0]])              # (OC, IC)
+    >>> dnnq.calibrate.minmax(w, "s8", axis=0, symmetric=True)[0]
+    array([0.01574803, 0.00787402], dtype=float32)
+    """
     name = "minmax"
     x64 = _data(name, x)
     d = _dt(name, dt)
@@ -89,8 +133,46 @@ def minmax(x, dt, *, axis=None, symmetric=False):
 
 
 def percentile(x, dt, *, pct=99.99, axis=None, symmetric=False):
-    """As :func:`minmax`, with the range ``[percentile(x, 100 - pct), percentile(x, pct)]``
-    (symmetric: ``percentile(|x|, pct)``); ``pct`` in (50, 100]."""
+    """Scale and zero point from percentiles of the data (outliers clipped).
+
+    As :func:`minmax`, with the range ``[percentile(x, 100 - pct), percentile(x, pct)]``
+    (symmetric: ``percentile(|x|, pct)``).
+
+    Parameters
+    ----------
+    x : array_like
+        Representative data (real, finite).
+    dt : {"u8", "s8"}
+        The quantized type.
+    pct : float, optional
+        In (50, 100].
+    axis : int, optional
+        Per index along this axis; None: per tensor.
+    symmetric : bool, optional
+        Zero point fixed at 0 (s8) or 128 (u8).
+
+    Returns
+    -------
+    scale : numpy.ndarray of float32
+    zero_point : numpy.ndarray of int32
+
+    Raises
+    ------
+    InvalidArguments
+        For empty or non-finite data, a ``dt`` other than u8 / s8, ``pct`` outside (50, 100],
+        an axis out of range.
+
+    See Also
+    --------
+    minmax
+
+    Examples
+    --------
+    >>> import numpy as np, dnnq
+    >>> x = np.concatenate([np.linspace(0.0, 1.0, 10000), [50.0]])   # one outlier
+    >>> float(dnnq.calibrate.percentile(x, "u8", pct=99.9)[0]) < 0.01
+    True
+    """
     name = "percentile"
     x64 = _data(name, x)
     d = _dt(name, dt)
@@ -108,11 +190,37 @@ def percentile(x, dt, *, pct=99.99, axis=None, symmetric=False):
 
 
 def rnn_data_qparams(x):
-    """``(scale, shift)`` for ``PrimitiveAttr.set_rnn_data_qparams`` (``u8 = scale * x +
-    shift``): shift 128 and ``scale = 127 / max|x|``, so the data maps into [1, 255] around
-    128 (the convention of oneDNN's int8 GRU example, shift 128 and scale 127 over the
-    absolute maximum; oneDNN's LSTM example uses shift 64 and scale 63 for data known to lie
-    in [-1, 1]).  All-zero data gives scale 1.  Returned as Python floats (f32 values)."""
+    """RNN data quantization parameters for :meth:`PrimitiveAttr.set_rnn_data_qparams`.
+
+    ``u8 = scale * x + shift`` with shift 128 and ``scale = 127 / max|x|``, so the data maps
+    into [1, 255] around 128 (the convention of oneDNN's int8 GRU example; its LSTM example
+    uses shift 64 and scale 63 for data known to lie in [-1, 1]).  All-zero data gives scale 1.
+
+    Parameters
+    ----------
+    x : array_like
+        Representative data: inputs and hidden states (real, finite).
+
+    Returns
+    -------
+    scale, shift : float
+        f32 values as Python floats.
+
+    Raises
+    ------
+    InvalidArguments
+        For empty or non-finite data, or data so small that the scale is not finite in f32.
+
+    See Also
+    --------
+    rnn_weights_qparams
+
+    Examples
+    --------
+    >>> import numpy as np, dnnq
+    >>> dnnq.calibrate.rnn_data_qparams(np.array([-0.5, 0.25, 1.0]))
+    (127.0, 128.0)
+    """
     x64 = _data("rnn_data_qparams", x)
     amax = float(np.abs(x64).max())
     scale = float(np.float32(127.0 / amax)) if amax > 0 else 1.0
@@ -123,10 +231,44 @@ def rnn_data_qparams(x):
 
 
 def rnn_weights_qparams(w):
-    """``(mask, scales)`` for ``PrimitiveAttr.set_rnn_weights_qparams`` (``s8 = scale * w``)
-    of ldigo weights ``(L, D, I, G, O)``: one scale per gate and output channel, mask 24
-    (bits 3 and 4, as oneDNN's examples), ``scale[g, o] = 127 / max |w[:, :, :, g, o]|``
-    (1 for an all-zero column); ``scales`` is a float32 array of G*O values, gate-major."""
+    """RNN weights quantization parameters for :meth:`PrimitiveAttr.set_rnn_weights_qparams`.
+
+    ``s8 = scale * w``, one scale per gate and output channel (mask 24 = bits 3 and 4, as
+    oneDNN's examples): ``scale[g, o] = 127 / max |w[:, :, :, g, o]|`` (1 for an all-zero
+    column).
+
+    Parameters
+    ----------
+    w : array_like
+        ``ldigo`` weights ``(L, D, I, G, O)``; pass the layer and iteration weights
+        concatenated along I so that one set of scales covers both (the primitive needs
+        them equal).
+
+    Returns
+    -------
+    mask : int
+        24.
+    scales : numpy.ndarray of float32
+        ``G * O`` values, gate-major.
+
+    Raises
+    ------
+    InvalidArguments
+        For weights that are not 5-D, empty or non-finite, or so small that a scale is not
+        finite in f32.
+
+    See Also
+    --------
+    rnn_data_qparams
+
+    Examples
+    --------
+    >>> import numpy as np, dnnq
+    >>> w = np.ones((1, 1, 3, 4, 2)) * 0.5                  # L, D, I, G=4 (LSTM), O=2
+    >>> mask, scales = dnnq.calibrate.rnn_weights_qparams(w)
+    >>> mask, scales.shape, float(scales[0])
+    (24, (8,), 254.0)
+    """
     name = "rnn_weights_qparams"
     w64 = _data(name, w)
     if w64.ndim != 5:

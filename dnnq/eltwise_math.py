@@ -30,7 +30,7 @@ Formulas (``s`` the source, ``a`` alpha, ``b`` beta)::
     hardswish   s * hardsigmoid(s)                          t > 0 ? t : 0  (JIT: NaN -> 1)
 
 (oneDNN's reference kernels compute hardsigmoid as t <= 0 ? 0 : t >= 1 ? 1 : t, which keeps a
-NaN; dnnq follows whichever kernel oneDNN runs for the primitive, docs/toolkit.md.)
+NaN; dnnq follows whichever kernel oneDNN runs for the primitive.)
 
 Binary: add, sub, mul, div, min (a < b ? a : b), max (a > b ? a : b); ge, gt, le, lt, eq, ne give
 1.0 where the comparison holds, else 0.0.
@@ -60,7 +60,28 @@ def fma_f32(a, x, b):
     """``a * x + b`` rounded once to f32 (a fused multiply-add), element-wise.
 
     The product of two f32 values is exact in f64; the f64 sum is made round-to-odd (from its
-    exact TwoSum error) so that the final rounding to f32 is correct -- no double rounding.
+    exact TwoSum error) so that the final rounding to f32 is correct: no double rounding.
+
+    Parameters
+    ----------
+    a, x, b : array_like
+        Converted to f32 first; broadcast numpy-style.
+
+    Returns
+    -------
+    numpy.ndarray of float32
+
+    Raises
+    ------
+    None
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dnnq.eltwise_math import fma_f32
+    >>> a = np.float32(1 + 2**-12)
+    >>> float(fma_f32(a, a, -a * a)) != 0.0             # the product's low bits survive
+    True
     """
     a64 = np.asarray(a, _F).astype(np.float64)
     x64 = np.asarray(x, _F).astype(np.float64)
@@ -109,10 +130,44 @@ def _erf_f32(x):
 
 
 def eltwise_reference(alg, x, alpha=0.0, beta=0.0):
-    """Apply eltwise algorithm ``alg`` (with or without the ``eltwise_`` prefix) to ``x`` in f32.
+    """Apply eltwise algorithm ``alg`` to ``x`` in f32, as oneDNN defines it.
 
-    ``x`` is converted to an f32 array, ``alpha`` / ``beta`` to f32 scalars.  Returns a new
-    ``np.float32`` array of ``x``'s shape.  See the module docstring for the formulas.
+    The reference the kernels are tested against.  relu, linear, clip, clip_v2, abs,
+    square, sqrt, round, hardsigmoid and hardswish are bit-identical to oneDNN; the
+    transcendental algorithms use numpy's f32 functions, a few ulp from oneDNN's own
+    approximations.
+
+    Parameters
+    ----------
+    alg : str
+        An eltwise algorithm (see :meth:`PostOps.append_eltwise`), with or without the
+        ``eltwise_`` prefix.
+    x : array_like
+        Converted to an f32 array.
+    alpha, beta : float, optional
+        Converted to f32.
+
+    Returns
+    -------
+    numpy.ndarray of float32
+        A new array of ``x``'s shape.
+
+    Raises
+    ------
+    InvalidArguments
+        For an unknown algorithm.
+
+    See Also
+    --------
+    binary_reference
+
+    Examples
+    --------
+    >>> from dnnq.eltwise_math import eltwise_reference
+    >>> eltwise_reference("relu", [-2.0, 3.0], alpha=0.5)
+    array([-1.,  3.], dtype=float32)
+    >>> eltwise_reference("round", [0.5, 1.5, 2.5])       # half to even
+    array([0., 2., 2.], dtype=float32)
     """
     name = canonical_eltwise_alg(alg)
     s = np.array(x, dtype=_F, copy=True)
@@ -170,10 +225,35 @@ def eltwise_reference(alg, x, alpha=0.0, beta=0.0):
 
 
 def binary_reference(alg, a, b):
-    """Apply binary algorithm ``alg`` (with or without the ``binary_`` prefix) in f32.
+    """Apply binary algorithm ``alg`` in f32, as oneDNN defines it.
 
-    ``a`` and ``b`` are converted to f32 arrays and broadcast numpy-style.  Comparisons give
-    1.0 / 0.0.  Returns a new ``np.float32`` array.
+    Parameters
+    ----------
+    alg : str
+        add, sub, mul, div, min, max, ge, gt, le, lt, eq, ne (with or without the
+        ``binary_`` prefix).
+    a, b : array_like
+        Converted to f32 arrays and broadcast numpy-style.
+
+    Returns
+    -------
+    numpy.ndarray of float32
+        Comparisons give 1.0 where they hold, else 0.0.
+
+    Raises
+    ------
+    InvalidArguments
+        For an unknown algorithm.
+
+    See Also
+    --------
+    eltwise_reference
+
+    Examples
+    --------
+    >>> from dnnq.eltwise_math import binary_reference
+    >>> binary_reference("ge", [1.0, 2.0], 1.5)
+    array([0., 1.], dtype=float32)
     """
     name = canonical_binary_alg(alg)
     x = np.asarray(a, dtype=_F)

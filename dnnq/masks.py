@@ -122,11 +122,44 @@ def mask_dims(mask, ndims, name="mask"):
 
 
 def scale_count(dims, mask, name="mask"):
-    """Number of scale / zero-point values for a tensor of ``dims`` and a plain ``mask``:
-    ``prod(dims[i] for each set bit i)``, 1 for mask 0.
+    """Number of scale / zero-point values a plain mask asks for on a tensor of ``dims``.
 
-    ``scale_count((OC, IC, KH, KW), 1) == OC``; ``scale_count((G, OC, IC, KH, KW), 3) == G * OC``.
-    A bit >= ndims, a negative or a semantic mask raises InvalidArguments naming mask and dims.
+    ``prod(dims[i] for each set bit i)``; 1 for mask 0.  At execution, the array given for
+    those scales or zero points must have exactly this many elements.
+
+    Parameters
+    ----------
+    dims : sequence of int
+        The tensor's logical dims.
+    mask : int
+        A plain mask: bit *i* set = one value per index along dimension *i*.
+    name : str, optional
+        The argument's name in error messages.
+
+    Returns
+    -------
+    int
+        The number of values.
+
+    Raises
+    ------
+    InvalidArguments
+        For a bit at or beyond ``len(dims)``, a negative mask, a semantic mask
+        (``DNNL_MASK_PER_CHANNEL_*``: use :func:`resolve_mask` first) or malformed dims.
+
+    See Also
+    --------
+    resolve_mask
+
+    Examples
+    --------
+    >>> import dnnq
+    >>> dnnq.scale_count((64, 3, 7, 7), 0)           # one common value
+    1
+    >>> dnnq.scale_count((64, 3, 7, 7), 1 << 0)      # per output channel
+    64
+    >>> dnnq.scale_count((2, 32, 3, 7, 7), 0b11)     # grouped weights: per G and OC/G
+    64
     """
     dd = _check_dims(dims)
     try:
@@ -142,11 +175,47 @@ def scale_count(dims, mask, name="mask"):
 def resolve_mask(mask, dims, kind, *, groups=False, name="mask"):
     """Turn a (possibly semantic) mask into a plain mask for a tensor of ``dims``.
 
-    ``kind`` says what the tensor is: ``"data_nchw"`` (channel = dim 1), ``"data_tnc"``
-    (channel = dim 2), ``"weights_oihw"`` (output channel = dim 0, or dims 0 and 1 when
-    ``groups`` is true: weights ``(G, O/G, I/G, ...)``) or None (no channel semantics).
-    Plain masks are returned unchanged after checking their bits against ``len(dims)``.
-    A semantic mask given for a tensor of another kind raises InvalidArguments.
+    Primitives call it on the masks of :class:`PrimitiveAttr`; it is public so that a
+    caller can count the values a semantic mask asks for.
+
+    Parameters
+    ----------
+    mask : int
+        A plain mask, or one of ``DNNL_MASK_PER_CHANNEL_NCHW`` / ``_TNC`` / ``_OIHW``.
+    dims : sequence of int
+        The tensor's logical dims.
+    kind : {"data_nchw", "data_tnc", "weights_oihw", None}
+        What the tensor is: a data tensor (channel = dim 1), an RNN data tensor (channel =
+        dim 2), weights (output channel = dim 0, or dims 0 and 1 with ``groups``), or a
+        tensor without channel semantics.
+    groups : bool, optional
+        Weights are grouped, ``(G, O/G, I/G, ...)``.
+    name : str, optional
+        The argument's name in error messages.
+
+    Returns
+    -------
+    int
+        The plain mask (a plain ``mask`` is returned unchanged, its bits checked).
+
+    Raises
+    ------
+    InvalidArguments
+        For a semantic mask given for a tensor of another kind, a tensor with too few dims
+        for it, or bits at or beyond ``len(dims)``.
+
+    See Also
+    --------
+    scale_count
+
+    Examples
+    --------
+    >>> import dnnq
+    >>> dnnq.resolve_mask(dnnq.DNNL_MASK_PER_CHANNEL_NCHW, (1, 64, 56, 56), "data_nchw")
+    2
+    >>> dnnq.resolve_mask(dnnq.DNNL_MASK_PER_CHANNEL_OIHW, (2, 32, 3, 3, 3), "weights_oihw",
+    ...                   groups=True)
+    3
     """
     if kind not in MASK_KINDS:
         raise invalid("kind", repr(kind), f"one of {list(MASK_KINDS)}")

@@ -73,10 +73,32 @@ _ACCEPTED_DT = ('"u8", "s8", "s32", "f32", dnnq.u8 ... or numpy uint8 / int8 / i
 
 
 def as_dt(x, name="data type"):
-    """Canonical data-type string (``"u8"``, ``"s8"``, ``"s32"`` or ``"f32"``) of ``x``.
+    """The canonical data-type name of ``x``: ``"u8"``, ``"s8"``, ``"s32"`` or ``"f32"``.
 
-    ``x`` may be one of those strings or a numpy dtype / scalar type of uint8, int8, int32 or
-    float32 (native byte order).  Anything else raises InvalidArguments naming ``name``.
+    Parameters
+    ----------
+    x : str or numpy dtype or numpy scalar type
+        One of the four names, or a numpy dtype / scalar type of uint8, int8, int32 or
+        float32 (native byte order).  numpy's own string codes (``"uint8"``, ``"i1"``) are
+        not accepted.
+    name : str, optional
+        The argument's name in error messages.
+
+    Returns
+    -------
+    str
+        ``"u8"``, ``"s8"``, ``"s32"`` or ``"f32"``.
+
+    Raises
+    ------
+    InvalidArguments
+        For anything else (naming ``name``).
+
+    Examples
+    --------
+    >>> import numpy as np, dnnq
+    >>> dnnq.as_dt(np.int8), dnnq.as_dt(np.dtype("float32")), dnnq.as_dt("u8")
+    ('s8', 'f32', 'u8')
     """
     if isinstance(x, str):
         if x in _NP:
@@ -146,12 +168,68 @@ def _check_dims(dims):
 class MemoryDesc:
     """A tensor's logical dims, data type and layout.  Immutable, hashable.
 
-    ``MemoryDesc(dims, dt, tag=None)`` -- see the module docstring for the tags.
+    Descriptors tell a primitive, at creation, what the arrays given to ``execute`` will be.
+    Two descriptors are equal when their dims, data type and physical layout are equal (so
+    ``tag=None`` equals ``tag="nchw"`` for 4-D dims).
 
-    Properties: ``dims``, ``dt``, ``tag`` (as given, None for plain by default), ``ndims``,
-    ``nelems``, ``numpy_dtype``, ``physical_order`` (the logical dims in memory order, outermost
-    first: ``(0, 2, 3, 1)`` for nhwc, ``(2, 3, 1, 0)`` for hwio, identity for plain),
-    ``physical_shape``, ``is_channels_last``, ``strides`` (element strides of the logical dims).
+    Parameters
+    ----------
+    dims : sequence of int
+        The **logical** dims in oneDNN's order, whatever the layout: ``N, C, [D,] [H,] W``
+        for data, ``[G,] O, I, [D,] [H,] W`` for weights, ``M, K`` / ``K, N`` for matmul,
+        ``T, N, C`` and ``L, D, I, G, O`` for RNN tensors.  Each > 0, at most 12 dims.
+    dt : str or numpy dtype
+        ``"u8"``, ``"s8"``, ``"s32"``, ``"f32"`` or the numpy dtype (see :func:`as_dt`).
+    tag : str, optional
+        The physical layout.  ``None`` (or ``"any"``, or a plain name such as ``"nchw"``,
+        ``"oihw"``, ``"tnc"``, ``"ldigo"``) is plain row-major.  A channels-last tag
+        (``"nwc"``, ``"nhwc"``, ``"ndhwc"`` for data, ``"wio"``, ``"hwio"``, ``"dhwio"`` for
+        weights) means the array has the logical shape with channels-last strides, e.g.
+        ``x_nhwc.transpose(0, 3, 1, 2)``, as numpy / PyTorch channels_last do.
+
+    Attributes
+    ----------
+    dims : tuple of int
+        The logical dims.
+    dt : str
+        The data type name.
+    tag : str or None
+        The tag as given.
+    ndims, nelems : int
+        Number of dims and of elements.
+    numpy_dtype : numpy.dtype
+        The dtype the execution array must have.
+    physical_order : tuple of int
+        The logical dims in memory order, outermost first: ``(0, 2, 3, 1)`` for nhwc.
+    physical_shape : tuple of int
+        The dims in memory order.
+    is_channels_last : bool
+        Whether the tag is a channels-last one.
+    strides : tuple of int
+        Element strides of the logical dims in this (dense) layout.
+
+    Raises
+    ------
+    InvalidArguments
+        For dims that are not positive ints (or describe more than 2**63 - 1 bytes), an
+        unknown data type, or a tag that is unknown or has another number of dims.
+
+    See Also
+    --------
+    as_dt
+
+    Examples
+    --------
+    >>> import numpy as np, dnnq
+    >>> src = dnnq.MemoryDesc((1, 64, 56, 56), "u8", tag="nhwc")
+    >>> src.physical_shape, src.strides
+    ((1, 56, 56, 64), (200704, 1, 3584, 64))
+    >>> x_nhwc = np.zeros((1, 56, 56, 64), np.uint8)       # memory in N, H, W, C order
+    >>> x = x_nhwc.transpose(0, 3, 1, 2)                   # the logical N, C, H, W view
+    >>> x.shape == src.dims and x.strides == tuple(s * 1 for s in src.strides)
+    True
+    >>> dnnq.MemoryDesc((2, 3), np.float32) == dnnq.MemoryDesc((2, 3), "f32", tag="ab")
+    True
     """
 
     __slots__ = ("_dims", "_dt", "_tag", "_order")
@@ -193,7 +271,30 @@ class MemoryDesc:
 
     @classmethod
     def from_array(cls, arr, tag=None):
-        """The plain (or ``tag``) descriptor of an array's shape and dtype."""
+        """The descriptor of an array's shape and dtype.
+
+        Parameters
+        ----------
+        arr : numpy.ndarray
+            Its shape gives the dims, its dtype the data type.
+        tag : str, optional
+            The layout (plain when None).
+
+        Returns
+        -------
+        MemoryDesc
+
+        Raises
+        ------
+        InvalidArguments
+            For a non-array or an unsupported dtype.
+
+        Examples
+        --------
+        >>> import numpy as np, dnnq
+        >>> dnnq.MemoryDesc.from_array(np.zeros((4, 8), np.int8))
+        MemoryDesc((4, 8), 's8')
+        """
         if not isinstance(arr, np.ndarray):
             raise invalid("arr", f"{type(arr).__name__}", "a numpy.ndarray")
         return cls(arr.shape, arr.dtype, tag)
@@ -241,6 +342,7 @@ class MemoryDesc:
 
     @property
     def numpy_dtype(self):
+        """The numpy dtype of the execution arrays (``uint8`` for ``"u8"``, ...)."""
         return _NP[self._dt]
 
     @property
@@ -337,11 +439,29 @@ class MemoryDesc:
         return phys.transpose(inverse)
 
     def empty(self):
-        """A new uninitialised array with the logical shape laid out in this layout, its data
-        on a 64-byte boundary (see _line_aligned)."""
+        """A new uninitialised array of this descriptor: logical shape, this layout.
+
+        Returns
+        -------
+        numpy.ndarray
+            Its data starts on a 64-byte boundary (a cache line), which the kernels store
+            to fastest.
+        """
         return self.logical_view(_line_aligned(self.physical_shape, self.numpy_dtype, False))
 
     def zeros(self):
-        """A new zero-filled array with the logical shape laid out in this layout, its data on
-        a 64-byte boundary."""
+        """A new zero-filled array of this descriptor: logical shape, this layout.
+
+        Returns
+        -------
+        numpy.ndarray
+            Its data starts on a 64-byte boundary.
+
+        Examples
+        --------
+        >>> import dnnq
+        >>> y = dnnq.MemoryDesc((1, 8, 2, 2), "u8", tag="nhwc").zeros()
+        >>> y.shape, y.strides
+        ((1, 8, 2, 2), (32, 1, 16, 8))
+        """
         return self.logical_view(_line_aligned(self.physical_shape, self.numpy_dtype, True))

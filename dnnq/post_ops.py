@@ -219,7 +219,52 @@ class SelectOp:
 
 
 class PostOps:
-    """An ordered chain of post-ops.  See the module docstring for the rules."""
+    """An ordered chain of post-ops, run on the f32 result before the destination scale.
+
+    The chain runs in append order on each element's f32 value, after the source / weights
+    scales and the bias and before the destination scale and zero point (the user guide's
+    post-ops page has the formulas).  Attach it with :meth:`PrimitiveAttr.set_post_ops`.
+    The inputs of binary (and select) post-ops are given at execution as
+    ``DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | DNNL_ARG_SRC_1``, ``i`` the post-op's position.
+
+    ``len(ops)``, ``ops[i]`` (a frozen record of the entry) and :meth:`kind` read the chain
+    back; two chains compare equal when their entries are equal.  Algorithm names are
+    accepted with or without their ``eltwise_`` / ``binary_`` prefix.
+
+    Raises
+    ------
+    InvalidArguments
+        From the ``append_*`` methods: an unknown algorithm, a parameter that is not finite
+        in f32, clip bounds with ``beta < alpha``, soft_relu with ``alpha == 0``, a second sum
+        or depthwise post-op, a binary or select post-op at position 31 or later, more than
+        32 post-ops.
+
+    See Also
+    --------
+    PrimitiveAttr.set_post_ops, append_fake_quantize
+
+    Notes
+    -----
+    dnnq extensions (oneDNN 3.2 has no equivalent): :meth:`append_checkpoint` and
+    :meth:`append_select`, which :func:`append_fake_quantize` uses for reversed bounds.
+
+    Examples
+    --------
+    >>> import numpy as np, dnnq
+    >>> ops = dnnq.PostOps()
+    >>> _ = ops.append_eltwise("relu").append_binary("add", dnnq.MemoryDesc((1, 3), "f32"))
+    >>> len(ops), ops.kind(1)
+    (2, 'binary')
+    >>> attr = dnnq.PrimitiveAttr().set_post_ops(ops)
+    >>> mm = dnnq.MatMul(dnnq.MemoryDesc((2, 4), "u8"), dnnq.MemoryDesc((4, 3), "s8"),
+    ...                  dnnq.MemoryDesc((2, 3), "f32"), attr=attr)
+    >>> mm.execute({dnnq.DNNL_ARG_SRC: np.ones((2, 4), np.uint8),
+    ...             dnnq.DNNL_ARG_WEIGHTS: -np.ones((4, 3), np.int8),
+    ...             dnnq.DNNL_ARG_ATTR_MULTIPLE_POST_OP(1) | dnnq.DNNL_ARG_SRC_1:
+    ...                 np.array([[0.5, 1.5, 2.5]], np.float32)})   # relu(-4) + [0.5 1.5 2.5]
+    array([[0.5, 1.5, 2.5],
+           [0.5, 1.5, 2.5]], dtype=float32)
+    """
 
     __slots__ = ("_ops",)
 
@@ -235,7 +280,37 @@ class PostOps:
         return self
 
     def append_eltwise(self, alg, alpha=0.0, beta=0.0):
-        """Append an eltwise post-op (see :mod:`dnnq.eltwise_math` for the formulas)."""
+        """Append an element-wise function ``f = alg(f; alpha, beta)``.
+
+        Parameters
+        ----------
+        alg : str
+            relu, tanh, elu, square, abs, sqrt, linear, soft_relu, logistic, exp, gelu_tanh,
+            gelu_erf, swish, log, clip, clip_v2, pow, round, mish, hardswish, hardsigmoid
+            (an ``eltwise_`` prefix is accepted).  The formulas are oneDNN's, as
+            :func:`dnnq.eltwise_math.eltwise_reference` computes them.
+        alpha, beta : float, optional
+            The algorithm's parameters (e.g. ``linear``: ``alpha * x + beta``; ``clip``:
+            bounds ``[alpha, beta]``; ``relu``: the negative slope ``alpha``).  Finite in f32;
+            kept as f32.
+
+        Returns
+        -------
+        PostOps
+            ``self``, so that calls chain.
+
+        Raises
+        ------
+        InvalidArguments
+            For an unknown algorithm, parameters that are not finite in f32, clip /
+            clip_v2 with ``beta < alpha``, soft_relu with ``alpha == 0``, a full chain.
+
+        Examples
+        --------
+        >>> import dnnq
+        >>> len(dnnq.PostOps().append_eltwise("clip", 0.0, 6.0))
+        1
+        """
         name = canonical_eltwise_alg(alg)
         a = _f32_param(alpha, f"{name} alpha")
         b = _f32_param(beta, f"{name} beta")
@@ -248,7 +323,38 @@ class PostOps:
         return self._append(EltwiseOp(name, a, b))
 
     def append_binary(self, alg, src1_desc):
-        """Append a binary post-op whose second input is described by ``src1_desc``."""
+        """Append a binary operation ``f = alg(f, src1)`` with a second input given at execution.
+
+        The input comes as ``DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | DNNL_ARG_SRC_1``, ``i`` this
+        post-op's position in the chain; it broadcasts to the destination (each dim 1 or the
+        destination's: per tensor, per channel, full).
+
+        Parameters
+        ----------
+        alg : str
+            add, sub, mul, div, min, max, ge, gt, le, lt, eq, ne (a ``binary_`` prefix is
+            accepted).
+        src1_desc : MemoryDesc
+            The second input: f32, s8, u8 or s32.
+
+        Returns
+        -------
+        PostOps
+            ``self``.
+
+        Raises
+        ------
+        InvalidArguments
+            For an unknown algorithm, a ``src1_desc`` that is not a :class:`MemoryDesc`,
+            a position of 31 or more.
+
+        Examples
+        --------
+        >>> import dnnq
+        >>> ops = dnnq.PostOps().append_binary("mul", dnnq.MemoryDesc((1, 64, 1, 1), "f32"))
+        >>> ops.binary_positions()
+        [0]
+        """
         name = canonical_binary_alg(alg)
         if not isinstance(src1_desc, MemoryDesc):
             raise invalid("binary src1_desc", f"{src1_desc!r} of type "
@@ -260,7 +366,38 @@ class PostOps:
         return self._append(BinaryOp(name, src1_desc))
 
     def append_sum(self, scale=1.0, zero_point=0, dt=None):
-        """Append a sum post-op: ``f += scale * (dst_prev - zero_point)`` (one per chain)."""
+        """Append a sum with the destination's previous contents: ``f += scale * (dst_prev - zero_point)``.
+
+        Pass the array to accumulate into as ``DNNL_ARG_DST`` (a residual connection, for
+        example); it is read, then overwritten.  Computed as one fused multiply-add, as
+        oneDNN's kernels do.
+
+        Parameters
+        ----------
+        scale : float, optional
+            Finite in f32.
+        zero_point : int, optional
+            In the s32 range.
+        dt : str, optional
+            The data type to read ``dst_prev`` as (None: the destination's).
+
+        Returns
+        -------
+        PostOps
+            ``self``.
+
+        Raises
+        ------
+        InvalidArguments
+            For a second sum in the chain, a scale that is not finite in f32, a zero point
+            outside s32, an unknown data type.
+
+        Examples
+        --------
+        >>> import dnnq
+        >>> dnnq.PostOps().append_sum(0.5).kind(0)
+        'sum'
+        """
         for i, op in enumerate(self._ops):
             if op.kind == "sum":
                 raise invalid("sum post-op", f"a second sum (post-op {i} is already a sum)",
@@ -271,10 +408,41 @@ class PostOps:
         return self._append(SumOp(s, zp, d))
 
     def append_dw(self, weights_dt, bias_dt, dst_dt, kernel_size, stride_size, padding_l_size):
-        """Append a fused depthwise convolution (one per chain).
+        """Append a depthwise convolution fused after a 1x1 convolution (one per chain).
 
-        ``bias_dt`` may be None (no bias).  ``kernel_size`` and ``stride_size`` are ints >= 1,
-        ``0 <= padding_l_size < kernel_size``.
+        As oneDNN 3.2's fused convolution: only after a 2-D 1x1 :class:`Convolution` (stride
+        1, no padding, no groups).  Its weights ``(C, 1, 1, K, K)``, bias and scales come at
+        execution under ``DNNL_ARG_ATTR_POST_OP_DW``-prefixed ids (the user guide's
+        convolution page lists them).
+
+        Parameters
+        ----------
+        weights_dt : str
+            ``"s8"``.
+        bias_dt : str or None
+            The bias data type, None for no bias.
+        dst_dt : str
+            The data type of the depthwise output (what ``execute`` returns).
+        kernel_size, stride_size : int
+            >= 1.
+        padding_l_size : int
+            ``0 <= padding_l_size < kernel_size``.
+
+        Returns
+        -------
+        PostOps
+            ``self``.
+
+        Raises
+        ------
+        InvalidArguments
+            For a second depthwise post-op, an unknown data type, sizes out of range.
+
+        Examples
+        --------
+        >>> import dnnq
+        >>> dnnq.PostOps().append_dw("s8", "f32", "u8", 3, 1, 1).kind(0)
+        'convolution'
         """
         for i, op in enumerate(self._ops):
             if op.kind == "convolution":
@@ -289,13 +457,57 @@ class PostOps:
         return self._append(DepthwiseOp(w, b, d, k, s, p))
 
     def append_checkpoint(self):
-        """dnnq extension: remember the current value of every element for the select post-ops
-        that follow (see :class:`CheckpointOp`)."""
+        """Remember the current f32 value of every element, for the select post-ops that follow.
+
+        A dnnq extension (the value itself is unchanged); see :meth:`append_select`.
+
+        Returns
+        -------
+        PostOps
+            ``self``.
+
+        Raises
+        ------
+        InvalidArguments
+            When the chain is full (32 post-ops).
+        """
         return self._append(CheckpointOp())
 
     def append_select(self, alg, cond_desc, value_desc):
-        """dnnq extension: ``f = value if saved <alg> cond else f`` (see :class:`SelectOp`);
-        a checkpoint must precede it in the chain."""
+        """Replace elements by a value where a comparison with the checkpoint holds.
+
+        A dnnq extension: per element, ``f = value if saved <alg> cond else f``, ``saved``
+        being the value stored by the latest :meth:`append_checkpoint` before it.  ``cond``
+        comes at execution as ``DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | DNNL_ARG_SRC_1`` and
+        ``value`` as ``... | DNNL_ARG_SRC_2``, both f32, broadcast like a binary post-op's
+        input.  The comparisons are IEEE: with a NaN every one is false except ``ne``.
+
+        Parameters
+        ----------
+        alg : {"le", "lt", "ge", "gt", "eq", "ne"}
+            The comparison (a ``select_`` prefix is accepted).
+        cond_desc, value_desc : MemoryDesc
+            f32 descriptors of the two inputs.
+
+        Returns
+        -------
+        PostOps
+            ``self``.
+
+        Raises
+        ------
+        InvalidArguments
+            Without a checkpoint before it, for descriptors that are not f32, at a
+            position of 31 or more.
+
+        Examples
+        --------
+        >>> import dnnq
+        >>> one = dnnq.MemoryDesc((1, 1), "f32")
+        >>> ops = dnnq.PostOps().append_checkpoint().append_select("lt", one, one)
+        >>> ops.select_positions()
+        [1]
+        """
         name = canonical_select_alg(alg)
         for what, d in (("select cond_desc", cond_desc), ("select value_desc", value_desc)):
             if not isinstance(d, MemoryDesc):
@@ -333,24 +545,54 @@ class PostOps:
         return self._ops[j]
 
     def kind(self, i):
-        """``"eltwise"``, ``"binary"``, ``"sum"``, ``"convolution"`` (for append_dw),
-        ``"checkpoint"`` or ``"select"``.
-        An index out of range (or negative) raises InvalidArguments."""
+        """The kind of post-op ``i``.
+
+        Parameters
+        ----------
+        i : int
+            The position, 0 <= i < len(self).
+
+        Returns
+        -------
+        str
+            ``"eltwise"``, ``"binary"``, ``"sum"``, ``"convolution"`` (append_dw),
+            ``"checkpoint"`` or ``"select"``.
+
+        Raises
+        ------
+        InvalidArguments
+            For an index out of range (negative included).
+        """
         n = len(self._ops)
         if isinstance(i, (bool, np.bool_)) or not isinstance(i, Integral) or not 0 <= i < n:
             raise invalid("post-op index", repr(i), f"an int in [0, {n})")
         return self._ops[int(i)].kind
 
     def binary_positions(self):
-        """Positions of the binary post-ops (their ``DNNL_ARG_ATTR_MULTIPLE_POST_OP`` index)."""
+        """Positions of the binary post-ops (their ``DNNL_ARG_ATTR_MULTIPLE_POST_OP`` index).
+
+        Returns
+        -------
+        list of int
+        """
         return [i for i, op in enumerate(self._ops) if op.kind == "binary"]
 
     def select_positions(self):
-        """Positions of the select post-ops (their ``DNNL_ARG_ATTR_MULTIPLE_POST_OP`` index)."""
+        """Positions of the select post-ops (their ``DNNL_ARG_ATTR_MULTIPLE_POST_OP`` index).
+
+        Returns
+        -------
+        list of int
+        """
         return [i for i, op in enumerate(self._ops) if op.kind == "select"]
 
     def copy(self):
-        """An independent copy (entries are immutable, so a shallow copy suffices)."""
+        """An independent copy of the chain.
+
+        Returns
+        -------
+        PostOps
+        """
         new = PostOps()
         new._ops = list(self._ops)
         return new

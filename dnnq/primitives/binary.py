@@ -43,7 +43,58 @@ _POST_OPS = ("eltwise", "binary", "sum", "checkpoint", "select")
 
 
 class Binary(pw.ToolkitPrimitive, metaclass=CachedPrimitive):
-    """Element-wise ``dst = alg(src0 * scale0, src1 * scale1)`` (see the module docstring)."""
+    """Element-wise ``dst = alg(src0 * scale0, src1 * scale1)``, src1 broadcast.
+
+    Parameters
+    ----------
+    alg : str
+        add, sub, mul, div, min, max, ge, gt, le, lt, eq, ne (a ``binary_`` prefix is
+        accepted).
+    src0_desc, src1_desc, dst_desc : MemoryDesc
+        Each f32, s32, s8 or u8; dst dims equal src0's; src1 broadcasts to them
+        numpy-style (e.g. ``(1, C, 1, 1)``).
+    attr : PrimitiveAttr, optional
+        Scales of ``DNNL_ARG_SRC_0`` / ``DNNL_ARG_SRC_1`` / ``DNNL_ARG_DST`` (mask 0), zero
+        points (mask 0), post-ops.
+
+    Attributes
+    ----------
+    impl_info : str
+        The kernel, e.g. ``"avx512:binary"``.
+
+    Raises
+    ------
+    InvalidArguments
+        An unknown algorithm, dims that do not broadcast.
+    Unimplemented
+        A mask or post-op outside the support table.
+
+    See Also
+    --------
+    dnnq.eltwise_math.binary_reference, Sum
+
+    Notes
+    -----
+    Support table and numerics (see the module docstring):
+
+    Examples
+    --------
+    Add two int8 tensors with their own scales, per-channel broadcast of the second:
+
+    >>> import numpy as np, dnnq
+    >>> from dnnq import DNNL_ARG_SRC_0, DNNL_ARG_SRC_1, DNNL_ARG_SCALE
+    >>> attr = dnnq.PrimitiveAttr()
+    >>> _ = attr.set_scales_mask(DNNL_ARG_SRC_0, 0).set_scales_mask(DNNL_ARG_SRC_1, 0)
+    >>> add = dnnq.Binary("add", dnnq.MemoryDesc((1, 2, 2, 2), "s8"),
+    ...                   dnnq.MemoryDesc((1, 2, 1, 1), "s8"),
+    ...                   dnnq.MemoryDesc((1, 2, 2, 2), "f32"), attr=attr)
+    >>> y = add.execute({DNNL_ARG_SRC_0: np.full((1, 2, 2, 2), 10, np.int8),
+    ...                  DNNL_ARG_SRC_1: np.array([1, 2], np.int8).reshape(1, 2, 1, 1),
+    ...                  DNNL_ARG_SCALE | DNNL_ARG_SRC_0: np.array([0.5], np.float32),
+    ...                  DNNL_ARG_SCALE | DNNL_ARG_SRC_1: np.array([0.25], np.float32)})
+    >>> y[0, :, 0, 0]
+    array([5.25, 5.5 ], dtype=float32)
+    """
 
     _kind = "binary"
 
@@ -104,7 +155,30 @@ class Binary(pw.ToolkitPrimitive, metaclass=CachedPrimitive):
             "x".join(map(str, self.src1_desc.dims))
 
     def execute(self, args):
-        """Run once; returns dst (the DNNL_ARG_DST array, written in place, when given)."""
+        """Run the primitive once.
+
+        Releases the GIL; several Python threads may execute one primitive at once.
+
+        Parameters
+        ----------
+        args : dict
+            ``{DNNL_ARG_*: numpy.ndarray}``: ``DNNL_ARG_SRC_0``, ``DNNL_ARG_SRC_1``, the scales / zero points the attribute
+            declared, the post-op inputs, and optionally ``DNNL_ARG_DST``.
+
+        Returns
+        -------
+        numpy.ndarray
+            The destination: the ``DNNL_ARG_DST`` array, written in place, when given; else
+            a new array.
+
+        Raises
+        ------
+        InvalidArguments
+            A missing, unknown or mistyped key, an array of the wrong dtype or shape,
+            scales that are not finite and > 0, a destination that overlaps an input (in place: ``DNNL_ARG_DST`` may be exactly the ``DNNL_ARG_SRC_0`` array).
+        MemoryError
+            When the scratch memory cannot be allocated.
+        """
         return self._timed(self._execute, args)
 
     def _execute(self, args):

@@ -33,7 +33,49 @@ _DTS = ("f32", "s32", "s8", "u8")
 
 
 class Concat(pw.ToolkitPrimitive, metaclass=CachedPrimitive):
-    """Concatenate ``src_descs`` along ``concat_dimension`` (see the module docstring)."""
+    """Concatenate tensors along one dimension, with an optional scale per input.
+
+    Parameters
+    ----------
+    dst_desc : MemoryDesc
+        f32, s32, s8 or u8.
+    concat_dimension : int
+        The dimension to join along (negative counts from the end).
+    src_descs : sequence of MemoryDesc
+        1 to 512 inputs, each f32, s32, s8 or u8, with dst's dims except along
+        ``concat_dimension``, where their sizes add up to dst's.
+    attr : PrimitiveAttr, optional
+        A scale per input: ``set_scales_mask(DNNL_ARG_MULTIPLE_SRC + n, 0)``.
+
+    Attributes
+    ----------
+    impl_info : str
+        The kernel, e.g. ``"avx512:concat"``.
+
+    Raises
+    ------
+    InvalidArguments
+        A dimension out of range, inputs whose dims do not fit dst's.
+    Unimplemented
+        Zero points or post-ops.
+
+    See Also
+    --------
+    Sum
+
+    Notes
+    -----
+    Support table and numerics (see the module docstring):
+
+    Examples
+    --------
+    >>> import numpy as np, dnnq
+    >>> c = dnnq.Concat(dnnq.MemoryDesc((1, 3), "s8"), 1,
+    ...                 [dnnq.MemoryDesc((1, 1), "s8"), dnnq.MemoryDesc((1, 2), "s8")])
+    >>> c.execute({dnnq.DNNL_ARG_MULTIPLE_SRC + 0: np.array([[1]], np.int8),
+    ...            dnnq.DNNL_ARG_MULTIPLE_SRC + 1: np.array([[2, 3]], np.int8)})
+    array([[1, 2, 3]], dtype=int8)
+    """
 
     _kind = "concat"
 
@@ -93,7 +135,30 @@ class Concat(pw.ToolkitPrimitive, metaclass=CachedPrimitive):
         return f"axis:{self.concat_dimension} " + "x".join(map(str, self.dst_desc.dims))
 
     def execute(self, args):
-        """Run once; returns dst (the DNNL_ARG_DST array, written in place, when given)."""
+        """Run the primitive once.
+
+        Releases the GIL; several Python threads may execute one primitive at once.
+
+        Parameters
+        ----------
+        args : dict
+            ``{DNNL_ARG_*: numpy.ndarray}``: ``DNNL_ARG_MULTIPLE_SRC + n`` for each input n, the scales / zero points the attribute
+            declared, the post-op inputs, and optionally ``DNNL_ARG_DST``.
+
+        Returns
+        -------
+        numpy.ndarray
+            The destination: the ``DNNL_ARG_DST`` array, written in place, when given; else
+            a new array.
+
+        Raises
+        ------
+        InvalidArguments
+            A missing, unknown or mistyped key, an array of the wrong dtype or shape,
+            scales that are not finite and > 0, a destination that overlaps an input.
+        MemoryError
+            When the scratch memory cannot be allocated.
+        """
         return self._timed(self._execute, args)
 
     def _execute(self, args):

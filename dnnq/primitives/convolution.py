@@ -340,8 +340,41 @@ class _ConvolutionBase(KernelChoice, CheckedExecute, metaclass=CachedPrimitive):
 
     # ---- weights -----------------------------------------------------------------------------
     def prepare_weights(self, w):
-        """Pack the weights once (blocked VNNI panels per tap, or the depthwise layout, with
-        the column sums of the compensation); `execute` accepts the result in their place."""
+        """Pack the weights once, for repeated execution.
+
+        Packing lays the weights out for the kernel chosen (blocked panels per kernel tap, or
+        the depthwise layout) with the column sums of the compensation; ``execute`` accepts
+        the result in place of the plain array (plain weights are packed on every call).
+
+        Parameters
+        ----------
+        w : numpy.ndarray
+            s8 weights of ``weights_desc``'s dims, in its layout (any strides).
+
+        Returns
+        -------
+        PackedConvWeights
+            Read-only; accepted only by a primitive of the same description; pickles as its
+            plain values.
+
+        Raises
+        ------
+        InvalidArguments
+            For an array of another dtype or shape.
+
+        Examples
+        --------
+        >>> import numpy as np, dnnq
+        >>> conv = dnnq.Convolution(dnnq.MemoryDesc((1, 4, 5, 5), "u8"),
+        ...                         dnnq.MemoryDesc((8, 4, 3, 3), "s8"),
+        ...                         dnnq.MemoryDesc((1, 8, 5, 5), "s32"),
+        ...                         strides=1, padding_l=1, padding_r=1)
+        >>> w = conv.prepare_weights(np.ones((8, 4, 3, 3), np.int8))
+        >>> y = conv.execute({dnnq.DNNL_ARG_SRC: np.ones((1, 4, 5, 5), np.uint8),
+        ...                   dnnq.DNNL_ARG_WEIGHTS: w})
+        >>> y[0, 0].tolist()[:2]              # 4 channels x the taps inside the image
+        [[16, 24, 24, 24, 16], [24, 36, 36, 36, 24]]
+        """
         d = self.weights_desc
         d.check_array(w, "weights")  # dtype / shape checks; packing reads any strides
         return PackedConvWeights(self._geo, w, self._key, self._dw_layout, origin=self,
@@ -410,7 +443,48 @@ class _ConvolutionBase(KernelChoice, CheckedExecute, metaclass=CachedPrimitive):
                                          self._packed_sizes, zrow_for, layout, attrs, keys)
 
     def execute(self, args):
-        """Run once.  args: {DNNL_ARG_*: ndarray}; returns dst (written in place if given)."""
+        """Run the primitive once.
+
+        Releases the GIL: several Python threads may execute one primitive at once.  Arrays
+        of the described dtype and shape, dense in their descriptor's layout, with packed
+        weights, take the C-level path; anything else is validated and converted first.
+
+        Parameters
+        ----------
+        args : dict
+            ``{DNNL_ARG_*: numpy.ndarray}``: ``DNNL_ARG_SRC`` (logical shape, plain or
+            channels-last strides as its descriptor says), ``DNNL_ARG_WEIGHTS`` (plain or
+            from :meth:`prepare_weights`), ``DNNL_ARG_BIAS``, the declared scales / zero
+            points, the post-op inputs, the fused depthwise post-op's tensors
+            (``DNNL_ARG_ATTR_POST_OP_DW | ...``), and optionally ``DNNL_ARG_DST``.
+
+        Returns
+        -------
+        numpy.ndarray
+            The destination (the ``DNNL_ARG_DST`` array, written in place, when given).
+            With a fused depthwise post-op, the depthwise convolution's output.
+
+        Raises
+        ------
+        InvalidArguments
+            A missing, unknown or mistyped key, an array of the wrong dtype or shape,
+            scales that are not finite and > 0, zero points beyond s32, packed weights of
+            another primitive, a destination that overlaps an input.
+        MemoryError
+            When the scratch memory cannot be allocated.
+
+        Examples
+        --------
+        >>> import numpy as np, dnnq
+        >>> conv = dnnq.Convolution(dnnq.MemoryDesc((1, 1, 3, 3), "u8"),
+        ...                         dnnq.MemoryDesc((1, 1, 2, 2), "s8"),
+        ...                         dnnq.MemoryDesc((1, 1, 2, 2), "s32"),
+        ...                         strides=1, padding_l=0, padding_r=0)
+        >>> conv.execute({dnnq.DNNL_ARG_SRC: np.arange(9, dtype=np.uint8).reshape(1, 1, 3, 3),
+        ...               dnnq.DNNL_ARG_WEIGHTS: np.ones((1, 1, 2, 2), np.int8)})
+        array([[[[ 8, 12],
+                 [20, 24]]]], dtype=int32)
+        """
         if self._fused is not None:
             return execute_fused(self, args)
         if self._exec is not None:
@@ -448,8 +522,102 @@ class _ConvolutionBase(KernelChoice, CheckedExecute, metaclass=CachedPrimitive):
 
 
 class Convolution(_ConvolutionBase):
-    """int8 forward convolution (1-D, 2-D, 3-D; groups; depthwise): see the module docstring
-    for the support table."""
+    """int8 forward convolution: 1-D, 2-D, 3-D, groups, depthwise, dilation.
+
+    Created once (descriptors checked, kernel chosen, tiles planned), executed many times.
+    Results are bit-identical to oneDNN 3.2's convolution (the user guide's convolution page
+    has the numerics and the cases where dnnq follows one of oneDNN's other kernels).
+
+    Parameters
+    ----------
+    src_desc : MemoryDesc
+        u8 or s8, logical dims ``(N, IC, [D,] [H,] W)``, plain or channels-last (``nwc``,
+        ``nhwc``, ``ndhwc``).
+    weights_desc : MemoryDesc
+        s8, ``(OC, IC, [KD,] [KH,] KW)``, or grouped ``(G, OC/G, IC/G, [KD,] [KH,] KW)``
+        (depthwise: ``(C, 1, 1, KH, KW)``); plain or ``wio`` / ``hwio`` / ``dhwio``.
+    dst_desc : MemoryDesc
+        f32, s32, s8 or u8, ``(N, OC, [OD,] [OH,] OW)``, plain or channels-last.
+    bias_desc : MemoryDesc, optional
+        f32, s32, s8 or u8, dims ``(OC,)``; added in f32 after the scales, unscaled.
+    strides, padding_l, padding_r : int or sequence of int
+        Keyword-only.  One value, or one per spatial dim: strides >= 1, paddings >= 0.
+    dilates : int or sequence of int, optional
+        Keyword-only.  oneDNN's convention: 0 = dense (a dilation of d skips d pixels).
+    attr : PrimitiveAttr, optional
+        Keyword-only.  Scales and zero points (masks below), post-ops (including the fused
+        depthwise post-op :meth:`PostOps.append_dw` after a 1x1 convolution).
+
+    Attributes
+    ----------
+    impl_info : str
+        The kernel chosen: ``<isa>:brgconv`` (implicit GEMM), ``<isa>:brgconv_1x1``,
+        ``<isa>:brgconv_fold`` (few input channels), ``<isa>:dw`` (depthwise); a suffix
+        (``+ref_order``, ...) names the oneDNN kernel whose numerics dnnq follows.
+    src_desc, weights_desc, dst_desc, bias_desc : MemoryDesc
+        The descriptors.
+
+    Raises
+    ------
+    InvalidArguments
+        Dims that do not fit together (the output size must be ``(I + PL + PR - (K - 1)(D +
+        1) - 1) // S + 1``), a stride of 0, a negative padding or dilation, groups that do
+        not divide the channels, masks with bits beyond the tensor's dims.
+    Unimplemented
+        A data type, mask or post-op outside the support table.
+
+    See Also
+    --------
+    Deconvolution
+
+    Notes
+    -----
+    Execute keys: ``DNNL_ARG_SRC``, ``DNNL_ARG_WEIGHTS``, ``DNNL_ARG_BIAS``, ``DNNL_ARG_DST``;
+    with a fused depthwise post-op also ``DNNL_ARG_ATTR_POST_OP_DW | DNNL_ARG_WEIGHTS``,
+    ``| DNNL_ARG_BIAS``, and the scales ``DNNL_ARG_SCALE | DNNL_ARG_ATTR_POST_OP_DW |
+    DNNL_ARG_WEIGHTS`` / ``| DNNL_ARG_DST``.
+
+    Support table (masks over the tensor's own logical dims; ext = beyond oneDNN 3.2):
+
+    ==================  ==============================================================
+    src                 u8, s8; plain or channels-last
+    weights             s8; plain, ``wio`` / ``hwio`` / ``dhwio``, grouped
+    bias                f32, s32, s8, u8; dims (OC,)
+    dst                 f32, s32, s8, u8; plain or channels-last
+    src scale           0
+    weights scale       0, 1 (per OC); grouped: 0, 3 (per G and OC/G)
+    dst scale           0
+    src zero point      0, 2 (per IC)
+    weights zero point  0, 1 (per OC); grouped: 0, 3 (ext, as ONNX QLinearConv)
+    dst zero point      0, 2 (per OC)
+    post-ops            eltwise (all), binary (src1 dims each 1 or the dst's), sum,
+                        checkpoint / select (ext), FakeQuantize chains, depthwise
+    ==================  ==============================================================
+
+    ``DNNL_MASK_PER_CHANNEL_NCHW`` / ``_OIHW`` resolve to the channel bits above.  The padded
+    area holds the source zero point: padded taps add nothing, exactly, at every border.
+
+    Examples
+    --------
+    A 3x3 convolution, u8 channels-last source, per-channel weight scales, to u8:
+
+    >>> import numpy as np, dnnq
+    >>> from dnnq import DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, DNNL_ARG_SCALE
+    >>> attr = dnnq.PrimitiveAttr()
+    >>> _ = attr.set_scales_mask(DNNL_ARG_WEIGHTS, 1 << 0)       # per output channel
+    >>> _ = attr.set_scales_mask(DNNL_ARG_DST, 0)
+    >>> conv = dnnq.Convolution(dnnq.MemoryDesc((1, 8, 6, 6), "u8", tag="nhwc"),
+    ...                         dnnq.MemoryDesc((4, 8, 3, 3), "s8"),
+    ...                         dnnq.MemoryDesc((1, 4, 6, 6), "u8", tag="nhwc"),
+    ...                         strides=1, padding_l=1, padding_r=1, attr=attr)
+    >>> x = np.ones((1, 6, 6, 8), np.uint8).transpose(0, 3, 1, 2)   # nhwc memory
+    >>> y = conv.execute({DNNL_ARG_SRC: x,
+    ...                   DNNL_ARG_WEIGHTS: conv.prepare_weights(np.ones((4, 8, 3, 3), np.int8)),
+    ...                   DNNL_ARG_SCALE | DNNL_ARG_WEIGHTS: np.array([1, 2, 3, 4], np.float32),
+    ...                   DNNL_ARG_SCALE | DNNL_ARG_DST: np.array([4.0], np.float32)})
+    >>> y[0, :, 2, 2].tolist(), y[0, :, 0, 0].tolist()          # inside / at a corner
+    ([18, 36, 54, 72], [8, 16, 24, 32])
+    """
 
     _name = "Convolution"
     _kind = "convolution"
@@ -457,11 +625,69 @@ class Convolution(_ConvolutionBase):
 
 
 class Deconvolution(_ConvolutionBase):
-    """int8 forward deconvolution (transposed convolution), oneDNN's convention: weights
-    (OC, IC, k...) or (G, OC/G, IC/G, k...), no kernel flip,
-    ``dst[oc, i*S - PL + k*(D+1)] += src[ic, i] * w[oc, ic, k]``, output size
-    ``(I - 1) * S - PL - PR + (K - 1) * (D + 1) + 1``.  Same data types, masks and post-ops as
-    Convolution."""
+    """int8 forward deconvolution (transposed convolution), in oneDNN's convention.
+
+    ``dst[oc, i*S - PL + k*(D+1)] += src[ic, i] * w[oc, ic, k]``: weights ``(OC, IC, k...)``
+    or ``(G, OC/G, IC/G, k...)``, no kernel flip; the output size is ``(I - 1) * S - PL - PR
+    + (K - 1) * (D + 1) + 1``.  The same data types, layouts, masks and post-ops as
+    :class:`Convolution` (no fused depthwise post-op).  Results are bit-identical to
+    oneDNN 3.2, whose kernel choice dnnq models (``impl_info`` suffixes ``+gemm_order``,
+    ``+jit_deconv_nan``).
+
+    Parameters
+    ----------
+    src_desc : MemoryDesc
+        u8 or s8, ``(N, IC, [D,] [H,] W)``, plain or channels-last.
+    weights_desc : MemoryDesc
+        s8, ``(OC, IC, [KD,] [KH,] KW)`` or grouped ``(G, OC/G, IC/G, ...)``.
+    dst_desc : MemoryDesc
+        f32, s32, s8 or u8, ``(N, OC, [OD,] [OH,] OW)``.
+    bias_desc : MemoryDesc, optional
+        f32, s32, s8 or u8, ``(OC,)``.
+    strides, padding_l, padding_r : int or sequence of int
+        Keyword-only, as for :class:`Convolution`.
+    dilates : int or sequence of int, optional
+        Keyword-only; 0 = dense.
+    attr : PrimitiveAttr, optional
+        Keyword-only.  Scales, zero points and post-ops as for :class:`Convolution`.
+
+    Attributes
+    ----------
+    impl_info : str
+        The kernel chosen and the oneDNN numerics followed.
+    src_desc, weights_desc, dst_desc, bias_desc : MemoryDesc
+        The descriptors.
+
+    Raises
+    ------
+    InvalidArguments
+        Dims that do not fit together, a stride of 0, negative paddings or dilations,
+        groups that do not divide the channels.
+    Unimplemented
+        A data type, mask or post-op outside the support table (:class:`Convolution`).
+
+    See Also
+    --------
+    Convolution
+
+    Notes
+    -----
+    Support table: as :class:`Convolution`'s, without ``append_dw``.  Execute keys:
+    ``DNNL_ARG_SRC``, ``DNNL_ARG_WEIGHTS``, ``DNNL_ARG_BIAS``, ``DNNL_ARG_DST``.
+
+    Examples
+    --------
+    A 1-D deconvolution, kernel 2, stride 2: each input pixel writes two output pixels.
+
+    >>> import numpy as np, dnnq
+    >>> deconv = dnnq.Deconvolution(dnnq.MemoryDesc((1, 1, 3), "u8"),
+    ...                             dnnq.MemoryDesc((1, 1, 2), "s8"),
+    ...                             dnnq.MemoryDesc((1, 1, 6), "s32"),
+    ...                             strides=2, padding_l=0, padding_r=0)
+    >>> deconv.execute({dnnq.DNNL_ARG_SRC: np.array([[[1, 2, 3]]], np.uint8),
+    ...                 dnnq.DNNL_ARG_WEIGHTS: np.array([[[1, 10]]], np.int8)})
+    array([[[ 1, 10,  2, 20,  3, 30]]], dtype=int32)
+    """
 
     _name = "Deconvolution"
     _kind = "deconvolution"

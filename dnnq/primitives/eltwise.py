@@ -65,7 +65,49 @@ def _dst_params(qa, args, arrays):
 
 
 class Eltwise(pw.ToolkitPrimitive, metaclass=CachedPrimitive):
-    """Element-wise ``dst = alg(src; alpha, beta)`` (see the module docstring)."""
+    """Element-wise ``dst = alg(src; alpha, beta)``, with scales, zero points and post-ops.
+
+    Parameters
+    ----------
+    alg : str
+        relu, tanh, elu, square, abs, sqrt, linear, soft_relu, logistic, exp, gelu_tanh,
+        gelu_erf, swish, log, clip, clip_v2, pow, round, mish, hardswish, hardsigmoid (an
+        ``eltwise_`` prefix is accepted).
+    src_desc, dst_desc : MemoryDesc
+        Each f32, s32, s8 or u8; equal dims; plain or channels-last.
+    alpha, beta : float, optional
+        The algorithm's parameters (as :meth:`PostOps.append_eltwise`).
+    attr : PrimitiveAttr, optional
+        Scales and zero points of src and dst (mask 0), post-ops.
+
+    Attributes
+    ----------
+    impl_info : str
+        The kernel, e.g. ``"avx512:eltwise"``.
+
+    Raises
+    ------
+    InvalidArguments
+        An unknown algorithm, parameters that are not finite, descriptors of different dims.
+    Unimplemented
+        A mask or post-op outside the support table.
+
+    See Also
+    --------
+    dnnq.eltwise_math.eltwise_reference
+
+    Notes
+    -----
+    Support table and numerics (see the module docstring):
+
+    Examples
+    --------
+    >>> import numpy as np, dnnq
+    >>> d = dnnq.MemoryDesc((4,), "f32")
+    >>> dnnq.Eltwise("clip", d, d, alpha=0.0, beta=6.0).execute(
+    ...     {dnnq.DNNL_ARG_SRC: np.array([-1, 2, 7, 5.5], np.float32)})
+    array([0. , 2. , 6. , 5.5], dtype=float32)
+    """
 
     _kind = "eltwise"
 
@@ -110,7 +152,30 @@ class Eltwise(pw.ToolkitPrimitive, metaclass=CachedPrimitive):
             "x".join(map(str, self.src_desc.dims))
 
     def execute(self, args):
-        """Run once; returns dst (the DNNL_ARG_DST array, written in place, when given)."""
+        """Run the primitive once.
+
+        Releases the GIL; several Python threads may execute one primitive at once.
+
+        Parameters
+        ----------
+        args : dict
+            ``{DNNL_ARG_*: numpy.ndarray}``: ``DNNL_ARG_SRC``, the scales / zero points the attribute
+            declared, the post-op inputs, and optionally ``DNNL_ARG_DST``.
+
+        Returns
+        -------
+        numpy.ndarray
+            The destination: the ``DNNL_ARG_DST`` array, written in place, when given; else
+            a new array.
+
+        Raises
+        ------
+        InvalidArguments
+            A missing, unknown or mistyped key, an array of the wrong dtype or shape,
+            scales that are not finite and > 0, a destination that overlaps an input (in place: ``DNNL_ARG_DST`` may be exactly the ``DNNL_ARG_SRC`` array).
+        MemoryError
+            When the scratch memory cannot be allocated.
+        """
         return self._timed(self._execute, args)
 
     def _execute(self, args):

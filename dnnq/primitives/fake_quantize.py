@@ -219,14 +219,56 @@ def _append(ops, consts, lv, ol, oh, select, name):
 
 
 def append_fake_quantize(post_ops, input_low, input_high, output_low, output_high, levels):
-    """Append OpenVINO's FakeQuantize as post-ops to ``post_ops``; return the execution
-    arguments (the post-ops' inputs) to merge into ``execute``'s dict.
+    """Append OpenVINO's FakeQuantize to a post-op chain.
 
-    Bounds: numbers or arrays broadcastable to the destination (e.g. ``(C, 1, 1)`` or
-    ``(1, C, 1, 1)`` per channel of NCHW data, ``(N,)`` per column of a matmul), finite, in
-    any order (``input_low > input_high`` is a falling staircase); ``levels`` in [2, 65536].
-    Nine binary / eltwise post-ops, or twelve with dnnq's checkpoint / select extensions where
-    the nine alone would not be exact (see the module docstring for both and their exactness).
+    FakeQuantize clamps to ``[input_low, input_high]``, rounds to ``levels`` steps and maps
+    the steps onto ``[output_low, output_high]``.  It becomes nine binary / eltwise post-ops
+    (max, min, sub, mul, round, mul, add), or twelve with dnnq's checkpoint / select
+    extensions where the nine alone would not be exact; either way the result equals the
+    definition for every input, reversed bounds included.
+
+    Parameters
+    ----------
+    post_ops : PostOps
+        The chain to append to (modified in place).
+    input_low, input_high, output_low, output_high : float or array_like
+        Finite; numbers or arrays broadcastable to the destination (e.g. ``(1, C, 1, 1)``
+        per channel of NCHW data, ``(N,)`` per column of a matmul), in any order
+        (``input_low > input_high`` is a falling staircase).
+    levels : int
+        In [2, 65536].
+
+    Returns
+    -------
+    dict
+        The post-ops' inputs, ``{DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | DNNL_ARG_SRC_1: array,
+        ...}``: merge it into every ``execute`` argument dict of the primitive.
+
+    Raises
+    ------
+    InvalidArguments
+        ``post_ops`` not a :class:`PostOps`, non-finite bounds, bounds that do not
+        broadcast together, levels out of range, a chain that would exceed 32 post-ops.
+
+    See Also
+    --------
+    fake_quantize
+
+    Examples
+    --------
+    A MatMul whose f32 output goes through FakeQuantize to 256 levels on [0, 2.55]:
+
+    >>> import numpy as np, dnnq
+    >>> ops = dnnq.PostOps()
+    >>> fq_args = dnnq.append_fake_quantize(ops, 0.0, 2.55, 0.0, 2.55, 256)
+    >>> attr = dnnq.PrimitiveAttr().set_post_ops(ops)
+    >>> mm = dnnq.MatMul(dnnq.MemoryDesc((1, 2), "u8"), dnnq.MemoryDesc((2, 3), "s8"),
+    ...                  dnnq.MemoryDesc((1, 3), "f32"), attr=attr)
+    >>> y = mm.execute({dnnq.DNNL_ARG_SRC: np.array([[1, 2]], np.uint8),
+    ...                 dnnq.DNNL_ARG_WEIGHTS: np.array([[1, 0, -1], [1, 2, 3]], np.int8),
+    ...                 **fq_args})
+    >>> y.round(4)                           # [3, 4, 5] clamped to 2.55
+    array([[2.55, 2.55, 2.55]], dtype=float32)
     """
     name = "append_fake_quantize"
     if not isinstance(post_ops, PostOps):
@@ -240,8 +282,44 @@ def append_fake_quantize(post_ops, input_low, input_high, output_low, output_hig
 
 
 def fake_quantize(x, input_low, input_high, output_low, output_high, levels):
-    """OpenVINO FakeQuantize of an f32 array ``x`` (any shape; bounds broadcastable to it),
-    exact for every input and for reversed bounds (see the module docstring)."""
+    """OpenVINO's FakeQuantize of an f32 array, as one call.
+
+    ``y = round((clamp(x, input_low, input_high) - input_low) / (input_high - input_low) *
+    (levels - 1)) / (levels - 1) * (output_high - output_low) + output_low``, computed by a
+    post-op chain (:func:`append_fake_quantize`) equal to that definition for every input,
+    reversed bounds included; NaN stays NaN.
+
+    Parameters
+    ----------
+    x : numpy.ndarray of float32
+        Any shape (at least 1-D).
+    input_low, input_high, output_low, output_high : float or array_like
+        Finite; numbers or arrays broadcastable to ``x``.
+    levels : int
+        In [2, 65536].
+
+    Returns
+    -------
+    numpy.ndarray of float32
+        ``x``'s shape.
+
+    Raises
+    ------
+    InvalidArguments
+        ``x`` not a float32 array of at least one dimension, non-finite or non-broadcasting
+        bounds, levels out of range.
+
+    See Also
+    --------
+    append_fake_quantize
+
+    Examples
+    --------
+    >>> import numpy as np, dnnq
+    >>> dnnq.fake_quantize(np.array([-1.0, 0.1, 0.26, 0.5, 2.0], np.float32),
+    ...                    0.0, 1.0, 0.0, 1.0, levels=5)
+    array([0.  , 0.  , 0.25, 0.5 , 1.  ], dtype=float32)
+    """
     from dnnq.attr import PrimitiveAttr
     from dnnq.primitives.eltwise import Eltwise
     name = "fake_quantize"

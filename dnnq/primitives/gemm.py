@@ -138,9 +138,52 @@ def _gemm(a_dtype, A, B, C, transa, transb, alpha, beta, ao, bo, co, offsetc):
 
 def gemm_u8s8s32(A, B, C=None, *, transa=False, transb=False, alpha=1.0, beta=0.0, ao=0, bo=0,
                  co=None, offsetc="F"):
-    """C = alpha * (op(A) - ao)(op(B) - bo) + beta * C + co with A u8, B s8 (oneDNN's
-    dnnl_gemm_u8s8s32, row-major).  Returns C (int32, written in place when given).
+    """oneDNN's int8 GEMM: ``C = alpha * (op(A) - ao)(op(B) - bo) + beta * C + co``, A u8, B s8.
 
+    As ``dnnl_gemm_u8s8s32``, row-major, bit-identical to oneDNN 3.2 run at
+    ``avx512_core_vnni`` on one thread, at every dnnq ISA level and thread count (the result
+    depends on the problem only), for every alpha, beta and offset: oneDNN finishes the s32
+    accumulator per K block in f64 (``alpha * acc + beta * C``, rounded half away from zero
+    and saturated), then adds ``co`` wrapping.  With ``alpha = 1`` and ``beta`` in {0, 1} the
+    result is the exact s32 sum.
+
+    Parameters
+    ----------
+    A : numpy.ndarray of uint8
+        ``(M, K)``, or ``(K, M)`` with ``transa``; any strides.
+    B : numpy.ndarray of int8
+        ``(K, N)``, or ``(N, K)`` with ``transb``.
+    C : numpy.ndarray of int32, optional
+        ``(M, N)``; read when ``beta != 0``, written in place.  None: a new array.
+    transa, transb : bool, optional
+        ``op(A) = A.T`` / ``op(B) = B.T``.
+    alpha, beta : float, optional
+        Finite in f32.
+    ao, bo : int, optional
+        The zero points of A (0..255) and B (-128..127).
+    co : array_like of int32, optional
+        Offsets added last: one value (``offsetc="F"``), M values (``"C"``, one per row) or
+        N values (``"R"``, one per column).
+    offsetc : {"F", "C", "R"}, optional
+        How many values ``co`` has.
+
+    Returns
+    -------
+    numpy.ndarray of int32
+        C.
+
+    Raises
+    ------
+    InvalidArguments
+        Arrays of the wrong dtype or shape, alpha / beta not finite in f32, offsets out of
+        range, a C that shares memory with A, B or co.
+
+    See Also
+    --------
+    gemm_s8s8s32, MatMul
+
+    Notes
+    -----
     Support table (no execute keys: a function, all arguments given here):
 
     ===========  ==========================================================
@@ -152,11 +195,70 @@ def gemm_u8s8s32(A, B, C=None, *, transa=False, transb=False, alpha=1.0, beta=0.
     co, offsetc  s32 offsets added after rounding: ``offsetc="F"`` one value,
                  ``"C"`` one per row (M), ``"R"`` one per column (N)
     ===========  ==========================================================
+
+    Examples
+    --------
+    >>> import numpy as np, dnnq
+    >>> A = np.array([[1, 2], [3, 4]], np.uint8)
+    >>> B = np.array([[1, -1], [1, 1]], np.int8)
+    >>> dnnq.gemm_u8s8s32(A, B)
+    array([[3, 1],
+           [7, 1]], dtype=int32)
+    >>> dnnq.gemm_u8s8s32(A, B, alpha=0.5, co=np.array([100], np.int32))   # 1.5 -> 2
+    array([[102, 101],
+           [104, 101]], dtype=int32)
     """
     return _gemm(np.uint8, A, B, C, transa, transb, alpha, beta, ao, bo, co, offsetc)
 
 
 def gemm_s8s8s32(A, B, C=None, *, transa=False, transb=False, alpha=1.0, beta=0.0, ao=0, bo=0,
                  co=None, offsetc="F"):
-    """As gemm_u8s8s32 with A s8 (exact: no vpmaddubsw saturation on any ISA)."""
+    """oneDNN's int8 GEMM with a signed A: ``C = alpha * (op(A) - ao)(op(B) - bo) + beta * C + co``.
+
+    As :func:`gemm_u8s8s32` (``dnnl_gemm_s8s8s32``) with A s8 (ao in -128..127); exact on
+    every ISA level (no ``vpmaddubsw`` saturation).
+
+    Parameters
+    ----------
+    A : numpy.ndarray of int8
+        ``(M, K)``, or ``(K, M)`` with ``transa``.
+    B : numpy.ndarray of int8
+        ``(K, N)``, or ``(N, K)`` with ``transb``.
+    C : numpy.ndarray of int32, optional
+        ``(M, N)``, read when ``beta != 0``, written in place.
+    transa, transb : bool, optional
+        Transpose flags.
+    alpha, beta : float, optional
+        Finite in f32.
+    ao, bo : int, optional
+        Zero points of A and B (-128..127).
+    co : array_like of int32, optional
+        Offsets, as for :func:`gemm_u8s8s32`.
+    offsetc : {"F", "C", "R"}, optional
+        How many values ``co`` has.
+
+    Returns
+    -------
+    numpy.ndarray of int32
+        C.
+
+    Raises
+    ------
+    InvalidArguments
+        As :func:`gemm_u8s8s32`.
+    Unimplemented
+        Under ``set_int8_numerics("avx2")``: alpha != 1, fractional beta or offsets (oneDNN's
+        non-VNNI algorithm for them is not reproduced).
+
+    See Also
+    --------
+    gemm_u8s8s32
+
+    Examples
+    --------
+    >>> import numpy as np, dnnq
+    >>> dnnq.gemm_s8s8s32(np.array([[-128, 127]], np.int8), np.array([[1], [1]], np.int8),
+    ...                   bo=-1)                                  # (-128 + 127) * 2
+    array([[-2]], dtype=int32)
+    """
     return _gemm(np.int8, A, B, C, transa, transb, alpha, beta, ao, bo, co, offsetc)

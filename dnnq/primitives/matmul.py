@@ -76,7 +76,39 @@ class _GemmPrimitive(metaclass=CachedPrimitive):
             self._verbose("create", None)
 
     def prepare_weights(self, w):
-        """Pack weights once (VNNI blocked layout + column sums) for repeated execution."""
+        """Pack the weights once, for repeated execution.
+
+        Packing puts the weights in the kernel's blocked layout with their column sums (the
+        compensation of source zero points and s8 sources).  ``execute`` accepts the
+        result in place of the plain array; plain weights given to ``execute`` are packed on
+        every call.
+
+        Parameters
+        ----------
+        w : numpy.ndarray
+            s8 weights of ``weights_desc``'s shape.
+
+        Returns
+        -------
+        PackedGemmWeights
+            Read-only; accepted only by a primitive of the same description.  It pickles (as
+            its plain values, packed again when loaded).
+
+        Raises
+        ------
+        InvalidArguments
+            For an array of another dtype or shape.
+
+        Examples
+        --------
+        >>> import numpy as np, dnnq
+        >>> mm = dnnq.MatMul(dnnq.MemoryDesc((1, 64), "u8"), dnnq.MemoryDesc((64, 8), "s8"),
+        ...                  dnnq.MemoryDesc((1, 8), "s32"))
+        >>> w = mm.prepare_weights(np.ones((64, 8), np.int8))
+        >>> mm.execute({dnnq.DNNL_ARG_SRC: np.full((1, 64), 2, np.uint8),
+        ...             dnnq.DNNL_ARG_WEIGHTS: w})
+        array([[128, 128, 128, 128, 128, 128, 128, 128]], dtype=int32)
+        """
         w = self.weights_desc.check_array(w, "weights")
         return PackedGemmWeights(self._gemm_weights(w), owner=self._key,
                                  u8_shifted=self._core.swap_s8, origin=self)
@@ -90,12 +122,52 @@ class _GemmPrimitive(metaclass=CachedPrimitive):
         return self.prepare_weights(w)
 
     def execute(self, args):
-        """Run once. args: {DNNL_ARG_*: ndarray}; returns dst (written in place if given).
+        """Run the primitive once.
 
-        Arrays of exactly the described dtype and shape, C-contiguous, with packed weights
-        and numpy scales run straight through the C-level path; anything else (lists,
-        strided or channels-last arrays, plain weights, other bias types) is validated and
-        converted here first, at the cost of those copies."""
+        Releases the GIL: several Python threads may execute one primitive at once.  Arrays
+        of exactly the described dtype and shape, C-contiguous, with packed weights and
+        numpy scales run straight through the C-level path (about a microsecond of
+        overhead); anything else (lists of scales, strided arrays, plain weights, a bias of
+        another type) is validated and converted first, at the cost of those copies.
+
+        Parameters
+        ----------
+        args : dict
+            ``{DNNL_ARG_*: numpy.ndarray}``: ``DNNL_ARG_SRC``, ``DNNL_ARG_WEIGHTS`` (plain, or
+            from :meth:`prepare_weights`), ``DNNL_ARG_BIAS`` (when there is a
+            ``bias_desc``), the scales / zero points the attribute declared
+            (``DNNL_ARG_SCALE | arg``, ``DNNL_ARG_ATTR_ZERO_POINTS | arg``), the post-op
+            inputs (``DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | DNNL_ARG_SRC_1``), and optionally
+            ``DNNL_ARG_DST``.
+
+        Returns
+        -------
+        numpy.ndarray
+            The destination: the ``DNNL_ARG_DST`` array, written in place, when given (it
+            must be C-contiguous, writeable, and share no memory with an input); else a new
+            array.
+
+        Raises
+        ------
+        InvalidArguments
+            A missing, unknown or mistyped key, an array of the wrong dtype or shape,
+            scales that are not finite and > 0, zero points beyond s32, packed weights of
+            another primitive, a destination that overlaps an input.
+        Unimplemented
+            Rarely: values the primitive cannot compute (never for data in range).
+
+        Examples
+        --------
+        >>> import numpy as np, dnnq
+        >>> mm = dnnq.MatMul(dnnq.MemoryDesc((2, 3), "u8"), dnnq.MemoryDesc((3, 2), "s8"),
+        ...                  dnnq.MemoryDesc((2, 2), "s32"))
+        >>> dst = np.empty((2, 2), np.int32)
+        >>> y = mm.execute({dnnq.DNNL_ARG_SRC: np.arange(6, dtype=np.uint8).reshape(2, 3),
+        ...                 dnnq.DNNL_ARG_WEIGHTS: np.ones((3, 2), np.int8),
+        ...                 dnnq.DNNL_ARG_DST: dst})
+        >>> y is dst, y.tolist()
+        (True, [[3, 3], [12, 12]])
+        """
         if _verbose._level:
             t0 = time.perf_counter()
             dst = self._execute(args)
@@ -186,18 +258,57 @@ class _GemmPrimitive(metaclass=CachedPrimitive):
 
 
 class MatMul(_GemmPrimitive):
-    """int8 matrix multiplication: dst = src (M, K) x weights (K, N), optionally batched
-    (B, M, K) x (B, K, N) with the batch broadcast from 1 on either side.
+    """int8 matrix multiplication: ``dst = src (M, K) x weights (K, N)``.
 
-    ``MatMul(src_desc, weights_desc, dst_desc, bias_desc=None, attr=None)``: all checks,
-    kernel choice and planning happen here; ``prepare_weights(w)`` packs an s8 weights array
-    once; ``execute(args)`` runs (any number of times, from any number of Python threads).
+    Optionally batched, ``(B, M, K) x (B, K, N)``, with the batch broadcast from 1 on either
+    side.  All checks, the kernel choice and the planning happen at creation;
+    :meth:`prepare_weights` packs the weights once; :meth:`execute` runs, any number of
+    times, from any number of Python threads.  Results are bit-identical to oneDNN 3.2's
+    MatMul (the user guide's MatMul page has the numerics).
 
-    Data keys of ``execute``: ``DNNL_ARG_SRC`` (u8 / s8), ``DNNL_ARG_WEIGHTS`` (s8, packed by
-    ``prepare_weights`` or plain, then packed on each call), ``DNNL_ARG_BIAS`` (when
+    Parameters
+    ----------
+    src_desc : MemoryDesc
+        u8 or s8, ``(M, K)`` or ``(B, M, K)``, plain.
+    weights_desc : MemoryDesc
+        s8, ``(K, N)`` or ``(B, K, N)``, plain.
+    dst_desc : MemoryDesc
+        f32, s32, s8 or u8, ``(M, N)`` or ``(B, M, N)``.
+    bias_desc : MemoryDesc, optional
+        f32, s32, s8 or u8, broadcastable to dst (e.g. ``(1, N)``).  Added in f32 after the
+        scales, unscaled.
+    attr : PrimitiveAttr, optional
+        Scales and zero points (masks below), post-ops.
+
+    Attributes
+    ----------
+    impl_info : str
+        The kernel chosen, e.g. ``"avx512_core_vnni:blocked"``; a ``+ref_order`` suffix when
+        dnnq follows oneDNN's reference kernel's order.
+    src_desc, weights_desc, dst_desc, bias_desc : MemoryDesc
+        The descriptors.
+    attr : PrimitiveAttr or None
+        A copy of the attribute.
+
+    Raises
+    ------
+    InvalidArguments
+        Descriptors whose dims do not match (K, M, N, batch), masks with bits beyond the
+        tensor's dims, a semantic mask.
+    Unimplemented
+        A data type, layout, mask or post-op outside the support table.
+
+    See Also
+    --------
+    InnerProduct, gemm_u8s8s32
+
+    Notes
+    -----
+    Execute keys: ``DNNL_ARG_SRC`` (u8 / s8), ``DNNL_ARG_WEIGHTS`` (s8, packed by
+    :meth:`prepare_weights` or plain, then packed on each call), ``DNNL_ARG_BIAS`` (when
     ``bias_desc`` was given), ``DNNL_ARG_DST``.  Scales: ``DNNL_ARG_SCALE | DNNL_ARG_SRC``,
     ``| DNNL_ARG_WEIGHTS``, ``| DNNL_ARG_DST``; zero points: ``DNNL_ARG_ATTR_ZERO_POINTS |
-    DNNL_ARG_SRC``, ``| DNNL_ARG_WEIGHTS``, ``| DNNL_ARG_DST``; post-op inputs below.
+    DNNL_ARG_SRC``, ``| DNNL_ARG_WEIGHTS``, ``| DNNL_ARG_DST``.
 
     Support table (mask bit i = dim i of that tensor; n = ndims; ext = beyond oneDNN 3.2):
 
@@ -216,8 +327,25 @@ class MatMul(_GemmPrimitive):
                      one sum; checkpoint / select (ext)
     ===============  ===========================================================
 
-    Other masks and data types raise Unimplemented / InvalidArguments.  Numerics and the
-    bounded exceptions: docs/matmul.md.
+    Examples
+    --------
+    A u8 x s8 -> u8 layer with per-column weight scales and a ReLU:
+
+    >>> import numpy as np, dnnq
+    >>> from dnnq import DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, DNNL_ARG_SCALE
+    >>> attr = dnnq.PrimitiveAttr()
+    >>> for arg, mask in ((DNNL_ARG_SRC, 0), (DNNL_ARG_WEIGHTS, 1 << 1), (DNNL_ARG_DST, 0)):
+    ...     _ = attr.set_scales_mask(arg, mask)
+    >>> _ = attr.set_post_ops(dnnq.PostOps().append_eltwise("relu"))
+    >>> mm = dnnq.MatMul(dnnq.MemoryDesc((2, 4), "u8"), dnnq.MemoryDesc((4, 3), "s8"),
+    ...                  dnnq.MemoryDesc((2, 3), "u8"), attr=attr)
+    >>> w = mm.prepare_weights(np.array([[1, -1, 2]] * 4, np.int8))
+    >>> mm.execute({DNNL_ARG_SRC: np.full((2, 4), 10, np.uint8), DNNL_ARG_WEIGHTS: w,
+    ...             DNNL_ARG_SCALE | DNNL_ARG_SRC: np.array([0.5], np.float32),
+    ...             DNNL_ARG_SCALE | DNNL_ARG_WEIGHTS: np.array([1, 1, 0.25], np.float32),
+    ...             DNNL_ARG_SCALE | DNNL_ARG_DST: np.array([0.25], np.float32)})
+    array([[80,  0, 40],
+           [80,  0, 40]], dtype=uint8)
     """
 
     _name = "MatMul"
@@ -303,22 +431,57 @@ class MatMul(_GemmPrimitive):
 
 
 class InnerProduct(_GemmPrimitive):
-    """int8 inner product (fully connected): dst (N, OC) = src (N, IC[, *spatial]) x
-    weights (OC, IC[, *spatial])^T, with per-OC weight scales (mask 1).
+    """int8 inner product (fully connected layer): ``dst (N, OC) = src (N, IC[, *spatial]) x weights (OC, IC[, *spatial])^T``.
 
-    ``InnerProduct(src_desc, weights_desc, dst_desc, bias_desc=None, attr=None)``;
-    ``prepare_weights(w)`` packs once; ``execute(args)`` as :class:`MatMul`.
+    The weights are in oneDNN's ``(OC, IC)`` order (as PyTorch's ``Linear``); per-output-
+    channel weight scales are mask 1.  Otherwise as :class:`MatMul`: created once, weights
+    packed once by :meth:`prepare_weights`, executed many times.
 
-    Data keys of ``execute``: ``DNNL_ARG_SRC``, ``DNNL_ARG_WEIGHTS``, ``DNNL_ARG_BIAS`` (when
+    Parameters
+    ----------
+    src_desc : MemoryDesc
+        u8 or s8, ``(N, IC)`` or ``(N, IC, [D,] [H,] W)``, plain.
+    weights_desc : MemoryDesc
+        s8, ``(OC, IC[, *spatial])`` matching the source.
+    dst_desc : MemoryDesc
+        f32, s32, s8 or u8, ``(N, OC)``.
+    bias_desc : MemoryDesc, optional
+        f32, s32, s8 or u8, ``(OC,)`` or ``(1, OC)``.
+    attr : PrimitiveAttr, optional
+        Scales and zero points (masks below), post-ops.
+
+    Attributes
+    ----------
+    impl_info : str
+        The kernel chosen, e.g. ``"avx512_core_vnni:blocked"``.
+    src_desc, weights_desc, dst_desc, bias_desc : MemoryDesc
+        The descriptors.
+    attr : PrimitiveAttr or None
+        A copy of the attribute.
+
+    Raises
+    ------
+    InvalidArguments
+        Descriptors whose dims do not match, masks with bits beyond the tensor's dims.
+    Unimplemented
+        A data type, layout, mask or post-op outside the support table.
+
+    See Also
+    --------
+    MatMul
+
+    Notes
+    -----
+    Execute keys: ``DNNL_ARG_SRC``, ``DNNL_ARG_WEIGHTS``, ``DNNL_ARG_BIAS`` (when
     ``bias_desc`` was given), ``DNNL_ARG_DST``.  Scales: ``DNNL_ARG_SCALE | DNNL_ARG_SRC``,
     ``| DNNL_ARG_WEIGHTS``, ``| DNNL_ARG_DST``; zero points: ``DNNL_ARG_ATTR_ZERO_POINTS |
-    DNNL_ARG_SRC``, ``| DNNL_ARG_WEIGHTS``, ``| DNNL_ARG_DST``; post-op inputs below.
+    DNNL_ARG_SRC``, ``| DNNL_ARG_WEIGHTS``, ``| DNNL_ARG_DST``.
 
     Support table (ext = beyond oneDNN 3.2, which has no zero points on inner product):
 
     ===============  ===========================================================
     src              u8, s8; (N, IC), (N, IC, W), (N, IC, H, W), (N, IC, D, H, W)
-    weights          s8; (OC, IC[, *spatial]) matching src
+    weights          s8; (OC, IC, [D,] [H,] W) matching src
     bias             f32, s32, s8, u8; (OC,) or (1, OC)
     dst              f32, s32, s8, u8; (N, OC)
     src scale        mask 0
@@ -329,6 +492,16 @@ class InnerProduct(_GemmPrimitive):
     dst zero point   mask 0, or 2 (per-OC) (ext)
     post-ops         eltwise, binary, one sum; checkpoint / select (ext)
     ===============  ===========================================================
+
+    Examples
+    --------
+    >>> import numpy as np, dnnq
+    >>> ip = dnnq.InnerProduct(dnnq.MemoryDesc((2, 3), "s8"), dnnq.MemoryDesc((4, 3), "s8"),
+    ...                        dnnq.MemoryDesc((2, 4), "s32"))
+    >>> ip.execute({dnnq.DNNL_ARG_SRC: np.array([[1, 2, 3], [-1, -2, -3]], np.int8),
+    ...             dnnq.DNNL_ARG_WEIGHTS: np.eye(4, 3, dtype=np.int8)})
+    array([[ 1,  2,  3,  0],
+           [-1, -2, -3,  0]], dtype=int32)
     """
 
     _name = "InnerProduct"

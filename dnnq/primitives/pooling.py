@@ -34,13 +34,13 @@ result is stored with ``saturate(rne(.))``; without post-ops this is oneDNN's
 ``rne(sum / count)``.  oneDNN computes these details differently per kernel, and dnnq follows
 the kernel oneDNN would pick for the same descriptors:
 
-=====================================  ======================  =======================
-case                                   average                 ``linear`` post-op
-=====================================  ======================  =======================
-f32 (oneDNN: jit)                      ``f32(sum) / count``    one fused multiply-add
-integer, channels-last, avg (jit_int)  ``f32(sum) * f32(1/count)``  one fused multiply-add
-integer, plain, or max (ref:any)       ``f32(sum) / count``    ``alpha*x`` then ``+beta``
-=====================================  ======================  =======================
+=====================================  ============================  ==========================
+case                                   average                       ``linear`` post-op
+=====================================  ============================  ==========================
+f32 (oneDNN: jit)                      ``f32(sum) / count``          one fused multiply-add
+integer, channels-last, avg (jit_int)  ``f32(sum) * f32(1/count)``   one fused multiply-add
+integer, plain, or max (ref:any)       ``f32(sum) / count``          ``alpha*x`` then ``+beta``
+=====================================  ============================  ==========================
 
 (The choices only show with post-ops: without them every variant rounds to the same integer.)
 """
@@ -114,7 +114,54 @@ def _spatial(name, value, n, default, lo):
 
 
 class Pooling(pw.ToolkitPrimitive, metaclass=CachedPrimitive):
-    """Max / average pooling (see the module docstring)."""
+    """Max and average pooling, 1-D, 2-D and 3-D.
+
+    Parameters
+    ----------
+    alg : {"max", "avg_include_padding", "avg_exclude_padding"}
+        A ``pooling_`` prefix is accepted.
+    src_desc : MemoryDesc
+        u8, s8, s32 or f32, ``(N, C, [D,] [H,] W)``, plain or channels-last.
+    dst_desc : MemoryDesc
+        The source's data type, or f32; ``(N, C, [OD,] [OH,] OW)``.
+    strides, kernel : int or sequence of int
+        Keyword-only; >= 1, one value or one per spatial dim.
+    dilation : int or sequence of int, optional
+        Keyword-only; oneDNN's convention (0 = dense).
+    padding_l, padding_r : int or sequence of int, optional
+        Keyword-only; ``padding_l >= 0`` (None: 0), ``padding_r`` None means ``padding_l``.
+    attr : PrimitiveAttr, optional
+        Keyword-only.  Post-ops (eltwise, binary, checkpoint, select); no scales.
+
+    Attributes
+    ----------
+    impl_info : str
+        The kernel, e.g. ``"avx512:pooling_nspc"``.
+
+    Raises
+    ------
+    InvalidArguments
+        A destination size that is not oneDNN's ``(I - ((K - 1) * (D + 1) + 1) + PL + PR)
+        // S + 1``, strides or kernels < 1, paddings out of range.
+    Unimplemented
+        Scales, zero points, a sum post-op.
+
+    See Also
+    --------
+    Convolution
+
+    Notes
+    -----
+    Support table and numerics (see the module docstring):
+
+    Examples
+    --------
+    >>> import numpy as np, dnnq
+    >>> pool = dnnq.Pooling("avg_include_padding", dnnq.MemoryDesc((1, 1, 2, 4), "u8"),
+    ...                     dnnq.MemoryDesc((1, 1, 1, 2), "u8"), strides=2, kernel=2)
+    >>> pool.execute({dnnq.DNNL_ARG_SRC: np.array([[[[1, 2, 5, 5], [3, 4, 5, 6]]]], np.uint8)})
+    array([[[[2, 5]]]], dtype=uint8)
+    """
 
     _kind = "pooling"
 
@@ -256,7 +303,30 @@ class Pooling(pw.ToolkitPrimitive, metaclass=CachedPrimitive):
                 f"pr{'x'.join(map(str, self.padding_r))}")
 
     def execute(self, args):
-        """Run once; returns dst (the DNNL_ARG_DST array, written in place, when given)."""
+        """Run the primitive once.
+
+        Releases the GIL; several Python threads may execute one primitive at once.
+
+        Parameters
+        ----------
+        args : dict
+            ``{DNNL_ARG_*: numpy.ndarray}``: ``DNNL_ARG_SRC``, the scales / zero points the attribute
+            declared, the post-op inputs, and optionally ``DNNL_ARG_DST``.
+
+        Returns
+        -------
+        numpy.ndarray
+            The destination: the ``DNNL_ARG_DST`` array, written in place, when given; else
+            a new array.
+
+        Raises
+        ------
+        InvalidArguments
+            A missing, unknown or mistyped key, an array of the wrong dtype or shape,
+            scales that are not finite and > 0, a destination that overlaps an input.
+        MemoryError
+            When the scratch memory cannot be allocated.
+        """
         return self._timed(self._execute, args)
 
     def _execute(self, args):

@@ -47,7 +47,57 @@ _DTS = ("f32", "s32", "s8", "u8")
 
 
 class Reorder(pw.ToolkitPrimitive, metaclass=CachedPrimitive):
-    """Convert / (de)quantize / relayout ``src`` into ``dst`` (see the module docstring)."""
+    """Convert, (de/re)quantize and relayout ``src`` into ``dst`` in one pass.
+
+    f32 -> s8 / u8 is quantization, s8 / u8 -> f32 dequantization, 8-bit -> 8-bit
+    requantization; plain <-> channels-last layouts change on the way.  Bit-identical to
+    oneDNN 3.2's reorders.  :func:`quantize` and :func:`dequantize` are one-call forms.
+
+    Parameters
+    ----------
+    src_desc, dst_desc : MemoryDesc
+        Any of f32, s32, s8, u8 each; equal logical dims; plain or channels-last.
+    attr : PrimitiveAttr, optional
+        Scales and zero points of ``DNNL_ARG_SRC`` and ``DNNL_ARG_DST``, any mask (oneDNN
+        executes only common zero points).  No post-ops.
+
+    Attributes
+    ----------
+    impl_info : str
+        The kernel, e.g. ``"avx512:reorder"``.
+
+    Raises
+    ------
+    InvalidArguments
+        Descriptors of different dims, malformed masks.
+    Unimplemented
+        Post-ops.
+
+    See Also
+    --------
+    quantize, dequantize
+
+    Notes
+    -----
+    Execute keys: ``DNNL_ARG_SRC``, ``DNNL_ARG_DST`` (oneDNN's ``DNNL_ARG_FROM`` /
+    ``DNNL_ARG_TO``).  Support table and numerics (see the module docstring):
+
+    Examples
+    --------
+    Requantize s8 (scale 0.5) to u8 (scale 0.25, zero point 128):
+
+    >>> import numpy as np, dnnq
+    >>> from dnnq import DNNL_ARG_SRC, DNNL_ARG_DST, DNNL_ARG_SCALE, DNNL_ARG_ATTR_ZERO_POINTS
+    >>> attr = dnnq.PrimitiveAttr()
+    >>> _ = attr.set_scales_mask(DNNL_ARG_SRC, 0).set_scales_mask(DNNL_ARG_DST, 0)
+    >>> _ = attr.set_zero_points_mask(DNNL_ARG_DST, 0)
+    >>> r = dnnq.Reorder(dnnq.MemoryDesc((4,), "s8"), dnnq.MemoryDesc((4,), "u8"), attr=attr)
+    >>> r.execute({DNNL_ARG_SRC: np.array([-100, -1, 0, 60], np.int8),
+    ...            DNNL_ARG_SCALE | DNNL_ARG_SRC: np.array([0.5], np.float32),
+    ...            DNNL_ARG_SCALE | DNNL_ARG_DST: np.array([0.25], np.float32),
+    ...            DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST: np.array([128], np.int32)})
+    array([  0, 126, 128, 248], dtype=uint8)
+    """
 
     _kind = "reorder"
 
@@ -101,7 +151,30 @@ class Reorder(pw.ToolkitPrimitive, metaclass=CachedPrimitive):
         return "x".join(map(str, self.src_desc.dims))
 
     def execute(self, args):
-        """Run once; returns dst (the DNNL_ARG_DST array, written in place, when given)."""
+        """Run the primitive once.
+
+        Releases the GIL; several Python threads may execute one primitive at once.
+
+        Parameters
+        ----------
+        args : dict
+            ``{DNNL_ARG_*: numpy.ndarray}``: ``DNNL_ARG_SRC``, the scales / zero points the attribute
+            declared, the post-op inputs, and optionally ``DNNL_ARG_DST``.
+
+        Returns
+        -------
+        numpy.ndarray
+            The destination: the ``DNNL_ARG_DST`` array, written in place, when given; else
+            a new array.
+
+        Raises
+        ------
+        InvalidArguments
+            A missing, unknown or mistyped key, an array of the wrong dtype or shape,
+            scales that are not finite and > 0, a destination that overlaps an input.
+        MemoryError
+            When the scratch memory cannot be allocated.
+        """
         return self._timed(self._execute, args)
 
     def _execute(self, args):
@@ -192,13 +265,50 @@ def _run_reorder(x, dst_dt, side, sm, s, zm, z):
 
 
 def quantize(x, scale, zero_point, dt, axis=None):
-    """``q = saturate(rne(x * f32(1/scale) + zero_point))`` as a ``dt`` (s8, u8 or s32) array.
+    """Quantize an f32 array: ``q = saturate(rne(x * f32(1 / scale) + zero_point))``.
 
-    ``x``: f32 array (any shape); ``scale`` / ``zero_point``: one value (``axis=None``) or one
-    per index along ``axis`` (a per-channel mask on that dim; a single value still applies to
-    the whole tensor); ``zero_point`` may be None (0).
-    The SPEC section 2 convention: ``x = scale * (q - zero_point)``.  Runs a :class:`Reorder`
-    with destination scales / zero points (bit-identical to oneDNN's quantizing reorder).
+    The convention is ``x = scale * (q - zero_point)``.  Runs a :class:`Reorder` with
+    destination scales and zero points, so it is bit-identical to oneDNN's quantizing
+    reorder (NaN becomes 0 for u8 and 127 for s8, +-inf saturate, halves round to even).
+
+    Parameters
+    ----------
+    x : numpy.ndarray of float32
+        Any shape.
+    scale : float or array_like
+        One value (``axis=None``), or one per index along ``axis``; finite, > 0.
+    zero_point : int or array_like or None
+        As ``scale``; None means 0.
+    dt : {"u8", "s8", "s32"}
+        The quantized type.
+    axis : int, optional
+        The axis of per-channel parameters (a single value still applies to the whole
+        tensor).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``dt`` values of ``x``'s shape.
+
+    Raises
+    ------
+    InvalidArguments
+        ``x`` not a float32 array, scales that are not finite and > 0, zero points that are
+        not integers in s32, counts that do not match ``x.shape[axis]``, another ``dt``.
+
+    See Also
+    --------
+    dequantize, Reorder, dnnq.calibrate.minmax
+
+    Examples
+    --------
+    >>> import numpy as np, dnnq
+    >>> dnnq.quantize(np.array([-1.0, 0.0, 0.3, 2.0], np.float32), 0.01, 128, "u8")
+    array([ 28, 128, 158, 255], dtype=uint8)
+    >>> w = np.array([[0.5, -1.0], [0.02, 0.04]], np.float32)           # per row
+    >>> dnnq.quantize(w, np.array([1 / 127, 0.04 / 127], np.float32), 0, "s8", axis=0)
+    array([[  64, -127],
+           [  64,  127]], dtype=int8)
     """
     name = "quantize"
     _as_input(name, x, ("f32",))
@@ -210,10 +320,43 @@ def quantize(x, scale, zero_point, dt, axis=None):
 
 
 def dequantize(q, scale, zero_point=None, axis=None):
-    """``x = f32(q - zero_point) * scale`` as an f32 array (``q``: s8, u8 or s32).
+    """Dequantize an integer array: ``x = (f32(q) - f32(zero_point)) * scale``.
 
     Zero points are subtracted in f32 after converting both to f32, as oneDNN does (exact for
-    |q|, |zero_point| < 2**24).  Runs a :class:`Reorder` with source scales / zero points.
+    ``|q|, |zero_point| < 2**24``).  Runs a :class:`Reorder` with source scales and zero
+    points.
+
+    Parameters
+    ----------
+    q : numpy.ndarray
+        s8, u8 or s32 values, any shape.
+    scale : float or array_like
+        One value (``axis=None``), or one per index along ``axis``; finite, > 0.
+    zero_point : int or array_like, optional
+        As ``scale``; None means 0.
+    axis : int, optional
+        The axis of per-channel parameters.
+
+    Returns
+    -------
+    numpy.ndarray of float32
+        ``q``'s shape.
+
+    Raises
+    ------
+    InvalidArguments
+        ``q`` not an s8 / u8 / s32 array, scales that are not finite and > 0, zero points
+        that are not integers in s32, counts that do not match ``q.shape[axis]``.
+
+    See Also
+    --------
+    quantize
+
+    Examples
+    --------
+    >>> import numpy as np, dnnq
+    >>> dnnq.dequantize(np.array([28, 128, 158, 255], np.uint8), 0.5, 128)
+    array([-50. ,   0. ,  15. ,  63.5], dtype=float32)
     """
     name = "dequantize"
     _as_input(name, q, ("s8", "u8", "s32"))

@@ -42,7 +42,52 @@ _ALGS = {"softmax": False, "softmax_accurate": False, "logsoftmax": True, "softm
 
 
 class Softmax(pw.ToolkitPrimitive, metaclass=CachedPrimitive):
-    """Softmax / log-softmax along ``axis`` (see the module docstring)."""
+    """Softmax or log-softmax along one axis, with an int8 destination through scales.
+
+    Parameters
+    ----------
+    alg : {"softmax", "logsoftmax"}
+        oneDNN's ``softmax_accurate`` / ``softmax_log``.
+    src_desc, dst_desc : MemoryDesc
+        f32, s8 or u8 each; equal dims; plain or channels-last.
+    axis : int
+        In [-ndims, ndims).
+    attr : PrimitiveAttr, optional
+        Scales of src and dst (mask 0).  As in oneDNN, the source scale multiplies the
+        output: it does not dequantize the input.
+
+    Attributes
+    ----------
+    impl_info : str
+        The kernel, e.g. ``"avx512:softmax"``.
+
+    Raises
+    ------
+    InvalidArguments
+        An unknown algorithm, an axis out of range, descriptors of different dims.
+    Unimplemented
+        An s32 tensor, zero points, post-ops.
+
+    See Also
+    --------
+    Eltwise
+
+    Notes
+    -----
+    Support table and numerics (see the module docstring):
+
+    Examples
+    --------
+    Probabilities stored as u8 with a destination scale of 1/256:
+
+    >>> import numpy as np, dnnq
+    >>> attr = dnnq.PrimitiveAttr().set_scales_mask(dnnq.DNNL_ARG_DST, 0)
+    >>> sm = dnnq.Softmax("softmax", dnnq.MemoryDesc((1, 4), "f32"),
+    ...                   dnnq.MemoryDesc((1, 4), "u8"), axis=1, attr=attr)
+    >>> sm.execute({dnnq.DNNL_ARG_SRC: np.array([[0, 0, 1, 2]], np.float32),
+    ...             dnnq.DNNL_ARG_SCALE | dnnq.DNNL_ARG_DST: np.array([1 / 256], np.float32)})
+    array([[ 21,  21,  57, 156]], dtype=uint8)
+    """
 
     _kind = "softmax"
 
@@ -83,7 +128,30 @@ class Softmax(pw.ToolkitPrimitive, metaclass=CachedPrimitive):
         return f"alg:{self.alg} axis:{self.axis} " + "x".join(map(str, self.src_desc.dims))
 
     def execute(self, args):
-        """Run once; returns dst (the DNNL_ARG_DST array, written in place, when given)."""
+        """Run the primitive once.
+
+        Releases the GIL; several Python threads may execute one primitive at once.
+
+        Parameters
+        ----------
+        args : dict
+            ``{DNNL_ARG_*: numpy.ndarray}``: ``DNNL_ARG_SRC``, the scales / zero points the attribute
+            declared, the post-op inputs, and optionally ``DNNL_ARG_DST``.
+
+        Returns
+        -------
+        numpy.ndarray
+            The destination: the ``DNNL_ARG_DST`` array, written in place, when given; else
+            a new array.
+
+        Raises
+        ------
+        InvalidArguments
+            A missing, unknown or mistyped key, an array of the wrong dtype or shape,
+            scales that are not finite and > 0, a destination that overlaps an input (in place: ``DNNL_ARG_DST`` may be exactly the ``DNNL_ARG_SRC`` array).
+        MemoryError
+            When the scratch memory cannot be allocated.
+        """
         return self._timed(self._execute, args)
 
     def _execute(self, args):

@@ -44,7 +44,50 @@ def _src_list(p, src_descs):
 
 
 class Sum(pw.ToolkitPrimitive, metaclass=CachedPrimitive):
-    """``dst = sum_i scale_i * src_i`` (see the module docstring)."""
+    """Weighted sum of any number of tensors: ``dst = sum_i scale_i * src_i``.
+
+    Parameters
+    ----------
+    dst_desc : MemoryDesc
+        f32, s32, s8 or u8.
+    src_descs : sequence of MemoryDesc
+        1 to 512 inputs, each f32, s32, s8 or u8, with the dims of dst.
+    attr : PrimitiveAttr, optional
+        A scale per input: ``set_scales_mask(DNNL_ARG_MULTIPLE_SRC + n, 0)``; an input
+        without one has scale 1.
+
+    Attributes
+    ----------
+    impl_info : str
+        The kernel, e.g. ``"avx512:sum"``.
+
+    Raises
+    ------
+    InvalidArguments
+        No inputs or more than 512, inputs whose dims differ from dst's.
+    Unimplemented
+        Zero points or post-ops.
+
+    See Also
+    --------
+    Binary, Concat
+
+    Notes
+    -----
+    Support table and numerics (see the module docstring):
+
+    Examples
+    --------
+    >>> import numpy as np, dnnq
+    >>> from dnnq import DNNL_ARG_MULTIPLE_SRC, DNNL_ARG_SCALE
+    >>> d = dnnq.MemoryDesc((3,), "u8")
+    >>> attr = dnnq.PrimitiveAttr().set_scales_mask(DNNL_ARG_MULTIPLE_SRC + 1, 0)
+    >>> s = dnnq.Sum(dnnq.MemoryDesc((3,), "f32"), [d, d], attr=attr)
+    >>> s.execute({DNNL_ARG_MULTIPLE_SRC + 0: np.array([1, 2, 3], np.uint8),
+    ...            DNNL_ARG_MULTIPLE_SRC + 1: np.array([10, 20, 30], np.uint8),
+    ...            DNNL_ARG_SCALE | (DNNL_ARG_MULTIPLE_SRC + 1): np.array([0.5], np.float32)})
+    array([ 6., 12., 18.], dtype=float32)
+    """
 
     _kind = "sum"
 
@@ -85,7 +128,30 @@ class Sum(pw.ToolkitPrimitive, metaclass=CachedPrimitive):
         return f"n:{len(self.src_descs)} " + "x".join(map(str, self.dst_desc.dims))
 
     def execute(self, args):
-        """Run once; returns dst (the DNNL_ARG_DST array, written in place, when given)."""
+        """Run the primitive once.
+
+        Releases the GIL; several Python threads may execute one primitive at once.
+
+        Parameters
+        ----------
+        args : dict
+            ``{DNNL_ARG_*: numpy.ndarray}``: ``DNNL_ARG_MULTIPLE_SRC + n`` for each input n, the scales / zero points the attribute
+            declared, the post-op inputs, and optionally ``DNNL_ARG_DST``.
+
+        Returns
+        -------
+        numpy.ndarray
+            The destination: the ``DNNL_ARG_DST`` array, written in place, when given; else
+            a new array.
+
+        Raises
+        ------
+        InvalidArguments
+            A missing, unknown or mistyped key, an array of the wrong dtype or shape,
+            scales that are not finite and > 0, a destination that overlaps an input (in place: ``DNNL_ARG_DST`` may be exactly input 0).
+        MemoryError
+            When the scratch memory cannot be allocated.
+        """
         return self._timed(self._execute, args)
 
     def _execute(self, args):
