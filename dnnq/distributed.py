@@ -236,6 +236,11 @@ def _partition_array(part):
     return out
 
 
+def _dask_dataframe():
+    import dask.dataframe  # only for a dask.dataframe input: pandas is then installed
+    return dask.dataframe
+
+
 def _as_rows(data, client):
     """(dask.array with rows on axis 0, whether the model gets lists)."""
     if isinstance(data, da.Array):
@@ -249,13 +254,13 @@ def _as_rows(data, client):
     if kind.startswith("dask.bag"):
         parts = data.to_delayed()
         dtype = object
-    elif kind.startswith("dask.dataframe") and hasattr(data, "to_dask_array") \
-            and not hasattr(data, "columns"):
+    elif kind.startswith("dask.dataframe") and isinstance(data, _dask_dataframe().Series):
         parts = data.to_delayed()
         dtype = data._meta.to_numpy().dtype
-    elif kind.startswith("dask.dataframe"):
-        raise InvalidArguments(f"data: got a dask DataFrame with columns "
-                               f"{list(data.columns)[:5]}; expected one column (df['text'])")
+    elif kind.startswith("dask.dataframe") and isinstance(data, _dask_dataframe().DataFrame):
+        names = list(data.columns)
+        raise InvalidArguments(f"data: got a dask DataFrame with columns {names[:5]}; expected "
+                               f"one column (data[{names[0] if names else 'name'!r}])")
     else:
         raise InvalidArguments(f"data: got {kind}; expected a dask.array (rows along axis 0), "
                                "a dask.bag or a dask.dataframe column")
@@ -292,7 +297,15 @@ def map_batches_with_errors(make_model, data, *, batch_size=32, client=None):
     client = _client(client)
     ref = _ModelRef(_model_key(make_model), make_model)
     if client is not None:
-        client.register_plugin(_ModelPlugin(ref), name=ref.key)
+        try:
+            client.register_plugin(_ModelPlugin(ref), name=ref.key)
+        except Exception:
+            # make_model failed on a worker: not left registered for workers yet to start
+            try:
+                client.unregister_worker_plugin(ref.key)
+            except Exception:
+                pass
+            raise
     x, as_list = _as_rows(data, client)
     if x.shape[0] == 0:
         raise InvalidArguments("data: has no rows; expected at least one")
@@ -387,7 +400,8 @@ def to_parquet(values, path, *, errors=None, column="value", client=None, comput
     if errors is not None:
         errors = errors.rechunk((values.chunks[0],))
     v_blocks = values.to_delayed(optimize_graph=False).reshape(-1)
-    e_blocks = errors.to_delayed(optimize_graph=False).reshape(-1) if errors is not None else [None] * len(v_blocks)
+    e_blocks = errors.to_delayed(optimize_graph=False).reshape(-1) if errors is not None \
+        else [None] * len(v_blocks)
     starts = np.concatenate([[0], np.cumsum(values.chunks[0])[:-1]]).tolist()
     write = dask.delayed(_write_part, pure=False)
     parts = [write(v, e, start, str(path), i, column)
