@@ -9,6 +9,7 @@ import functools
 import os
 import subprocess
 import sys
+import textwrap
 import time
 
 import cloudpickle
@@ -232,6 +233,27 @@ def test_import_dnnq_needs_no_dask():
     r = subprocess.run([sys.executable, "-c", code], cwd="/", capture_output=True, text=True,
                        timeout=120)
     assert r.returncode == 0, r.stderr
+
+
+def test_without_a_cluster_the_model_loads_once_in_this_process(tmp_path):
+    code = textwrap.dedent("""
+        import sys, numpy as np, dask.array as da, dnnq.distributed as dqd
+        def make():
+            with open(sys.argv[1], "a") as f:
+                f.write("load\\n")
+            return lambda b: b.astype(np.int64) * 3
+        x = np.arange(202).reshape(101, 2)
+        for batch in (4, 7):
+            got = dqd.map_batches(make, da.from_array(x, chunks=9), batch_size=batch)
+            assert np.array_equal(got.compute(scheduler="threads"), x * 3)
+        print(dqd.load_times(make).keys())
+    """)
+    loads = str(tmp_path / "loads")
+    r = subprocess.run([sys.executable, "-c", code, loads], cwd="/", capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert _lines(loads) == ["load"]
+    assert r.stdout.strip() == "dict_keys(['local'])"
 
 
 # --- fault tolerance (last: the restarted worker loads every model registered so far) -------
