@@ -393,7 +393,8 @@ def to_parquet(values, path, *, errors=None, column="value", client=None, comput
     if not isinstance(values, da.Array) or values.ndim == 0:
         raise InvalidArguments(f"values: got {type(values).__name__}; expected a dask.array "
                                "with rows along axis 0")
-    if errors is not None and (not isinstance(errors, da.Array) or errors.shape != values.shape[:1]):
+    if errors is not None and (not isinstance(errors, da.Array)
+                               or errors.shape != values.shape[:1]):
         raise InvalidArguments(f"errors: got {getattr(errors, 'shape', type(errors).__name__)}; "
                                f"expected a dask.array of shape {values.shape[:1]}")
     values = values.rechunk({axis: -1 for axis in range(1, values.ndim)})

@@ -7,6 +7,7 @@ single-process result bit for bit.  docs/distributed.md describes it.
 (batch, 384) float32 embeddings, rejecting empty, over-long and non-UTF-8 lines by row
 (:class:`dnnq.distributed.RowError`)."""
 import functools
+import importlib.util
 import logging
 import os
 import sys
@@ -138,11 +139,7 @@ def _sample_batches(n_rows, batch, errors):
 
 
 def run(args):
-    import dnnq
-    from dnnq.demo import data
-    from dnnq.demo.encoder_int8 import Int8Encoder
-    from dnnq.demo.model import load_weights, Tokenizer, MODEL_PACKAGE
-
+    """The --dask job; returns the exit status (1 when the check finds a difference)."""
     if args.batch < 1:
         raise DemoError(f"--batch {args.batch}: expected a positive number of sentences")
     if not args.dask:
@@ -151,41 +148,45 @@ def run(args):
         raise DemoError("--dask needs --corpus FILE (one text per line)")
     kind, where = parse_dask(args.dask)
     _need_dask()
-    import dask.bag as db
-    from distributed import Client, LocalCluster, progress, wait
-    import dnnq.distributed as dqd
+    from distributed import Client, LocalCluster
+    from dnnq.demo import data
+    from dnnq.demo.encoder_int8 import Int8Encoder
+    from dnnq.demo.model import load_weights, Tokenizer
 
     lines = read_corpus(args.corpus)
     # the scales are chosen here, once, and shipped: every worker quantizes alike
     t0 = time.perf_counter()
-    weights, tok = load_weights(), Tokenizer()
-    static = Int8Encoder(weights, calibration=tok(data.CALIBRATION)).static
-    calib_s = time.perf_counter() - t0
+    weights = load_weights()
+    static = Int8Encoder(weights, calibration=Tokenizer()(data.CALIBRATION)).static
+    calibration_s = time.perf_counter() - t0
 
-    cores = os.cpu_count() or 1
     if kind == "local":
-        threads = max(1, cores // where)
+        threads = max(1, (os.cpu_count() or 1) // where)  # dnnq's, per worker
         cluster = LocalCluster(n_workers=where, threads_per_worker=1, processes=True,
                                dashboard_address=":0", silence_logs=logging.ERROR)
         client = Client(cluster)
     else:
-        threads, cluster = None, None
+        threads, cluster = None, None  # the workers' own (Dask sets OMP_NUM_THREADS=1)
         try:
             client = Client(where, timeout="20s")
         except OSError as e:
             raise DemoError(f"--dask {where}: cannot reach the scheduler ({e})") from None
     try:
-        return _run_on(client, args, lines, static, threads, calib_s, dqd, db, progress, wait,
-                       weights.config, MODEL_PACKAGE, dnnq)
+        return _embed_corpus(client, args, lines, static, threads, calibration_s,
+                             weights.config)
     finally:
         client.close()
         if cluster is not None:
             cluster.close()
 
 
-def _run_on(client, args, lines, static, threads, calib_s, dqd, db, progress, wait, config,
-            model_package, dnnq):
-    workers = client.nthreads()
+def _embed_corpus(client, args, lines, static, threads, calibration_s, config):
+    import dask.bag as db
+    from distributed import progress, wait
+    import dnnq
+    import dnnq.distributed as dqd
+    from dnnq.demo.model import MODEL_PACKAGE
+
     make_model = functools.partial(TextEncoder, static, threads)
     corpus = db.read_text(args.corpus, blocksize="16MiB", linedelimiter="\n", encoding="utf-8",
                           errors="surrogateescape")
@@ -198,7 +199,7 @@ def _run_on(client, args, lines, static, threads, calib_s, dqd, db, progress, wa
     t0 = time.perf_counter()
     values, errors = client.persist([values, errors])
     if sys.stdout.isatty():
-        progress(values, errors)   # Dask's console progress bar (and the dashboard's)
+        progress(values, errors)   # Dask's console progress bar
     wait([values, errors])
     elapsed = time.perf_counter() - t0
     errs = errors.compute()        # one message or None per row (the embeddings stay put)
@@ -216,16 +217,16 @@ def _run_on(client, args, lines, static, threads, calib_s, dqd, db, progress, wa
         same += int(np.sum(np.all(got.view(np.uint32) == want.view(np.uint32), axis=1)))
         rows += hi - lo
 
+    workers = client.nthreads()
     n_bad = sum(e is not None for e in errs)
-    n_workers = len(workers)
-    print(f"all-MiniLM-L6-v2 from {model_package} ({config.layers} layers), int8 through dnnq "
-          f"{dnnq.__version__}; Dask cluster {client.scheduler.address}: {n_workers} worker(s), "
-          f"{sum(workers.values())} thread(s) in all"
+    print(f"all-MiniLM-L6-v2 from {MODEL_PACKAGE} ({config.layers} layers), int8 through dnnq "
+          f"{dnnq.__version__}; Dask cluster {client.scheduler.address}: {len(workers)} "
+          f"worker(s), {sum(workers.values())} thread(s) in all"
           + (f", dnnq {threads} thread(s) per worker" if threads else ""))
-    if client.dashboard_link and args.dask.startswith("local:"):
+    if args.dask.startswith("local:") and importlib.util.find_spec("bokeh"):
         print(f"dashboard (while it ran): {client.dashboard_link}")
-    print(f"scales calibrated once on the client: {calib_s:.2f} s; map_batches set-up (model "
-          f"loaded on the workers, partitions counted, shape probed): {setup_s:.2f} s")
+    print(f"scales calibrated once in this process: {calibration_s:.2f} s; map_batches set-up "
+          f"(model loaded on the workers, partitions counted, shape probed): {setup_s:.2f} s")
     if loads:
         print("per-worker start-up (model load + primitive creation): "
               + ", ".join(f"{s:.2f} s" for s in sorted(loads.values())))
