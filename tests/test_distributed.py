@@ -7,6 +7,7 @@ argument errors, and ``dnnq-demo --corpus --dask``.
 Model loads and batch calls are counted in files the workers append to (one line each)."""
 import functools
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -221,10 +222,22 @@ def test_argument_errors(client):
              "a batch of 10 rows; expected one result row per input row"),
             (dict(make_model=lambda: 5, data=rows), "make_model: returned int; expected a "
              "callable"),
+            (dict(make_model=lambda: _reject_past_the_end, data=rows), "RowError: rows [10] for "
+             "a batch of 10; expected one or more positions in [0, batch length)"),
     ]:
         with pytest.raises(dnnq.InvalidArguments) as e:
             dqd.map_batches(**kwargs, client=client)
         assert message in str(e.value), (kwargs, str(e.value))
+    values = da.from_array(x, chunks=5)
+    for args, message in [((x, "p"), "values: got ndarray; expected a dask.array"),
+                          ((values, "p", values), "errors: got (10, 40); expected a dask.array "
+                           "of shape (10,)")]:
+        with pytest.raises(dnnq.InvalidArguments, match=re.escape(message)):
+            dqd.to_parquet(*args[:2], errors=args[2] if len(args) > 2 else None, client=client)
+
+
+def _reject_past_the_end(batch):
+    raise dqd.RowError({len(batch): "no such row"})
 
 
 def test_import_dnnq_needs_no_dask():
