@@ -136,10 +136,10 @@ def test_encoder_equals_single_process(client, static, local):
     texts = _corpus(256)
     make = functools.partial(TextEncoder, static, 1)
     want = np.concatenate([local(texts[i:i + 32]) for i in range(0, len(texts), 32)])
-    few = texts[:100]  # the other input kinds on fewer rows (CI time)
+    few = texts[:70]  # the other input kinds on fewer rows (CI time)
     inputs = {"bag": (db.from_sequence(texts, npartitions=7), 256),
-              "column": (ddf.from_pandas(pd.DataFrame({"t": few}), npartitions=3)["t"], 100),
-              "array": (da.from_array(np.array(few, dtype=object), chunks=30), 100)}
+              "column": (ddf.from_pandas(pd.DataFrame({"t": few}), npartitions=3)["t"], 70),
+              "array": (da.from_array(np.array(few, dtype=object), chunks=30), 70)}
     for kind, (rows, n) in inputs.items():
         got = dqd.map_batches(make, rows, batch_size=32, client=client).compute()
         assert got.shape == (n, 384) and got.dtype == np.float32, kind
