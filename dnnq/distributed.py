@@ -19,6 +19,7 @@ Needs the extra ``distributed``: ``pip install 'dnnq[distributed]'`` (Dask and p
   other exception fails the job as usual.
 * A worker lost mid-job loses no rows: Dask recomputes the batches it held.
 """
+import asyncio
 import math
 import os
 import threading
@@ -111,8 +112,10 @@ class _ModelPlugin(WorkerPlugin):
     def __init__(self, ref):
         self.ref = ref
 
-    def setup(self, worker):
-        self.ref.get()
+    async def setup(self, worker):
+        # in a thread: a load of seconds would otherwise hold up the worker's event loop
+        # (heartbeats, data transfers); a task that needs the model meanwhile waits for it
+        await asyncio.to_thread(self.ref.get)
 
     def teardown(self, worker):
         _models.pop(self.ref.key, None)
@@ -196,10 +199,11 @@ def _run_block(ref, block, batch_size, as_list, row_shape, dtype):
     for lo in range(0, n, batch_size):
         keep, out, errs = _run_batch(model, rows[lo:lo + batch_size])
         if keep:
-            if out.shape[1:] != row_shape:
+            if out.shape[1:] != row_shape or out.dtype != dtype:
                 raise InvalidArguments(
-                    f"make_model's model: returned rows of shape {out.shape[1:]} for rows "
-                    f"{lo}.. of a chunk; expected {row_shape}, as for the first batch")
+                    f"make_model's model: returned {out.dtype} rows of shape {out.shape[1:]} "
+                    f"for a batch; expected {dtype} rows of shape {row_shape}, as for the "
+                    "first batch")
             if len(keep) == min(batch_size, n - lo):
                 values[lo:lo + len(keep)] = out
             else:
@@ -232,7 +236,8 @@ def _partition_array(part):
     if hasattr(part, "to_numpy"):  # a pandas Series
         return part.to_numpy()
     out = np.empty(len(part), dtype=object)
-    out[:] = list(part) if not isinstance(part, list) else part
+    for i, item in enumerate(part):  # item by item: tuples or lists stay items
+        out[i] = item
     return out
 
 
@@ -295,6 +300,9 @@ def map_batches_with_errors(make_model, data, *, batch_size=32, client=None):
         raise InvalidArguments(f"batch_size: got {batch_size!r}; expected a positive int")
     batch_size = int(batch_size)
     client = _client(client)
+    x, as_list = _as_rows(data, client)
+    if x.shape[0] == 0:
+        raise InvalidArguments("data: has no rows; expected at least one")
     ref = _ModelRef(_model_key(make_model), make_model)
     if client is not None:
         try:
@@ -306,9 +314,6 @@ def map_batches_with_errors(make_model, data, *, batch_size=32, client=None):
             except Exception:
                 pass
             raise
-    x, as_list = _as_rows(data, client)
-    if x.shape[0] == 0:
-        raise InvalidArguments("data: has no rows; expected at least one")
     x = x.rechunk({0: _chunk_rows(x, batch_size, client),
                    **{axis: -1 for axis in range(1, x.ndim)}})
     blocks = x.to_delayed(optimize_graph=False).reshape(-1)
