@@ -17,6 +17,7 @@ import cloudpickle
 import numpy as np
 import pytest
 
+import dask
 import dask.array as da
 import dask.bag as db
 import dask.dataframe as ddf
@@ -28,7 +29,7 @@ import dnnq
 import dnnq.distributed as dqd
 from dnnq import DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, MemoryDesc
 from dnnq.demo import data
-from dnnq.demo._dask import TextEncoder
+from dnnq.demo._dask import TextEncoder, NO_MALLOC_TRIM
 from dnnq.demo.__main__ import main as demo_main
 from dnnq.demo.encoder_int8 import Int8Encoder
 from dnnq.demo.model import load_weights, Tokenizer
@@ -39,8 +40,9 @@ cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 @pytest.fixture(scope="module")
 def client():
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                      dashboard_address=None) as cluster, Client(cluster) as c:
+    with dask.config.set({NO_MALLOC_TRIM: None}), \
+            LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                         dashboard_address=None) as cluster, Client(cluster) as c:
         yield c
 
 

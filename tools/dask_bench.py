@@ -5,18 +5,22 @@ benchmark, not a test (docs/distributed.md quotes its figures).
     python tools/dask_bench.py --sentences 2000 --rounds 1
     python tools/dask_bench.py --write-corpus corpus.txt --sentences 20000   # just the corpus
 
-Configurations (each sentence embedded once per round; the best round is kept):
+Configurations (each sentence embedded once per round; the best round is kept), all with the
+model the Dask workers run (dnnq.demo._dask.TextEncoder: static scales, padding skipped in the
+per-token steps):
 
 * ``dask 1x1`` / ``dask 2x1``: a LocalCluster of 1 or 2 worker processes with one thread
   each, one dnnq thread per worker, through ``dnnq.distributed.map_batches`` (time from
   submitting the job to the last embedding held on the workers; start-up not included);
-* ``process x2``: this process, 2 dnnq threads and 2 BLAS threads, the same batches, with
-  the demo's split of each batch by sentences (its fastest form) and with its rows split
-  (the Dask model's form, whose bits do not depend on the thread count).
+* ``process x2``: this process, 2 dnnq threads and 2 BLAS threads, the same batches, each
+  split over the threads by sentences (the demo's fastest form; each part padded to its own
+  longest sentence, so a few embeddings differ in their last bits) or by rows (the form the
+  workers use, whose bits do not depend on the thread count).
 
-It also prints each worker's start-up (model load + primitive creation, from
-``dnnq.distributed.load_times``) and checks that every configuration's embeddings are the same
-bits (the sentence-split form excepted: see dnnq/demo/_dask.py).  Needs the extras demo and
+Besides sentences per second it prints the CPU time per sentence of all the configuration's
+processes and threads (less disturbed than the wall time when other jobs share the machine),
+each worker's start-up (model load + primitive creation, ``dnnq.distributed.load_times``), and
+which configurations gave the same bits as the rows-split process.  Needs the extras demo and
 distributed and the model package (README).
 """
 import argparse
@@ -47,33 +51,37 @@ def _in_process(static, texts, batch, split_sentences):
         with threadpool_limits(limits=2):
             enc = TextEncoder(static)
             enc.encoder.split_sentences = split_sentences
-            t0 = time.perf_counter()
+            t0, cpu0 = time.perf_counter(), time.process_time()
             out = np.concatenate([enc(texts[i:i + batch]) for i in range(0, len(texts), batch)])
-            return time.perf_counter() - t0, out, None
+            return time.perf_counter() - t0, time.process_time() - cpu0, out, None
     finally:
         dnnq.set_num_threads(before)
 
 
 def _on_dask(static, path, n_workers, batch):
+    import dask
     import dask.bag as db
     from distributed import Client, LocalCluster, wait
     import dnnq.distributed as dqd
-    from dnnq.demo._dask import TextEncoder
+    from dnnq.demo._dask import TextEncoder, NO_MALLOC_TRIM
     t0 = time.perf_counter()
-    with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
-                      host="127.0.0.1", dashboard_address=None,
-                      silence_logs=logging.ERROR) as cluster, Client(cluster) as client:
+    with dask.config.set({NO_MALLOC_TRIM: None}), \
+            LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
+                         host="127.0.0.1", dashboard_address=None,
+                         silence_logs=logging.ERROR) as cluster, Client(cluster) as client:
         started = time.perf_counter() - t0
         make = functools.partial(TextEncoder, static, 1)
         corpus = db.read_text(path, blocksize="16MiB", linedelimiter="\n", encoding="utf-8",
                               errors="surrogateescape")
         values = dqd.map_batches(make, corpus, batch_size=batch, client=client)
         loads = dqd.load_times(make, client=client)
+        cpu0 = client.run(time.process_time)
         t0 = time.perf_counter()
         values = client.persist(values)
         wait(values)
         elapsed = time.perf_counter() - t0
-        return elapsed, values.compute(), (started, sorted(loads.values()))
+        cpu = sum(client.run(time.process_time)[w] - c for w, c in cpu0.items())
+        return elapsed, cpu, values.compute(), (started, sorted(loads.values()))
 
 
 def main(argv=None):
@@ -121,22 +129,26 @@ def main(argv=None):
         "process x2, rows split": lambda: _in_process(static, texts, args.batch, False),
         "process x2, sentences split": lambda: _in_process(static, texts, args.batch, True),
     }
-    best, results, extra = {}, {}, {}
+    best, cpu, results, extra = {}, {}, {}, {}
     try:
         for rnd in range(args.rounds):  # rounds interleave the configurations
             for name, run in configs.items():
-                seconds, out, info = run()
+                seconds, cpu_s, out, info = run()
                 best[name] = min(best.get(name, float("inf")), seconds)
+                cpu[name] = min(cpu.get(name, float("inf")), cpu_s)
                 results[name], extra[name] = out, info or extra.get(name)
-                print(f"  round {rnd + 1} {name:<28s} {len(texts) / seconds:8.1f} sentences/s "
-                      f"(load average {os.getloadavg()[0]:.1f})", flush=True)
+                print(f"  round {rnd + 1} {name:<28s} {len(texts) / seconds:8.1f} sentences/s, "
+                      f"{1e3 * cpu_s / len(texts):5.2f} CPU ms/sentence (load average "
+                      f"{os.getloadavg()[0]:.1f})", flush=True)
     finally:
         if tmp is not None:
             os.unlink(tmp.name)
 
-    print(f"\nbest of {args.rounds} round(s), sentences/s:")
+    print(f"\nbest of {args.rounds} round(s): sentences/s, CPU ms per sentence (all the "
+          "configuration's processes and threads; less disturbed by other jobs than the wall "
+          "time):")
     for name in configs:
-        line = f"  {name:<28s} {len(texts) / best[name]:8.1f}"
+        line = f"  {name:<28s} {len(texts) / best[name]:8.1f} {1e3 * cpu[name] / len(texts):6.2f}"
         if extra.get(name):
             started, loads = extra[name]
             line += (f"   (cluster start {started:.1f} s; per-worker start-up "
