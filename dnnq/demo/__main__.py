@@ -292,6 +292,13 @@ def parser():
                    "(needs matplotlib)")
     p.add_argument("--no-peers", action="store_true", help="time only dnnq int8 and float32 "
                    "numpy, even where PyTorch / ONNX Runtime are installed")
+    p.add_argument("--corpus", metavar="FILE", help="with --dask: embed this text file, one "
+                   "text per line, on a Dask cluster (docs/distributed.md)")
+    p.add_argument("--dask", metavar="local:N|tcp://HOST:PORT", help="with --corpus: a "
+                   "LocalCluster of N worker processes, or a running scheduler; prints the "
+                   "throughput and checks a sample against this process bit for bit")
+    p.add_argument("--out", metavar="DIR", help="with --dask: write the embeddings there as "
+                   "Parquet")
     p.add_argument("--min-time", type=float, default=0.3, help=argparse.SUPPRESS)
     return p
 
@@ -299,6 +306,9 @@ def parser():
 def main(argv=None):
     args = parser().parse_args(argv)
     try:
+        if args.dask or args.corpus or args.out:
+            from dnnq.demo import _dask
+            return _dask.run(args)
         return run(args)
     except DemoError as e:
         sys.stderr.write(f"\ndnnq-demo: error: {e}\n")

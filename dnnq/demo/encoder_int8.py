@@ -177,7 +177,9 @@ class Int8Encoder:
     """The encoder with its 36 linear layers int8 through dnnq (see the module docstring).
 
     ``Int8Encoder(weights, calibration=(ids, mask))`` -- static: activation scales chosen once
-    on the calibration batch; ``Int8Encoder(weights, dynamic=True)`` -- from each batch."""
+    on the calibration batch (or ``calibration=`` another encoder's ``static``: the same
+    scales without the float32 pass, e.g. on Dask workers); ``Int8Encoder(weights,
+    dynamic=True)`` -- from each batch."""
 
     def __init__(self, weights, calibration=None, dynamic=False, n_layers=None, gelu="post_op",
                  fuse_residual=True, split_sentences=True, skip_padding=False):
@@ -212,7 +214,8 @@ class Int8Encoder:
         self._quant = {c.hidden: Quantizer(c.hidden), c.intermediate: Quantizer(c.intermediate)}
         self.static = None
         if not dynamic:
-            self.static = self.calibrate(*calibration)
+            self.static = dict(calibration) if isinstance(calibration, dict) else \
+                self.calibrate(*calibration)
             if self.gelu == "lut":
                 self.luts = [pair_table(self._gelu_lut(i)) for i in range(self.n_layers)]
 
