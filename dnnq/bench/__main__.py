@@ -253,6 +253,8 @@ def main(argv=None):
         print("\n".join(format_table(head + ["notes"], timed,
                                       right=set(range(2, 4 + 2 * len(PEERS))))))
     if checked:
+        if timed:
+            print()
         print("\n".join(format_table(["problem", "kernel", "check against oneDNN"], checked)))
     for peer, rs in ratios.items():
         if rs:
