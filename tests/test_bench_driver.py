@@ -54,7 +54,7 @@ def test_trailing_settings_apply_to_problems_without_them():
 
 def test_default_set_takes_the_settings_given():
     probs, opts = parse("--mode=C", "--threads", "1", "--csv=x.csv")
-    assert [p[1] for p in probs] == drv.DEFAULT[1:]
+    assert [p[1] for p in probs] == KINDS["matmul"].sets["bert_base"].descriptors
     assert all(p[2] == "C" for p in probs)
     assert opts["threads"] == "1" and opts["csv"] == "x.csv"
 
@@ -82,10 +82,49 @@ def test_batch_file(tmp_path):
     (["--clock=gpu"], "expected wall or cpu"),
     (["--clock=cpu", "--threads=2"], "expected --threads=1"),
     (["--clock=cpu"], "expected --threads=1"),
+    # a kind with no problem after it
+    (["--rnn"], "--rnn is followed by no problem; expected a descriptor lXtXmbX"),
+    (["--conv"], "--conv is followed by no problem.*built-in set \\(resnet50, mobilenet"),
+    (["--conv", "--mode=C"], "--conv is followed by no problem"),
+    (["--matmul", "1x8:8x4", "--ip"], "--ip is followed by no problem"),
+    (["--rnn", "--conv", "resnet50"], "--rnn is followed by no problem"),
+    # values a setting does not take
+    (["--rnn", "--alg=LSTM", "l1t2mb2sic16"], "--alg=LSTM: got 'LSTM'; expected VANILLA_LSTM"),
+    (["--rnn", "--direction=both", "l1t2sic8"], "expected left2right, right2left, concat or sum"),
+    (["--rnn", "--cfg=s8s8s8s8", "l1t2sic8"], "--cfg=s8s8s8s8"),
+    (["--rnn", "--scaling=per_gate", "l1t2sic8"], "expected common or per_oc"),
+    (["--conv", "--tag=nchw16c", "ic8ih5oc8"], "expected nhwc or nchw"),
+    (["--matmul", "--dt=u9:s8:u8", "1x8:8x4"], "--dt=u9:s8:u8"),
+    (["--matmul", "--dt=u8:s8", "1x8:8x4"], "expected SRC:WEI:DST"),
+    (["--conv", "--attr-scales=src:bogus", "ic8ih5oc8"], "ARG:MASK"),
+    (["--conv", "--attr-scales=wei:per_oc:0.5", "ic8ih5oc8"], "takes no value"),
+    (["--conv", "--attr-zero-points=src:common:1.5", "ic8ih5oc8"], "an integer"),
+    (["--conv", "--attr-post-ops=relu+sum+sum", "ic8ih5oc8"], "at most one sum"),
+    (["--deconv", "--attr-post-ops=dw_k3s1p1", "ic8ih5oc8"], "an eltwise"),
+    (["--ip", "--attr-post-ops=add:f64", "mb2ic8oc4"], "add:DT"),
+    (["--peer-isa=AVX3"], "--peer-isa=AVX3"),
+    (["--alg=VANILLA_GRU", "--rnn", "l1t2sic8"], "before any problem kind.*applies to --rnn"),
+    (["1x8:8x4"], "before any problem kind"),
+    # unknown sets, sets of another kind, bad batch suffixes
+    (["--conv", "resnet"], "nor is 'resnet' a built-in set of --conv \\(resnet50"),
+    (["--matmul", "resnet50"], "resnet50 is a built-in set of --conv, not of --matmul"),
+    (["--rnn", "gnmt"], "nor is 'gnmt' a built-in set of --rnn \\(it has none\\)"),
+    (["--conv", "resnet50:mb0"], "expected resnet50 or resnet50:mbN"),
+    (["--conv", "resnet50:x"], "expected resnet50 or resnet50:mbN"),
+    (["--matmul", "bert_base:mb8"], "has no batch"),
+    (["--rnn", "l1t2sic8junk"], "expected lXtXmbXsicX"),
+    (["--ip", "mb2ic8oc4oops"], "expected mbXicXocX"),
 ])
 def test_usage_errors(argv, message):
     with pytest.raises(drv.UsageError, match=message.replace("[", r"\[")):
         drv.parse_args(argv, KINDS)
+
+
+def test_sets_expand_per_kind():
+    problems, _ = drv.parse_args(["--matmul", "bert_base", "--conv", "mobilenet_dw:mb4"], KINDS)
+    assert [p[1] for p in problems[:8]] == KINDS["matmul"].sets["bert_base"].descriptors
+    from dnnq.bench.conv import MOBILENET_DW
+    assert [p[1] for p in problems[8:]] == [d.replace("mb1", "mb4") for d in MOBILENET_DW]
 
 
 def test_conv_descriptors_and_builtin_sets():
@@ -170,7 +209,9 @@ def test_bridge_is_the_installed_package():
     assert r.stdout.strip().endswith(os.path.join("dnnq", "testing", "__init__.py"))
 
 
-@pytest.mark.parametrize("argv", [["--bogus"], ["--matmul", "1x2:3x4"], ["--conv", "x"]])
+@pytest.mark.parametrize("argv", [["--bogus"], ["--matmul", "1x2:3x4"], ["--conv", "x"],
+                                  ["--rnn"], ["--conv"], ["--rnn", "--alg=LSTM", "l1t2mb2sic16"],
+                                  ["--conv", "resnet"], ["--rnn", "--direction=up", "l1t2sic8"]])
 def test_usage_errors_exit_2_before_running(tmp_path, argv):
     r = bench(tmp_path, *argv)
     assert r.returncode == 2
@@ -269,16 +310,37 @@ def test_conv_s8_source_runs_without_a_torch_peer(tmp_path):
     assert row["torch_note"] in ("not installed", "n/a: PyTorch's quantized Conv2d takes u8 -> u8 only")
 
 
-def test_conv_zero_points_setting(tmp_path):
-    """--attr-zero-points on convolutions (src / dst common, benchdnn's syntax): dnnq and
-    oneDNN get the same zero points (--mode=C compares them), and the others are refused"""
-    r = bench(tmp_path, "--conv", "--attr-zero-points=src:common:128+dst:common:3", "--mode=C",
-              "mb1ic8ih6oc20oh6kh3ph1", "--deconv", "mb1ic8ih5oc8oh10kh2sh2ph0")
+@pytest.mark.skipif(not dnnq.testing.onednn_expected(), reason="no oneDNN wheel off x86-64 Linux")
+def test_conv_attributes_as_benchdnn(tmp_path):
+    """--attr-scales, --attr-zero-points and --attr-post-ops on convolutions and
+    deconvolutions, in benchdnn's syntax: dnnq and oneDNN get the same attributes, and
+    --mode=C finds every element bit-identical (sizes below, at and past a vector of 16
+    channels; plain and channels-last; grouped; sum, binary and eltwise post-ops)"""
+    r = bench(tmp_path, "--mode=C", "--conv",
+              "--attr-scales=src:common:0.25+wei:per_oc+dst:common:2",
+              "--attr-zero-points=src:common:135+dst:common:1",
+              "--attr-post-ops=sum:1.5:2+relu", "mb1ic20ih6oc17oh6kh3ph1",
+              "--reset", "--mode=C", "--attr-scales=wei:common:0.5+dst:common:0.25",
+              "--attr-post-ops=add:f32:per_oc+linear:2:-1+mul:f32:per_tensor",
+              "--dt=u8:s8:f32", "--tag=nchw", "mb2ic16ih5oc16kh3ph1",
+              "--reset", "--mode=C", "--attr-zero-points=src:per_dim_1", "--dt=s8:s8:s8",
+              "--bia-dt=undef", "--attr-post-ops=clip:-20:60", "g4mb1ic32ih7oc32kh3sh2ph1",
+              "--reset", "--mode=C", "g33mb1ic33ih9oc33kh3ph1",
+              "--deconv", "--attr-scales=src:common:0.5+wei:per_oc+dst:common:4",
+              "--attr-zero-points=src:common:3+dst:common:-2", "--attr-post-ops=sum:0.5+relu",
+              "mb1ic8ih5oc20oh10kh2sh2ph0")
     assert r.returncode == 0, r.stdout + r.stderr
-    if dnnq.testing.available():
-        assert r.stdout.count("bit-identical to oneDNN") == 2, r.stdout
-    r = bench(tmp_path, "--conv", "--attr-zero-points=wei:common:1", "mb1ic8ih6oc8oh6kh3ph1")
-    assert r.returncode != 0 and "src / dst common zero points" in r.stdout + r.stderr
+    assert r.stdout.count("PASSED") == 5 and "FAILED" not in r.stdout, r.stdout
+    assert "timing (" not in r.stdout and "dnnq us" not in r.stdout  # --mode=C: no timing
+
+
+def test_conv_attributes_dnnq_refuses_are_reported(tmp_path):
+    """A configuration dnnq's convolution does not implement (per-channel dst scales) runs
+    nothing for that problem, says why in its row and exits 1; the others still run."""
+    r = bench(tmp_path, "--mode=C", "--conv", "--attr-scales=dst:per_oc", "mb1ic8ih6oc8kh3ph1",
+              "--reset", "--mode=C", "mb1ic8ih6oc8kh3ph1")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "Unimplemented" in r.stdout and "scales mask 2 of dst" in r.stdout
 
 
 def test_threads_bound_unless_the_environment_says(tmp_path, monkeypatch):

@@ -70,7 +70,9 @@ cdef class PackedGemmWeights:
     def __init__(self, w, owner=None, u8_shifted=False, origin=None):
         w = np.asarray(w)
         if w.ndim == 2:
-            w = w[None]
+            # (not w[None]: GCC reports -Warray-bounds in the integer-index path Cython
+            # inlines for that subscript, never taken for None)
+            w = np.expand_dims(w, 0)
         if w.dtype != np.int8 or w.ndim != 3:
             raise TypeError("PackedGemmWeights: expected int8 weights (K, N) or (batch, K, N)")
         self.batch, self.K, self.N = (int(d) for d in w.shape)

@@ -1,16 +1,19 @@
-"""Convolution / deconvolution problems for the driver: benchdnn's descriptor grammar with its
-defaults, the built-in layer sets `resnet50` and `mobilenet`, and the timing of dnnq against
-oneDNN 3.2 (its argument array built once) and PyTorch's quantized Conv2d where installed.
+"""Convolution / deconvolution problems for the driver (``--conv``, ``--deconv``): benchdnn's
+descriptor grammar with its defaults, the built-in layer sets (``resnet50``, ``mobilenet``,
+``mobilenet_dw``), benchdnn's attribute settings (--attr-scales, --attr-zero-points,
+--attr-post-ops) given alike to dnnq and oneDNN, and the timing of dnnq against oneDNN 3.2 (its
+argument array built once) and PyTorch's quantized Conv2d where installed.
 
-Target configuration (issue 9): u8 x s8 -> u8, per-OC weight scales, f32 bias, relu,
+Default configuration (issue 9's target): u8 x s8 -> u8, per-OC weight scales, f32 bias, relu,
 channels-last data."""
 import re
 
 import numpy as np
 
 import dnnq
-from dnnq.errors import InvalidArguments, Unimplemented
-from dnnq.bench.problems import parse_quant, strip_name
+from dnnq.errors import InvalidArguments
+from dnnq.bench.problems import mask_of, parse_post_ops, parse_quant, strip_name
+from dnnq.bench.registry import Setting, choice, register, register_set, split_dt
 
 # ---- descriptors --------------------------------------------------------------------------
 
@@ -27,6 +30,9 @@ def parse_conv(desc, deconv=False):
     from the output size (the right padding always is)."""
     body, name = strip_name(desc.strip())
     vals = {}
+    if not re.fullmatch(r"([a-z]+\d+)+", body.replace("_", "")):
+        raise InvalidArguments(f"conv descriptor {desc!r}: expected entries NAME<integer> "
+                               f"({', '.join(_KEYS)}), e.g. mb1ic64ih56oc64oh56kh3ph1")
     for k, v in re.findall(r"([a-z]+)(\d+)", body.replace("_", "")):
         if k not in _KEYS:
             raise InvalidArguments(f"conv descriptor {desc!r}: unknown entry {k!r}; expected "
@@ -154,120 +160,175 @@ MOBILENET = ['mb1ic3ih224oc32oh112kh3sh2ph1n"stem_3x3s2"'] + MOBILENET_DW + [
     'mb1ic512ih7oc1024oh7kh1ph0n"pw8"',
     'mb1ic1024ih7oc1024oh7kh1ph0n"pw9"',
 ]
-SETS = {"resnet50": RESNET50, "mobilenet": MOBILENET, "mobilenet_dw": MOBILENET_DW}
+SETS = {"resnet50": (RESNET50, "ResNet-50 v1 at batch 1: its 20 distinct layer geometries"),
+        "mobilenet": (MOBILENET, "MobileNet v1 (224x224) at batch 1: stem, depthwise and "
+                      "pointwise layers"),
+        "mobilenet_dw": (MOBILENET_DW, "MobileNet v1's 9 depthwise 3x3 layers at batch 1")}
 
 
 def with_batch(descs, mb):
     return [re.sub(r"mb\d+", f"mb{mb}", d, count=1) for d in descs]
 
 
-# ---- timing ---------------------------------------------------------------------------------
+# ---- the problem: dnnq's primitive and the same attributes for oneDNN -------------------------
+
+#: the default configuration (issue 9's target): u8 x s8 -> u8, common src / dst scales,
+#: per-OC weight scales, f32 bias, relu, channels-last data
+DEFAULTS = {"dt": "u8:s8:u8", "bia-dt": "f32", "tag": "nhwc",
+            "attr-scales": "src:common:0.02+wei:per_oc+dst:common:0.5",
+            "attr-zero-points": "", "attr-post-ops": "relu"}
+_ARG = {"src": dnnq.DNNL_ARG_SRC, "wei": dnnq.DNNL_ARG_WEIGHTS, "dst": dnnq.DNNL_ARG_DST}
+
+
+def _conv_mask(mname, arg, dims, grouped):
+    """benchdnn's mask names on a (de)convolution: per_oc is per_dim_1 for data and the output
+    channels of the weights (per_dim_0, or per_dim_01 grouped); per_tensor every dim."""
+    per_oc = (3 if grouped else 1) if arg == "wei" else 2
+    mask = mask_of(mname, per_oc)
+    return (1 << len(dims)) - 1 if mask is None else mask
+
+
+def _count(mask, dims):
+    return int(np.prod([d for i, d in enumerate(dims) if mask >> i & 1]))
+
+
+def _binary_src1(rng, dt, mname, dst_dims):
+    """A binary post-op's second input: dims 1 or the dst's, as the mask says."""
+    mask = _conv_mask(mname, "dst", dst_dims, False)
+    shape = tuple(d if mask >> i & 1 else 1 for i, d in enumerate(dst_dims))
+    if dt == "f32":
+        return rng.normal(0, 1, shape).astype(np.float32)
+    lo, hi = (0, 10) if dt == "u8" else (-5, 6)
+    return rng.integers(lo, hi, shape).astype(dnnq.MemoryDesc(shape, dt).numpy_dtype)
+
 
 def build(desc, knobs, rng, deconv=False, tag=True):
-    """dnnq primitive + execution args (the target configuration, --dt honoured) for a
-    descriptor string or a parsed geometry."""
+    """dnnq primitive + execution args for a descriptor string or a parsed geometry, with the
+    settings of ``knobs`` (--dt, --bia-dt, --attr-scales, --attr-zero-points,
+    --attr-post-ops; the others from DEFAULTS), and ``ref_kw``: the same attributes as
+    keywords of :func:`dnnq.testing.convolution` / ``ConvHandle`` (``prev``: the
+    destination's prior content a sum post-op reads, else None)."""
+    knobs = dict(DEFAULTS, **knobs)
     geo = parse_conv(desc, deconv) if isinstance(desc, str) else desc
-    sdt, _, ddt = (knobs.get("dt", "u8:s8:u8").split(":") + ["s8", "u8"])[:3]
+    sdt, _, ddt = split_dt(knobs["dt"])
     sd, wd, dd, bd, kw = conv_descs(geo, sdt, ddt, tag, deconv)
-    attr = dnnq.PrimitiveAttr()
-    OC = geo["oc"]
-    G = geo["g"]
-    attr.set_scales_mask(dnnq.DNNL_ARG_SRC, 0)
-    attr.set_scales_mask(dnnq.DNNL_ARG_WEIGHTS, 3 if G > 1 else 1)
-    attr.set_scales_mask(dnnq.DNNL_ARG_DST, 0)
-    # --attr-zero-points: src and dst, common (benchdnn's syntax; a value, else 0)
-    zps = {}  # arg name -> its zero point (int32 array of one value)
-    zkeys = {"src": dnnq.DNNL_ARG_SRC, "dst": dnnq.DNNL_ARG_DST}
-    for arg, (mname, value) in parse_quant(knobs.get("attr-zero-points", ""),
-                                           "zero-points").items():
-        if arg == "wei" or mname != "common":
-            raise Unimplemented(f"--attr-zero-points={knobs['attr-zero-points']}: the "
-                                "convolution benchmark takes src / dst common zero points")
-        attr.set_zero_points_mask(zkeys[arg], 0)
-        zps[arg] = np.int32([int(value or 0)])
-    ops = dnnq.PostOps()
-    ops.append_eltwise("relu")
-    attr.set_post_ops(ops)
-    cls = dnnq.Deconvolution if deconv else dnnq.Convolution
-    p = cls(sd, wd, dd, bd, attr=attr, **kw)
+    if knobs["bia-dt"].lower() == "undef":
+        bd = None
+    OC, G = geo["oc"], geo["g"]
     info = np.iinfo(np.uint8 if sdt == "u8" else np.int8)
     src = sd.logical_view(rng.integers(info.min, info.max + 1, sd.physical_shape,
                                        dtype=info.dtype))
     wei = rng.integers(-128, 128, wd.dims, dtype=np.int8)
-    bias = rng.normal(0, 1, OC).astype(np.float32)
-    ss = np.float32([0.02])
-    ws = rng.uniform(1e-3, 1e-2, OC).astype(np.float32)
-    ds = np.float32([0.5])
+    bias = rng.normal(0, 1, OC).astype(np.float32) if bd is not None else None
+    dims = {"src": sd.dims, "wei": wd.dims, "dst": dd.dims}
+    attr = dnnq.PrimitiveAttr()
+    args, ref_kw = {}, dict(kw)
+    for arg, (mname, value) in parse_quant(knobs["attr-scales"], "scales").items():
+        mask = _conv_mask(mname, arg, dims[arg], G > 1)
+        attr.set_scales_mask(_ARG[arg], mask)
+        vals = (np.float32([value]) if mask == 0 else
+                rng.uniform(1e-3, 1e-2, _count(mask, dims[arg])).astype(np.float32))
+        args[dnnq.DNNL_ARG_SCALE | _ARG[arg]] = vals
+        ref_kw[f"{arg}_scales"], ref_kw[f"{arg}_scale_mask"] = vals, mask
+    for arg, (mname, value) in parse_quant(knobs["attr-zero-points"], "zero-points").items():
+        mask = _conv_mask(mname, arg, dims[arg], G > 1)
+        attr.set_zero_points_mask(_ARG[arg], mask)
+        vals = (np.int32([value]) if mask == 0 else
+                rng.integers(-4, 5, _count(mask, dims[arg])).astype(np.int32))
+        args[dnnq.DNNL_ARG_ATTR_ZERO_POINTS | _ARG[arg]] = vals
+        ref_kw[f"{arg}_zp"], ref_kw[f"{arg}_zp_mask"] = vals, mask
+    ops, ref_ops, has_sum = dnnq.PostOps(), [], False
+    for i, op in enumerate(parse_post_ops(knobs["attr-post-ops"])):
+        if op[0] == "eltwise":
+            ops.append_eltwise(*op[1:])
+            ref_ops.append(op)
+        elif op[0] == "sum":
+            ops.append_sum(*op[1:])
+            ref_ops.append(op)
+            has_sum = True
+        else:
+            s1 = _binary_src1(rng, op[2], op[3], dd.dims)
+            ops.append_binary(op[1], dnnq.MemoryDesc(s1.shape, op[2]))
+            args[dnnq.DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | dnnq.DNNL_ARG_SRC_1] = s1
+            ref_ops.append(("binary", op[1], s1))
+    attr.set_post_ops(ops)
+    ref_kw["post_ops"] = ref_ops
+    cls = dnnq.Deconvolution if deconv else dnnq.Convolution
+    p = cls(sd, wd, dd, bd, attr=attr, **kw)
     dst = dd.empty()
-    args = {dnnq.DNNL_ARG_SRC: src, dnnq.DNNL_ARG_WEIGHTS: p.prepare_weights(wei),
-            dnnq.DNNL_ARG_BIAS: bias, dnnq.DNNL_ARG_DST: dst,
-            dnnq.DNNL_ARG_SCALE | dnnq.DNNL_ARG_SRC: ss,
-            dnnq.DNNL_ARG_SCALE | dnnq.DNNL_ARG_WEIGHTS: ws,
-            dnnq.DNNL_ARG_SCALE | dnnq.DNNL_ARG_DST: ds}
-    for arg, zp in zps.items():
-        args[dnnq.DNNL_ARG_ATTR_ZERO_POINTS | zkeys[arg]] = zp
-    ref_kw = dict(strides=kw["strides"], padding_l=kw["padding_l"], padding_r=kw["padding_r"],
-                  dilates=kw["dilates"], src_scales=ss, wei_scales=ws,
-                  wei_scale_mask=3 if G > 1 else 1, dst_scales=ds,
-                  post_ops=[("eltwise", "relu", 0.0, 0.0)],
-                  **{f"{arg}_zp": zp for arg, zp in zps.items()})
+    prev = None
+    if has_sum:  # the destination's prior content, in its own layout
+        prev = rng.integers(0, 50, dd.dims).astype(dd.numpy_dtype)
+        dst[...] = prev
+    args.update({dnnq.DNNL_ARG_SRC: src, dnnq.DNNL_ARG_WEIGHTS: p.prepare_weights(wei),
+                 dnnq.DNNL_ARG_DST: dst})
+    if bias is not None:
+        args[dnnq.DNNL_ARG_BIAS] = bias
     return dict(p=p, args=args, src=np.asarray(src), wei=wei, bias=bias, ddt=ddt, geo=geo,
-                ref_kw=ref_kw, ops=conv_ops(geo) if not deconv else conv_ops(
+                ref_kw=ref_kw, prev=prev, ops=conv_ops(geo) if not deconv else conv_ops(
                     dict(geo, **{"o" + d: geo["i" + d] for d in "dhw" if "i" + d in geo})))
 
 
-def best_time(fn, min_time):
-    from dnnq.bench.timing import best_time as bt
-    return bt(fn, min_time)
-
-
 def torch_conv(b):
-    """PyTorch's quantized Conv2d (x86 / fbgemm engine, channels-last) on the same problem,
-    or None.  Returns (callable, engine name)."""
-    geo = b["geo"]
+    """PyTorch's quantized Conv2d / ConvReLU2d (x86 / fbgemm engine, channels-last) on the same
+    problem, or why there is none (str).  Returns (callable, engine name)."""
+    geo, kw = b["geo"], b["ref_kw"]
     if geo["nsp"] != 2:
-        return None
+        return "n/a: PyTorch's quantized Conv2d is 2-D"
+    ops = kw["post_ops"]
+    relu = ops == [("eltwise", "relu", 0.0, 0.0)]
+    if ops and not relu:
+        return "n/a: post-ops other than relu"
+    if any(kw.get(f"{a}_scale_mask", 0) for a in ("src", "dst")) or "wei_zp" in kw or any(
+            kw.get(f"{a}_zp_mask", 0) for a in ("src", "dst")):
+        return "n/a: per-channel src / dst attributes or weights zero points"
     try:
         import warnings
         import torch
     except ImportError:
-        return None
+        return "not installed"
     warnings.filterwarnings("ignore")
     torch.set_num_threads(dnnq.get_num_threads())
     engine = "x86" if "x86" in torch.backends.quantized.supported_engines else "fbgemm"
     torch.backends.quantized.engine = engine
-    kw = b["ref_kw"]
     x = torch.from_numpy(np.ascontiguousarray(b["src"])).contiguous(
         memory_format=torch.channels_last)
+    scale = {a: kw[f"{a}_scales"] if f"{a}_scales" in kw else np.float32([1])
+             for a in ("src", "wei", "dst")}
     szp = int(kw["src_zp"][0]) if "src_zp" in kw else 0
-    xq = torch._make_per_tensor_quantized_tensor(x, float(kw["src_scales"][0]), szp)
+    xq = torch._make_per_tensor_quantized_tensor(x, float(scale["src"][0]), szp)
     w = b["wei"].reshape((geo["oc"], geo["ic"] // geo["g"], geo["kh"], geo["kw"]))
+    ws = np.broadcast_to(scale["wei"], (geo["oc"],)).astype(np.float64)
     wq = torch._make_per_channel_quantized_tensor(
-        torch.from_numpy(w.copy()), torch.from_numpy(kw["wei_scales"].astype(np.float64)),
+        torch.from_numpy(w.copy()), torch.from_numpy(ws),
         torch.zeros(geo["oc"], dtype=torch.long), 0)
-    conv = torch.ao.nn.intrinsic.quantized.ConvReLU2d(
-        geo["ic"], geo["oc"], (geo["kh"], geo["kw"]), stride=(geo["sh"], geo["sw"]),
-        padding=(geo["ph"], geo["pw"]), dilation=(geo["dh"] + 1, geo["dw"] + 1),
-        groups=geo["g"])
-    conv.set_weight_bias(wq, torch.from_numpy(b["bias"]))
-    conv.scale = float(kw["dst_scales"][0])
+    cls = (torch.ao.nn.intrinsic.quantized.ConvReLU2d if relu else
+           torch.ao.nn.quantized.Conv2d)
+    conv = cls(geo["ic"], geo["oc"], (geo["kh"], geo["kw"]), stride=(geo["sh"], geo["sw"]),
+               padding=(geo["ph"], geo["pw"]), dilation=(geo["dh"] + 1, geo["dw"] + 1),
+               groups=geo["g"])
+    conv.set_weight_bias(wq, None if b["bias"] is None else torch.from_numpy(b["bias"]))
+    conv.scale = float(scale["dst"][0])
     conv.zero_point = int(kw["dst_zp"][0]) if "dst_zp" in kw else 0
     return (lambda: conv(xq)), f"torch:{engine}"
 
 
-SETTINGS = {"dt": "u8:s8:u8", "tag": "nhwc", "attr-zero-points": ""}
-SUMMARY = ("per-OC weight scales, f32 bias, relu; --tag=nhwc (channels-last) or nchw; "
-           "--attr-zero-points=src:common:Z[+dst:common:Z]; "
-           "built-in sets: " + ", ".join(SETS) + " (NAME:mbN for batch N)")
+SETTINGS = dict(DEFAULTS, tag=Setting(
+    "nhwc", "nhwc|nchw", "data layout: channels-last (nwc / nhwc / ndhwc) or plain",
+    choice("nhwc", "nchw")))
+SUMMARY = ("u8 src, s8 weights, u8 dst (--dt), f32 bias (--bia-dt), scales src common 0.02, "
+           "weights per output channel (random in [1e-3, 1e-2)), dst common 0.5 "
+           "(--attr-scales), relu (--attr-post-ops), channels-last data (--tag)")
+SYNTAX = "gXmbX_icXidXihXiwX_ocXodXohXowX_kdXkhXkwX_sdXshXswX_pdXphXpwX_ddXdhXdwX[_n\"NAME\"]"
 
 
 def create(driver, geo, settings, env):
     """The registry's Case for one (de)convolution problem: dnnq, oneDNN's ConvHandle
-    (argument array built once), PyTorch's quantized ConvReLU2d where installed."""
+    (argument array built once), PyTorch's quantized Conv2d where installed."""
     from dnnq.bench.registry import Case
     deconv = driver == "deconv"
-    b = build(geo, settings, env.rng, deconv, tag=settings.get("tag", "nhwc") != "nchw")
-    p, args = b["p"], b["args"]
+    b = build(geo, settings, env.rng, deconv, tag=settings["tag"].lower() != "nchw")
+    p, args, prev = b["p"], b["args"], b["prev"]
     case = Case(kernel=p.impl_info, ops=b["ops"], dnnq=lambda: p.execute(args))
     if env.onednn is None:
         case.peers["oneDNN"] = case.reference = env.onednn_absent
@@ -283,20 +344,27 @@ def create(driver, geo, settings, env):
             case.reference = h.result
             case.notes.append(h.impl)
             case.close = h.close
+            if prev is not None:  # the handle has no prior destination: one call that has
+                fn = env.onednn.deconvolution if deconv else env.onednn.convolution
+                case.reference = lambda: fn(b["src"], b["wei"], b["bias"], b["ddt"],
+                                            dst_prev=prev, **b["ref_kw"])
             if not env.onednn.has_vnni():
                 case.reference = "oneDNN without VNNI is not exact (s16 saturation)"
+    if prev is not None:  # a sum post-op reads the destination: refill it before a check
+        def before_check():
+            args[dnnq.DNNL_ARG_DST][...] = prev
+        case.before_check = before_check
     if not env.use_torch:
         case.peers["torch"] = "--no-peers"
+    elif deconv:
+        case.peers["torch"] = "n/a: deconvolution not compared"
+    elif b["ddt"] != "u8" or b["src"].dtype != np.uint8:
+        # PyTorch's quantized convolutions take quint8 activations only
+        case.peers["torch"] = "n/a: PyTorch's quantized Conv2d takes u8 -> u8 only"
     else:
-        # PyTorch's quantized convolutions take quint8 activations only: an s8 source (or
-        # a deconvolution, a non-u8 dst) has no comparable PyTorch call
-        comparable = not deconv and b["ddt"] == "u8" and b["src"].dtype == np.uint8
-        tc = torch_conv(b) if comparable else None
-        if tc is None:
-            case.peers["torch"] = (
-                "not installed / not comparable" if comparable else
-                "n/a: deconvolution not compared" if deconv else
-                "n/a: PyTorch's quantized Conv2d takes u8 -> u8 only")
+        tc = torch_conv(b)
+        if isinstance(tc, str):
+            case.peers["torch"] = tc
         else:
             case.peers["torch"] = tc[0]
             case.notes.append(tc[1])
@@ -304,13 +372,15 @@ def create(driver, geo, settings, env):
 
 
 def _register():
-    from dnnq.bench.registry import register, register_set
     register("conv", parse=parse_conv, create=lambda *a: create("conv", *a),
-             settings=SETTINGS, summary=SUMMARY)
+             settings=SETTINGS, summary=SUMMARY, syntax=SYNTAX,
+             example="mb1ic64ih56oc64oh56kh3ph1 (3x3, pad 1, 56x56, 64 -> 64 channels)")
     register("deconv", parse=lambda d: parse_conv(d, deconv=True),
-             create=lambda *a: create("deconv", *a), settings=SETTINGS, summary=SUMMARY)
-    for name, descs in SETS.items():
-        register_set(name, descs)
+             create=lambda *a: create("deconv", *a), settings=SETTINGS, summary=SUMMARY,
+             syntax=SYNTAX + " (o* deduced from i*)",
+             example="mb1ic8ih5oc8oh10kh2sh2ph0 (2x2 stride 2: 5x5 -> 10x10)")
+    for name, (descs, text) in SETS.items():
+        register_set("conv", name, descs, text)
 
 
 _register()

@@ -13,8 +13,8 @@ import dnnq
 from dnnq import (MemoryDesc, PrimitiveAttr, PostOps, DNNL_ARG_SRC, DNNL_ARG_WEIGHTS,
                   DNNL_ARG_DST, DNNL_ARG_BIAS, DNNL_ARG_SCALE, DNNL_ARG_ATTR_ZERO_POINTS,
                   DNNL_ARG_SRC_1, DNNL_ARG_ATTR_MULTIPLE_POST_OP)
-from dnnq.bench.problems import parse_matmul, parse_ip, parse_quant, parse_post_ops
-from dnnq.bench.registry import Case, register
+from dnnq.bench.problems import mask_of, parse_matmul, parse_ip, parse_quant, parse_post_ops
+from dnnq.bench.registry import Case, register, register_set, split_dt
 
 SETTINGS = {"dt": "u8:s8:s8", "bia-dt": "f32",
             "attr-scales": "src:common:0.05+wei:per_oc+dst:common:0.5",
@@ -49,18 +49,13 @@ def torch_linear(x_u8, w_s8, bias, ss, ws, ds, threads):
 
 
 def _mask(name, nd, per_oc_dim):
-    if name == "common":
-        return 0
-    if name in ("per_oc", "per_n"):
-        return 1 << per_oc_dim
-    if name.startswith("per_dim_"):
-        return sum(1 << int(c) for c in name[len("per_dim_"):])
-    return int(name)
+    mask = mask_of(name, 1 << per_oc_dim)
+    return (1 << nd) - 1 if mask is None else mask
 
 
 def build(driver, parsed, knobs, rng):
     """A dnnq primitive, its execution args and the matching oneDNN call for one problem."""
-    sdt, wdt, ddt = (knobs["dt"].split(":") + ["s8", "s8"])[:3]
+    sdt, wdt, ddt = split_dt(knobs["dt"])
     if driver == "matmul":
         sd, wd, name = parsed
         nd = len(sd)
@@ -199,7 +194,15 @@ def create(driver, parsed, settings, env):
     return case
 
 
+#: the BERT-base layer matmuls (sequence lengths 1, 128 and 512), and one of a 512-wide model
+BERT_BASE = ["1x768:768x768", "1x768:768x3072", "128x768:768x768", "128x768:768x3072",
+             "512x768:768x768", "512x768:768x3072", "512x3072:3072x768", "32x512:512x2048"]
+
 register("matmul", parse=parse_matmul, create=lambda *a: create("matmul", *a),
-         settings=SETTINGS, summary=SUMMARY)
+         settings=SETTINGS, summary=SUMMARY, syntax='[BxMxK|MxK]:[BxKxN|KxN][_n"NAME"]',
+         example="128x768:768x3072, batched 12x128x64:12x64x128")
+register_set("matmul", "bert_base", BERT_BASE, "BERT-base's layer matmuls at sequence "
+             "lengths 1, 128 and 512, and a 512-wide FFN (the default problems)")
 register("ip", parse=parse_ip, create=lambda *a: create("ip", *a),
-         settings=SETTINGS, summary=SUMMARY)
+         settings=SETTINGS, summary=SUMMARY, syntax='mbXicX[idX][ihX][iwX]ocX[_n"NAME"]',
+         example="mb128ic768oc3072")

@@ -38,7 +38,8 @@ def parse_ip(desc):
     """'mbXicX[idX][ihX][iwX]ocX' -> (src_dims, wei_dims, name)."""
     body, name = strip_name(desc.strip())
     vals = dict((k, int(v)) for k, v in re.findall(r"(mb|ic|id|ih|iw|oc)(\d+)", body))
-    if "ic" not in vals or "oc" not in vals:
+    if "ic" not in vals or "oc" not in vals or not re.fullmatch(r"((mb|ic|id|ih|iw|oc)\d+_?)+",
+                                                                 body):
         raise InvalidArguments(f"ip descriptor: got {desc!r}; expected mbXicXocX")
     mb = vals.get("mb", 2)
     spatial = [vals[k] for k in ("id", "ih", "iw") if k in vals]
@@ -48,41 +49,101 @@ def parse_ip(desc):
 
 
 _ARGS = {"src": "src", "src0": "src", "wei": "wei", "dst": "dst"}
+_MASK = re.compile(r"common|per_oc|per_tensor|per_dim_[0-9]+|[0-9]+")
 
 
 def parse_quant(text, what):
-    """'src:common:0.25+wei:per_oc' -> {arg: (mask_name, value or None)}."""
+    """'src:common:0.25+wei:per_oc' -> {arg: (mask_name, value or None)}; ``what`` is
+    ``"scales"`` (float values, default 1) or ``"zero-points"`` (integer values, default 0).
+    A non-common mask takes no value (the driver generates them, as benchdnn)."""
     out = {}
     if not text:
         return out
     for item in text.split("+"):
         f = item.split(":")
-        if len(f) < 2 or f[0] not in _ARGS:
+        if len(f) < 2 or f[0] not in _ARGS or not _MASK.fullmatch(f[1]) or len(f) > 3:
             raise InvalidArguments(f"--attr-{what}: got {item!r}; expected ARG:MASK[:VALUE] with "
-                                   "ARG src, wei or dst")
-        value = float(f[2]) if len(f) > 2 and f[2] else None
+                                   "ARG src, wei or dst and MASK common, per_oc, per_tensor, "
+                                   "per_dim_N or an integer mask")
+        value = None
+        if len(f) > 2 and f[2]:
+            if f[1] != "common":
+                raise InvalidArguments(f"--attr-{what}: got {item!r}; a {f[1]} mask takes no "
+                                       "value (the driver generates them); expected "
+                                       f"{f[0]}:{f[1]} or {f[0]}:common:VALUE")
+            try:
+                value = float(f[2]) if what == "scales" else int(f[2])
+            except ValueError:
+                raise InvalidArguments(f"--attr-{what}: got {item!r}; expected "
+                                       f"{'a number' if what == 'scales' else 'an integer'} "
+                                       "as the value") from None
         if f[1] == "common" and value is None:
             value = 1.0 if what == "scales" else 0
+        if _ARGS[f[0]] in out:
+            raise InvalidArguments(f"--attr-{what}: {f[0]} given twice in {text!r}")
         out[_ARGS[f[0]]] = (f[1], value)
     return out
 
 
+def mask_of(name, per_oc):
+    """A mask name of --attr-scales / --attr-zero-points / a binary post-op as an int:
+    ``common`` 0, ``per_oc`` the argument's ``per_oc`` mask, ``per_dim_01`` 3, ``'6'`` 6;
+    ``per_tensor`` is left to the caller (None)."""
+    if name == "common":
+        return 0
+    if name == "per_oc":
+        return per_oc
+    if name == "per_tensor":
+        return None
+    if name.startswith("per_dim_"):
+        return sum(1 << int(c) for c in name[len("per_dim_"):])
+    return int(name)
+
+
+def _number(item, text, kind):
+    try:
+        return kind(text)
+    except ValueError:
+        raise InvalidArguments(f"--attr-post-ops: got {item!r}; {text!r} is not "
+                               f"{'a number' if kind is float else 'an integer'}") from None
+
+
 def parse_post_ops(text):
     """'sum:1.5:2+relu:0.5+add:f32:per_oc' -> list of ('sum', scale, zp) /
-    ('eltwise', alg, alpha, beta) / ('binary', alg, dt, mask_name)."""
+    ('eltwise', alg, alpha, beta) / ('binary', alg, dt, mask_name).  Names are checked
+    against dnnq's eltwise / binary algorithms."""
+    from dnnq.memory import DATA_TYPES
+    from dnnq.post_ops import BINARY_ALGS, ELTWISE_ALGS
     ops = []
     if not text:
         return ops
-    binary = {"add", "sub", "mul", "div", "min", "max", "ge", "gt", "le", "lt", "eq", "ne"}
     for item in text.split("+"):
         f = item.split(":")
         kind = f[0].lower()
         if kind == "sum":
-            ops.append(("sum", float(f[1]) if len(f) > 1 else 1.0, int(f[2]) if len(f) > 2 else 0))
-        elif kind in binary:
-            ops.append(("binary", kind, f[1] if len(f) > 1 else "f32",
-                        f[2] if len(f) > 2 else "common"))
+            if len(f) > 3:
+                raise InvalidArguments(f"--attr-post-ops: got {item!r}; expected sum[:SCALE[:ZP]]")
+            ops.append(("sum", _number(item, f[1], float) if len(f) > 1 else 1.0,
+                        _number(item, f[2], int) if len(f) > 2 else 0))
+        elif kind in BINARY_ALGS:
+            dt = f[1] if len(f) > 1 else "f32"
+            mask = f[2] if len(f) > 2 else "common"
+            if dt not in DATA_TYPES or not _MASK.fullmatch(mask) or len(f) > 3:
+                raise InvalidArguments(f"--attr-post-ops: got {item!r}; expected "
+                                       f"{kind}:DT[:MASK] with DT one of {', '.join(DATA_TYPES)} "
+                                       "and MASK common, per_oc, per_tensor, per_dim_N or an "
+                                       "integer mask")
+            ops.append(("binary", kind, dt, mask))
+        elif kind in ELTWISE_ALGS:
+            if len(f) > 3:
+                raise InvalidArguments(f"--attr-post-ops: got {item!r}; expected "
+                                       f"{kind}[:ALPHA[:BETA]]")
+            ops.append(("eltwise", kind, _number(item, f[1], float) if len(f) > 1 else 0.0,
+                        _number(item, f[2], float) if len(f) > 2 else 0.0))
         else:
-            ops.append(("eltwise", kind, float(f[1]) if len(f) > 1 else 0.0,
-                        float(f[2]) if len(f) > 2 else 0.0))
+            raise InvalidArguments(f"--attr-post-ops: got {item!r}; expected sum, an eltwise "
+                                   f"({', '.join(ELTWISE_ALGS)}) or a binary post-op "
+                                   f"({', '.join(BINARY_ALGS)})")
+    if sum(op[0] == "sum" for op in ops) > 1:
+        raise InvalidArguments(f"--attr-post-ops: got {text!r}; expected at most one sum")
     return ops

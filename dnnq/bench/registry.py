@@ -1,15 +1,23 @@
 """The driver's problem kinds: how `--matmul`, `--ip`, `--conv`, ... plug into `dnnq-bench`.
 
-A kind is registered once, at import of its module, with :func:`register`::
+Everything the command line accepts comes from the tables of this module and of
+:mod:`dnnq.bench.cli` (the run options): the parser reads them to take an option and check its
+value, and ``--help`` is printed from them, so the two cannot disagree (tests/test_bench_help.py
+compares them).  A kind is registered once, at import of its module, with :func:`register`::
 
-    from dnnq.bench.registry import Case, register
+    from dnnq.bench.registry import Case, Setting, choice, register, register_set
 
     register("conv",                          # selected on the command line by --conv
+             syntax="gXmbX_icXihXiwX_ocXohXowX_khXkwX_shXswX_phXpwX_dhXdwX",
+             example="mb1ic64ih56oc64oh56kh3ph1",
              parse=parse_conv,                # descriptor str -> problem (any object)
              create=create_conv,              # (problem, settings, env) -> Case
-             settings={"dt": "u8:s8:s8", "attr-scales": "...", "alg": "direct"},
-             summary="u8 src, s8 weights, s8 dst, ...",   # printed in the header
+             settings={"dt": "u8:s8:u8",      # a shared setting (SHARED below): its default
+                       "tag": Setting("nhwc", "nhwc|nchw", "data layout",
+                                      check=choice("nhwc", "nchw"))},   # the kind's own
+             summary="u8 src, s8 weights, s8 dst, ...",   # printed in the header and --help
              run=None, check=None)            # optional; the defaults below fit most kinds
+    register_set("conv", "resnet50", RESNET50, "ResNet-50 v1 layers")   # `--conv resnet50`
 
 The driver imports every module listed in ``KIND_MODULES`` (a module that does not exist yet is
 skipped), so a new kind is one new file, ``dnnq/bench/<kind>.py``, plus its name in that list.
@@ -17,10 +25,11 @@ skipped), so a new kind is one new file, ``dnnq/bench/<kind>.py``, plus its name
 * ``parse(desc)`` validates a benchdnn descriptor (``"mb2ic16ih7oc32kh3"``) and returns the
   problem; it raises ``ValueError`` / ``dnnq.DnnqError`` naming what is wrong.  Every descriptor
   of the command line is parsed before anything runs: a bad one is a usage error (exit 2).
-* ``settings``: the kind's benchdnn settings (``--dt=...``, ``--attr-post-ops=...``, ...)
-  with their defaults.  ``--mode`` is common to every kind.  The driver passes ``create`` a
-  dict of all of them (defaults overridden by the command line) and rejects, as a usage
-  error, a setting the current kind does not declare.
+* ``settings``: the kind's benchdnn settings (``--dt=...``, ``--attr-post-ops=...``, ...), name
+  -> default value (a setting of :data:`SHARED`: its syntax, help and check come from there) or
+  a :class:`Setting` (the kind's own).  ``--mode`` (:data:`COMMON`) applies to every kind.  A
+  setting the current kind does not declare is a usage error, and so is a value its ``check``
+  refuses.  ``create`` gets a dict of all of them (defaults overridden by the command line).
 * ``create(problem, settings, env)`` builds everything once (dnnq primitive, packed weights,
   arrays, the peers' handles) and returns a :class:`Case`.  ``env`` is an :class:`Env`:
   ``env.rng`` (numpy Generator), ``env.onednn`` (the :mod:`dnnq.testing` module, or ``None``
@@ -34,13 +43,14 @@ skipped), so a new kind is one new file, ``dnnq/bench/<kind>.py``, plus its name
   reason when there is no reference.  Used by ``--mode=C``; in ``--mode=P`` it runs once
   after timing when ``case.reference`` is given.
 
-Timing rule (docs/STATUS.md): dnnq is timed through its public ``execute``; a oneDNN peer as a
+Timing rule (docs/engine.md): dnnq is timed through its public ``execute``; a oneDNN peer as a
 C++ caller runs it (``dnnq.testing.MatmulHandle.runner()``: argument array built once, only
 ``dnnl_primitive_execute`` + ``dnnl_stream_wait`` in the loop).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import re
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 import numpy as np
@@ -55,6 +65,86 @@ PEERS = ("oneDNN", "torch")
 class Unchecked(Exception):
     """Raised by a check that has nothing to compare with (the message says why)."""
 
+
+# ---- settings -------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Setting:
+    """One ``--NAME=VALUE`` option: its default, the syntax of its values as ``--help`` shows
+    it (``None``: a flag that takes no value), one line of help, and ``check(value)``, which
+    raises ``ValueError`` / ``dnnq.DnnqError`` naming what is wrong with a value (the parser
+    calls it before anything runs; ``None``: any value)."""
+    default: Any = None
+    values: str | None = "VALUE"
+    help: str = ""
+    check: Callable[[str], Any] | None = None
+
+
+def choice(*names, case=False):
+    """A ``check`` accepting one of ``names`` (case-insensitive unless ``case``)."""
+    def check(value):
+        if (value if case else value.upper()) not in [n if case else n.upper() for n in names]:
+            raise ValueError(f"got {value!r}; expected {', '.join(names[:-1])} or {names[-1]}"
+                             if len(names) > 1 else f"got {value!r}; expected {names[0]}")
+    check.names = names
+    return check
+
+
+def _check_dt(value):
+    from dnnq.memory import DATA_TYPES
+    parts = value.split(":")
+    if len(parts) not in (1, 3) or any(p not in DATA_TYPES for p in parts):
+        raise ValueError(f"got {value!r}; expected SRC:WEI:DST or one data type for all three, "
+                         f"each one of {', '.join(DATA_TYPES)}")
+
+
+def split_dt(value):
+    """``"u8:s8:f32"`` -> ``("u8", "s8", "f32")``; one data type stands for all three."""
+    parts = value.split(":")
+    return tuple(parts * 3) if len(parts) == 1 else tuple(parts)
+
+
+def _check_scales(value):
+    from dnnq.bench.problems import parse_quant
+    parse_quant(value, "scales")
+
+
+def _check_zero_points(value):
+    from dnnq.bench.problems import parse_quant
+    parse_quant(value, "zero-points")
+
+
+def _check_post_ops(value):
+    from dnnq.bench.problems import parse_post_ops
+    parse_post_ops(value)
+
+
+#: the setting every kind takes
+COMMON = {
+    "mode": Setting("P", "P|C", "P: time dnnq and its peers; C: check dnnq bit for bit against "
+                    "oneDNN (no timing)", choice("P", "C")),
+}
+
+#: settings several kinds share: a kind names them in ``register(settings={name: default})``
+SHARED = {
+    "dt": Setting(None, "SRC:WEI:DST", "data types of source, weights and destination (one "
+                  "type: all three)", _check_dt),
+    "bia-dt": Setting(None, "f32|undef", "bias data type (undef: no bias)",
+                      choice("f32", "undef", case=True)),
+    "attr-scales": Setting(None, "ARG:MASK[:VALUE][+...]",
+                           "ARG src|wei|dst, MASK common|per_oc|per_dim_N|INT; a non-common "
+                           "mask gets random values; '' for none", _check_scales),
+    "attr-zero-points": Setting(None, "ARG:MASK[:VALUE][+...]",
+                                "as --attr-scales, integer values; '' for none",
+                                _check_zero_points),
+    "attr-post-ops": Setting(None, "OP[:ARGS][+...]",
+                             "in execution order: sum[:SCALE[:ZP]], ELTWISE[:ALPHA[:BETA]] "
+                             "(relu, linear, clip, tanh, ...), BINARY:DT[:MASK] (add, mul, max, "
+                             "...; MASK common|per_oc|per_tensor); '' for none", _check_post_ops),
+}
+
+
+# ---- kinds and their built-in sets ------------------------------------------------------------
 
 @dataclass
 class Env:
@@ -76,8 +166,9 @@ class Case:
     ``"torch"``) -> timed callable, or a short reason why that peer has no time;
     ``reference``: callable returning oneDNN's output for the check (``None`` or a reason
     str when there is none); ``before_check``: called before a check (e.g. refills the
-    destination a sum post-op reads, in dnnq's and the reference's buffers); ``notes``: printed at the end of the row (peer implementation
-    names, ...); ``close``: releases peer resources."""
+    destination a sum post-op reads, in dnnq's and the reference's buffers); ``notes``:
+    printed at the end of the row (peer implementation names, ...); ``close``: releases peer
+    resources."""
     kernel: str
     ops: float
     dnnq: Callable[[], Any]
@@ -89,43 +180,83 @@ class Case:
 
 
 @dataclass
+class ProblemSet:
+    """A built-in set: a bare ``name`` on the command line stands for its descriptors;
+    ``name:mbN`` for the same at batch N when they have a batch (``mb``)."""
+    name: str
+    descriptors: list
+    help: str = ""
+
+    @property
+    def batched(self):
+        return all(re.search(r"mb\d+", d) for d in self.descriptors)
+
+
+@dataclass
 class Kind:
     name: str
     parse: Callable
     create: Callable
-    settings: dict
+    settings: dict               # name -> Setting (default filled in)
     summary: str = ""
     run: Callable | None = None
     check: Callable | None = None
+    syntax: str = ""
+    example: str = ""
+    sets: dict = field(default_factory=dict)   # name -> ProblemSet
+
+    @property
+    def defaults(self):
+        """Every setting of the kind (``--mode`` too) -> its default."""
+        return {n: s.default for n, s in dict(COMMON, **self.settings).items()}
+
+    def setting(self, name):
+        """The kind's :class:`Setting` of ``name`` (``COMMON`` included), or None."""
+        return self.settings.get(name) or COMMON.get(name)
 
 
 _KINDS: dict[str, Kind] = {}
 
-#: built-in problem sets: a bare name on the command line stands for its descriptors
-#: (e.g. ``--conv resnet50``; registered by the kind modules with :func:`register_set`)
-SETS: dict[str, list] = {}
+
+def _as_setting(name, spec):
+    if isinstance(spec, Setting):
+        return spec
+    return replace(SHARED.get(name, Setting()), default=spec)
 
 
-def register_set(name, descriptors):
-    """``name`` (and ``name:mbN``, the same with batch N) expands to ``descriptors``."""
-    SETS[name] = list(descriptors)
-
-
-def expand_set(token):
-    """The descriptors a built-in set name stands for, or None."""
-    import re
-    name, _, mb = token.partition(":")
-    if name not in SETS or (mb and not re.fullmatch(r"mb\d+", mb)):
-        return None
-    descs = SETS[name]
-    return [re.sub(r"mb\d+", mb, d, count=1) for d in descs] if mb else list(descs)
-
-
-def register(name, *, parse, create, settings, summary="", run=None, check=None):
+def register(name, *, parse, create, settings, summary="", run=None, check=None, syntax="",
+             example=""):
     """Register (or replace) the problem kind ``--<name>``; see the module docstring."""
-    _KINDS[name] = Kind(name, parse, create, dict(settings), summary, run or default_run,
-                        check or default_check)
+    old = _KINDS.get(name)
+    _KINDS[name] = Kind(name, parse, create,
+                        {n: _as_setting(n, s) for n, s in settings.items()}, summary,
+                        run or default_run, check or default_check, syntax, example,
+                        old.sets if old is not None else {})
     return _KINDS[name]
+
+
+def register_set(kind, name, descriptors, help=""):
+    """``--<kind> name`` (and ``name:mbN``, the same with batch N) expands to
+    ``descriptors``.  Register the kind first."""
+    _KINDS[kind].sets[name] = ProblemSet(name, list(descriptors), help)
+
+
+def expand_set(kind, token):
+    """The descriptors the built-in set ``token`` (``name`` or ``name:mbN``) of ``kind``
+    stands for, or None when ``token`` names no set of ``kind``.  Raises ValueError for a
+    set name with a bad suffix."""
+    name, colon, suffix = token.partition(":")
+    s = _KINDS[kind].sets.get(name)
+    if s is None:
+        return None
+    if not colon:
+        return list(s.descriptors)
+    if not s.batched:
+        raise ValueError(f"set {name!r} of --{kind} has no batch (mbN) to change; "
+                         f"got {token!r}; expected {name}")
+    if not re.fullmatch(r"mb[1-9]\d*", suffix):
+        raise ValueError(f"got {token!r}; expected {name} or {name}:mbN (N >= 1, the batch)")
+    return [re.sub(r"mb\d+", suffix, d, count=1) for d in s.descriptors]
 
 
 def kinds() -> dict:
@@ -144,6 +275,8 @@ def load_kinds() -> dict:
                 raise
     return kinds()
 
+
+# ---- running and checking ---------------------------------------------------------------------
 
 #: Seconds to wait before each implementation's batches: the OpenMP runtimes in the process
 #: (dnnq's, PyTorch's own libgomp, ...) keep their worker threads spinning for some

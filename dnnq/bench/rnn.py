@@ -26,12 +26,14 @@ from dnnq import (MemoryDesc, PrimitiveAttr, DNNL_ARG_SRC_LAYER, DNNL_ARG_SRC_IT
                   DNNL_ARG_BIAS, DNNL_ARG_DST_LAYER, DNNL_ARG_DST_ITER, DNNL_ARG_DST_ITER_C)
 from dnnq.errors import InvalidArguments, Unimplemented
 from dnnq.bench.problems import strip_name
+from dnnq.bench.registry import Setting, choice
 
 ALGS = {"VANILLA_LSTM": "lstm", "VANILLA_GRU": "gru", "LBR_GRU": "lbr_gru",
         "VANILLA_RNN": "vanilla"}
 DIRECTIONS = {"left2right": "unidirectional_left2right",
               "right2left": "unidirectional_right2left", "concat": "bidirectional_concat",
               "sum": "bidirectional_sum"}
+CFGS = ("u8u8u8u8", "u8u8u8f32", "f32u8f32u8", "f32u8f32f32")
 KNOBS = {"alg": "VANILLA_LSTM", "direction": "left2right", "activation": "TANH",
          "cfg": "u8u8u8u8", "scaling": "per_oc"}
 DATA_SCALE, DATA_SHIFT = 63.75, 128.0
@@ -41,7 +43,7 @@ def parse_rnn(desc):
     """'l1t50mb32sic512' -> dict(l, t, mb, sic, slc, dhc, dic, name)."""
     body, name = strip_name(desc.strip())
     vals = dict((k, int(v)) for k, v in re.findall(r"(mb|sic|slc|dhc|dic|l|t)(\d+)", body))
-    if "sic" not in vals:
+    if "sic" not in vals or not re.fullmatch(r"((mb|sic|slc|dhc|dic|l|t)\d+_?)+", body):
         raise InvalidArguments(f"rnn descriptor: got {desc!r}; expected lXtXmbXsicX[slcX]"
                                "[dhcX][dicX]")
     p = {"l": vals.get("l", 1), "t": vals.get("t", 1), "mb": vals.get("mb", 2),
@@ -67,9 +69,8 @@ def build(desc, knobs, rng):
         raise InvalidArguments(f"--direction={knobs['direction']}: expected one of "
                                f"{', '.join(DIRECTIONS)}")
     cfg = knobs.get("cfg", KNOBS["cfg"]).lower()
-    if cfg not in ("u8u8u8u8", "u8u8u8f32", "f32u8f32u8", "f32u8f32f32"):
-        raise Unimplemented(f"--cfg={cfg}: supported u8u8u8u8, u8u8u8f32, f32u8f32u8, "
-                            "f32u8f32f32")
+    if cfg not in CFGS:
+        raise Unimplemented(f"--cfg={cfg}: supported {', '.join(CFGS)}")
     L, T, N, C, H = d["l"], d["t"], d["mb"], d["slc"], d["dhc"]
     if d["dic"] != H:
         raise Unimplemented(f"{desc}: dic different from dhc (projection) is not supported")
@@ -216,10 +217,26 @@ def check_case(case):
     return equal, sum(g.size for g in got), ""
 
 
+SETTINGS = {
+    "alg": Setting("VANILLA_LSTM", "|".join(ALGS), "the cell", choice(*ALGS)),
+    "direction": Setting("left2right", "|".join(DIRECTIONS), "the direction(s) of the layers",
+                         choice(*DIRECTIONS)),
+    "activation": Setting("TANH", "TANH|RELU|LOGISTIC", "the activation of VANILLA_RNN",
+                          choice("TANH", "RELU", "LOGISTIC")),
+    "cfg": Setting("u8u8u8u8", "|".join(CFGS), "benchdnn's data-type configuration: the last "
+                   "part is dst_layer, a leading f32 the f32 states of the f32 mode",
+                   choice(*CFGS)),
+    "scaling": Setting("per_oc", "common|per_oc", "weights scales: one, or one per gate and "
+                       "output channel", choice("common", "per_oc")),
+}
+
+
 def _register():
     from dnnq.bench.registry import register
     register("rnn", parse=parse_rnn, create=create_case, check=check_case,
-             settings=dict(KNOBS),
+             settings=SETTINGS, syntax='lXtXmbX_sicX_slcX_dhcX_dicX[_n"NAME"] (defaults l1, '
+             't1, mb2; slc = sic, dhc = sic, dic = dhc)',
+             example="l1t50mb32sic512 (one layer, 50 steps, batch 32, 512 channels)",
              summary=f"u8 data (scale {DATA_SCALE}, shift {DATA_SHIFT}), s8 weights with "
                      "per-gate-per-OC scales (--scaling), f32 bias; --cfg picks f32 states / "
                      "dst_layer")

@@ -66,8 +66,9 @@ DWF(dw9_dp)(const int NRO, const int INIT, DW_V s[2][4], const DW_V q[4],
     for (int r = 0; r < NRO; ++r)
 #pragma GCC unroll 4
         for (int k = 0; k < 4; ++k) {
-            DW_V acc = s[r][k];
-            if (INIT) acc = x_->sgn ? DW9_LDW(x_->comp + k * 64) : DWC(DWI(setzero_si), DW_W)();
+            /* (INIT: s is not read, it holds nothing yet) */
+            const DW_V acc = !INIT ? s[r][k]
+                             : x_->sgn ? DW9_LDW(x_->comp + k * 64) : DWC(DWI(setzero_si), DW_W)();
             s[r][k] = DWI(dpbusd_epi32)(acc, q[k], DW9_LDW(x_->wc + ((kw * 2 + r) * 4 + k) * 64));
         }
 }
@@ -204,7 +205,15 @@ DWF(dw9_run)(const int NRO, const int SW, const int MODE, const dnnq_dw3x3_call_
     x.inv = c->epi ? c->epi->inv_dst_scale : 1.0f;
     const dnnq_dw_epi_t *e = c->epi;
     const int64_t n = c->n;
+    /* the rotating accumulators: every one is set (dw9_dp's INIT) before it is read, by
+     * column arithmetic the compiler does not follow; zeroed here once per call so that no
+     * path reads an unset register */
     DW_V a0[2][4], a1[2][4], a2[2][4];
+#pragma GCC unroll 2
+    for (int r = 0; r < NRO; ++r)
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; ++k)
+            a0[r][k] = a1[r][k] = a2[r][k] = DWC(DWI(setzero_si), DW_W)();
     if (SW == 1) {
         const int64_t xb = c->o0 - c->pw, end = n + 2;
         for (int64_t cc = 0; cc < end; cc += 3) {

@@ -295,21 +295,25 @@ dwf_block(const int WIN, const int CHECK, const int SGN, const int MODE,
         uint8_t *dplane = c->dst + i * c->dst_plane;
         const int spill_ok = whole && i * c->dst_plane + (int64_t)(nv + 3) / 4 * 64 <=
                                           c->nc * c->dst_plane;
-        __m512i acc[4], nxt[4];
-        if (ng) dwf_group(WIN, CHECK, SGN, 4, x, &h, plane, t, 0, ld, acc);
-        for (int g = 0; g < ng; ++g) {
-            const int64_t q = q0 + 64 * g;
-            if (g + 1 < ng) dwf_group(WIN, CHECK, SGN, 4, x, &h, plane, t, g + 1, ld, nxt);
-            dwf_put(dwf_finish(4, MODE, c->epi, x, &h, acc), dplane + q, c->mend - q,
-                    q + 64 <= c->mend || spill_ok);
-            if (g + 1 < ng) {
+        if (ng) {
+            /* group g + 1's accumulators before group g's epilogue and store */
+            __m512i acc[4], nxt[4];
+            dwf_group(WIN, CHECK, SGN, 4, x, &h, plane, t, 0, ld, acc);
+            for (int g = 0; g + 1 < ng; ++g) {
+                const int64_t q = q0 + 64 * g;
+                dwf_group(WIN, CHECK, SGN, 4, x, &h, plane, t, g + 1, ld, nxt);
+                dwf_put(dwf_finish(4, MODE, c->epi, x, &h, acc), dplane + q, c->mend - q,
+                        q + 64 <= c->mend || spill_ok);
 #pragma GCC unroll 4
                 for (int k = 0; k < 4; ++k) acc[k] = nxt[k];
             }
+            const int64_t q = q0 + 64 * (ng - 1);
+            dwf_put(dwf_finish(4, MODE, c->epi, x, &h, acc), dplane + q, c->mend - q,
+                    q + 64 <= c->mend || spill_ok);
         }
         if (rest) {
             const int64_t q = q0 + 64 * ng;
-            __m512i v;
+            __m512i acc[4], v;
             if (rest == 1) dwf_group(WIN, CHECK, SGN, 1, x, &h, plane, t, ng, ld, acc);
             else if (rest == 2) dwf_group(WIN, CHECK, SGN, 2, x, &h, plane, t, ng, ld, acc);
             else dwf_group(WIN, CHECK, SGN, 3, x, &h, plane, t, ng, ld, acc);
@@ -338,23 +342,25 @@ dwf_small(const int WIN, const int CHECK, const int SGN, const int MODE, const i
     const dwf_env_t xl = *xc, *const x = &xl;
     const int64_t ld = c->iw, off = -c->ph * c->iw - c->pw, q0 = c->m0;
     const int whole = c->m0 == 0 && c->mend == c->dst_plane;
-    __m512i acc[4], nxt[4];
+    __m512i acc[4], nxt[4]; /* (i0 < i1: dwf_run leaves out empty runs) */
     dwf_ch_t h, hn;
     dwf_channel(c, comp, i0, &h);
     dwf_acc(WIN, CHECK, SGN, 0, NV, x, &h, c->src + i0 * c->src_plane + off, base, ld, ix, acc);
-    for (int i = i0; i < i1; ++i) {
-        if (i + 1 < i1) {
-            dwf_channel(c, comp, i + 1, &hn);
-            dwf_acc(WIN, CHECK, SGN, 0, NV, x, &hn, c->src + (i + 1) * c->src_plane + off, base,
-                    ld, ix, nxt);
-        }
+    for (int i = i0; i + 1 < i1; ++i) {
+        dwf_channel(c, comp, i + 1, &hn);
+        dwf_acc(WIN, CHECK, SGN, 0, NV, x, &hn, c->src + (i + 1) * c->src_plane + off, base, ld,
+                ix, nxt);
         dwf_put(dwf_finish(NV, MODE, c->epi, x, &h, acc), c->dst + i * c->dst_plane + q0,
                 c->mend - q0,
                 q0 + 64 <= c->mend || (whole && i * c->dst_plane + 64 <= c->nc * c->dst_plane));
         h = hn;
 #pragma GCC unroll 4
-        for (int k = 0; k < 4; ++k) acc[k] = nxt[k];
+        for (int k = 0; k < NV; ++k) acc[k] = nxt[k];
     }
+    const int i = i1 - 1;
+    dwf_put(dwf_finish(NV, MODE, c->epi, x, &h, acc), c->dst + i * c->dst_plane + q0,
+            c->mend - q0,
+            q0 + 64 <= c->mend || (whole && i * c->dst_plane + 64 <= c->nc * c->dst_plane));
 }
 
 /* the rows mode's accumulators of one row (vectors from base / idx); REUSE: kernel row 0's
@@ -409,19 +415,19 @@ dwf_rows(const int CHECK, const int SGN, const int MODE, const int NV,
         uint8_t *dplane = c->dst + i * c->dst_plane;
         const int spill_ok = whole && i * c->dst_plane + qlast + 64 <= c->nc * c->dst_plane;
         __m512i acc[4], nxt[4], t2[4];
+        /* row r + 1's accumulators before row r's epilogue and store (nr >= 1) */
         dwf_rows_acc(CHECK, SGN, NV, 0, x, &h, plane, t->base, ld, t->idx, t2, acc);
-        for (int r = 0; r < nr; ++r) {
+        for (int r = 0; r + 1 < nr; ++r) {
             const int64_t q = q0 + r * OW;
-            if (r + 1 < nr)
-                dwf_rows_acc(CHECK, SGN, NV, 1, x, &h, plane, t->base + NV * (r + 1), ld,
-                             t->idx + 3 * NV * (r + 1), t2, nxt);
+            dwf_rows_acc(CHECK, SGN, NV, 1, x, &h, plane, t->base + NV * (r + 1), ld,
+                         t->idx + 3 * NV * (r + 1), t2, nxt);
             dwf_put(dwf_finish(NV, MODE, c->epi, x, &h, acc), dplane + q, c->mend - q,
                     q + 64 <= c->mend || spill_ok);
-            if (r + 1 < nr) {
 #pragma GCC unroll 4
-                for (int k = 0; k < 4; ++k) acc[k] = nxt[k];
-            }
+            for (int k = 0; k < NV; ++k) acc[k] = nxt[k];
         }
+        dwf_put(dwf_finish(NV, MODE, c->epi, x, &h, acc), dplane + qlast, c->mend - qlast,
+                qlast + 64 <= c->mend || spill_ok);
     }
 }
 
@@ -449,7 +455,12 @@ dwf_stack(const int CHECK, const int SGN, const int MODE, const int NVR,
         uint8_t *dplane = c->dst + i * c->dst_plane;
         const int spill_ok = whole && i * c->dst_plane + q0 + (int64_t)(ng - 1) * RPG * OW + 64 <=
                                           c->nc * c->dst_plane;
+        /* kernel row 2's taps of the last row, read by the next row: set by row 0 before
+         * any row reads them, through the row arithmetic below, which the compiler does not
+         * follow; zeroed once per channel so that no path reads an unset register */
         __m512i t2[4];
+#pragma GCC unroll 2
+        for (int k = 0; k < NVR; ++k) t2[k] = _mm512_setzero_si512();
         for (int g = 0; g < ng; ++g) {
             __m512i acc[4];
 #pragma GCC unroll 4

@@ -81,8 +81,8 @@ typedef struct {
     int isa;
     /* the tiled path (built at creation by dnnq_conv_build_tiles; NULL: the general driver):
      * the tiles of one image by first pixel, cut into n_chunks chunks [chunks[c], chunks[c+1]) */
-    const dnnq_conv_tile_t *tiles;
-    const int64_t *chunks;
+    dnnq_conv_tile_t *tiles;   /* (owned: freed by dnnq_conv_free_tiles) */
+    int64_t *chunks;
     int64_t n_chunks;
     /* 1: src and dst are plain (nchw) and the depthwise 3x3 column kernel reads them as
      * they are (dnnq_dw3x3_plain_avx512: the fused epilogue's cases, AVX-512 only); 2: the
