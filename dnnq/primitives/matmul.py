@@ -25,9 +25,11 @@ from dnnq.errors import InvalidArguments
 from dnnq._kernels._gemm_exec import PackedGemmWeights, aligned_empty
 from dnnq.primitives._common import arg_name, check_md, check_known_args, check_overlaps
 from dnnq.primitives._gemm_primitive import GemmCore, broadcast_strides
+from dnnq.primitives._f32 import layer_dtypes, refuse_input_quantization
 
 
-_SRC_DTS = ("u8", "s8")
+_SRC_DTS = ("u8", "s8", "f32")   # f32: an f32 layer (f32 weights too; primitives/_f32.py)
+_WEI_DTS = ("s8", "f32")
 _DST_DTS = ("f32", "s32", "s8", "u8")
 _BIAS_DTS = ("f32", "s32", "s8", "u8")
 
@@ -86,7 +88,7 @@ class _GemmPrimitive(metaclass=CachedPrimitive):
         Parameters
         ----------
         w : numpy.ndarray
-            s8 weights of ``weights_desc``'s shape.
+            s8 weights (f32 for an f32 layer) of ``weights_desc``'s shape.
 
         Returns
         -------
@@ -354,9 +356,12 @@ class MatMul(_GemmPrimitive):
     def __init__(self, src_desc, weights_desc, dst_desc, bias_desc=None, attr=None):
         p = self._name
         check_md(p, src_desc, "src", _SRC_DTS, (2, 3), plain_only=True)
-        check_md(p, weights_desc, "weights", ("s8",), (2, 3), plain_only=True)
+        check_md(p, weights_desc, "weights", _WEI_DTS, (2, 3), plain_only=True)
         check_md(p, dst_desc, "dst", _DST_DTS, (2, 3), plain_only=True)
         check_md(p, bias_desc, "bias", _BIAS_DTS, optional=True, plain_only=True)
+        if layer_dtypes(p, src_desc.dt, weights_desc.dt, dst_desc.dt,
+                        bias_desc.dt if bias_desc is not None else None):
+            refuse_input_quantization(p, attr)
         nd = src_desc.ndims
         if weights_desc.ndims != nd or dst_desc.ndims != nd:
             raise InvalidArguments(f"{p}: src {src_desc.dims}, weights {weights_desc.dims} and "
@@ -510,9 +515,12 @@ class InnerProduct(_GemmPrimitive):
     def __init__(self, src_desc, weights_desc, dst_desc, bias_desc=None, attr=None):
         p = self._name
         check_md(p, src_desc, "src", _SRC_DTS, (2, 3, 4, 5), plain_only=True)
-        check_md(p, weights_desc, "weights", ("s8",), (2, 3, 4, 5), plain_only=True)
+        check_md(p, weights_desc, "weights", _WEI_DTS, (2, 3, 4, 5), plain_only=True)
         check_md(p, dst_desc, "dst", _DST_DTS, (2,), plain_only=True)
         check_md(p, bias_desc, "bias", _BIAS_DTS, optional=True, plain_only=True)
+        if layer_dtypes(p, src_desc.dt, weights_desc.dt, dst_desc.dt,
+                        bias_desc.dt if bias_desc is not None else None):
+            refuse_input_quantization(p, attr)
         if weights_desc.ndims != src_desc.ndims:
             raise InvalidArguments(f"{p}: weights dims {weights_desc.dims} and src dims "
                                    f"{src_desc.dims} must have the same number of dims")

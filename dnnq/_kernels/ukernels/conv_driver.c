@@ -400,6 +400,7 @@ int dnnq_conv_build_flat_table(dnnq_conv_t *cv) {
 }
 
 int dnnq_conv_run_item(const dnnq_conv_t *cv, int64_t item) {
+    if (cv->f32) return dnnq_conv_run_item_f32(cv, item);
 #ifdef DNNQ_HAVE_X86_KERNELS
     if (cv->plain) return dw3x3(cv) ? run_item_dw3x3_plain(cv, item) : -1;
     if (dw3x3(cv)) return run_item_dw3x3(cv, item);
