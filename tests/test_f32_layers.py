@@ -537,3 +537,58 @@ def test_pickled_f32_weights_and_wrong_dtype():
             p.execute({DNNL_ARG_SRC: x.astype(np.float64), DNNL_ARG_WEIGHTS: pw})
         with pytest.raises(InvalidArguments):
             p.prepare_weights(w.astype(np.int8))
+
+
+# ---- pooling -----------------------------------------------------------------------------------
+@needs_onednn
+@pytest.mark.parametrize("alg", ["max", "avg_include_padding", "avg_exclude_padding"])
+@pytest.mark.parametrize("dt", ["u8", "s8"])
+@pytest.mark.parametrize("tag", [None, "nhwc"])
+def test_pooling_f32_to_int8(isa, alg, dt, tag):
+    """f32 pooling into an s8 / u8 dst with dst scale and zero point (ext: oneDNN 3.2 has no
+    f32 -> int8 pooling) equals oneDNN's f32 pooling followed by its quantizing reorder, NaN
+    and infinities included."""
+    rng = np.random.default_rng(9)
+    x = rand(rng, (2, 20, 7, 7), 3.0)
+    x.reshape(-1)[::37] = np.nan
+    x.reshape(-1)[5::53] = np.inf
+    a = quant_attr()
+    p = dnnq.Pooling(alg, MD(x.shape, "f32", tag), MD((2, 20, 4, 4), dt, tag), strides=2,
+                     kernel=3, padding_l=1, attr=a)
+    xi = x if tag is None else np.moveaxis(np.ascontiguousarray(np.moveaxis(x, 1, -1)), -1, 1)
+    zp = 10 if dt == "u8" else -5
+    out = p.execute({DNNL_ARG_SRC: xi, **quant_args(0.05, zp)})
+    ref = onednn.reorder(onednn.pooling(x, alg, "f32", kernel=3, strides=2, padding_l=1,
+                                        channels_last=tag is not None), dt,
+                         dst_scales=np.array([0.05], F32), dst_zp=np.array([zp], np.int32))
+    assert np.array_equal(out, ref)
+
+
+@needs_onednn
+@pytest.mark.parametrize("dt", ["f32", "u8"])
+def test_fake_quantize_after_f32_pooling(dt):
+    """append_fake_quantize (per channel) on an f32 average pooling, f32 or u8 dst: OpenVINO's
+    FakeQuantize of oneDNN's f32 pooling result."""
+    rng = np.random.default_rng(4)
+    x = rand(rng, (1, 8, 9, 9), 2.0)
+    il, ih = _fq_bounds(8, 4, rng, True)
+    ol, oh = (il, ih) if dt == "f32" else (np.zeros_like(il), np.full_like(ih, 255.0))
+    po = PostOps()
+    fq = dnnq.append_fake_quantize(po, il, ih, ol, oh, 256)
+    attr = PrimitiveAttr()
+    attr.set_post_ops(po)
+    p = dnnq.Pooling("avg_exclude_padding", MD(x.shape, "f32", "nhwc"),
+                     MD((1, 8, 5, 5), dt, "nhwc"), strides=2, kernel=3, padding_l=1, attr=attr)
+    xi = np.moveaxis(np.ascontiguousarray(np.moveaxis(x, 1, -1)), -1, 1)
+    out = p.execute({DNNL_ARG_SRC: xi, **fq})
+    y = onednn.pooling(x, "avg_exclude_padding", "f32", kernel=3, strides=2, padding_l=1,
+                       channels_last=True)
+    ref = fake_quantize(y, il, ih, ol, oh, 256)
+    assert np.array_equal(out, quantize(ref, "u8") if dt == "u8" else ref)
+
+
+def test_pooling_int8_src_takes_no_dst_scale():
+    a = quant_attr(zp=False)
+    with pytest.raises(Unimplemented, match="scales"):
+        dnnq.Pooling("max", MD((1, 2, 4, 4), "u8"), MD((1, 2, 2, 2), "u8"), kernel=2, strides=2,
+                     attr=a)
