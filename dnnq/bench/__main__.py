@@ -17,7 +17,9 @@ before anything runs.  --batch=FILE reads options and descriptors from FILE (# c
 
 Settings (per problem):
   --mode=P|C          P: time dnnq and its peers (default); C: check dnnq against oneDNN
-  --dt=SRC:WEI:DST    data types (u8/s8 sources, s8 weights, u8/s8/s32/f32 destination)
+  --dt=SRC:WEI:DST    data types (u8/s8 sources, s8 weights, u8/s8/s32/f32 destination; an
+                      f32 layer: f32:f32:f32, f32:f32:u8, f32:f32:s8, timed against oneDNN's
+                      f32 primitive, checked through its quantizing reorder)
   --bia-dt=f32|undef  bias data type (undef: no bias)
   --attr-scales=ARG:MASK[:VALUE][+...]       ARG src/wei/dst, MASK common/per_oc/per_dim_N
   --attr-zero-points=ARG:MASK[:VALUE][+...]
@@ -353,8 +355,10 @@ def main(argv=None):
                     equal, total, note = k.check(case)
                     ok = equal == total
                     failures += not ok
+                    how = ("as oneDNN's (an f32 layer's bound)" if note.startswith("f32 layer")
+                           else "bit-identical to oneDNN")
                     text = (f"{'PASSED' if ok else 'FAILED'}: {equal} of {total} elements "
-                            f"bit-identical to oneDNN" + (f" ({note})" if note else ""))
+                            f"{how}" + (f" ({note})" if note else ""))
                     row["status"] = "PASSED" if ok else "FAILED"
                 except Unchecked as exc:
                     no_reference += 1
