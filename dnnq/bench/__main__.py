@@ -326,8 +326,8 @@ def main(argv=None):
           "wait); ratio = dnnq time / peer time")
     labels = [repro(kind, desc, given) for kind, desc, _, _, given in problems]
     width = max(len(s) for s in labels)
-    print(f"{'problem':{width}s}  {'kernel':26s} {'dnnq us':>9s} {'GOPS':>7s} "
-          f"{'oneDNN us':>13s} {'ratio':>6s} {'torch us':>13s} {'ratio':>6s}  notes")
+    print(f"{'problem':{width}s}  {'kernel':26s} {'dnnq us':>9s} {'GOPS':>7s}" +
+          "".join(f" {peer + ' us':>13s} {'ratio':>6s}" for peer in PEERS) + "  notes")
     rows, failures = [], 0
     ratios = {p: [] for p in PEERS}
     no_reference = 0
@@ -373,8 +373,10 @@ def main(argv=None):
             row.update(dnnq_us=t * 1e6, gops=case.ops / t / 1e9)
             line = f"{label:{width}s}  {case.kernel:26s} {t * 1e6:9.1f} {case.ops / t / 1e9:7.0f}"
             for peer in PEERS:
-                tp = times.get(peer, "not measured")
-                if isinstance(tp, str):
+                tp = times.get(peer, "")
+                if tp == "":  # no such peer for this kind
+                    line += f" {'-':>13s} {'-':>6s}"
+                elif isinstance(tp, str):
                     line += f" {tp[:13]:>13s} {'-':>6s}"
                     row[f"{peer}_note"] = tp
                 else:

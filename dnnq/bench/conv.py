@@ -322,7 +322,7 @@ def create(driver, geo, settings, env):
     if not env.use_torch:
         case.peers["torch"] = "--no-peers"
     elif b.get("f32"):
-        case.peers["torch"] = "n/a: f32 layer (oneDNN's f32 primitive is the peer)"
+        case.peers["torch"] = "n/a (f32)"
     else:
         # PyTorch's quantized convolutions take quint8 activations only: an s8 source (or
         # a deconvolution, a non-u8 dst) has no comparable PyTorch call

@@ -144,7 +144,7 @@ def _torch_peer(driver, b, threads):
     kw = b["ref_kw"]
     why = None
     if b["f32"]:
-        why = "f32 layer (oneDNN's f32 primitive is the peer)"
+        why = "f32"  # an f32 layer: oneDNN's f32 primitive and numpy are the peers
     elif b["src"].dtype != np.uint8:
         why = "s8 source"
     elif b["src"].ndim != 2:
@@ -232,9 +232,31 @@ def create(driver, parsed, settings, env):
         case.peers["torch"] = tl if isinstance(tl, str) else tl[0]
         if not isinstance(tl, str):
             case.notes.append(tl[1])
+    if b["f32"] and driver == "matmul":
+        case.peers["numpy"] = _numpy_peer(b, env.threads, case.notes)
     if handle is not None:
         case.close = handle.close
     return case
+
+
+def _numpy_peer(b, threads, notes):
+    """numpy's f32 matmul (its BLAS: OpenBLAS in the wheels, limited to the driver's threads
+    through threadpoolctl where installed) on the f32 layer's data, into a preallocated
+    output, bias added: the plain f32 GEMM a user would call."""
+    try:
+        from threadpoolctl import threadpool_limits
+        threadpool_limits(threads, user_api="blas")  # for the rest of the process
+    except ImportError:
+        notes.append("numpy: its BLAS's own thread count (threadpoolctl not installed)")
+    x, w, bias = b["src"], b["wei"], b["bias"]
+    out = np.empty(np.broadcast_shapes(x.shape[:-1], w.shape[:-2] + (1,)) + (w.shape[-1],),
+                   np.float32)
+
+    def run():
+        np.matmul(x, w, out=out)
+        if bias is not None:
+            np.add(out, bias, out=out)
+    return run
 
 
 register("matmul", parse=parse_matmul, create=lambda *a: create("matmul", *a),

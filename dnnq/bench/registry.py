@@ -49,8 +49,8 @@ import numpy as np
 #: modules that register kinds, imported by the driver in this order (missing ones skipped)
 KIND_MODULES = ("dnnq.bench.matmul", "dnnq.bench.conv", "dnnq.bench.rnn")
 
-#: peer columns, in table order
-PEERS = ("oneDNN", "torch")
+#: peer columns, in table order ("numpy": its f32 matmul, OpenBLAS, for f32 layers)
+PEERS = ("oneDNN", "torch", "numpy")
 
 
 class Unchecked(Exception):
@@ -74,7 +74,8 @@ class Case:
     ``dnnq``: no-argument callable running dnnq once through its public ``execute`` and
     returning the output; ``ops``: operations per execution (GOPS = ops / time);
     ``kernel``: dnnq's implementation (``impl_info``); ``peers``: column name (``"oneDNN"``,
-    ``"torch"``) -> timed callable, or a short reason why that peer has no time;
+    ``"torch"``, ``"numpy"``) -> timed callable, or a short reason why that peer has no time
+    (a peer the kind does not name shows a blank column);
     ``reference``: callable returning oneDNN's output for the check (``None`` or a reason
     str when there is none); ``before_check``: called before a check (e.g. refills the
     destination a sum post-op reads, in dnnq's and the reference's buffers); ``notes``: printed at the end of the row (peer implementation
@@ -169,7 +170,7 @@ def default_run(case: Case, min_time: float, rounds: int = 3) -> dict:
     timed = {"dnnq": case.dnnq}
     out = {}
     for peer in PEERS:
-        fn = case.peers.get(peer, "not measured")
+        fn = case.peers.get(peer, "")  # "": the kind has no such peer (a blank column)
         if isinstance(fn, str):
             out[peer] = fn
         else:
