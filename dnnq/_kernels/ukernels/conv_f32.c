@@ -66,6 +66,9 @@ static int run_item_tiles_f32(const dnnq_conv_t *cv, int64_t item) {
                           (g * cv->n_panels + p) * np_max * bstep;
     float tile[DNNQ_CONV_TILE_ROWS * DNNQ_NR] __attribute__((aligned(64)));
     float col[DNNQ_MR_MAX * DNNQ_NR] __attribute__((aligned(64)));
+    /* the micro-kernel with the epilogue fused where it applies (no tile in memory) */
+    dnnq_f32_epi_state_t fst;
+    const int fuse = cv->f32_epi_prepare && cv->f32_epi_prepare(&ge, 0, p, &fst);
     int64_t tm = 0; /* first pixel of the pending run of consecutive pixels in `tile` */
     int trows = 0;
     for (int64_t t = cv->chunks[c]; t < cv->chunks[c + 1]; ++t) {
@@ -73,8 +76,10 @@ static int run_item_tiles_f32(const dnnq_conv_t *cv, int64_t item) {
         const int mr = q->mr;
         const int full_w = !fold || (q->k0[2] == 0 && q->k1[2] == cv->kw);
         if (q->mstep == 0 || q->mixed || !full_w) tile_offsets(cv, q, off);
-        float *acc;
-        if (q->mstep <= 1) {
+        float *acc = NULL;
+        if (fuse) {
+            /* written by the fused kernel below */
+        } else if (q->mstep <= 1) {
             if (trows && (q->m != tm + trows || trows + mr > DNNQ_CONV_TILE_ROWS)) {
                 cv->epilogue_f32(&ge, 0, tm, trows, p, tile);
                 trows = 0;
@@ -136,6 +141,10 @@ static int run_item_tiles_f32(const dnnq_conv_t *cv, int64_t item) {
                     }
                 }
             }
+        }
+        if (fuse) {
+            cv->brgemm_f32_epi(mr, np, pairs, 0, NULL, &fst, q->m, q->mstep ? q->mstep : 1);
+            continue;
         }
         if (np) cv->brgemm_f32(mr, nc, np, pairs, 0, acc);
         else memset(acc, 0, sizeof(float) * DNNQ_NR * (size_t)mr);

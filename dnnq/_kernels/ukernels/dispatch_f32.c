@@ -21,3 +21,19 @@ dnnq_gemm_epilogue_f32_fn dnnq_gemm_epilogue_f32_for_isa(int isa) {
 }
 dnnq_gemm_block_fn dnnq_gemm_block_f32_for_isa(int isa) { DNNQ_F32_PICK(dnnq_gemm_block_f32) }
 dnnq_dw_f32_fn dnnq_dw_f32_for_isa(int isa) { DNNQ_F32_PICK(dnnq_dw_f32) }
+
+dnnq_f32_epi_prepare_fn dnnq_f32_epi_prepare_for_isa(int isa) {
+#ifdef DNNQ_HAVE_X86_KERNELS
+    if (DNNQ_ISA_LEVEL(isa) >= DNNQ_ISA_AVX512_CORE_VNNI) return dnnq_f32_epi_prepare_avx512;
+#endif
+    (void)isa;
+    return NULL;
+}
+
+dnnq_brgemm_f32_epi_fn dnnq_brgemm_f32_epi_for_isa(int isa) {
+#ifdef DNNQ_HAVE_X86_KERNELS
+    if (DNNQ_ISA_LEVEL(isa) >= DNNQ_ISA_AVX512_CORE_VNNI) return dnnq_brgemm_f32_epi_avx512;
+#endif
+    (void)isa;
+    return NULL;
+}

@@ -54,6 +54,31 @@ typedef void (*dnnq_gemm_epilogue_f32_fn)(const dnnq_gemm_args_t *g, int64_t b, 
 typedef void (*dnnq_dw_f32_fn)(int mr, int64_t ntaps, const float *const *rows, int64_t ps,
                                int nc, const float *w, float *acc);
 
+/* The micro-kernel with the epilogue fused (AVX-512): the common epilogue -- a bias per column
+ * or common, relu / linear / sum post-ops, the dst scale and zero point, an f32, s8 or u8 dst
+ * -- applied straight from the accumulator registers, the same f32 operations in the same
+ * order as the generic epilogue (hence the same bits).
+ * prepare, once per (batch b, panel p) of g: fills st and returns 1, or 0 when g's epilogue is
+ * not one it covers.  Then each call computes the tile as dnnq_brgemm_f32_fn does (c read when
+ * accumulate, never written) and writes its row r to dst row m + r * mstep. */
+typedef struct {
+    int64_t opaque[160];
+} __attribute__((aligned(64))) dnnq_f32_epi_state_t;
+typedef int (*dnnq_f32_epi_prepare_fn)(const dnnq_gemm_args_t *g, int64_t b, int64_t p,
+                                       dnnq_f32_epi_state_t *st);
+typedef void (*dnnq_brgemm_f32_epi_fn)(int mr, int64_t npairs, const dnnq_br_pair_f32_t *pairs,
+                                       int accumulate, const float *c,
+                                       const dnnq_f32_epi_state_t *st, int64_t m,
+                                       int64_t mstep);
+/* NULL at levels without them (then the tile and dnnq_gemm_epilogue_f32_fn) */
+dnnq_f32_epi_prepare_fn dnnq_f32_epi_prepare_for_isa(int isa);
+dnnq_brgemm_f32_epi_fn dnnq_brgemm_f32_epi_for_isa(int isa);
+int dnnq_f32_epi_prepare_avx512(const dnnq_gemm_args_t *g, int64_t b, int64_t p,
+                                dnnq_f32_epi_state_t *st);
+void dnnq_brgemm_f32_epi_avx512(int mr, int64_t npairs, const dnnq_br_pair_f32_t *pairs,
+                                int accumulate, const float *c, const dnnq_f32_epi_state_t *st,
+                                int64_t m, int64_t mstep);
+
 #define DNNQ_DECLARE_F32(isa)                                                                   \
     void dnnq_brgemm_f32_##isa(int mr, int nc, int64_t npairs, const dnnq_br_pair_f32_t *pairs, \
                                int accumulate, float *c);                                      \

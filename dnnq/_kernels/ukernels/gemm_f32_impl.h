@@ -55,6 +55,18 @@ void DNNQ_F32_FN(dnnq_gemm_block_f32)(const dnnq_gemm_args_t *g, int64_t b, int6
     const float *A = (const float *)(const void *)g->a + b * g->a_sb;
     const float *B = (const float *)(const void *)g->b + b * g->b_sb + p * K * DNNQ_NR;
     const int MR = DNNQ_F32_MR;
+#ifdef DNNQ_F32_FUSED
+    /* the common epilogue applied from the registers (the same bits as the generic one) */
+    dnnq_f32_epi_state_t st;
+    const int fused = DNNQ_F32_FN(dnnq_f32_epi_prepare)(g, b, p, &st);
+#define F32_TILE_DONE(mr, q, acc, c, m)                                                        \
+    if (fused) {                                                                               \
+        DNNQ_F32_FN(dnnq_brgemm_f32_epi)(mr, 1, q, acc, c, &st, m, 1);                         \
+        continue;                                                                              \
+    }
+#else
+#define F32_TILE_DONE(mr, q, acc, c, m)
+#endif
     for (int64_t mb = m0; mb < m0 + mc; mb += DNNQ_F32_BLOCK_ROWS) {
         const int64_t rows = m0 + mc - mb < DNNQ_F32_BLOCK_ROWS ? m0 + mc - mb
                                                                 : DNNQ_F32_BLOCK_ROWS;
@@ -65,6 +77,7 @@ void DNNQ_F32_FN(dnnq_gemm_block_f32)(const dnnq_gemm_args_t *g, int64_t b, int6
                 const int64_t m = mb + (rows * t) / ntiles;
                 const int mr = (int)(mb + (rows * (t + 1)) / ntiles - m);
                 const dnnq_br_pair_f32_t q = {A + m * lda, lda, NULL, B, K};
+                F32_TILE_DONE(mr, &q, 0, NULL, m)
                 f32_br_ukr(mr, nc, 1, &q, 0, buf);
                 DNNQ_F32_FN(dnnq_gemm_epilogue_f32)(g, b, m, mr, p, buf);
             }
@@ -76,9 +89,15 @@ void DNNQ_F32_FN(dnnq_gemm_block_f32)(const dnnq_gemm_args_t *g, int64_t b, int6
                 const int64_t m = mb + (rows * t) / ntiles;
                 const int mr = (int)(mb + (rows * (t + 1)) / ntiles - m);
                 const dnnq_br_pair_f32_t q = {A + m * lda + k0, lda, NULL, B + k0 * DNNQ_NR, kc};
+                if (k0 + kc == K) { /* the last pass */
+                    F32_TILE_DONE(mr, &q, k0 > 0, buf + (m - mb) * DNNQ_NR, m)
+                }
                 f32_br_ukr(mr, nc, 1, &q, k0 > 0, buf + (m - mb) * DNNQ_NR);
             }
         }
+#ifdef DNNQ_F32_FUSED
+        if (fused) continue;
+#endif
         DNNQ_F32_FN(dnnq_gemm_epilogue_f32)(g, b, mb, (int)rows, p, buf);
     }
 }
@@ -101,3 +120,4 @@ void DNNQ_F32_FN(dnnq_dw_f32)(int mr, int64_t ntaps, const float *const *rows, i
         memcpy(acc + r * DNNQ_NR, a, sizeof(a));
     }
 }
+#undef F32_TILE_DONE
