@@ -47,6 +47,9 @@ def brgemm_rows(int isa):
 
 #: rows of one f32 micro-kernel call, the same at every level (ukernels/dnnq_f32.h)
 F32_ROWS = DNNQ_F32_MR
+# the largest f32 weights (bytes) for which f32 plans run pixels outermost (_gemm.pyx's
+# F32_ROWS_OUTER_MAX_WEIGHTS)
+cdef int64_t _F32_ROWS_OUTER_MAX_WEIGHTS = 1 << 20
 
 
 cdef class ConvPlan:
@@ -236,6 +239,8 @@ cdef class ConvPlan:
                              cv.epi.K * cv.OC <= DNNQ_ROWS_OUTER_MAX_WEIGHTS and
                              dnnq_dst_lines_shared(cv.epi.dst, cv.epi.d_sm, cv.epi.dst_dt,
                                                    cv.epi.raw_s32))
+        if cv.f32:  # pixels outermost while the f32 weights fit in L2 (_gemm.pyx: the same)
+            run_cv.rows_outer = cv.epi.K * cv.OC * 4 <= _F32_ROWS_OUTER_MAX_WEIGHTS
         if nthreads == 1:
             with nogil:
                 for it in range(nitems):

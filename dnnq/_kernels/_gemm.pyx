@@ -28,6 +28,9 @@ from dnnq._kernels._codes cimport DNNQ_ISA_AVX512_CORE_AMX
 import numpy as np
 
 NR = DNNQ_NR
+#: the largest f32 weights (bytes) for which the f32 GEMM and convolution plans run row blocks
+#: outermost (each block's source rows reused by every column panel from the cache)
+F32_ROWS_OUTER_MAX_WEIGHTS = 1 << 20
 
 
 cdef class _Buffers:
@@ -315,6 +318,12 @@ cdef class GemmPlan:
         # weight panels stream past (at AMX speed the A traffic of panel-outer order saturates
         # the shared cache); the VNNI kernels gain nothing from it
         self.m_outer = isa == DNNQ_ISA_AVX512_CORE_AMX and not f32
+        # f32: row blocks outermost while the weights (4 bytes each) fit in L2: a block's
+        # rows of A then serve every panel from the cache instead of streaming all of A once
+        # per panel (the 1x1 expand layers of ResNet-50 at batch 8: 64 -> 256 and 128 -> 512
+        # channels, 25088 rows)
+        if f32 and K * N * 4 <= F32_ROWS_OUTER_MAX_WEIGHTS:
+            self.m_outer = True
         self.min_work_per_thread = 1 << 17
         # relu / linear only: the ISA's fused epilogue applies (where it has one)
         self.g.fast_epi = all(k == 1 and alg in (0, 6) for k, alg, _, _ in post_ops)
