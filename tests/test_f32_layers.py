@@ -138,6 +138,61 @@ def problems(rng):
     }
 
 
+def random_conv(rng, deconv):
+    """A random (de)convolution: 1-D / 2-D / 3-D, groups, depthwise, strides, dilation,
+    asymmetric and large padding, either layout."""
+    nsp = int(rng.choice([1, 2, 2, 3]))
+    kind = rng.choice(["plain", "grouped", "depthwise"], p=[0.6, 0.2, 0.2])
+    if kind == "depthwise":
+        G, ICg, OCg = int(rng.choice([2, 16, 17, 64, 70])), 1, 1
+    elif kind == "grouped":
+        G, ICg, OCg = int(rng.integers(2, 4)), int(rng.integers(1, 12)), int(rng.integers(1, 40))
+    else:
+        G, ICg, OCg = 1, int(rng.choice([1, 3, 8, 17, 33])), int(rng.choice([1, 7, 16, 65]))
+    k = tuple(int(rng.integers(1, 4)) for _ in range(nsp))
+    s = tuple(int(rng.integers(1, 3)) for _ in range(nsp))
+    d = tuple(int(rng.choice([0, 0, 1])) for _ in range(nsp))
+    ext = [(k[i] - 1) * (d[i] + 1) + 1 for i in range(nsp)]
+    if deconv:
+        isp = tuple(int(rng.integers(1, 6)) for _ in range(nsp))
+        pl = tuple(int(rng.integers(0, ext[i])) for i in range(nsp))
+        pr = tuple(max(0, min(int(rng.integers(0, ext[i])),
+                              (isp[i] - 1) * s[i] + ext[i] - 1 - pl[i])) for i in range(nsp))
+    else:
+        isp = tuple(int(rng.integers(max(1, ext[i] - 1), ext[i] + 7)) for i in range(nsp))
+        pl = tuple(int(rng.integers(0, ext[i] + 1)) for i in range(nsp))
+        pr = tuple(max(int(rng.integers(0, ext[i] + 1)), ext[i] - isp[i] - pl[i])
+                   for i in range(nsp))
+    grouped = G > 1
+    wei = ((G, OCg, ICg) if grouped else (OCg, ICg)) + k
+    tag = {1: "nwc", 2: "nhwc", 3: "ndhwc"}[nsp] if rng.random() < 0.5 else None
+    return Conv(rng, (int(rng.integers(1, 3)), G * ICg) + isp, wei, s, pl, pr, d, deconv,
+                bias=bool(rng.random() < 0.7), tag=tag)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_random_geometries(isa, seed):
+    """Random (de)convolutions: f32 within the summation bound of float64, the u8 dst within
+    1 of the exact value quantized; against oneDNN's f32 primitive where it takes them."""
+    rng = np.random.default_rng(4000 + seed)
+    for _ in range(4):
+        pb = random_conv(rng, deconv=bool(rng.random() < 0.35))
+        p = pb.primitive()
+        out = p.execute(pb.args(p, prepared=bool(rng.random() < 0.5)))
+        assert np.all(np.abs(out - pb.exact) <= sum_bound(pb.mag, pb.K) + 1e-30), pb.geom
+        q = pb.primitive("u8", quant_attr())
+        args = pb.args(q)
+        args.update(quant_args(0.02, 100))
+        qo = q.execute(args)
+        assert np.abs(qo.astype(int) - quantize(pb.exact, "u8", 0.02, 100)).max() <= 1
+        if onednn.available():
+            try:
+                ref = pb.onednn()
+            except onednn.OnednnError:
+                continue
+            assert np.all(np.abs(out - ref) <= 2 * sum_bound(pb.mag, pb.K) + 1e-30), pb.geom
+
+
 @pytest.fixture(scope="module")
 def probs():
     return problems(np.random.default_rng(2511))
