@@ -1,5 +1,5 @@
-"""Convolution and Deconvolution (forward inference, int8), implicit GEMM on the batch-reduce
-micro-kernel, plus a dedicated channels-last depthwise kernel.
+"""Convolution and Deconvolution (forward inference, int8; f32 layers too), implicit GEMM on
+the batch-reduce micro-kernel, plus a dedicated channels-last depthwise kernel.
 
 ``Convolution(src_desc, weights_desc, dst_desc, bias_desc=None, *, strides, padding_l,
 padding_r, dilates=None, attr=None)`` (``Deconvolution`` the same); ``strides`` / paddings /
@@ -8,6 +8,10 @@ padding_r, dilates=None, attr=None)`` (``Deconvolution`` the same); ``strides`` 
 Support table (masks over the tensor's own logical dims; "ext" = beyond oneDNN 3.2):
 
 ==================  =====================================================================
+f32 layer           src f32 + weights f32 (+ bias f32) -> dst f32, s8, u8: dst scale and
+                    zero point, every post-op below but the depthwise one; no src /
+                    weights scales or zero points (InvalidArguments); one FMA order, the
+                    same bits at every ISA level (docs/f32_layers.md)
 src                 u8, s8; ``ncw`` / ``nchw`` / ``ncdhw`` or ``nwc`` / ``nhwc`` / ``ndhwc``
 weights             s8; ``oiw`` / ``oihw`` / ``oidhw``, ``wio`` / ``hwio`` / ``dhwio``, grouped
                     ``goiw`` / ``goihw`` / ``goidhw`` (G, OC/G, IC/G, k...); deconvolution:
@@ -31,8 +35,8 @@ The padded area holds the source zero point (padded taps add nothing), exact at 
 Kernels (``impl_info``): ``<isa>:brgconv`` (batch-reduce over taps, indirect source rows),
 ``<isa>:brgconv_fold`` (few input channels: the KW taps of a kernel row folded into one
 reduction of KW*IC, e.g. ResNet's 7x7 first layer), ``<isa>:dw`` (depthwise, G = IC = OC,
-vectorised over channels).  Plain (nchw) data is transposed to channels-last around the
-kernels (a copy of src and dst), except where the plain depthwise 3x3 kernels read and write
+vectorised over channels); f32 layers: the same names ending in ``_f32``.  Plain (nchw) data
+is transposed to channels-last around the kernels (a copy of src and dst), except where the plain depthwise 3x3 kernels read and write
 the planes (the fused epilogue's cases); channels-last data runs without any copy.
 
 Here: descriptors, attributes, the plan and the C-level execute path.  The kernel choice per
@@ -538,7 +542,7 @@ class _ConvolutionBase(KernelChoice, CheckedExecute, F32Convolution, metaclass=C
 
 
 class Convolution(_ConvolutionBase):
-    """int8 forward convolution: 1-D, 2-D, 3-D, groups, depthwise, dilation.
+    """int8 forward convolution (and f32 layers): 1-D, 2-D, 3-D, groups, depthwise, dilation.
 
     Created once (descriptors checked, kernel chosen, tiles planned), executed many times.
     Results are bit-identical to oneDNN 3.2's convolution (the user guide's convolution page
@@ -547,11 +551,12 @@ class Convolution(_ConvolutionBase):
     Parameters
     ----------
     src_desc : MemoryDesc
-        u8 or s8, logical dims ``(N, IC, [D,] [H,] W)``, plain or channels-last (``nwc``,
-        ``nhwc``, ``ndhwc``).
+        u8 or s8 (f32 for an f32 layer, with f32 weights), logical dims ``(N, IC, [D,] [H,]
+        W)``, plain or channels-last (``nwc``, ``nhwc``, ``ndhwc``).
     weights_desc : MemoryDesc
-        s8, ``(OC, IC, [KD,] [KH,] KW)``, or grouped ``(G, OC/G, IC/G, [KD,] [KH,] KW)``
-        (depthwise: ``(C, 1, 1, KH, KW)``); plain or ``wio`` / ``hwio`` / ``dhwio``.
+        s8 (f32 for an f32 layer), ``(OC, IC, [KD,] [KH,] KW)``, or grouped ``(G, OC/G,
+        IC/G, [KD,] [KH,] KW)`` (depthwise: ``(C, 1, 1, KH, KW)``); plain or ``wio`` /
+        ``hwio`` / ``dhwio``.
     dst_desc : MemoryDesc
         f32, s32, s8 or u8, ``(N, OC, [OD,] [OH,] OW)``, plain or channels-last.
     bias_desc : MemoryDesc, optional
@@ -608,6 +613,9 @@ class Convolution(_ConvolutionBase):
     dst zero point      0, 2 (per OC)
     post-ops            eltwise (all), binary (src1 dims each 1 or the dst's), sum,
                         checkpoint / select (ext), FakeQuantize chains, depthwise
+    f32 layer           src f32 + weights f32 (+ bias f32) -> dst f32, s8, u8: the
+                        dst scale and zero point, the post-ops but depthwise; src /
+                        weights scales or zero points: InvalidArguments
     ==================  ==============================================================
 
     ``DNNL_MASK_PER_CHANNEL_NCHW`` / ``_OIHW`` resolve to the channel bits above.  The padded
@@ -641,7 +649,7 @@ class Convolution(_ConvolutionBase):
 
 
 class Deconvolution(_ConvolutionBase):
-    """int8 forward deconvolution (transposed convolution), in oneDNN's convention.
+    """int8 forward deconvolution (and f32 layers), in oneDNN's convention.
 
     ``dst[oc, i*S - PL + k*(D+1)] += src[ic, i] * w[oc, ic, k]``: weights ``(OC, IC, k...)``
     or ``(G, OC/G, IC/G, k...)``, no kernel flip; the output size is ``(I - 1) * S - PL - PR
@@ -653,9 +661,10 @@ class Deconvolution(_ConvolutionBase):
     Parameters
     ----------
     src_desc : MemoryDesc
-        u8 or s8, ``(N, IC, [D,] [H,] W)``, plain or channels-last.
+        u8 or s8 (f32 for an f32 layer), ``(N, IC, [D,] [H,] W)``, plain or channels-last.
     weights_desc : MemoryDesc
-        s8, ``(OC, IC, [KD,] [KH,] KW)`` or grouped ``(G, OC/G, IC/G, ...)``.
+        s8 (f32 for an f32 layer), ``(OC, IC, [KD,] [KH,] KW)`` or grouped ``(G, OC/G,
+        IC/G, ...)``.
     dst_desc : MemoryDesc
         f32, s32, s8 or u8, ``(N, OC, [OD,] [OH,] OW)``.
     bias_desc : MemoryDesc, optional

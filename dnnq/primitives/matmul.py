@@ -8,7 +8,9 @@ Support table (masks are over the tensor's own logical dims; "ext" = beyond oneD
 | MatMul 3-D (B,M,K)x(B,K,N) | 0 | 0, 4 (per-N) | 0 | 0, 4 (per-K, ext) | 0, 4 (per-N, ext) | 0, 4 (per-N, ext) |
 | InnerProduct (N,IC,...)x(OC,IC,...) | 0 | 0, 1 (per-OC) | 0 | 0 (ext) | 0, 1 (ext) | 0, 2 (per-OC, ext) |
 
-Data types: src u8 / s8, weights s8, bias f32 / s32 / s8 / u8, dst f32 / s32 / s8 / u8.
+Data types: src u8 / s8, weights s8, bias f32 / s32 / s8 / u8, dst f32 / s32 / s8 / u8; an
+f32 layer: src f32, weights f32, bias f32, dst f32 / s8 / u8 (dst scale and zero point only;
+docs/f32_layers.md).
 Post-ops: eltwise (every algorithm), binary (src1 broadcastable to dst), sum (one), and dnnq's
 checkpoint / select extensions (cond and value broadcastable to dst).
 """
@@ -260,7 +262,7 @@ class _GemmPrimitive(metaclass=CachedPrimitive):
 
 
 class MatMul(_GemmPrimitive):
-    """int8 matrix multiplication: ``dst = src (M, K) x weights (K, N)``.
+    """int8 matrix multiplication (and f32 layers): ``dst = src (M, K) x weights (K, N)``.
 
     Optionally batched, ``(B, M, K) x (B, K, N)``, with the batch broadcast from 1 on either
     side.  All checks, the kernel choice and the planning happen at creation;
@@ -271,9 +273,10 @@ class MatMul(_GemmPrimitive):
     Parameters
     ----------
     src_desc : MemoryDesc
-        u8 or s8, ``(M, K)`` or ``(B, M, K)``, plain.
+        u8 or s8 (f32 for an f32 layer, with f32 weights), ``(M, K)`` or ``(B, M, K)``,
+        plain.
     weights_desc : MemoryDesc
-        s8, ``(K, N)`` or ``(B, K, N)``, plain.
+        s8 (f32 for an f32 layer), ``(K, N)`` or ``(B, K, N)``, plain.
     dst_desc : MemoryDesc
         f32, s32, s8 or u8, ``(M, N)`` or ``(B, M, N)``.
     bias_desc : MemoryDesc, optional
@@ -319,6 +322,9 @@ class MatMul(_GemmPrimitive):
     weights          s8; (K, N) or (B, K, N), plain
     bias             f32, s32, s8, u8; broadcastable to dst (e.g. (1, N))
     dst              f32, s32, s8, u8; (M, N) or (B, M, N)
+    f32 layer        src f32 + weights f32 (+ bias f32) -> dst f32, s8, u8; no src /
+                     weights scales or zero points (InvalidArguments); one FMA order,
+                     the same bits at every ISA level (docs/f32_layers.md)
     src scale        mask 0
     weights scale    mask 0, or 1 << (n-1) (per-N)
     dst scale        mask 0
@@ -445,9 +451,10 @@ class InnerProduct(_GemmPrimitive):
     Parameters
     ----------
     src_desc : MemoryDesc
-        u8 or s8, ``(N, IC)`` or ``(N, IC, [D,] [H,] W)``, plain.
+        u8 or s8 (f32 for an f32 layer, with f32 weights), ``(N, IC)`` or ``(N, IC, [D,]
+        [H,] W)``, plain.
     weights_desc : MemoryDesc
-        s8, ``(OC, IC[, *spatial])`` matching the source.
+        s8 (f32 for an f32 layer), ``(OC, IC[, *spatial])`` matching the source.
     dst_desc : MemoryDesc
         f32, s32, s8 or u8, ``(N, OC)``.
     bias_desc : MemoryDesc, optional
@@ -489,6 +496,8 @@ class InnerProduct(_GemmPrimitive):
     weights          s8; (OC, IC, [D,] [H,] W) matching src
     bias             f32, s32, s8, u8; (OC,) or (1, OC)
     dst              f32, s32, s8, u8; (N, OC)
+    f32 layer        src f32 + weights f32 (+ bias f32) -> dst f32, s8, u8; no src /
+                     weights scales or zero points (docs/f32_layers.md)
     src scale        mask 0
     weights scale    mask 0, or 1 (per-OC)
     dst scale        mask 0
