@@ -541,6 +541,29 @@ def test_nan_inf_propagation(probs, isa, name):
         pb.x = x0
 
 
+@needs_onednn
+@pytest.mark.parametrize("name", ["conv_3x3", "mm_panels"])
+def test_nan_through_relu(probs, name):
+    """relu (alpha 0) after NaN sources: max(x, 0) gives 0, as oneDNN's f32 kernels."""
+    pb = probs[name]
+    x0 = pb.x
+    x = x0.copy()
+    x.reshape(-1)[::17] = np.nan
+    pb.x = x
+    try:
+        po = PostOps()
+        po.append_eltwise("relu", 0.0, 0.0)
+        attr = PrimitiveAttr()
+        attr.set_post_ops(po)
+        p = pb.primitive("f32", attr)
+        out = p.execute(pb.args(p))
+        ref = pb.onednn(post_ops=[("eltwise", "relu", 0.0, 0.0)])
+        assert not np.isnan(ref).any() and not np.isnan(out).any()
+        assert np.all(np.abs(out - ref) <= 2 * sum_bound(pb.mag, pb.K) + 1e-30)
+    finally:
+        pb.x = x0
+
+
 # ---- data types and attributes refused ---------------------------------------------------------
 def _conv(src="f32", wei="f32", dst="f32", bias=None, attr=None):
     return dnnq.Convolution(MD((1, 4, 5, 5), src), MD((8, 4, 3, 3), wei), MD((1, 8, 5, 5), dst),
