@@ -17,7 +17,7 @@ from dnnq._kernels._kernels cimport (
     dnnq_gemm_epilogue_fn, dnnq_brgemm_ukr_for_isa, dnnq_brgemm_mr_for_isa,
     dnnq_gemm_epilogue_for_isa, dnnq_dst_lines_shared, DNNQ_ROWS_OUTER_MAX_WEIGHTS,
     DNNQ_F32_MR, dnnq_brgemm_f32_for_isa, dnnq_gemm_epilogue_f32_for_isa, dnnq_dw_f32_for_isa,
-    dnnq_f32_epi_prepare_for_isa, dnnq_brgemm_f32_epi_for_isa,
+    dnnq_f32_epi_prepare_for_isa, dnnq_brgemm_f32_epi_for_isa, dnnq_dw_f32_epi_for_isa,
 )
 # dnnq_conv.h's declarations and ConvPlan's fields are in _conv.pxd (the C-level execute path,
 # _conv_exec.pyx, fills a dnnq_conv_t and launches it)
@@ -105,6 +105,7 @@ cdef class ConvPlan:
             cv.dw_f32 = dnnq_dw_f32_for_isa(isa)
             cv.f32_epi_prepare = dnnq_f32_epi_prepare_for_isa(isa)
             cv.brgemm_f32_epi = dnnq_brgemm_f32_epi_for_isa(isa)
+            cv.dw_f32_epi = dnnq_dw_f32_epi_for_isa(isa)
         cv.dst_img = cv.od * cv.oh * cv.ow * cv.OC
         cv.rowsum_img = cv.od * cv.oh * cv.ow
         cv.epi.N = cols

@@ -111,6 +111,10 @@ cdef extern from "dnnq_f32.h" nogil:
                                             const dnnq_br_pair_f32_t *pairs, int accumulate,
                                             const float *c, const dnnq_f32_epi_state_t *st,
                                             int64_t m, int64_t mstep)
+    ctypedef void (*dnnq_dw_f32_epi_fn)(int mr, int64_t ntaps, const float *const *rows,
+                                        int64_t ps, const float *w,
+                                        const dnnq_f32_epi_state_t *st, int64_t m)
+    dnnq_dw_f32_epi_fn dnnq_dw_f32_epi_for_isa(int isa)
     dnnq_f32_epi_prepare_fn dnnq_f32_epi_prepare_for_isa(int isa)
     dnnq_brgemm_f32_epi_fn dnnq_brgemm_f32_epi_for_isa(int isa)
     dnnq_brgemm_f32_fn dnnq_brgemm_f32_for_isa(int isa)

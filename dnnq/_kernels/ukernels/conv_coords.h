@@ -66,4 +66,20 @@ static inline void tile_offsets(const dnnq_conv_t *cv, const dnnq_conv_tile_t *q
     }
 }
 
+/* The interior ranges: output coordinates whose every tap reads inside the source, along one
+ * dimension ([lo, hi), empty for a deconvolution, whose taps skip source rows). */
+static inline void interior(int64_t O, int64_t K, int64_t s, int64_t d, int64_t p, int64_t I,
+                            int deconv, int64_t *lo, int64_t *hi) {
+    if (deconv) {
+        *lo = *hi = 0;
+        return;
+    }
+    /* o * s - p >= 0  and  o * s - p + (K - 1) * d <= I - 1 */
+    int64_t a = (p + s - 1) / s;
+    int64_t last = I - 1 - (K - 1) * d + p;
+    int64_t b = last < 0 ? 0 : last / s + 1;
+    *lo = a < O ? a : O;
+    *hi = b < O ? (b > *lo ? b : *lo) : O;
+}
+
 #endif

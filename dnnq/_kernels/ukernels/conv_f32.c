@@ -157,7 +157,10 @@ static int run_item_tiles_f32(const dnnq_conv_t *cv, int64_t item) {
 }
 
 /* The depthwise item (image, panel, block of pixels): per tap of each pixel inside the
- * source, one vector FMA per 16 channels (dnnq_dw_f32_fn); taps outside are left out. */
+ * source, one vector FMA per 16 channels (dnnq_dw_f32_fn), in tap order.  The interior of an
+ * output row runs as dense runs of up to DNNQ_CONV_TILE_ROWS pixels (every tap inside, its
+ * pixels sw * IC apart: a pointer per tap); its borders pixel by pixel, taps outside left
+ * out (a NULL pointer). */
 static int run_item_dw_f32(const dnnq_conv_t *cv, int64_t item) {
     const int64_t osp = cv->od * cv->oh * cv->ow;
     const int64_t nblk = (osp + cv->mc - 1) / cv->mc;
@@ -167,53 +170,78 @@ static int run_item_dw_f32(const dnnq_conv_t *cv, int64_t item) {
     const int64_t m0 = blk * cv->mc, mend = m0 + (osp - m0 < cv->mc ? osp - m0 : cv->mc);
     const int nc = (int)(cv->OC - p * DNNQ_NR < DNNQ_NR ? cv->OC - p * DNNQ_NR : DNNQ_NR);
     const int64_t ntaps = cv->kd * cv->kh * cv->kw, IC = cv->IC;
-    const int mr_max = cv->mr;
+    const int mr_max = cv->mr, TR = DNNQ_CONV_TILE_ROWS;
     dnnq_gemm_args_t ge;
     dnnq_postop_t post[DNNQ_CONV_MAX_POST];
     dnnq_conv_item_epilogue_args(cv, n, 0, &ge, post);
-    const float **rows = (const float **)malloc(sizeof(float *) * (size_t)(ntaps * mr_max));
+    const float **rows = (const float **)malloc(sizeof(float *) * (size_t)(ntaps * mr_max) +
+                                                sizeof(int64_t) * (size_t)ntaps);
     if (!rows) return -1;
+    int64_t *delta = (int64_t *)(void *)(rows + ntaps * mr_max);
+    {
+        int64_t t = 0;
+        for (int64_t kd = 0; kd < cv->kd; ++kd)
+            for (int64_t kh = 0; kh < cv->kh; ++kh)
+                for (int64_t kw = 0; kw < cv->kw; ++kw, ++t)
+                    delta[t] = ((kd * cv->dd * cv->ih + kh * cv->dh) * cv->iw + kw * cv->dw) * IC;
+    }
+    int64_t ilo[3], ihi[3];
+    interior(cv->od, cv->kd, cv->sd, cv->dd, cv->pd, cv->id, cv->deconv, &ilo[0], &ihi[0]);
+    interior(cv->oh, cv->kh, cv->sh, cv->dh, cv->ph, cv->ih, cv->deconv, &ilo[1], &ihi[1]);
+    interior(cv->ow, cv->kw, cv->sw, cv->dw, cv->pw, cv->iw, cv->deconv, &ilo[2], &ihi[2]);
     const float *img = (const float *)(const void *)cv->src +
                        n * cv->id * cv->ih * cv->iw * IC + p * DNNQ_NR;
     const float *w = (const float *)(const void *)cv->dw_weights + p * cv->dw_stride;
     float tile[DNNQ_CONV_TILE_ROWS * DNNQ_NR] __attribute__((aligned(64)));
+    /* the epilogue fused into the kernel where it applies (no tile in memory) */
+    dnnq_f32_epi_state_t fst;
+    const int fuse = cv->dw_f32_epi && cv->f32_epi_prepare &&
+                     cv->f32_epi_prepare(&ge, 0, p, &fst);
     int64_t tm = m0;
     int trows = 0;
     for (int64_t m = m0; m < mend;) {
-        const int mr = (int)(mend - m < mr_max ? mend - m : mr_max);
-        if (trows + mr > DNNQ_CONV_TILE_ROWS) {
+        int64_t od, oh, ow;
+        out_pixel(cv, m, &od, &oh, &ow);
+        const int row_in = od >= ilo[0] && od < ihi[0] && oh >= ilo[1] && oh < ihi[1];
+        const int dense = row_in && ow >= ilo[2] && ow < ihi[2];
+        int64_t lim = dense ? ihi[2] : row_in && ow < ilo[2] ? ilo[2] : cv->ow;
+        int64_t cnt = lim - ow;
+        if (cnt > mend - m) cnt = mend - m;
+        if (cnt > (dense ? TR : mr_max)) cnt = dense ? TR : mr_max;
+        if (!fuse && trows + cnt > TR) {
             cv->epilogue_f32(&ge, 0, tm, trows, p, tile);
             tm = m;
             trows = 0;
         }
-        int64_t od, oh, ow;
-        out_pixel(cv, m, &od, &oh, &ow);
-        for (int r = 0; r < mr; ++r) {
-            int64_t t = 0;
-            for (int64_t kd = 0; kd < cv->kd; ++kd) {
-                const int64_t xd = src_coord(od, kd, cv->sd, cv->dd, cv->pd, cv->id, cv->deconv);
-                for (int64_t kh = 0; kh < cv->kh; ++kh) {
-                    const int64_t xh = xd < 0 ? -1 : src_coord(oh, kh, cv->sh, cv->dh, cv->ph,
-                                                               cv->ih, cv->deconv);
-                    for (int64_t kw = 0; kw < cv->kw; ++kw, ++t) {
-                        const int64_t xw = xh < 0 ? -1 : src_coord(ow, kw, cv->sw, cv->dw, cv->pw,
-                                                                   cv->iw, cv->deconv);
-                        rows[t * mr + r] = xw < 0 ? NULL
-                                                  : img + ((xd * cv->ih + xh) * cv->iw + xw) * IC;
+        if (dense) {
+            const float *base = img + (((od * cv->sd - cv->pd) * cv->ih + oh * cv->sh - cv->ph) *
+                                           cv->iw + ow * cv->sw - cv->pw) * IC;
+            for (int64_t t = 0; t < ntaps; ++t) rows[t] = base + delta[t];
+            if (fuse) cv->dw_f32_epi((int)cnt, ntaps, rows, cv->sw * IC, w, &fst, m);
+            else cv->dw_f32((int)cnt, ntaps, rows, cv->sw * IC, nc, w, tile + trows * DNNQ_NR);
+        } else {
+            for (int r = 0; r < (int)cnt; ++r) {
+                int64_t t = 0;
+                for (int64_t kd = 0; kd < cv->kd; ++kd) {
+                    const int64_t xd = src_coord(od, kd, cv->sd, cv->dd, cv->pd, cv->id,
+                                                 cv->deconv);
+                    for (int64_t kh = 0; kh < cv->kh; ++kh) {
+                        const int64_t xh = xd < 0 ? -1 : src_coord(oh, kh, cv->sh, cv->dh,
+                                                                   cv->ph, cv->ih, cv->deconv);
+                        for (int64_t kw = 0; kw < cv->kw; ++kw, ++t) {
+                            const int64_t xw = xh < 0 ? -1 : src_coord(ow + r, kw, cv->sw, cv->dw,
+                                                                       cv->pw, cv->iw, cv->deconv);
+                            rows[t * cnt + r] =
+                                xw < 0 ? NULL : img + ((xd * cv->ih + xh) * cv->iw + xw) * IC;
+                        }
                     }
                 }
             }
-            if (++ow == cv->ow) {
-                ow = 0;
-                if (++oh == cv->oh) {
-                    oh = 0;
-                    ++od;
-                }
-            }
+            if (fuse) cv->dw_f32_epi((int)cnt, ntaps, rows, 0, w, &fst, m);
+            else cv->dw_f32((int)cnt, ntaps, rows, 0, nc, w, tile + trows * DNNQ_NR);
         }
-        cv->dw_f32(mr, ntaps, rows, 0, nc, w, tile + trows * DNNQ_NR);
-        trows += mr;
-        m += mr;
+        if (!fuse) trows += (int)cnt;
+        m += cnt;
     }
     if (trows) cv->epilogue_f32(&ge, 0, tm, trows, p, tile);
     free(rows);

@@ -37,3 +37,11 @@ dnnq_brgemm_f32_epi_fn dnnq_brgemm_f32_epi_for_isa(int isa) {
     (void)isa;
     return NULL;
 }
+
+dnnq_dw_f32_epi_fn dnnq_dw_f32_epi_for_isa(int isa) {
+#ifdef DNNQ_HAVE_X86_KERNELS
+    if (DNNQ_ISA_LEVEL(isa) >= DNNQ_ISA_AVX512_CORE_VNNI) return dnnq_dw_f32_epi_avx512;
+#endif
+    (void)isa;
+    return NULL;
+}

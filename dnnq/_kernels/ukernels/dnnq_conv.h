@@ -117,6 +117,7 @@ typedef struct {
     dnnq_dw_f32_fn dw_f32;
     dnnq_f32_epi_prepare_fn f32_epi_prepare;  /* the fused epilogue, or NULL (dnnq_f32.h) */
     dnnq_brgemm_f32_epi_fn brgemm_f32_epi;
+    dnnq_dw_f32_epi_fn dw_f32_epi;
 } dnnq_conv_t;
 
 /* The fused micro-kernel's kind for panel p of the item's epilogue ge (its state into st), or

@@ -70,6 +70,13 @@ typedef void (*dnnq_brgemm_f32_epi_fn)(int mr, int64_t npairs, const dnnq_br_pai
                                        int accumulate, const float *c,
                                        const dnnq_f32_epi_state_t *st, int64_t m,
                                        int64_t mstep);
+/* The depthwise kernel with the fused epilogue: dnnq_dw_f32_fn's pixels r written to dst row
+ * m + r (the panel of the prepared state). */
+typedef void (*dnnq_dw_f32_epi_fn)(int mr, int64_t ntaps, const float *const *rows, int64_t ps,
+                                   const float *w, const dnnq_f32_epi_state_t *st, int64_t m);
+dnnq_dw_f32_epi_fn dnnq_dw_f32_epi_for_isa(int isa);
+void dnnq_dw_f32_epi_avx512(int mr, int64_t ntaps, const float *const *rows, int64_t ps,
+                            const float *w, const dnnq_f32_epi_state_t *st, int64_t m);
 /* NULL at levels without them (then the tile and dnnq_gemm_epilogue_f32_fn) */
 dnnq_f32_epi_prepare_fn dnnq_f32_epi_prepare_for_isa(int isa);
 dnnq_brgemm_f32_epi_fn dnnq_brgemm_f32_epi_for_isa(int isa);

@@ -234,4 +234,90 @@ void dnnq_brgemm_f32_epi_avx512(int mr, int64_t np, const dnnq_br_pair_f32_t *pa
 }
 
 #define DNNQ_F32_FUSED 1
+
+/* ---- depthwise (dnnq_dw_f32_fn) ----------------------------------------------------------- */
+#define DW_ACC(r) __m512 d##r = _mm512_setzero_ps();
+/* pixel r of tap t: dense (DENSE: xb + r * ps, every tap inside) or its own pointer (NULL:
+ * left out); full vectors load plainly (masked loads are slow on Zen 4) */
+#define DW_LOAD(p) (FULL ? _mm512_loadu_ps(p) : _mm512_maskz_loadu_ps(km, p))
+#define DW_TAP(r)                                                                              \
+    if (R > r) {                                                                               \
+        if (DENSE) {                                                                           \
+            d##r = _mm512_fmadd_ps(DW_LOAD(xb + r * ps), wv, d##r);                           \
+        } else {                                                                               \
+            const float *x = rows[t * mr + r0 + r];                                            \
+            if (x) d##r = _mm512_fmadd_ps(DW_LOAD(x + c0), wv, d##r);                          \
+        }                                                                                      \
+    }
+#define DW_STORE(r)                                                                            \
+    if (R > r && FUSE) {                                                                       \
+        char *o = e->d0 + (m + r0 + r) * e->ldd;                                               \
+        f32e_store(FUSE - 1, e, f32e_value(FUSE - 1, e, d##r, c0 / 16, o), o, c0 / 16);        \
+    } else if (R > r) {                                                                        \
+        _mm512_storeu_ps(acc + (r0 + r) * DNNQ_NR + c0, d##r);                                 \
+    }
+
+/* R (<= 8) pixels r0 .. r0 + R - 1, channels c0 .. c0 + 15 (those of km): per tap one vector
+ * FMA per pixel, in tap order (the loop nest's order, vectorised); FUSE: the dst type + 1,
+ * each pixel through the epilogue e to dst row m + r0 + r, else to acc */
+DNNQ_ALWAYS_INLINE void dw_f32_block(const int R, const int FUSE, const int DENSE, const int FULL,
+                                     int mr, int r0, int64_t ntaps, const float *const *rows,
+                                     int64_t ps, int c0, __mmask16 km, const float *w,
+                                     float *acc, const f32_epi_t *e, int64_t m) {
+    DW_ACC(0) DW_ACC(1) DW_ACC(2) DW_ACC(3) DW_ACC(4) DW_ACC(5) DW_ACC(6) DW_ACC(7)
+    for (int64_t t = 0; t < ntaps; ++t) {
+        const __m512 wv = _mm512_loadu_ps(w + t * DNNQ_NR + c0);
+        const float *xb = DENSE ? rows[t] + r0 * ps + c0 : NULL;
+        DW_TAP(0) DW_TAP(1) DW_TAP(2) DW_TAP(3) DW_TAP(4) DW_TAP(5) DW_TAP(6) DW_TAP(7)
+    }
+    DW_STORE(0) DW_STORE(1) DW_STORE(2) DW_STORE(3) DW_STORE(4) DW_STORE(5) DW_STORE(6)
+    DW_STORE(7)
+}
+
+#define DW_R(F, D, L, ...)                                                                     \
+    switch (mr - r0 < 8 ? mr - r0 : 8) {                                                       \
+    case 1: dw_f32_block(1, F, D, L, __VA_ARGS__); break;                                      \
+    case 2: dw_f32_block(2, F, D, L, __VA_ARGS__); break;                                      \
+    case 3: dw_f32_block(3, F, D, L, __VA_ARGS__); break;                                      \
+    case 4: dw_f32_block(4, F, D, L, __VA_ARGS__); break;                                      \
+    case 5: dw_f32_block(5, F, D, L, __VA_ARGS__); break;                                      \
+    case 6: dw_f32_block(6, F, D, L, __VA_ARGS__); break;                                      \
+    case 7: dw_f32_block(7, F, D, L, __VA_ARGS__); break;                                      \
+    default: dw_f32_block(8, F, D, L, __VA_ARGS__); break;                                     \
+    }
+#define DW_CASES(F, ...)                                                                       \
+    if (ps && km == 0xFFFF) { DW_R(F, 1, 1, __VA_ARGS__) }                                     \
+    else if (ps) { DW_R(F, 1, 0, __VA_ARGS__) }                                                \
+    else if (km == 0xFFFF) { DW_R(F, 0, 1, __VA_ARGS__) }                                      \
+    else { DW_R(F, 0, 0, __VA_ARGS__) }
+
+void dnnq_dw_f32_epi_avx512(int mr, int64_t ntaps, const float *const *rows, int64_t ps,
+                            const float *w, const dnnq_f32_epi_state_t *st, int64_t m) {
+    const f32_epi_t *e = (const f32_epi_t *)st;
+    for (int j = 0; j < e->nv; ++j) {
+        const int c0 = 16 * j;
+        const __mmask16 km = e->km[j];
+        for (int r0 = 0; r0 < mr; r0 += 8) {
+            if (e->dt == DNNQ_DT_F32) {
+                DW_CASES(DNNQ_DT_F32 + 1, mr, r0, ntaps, rows, ps, c0, km, w, NULL, e, m)
+            } else if (e->dt == DNNQ_DT_U8) {
+                DW_CASES(DNNQ_DT_U8 + 1, mr, r0, ntaps, rows, ps, c0, km, w, NULL, e, m)
+            } else {
+                DW_CASES(DNNQ_DT_S8 + 1, mr, r0, ntaps, rows, ps, c0, km, w, NULL, e, m)
+            }
+        }
+    }
+}
+
+void dnnq_dw_f32_avx512(int mr, int64_t ntaps, const float *const *rows, int64_t ps, int nc,
+                        const float *w, float *acc) {
+    for (int c0 = 0; c0 < nc; c0 += 16) {
+        const int left = nc - c0;
+        const __mmask16 km = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);
+        for (int r0 = 0; r0 < mr; r0 += 8) {
+            DW_CASES(0, mr, r0, ntaps, rows, ps, c0, km, w, acc, NULL, 0)
+        }
+    }
+}
+#define DNNQ_F32_DW_KERNEL 1
 #include "gemm_f32_impl.h"

@@ -102,6 +102,7 @@ void DNNQ_F32_FN(dnnq_gemm_block_f32)(const dnnq_gemm_args_t *g, int64_t b, int6
     }
 }
 
+#ifndef DNNQ_F32_DW_KERNEL /* (the ISA file's own, else this loop nest) */
 void DNNQ_F32_FN(dnnq_dw_f32)(int mr, int64_t ntaps, const float *const *rows, int64_t ps,
                                int nc, const float *w, float *acc) {
     for (int r = 0; r < mr; ++r) {
@@ -120,4 +121,5 @@ void DNNQ_F32_FN(dnnq_dw_f32)(int mr, int64_t ntaps, const float *const *rows, i
         memcpy(acc + r * DNNQ_NR, a, sizeof(a));
     }
 }
+#endif
 #undef F32_TILE_DONE
