@@ -8,7 +8,8 @@
  * the whole tile is left out; inside a tile whose pixels read different taps (a border pixel
  * merged into a run, a folded row at a border, a deconvolution's phases, depthwise borders)
  * such a tap multiplies a row of zeros (cv->zp_rows), which adds +0: the same result unless a
- * weight is inf or NaN.  ISA-independent: the kernels through the pointers in dnnq_conv_t. */
+ * weight is inf or NaN.  A deconvolution's pixels run by column phases, each reading only the
+ * taps that reach it.  ISA-independent: the kernels through the pointers in dnnq_conv_t. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -347,8 +348,137 @@ static int run_item_general_f32(const dnnq_conv_t *cv, int64_t item) {
     return 0;
 }
 
+/* The deconvolution's item (image, group, panel, block of pixels) by column phases: along an
+ * output row the pixels ow of one residue ow % sw are reached by the same kernel columns
+ * (kw dw = ow + pw mod sw), so runs of them read the same taps -- all but a row's ends, where
+ * a tap leaves the source.  A micro-tile is such a run of up to mr pixels with the same taps:
+ * only those taps are multiplied (none of the general driver's zero rows: a stride-2 kernel-4
+ * deconvolution reads 4 of its 16 taps per pixel), its pixels sw apart in the dst (the fused
+ * epilogue's row step, else one epilogue call per pixel). */
+enum { F32_DECONV_MAX_KW = 64 };
+
+/* the kernel columns (and their source columns) that reach output column ow */
+static int deconv_cols(const dnnq_conv_t *cv, const int32_t *ctw, int64_t ow, int32_t *kws,
+                       int32_t *xws) {
+    int n = 0;
+    for (int64_t kw = 0; kw < cv->kw; ++kw) {
+        const int64_t x = ctw ? ctw[ow * cv->kw + kw]
+                              : src_coord(ow, kw, cv->sw, cv->dw, cv->pw, cv->iw, 1);
+        if (x < 0) continue;
+        kws[n] = (int32_t)kw;
+        xws[n++] = (int32_t)x;
+    }
+    return n;
+}
+
+static int run_item_deconv_f32(const dnnq_conv_t *cv, int64_t item) {
+    const int64_t osp = cv->od * cv->oh * cv->ow;
+    const int64_t nblk = (osp + cv->mc - 1) / cv->mc;
+    const int64_t blk = cv->rows_outer ? (item / cv->n_panels) % nblk : item % nblk;
+    const int64_t p = cv->rows_outer ? item % cv->n_panels : (item / nblk) % cv->n_panels;
+    const int64_t rest = item / (nblk * cv->n_panels);
+    const int64_t g = rest % cv->G, n = rest / cv->G;
+    const int64_t m0 = blk * cv->mc, mend = m0 + (osp - m0 < cv->mc ? osp - m0 : cv->mc);
+    const int nc = (int)(cv->OCg - p * DNNQ_NR < DNNQ_NR ? cv->OCg - p * DNNQ_NR : DNNQ_NR);
+    const int64_t ntaps = cv->kd * cv->kh * cv->kw, kb = cv->kpair, KW = cv->kw;
+    const int mr_max = cv->mr;
+    dnnq_gemm_args_t ge;
+    dnnq_postop_t post[DNNQ_CONV_MAX_POST];
+    dnnq_conv_item_epilogue_args(cv, n, g, &ge, post);
+    const float **rows = (const float **)malloc(sizeof(float *) * (size_t)(ntaps * mr_max) +
+                                                sizeof(dnnq_br_pair_f32_t) * (size_t)ntaps);
+    if (!rows) return -1;
+    dnnq_br_pair_f32_t *pairs = (dnnq_br_pair_f32_t *)(void *)(rows + ntaps * mr_max);
+    const int32_t *ct[3] = {NULL, NULL, NULL};
+    if (cv->coords) {
+        ct[0] = cv->coords;
+        ct[1] = ct[0] + cv->od * cv->kd;
+        ct[2] = ct[1] + cv->oh * cv->kh;
+    }
+    const float *img = (const float *)(const void *)cv->src +
+                       n * cv->id * cv->ih * cv->iw * cv->IC + g * cv->ICg;
+    const float *bpanel = (const float *)(const void *)cv->packed +
+                          (g * cv->n_panels + p) * ntaps * kb * DNNQ_NR;
+    dnnq_f32_epi_state_t fst;
+    const int fuse = cv->f32_epi_prepare && cv->f32_epi_prepare(&ge, 0, p, &fst);
+    float tile[DNNQ_MR_MAX * DNNQ_NR] __attribute__((aligned(64)));
+    int32_t kws[F32_DECONV_MAX_KW], xws[F32_DECONV_MAX_KW], kw2[F32_DECONV_MAX_KW];
+    int32_t xw2[F32_DECONV_MAX_KW];
+    /* the (kd, kh) kernel rows that reach the output row, with their source rows */
+    int32_t *krow = (int32_t *)malloc(sizeof(int32_t) * 2 * (size_t)(cv->kd * cv->kh));
+    if (!krow) {
+        free(rows);
+        return -1;
+    }
+    for (int64_t rs = m0; rs < mend;) {
+        int64_t od, oh, ow0;
+        out_pixel(cv, rs, &od, &oh, &ow0);
+        const int64_t re = rs - ow0 + cv->ow < mend ? rs - ow0 + cv->ow : mend; /* row part */
+        int nkr = 0;
+        for (int64_t kd = 0; kd < cv->kd; ++kd) {
+            const int64_t xd = ct[0] ? ct[0][od * cv->kd + kd]
+                                     : src_coord(od, kd, cv->sd, cv->dd, cv->pd, cv->id, 1);
+            for (int64_t kh = 0; kh < cv->kh && xd >= 0; ++kh) {
+                const int64_t xh = ct[1] ? ct[1][oh * cv->kh + kh]
+                                         : src_coord(oh, kh, cv->sh, cv->dh, cv->ph, cv->ih, 1);
+                if (xh < 0) continue;
+                krow[2 * nkr] = (int32_t)(kd * cv->kh + kh);
+                krow[2 * nkr + 1] = (int32_t)(xd * cv->ih + xh);
+                ++nkr;
+            }
+        }
+        const int64_t owe = ow0 + (re - rs);
+        for (int64_t ph = 0; ph < cv->sw && ph < owe - ow0; ++ph) {
+            /* the pixels ow0 + ph, ow0 + ph + sw, ... of the row part, in runs */
+            for (int64_t ow = ow0 + ph; ow < owe;) {
+                const int ncol = nkr ? deconv_cols(cv, ct[2], ow, kws, xws) : 0;
+                int mr = 1;
+                while (mr < mr_max && ow + mr * cv->sw < owe) {
+                    const int n2 = deconv_cols(cv, ct[2], ow + mr * cv->sw, kw2, xw2);
+                    int same = n2 == ncol;
+                    for (int i = 0; i < ncol && same; ++i) same = kw2[i] == kws[i];
+                    if (!same) break;
+                    ++mr;
+                }
+                /* the pairs: taps (kernel row, kernel column) in (kd, kh, kw) order */
+                int64_t np = 0;
+                for (int r = 0; r < nkr; ++r) {
+                    for (int i = 0; i < ncol; ++i) {
+                        const int64_t t = (int64_t)krow[2 * r] * KW + kws[i];
+                        const float **rp = rows + np * mr_max;
+                        for (int q = 0; q < mr; ++q) /* column x + q: the next pixel of the run */
+                            rp[q] = img + ((int64_t)krow[2 * r + 1] * cv->iw + xws[i] + q) *
+                                              cv->IC;
+                        pairs[np].a = NULL;
+                        pairs[np].lda = 0;
+                        pairs[np].rows = rp;
+                        pairs[np].b = bpanel + t * kb * DNNQ_NR;
+                        pairs[np].K = kb;
+                        ++np;
+                    }
+                }
+                const int64_t m = rs + (ow - ow0);
+                if (fuse) {
+                    cv->brgemm_f32_epi(mr, np, pairs, 0, NULL, &fst, m, cv->sw);
+                } else {
+                    if (np) cv->brgemm_f32(mr, nc, np, pairs, 0, tile);
+                    else memset(tile, 0, sizeof(float) * DNNQ_NR * (size_t)mr);
+                    for (int q = 0; q < mr; ++q)
+                        cv->epilogue_f32(&ge, 0, m + q * cv->sw, 1, p, tile + q * DNNQ_NR);
+                }
+                ow += mr * cv->sw;
+            }
+        }
+        rs = re;
+    }
+    free(krow);
+    free(rows);
+    return 0;
+}
+
 int dnnq_conv_run_item_f32(const dnnq_conv_t *cv, int64_t item) {
     if (cv->depthwise) return run_item_dw_f32(cv, item);
     if (cv->tiles) return run_item_tiles_f32(cv, item);
+    if (cv->deconv && cv->kw <= F32_DECONV_MAX_KW) return run_item_deconv_f32(cv, item);
     return run_item_general_f32(cv, item);
 }
