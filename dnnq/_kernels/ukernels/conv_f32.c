@@ -6,10 +6,10 @@
  * channels inside a tap; the KW taps of a folded kernel row in order): the tiles and pixel
  * blocks decide only which elements run side by side.  A tap that reads no source pixel of
  * the whole tile is left out; inside a tile whose pixels read different taps (a border pixel
- * merged into a run, a folded row at a border, a deconvolution's phases, depthwise borders)
- * such a tap multiplies a row of zeros (cv->zp_rows), which adds +0: the same result unless a
- * weight is inf or NaN.  A deconvolution's pixels run by column phases, each reading only the
- * taps that reach it.  ISA-independent: the kernels through the pointers in dnnq_conv_t. */
+ * merged into a run, a folded row at a border; the general driver's micro-tiles) such a tap
+ * multiplies a row of zeros (cv->zp_rows), which adds +0: the same result unless a weight is
+ * inf or NaN.  A deconvolution's pixels run by column phases and depthwise pixels one by one
+ * at the borders, each reading only the taps that reach it.  ISA-independent: the kernels through the pointers in dnnq_conv_t. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
