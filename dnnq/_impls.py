@@ -22,7 +22,7 @@ from dnnq import _dispatch, _verbose
 class Impl:
     name: str                   # impl_info
     isa: str                    # the ISA level of its kernels
-    s8_src: str                 # "signed", "swap" or "xor"
+    s8_src: str                 # "signed", "swap" or "xor" ("none": f32 kernels)
     reject: Optional[Callable] = None   # problem dict -> reason (str) or None
 
 
@@ -84,6 +84,16 @@ GEMM = (
     Impl("avx2_vnni:blocked", "avx2_vnni", "swap"),
     Impl("avx2:blocked", "avx2", "xor"),
     Impl("portable:blocked", "default", "xor"),
+)
+
+
+#: f32 layers (f32 source and weights, ukernels/dnnq_f32.h): the FMA kernels.  AMX and AVX-VNNI
+#: add nothing for f32, so those levels run the AVX-512 and AVX2 kernels; every level gives
+#: the same bits (one accumulation order), so the choice is speed only.
+F32 = (
+    Impl("avx512_core_vnni:blocked_f32", "avx512_core_vnni", "none"),
+    Impl("avx2:blocked_f32", "avx2", "none"),
+    Impl("portable:blocked_f32", "default", "none"),
 )
 
 

@@ -368,3 +368,23 @@ def test_main_in_process_never_starts_again(monkeypatch, capsys):
     assert drv.main() == 0
     assert drv.main(["--no-peers", "--matmul", "2x8:8x4"]) == 0
     assert "OMP_PROC_BIND=(unset)" in capsys.readouterr().out
+
+
+@pytest.mark.skipif(not dnnq.testing.onednn_expected(), reason="no oneDNN wheel off x86-64 Linux")
+def test_f32_layers_checked_and_timed_against_onednn_f32(tmp_path):
+    """--dt=f32:f32:f32 / f32:f32:u8 (f32 layers): oneDNN's f32 primitive is the timed peer;
+    --mode=C compares with it (its quantizing reorder for an int8 dst) within an f32 layer's
+    bound (K = 1000 > 512: oneDNN's MatMul sums K blocks of its own)."""
+    r = bench(tmp_path, "--mode=C", "--conv", "--dt=f32:f32:u8", "mb1ic8ih6oc20oh6kh3ph1",
+              "--dt=f32:f32:f32", "mb1ic16ih5oc8oh3kh3sh2ph1", "--deconv", "--dt=f32:f32:f32",
+              "mb1ic8ih5oc8oh10kh2sh2ph0", "--matmul", "--dt=f32:f32:f32", "8x1000:1000x40",
+              "--dt=f32:f32:s8", "8x40:40x24", "--ip", "--dt=f32:f32:f32", "mb4ic40oc24")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.count("PASSED") == 6, r.stdout
+    assert "_f32" in r.stdout
+    out_csv = tmp_path / "f32.csv"
+    r = bench(tmp_path, "--min-time=0.01", "--conv", "--dt=f32:f32:f32", "mb1ic8ih6oc20oh6kh3ph1",
+              "--matmul", "--dt=f32:f32:u8", "8x40:40x24", f"--csv={out_csv}")
+    assert r.returncode == 0, r.stdout + r.stderr
+    rows = list(csv.DictReader(open(out_csv)))
+    assert all(float(row["oneDNN_us"]) > 0 and row["status"] == "same" for row in rows), rows

@@ -64,7 +64,8 @@ def test_geometry_errors():
 
 
 def test_data_type_errors():
-    with raises(Unimplemented, "src data type f32", "u8, s8"):
+    with raises(Unimplemented, "src data type f32 with weights data type s8", "u8 or s8",
+                "f32 layer"):
         conv(src_dt="f32")
     with raises(Unimplemented, "weights data type u8", "s8"):
         conv(wei_dt="u8")

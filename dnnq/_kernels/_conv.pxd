@@ -4,6 +4,8 @@
 from libc.stdint cimport int8_t, uint8_t, int16_t, int32_t, uint32_t, int64_t
 from dnnq._kernels._kernels cimport (
     dnnq_gemm_args_t, dnnq_postop_t, dnnq_brgemm_ukr_fn, dnnq_gemm_epilogue_fn,
+    dnnq_brgemm_f32_fn, dnnq_gemm_epilogue_f32_fn, dnnq_dw_f32_fn, dnnq_f32_epi_prepare_fn,
+    dnnq_brgemm_f32_epi_fn, dnnq_dw_f32_epi_fn,
 )
 
 cdef extern from "dnnq_conv.h" nogil:
@@ -38,11 +40,19 @@ cdef extern from "dnnq_conv.h" nogil:
         dnnq_gemm_epilogue_fn epilogue
         int isa
         int64_t n_chunks
+        const void *tiles
         int plain
         int panel_outer
         int rows_outer
         int skip_zero_taps
         const void *flat_table
+        int f32
+        dnnq_brgemm_f32_fn brgemm_f32
+        dnnq_gemm_epilogue_f32_fn epilogue_f32
+        dnnq_dw_f32_fn dw_f32
+        dnnq_f32_epi_prepare_fn f32_epi_prepare
+        dnnq_brgemm_f32_epi_fn brgemm_f32_epi
+        dnnq_dw_f32_epi_fn dw_f32_epi
     int64_t dnnq_conv_n_items(const dnnq_conv_t *cv)
     int dnnq_conv_build_tiles(dnnq_conv_t *cv)
     void dnnq_conv_free_tiles(dnnq_conv_t *cv)

@@ -16,6 +16,8 @@ from dnnq._kernels._kernels cimport (
     DNNQ_NR, dnnq_gemm_args_t, dnnq_postop_t, dnnq_br_pair_t, dnnq_brgemm_ukr_fn,
     dnnq_gemm_epilogue_fn, dnnq_brgemm_ukr_for_isa, dnnq_brgemm_mr_for_isa,
     dnnq_gemm_epilogue_for_isa, dnnq_dst_lines_shared, DNNQ_ROWS_OUTER_MAX_WEIGHTS,
+    DNNQ_F32_MR, dnnq_brgemm_f32_for_isa, dnnq_gemm_epilogue_f32_for_isa, dnnq_dw_f32_for_isa,
+    dnnq_f32_epi_prepare_for_isa, dnnq_brgemm_f32_epi_for_isa, dnnq_dw_f32_epi_for_isa,
 )
 # dnnq_conv.h's declarations and ConvPlan's fields are in _conv.pxd (the C-level execute path,
 # _conv_exec.pyx, fills a dnnq_conv_t and launches it)
@@ -43,6 +45,13 @@ def brgemm_rows(int isa):
     return min(mr, DNNQ_MR_MAX)
 
 
+#: rows of one f32 micro-kernel call, the same at every level (ukernels/dnnq_f32.h)
+F32_ROWS = DNNQ_F32_MR
+# the largest f32 weights (bytes) for which f32 plans run pixels outermost (_gemm.pyx's
+# F32_ROWS_OUTER_MAX_WEIGHTS)
+cdef int64_t _F32_ROWS_OUTER_MAX_WEIGHTS = 1 << 20
+
+
 cdef class ConvPlan:
     """Geometry, kernels and epilogue kinds of one convolution, fixed at creation."""
 
@@ -54,12 +63,14 @@ cdef class ConvPlan:
         dnnq_conv_free_tiles(&self.cv)
 
     def __init__(self, int isa, dict geom, int dst_dt, list post_ops, bint fast_epi,
-                 int ref_numerics=0, bint u8_nan_top=False):
+                 int ref_numerics=0, bint u8_nan_top=False, bint f32=False):
         """geom: N, G, ICg, OCg, src (id, ih, iw), dst (od, oh, ow), kernel (kd, kh, kw),
         strides, steps (dilation + 1), pads (left), deconv, depthwise, fold_kw, mc, mr.
         post_ops: (kind, alg, alpha, beta) per post-op (kinds of dnnq_kernels.h).
         ref_numerics: DNNQ_REF_* flags (oneDNN's reference-kernel order), or 0.
-        u8_nan_top: a NaN stores 255 in a u8 dst (oneDNN's jit_deconvolution), else 0."""
+        u8_nan_top: a NaN stores 255 in a u8 dst (oneDNN's jit_deconvolution), else 0.
+        f32: f32 source and weights (ukernels/dnnq_f32.h, conv_f32.c): `run` then takes f32
+        src, packed weights, dw_weights and zp_rows (zeros)."""
         cdef int i
         cdef double work
         cdef dnnq_conv_t* cv = &self.cv
@@ -85,6 +96,16 @@ cdef class ConvPlan:
         cv.isa = isa
         cv.brgemm = dnnq_brgemm_ukr_for_isa(isa)
         cv.epilogue = dnnq_gemm_epilogue_for_isa(isa)
+        cv.f32 = f32
+        if f32:
+            if cv.mr != DNNQ_F32_MR or fast_epi or ref_numerics or u8_nan_top:
+                raise ValueError("ConvPlan: an f32 plan takes mr = F32_ROWS and no int8 options")
+            cv.brgemm_f32 = dnnq_brgemm_f32_for_isa(isa)
+            cv.epilogue_f32 = dnnq_gemm_epilogue_f32_for_isa(isa)
+            cv.dw_f32 = dnnq_dw_f32_for_isa(isa)
+            cv.f32_epi_prepare = dnnq_f32_epi_prepare_for_isa(isa)
+            cv.brgemm_f32_epi = dnnq_brgemm_f32_epi_for_isa(isa)
+            cv.dw_f32_epi = dnnq_dw_f32_epi_for_isa(isa)
         cv.dst_img = cv.od * cv.oh * cv.ow * cv.OC
         cv.rowsum_img = cv.od * cv.oh * cv.ow
         cv.epi.N = cols
@@ -103,6 +124,8 @@ cdef class ConvPlan:
         if dnnq_conv_build_tiles(cv) != 0:
             raise MemoryError("Convolution: allocating the plan's tile list or coordinate "
                               "table failed")
+        if f32 and cv.fold_kw and cv.tiles == NULL:
+            raise ValueError("ConvPlan: a folded f32 plan needs its tiles")
         self.n_items = dnnq_conv_n_items(cv)
         # (in doubles, capped: the dims of a fuzzed geometry overflow an int64 product; the
         # figure only picks the thread count)
@@ -217,6 +240,8 @@ cdef class ConvPlan:
                              cv.epi.K * cv.OC <= DNNQ_ROWS_OUTER_MAX_WEIGHTS and
                              dnnq_dst_lines_shared(cv.epi.dst, cv.epi.d_sm, cv.epi.dst_dt,
                                                    cv.epi.raw_s32))
+        if cv.f32:  # pixels outermost while the f32 weights fit in L2 (_gemm.pyx: the same)
+            run_cv.rows_outer = cv.epi.K * cv.OC * 4 <= _F32_ROWS_OUTER_MAX_WEIGHTS
         if nthreads == 1:
             with nogil:
                 for it in range(nitems):

@@ -361,15 +361,17 @@ cdef class ConvExec:
             if self.src_cl or self.dw_plain:
                 a_ptr = <const uint8_t*>_data(src)
             else:
-                src_copy = self._take(self.src_pool, self.N * self.P_src * self.IC)
+                src_copy = self._take(self.src_pool, self.N * self.P_src * self.IC *
+                                      self.src_esz)
                 a_ptr = <const uint8_t*>_data(src_copy)
                 if fused:
                     pass  # each unit copies its own channels (_launch_bands)
                 elif band:
-                    self._transpose_bands(_data(src), <void*>a_ptr, self.IC, self.P_src, 1,
-                                          band, True)
+                    self._transpose_bands(_data(src), <void*>a_ptr, self.IC, self.P_src,
+                                          self.src_esz, band, True)
                 else:
-                    self._transpose(_data(src), <void*>a_ptr, self.IC, self.P_src, 1, nthreads)
+                    self._transpose(_data(src), <void*>a_ptr, self.IC, self.P_src,
+                                    self.src_esz, nthreads)
             if user is None:
                 out = aligned_empty(self.N * self.P_dst * self.OC, self.dst_dtype).reshape(
                     self.dst_phys)

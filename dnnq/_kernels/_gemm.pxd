@@ -11,6 +11,6 @@ cdef class GemmPlan:
     cdef public int64_t batch, M, N, K, mc, n_mblocks
     cdef public int isa
     cdef public int64_t min_work_per_thread
-    cdef public bint swap_s8, signed_s8, m_outer
+    cdef public bint swap_s8, signed_s8, m_outer, f32
 
     cdef void launch(self, const dnnq_gemm_args_t* g, int nthreads) noexcept nogil

@@ -19,6 +19,8 @@ from dnnq._kernels._kernels cimport (
     dnnq_gemm_block_for_isa, dnnq_gemm_ukr_for_isa, dnnq_gemm_mr_for_isa, dnnq_pack_b,
     dnnq_br_pair_t, dnnq_brgemm_ukr_fn, dnnq_brgemm_ukr_for_isa, dnnq_brgemm_mr_for_isa,
     dnnq_dst_lines_shared, DNNQ_ROWS_OUTER_MAX_WEIGHTS,
+    DNNQ_F32_MR, dnnq_br_pair_f32_t, dnnq_brgemm_f32_for_isa, dnnq_gemm_block_f32_for_isa,
+    dnnq_pack_b_f32,
 )
 
 from dnnq._kernels._codes cimport DNNQ_ISA_AVX512_CORE_AMX
@@ -26,6 +28,9 @@ from dnnq._kernels._codes cimport DNNQ_ISA_AVX512_CORE_AMX
 import numpy as np
 
 NR = DNNQ_NR
+#: the largest f32 weights (bytes) for which the f32 GEMM and convolution plans run row blocks
+#: outermost (each block's source rows reused by every column panel from the cache)
+F32_ROWS_OUTER_MAX_WEIGHTS = 1 << 20
 
 
 cdef class _Buffers:
@@ -91,6 +96,91 @@ def unpack_weights_vnni(packed, int64_t K, int64_t N):
         raise ValueError("unpack_weights_vnni: packed buffer too small or not int8")
     w = body.reshape(P, K4, DNNQ_NR, 4).transpose(1, 3, 0, 2).reshape(K4 * 4, P * DNNQ_NR)
     return np.ascontiguousarray(w[:K, :N])
+
+
+def packed_size_f32(int64_t K, int64_t N):
+    """f32 elements of the packed layout of a (K, N) f32 matrix (ukernels/dnnq_f32.h)."""
+    return ((N + DNNQ_NR - 1) // DNNQ_NR) * K * DNNQ_NR
+
+
+def pack_weights_f32(w, out=None):
+    """Pack f32 weights (K, N), any strides, into the f32 panel layout (ukernels/dnnq_f32.h):
+    a 1-D f32 array of packed_size_f32(K, N) (written into `out` when given)."""
+    if w.dtype != np.float32 or w.ndim != 2:
+        raise TypeError("pack_weights_f32 expects a 2-D float32 array")
+    cdef int64_t K = w.shape[0], N = w.shape[1]
+    cdef int64_t isz = w.itemsize
+    if out is None:
+        out = np.empty(packed_size_f32(K, N), dtype=np.float32)
+    cdef float[::1] pv = out
+    if pv.shape[0] != packed_size_f32(K, N):
+        raise ValueError("pack_weights_f32: out has the wrong size")
+    if K == 0 or N == 0:
+        return out
+    cdef const float[:, :] wv = w
+    with nogil:
+        dnnq_pack_b_f32(&wv[0, 0], wv.strides[0] // isz, wv.strides[1] // isz, K, N, &pv[0])
+    return out
+
+
+def unpack_weights_f32(packed, int64_t K, int64_t N):
+    """The inverse of pack_weights_f32: the (K, N) f32 matrix (pickling of packed weights)."""
+    cdef int64_t P = (N + DNNQ_NR - 1) // DNNQ_NR
+    body = np.asarray(packed)[:P * K * DNNQ_NR]
+    w = body.reshape(P, K, DNNQ_NR).transpose(1, 0, 2).reshape(K, P * DNNQ_NR)
+    return np.ascontiguousarray(w[:, :N])
+
+
+def brgemm_f32_micro_kernel(int isa, const float[::1] base, list pairs, int nc,
+                            bint accumulate, float[:, ::1] c):
+    """Run the f32 batch-reduce micro-kernel once (tests): c (mr, 64) (+)= sum over the pairs,
+    columns < nc.  base: one f32 buffer holding every A row; pairs: (row_offsets, dense,
+    packed_panel, K) as brgemm_micro_kernel (offsets in elements), packed_panel K rows of 64
+    f32.  Every row read is checked to lie inside base."""
+    cdef int mr = c.shape[0]
+    cdef int64_t npairs = len(pairs), i, r, off, lda, K
+    if c.shape[1] != 64 or mr < 1 or mr > DNNQ_F32_MR or not 1 <= nc <= 64:
+        raise ValueError("c must be (mr, 64) with 1 <= mr <= 6 and 1 <= nc <= 64")
+    cdef dnnq_br_pair_f32_t* q = <dnnq_br_pair_f32_t*>malloc(
+        sizeof(dnnq_br_pair_f32_t) * max(npairs, 1))
+    cdef const float** rows = <const float**>malloc(sizeof(void*) * max(npairs, 1) * mr)
+    cdef const float[::1] panel
+    cdef const int64_t[::1] offs
+    if q == NULL or rows == NULL:
+        free(q); free(rows)
+        raise MemoryError()
+    keep = []
+    try:
+        for i in range(npairs):
+            offsets, dense, packed, K = pairs[i]
+            panel = packed
+            keep.append(packed)
+            if panel.shape[0] < K * 64:
+                raise ValueError("packed panel too short for K")
+            q[i].K = K
+            q[i].b = &panel[0] if panel.shape[0] else NULL
+            if offsets is None:
+                off, lda = dense
+                if off < 0 or lda < 0 or off + lda * (mr - 1) + K > base.shape[0]:
+                    raise ValueError("dense A rows outside base")
+                q[i].a = &base[0] + off
+                q[i].lda = lda
+                q[i].rows = NULL
+            else:
+                offs = offsets
+                if offs.shape[0] != mr:
+                    raise ValueError("one row offset per row")
+                for r in range(mr):
+                    if offs[r] < 0 or offs[r] + K > base.shape[0]:
+                        raise ValueError("indirect A row outside base")
+                    rows[i * mr + r] = &base[0] + offs[r]
+                q[i].a = NULL
+                q[i].lda = 0
+                q[i].rows = rows + i * mr
+        dnnq_brgemm_f32_for_isa(isa)(mr, nc, npairs, q, accumulate, &c[0, 0])
+    finally:
+        free(q)
+        free(rows)
 
 
 # dnnq_gemm_args_t.ref_numerics flags (DNNQ_REF_*, ukernels/dnnq_kernels.h)
@@ -189,12 +279,14 @@ cdef class GemmPlan:
 
     def __init__(self, int isa, int64_t batch, int64_t M, int64_t N, int64_t K, int dst_dt,
                  list post_ops, bint swap_s8=False, bint signed_s8=False,
-                 int ref_numerics=0):
+                 int ref_numerics=0, bint f32=False):
         """post_ops: list of (kind, alg, alpha, beta) with kind 1 eltwise, 2 binary, 3 sum,
         4 checkpoint, 5 select (alg: the comparison's DNNQ_BIN_* code).  swap_s8 / signed_s8:
         how an s8 source is multiplied (dnnq._impls: the VNNI swap, AMX's signed tiles;
         neither: XOR to u8).  ref_numerics: 0, or DNNQ_REF_* flags (REF_ORDER, REF_ZP,
-        REF_SPLIT_SCALES): the epilogue in the order of oneDNN's reference kernels."""
+        REF_SPLIT_SCALES): the epilogue in the order of oneDNN's reference kernels.
+        f32: an f32 source and f32 weights packed by pack_weights_f32 (ukernels/dnnq_f32.h;
+        a and b f32, their strides in elements)."""
         cdef int i
         memset(&self.g, 0, sizeof(dnnq_gemm_args_t))
         self.isa = isa
@@ -204,14 +296,17 @@ cdef class GemmPlan:
             raise ValueError("signed_s8 needs the AMX kernels (tdpbssd)")
         if swap_s8 and signed_s8:
             raise ValueError("swap_s8 and signed_s8 exclude each other")
-        self.block = dnnq_gemm_block_for_isa(isa)
+        self.f32 = f32
+        if f32 and (swap_s8 or signed_s8 or ref_numerics):
+            raise ValueError("an f32 plan has no s8 source or reference order")
+        self.block = dnnq_gemm_block_f32_for_isa(isa) if f32 else dnnq_gemm_block_for_isa(isa)
         self.batch, self.M, self.N, self.K = batch, M, N, K
         self.g.M, self.g.N, self.g.K = M, N, K
         self.g.K4 = (K + 3) // 4
         self.g.n_panels = (N + DNNQ_NR - 1) // DNNQ_NR
         self.g.dst_dt = dst_dt
         self.g.ref_numerics = ref_numerics
-        mr = dnnq_gemm_mr_for_isa(isa)
+        mr = DNNQ_F32_MR if f32 else dnnq_gemm_mr_for_isa(isa)
         # row block: a few micro-tiles, so that small M still gives every thread work; 16
         # when that still leaves 16 items (the epilogue is prepared once per block: 1 - 2 %
         # of the 1x1 convolutions at 8)
@@ -222,7 +317,13 @@ cdef class GemmPlan:
         # AMX: row blocks outermost, so that a thread keeps its block of A in L2 while the
         # weight panels stream past (at AMX speed the A traffic of panel-outer order saturates
         # the shared cache); the VNNI kernels gain nothing from it
-        self.m_outer = isa == DNNQ_ISA_AVX512_CORE_AMX
+        self.m_outer = isa == DNNQ_ISA_AVX512_CORE_AMX and not f32
+        # f32: row blocks outermost while the weights (4 bytes each) fit in L2: a block's
+        # rows of A then serve every panel from the cache instead of streaming all of A once
+        # per panel (the 1x1 expand layers of ResNet-50 at batch 8: 64 -> 256 and 128 -> 512
+        # channels, 25088 rows)
+        if f32 and K * N * 4 <= F32_ROWS_OUTER_MAX_WEIGHTS:
+            self.m_outer = True
         self.min_work_per_thread = 1 << 17
         # relu / linear only: the ISA's fused epilogue applies (where it has one)
         self.g.fast_epi = all(k == 1 and alg in (0, 6) for k, alg, _, _ in post_ops)
@@ -336,7 +437,7 @@ cdef class GemmPlan:
         # stores met in the same lines (ResNet-50's 64 -> 256 1x1 at 2 threads: 285 against
         # 158 us); larger weights keep the panel split (every thread reading all of them
         # cost its 1024 -> 2048 1x1 10 %, where the shared lines cost nothing measurable)
-        if (g.K * g.N <= DNNQ_ROWS_OUTER_MAX_WEIGHTS and
+        if (g.K * g.N * (4 if self.f32 else 1) <= DNNQ_ROWS_OUTER_MAX_WEIGHTS and
                 dnnq_dst_lines_shared(g.dst, g.d_sm, g.dst_dt, g.raw_s32)):
             m_outer = True
         for it in prange(nitems, schedule='static', num_threads=nthreads):

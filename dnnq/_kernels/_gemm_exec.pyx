@@ -49,7 +49,9 @@ def aligned_empty(Py_ssize_t n, dtype, Py_ssize_t align=64):
 
 
 cdef class PackedGemmWeights:
-    """s8 weights (batch, K, N) packed once into the VNNI layout, with their column sums.
+    """s8 weights (batch, K, N) packed once into the VNNI layout, with their column sums; or
+    f32 weights (an f32 layer: `f32` True) packed into the f32 panel layout
+    (ukernels/dnnq_f32.h), their `colsum` zeros and `batch_stride` in f32 elements.
 
     Read-only: `packed` (1-D int8, batch blocks of `batch_stride` bytes, not writeable),
     `colsum` (int32 (batch, N)), `batch`, `K`, `N`, `owner` (the key of the primitive
@@ -62,7 +64,7 @@ cdef class PackedGemmWeights:
     """
     cdef readonly object packed, colsum, owner, origin
     cdef readonly int64_t batch, K, N, batch_stride
-    cdef readonly bint u8_shifted
+    cdef readonly bint u8_shifted, f32
     cdef dict _comp
     cdef object _last_comp
     cdef int64_t _last_shift
@@ -73,9 +75,29 @@ cdef class PackedGemmWeights:
             # (not w[None]: GCC reports -Warray-bounds in the integer-index path Cython
             # inlines for that subscript, never taken for None)
             w = np.expand_dims(w, 0)
-        if w.dtype != np.int8 or w.ndim != 3:
-            raise TypeError("PackedGemmWeights: expected int8 weights (K, N) or (batch, K, N)")
+        if w.dtype not in (np.int8, np.float32) or w.ndim != 3:
+            raise TypeError("PackedGemmWeights: expected int8 or float32 weights (K, N) or "
+                            "(batch, K, N)")
         self.batch, self.K, self.N = (int(d) for d in w.shape)
+        self.owner = owner
+        self.origin = origin
+        self._comp = {}
+        self._last_comp = None
+        self._last_shift = 0
+        if w.dtype == np.float32:
+            if u8_shifted:
+                raise ValueError("PackedGemmWeights: f32 weights cannot be u8-shifted")
+            self.f32 = True
+            self.batch_stride = _gemm.packed_size_f32(self.K, self.N)
+            packed = aligned_empty(self.batch * self.batch_stride, np.float32)
+            for b in range(self.batch):
+                _gemm.pack_weights_f32(w[b], packed[b * self.batch_stride:
+                                                    (b + 1) * self.batch_stride])
+            colsum = np.zeros((self.batch, self.N), dtype=np.int32)
+            packed.flags.writeable = False
+            colsum.flags.writeable = False
+            self.packed, self.colsum = packed, colsum
+            return
         self.batch_stride = _gemm.packed_size(self.K, self.N)
         packed = aligned_empty(self.batch * self.batch_stride, np.int8)
         colsum = np.empty((self.batch, self.N), dtype=np.int32)
@@ -89,11 +111,6 @@ cdef class PackedGemmWeights:
         colsum.flags.writeable = False
         self.packed, self.colsum = packed, colsum
         self.u8_shifted = u8_shifted
-        self.owner = owner
-        self.origin = origin
-        self._comp = {}
-        self._last_comp = None
-        self._last_shift = 0
 
     cpdef comp_for_shift(self, int64_t shift):
         """-shift * colsum as s32 (wrapping), computed once per shift: the s8-source +128
@@ -118,6 +135,9 @@ cdef class PackedGemmWeights:
         """The plain int8 weights (batch, K, N) these were packed from (the inverse of the
         packing; see ukernels/dnnq_kernels.h for the layout), checked against `colsum`."""
         body = np.asarray(self.packed).reshape(self.batch, self.batch_stride)
+        if self.f32:
+            return np.stack([_gemm.unpack_weights_f32(body[b], self.K, self.N)
+                             for b in range(self.batch)])
         if self.u8_shifted:
             body = np.bitwise_xor(body.view(np.uint8), 0x80).view(np.int8)
         w = np.stack([_gemm.unpack_weights_vnni(body[b], self.K, self.N)
@@ -267,7 +287,7 @@ cdef class GemmExec:
     cdef object owner
     cdef object k_src, k_wei, k_bias, k_dst
     cdef ArrSpec src, bias, dst
-    cdef bint has_bias, has_sum, s8_src, strict
+    cdef bint has_bias, has_sum, s8_src, strict, f32
     cdef int64_t a_batch, shift, n_known
     cdef int64_t bias_sb, bias_sm, bias_sn
     cdef list rt_keys
@@ -283,12 +303,15 @@ cdef class GemmExec:
 
     def __init__(self, GemmPlan plan, owner, src_dims, src_dtype, int64_t a_batch, int64_t shift,
                  bias_dims, bias_dtype, bias_strides, dst_dims, dst_dtype, bint has_sum,
-                 list runtime, list post_inputs, int64_t n_known, keys, bint strict=True):
+                 list runtime, list post_inputs, int64_t n_known, keys, bint strict=True,
+                 bint f32=False):
         """runtime: (key, kind, axis, count) per scale / zero point; post_inputs: (key, post-op
         index, which (1 = src1 / cond, 2 = select value), dims, (s_b, s_m, s_n)); keys: the
         (src, weights, bias, dst) argument ids; strict: the user's arrays may be used as they
-        are (False when a descriptor's dtype or layout needs the Python path's conversion)."""
+        are (False when a descriptor's dtype or layout needs the Python path's conversion);
+        f32: an f32 layer (f32 src and packed weights, no compensation)."""
         self.plan = plan
+        self.f32 = f32
         self.owner = owner
         self.strict = strict
         self.k_src, self.k_wei, self.k_bias, self.k_dst = keys
@@ -365,6 +388,8 @@ cdef class GemmExec:
             return None
         pw = <PackedGemmWeights>item
         if pw.owner is not self.owner and pw.owner != self.owner:
+            return None
+        if pw.f32 != self.f32:
             return None
         found += 1
         bias = None
@@ -488,6 +513,13 @@ cdef class GemmExec:
         g.d_sm = N
         wb = pw.batch
         nthreads = _dispatch._num_threads
+        if self.f32:  # no compensation: the f32 epilogue reads none
+            g.a_xor = 0
+            g.col_comp = NULL
+            g.c_sb = 0
+            with nogil:
+                plan.launch(&g, nthreads)
+            return dst
         # ---- compensation: acc = raw + col_comp[n] - zp_wei[n] * rowsum[m] -------------------
         if zs_vec == NULL and zw_vec == NULL:
             col = pw.comp_for_shift(self.shift + src_zp)  # cached per shift in the weights

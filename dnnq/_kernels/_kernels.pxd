@@ -84,3 +84,42 @@ cdef extern from "dnnq_kernels.h" nogil:
     int dnnq_gemm_mr_for_isa(int isa)
     void dnnq_pack_b(const int8_t *w, int64_t ldw, int64_t wn_stride, int64_t K, int64_t N,
                      int8_t *packed, int32_t *colsum)
+
+cdef extern from "dnnq_f32.h" nogil:
+    enum:
+        DNNQ_F32_MR
+
+    ctypedef struct dnnq_br_pair_f32_t:
+        const float *a
+        int64_t lda
+        const float *const *rows
+        const float *b
+        int64_t K
+
+    ctypedef void (*dnnq_brgemm_f32_fn)(int mr, int nc, int64_t npairs,
+                                        const dnnq_br_pair_f32_t *pairs, int accumulate,
+                                        float *c)
+    ctypedef void (*dnnq_gemm_epilogue_f32_fn)(const dnnq_gemm_args_t *g, int64_t b, int64_t m,
+                                               int mr, int64_t p, const float *tile)
+    ctypedef void (*dnnq_dw_f32_fn)(int mr, int64_t ntaps, const float *const *rows, int64_t ps,
+                                    int nc, const float *w, float *acc)
+    ctypedef struct dnnq_f32_epi_state_t:
+        pass
+    ctypedef int (*dnnq_f32_epi_prepare_fn)(const dnnq_gemm_args_t *g, int64_t b, int64_t p,
+                                            dnnq_f32_epi_state_t *st)
+    ctypedef void (*dnnq_brgemm_f32_epi_fn)(int mr, int64_t npairs,
+                                            const dnnq_br_pair_f32_t *pairs, int accumulate,
+                                            const float *c, const dnnq_f32_epi_state_t *st,
+                                            int64_t m, int64_t mstep)
+    ctypedef void (*dnnq_dw_f32_epi_fn)(int mr, int64_t ntaps, const float *const *rows,
+                                        int64_t ps, const float *w,
+                                        const dnnq_f32_epi_state_t *st, int64_t m)
+    dnnq_dw_f32_epi_fn dnnq_dw_f32_epi_for_isa(int isa)
+    dnnq_f32_epi_prepare_fn dnnq_f32_epi_prepare_for_isa(int isa)
+    dnnq_brgemm_f32_epi_fn dnnq_brgemm_f32_epi_for_isa(int isa)
+    dnnq_brgemm_f32_fn dnnq_brgemm_f32_for_isa(int isa)
+    dnnq_gemm_epilogue_f32_fn dnnq_gemm_epilogue_f32_for_isa(int isa)
+    dnnq_gemm_block_fn dnnq_gemm_block_f32_for_isa(int isa)
+    dnnq_dw_f32_fn dnnq_dw_f32_for_isa(int isa)
+    void dnnq_pack_b_f32(const float *w, int64_t ldw, int64_t wn, int64_t K, int64_t N,
+                         float *packed)

@@ -83,7 +83,7 @@ def parse_conv(desc, deconv=False):
     return g
 
 
-def conv_descs(geo, src_dt, dst_dt, tag=True, deconv=False):
+def conv_descs(geo, src_dt, dst_dt, tag=True, deconv=False, wei_dt="s8"):
     """(src, weights, dst, bias) MemoryDescs and the keyword geometry of a parsed problem."""
     nsp = geo["nsp"]
     dims = "dhw"[3 - nsp:]
@@ -98,7 +98,7 @@ def conv_descs(geo, src_dt, dst_dt, tag=True, deconv=False):
               padding_l=tuple(geo["p" + d] for d in dims),
               padding_r=tuple(geo["pr" + d] for d in dims),
               dilates=tuple(geo["d" + d] for d in dims))
-    return (M((geo["mb"], IC) + isp, src_dt, cl), M(wdims, "s8"),
+    return (M((geo["mb"], IC) + isp, src_dt, cl), M(wdims, wei_dt),
             M((geo["mb"], OC) + osp, dst_dt, cl), M((OC,), "f32"), kw)
 
 
@@ -210,7 +210,9 @@ def build(desc, knobs, rng, deconv=False, tag=True):
     destination's prior content a sum post-op reads, else None)."""
     knobs = dict(DEFAULTS, **knobs)
     geo = parse_conv(desc, deconv) if isinstance(desc, str) else desc
-    sdt, _, ddt = split_dt(knobs["dt"])
+    sdt, wdt, ddt = split_dt(knobs["dt"])
+    if sdt == "f32" or wdt == "f32":
+        return build_f32(geo, sdt, wdt, ddt, rng, deconv, tag)
     sd, wd, dd, bd, kw = conv_descs(geo, sdt, ddt, tag, deconv)
     if knobs["bia-dt"].lower() == "undef":
         bd = None
@@ -267,6 +269,41 @@ def build(desc, knobs, rng, deconv=False, tag=True):
     return dict(p=p, args=args, src=np.asarray(src), wei=wei, bias=bias, ddt=ddt, geo=geo,
                 ref_kw=ref_kw, prev=prev, ops=conv_ops(geo) if not deconv else conv_ops(
                     dict(geo, **{"o" + d: geo["i" + d] for d in "dhw" if "i" + d in geo})))
+
+
+def build_f32(geo, sdt, wdt, ddt, rng, deconv, tag):
+    """An f32 layer (--dt=f32:f32:f32 / f32:f32:u8 / f32:f32:s8): f32 src and weights, f32
+    bias, relu, and for an int8 dst a dst scale of 0.05 (oneDNN's reference: its f32
+    primitive, then its quantizing reorder for the check)."""
+    sd, wd, dd, bd, kw = conv_descs(geo, sdt, ddt, tag, deconv, wei_dt=wdt)
+    attr = dnnq.PrimitiveAttr()
+    ds = np.float32([0.05])
+    if ddt != "f32":
+        attr.set_scales_mask(dnnq.DNNL_ARG_DST, 0)
+    ops = dnnq.PostOps()
+    ops.append_eltwise("relu")
+    attr.set_post_ops(ops)
+    cls = dnnq.Deconvolution if deconv else dnnq.Convolution
+    p = cls(sd, wd, dd, bd, attr=attr, **kw)
+    src = sd.logical_view(rng.standard_normal(sd.physical_shape).astype(np.float32))
+    wei = (rng.standard_normal(wd.dims) / np.sqrt(np.prod(wd.dims[-geo["nsp"] - 1:]))).astype(
+        np.float32)
+    bias = rng.normal(0, 1, geo["oc"]).astype(np.float32)
+    args = {dnnq.DNNL_ARG_SRC: src, dnnq.DNNL_ARG_WEIGHTS: p.prepare_weights(wei),
+            dnnq.DNNL_ARG_BIAS: bias, dnnq.DNNL_ARG_DST: dd.empty()}
+    if ddt != "f32":
+        args[dnnq.DNNL_ARG_SCALE | dnnq.DNNL_ARG_DST] = ds
+    ref_kw = dict(strides=kw["strides"], padding_l=kw["padding_l"], padding_r=kw["padding_r"],
+                  dilates=kw["dilates"], post_ops=[("eltwise", "relu", 0.0, 0.0)])
+    ops_n = conv_ops(geo) if not deconv else conv_ops(
+        dict(geo, **{"o" + d: geo["i" + d] for d in "dhw" if "i" + d in geo}))
+    return dict(p=p, args=args, src=np.asarray(src), wei=wei, bias=bias, ddt=ddt, geo=geo,
+                ref_kw=ref_kw, ops=ops_n, f32=True, dst_scale=ds, tag=sd.tag)
+
+
+def best_time(fn, min_time):
+    from dnnq.bench.timing import best_time as bt
+    return bt(fn, min_time)
 
 
 def torch_conv(b):
@@ -332,6 +369,8 @@ def create(driver, geo, settings, env):
     case = Case(kernel=p.impl_info, ops=b["ops"], dnnq=lambda: p.execute(args))
     if env.onednn is None:
         case.peers["oneDNN"] = case.reference = env.onednn_absent
+    elif b.get("f32"):
+        _onednn_f32_peer(case, b, env, deconv)
     else:
         try:
             h = env.onednn.ConvHandle(b["src"], b["wei"], b["bias"], b["ddt"], deconv=deconv,
@@ -356,6 +395,8 @@ def create(driver, geo, settings, env):
         case.before_check = before_check
     if not env.use_torch:
         case.peers["torch"] = "--no-peers"
+    elif b.get("f32"):
+        case.peers["torch"] = "n/a (f32)"
     elif deconv:
         case.peers["torch"] = "n/a: deconvolution not compared"
     elif b["ddt"] != "u8" or b["src"].dtype != np.uint8:
@@ -369,6 +410,39 @@ def create(driver, geo, settings, env):
             case.peers["torch"] = tc[0]
             case.notes.append(tc[1])
     return case
+
+
+def _onednn_f32_peer(case, b, env, deconv):
+    """oneDNN's f32 (de)convolution with the same layout as dnnq's data (its argument array
+    built once) is the timed peer; the check compares with its f32 result, or for an int8 dst
+    with that result through oneDNN's quantizing reorder (oneDNN 3.2 has no f32 -> int8
+    convolution)."""
+    tag = b["tag"] or {3: "ncw", 4: "nchw", 5: "ncdhw"}[b["src"].ndim]
+    try:
+        h = env.onednn.ConvHandle(b["src"], b["wei"], b["bias"], "f32", deconv=deconv,
+                                  data_tag=tag, **b["ref_kw"])
+    except env.onednn.OnednnError as exc:
+        case.peers["oneDNN"] = "refused"
+        case.reference = f"oneDNN refused: {exc}"
+        return
+    case.peers["oneDNN"] = h.runner()
+    case.notes.append(h.impl + " f32")
+    case.close = h.close
+    geo = b["geo"]
+    K = geo["ic"] // geo["g"] * int(np.prod([geo["k" + d] for d in "dhw"[3 - geo["nsp"]:]]))
+
+    def tolerance():  # 2 (K + 1) u sum |products| (+ |bias|): oneDNN's own f32 sum
+        fn = env.onednn.deconvolution if deconv else env.onednn.convolution
+        mag = fn(np.abs(b["src"]), np.abs(b["wei"]), np.abs(b["bias"]), "f32",
+                 **{k: v for k, v in b["ref_kw"].items() if k != "post_ops"})
+        return 2 * (K + 1) * 2.0 ** -24 * mag.astype(np.float64)
+    case.tolerance = tolerance
+    if b["ddt"] == "f32":
+        case.reference = h.result
+    else:
+        def reference():
+            return env.onednn.reorder(h.result(), b["ddt"], dst_scales=b["dst_scale"])
+        case.reference = reference
 
 
 def _register():

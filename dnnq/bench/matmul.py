@@ -66,9 +66,15 @@ def build(driver, parsed, knobs, rng):
         sd, wd, name = parsed
         dd, n_dim, n = (sd[0], wd[0]), 1, wd[0]
         cls = dnnq.InnerProduct
-    info = np.iinfo(np.uint8 if sdt == "u8" else np.int8)
-    src = rng.integers(info.min, info.max + 1, sd, dtype=info.dtype)
-    wei = rng.integers(-128, 128, wd, dtype=np.int8)
+    f32 = sdt == "f32" or wdt == "f32"
+    if f32:  # an f32 layer: N(0, 1) data, weights scaled to keep the sums O(1)
+        src = rng.standard_normal(sd).astype(np.float32)
+        wei = (rng.standard_normal(wd) / np.sqrt(sd[-1] if driver == "matmul" else
+                                                 np.prod(sd[1:]))).astype(np.float32)
+    else:
+        info = np.iinfo(np.uint8 if sdt == "u8" else np.int8)
+        src = rng.integers(info.min, info.max + 1, sd, dtype=info.dtype)
+        wei = rng.integers(-128, 128, wd, dtype=np.int8)
     bdt = knobs["bia-dt"]
     bias_shape = (1,) * (len(dd) - 1) + (n,)
     bias = rng.normal(0, 1, bias_shape).astype(np.float32) if bdt not in ("", "undef") else None
@@ -77,6 +83,8 @@ def build(driver, parsed, knobs, rng):
     key_of = {"src": DNNL_ARG_SRC, "wei": DNNL_ARG_WEIGHTS, "dst": DNNL_ARG_DST}
     wei_oc_dim = 0 if driver == "ip" else len(wd) - 1
     for arg, (mname, value) in parse_quant(knobs["attr-scales"], "scales").items():
+        if f32 and (arg != "dst" or ddt == "f32"):
+            continue  # f32 inputs take no scales; an f32 dst none by default
         mask = _mask(mname, len(dd), wei_oc_dim if arg == "wei" else n_dim)
         attr.set_scales_mask(key_of[arg], mask)
         count = 1 if mask == 0 else n
@@ -85,6 +93,8 @@ def build(driver, parsed, knobs, rng):
         args[DNNL_ARG_SCALE | key_of[arg]] = vals
         ref_kw[f"{arg}_scales"], ref_kw[f"{arg}_scale_mask"] = vals, mask
     for arg, (mname, value) in parse_quant(knobs["attr-zero-points"], "zero-points").items():
+        if f32 and arg != "dst":
+            continue  # f32 inputs take no zero points
         mask = _mask(mname, len(dd), n_dim)
         attr.set_zero_points_mask(key_of[arg], mask)
         count = 1 if mask == 0 else (sd[-1] if arg == "src" else n)
@@ -117,7 +127,7 @@ def build(driver, parsed, knobs, rng):
                  DNNL_ARG_DST: prev.copy() if has_sum else np.empty(dd, dst_np)})
     if bias is not None:
         args[DNNL_ARG_BIAS] = bias
-    return dict(p=p, args=args, src=src, wei=wei, bias=bias, ddt=ddt, ref_kw=ref_kw,
+    return dict(p=p, args=args, src=src, wei=wei, bias=bias, ddt=ddt, ref_kw=ref_kw, f32=f32,
                 ref_ops=ref_ops, prev=prev, ops=2 * int(np.prod(dd)) * sd[-1] if driver ==
                 "matmul" else 2 * dd[0] * dd[1] * int(np.prod(sd[1:])), name=name)
 
@@ -128,7 +138,9 @@ def _torch_peer(driver, b, threads):
     """PyTorch's quantized Linear on the same problem, or the reason it is not timed."""
     kw = b["ref_kw"]
     why = None
-    if b["src"].dtype != np.uint8:
+    if b["f32"]:
+        why = "f32"  # an f32 layer: oneDNN's f32 primitive and numpy are the peers
+    elif b["src"].dtype != np.uint8:
         why = "s8 source"
     elif b["src"].ndim != 2:
         why = "batched"
@@ -147,6 +159,19 @@ def _torch_peer(driver, b, threads):
     return "not installed" if tl is None else tl
 
 
+def _f32_tolerance(driver, b, env, bias):
+    """2 (K + 1) u sum |products| (+ |bias|), from oneDNN's f32 primitive on |src|, |wei|:
+    the bound of two f32 sums of the same products in different orders."""
+    K = int(np.prod(b["src"].shape[1:])) if driver == "ip" else b["src"].shape[-1]
+
+    def tolerance():
+        fn = env.onednn.inner_product if driver == "ip" else env.onednn.matmul
+        mag = fn(np.abs(b["src"]), np.abs(b["wei"]), None if bias is None else np.abs(bias),
+                 "f32")
+        return 2 * (K + 1) * 2.0 ** -24 * mag.astype(np.float64)
+    return tolerance
+
+
 def create(driver, parsed, settings, env):
     b = build(driver, parsed, settings, env.rng)
     p, args = b["p"], b["args"]
@@ -158,9 +183,15 @@ def create(driver, parsed, settings, env):
     else:
         cls = env.onednn.MatmulHandle if driver == "matmul" else env.onednn.InnerProductHandle
         bias = b["bias"] if driver == "matmul" or b["bias"] is None else b["bias"].reshape(-1)
+        ref_dt, ref_kw, ref_prev = b["ddt"], b["ref_kw"], prev
+        if b["f32"]:
+            # oneDNN's f32 primitive is the timed peer (it has no f32 -> int8 matmul); the
+            # check puts its f32 result through its quantizing reorder
+            ref_dt, ref_kw = "f32", {}
+            ref_prev = None if prev is None else prev.astype(np.float32)
         try:
-            handle = cls(b["src"], b["wei"], bias, b["ddt"], post_ops=b["ref_ops"],
-                         dst_prev=prev, **b["ref_kw"])
+            handle = cls(b["src"], b["wei"], bias, ref_dt, post_ops=b["ref_ops"],
+                         dst_prev=ref_prev, **ref_kw)
         except env.onednn.OnednnError as exc:
             case.peers["oneDNN"] = "refused"
             case.reference = f"oneDNN refused: {exc}"
@@ -172,9 +203,16 @@ def create(driver, parsed, settings, env):
 
             def reference():
                 run_ref()
-                return handle.dst
+                if not b["f32"] or b["ddt"] == "f32":
+                    return handle.dst
+                kw = b["ref_kw"]
+                return env.onednn.reorder(handle.dst, b["ddt"],
+                                          dst_scales=kw.get("dst_scales"),
+                                          dst_zp=kw.get("dst_zp"))
             case.reference = reference
-            if not env.onednn.has_vnni():  # e.g. --peer-isa=AVX2: vpmaddubsw saturates in s16
+            if b["f32"]:
+                case.tolerance = _f32_tolerance(driver, b, env, bias)
+            if not env.onednn.has_vnni() and not b["f32"]:  # --peer-isa=AVX2: s16 saturation
                 case.reference = "oneDNN without VNNI is not exact (s16 saturation)"
     if prev is not None:  # a sum post-op reads the destination: refill both before a check
         def before_check():
@@ -189,6 +227,8 @@ def create(driver, parsed, settings, env):
         case.peers["torch"] = tl if isinstance(tl, str) else tl[0]
         if not isinstance(tl, str):
             case.notes.append(tl[1])
+    if b["f32"] and driver == "matmul":
+        case.peers["numpy"] = _numpy_peer(b, env.threads, case.notes)
     if handle is not None:
         case.close = handle.close
     return case
@@ -197,6 +237,27 @@ def create(driver, parsed, settings, env):
 #: the BERT-base layer matmuls (sequence lengths 1, 128 and 512), and one of a 512-wide model
 BERT_BASE = ["1x768:768x768", "1x768:768x3072", "128x768:768x768", "128x768:768x3072",
              "512x768:768x768", "512x768:768x3072", "512x3072:3072x768", "32x512:512x2048"]
+
+
+def _numpy_peer(b, threads, notes):
+    """numpy's f32 matmul (its BLAS: OpenBLAS in the wheels, limited to the driver's threads
+    through threadpoolctl where installed) on the f32 layer's data, into a preallocated
+    output, bias added: the plain f32 GEMM a user would call."""
+    try:
+        from threadpoolctl import threadpool_limits
+        threadpool_limits(threads, user_api="blas")  # for the rest of the process
+    except ImportError:
+        notes.append("numpy: its BLAS's own thread count (threadpoolctl not installed)")
+    x, w, bias = b["src"], b["wei"], b["bias"]
+    out = np.empty(np.broadcast_shapes(x.shape[:-1], w.shape[:-2] + (1,)) + (w.shape[-1],),
+                   np.float32)
+
+    def run():
+        np.matmul(x, w, out=out)
+        if bias is not None:
+            np.add(out, bias, out=out)
+    return run
+
 
 register("matmul", parse=parse_matmul, create=lambda *a: create("matmul", *a),
          settings=SETTINGS, summary=SUMMARY, syntax='[BxMxK|MxK]:[BxKxN|KxN][_n"NAME"]',

@@ -179,8 +179,28 @@ class CheckedExecute:
             bias = np.ascontiguousarray(self.bias_desc.check_array(args[A.DNNL_ARG_BIAS], "bias"),
                                         dtype=np.float32)
         src1s = self._post_inputs(args)
-        # destination: channels-last, in place when the caller's array is laid out so
-        dd = self.dst_desc
+        user_dst, out = self._dst_channels_last(args, scratch)
+        t0 = time.perf_counter() if _verbose._level else 0.0
+        if geo.is_gemm:
+            P = geo.out_pixels
+            self._plan.run(x.view(np.uint8), P * geo.IC, geo.IC, src_dt == "s8", pw.packed, 0,
+                           col_comp, 0, zw, wzp_sn, rowsum, P, self._raw_s32, src_scale, scale,
+                           scale_sn, bias, 0, 0, 1, src1s, dst_scale, dzp, dzp_sn, out,
+                           P * geo.OC, geo.OC, _dispatch.get_num_threads())
+        else:
+            self._plan.run(x.view(np.uint8), src_dt == "s8", zrow, padcorr,
+                           pw.packed, dw_w, col_comp, zw, wzp_sn, rowsum,
+                           self._raw_s32, src_scale, scale, scale_sn, bias, 1, src1s,
+                           dst_scale, dzp, dzp_sn, out, _dispatch.get_num_threads(), dw_kind)
+        if _verbose._level:
+            self._verbose("exec", (time.perf_counter() - t0) * 1e3)
+        return self._dst_back(user_dst, out)
+
+    def _dst_channels_last(self, args, scratch):
+        """(the caller's dst or None, the channels-last (N, *spatial, OC) array the kernels
+        write): the caller's array itself when channels-last, else a scratch copy (holding the
+        previous contents when a sum post-op reads them)."""
+        p, geo, dd = self._name, self._geo, self.dst_desc
         user_dst = args.get(A.DNNL_ARG_DST)
         if user_dst is None:
             if self._has_sum:
@@ -199,21 +219,11 @@ class CheckedExecute:
                 out = cl
             # no input may overlap dst (not in place, as oneDNN's convolution)
             check_overlaps(p, args)
-        t0 = time.perf_counter() if _verbose._level else 0.0
-        if geo.is_gemm:
-            P = geo.out_pixels
-            self._plan.run(x.view(np.uint8), P * geo.IC, geo.IC, src_dt == "s8", pw.packed, 0,
-                           col_comp, 0, zw, wzp_sn, rowsum, P, self._raw_s32, src_scale, scale,
-                           scale_sn, bias, 0, 0, 1, src1s, dst_scale, dzp, dzp_sn, out,
-                           P * geo.OC, geo.OC, _dispatch.get_num_threads())
-        else:
-            self._plan.run(x.view(np.uint8), src_dt == "s8", zrow, padcorr,
-                           pw.packed, dw_w, col_comp, zw, wzp_sn, rowsum,
-                           self._raw_s32, src_scale, scale, scale_sn, bias, 1, src1s,
-                           dst_scale, dzp, dzp_sn, out, _dispatch.get_num_threads(), dw_kind)
-        if _verbose._level:
-            self._verbose("exec", (time.perf_counter() - t0) * 1e3)
-        # back to the caller's layout
+        return user_dst, out
+
+    def _dst_back(self, user_dst, out):
+        """The result in the caller's layout (out: the kernels' channels-last dst)."""
+        dd = self.dst_desc
         if dd.is_channels_last:
             if user_dst is None:
                 return dd.logical_view(out)

@@ -178,6 +178,31 @@ def pack_gemm(geo, wc):
     return out
 
 
+def pack_gemm_f32(geo, wc):
+    """f32 (G, taps, ICg, OCg) -> the f32 driver's panels [g][p][pair][kpair][64] (f32, zeros
+    past OCg; ukernels/dnnq_f32.h)."""
+    G, OCg = geo.G, geo.OCg
+    kpair, npairs = geo.kpair, geo.npairs
+    P = (OCg + NR - 1) // NR
+    full = np.zeros((G, npairs, kpair, P * NR), np.float32)
+    full[..., :OCg] = wc.reshape(G, npairs, kpair, OCg)  # fold: k = kw * IC + ic
+    blocks = full.reshape(G, npairs, kpair, P, NR).transpose(0, 3, 1, 2, 4)
+    out = aligned_empty(blocks.size, np.float32)
+    out[:] = blocks.reshape(-1)
+    return out
+
+
+def pack_depthwise_f32(wct):
+    """f32 depthwise weights (C, taps) -> [panel][tap][64] f32 (zeros past C)."""
+    C, T = wct.shape
+    P = (C + NR - 1) // NR
+    wd = np.zeros((P * NR, T), np.float32)
+    wd[:C] = wct
+    out = aligned_empty(P * T * NR, np.float32)
+    out[:] = wd.reshape(P, NR, T).transpose(0, 2, 1).reshape(-1)
+    return out
+
+
 def pack_depthwise(geo, wct, layout):
     """Depthwise weights (C, taps) -> one of the kernels' layouts (channels past C are 0):
 
@@ -251,7 +276,10 @@ def pack_depthwise(geo, wct, layout):
 
 
 def depthwise_panel_stride(geo, layout):
-    """s16 elements per 64-channel panel of the packed depthwise weights."""
+    """s16 elements per 64-channel panel of the packed depthwise weights (f32 elements for
+    the f32 layout)."""
+    if layout == "f32":
+        return geo.ntaps * NR
     if layout == "vnni4":
         rows3 = (geo.ntaps // 3) * 512 if geo.kernel[2] == 3 else 0
         cols3 = 768 if tuple(geo.kernel) == (1, 3, 3) else 0
@@ -287,6 +315,9 @@ class PackedConvWeights:
     (G, taps, ICg, OCg) weights for the per-execution compensation of per-channel source zero
     points and weights zero points.
 
+    f32 weights (an f32 layer, ``dw_layout`` "f32"): ``packed`` / ``dw`` in the f32 layouts
+    (pack_gemm_f32, pack_depthwise_f32), ``plain`` f32, the column sums zeros.
+
     Immutable (attributes cannot be set, arrays are read-only); ``owner`` is the key of the
     primitive description they were packed for, ``origin`` that primitive.  Execution checks
     both the owner and the sizes (``check_sizes``).  Pickling stores the plain weights and the
@@ -297,6 +328,9 @@ class PackedConvWeights:
 
     def __init__(self, geo, w, owner, dw_layout="natural", origin=None, halve=False):
         logical = canonical_weights(geo, w)
+        if dw_layout == "f32":
+            self._init_f32(geo, logical, owner, origin)
+            return
         # set_int8_numerics("avx2") with an s8 source: oneDNN without VNNI halves the weights
         # when it reorders them (round half to even) and doubles the scale; `plain` is what
         # the kernels multiply, `logical` the caller's weights (for pickling)
@@ -310,6 +344,23 @@ class PackedConvWeights:
         else:
             packed, dw = pack_gemm(geo, wc), None
         for name, value in (("plain", wc), ("logical", logical), ("tapsum", tapsum),
+                            ("colsum", colsum), ("packed", packed), ("dw", dw)):
+            if value is not None:
+                value.flags.writeable = False
+            object.__setattr__(self, name, value)
+        object.__setattr__(self, "owner", owner)
+        object.__setattr__(self, "origin", origin)
+        object.__setattr__(self, "_comp", {})
+
+    def _init_f32(self, geo, wc, owner, origin):
+        wc = wc.astype(np.float32, copy=False)
+        tapsum = np.zeros((geo.G, geo.ntaps, geo.OCg), np.int64)
+        colsum = np.zeros(geo.OC, np.int64)
+        if geo.depthwise:
+            packed, dw = None, pack_depthwise_f32(wc.reshape(geo.G, geo.ntaps))
+        else:
+            packed, dw = pack_gemm_f32(geo, wc), None
+        for name, value in (("plain", wc), ("logical", wc), ("tapsum", tapsum),
                             ("colsum", colsum), ("packed", packed), ("dw", dw)):
             if value is not None:
                 value.flags.writeable = False
@@ -367,6 +418,11 @@ class PackedConvWeights:
 def packed_sizes(geo, dw_layout):
     """Element counts (packed, depthwise, plain, colsum) of PackedConvWeights for ``geo``."""
     plain = geo.G * geo.ntaps * geo.ICg * geo.OCg
+    if dw_layout == "f32":  # an f32 layer: no K padding to multiples of 4
+        P = ((geo.G if geo.depthwise else geo.OCg) + NR - 1) // NR
+        if geo.depthwise:
+            return (None, P * geo.ntaps * NR, plain, geo.OC)
+        return (geo.G * geo.npairs * geo.kpair * P * NR, None, plain, geo.OC)
     if geo.depthwise:
         P = (geo.G + NR - 1) // NR
         return (None, P * depthwise_panel_stride(geo, dw_layout), plain, geo.OC)

@@ -81,6 +81,9 @@ class GemmCore:
         self.prim = prim
         self.batch, self.M, self.N, self.K = batch, M, N, K
         self.src_dt, self.dst_dt = src_dt, dst_dt
+        # an f32 layer (f32 source and weights; primitives/_f32.py): the f32 kernels, no
+        # compensation, no oneDNN reference-kernel order (f32 has one order, dnnq_f32.h)
+        self.f32 = src_dt == "f32"
         plan = AttrPlan(prim, attr, {a: (None, m) for a, m in scale_support.items()},
                         {a: (None, m) for a, m in zp_support.items()}, _POST_OP_KINDS,
                         resolve=lambda arg, mask, name: resolve(arg, mask))
@@ -117,7 +120,8 @@ class GemmCore:
                      op.value_desc, view_strides(op.value_desc.dims, f"post_op[{i}].src_2")))
         # oneDNN's MatMul runs its reference kernel (ref:any) for these; its order of
         # operations is reproduced (dnnq_gemm_args_t.ref_numerics, docs/matmul.md)
-        self.ref_impl = onednn_ref_rules and self._onednn_runs_ref(bias_dims, N)
+        self.ref_impl = (onednn_ref_rules and not self.f32 and
+                         self._onednn_runs_ref(bias_dims, N))
         if self.ref_impl:
             post_specs = [(k, _plan.REF_ELTWISE_CODE.get(alg, alg) if k == _plan.PO_ELTWISE
                            else alg, a, b) for k, alg, a, b in post_specs]
@@ -126,10 +130,11 @@ class GemmCore:
         # goes through f32 as in oneDNN)
         self.raw_s32 = (dst_dt == "s32" and not self.scale_axis and not has_bias and
                         A.DNNL_ARG_DST not in self.zp_axis and not post_specs)
-        impl = _impls.choose(prim.lower(), _impls.GEMM, M=M)
+        impl = _impls.choose(prim.lower(), _impls.F32 if self.f32 else _impls.GEMM, M=M)
         # set_int8_numerics("avx2") caps the level at avx2 (the choice above) and gives the
-        # kernels oneDNN's pair saturation; the mode is part of the key (packed weights)
-        self.numerics = _dispatch.get_int8_numerics()
+        # kernels oneDNN's pair saturation; the mode is part of the key (packed weights).
+        # f32 layers have one numerics at every level.
+        self.numerics = "exact" if self.f32 else _dispatch.get_int8_numerics()
         self.isa = impl.isa if self.numerics == "exact" else f"{impl.isa}+{self.numerics}_numerics"
         # s8 sources with VNNI: the source is the signed operand of vpdpbusd and the weights
         # are packed as u8 = w + 128; the kernel folds the 128 * rowsum back.  Elsewhere the
@@ -138,7 +143,8 @@ class GemmCore:
         self.swap_s8 = src_dt == "s8" and impl.s8_src == "swap"
         self.plan = _gemm.GemmPlan(_dispatch.kernel_isa_code(impl.isa), batch, M, N, K,
                                    _plan.DT_CODE[dst_dt], post_specs, self.swap_s8,
-                                   impl.s8_src == "signed", self._ref_flags(post_specs))
+                                   impl.s8_src == "signed", self._ref_flags(post_specs),
+                                   self.f32)
         self.impl_info = impl.name if self.numerics == "exact" else \
             f"{impl.name}+{self.numerics}_numerics"
         if self.ref_impl:
@@ -223,7 +229,8 @@ class GemmCore:
             tuple(bias_dims) if bias_dims is not None else None, np.float32,
             tuple(bias_strides) if bias_strides is not None else (0, 0, 0),
             tuple(dst_dims), dst_dtype, self.has_sum, runtime, post_inputs, n_known,
-            (A.DNNL_ARG_SRC, A.DNNL_ARG_WEIGHTS, A.DNNL_ARG_BIAS, A.DNNL_ARG_DST), strict)
+            (A.DNNL_ARG_SRC, A.DNNL_ARG_WEIGHTS, A.DNNL_ARG_BIAS, A.DNNL_ARG_DST), strict,
+            self.f32)
 
     def canonical_args(self, args, a, pw, bias, dst):
         """The argument dict of the C path after validation and conversion: a C-contiguous

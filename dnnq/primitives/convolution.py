@@ -1,5 +1,5 @@
-"""Convolution and Deconvolution (forward inference, int8), implicit GEMM on the batch-reduce
-micro-kernel, plus a dedicated channels-last depthwise kernel.
+"""Convolution and Deconvolution (forward inference, int8; f32 layers too), implicit GEMM on
+the batch-reduce micro-kernel, plus a dedicated channels-last depthwise kernel.
 
 ``Convolution(src_desc, weights_desc, dst_desc, bias_desc=None, *, strides, padding_l,
 padding_r, dilates=None, attr=None)`` (``Deconvolution`` the same); ``strides`` / paddings /
@@ -8,6 +8,10 @@ padding_r, dilates=None, attr=None)`` (``Deconvolution`` the same); ``strides`` 
 Support table (masks over the tensor's own logical dims; "ext" = beyond oneDNN 3.2):
 
 ==================  =====================================================================
+f32 layer           src f32 + weights f32 (+ bias f32) -> dst f32, s8, u8: dst scale and
+                    zero point, every post-op below but the depthwise one; no src /
+                    weights scales or zero points (InvalidArguments); one FMA order, the
+                    same bits at every ISA level (docs/f32_layers.md)
 src                 u8, s8; ``ncw`` / ``nchw`` / ``ncdhw`` or ``nwc`` / ``nhwc`` / ``ndhwc``
 weights             s8; ``oiw`` / ``oihw`` / ``oidhw``, ``wio`` / ``hwio`` / ``dhwio``, grouped
                     ``goiw`` / ``goihw`` / ``goidhw`` (G, OC/G, IC/G, k...); deconvolution:
@@ -31,8 +35,8 @@ The padded area holds the source zero point (padded taps add nothing), exact at 
 Kernels (``impl_info``): ``<isa>:brgconv`` (batch-reduce over taps, indirect source rows),
 ``<isa>:brgconv_fold`` (few input channels: the KW taps of a kernel row folded into one
 reduction of KW*IC, e.g. ResNet's 7x7 first layer), ``<isa>:dw`` (depthwise, G = IC = OC,
-vectorised over channels).  Plain (nchw) data is transposed to channels-last around the
-kernels (a copy of src and dst), except where the plain depthwise 3x3 kernels read and write
+vectorised over channels); f32 layers: the same names ending in ``_f32``.  Plain (nchw) data
+is transposed to channels-last around the kernels (a copy of src and dst), except where the plain depthwise 3x3 kernels read and write
 the planes (the fused epilogue's cases); channels-last data runs without any copy.
 
 Here: descriptors, attributes, the plan and the C-level execute path.  The kernel choice per
@@ -64,13 +68,16 @@ from dnnq._kernels import _codes, _conv, _conv_exec, _gemm
 from dnnq.primitives._scratch import Scratch as _Scratch
 from dnnq.primitives._conv_checked_exec import CheckedExecute, _RANGE
 from dnnq.primitives._conv_kernel_choice import KernelChoice, _balanced_block
+from dnnq.primitives._conv_f32 import F32Convolution
+from dnnq.primitives._f32 import layer_dtypes, refuse_input_quantization
 
-_SRC_DTS = ("u8", "s8")
+_SRC_DTS = ("u8", "s8", "f32")   # f32: an f32 layer (f32 weights too; primitives/_f32.py)
+_WEI_DTS = ("s8", "f32")
 _DST_DTS = ("f32", "s32", "s8", "u8")
 _ISA_NAME = {"default": "portable"}  # impl_info prefix per ISA level (else the level's name)
 
 
-class _ConvolutionBase(KernelChoice, CheckedExecute, metaclass=CachedPrimitive):
+class _ConvolutionBase(KernelChoice, CheckedExecute, F32Convolution, metaclass=CachedPrimitive):
     _name = "Convolution"
     _kind = "convolution"
     _deconv = False
@@ -82,14 +89,19 @@ class _ConvolutionBase(KernelChoice, CheckedExecute, metaclass=CachedPrimitive):
         check_attr_object(p, attr)
         check_md(p, src_desc, "src", _SRC_DTS, (3, 4, 5))
         nd = src_desc.ndims
-        check_md(p, weights_desc, "weights", ("s8",), (nd, nd + 1))
+        check_md(p, weights_desc, "weights", _WEI_DTS, (nd, nd + 1))
         check_md(p, dst_desc, "dst", _DST_DTS, (nd,))
         check_md(p, bias_desc, "bias", _DST_DTS, (1,), optional=True, plain_only=True)
+        self._f32 = layer_dtypes(p, src_desc.dt, weights_desc.dt, dst_desc.dt,
+                                 bias_desc.dt if bias_desc is not None else None)
+        if self._f32:
+            refuse_input_quantization(p, attr)
         if weights_desc.is_channels_last and weights_desc.ndims != nd:
             raise Unimplemented(f"{p}: weights tag {weights_desc.tag} for grouped weights dims "
                                 f"{weights_desc.dims}; supported: plain (goihw) for groups")
-        # set_int8_numerics (SPEC section 9), fixed at creation; "avx2" caps the level
-        self._numerics = _dispatch.get_int8_numerics()
+        # set_int8_numerics (SPEC section 9), fixed at creation; "avx2" caps the level (f32
+        # layers have one numerics)
+        self._numerics = "exact" if self._f32 else _dispatch.get_int8_numerics()
         geo = ConvGeometry(p, self._deconv, src_desc.dims, weights_desc.dims, dst_desc.dims,
                            strides, padding_l, padding_r, dilates,
                            fold=self._numerics == "exact")
@@ -100,6 +112,11 @@ class _ConvolutionBase(KernelChoice, CheckedExecute, metaclass=CachedPrimitive):
         self.attr = copy.deepcopy(attr)
         self._geo = geo
         self._fused = None
+        if self._f32:
+            self._init_f32(attr)
+            if _verbose.enabled(2):
+                self._verbose("create", None)
+            return
         ops = attr.post_ops if attr is not None else PostOps()
         dw_at = [i for i in range(len(ops)) if ops.kind(i) == "convolution"]
         if dw_at:  # 1x1 + fused depthwise: two convolutions (see _conv_fused_dw)
@@ -425,7 +442,7 @@ class _ConvolutionBase(KernelChoice, CheckedExecute, metaclass=CachedPrimitive):
         attrs = dict(has_bias=self.bias_desc is not None, has_ss=A.DNNL_ARG_SRC in sm,
                      has_ds=A.DNNL_ARG_DST in sm, ws_count=ws_count,
                      has_zs=A.DNNL_ARG_SRC in zm, has_zd=A.DNNL_ARG_DST in zm,
-                     zs_range=_RANGE[sd.dt], has_sum=self._has_sum,
+                     zs_range=_RANGE.get(sd.dt, (0, 0)), has_sum=self._has_sum,
                      shift=128 if sd.dt == "s8" and not geo.depthwise else 0,
                      raw_s32=self._raw_s32, dw_kind=self._dw_kind, depthwise=geo.depthwise,
                      scale_adjust=self._scale_adjust)
@@ -438,7 +455,8 @@ class _ConvolutionBase(KernelChoice, CheckedExecute, metaclass=CachedPrimitive):
                     zs=A.DNNL_ARG_ATTR_ZERO_POINTS | A.DNNL_ARG_SRC,
                     zd=A.DNNL_ARG_ATTR_ZERO_POINTS | A.DNNL_ARG_DST, n_known=len(self._known))
         zrow_for = None if geo.is_gemm else (
-            lambda zs: self._zero_point_rows(np.int32([zs]), np.int64([zs])))
+            (lambda zs: self._zero_row_f32()) if self._f32 else
+            (lambda zs: self._zero_point_rows(np.int32([zs]), np.int64([zs]))))
         self._exec = _conv_exec.ConvExec(self._plan, self._key, PackedConvWeights,
                                          self._packed_sizes, zrow_for, layout, attrs, keys)
 
@@ -505,6 +523,8 @@ class _ConvolutionBase(KernelChoice, CheckedExecute, metaclass=CachedPrimitive):
                 raise InvalidArguments(f"{p}.execute: missing {what} (DNNL_ARG_{what.upper()})")
         scratch = _Scratch(self._scratch)
         try:
+            if self._f32:
+                return self._execute_general_f32(args, scratch)
             return self._execute_general(args, scratch)
         finally:
             scratch.release()
@@ -522,7 +542,7 @@ class _ConvolutionBase(KernelChoice, CheckedExecute, metaclass=CachedPrimitive):
 
 
 class Convolution(_ConvolutionBase):
-    """int8 forward convolution: 1-D, 2-D, 3-D, groups, depthwise, dilation.
+    """int8 forward convolution (and f32 layers): 1-D, 2-D, 3-D, groups, depthwise, dilation.
 
     Created once (descriptors checked, kernel chosen, tiles planned), executed many times.
     Results are bit-identical to oneDNN 3.2's convolution (the user guide's convolution page
@@ -531,11 +551,12 @@ class Convolution(_ConvolutionBase):
     Parameters
     ----------
     src_desc : MemoryDesc
-        u8 or s8, logical dims ``(N, IC, [D,] [H,] W)``, plain or channels-last (``nwc``,
-        ``nhwc``, ``ndhwc``).
+        u8 or s8 (f32 for an f32 layer, with f32 weights), logical dims ``(N, IC, [D,] [H,]
+        W)``, plain or channels-last (``nwc``, ``nhwc``, ``ndhwc``).
     weights_desc : MemoryDesc
-        s8, ``(OC, IC, [KD,] [KH,] KW)``, or grouped ``(G, OC/G, IC/G, [KD,] [KH,] KW)``
-        (depthwise: ``(C, 1, 1, KH, KW)``); plain or ``wio`` / ``hwio`` / ``dhwio``.
+        s8 (f32 for an f32 layer), ``(OC, IC, [KD,] [KH,] KW)``, or grouped ``(G, OC/G,
+        IC/G, [KD,] [KH,] KW)`` (depthwise: ``(C, 1, 1, KH, KW)``); plain or ``wio`` /
+        ``hwio`` / ``dhwio``.
     dst_desc : MemoryDesc
         f32, s32, s8 or u8, ``(N, OC, [OD,] [OH,] OW)``, plain or channels-last.
     bias_desc : MemoryDesc, optional
@@ -592,6 +613,9 @@ class Convolution(_ConvolutionBase):
     dst zero point      0, 2 (per OC)
     post-ops            eltwise (all), binary (src1 dims each 1 or the dst's), sum,
                         checkpoint / select (ext), FakeQuantize chains, depthwise
+    f32 layer           src f32 + weights f32 (+ bias f32) -> dst f32, s8, u8: the
+                        dst scale and zero point, the post-ops but depthwise; src /
+                        weights scales or zero points: InvalidArguments
     ==================  ==============================================================
 
     ``DNNL_MASK_PER_CHANNEL_NCHW`` / ``_OIHW`` resolve to the channel bits above.  The padded
@@ -625,7 +649,7 @@ class Convolution(_ConvolutionBase):
 
 
 class Deconvolution(_ConvolutionBase):
-    """int8 forward deconvolution (transposed convolution), in oneDNN's convention.
+    """int8 forward deconvolution (and f32 layers), in oneDNN's convention.
 
     ``dst[oc, i*S - PL + k*(D+1)] += src[ic, i] * w[oc, ic, k]``: weights ``(OC, IC, k...)``
     or ``(G, OC/G, IC/G, k...)``, no kernel flip; the output size is ``(I - 1) * S - PL - PR
@@ -637,9 +661,10 @@ class Deconvolution(_ConvolutionBase):
     Parameters
     ----------
     src_desc : MemoryDesc
-        u8 or s8, ``(N, IC, [D,] [H,] W)``, plain or channels-last.
+        u8 or s8 (f32 for an f32 layer), ``(N, IC, [D,] [H,] W)``, plain or channels-last.
     weights_desc : MemoryDesc
-        s8, ``(OC, IC, [KD,] [KH,] KW)`` or grouped ``(G, OC/G, IC/G, ...)``.
+        s8 (f32 for an f32 layer), ``(OC, IC, [KD,] [KH,] KW)`` or grouped ``(G, OC/G,
+        IC/G, ...)``.
     dst_desc : MemoryDesc
         f32, s32, s8 or u8, ``(N, OC, [OD,] [OH,] OW)``.
     bias_desc : MemoryDesc, optional

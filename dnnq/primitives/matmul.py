@@ -8,7 +8,9 @@ Support table (masks are over the tensor's own logical dims; "ext" = beyond oneD
 | MatMul 3-D (B,M,K)x(B,K,N) | 0 | 0, 4 (per-N) | 0 | 0, 4 (per-K, ext) | 0, 4 (per-N, ext) | 0, 4 (per-N, ext) |
 | InnerProduct (N,IC,...)x(OC,IC,...) | 0 | 0, 1 (per-OC) | 0 | 0 (ext) | 0, 1 (ext) | 0, 2 (per-OC, ext) |
 
-Data types: src u8 / s8, weights s8, bias f32 / s32 / s8 / u8, dst f32 / s32 / s8 / u8.
+Data types: src u8 / s8, weights s8, bias f32 / s32 / s8 / u8, dst f32 / s32 / s8 / u8; an
+f32 layer: src f32, weights f32, bias f32, dst f32 / s8 / u8 (dst scale and zero point only;
+docs/f32_layers.md).
 Post-ops: eltwise (every algorithm), binary (src1 broadcastable to dst), sum (one), and dnnq's
 checkpoint / select extensions (cond and value broadcastable to dst).
 """
@@ -25,9 +27,11 @@ from dnnq.errors import InvalidArguments
 from dnnq._kernels._gemm_exec import PackedGemmWeights, aligned_empty
 from dnnq.primitives._common import arg_name, check_md, check_known_args, check_overlaps
 from dnnq.primitives._gemm_primitive import GemmCore, broadcast_strides
+from dnnq.primitives._f32 import layer_dtypes, refuse_input_quantization
 
 
-_SRC_DTS = ("u8", "s8")
+_SRC_DTS = ("u8", "s8", "f32")   # f32: an f32 layer (f32 weights too; primitives/_f32.py)
+_WEI_DTS = ("s8", "f32")
 _DST_DTS = ("f32", "s32", "s8", "u8")
 _BIAS_DTS = ("f32", "s32", "s8", "u8")
 
@@ -86,7 +90,7 @@ class _GemmPrimitive(metaclass=CachedPrimitive):
         Parameters
         ----------
         w : numpy.ndarray
-            s8 weights of ``weights_desc``'s shape.
+            s8 weights (f32 for an f32 layer) of ``weights_desc``'s shape.
 
         Returns
         -------
@@ -258,7 +262,7 @@ class _GemmPrimitive(metaclass=CachedPrimitive):
 
 
 class MatMul(_GemmPrimitive):
-    """int8 matrix multiplication: ``dst = src (M, K) x weights (K, N)``.
+    """int8 matrix multiplication (and f32 layers): ``dst = src (M, K) x weights (K, N)``.
 
     Optionally batched, ``(B, M, K) x (B, K, N)``, with the batch broadcast from 1 on either
     side.  All checks, the kernel choice and the planning happen at creation;
@@ -269,9 +273,10 @@ class MatMul(_GemmPrimitive):
     Parameters
     ----------
     src_desc : MemoryDesc
-        u8 or s8, ``(M, K)`` or ``(B, M, K)``, plain.
+        u8 or s8 (f32 for an f32 layer, with f32 weights), ``(M, K)`` or ``(B, M, K)``,
+        plain.
     weights_desc : MemoryDesc
-        s8, ``(K, N)`` or ``(B, K, N)``, plain.
+        s8 (f32 for an f32 layer), ``(K, N)`` or ``(B, K, N)``, plain.
     dst_desc : MemoryDesc
         f32, s32, s8 or u8, ``(M, N)`` or ``(B, M, N)``.
     bias_desc : MemoryDesc, optional
@@ -317,6 +322,9 @@ class MatMul(_GemmPrimitive):
     weights          s8; (K, N) or (B, K, N), plain
     bias             f32, s32, s8, u8; broadcastable to dst (e.g. (1, N))
     dst              f32, s32, s8, u8; (M, N) or (B, M, N)
+    f32 layer        src f32 + weights f32 (+ bias f32) -> dst f32, s8, u8; no src /
+                     weights scales or zero points (InvalidArguments); one FMA order,
+                     the same bits at every ISA level (docs/f32_layers.md)
     src scale        mask 0
     weights scale    mask 0, or 1 << (n-1) (per-N)
     dst scale        mask 0
@@ -354,9 +362,12 @@ class MatMul(_GemmPrimitive):
     def __init__(self, src_desc, weights_desc, dst_desc, bias_desc=None, attr=None):
         p = self._name
         check_md(p, src_desc, "src", _SRC_DTS, (2, 3), plain_only=True)
-        check_md(p, weights_desc, "weights", ("s8",), (2, 3), plain_only=True)
+        check_md(p, weights_desc, "weights", _WEI_DTS, (2, 3), plain_only=True)
         check_md(p, dst_desc, "dst", _DST_DTS, (2, 3), plain_only=True)
         check_md(p, bias_desc, "bias", _BIAS_DTS, optional=True, plain_only=True)
+        if layer_dtypes(p, src_desc.dt, weights_desc.dt, dst_desc.dt,
+                        bias_desc.dt if bias_desc is not None else None):
+            refuse_input_quantization(p, attr)
         nd = src_desc.ndims
         if weights_desc.ndims != nd or dst_desc.ndims != nd:
             raise InvalidArguments(f"{p}: src {src_desc.dims}, weights {weights_desc.dims} and "
@@ -440,9 +451,10 @@ class InnerProduct(_GemmPrimitive):
     Parameters
     ----------
     src_desc : MemoryDesc
-        u8 or s8, ``(N, IC)`` or ``(N, IC, [D,] [H,] W)``, plain.
+        u8 or s8 (f32 for an f32 layer, with f32 weights), ``(N, IC)`` or ``(N, IC, [D,]
+        [H,] W)``, plain.
     weights_desc : MemoryDesc
-        s8, ``(OC, IC[, *spatial])`` matching the source.
+        s8 (f32 for an f32 layer), ``(OC, IC[, *spatial])`` matching the source.
     dst_desc : MemoryDesc
         f32, s32, s8 or u8, ``(N, OC)``.
     bias_desc : MemoryDesc, optional
@@ -484,6 +496,8 @@ class InnerProduct(_GemmPrimitive):
     weights          s8; (OC, IC, [D,] [H,] W) matching src
     bias             f32, s32, s8, u8; (OC,) or (1, OC)
     dst              f32, s32, s8, u8; (N, OC)
+    f32 layer        src f32 + weights f32 (+ bias f32) -> dst f32, s8, u8; no src /
+                     weights scales or zero points (docs/f32_layers.md)
     src scale        mask 0
     weights scale    mask 0, or 1 (per-OC)
     dst scale        mask 0
@@ -510,9 +524,12 @@ class InnerProduct(_GemmPrimitive):
     def __init__(self, src_desc, weights_desc, dst_desc, bias_desc=None, attr=None):
         p = self._name
         check_md(p, src_desc, "src", _SRC_DTS, (2, 3, 4, 5), plain_only=True)
-        check_md(p, weights_desc, "weights", ("s8",), (2, 3, 4, 5), plain_only=True)
+        check_md(p, weights_desc, "weights", _WEI_DTS, (2, 3, 4, 5), plain_only=True)
         check_md(p, dst_desc, "dst", _DST_DTS, (2,), plain_only=True)
         check_md(p, bias_desc, "bias", _BIAS_DTS, optional=True, plain_only=True)
+        if layer_dtypes(p, src_desc.dt, weights_desc.dt, dst_desc.dt,
+                        bias_desc.dt if bias_desc is not None else None):
+            refuse_input_quantization(p, attr)
         if weights_desc.ndims != src_desc.ndims:
             raise InvalidArguments(f"{p}: weights dims {weights_desc.dims} and src dims "
                                    f"{src_desc.dims} must have the same number of dims")

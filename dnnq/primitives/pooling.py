@@ -18,10 +18,11 @@ Support table (``ext`` = beyond oneDNN 3.2):
 =================  ================================================================
 algorithms         max, avg_include_padding, avg_exclude_padding (``pooling_`` prefix)
 src data type      u8, s8, s32, f32
-dst data type      the src's, or f32 (ext: the unrounded average / the max as f32)
+dst data type      the src's, or f32 (ext: the unrounded average / the max as f32); an f32
+                   src also s8 / u8 (ext: an f32 layer's quantized output)
 layouts            plain (ncw, nchw, ncdhw) or channels-last (nwc, nhwc, ndhwc) on either
                    side (the fast path is channels-last, as in oneDNN)
-scales / zp        none
+scales / zp        f32 src: dst scale and zero point, mask 0 (ext); integer src: none
 post-ops           eltwise, binary; checkpoint, select (ext) (what FakeQuantize needs)
 =================  ================================================================
 
@@ -31,7 +32,9 @@ lowest value of the data type, -FLT_MAX for f32); the average divides by the cou
 ``KD*KH*KW`` (include padding) or the number of taps inside the source (exclude padding).
 The post-ops then act on that f32 value -- the average is *not* rounded before them -- and the
 result is stored with ``saturate(rne(.))``; without post-ops this is oneDNN's
-``rne(sum / count)``.  oneDNN computes these details differently per kernel, and dnnq follows
+``rne(sum / count)``.  An f32 source with an s8 / u8 dst stores ``saturate(rne(v * f32(1 /
+dst_scale) + dst_zp))`` of the f32 result ``v`` (after the post-ops; NaN -> 0 for u8, +127 for
+s8), what oneDNN's f32 pooling followed by its quantizing reorder gives.  oneDNN computes these details differently per kernel, and dnnq follows
 the kernel oneDNN would pick for the same descriptors:
 
 =====================================  ============================  ==========================
@@ -174,9 +177,13 @@ class Pooling(pw.ToolkitPrimitive, metaclass=CachedPrimitive):
         if dst_desc.ndims != src_desc.ndims:
             raise InvalidArguments(f"{p}: dst_desc dims {dst_desc.dims} and src_desc dims "
                                    f"{src_desc.dims} have different ranks")
-        if dst_desc.dt not in (src_desc.dt, "f32"):
+        # f32 src: an s8 / u8 dst too (an f32 layer's quantized output, with a dst scale and
+        # zero point: ext, oneDNN 3.2 has no f32 -> int8 pooling)
+        allowed = ("f32", "s8", "u8") if src_desc.dt == "f32" else (src_desc.dt, "f32")
+        if dst_desc.dt not in allowed:
             raise Unimplemented(f"{p}: dst data type {dst_desc.dt} with src data type "
-                                f"{src_desc.dt} is not supported; supported: {src_desc.dt} or f32")
+                                f"{src_desc.dt} is not supported; supported: "
+                                f"{' or '.join(allowed)}")
         N, C, *isp = src_desc.dims
         N2, C2, *osp = dst_desc.dims
         if (N, C) != (N2, C2):
@@ -226,7 +233,10 @@ class Pooling(pw.ToolkitPrimitive, metaclass=CachedPrimitive):
                     f"kernel extent {ext} and dilation below the source size {isp[i]} (spatial "
                     f"dimension {i}: padding {pl[i]}/{pr[i]}, dilation {d[i]}); a window entirely "
                     "in the padding has no average")
-        qa = pw.QuantAttr(p, attr, {}, {}, ("eltwise", "binary", "checkpoint", "select"))
+        # a dst scale and zero point after an f32 source (the quantizing store of SPEC section
+        # 2); integer sources take none (the average and max keep their values)
+        dst_q = ({A.DNNL_ARG_DST: (dst_desc.dims, (0,))} if src_desc.dt == "f32" else {})
+        qa = pw.QuantAttr(p, attr, dst_q, dst_q, ("eltwise", "binary", "checkpoint", "select"))
         self.src_desc, self.dst_desc, self.attr, self._qa = src_desc, dst_desc, qa.attr, qa
         self.kernel, self.strides, self.dilation = tuple(k), tuple(s), tuple(d)
         self.padding_l, self.padding_r = tuple(pl), tuple(pr)
@@ -250,6 +260,11 @@ class Pooling(pw.ToolkitPrimitive, metaclass=CachedPrimitive):
                    not any(d))
         fused = src_desc.dt == "f32" or jit_int
         pw.add_post_ops(prog, qa, dst_desc.dims, dst_k, dst_desc.dt, fused_linear=fused)
+        zero = (0,) * dst_desc.ndims
+        if A.DNNL_ARG_DST in qa.scale_mask:  # d = v * f32(1 / scale) + zp, then the store
+            prog.bin_opnd(0, "mul", prog.operand("inv_dst_scale", "f32", zero))
+        if A.DNNL_ARG_DST in qa.zp_mask:
+            prog.bin_opnd(0, "add", prog.operand("dst_zp", "f32", zero))
         prog.store(0, dst_k)
         epi = prog.build(self._isa, collapse="rows")
         if epi.plan.n_operands and epi.keys[0] != "dst":  # pragma: no cover - dst registered first
@@ -335,6 +350,12 @@ class Pooling(pw.ToolkitPrimitive, metaclass=CachedPrimitive):
         src = self.src_desc.check_array(pw.require(p, args, A.DNNL_ARG_SRC, "src"), "src")
         arrays = {}
         pw.fetch_post_op_inputs(p, qa, args, arrays)
+        ds = qa.scales(args, A.DNNL_ARG_DST)
+        if ds is not None:
+            arrays["inv_dst_scale"] = pw.reciprocal(ds)
+        zd = qa.zero_points_f32(args, A.DNNL_ARG_DST)
+        if zd is not None:
+            arrays["dst_zp"] = zd
         user, phys = pw.output(p, self.dst_desc, args)
         if user is not None:  # no input may overlap dst (oneDNN's pooling is not in place)
             pw.check_overlaps(p, args)

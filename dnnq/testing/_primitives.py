@@ -396,10 +396,12 @@ class ConvHandle:
     """A oneDNN (de)convolution with its memories bound once (the layouts oneDNN picks for
     ``format_tag_any``; src and weights reordered in at creation), for timing as a C++ caller
     runs it: ``execute()`` runs it once, ``result()`` returns the destination as a logical
-    numpy array.  Keywords as :func:`convolution` (no sum post-op)."""
+    numpy array.  Keywords as :func:`convolution` (no sum post-op); ``data_tag`` fixes the
+    src / dst layout (a format-tag name such as ``"nhwc"``) instead of ``format_tag_any``."""
 
     def __init__(self, src, wei, bias=None, dst_dt="u8", *, deconv=False, strides=None,
-                 padding_l=None, padding_r=None, dilates=None, post_ops=(), **q):
+                 padding_l=None, padding_r=None, dilates=None, post_ops=(), data_tag=None,
+                 **q):
         kind = "deconvolution" if deconv else "convolution"
         self.scope = s = Scope()
         s.__enter__()
@@ -409,10 +411,13 @@ class ConvHandle:
         dt = dt_name(dst_dt)
         bias = _bias(bias)
         attr = _quant_attr(s, post_ops, len(self.dst_shape), **q)
+        # data_tag (e.g. "nhwc"): src and dst in that layout, as a caller holding such data
+        # runs oneDNN; None: the layouts oneDNN picks (format_tag_any)
+        data_md = (lambda shape, d: s.md(shape, d, tag=data_tag)) if data_tag else s.md_any
         pd = s.pd(f"dnnl_{kind}_forward_primitive_desc_create", s.lib.engine,
                   A("dnnl_forward_inference"), A(f"dnnl_{kind}_direct"),
-                  s.md_any(src.shape, src.dtype), s.md_any(wei.shape, wei.dtype),
-                  None if bias is None else s.md_of(bias), s.md_any(self.dst_shape, dt),
+                  data_md(src.shape, src.dtype), s.md_any(wei.shape, wei.dtype),
+                  None if bias is None else s.md_of(bias), data_md(self.dst_shape, dt),
                   dims_of(st), dims_of(dl), dims_of(pl), dims_of(pr), attr.handle)
         self.impl = impl_name(pd)
         args = dict(attr.exec_args({A("DNNL_ARG_SRC"): src.shape, A("DNNL_ARG_WEIGHTS"): wei.shape,

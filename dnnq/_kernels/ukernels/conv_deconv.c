@@ -22,7 +22,7 @@
  * A weights zero point's source sums are staged per run (strided_epilogue_args).  With
  * kernel = stride (U-Net's k2 s2) every pixel has exactly one tap. */
 static int deconv_phases(const dnnq_conv_t *cv) {
-    return cv->deconv && !cv->depthwise && cv->skip_zero_taps &&
+    return cv->deconv && !cv->depthwise && cv->skip_zero_taps && !cv->f32 &&
            (cv->a_xor == 0 || cv->a_xor == 0x80808080u) &&
            !cv->padcorr && cv->kw <= 64 && cv->npairs <= 4096 &&
            cv->pd >= 0 && cv->ph >= 0 && cv->pw >= 0;

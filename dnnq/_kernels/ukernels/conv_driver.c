@@ -71,22 +71,6 @@ void dnnq_conv_item_epilogue_args(const dnnq_conv_t *cv, int64_t n, int64_t g,
     ge->post = post;
 }
 
-/* The interior ranges: output coordinates whose every tap reads inside the source, along one
- * dimension ([lo, hi), empty for a deconvolution, whose taps skip source rows). */
-static inline void interior(int64_t O, int64_t K, int64_t s, int64_t d, int64_t p, int64_t I,
-                            int deconv, int64_t *lo, int64_t *hi) {
-    if (deconv) {
-        *lo = *hi = 0;
-        return;
-    }
-    /* o * s - p >= 0  and  o * s - p + (K - 1) * d <= I - 1 */
-    int64_t a = (p + s - 1) / s;
-    int64_t last = I - 1 - (K - 1) * d + p;
-    int64_t b = last < 0 ? 0 : last / s + 1;
-    *lo = a < O ? a : O;
-    *hi = b < O ? (b > *lo ? b : *lo) : O;
-}
-
 /* Row pointers of one micro-tile (rows m .. m + mr - 1): rows[t * mr + r] for pair t.  With
  * `delta` holds each pair's offset from the
  * pixel's first tap, used for interior pixels (all taps inside: one add per tap). */
@@ -400,6 +384,7 @@ int dnnq_conv_build_flat_table(dnnq_conv_t *cv) {
 }
 
 int dnnq_conv_run_item(const dnnq_conv_t *cv, int64_t item) {
+    if (cv->f32) return dnnq_conv_run_item_f32(cv, item);
 #ifdef DNNQ_HAVE_X86_KERNELS
     if (cv->plain) return dw3x3(cv) ? run_item_dw3x3_plain(cv, item) : -1;
     if (dw3x3(cv)) return run_item_dw3x3(cv, item);

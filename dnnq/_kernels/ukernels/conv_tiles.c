@@ -14,18 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "dnnq_conv.h"
-
-/* the taps [lo, hi) of one dimension that read inside the source for output coordinate o */
-static void tap_range(int64_t o, int64_t K, int64_t s, int64_t d, int64_t p, int64_t I,
-                      int32_t *lo, int32_t *hi) {
-    const int64_t b = o * s - p; /* the source coordinate of tap 0 */
-    int64_t l = b >= 0 ? 0 : (-b + d - 1) / d;
-    int64_t h = b > I - 1 ? 0 : (I - 1 - b) / d + 1;
-    if (h > K) h = K;
-    if (l > h) l = h;
-    *lo = (int32_t)l;
-    *hi = (int32_t)h;
-}
+#include "conv_coords.h"
 
 static int cmp_tile(const void *a, const void *b) {
     const int64_t x = ((const dnnq_conv_tile_t *)a)->m, y = ((const dnnq_conv_tile_t *)b)->m;
@@ -235,31 +224,6 @@ static int padding_adds_nothing(const dnnq_conv_t *cv, const uint8_t *zrow) {
     for (; i < cv->kpair; ++i)
         if (zrow[i] != (uint8_t)x8) return 0;
     return 1;
-}
-
-/* each pixel's source offset (of its tap (0, 0, 0) position) */
-static void tile_offsets(const dnnq_conv_t *cv, const dnnq_conv_tile_t *q, int64_t *off) {
-    const int mr = q->mr;
-    if (q->mstep == 0) { /* consecutive pixels crossing output rows: a step of sw * IC
-                          * along a row (q->lda), the full formula after a row's end */
-        int64_t od = q->o[0], oh = q->o[1], ow = q->o[2], o = q->src;
-        for (int r = 0; r < mr; ++r) {
-            off[r] = o;
-            if (++ow < cv->ow) {
-                o += q->lda;
-                continue;
-            }
-            ow = 0;
-            if (++oh == cv->oh) {
-                oh = 0;
-                ++od;
-            }
-            o = (((od * cv->sd - cv->pd) * cv->ih + oh * cv->sh - cv->ph) * cv->iw - cv->pw) *
-                cv->IC;
-        }
-    } else {
-        for (int r = 0; r < mr; ++r) off[r] = q->src + r * q->lda;
-    }
 }
 
 /* fold_kw: kernel row (kd, kh) of a pixel at a border along w (at s), its KW * IC bytes

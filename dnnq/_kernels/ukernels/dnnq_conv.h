@@ -22,6 +22,7 @@
 #ifndef DNNQ_CONV_H
 #define DNNQ_CONV_H
 #include "dnnq_kernels.h"
+#include "dnnq_f32.h"
 
 #define DNNQ_CONV_MAX_POST 32
 /* rows of one accumulator tile: the batch-reduce kernel's mr (<= DNNQ_MR_MAX), or for the
@@ -108,6 +109,15 @@ typedef struct {
     /* the flat depthwise kernel's index vectors (plain = 3; dnnq_conv_build_flat_table at
      * creation, freed by dnnq_conv_free_tiles; NULL: built per item) */
     const void *flat_table;
+    /* f32 layers (dnnq_f32.h, conv_f32.c): 1 = src, the packed weights (packed / dw_weights)
+     * and zp_rows (zeros, at least kpair) are f32, and these kernels run */
+    int f32;
+    dnnq_brgemm_f32_fn brgemm_f32;
+    dnnq_gemm_epilogue_f32_fn epilogue_f32;
+    dnnq_dw_f32_fn dw_f32;
+    dnnq_f32_epi_prepare_fn f32_epi_prepare;  /* the fused epilogue, or NULL (dnnq_f32.h) */
+    dnnq_brgemm_f32_epi_fn brgemm_f32_epi;
+    dnnq_dw_f32_epi_fn dw_f32_epi;
 } dnnq_conv_t;
 
 /* The fused micro-kernel's kind for panel p of the item's epilogue ge (its state into st), or
@@ -148,6 +158,8 @@ int dnnq_conv_run_band_unit(const dnnq_conv_t *cv, int64_t unit, int isa,
 int64_t dnnq_conv_n_items(const dnnq_conv_t *cv);
 /* 0, or -1 when a scratch allocation failed (dst then incomplete: raise MemoryError) */
 int dnnq_conv_run_item(const dnnq_conv_t *cv, int64_t item);
+/* the same for an f32 plan (conv_f32.c) */
+int dnnq_conv_run_item_f32(const dnnq_conv_t *cv, int64_t item);
 /* 1: a deconvolution that the general driver runs by column phases, dense GEMMs of the taps
  * that reach each phase (conv_deconv.c; with an s8 source or a zero point only up to
  * DNNQ_ZC_TAPS taps, see dnnq_conv_takes_phases) */

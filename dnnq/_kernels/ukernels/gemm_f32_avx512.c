@@ -1,0 +1,323 @@
+/* AVX-512 f32 micro-kernel: up to 6 rows x 64 columns, 24 zmm accumulators, one vfmadd231ps
+ * per row and 16 columns per k (dnnq_f32.h: each lane one output element's FMA chain).
+ * Compiled with -mavx512f ... -mfma; called only at the AVX-512 levels. */
+#include <immintrin.h>
+#include "dnnq_f32.h"
+#include "ukr_common.h"
+
+#define DNNQ_F32_ISA avx512
+
+/* Named locals, not an array (gcc keeps an array of vectors on the stack); MR and NV are
+ * compile-time constants at every call site, so the guards vanish. */
+#define F_DECL(r) __m512 c##r##0 = _mm512_setzero_ps(), c##r##1 = c##r##0, c##r##2 = c##r##0, \
+                         c##r##3 = c##r##0;
+#define F_LOAD(r)                                                                              \
+    if (MR > r) {                                                                              \
+        c##r##0 = _mm512_loadu_ps(c + r * DNNQ_NR);                                            \
+        if (NV > 1) c##r##1 = _mm512_loadu_ps(c + r * DNNQ_NR + 16);                           \
+        if (NV > 2) c##r##2 = _mm512_loadu_ps(c + r * DNNQ_NR + 32);                           \
+        if (NV > 3) c##r##3 = _mm512_loadu_ps(c + r * DNNQ_NR + 48);                           \
+    }
+#define F_ROW(r, x)                                                                            \
+    if (MR > r) {                                                                              \
+        const __m512 av = _mm512_set1_ps(x);                                                   \
+        c##r##0 = _mm512_fmadd_ps(av, b0, c##r##0);                                            \
+        if (NV > 1) c##r##1 = _mm512_fmadd_ps(av, b1, c##r##1);                                \
+        if (NV > 2) c##r##2 = _mm512_fmadd_ps(av, b2, c##r##2);                                \
+        if (NV > 3) c##r##3 = _mm512_fmadd_ps(av, b3, c##r##3);                                \
+    }
+/* ---- the fused epilogue (dnnq_f32.h: dnnq_brgemm_f32_epi_fn) ------------------------------ */
+enum { F32E_RELU0 = 1, F32E_RELU = 2, F32E_LINEAR = 3, F32E_SUM = 4 };
+#define F32E_MAX_POST 8
+typedef struct {
+    __m512 bi[4], zp[4];        /* per-column bias and dst zero point (when present) */
+    __m512 inv;                 /* 1 / dst scale */
+    __mmask16 km[4];            /* the columns of each vector inside the panel */
+    int nv, dt, has_bias, has_zp, scaled, n_post;
+    int kind[F32E_MAX_POST];
+    float alpha[F32E_MAX_POST], beta[F32E_MAX_POST];
+    char *d0;                   /* dst of (batch, row 0, the panel's column 0) */
+    int64_t ldd;                /* its row stride in bytes */
+} f32_epi_t;
+_Static_assert(sizeof(f32_epi_t) <= sizeof(dnnq_f32_epi_state_t), "dnnq_f32_epi_state_t too small");
+
+/* vector j of a row (columns 16 j ..) finished up to the store: dnnq_epilogue_finish's f32
+ * operations in its order (bias, post-ops, v * (1 / dst scale) [+ zero point]); a dst scale of
+ * 1 skips its multiply (x * 1 == x for every non-signalling value, and no arithmetic result
+ * is signalling) */
+DNNQ_ALWAYS_INLINE __m512 f32e_value(const int DT, const f32_epi_t *e, __m512 v, int j,
+                                     const char *o) {
+    if (e->has_bias) v = _mm512_add_ps(v, e->bi[j]);
+    for (int i = 0; i < e->n_post; ++i) {
+        const int kind = e->kind[i];
+        if (kind == F32E_RELU0) { /* max(x, 0): NaN, -0.0 -> +0 */
+            v = _mm512_max_ps(v, _mm512_setzero_ps());
+        } else if (kind == F32E_RELU) { /* x > 0 ? x : x * alpha */
+            v = _mm512_mask_mov_ps(_mm512_mul_ps(v, _mm512_set1_ps(e->alpha[i])),
+                                   _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_GT_OQ), v);
+        } else if (kind == F32E_LINEAR) { /* fma(alpha, x, beta) */
+            v = _mm512_fmadd_ps(_mm512_set1_ps(e->alpha[i]), v, _mm512_set1_ps(e->beta[i]));
+        } else { /* sum: fma(scale, f32(prev) - zero point, v) */
+            __m512 prev;
+            if (DT == DNNQ_DT_S8)
+                prev = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(e->km[j], o + 16 * j)));
+            else if (DT == DNNQ_DT_U8)
+                prev = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(e->km[j], o + 16 * j)));
+            else
+                prev = _mm512_maskz_loadu_ps(e->km[j], o + 64 * j);
+            v = _mm512_fmadd_ps(_mm512_set1_ps(e->alpha[i]),
+                                _mm512_sub_ps(prev, _mm512_set1_ps(e->beta[i])), v);
+        }
+    }
+    if (e->scaled) v = _mm512_mul_ps(v, e->inv);
+    if (e->has_zp) v = _mm512_add_ps(v, e->zp[j]);
+    return v;
+}
+
+/* the store of vector j: f32 as it is; u8 / s8 clamped (vmaxps / vminps return their second
+ * operand for a NaN: NaN -> 0 (u8), +127 (s8)), rounded half to even, narrowed */
+DNNQ_ALWAYS_INLINE void f32e_store(const int DT, const f32_epi_t *e, __m512 v, char *o, int j) {
+    const __mmask16 km = e->km[j];
+    if (DT == DNNQ_DT_F32) {
+        if (km == 0xFFFF) _mm512_storeu_ps(o + 64 * j, v);
+        else _mm512_mask_storeu_ps(o + 64 * j, km, v);
+        return;
+    }
+    if (DT == DNNQ_DT_U8)
+        v = _mm512_min_ps(_mm512_max_ps(v, _mm512_setzero_ps()), _mm512_set1_ps(255.0f));
+    else
+        v = _mm512_max_ps(_mm512_min_ps(v, _mm512_set1_ps(127.0f)), _mm512_set1_ps(-128.0f));
+    const __m512i q = _mm512_cvt_roundps_epi32(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m128i b = DT == DNNQ_DT_U8 ? _mm512_cvtusepi32_epi8(q) : _mm512_cvtsepi32_epi8(q);
+    if (km == 0xFFFF) _mm_storeu_si128((__m128i *)(o + 16 * j), b);
+    else _mm_mask_storeu_epi8(o + 16 * j, km, b);
+}
+
+DNNQ_ALWAYS_INLINE void f32e_row(const int DT, const int NV, const f32_epi_t *e, __m512 v0,
+                                 __m512 v1, __m512 v2, __m512 v3, char *o) {
+    f32e_store(DT, e, f32e_value(DT, e, v0, 0, o), o, 0);
+    if (NV > 1) f32e_store(DT, e, f32e_value(DT, e, v1, 1, o), o, 1);
+    if (NV > 2) f32e_store(DT, e, f32e_value(DT, e, v2, 2, o), o, 2);
+    if (NV > 3) f32e_store(DT, e, f32e_value(DT, e, v3, 3, o), o, 3);
+}
+
+/* FUSE: 0 = store the accumulators to c; else the dst type + 1, each row through the
+ * epilogue e to d0 + r * dstep */
+#define F_STORE(r)                                                                             \
+    if (MR > r && FUSE) {                                                                      \
+        f32e_row(FUSE - 1, NV, e, c##r##0, c##r##1, c##r##2, c##r##3, d0 + r * dstep);        \
+    } else if (MR > r) {                                                                       \
+        _mm512_storeu_ps(c + r * DNNQ_NR, c##r##0);                                            \
+        if (NV > 1) _mm512_storeu_ps(c + r * DNNQ_NR + 16, c##r##1);                           \
+        if (NV > 2) _mm512_storeu_ps(c + r * DNNQ_NR + 32, c##r##2);                           \
+        if (NV > 3) _mm512_storeu_ps(c + r * DNNQ_NR + 48, c##r##3);                           \
+    }
+
+/* MR rows x NV * 16 columns over the pairs, the accumulators in registers throughout */
+DNNQ_ALWAYS_INLINE void tile_f32_avx512(const int MR, const int NV, const int FUSE, int64_t np,
+                                        const dnnq_br_pair_f32_t *pairs, int accumulate,
+                                        float *c, const f32_epi_t *e, char *d0,
+                                        int64_t dstep) {
+    F_DECL(0) F_DECL(1) F_DECL(2) F_DECL(3) F_DECL(4) F_DECL(5)
+    if (accumulate) { F_LOAD(0) F_LOAD(1) F_LOAD(2) F_LOAD(3) F_LOAD(4) F_LOAD(5) }
+    for (int64_t i = 0; i < np; ++i) {
+        const dnnq_br_pair_f32_t *q = pairs + i;
+        const float *a0, *a1, *a2, *a3, *a4, *a5;
+        if (q->rows) {
+            const float *const *rp = q->rows;
+            a0 = rp[0]; a1 = MR > 1 ? rp[1] : a0; a2 = MR > 2 ? rp[2] : a0;
+            a3 = MR > 3 ? rp[3] : a0; a4 = MR > 4 ? rp[4] : a0; a5 = MR > 5 ? rp[5] : a0;
+        } else {
+            const int64_t ld = q->lda;
+            a0 = q->a; a1 = a0 + ld; a2 = a1 + ld; a3 = a2 + ld; a4 = a3 + ld; a5 = a4 + ld;
+        }
+        const float *bk = q->b;
+        const int64_t K = q->K;
+        for (int64_t k = 0; k < K; ++k, bk += DNNQ_NR) {
+            const __m512 b0 = _mm512_loadu_ps(bk);
+            const __m512 b1 = NV > 1 ? _mm512_loadu_ps(bk + 16) : b0;
+            const __m512 b2 = NV > 2 ? _mm512_loadu_ps(bk + 32) : b0;
+            const __m512 b3 = NV > 3 ? _mm512_loadu_ps(bk + 48) : b0;
+            F_ROW(0, a0[k]) F_ROW(1, a1[k]) F_ROW(2, a2[k])
+            F_ROW(3, a3[k]) F_ROW(4, a4[k]) F_ROW(5, a5[k])
+        }
+    }
+    if (FUSE) /* all accumulators in registers here: else gcc spills them inside the loop */
+        __asm__("" : "+v"(c00), "+v"(c01), "+v"(c02), "+v"(c03), "+v"(c10), "+v"(c11),
+                     "+v"(c12), "+v"(c13), "+v"(c20), "+v"(c21), "+v"(c22), "+v"(c23));
+    if (FUSE)
+        __asm__("" : "+v"(c30), "+v"(c31), "+v"(c32), "+v"(c33), "+v"(c40), "+v"(c41),
+                     "+v"(c42), "+v"(c43), "+v"(c50), "+v"(c51), "+v"(c52), "+v"(c53));
+    F_STORE(0) F_STORE(1) F_STORE(2) F_STORE(3) F_STORE(4) F_STORE(5)
+}
+
+static void f32_br_ukr(int mr, int nc, int64_t np, const dnnq_br_pair_f32_t *pairs,
+                       int accumulate, float *c) {
+    const int nv = (nc + 15) / 16;
+#define F_MR(NV, M) case M: tile_f32_avx512(M, NV, 0, np, pairs, accumulate, c, NULL, NULL, 0); break;
+#define F_NV(NV)                                                                               \
+    case NV:                                                                                   \
+        switch (mr) { F_MR(NV, 1) F_MR(NV, 2) F_MR(NV, 3) F_MR(NV, 4) F_MR(NV, 5) F_MR(NV, 6) } \
+        break;
+    switch (nv) { F_NV(1) F_NV(2) F_NV(3) F_NV(4) }
+#undef F_NV
+#undef F_MR
+}
+
+int dnnq_f32_epi_prepare_avx512(const dnnq_gemm_args_t *g, int64_t b, int64_t p,
+                                dnnq_f32_epi_state_t *st) {
+    f32_epi_t *e = (f32_epi_t *)st;
+    if (g->ref_numerics || g->u8_nan_top || g->wzp || g->n_post > F32E_MAX_POST) return 0;
+    if (g->bias && (g->bias_sb || g->bias_sm)) return 0;
+    if (g->dst_dt != DNNQ_DT_F32 && g->dst_dt != DNNQ_DT_S8 && g->dst_dt != DNNQ_DT_U8) return 0;
+    for (int i = 0; i < g->n_post; ++i) {
+        const dnnq_postop_t *po = &g->post[i];
+        if (po->kind == DNNQ_PO_SUM) e->kind[i] = F32E_SUM;
+        else if (po->kind == DNNQ_PO_ELTWISE && po->alg == DNNQ_ELT_RELU)
+            e->kind[i] = po->alpha == 0.0f ? F32E_RELU0 : F32E_RELU;
+        else if (po->kind == DNNQ_PO_ELTWISE && po->alg == DNNQ_ELT_LINEAR) e->kind[i] = F32E_LINEAR;
+        else return 0;
+        e->alpha[i] = po->alpha;
+        e->beta[i] = po->beta;
+    }
+    e->n_post = g->n_post;
+    const int64_t n0 = p * DNNQ_NR;
+    const int nc = (int)(g->N - n0 < DNNQ_NR ? g->N - n0 : DNNQ_NR);
+    e->nv = (nc + 15) / 16;
+    for (int j = 0; j < 4; ++j) {
+        const int left = nc - 16 * j;
+        e->km[j] = left >= 16 ? (__mmask16)0xFFFF : left > 0 ? (__mmask16)((1u << left) - 1) : 0;
+    }
+    e->has_bias = g->bias != NULL;
+    for (int j = 0; j < 4; ++j) {
+        e->bi[j] = !e->has_bias ? _mm512_setzero_ps()
+                   : g->bias_sn ? _mm512_maskz_loadu_ps(e->km[j], g->bias + n0 + 16 * j)
+                                : _mm512_set1_ps(g->bias[0]);
+        e->zp[j] = !g->dst_zp ? _mm512_setzero_ps()
+                   : g->dst_zp_sn
+                       ? _mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(e->km[j], g->dst_zp + n0 + 16 * j))
+                       : _mm512_set1_ps((float)g->dst_zp[0]);
+    }
+    e->has_zp = g->dst_zp != NULL;
+    e->scaled = g->inv_dst_scale != 1.0f;
+    e->inv = _mm512_set1_ps(g->inv_dst_scale);
+    e->dt = g->dst_dt;
+    const int esz = g->dst_dt == DNNQ_DT_F32 ? 4 : 1;
+    e->d0 = (char *)g->dst + (b * g->d_sb + n0) * esz;
+    e->ldd = g->d_sm * esz;
+    return 1;
+}
+
+void dnnq_brgemm_f32_epi_avx512(int mr, int64_t np, const dnnq_br_pair_f32_t *pairs,
+                                int accumulate, const float *c, const dnnq_f32_epi_state_t *st,
+                                int64_t m, int64_t mstep) {
+    const f32_epi_t *e = (const f32_epi_t *)st;
+    char *d0 = e->d0 + m * e->ldd;
+    const int64_t dstep = mstep * e->ldd;
+    float *cc = (float *)c; /* read only (accumulate) */
+#define F_MR(NV, F, M) case M: tile_f32_avx512(M, NV, F, np, pairs, accumulate, cc, e, d0, dstep); break;
+#define F_NV(NV, F)                                                                            \
+    case NV:                                                                                   \
+        switch (mr) {                                                                          \
+        F_MR(NV, F, 1) F_MR(NV, F, 2) F_MR(NV, F, 3) F_MR(NV, F, 4) F_MR(NV, F, 5)            \
+        F_MR(NV, F, 6)                                                                         \
+        }                                                                                      \
+        break;
+#define F_DT(F)                                                                                \
+    switch (e->nv) { F_NV(1, F) F_NV(2, F) F_NV(3, F) F_NV(4, F) }
+    if (e->dt == DNNQ_DT_F32) { F_DT(DNNQ_DT_F32 + 1) }
+    else if (e->dt == DNNQ_DT_U8) { F_DT(DNNQ_DT_U8 + 1) }
+    else { F_DT(DNNQ_DT_S8 + 1) }
+#undef F_DT
+#undef F_NV
+#undef F_MR
+}
+
+#define DNNQ_F32_FUSED 1
+
+/* ---- depthwise (dnnq_dw_f32_fn) ----------------------------------------------------------- */
+#define DW_ACC(r) __m512 d##r = _mm512_setzero_ps();
+/* pixel r of tap t: dense (DENSE: xb + r * ps, every tap inside) or its own pointer (NULL:
+ * left out); full vectors load plainly (masked loads are slow on Zen 4) */
+#define DW_LOAD(p) (FULL ? _mm512_loadu_ps(p) : _mm512_maskz_loadu_ps(km, p))
+#define DW_TAP(r)                                                                              \
+    if (R > r) {                                                                               \
+        if (DENSE) {                                                                           \
+            d##r = _mm512_fmadd_ps(DW_LOAD(xb + r * ps), wv, d##r);                           \
+        } else {                                                                               \
+            const float *x = rows[t * mr + r0 + r];                                            \
+            if (x) d##r = _mm512_fmadd_ps(DW_LOAD(x + c0), wv, d##r);                          \
+        }                                                                                      \
+    }
+#define DW_STORE(r)                                                                            \
+    if (R > r && FUSE) {                                                                       \
+        char *o = e->d0 + (m + r0 + r) * e->ldd;                                               \
+        f32e_store(FUSE - 1, e, f32e_value(FUSE - 1, e, d##r, c0 / 16, o), o, c0 / 16);        \
+    } else if (R > r) {                                                                        \
+        _mm512_storeu_ps(acc + (r0 + r) * DNNQ_NR + c0, d##r);                                 \
+    }
+
+/* R (<= 8) pixels r0 .. r0 + R - 1, channels c0 .. c0 + 15 (those of km): per tap one vector
+ * FMA per pixel, in tap order (the loop nest's order, vectorised); FUSE: the dst type + 1,
+ * each pixel through the epilogue e to dst row m + r0 + r, else to acc */
+DNNQ_ALWAYS_INLINE void dw_f32_block(const int R, const int FUSE, const int DENSE, const int FULL,
+                                     int mr, int r0, int64_t ntaps, const float *const *rows,
+                                     int64_t ps, int c0, __mmask16 km, const float *w,
+                                     float *acc, const f32_epi_t *e, int64_t m) {
+    DW_ACC(0) DW_ACC(1) DW_ACC(2) DW_ACC(3) DW_ACC(4) DW_ACC(5) DW_ACC(6) DW_ACC(7)
+    for (int64_t t = 0; t < ntaps; ++t) {
+        const __m512 wv = _mm512_loadu_ps(w + t * DNNQ_NR + c0);
+        const float *xb = DENSE ? rows[t] + r0 * ps + c0 : NULL;
+        DW_TAP(0) DW_TAP(1) DW_TAP(2) DW_TAP(3) DW_TAP(4) DW_TAP(5) DW_TAP(6) DW_TAP(7)
+    }
+    DW_STORE(0) DW_STORE(1) DW_STORE(2) DW_STORE(3) DW_STORE(4) DW_STORE(5) DW_STORE(6)
+    DW_STORE(7)
+}
+
+#define DW_R(F, D, L, ...)                                                                     \
+    switch (mr - r0 < 8 ? mr - r0 : 8) {                                                       \
+    case 1: dw_f32_block(1, F, D, L, __VA_ARGS__); break;                                      \
+    case 2: dw_f32_block(2, F, D, L, __VA_ARGS__); break;                                      \
+    case 3: dw_f32_block(3, F, D, L, __VA_ARGS__); break;                                      \
+    case 4: dw_f32_block(4, F, D, L, __VA_ARGS__); break;                                      \
+    case 5: dw_f32_block(5, F, D, L, __VA_ARGS__); break;                                      \
+    case 6: dw_f32_block(6, F, D, L, __VA_ARGS__); break;                                      \
+    case 7: dw_f32_block(7, F, D, L, __VA_ARGS__); break;                                      \
+    default: dw_f32_block(8, F, D, L, __VA_ARGS__); break;                                     \
+    }
+#define DW_CASES(F, ...)                                                                       \
+    if (ps && km == 0xFFFF) { DW_R(F, 1, 1, __VA_ARGS__) }                                     \
+    else if (ps) { DW_R(F, 1, 0, __VA_ARGS__) }                                                \
+    else if (km == 0xFFFF) { DW_R(F, 0, 1, __VA_ARGS__) }                                      \
+    else { DW_R(F, 0, 0, __VA_ARGS__) }
+
+void dnnq_dw_f32_epi_avx512(int mr, int64_t ntaps, const float *const *rows, int64_t ps,
+                            const float *w, const dnnq_f32_epi_state_t *st, int64_t m) {
+    const f32_epi_t *e = (const f32_epi_t *)st;
+    for (int j = 0; j < e->nv; ++j) {
+        const int c0 = 16 * j;
+        const __mmask16 km = e->km[j];
+        for (int r0 = 0; r0 < mr; r0 += 8) {
+            if (e->dt == DNNQ_DT_F32) {
+                DW_CASES(DNNQ_DT_F32 + 1, mr, r0, ntaps, rows, ps, c0, km, w, NULL, e, m)
+            } else if (e->dt == DNNQ_DT_U8) {
+                DW_CASES(DNNQ_DT_U8 + 1, mr, r0, ntaps, rows, ps, c0, km, w, NULL, e, m)
+            } else {
+                DW_CASES(DNNQ_DT_S8 + 1, mr, r0, ntaps, rows, ps, c0, km, w, NULL, e, m)
+            }
+        }
+    }
+}
+
+void dnnq_dw_f32_avx512(int mr, int64_t ntaps, const float *const *rows, int64_t ps, int nc,
+                        const float *w, float *acc) {
+    for (int c0 = 0; c0 < nc; c0 += 16) {
+        const int left = nc - c0;
+        const __mmask16 km = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);
+        for (int r0 = 0; r0 < mr; r0 += 8) {
+            DW_CASES(0, mr, r0, ntaps, rows, ps, c0, km, w, acc, NULL, 0)
+        }
+    }
+}
+#define DNNQ_F32_DW_KERNEL 1
+#include "gemm_f32_impl.h"
