@@ -1,0 +1,487 @@
+"""The low-precision transformations: QDQ patterns around Conv / ConvTranspose / MatMul /
+Gemm become one dnnq primitive each.
+
+For an anchor node whose source is ``DequantizeLinear(x_q)`` and whose weights are a
+dequantized constant, the layer takes ``x_q`` with its scale and zero point as the
+primitive's source quantization, packs the int8 weights with their per-output-channel scales,
+folds a following BatchNormalization into those scales and the bias, and walks on along the
+single-consumer chain after the node, absorbing:
+
+* activations (Relu, Clip, Sigmoid, Tanh, HardSigmoid, HardSwish, LeakyRelu, Elu, Gelu, Mish,
+  Softplus; ``x * Sigmoid(x)`` = swish, ``x * HardSigmoid(x)`` and PP-OCR's
+  ``x * Clip(x + 3, 0, 6) / 6`` = hardswish) as eltwise post-ops;
+* an Add / Sub / Mul / Div with a constant as a ``linear`` eltwise (one value) or a binary
+  post-op (one value per channel);
+* a residual ``Add(y, DequantizeLinear(r_q))`` as a sum post-op (r_q is copied into the
+  destination first);
+* the final ``QuantizeLinear`` as the destination's scale and zero point.
+
+A ``QuantizeLinear -> DequantizeLinear`` pair inside such a chain (ORT writes one after every
+op) is skipped when nothing else reads it: the chain is then computed in f32 and rounded once,
+at its end, as oneDNN's Graph API and OpenVINO do (ONNX Runtime rounds at every pair, so the
+results differ by a rounding step here and there; they are closer to the f32 model).
+"""
+import numpy as np
+
+from dnnq.errors import InvalidArguments, Unimplemented
+from dnnq.onnx.quant import QParams
+
+F32 = np.float32
+
+# unary ONNX op -> (dnnq eltwise alg, alpha, beta) from the node's attributes
+def _eltwise_of(op, attrs, inputs, consts):
+    if op == "Relu":
+        return ("relu", 0.0, 0.0)
+    if op == "LeakyRelu":
+        return ("relu", float(attrs.get("alpha", 0.01)), 0.0)
+    if op == "Sigmoid":
+        return ("logistic", 0.0, 0.0)
+    if op == "Tanh":
+        return ("tanh", 0.0, 0.0)
+    if op == "Elu":
+        return ("elu", float(attrs.get("alpha", 1.0)), 0.0)
+    if op == "HardSigmoid":
+        return ("hardsigmoid", float(attrs.get("alpha", 0.2)), float(attrs.get("beta", 0.5)))
+    if op == "HardSwish":
+        return ("hardswish", 1.0 / 6.0, 0.5)
+    if op == "Mish":
+        return ("mish", 0.0, 0.0)
+    if op == "Softplus":
+        return ("soft_relu", 1.0, 0.0)
+    if op == "Gelu":
+        return ("gelu_tanh" if attrs.get("approximate", "none") == "tanh" else "gelu_erf",
+                0.0, 0.0)
+    if op == "Clip":
+        lo, hi = attrs.get("min"), attrs.get("max")
+        for i, name in ((1, "lo"), (2, "hi")):
+            if len(inputs) > i and inputs[i]:
+                if inputs[i] not in consts:
+                    return None
+                v = float(np.asarray(consts[inputs[i]]).reshape(-1)[0])
+                lo, hi = (v, hi) if name == "lo" else (lo, v)
+        if lo is None and hi is None:
+            return ("linear", 1.0, 0.0)
+        if hi is None:
+            return ("relu", 0.0, 0.0) if lo == 0 else None
+        lo = -3.4e38 if lo is None else lo
+        return ("clip", float(lo), float(hi)) if hi >= lo else None
+    return None
+
+
+UNARY = {"Relu", "LeakyRelu", "Sigmoid", "Tanh", "Elu", "HardSigmoid", "HardSwish", "Mish",
+         "Softplus", "Gelu", "Clip"}
+
+
+class LayerSpec:
+    """One fused layer (see layers.py for how it runs)."""
+
+    def __init__(self, kind, anchor):
+        self.kind = kind            # "conv" | "deconv" | "matmul"
+        self.anchor = anchor        # the ONNX node the layer is built around
+        self.nodes = [anchor]       # every ONNX node it covers
+        self.src = anchor.input[0]
+        self.src_q = None           # QParams of the int8 source, None: f32
+        self.weights = None         # dnnq layout, s8 (int8 layer) or f32
+        self.wscale = None
+        self.wzp = None
+        self.bias = None
+        self.group = 1
+        self.attrs = {}
+        self.post_ops = []
+        self.dst = anchor.output[0]
+        self.dst_q = None
+        self.sum_src = None
+        self.runtime_weights = None
+
+    def label(self):
+        n = self.anchor
+        return f"node {n.name or n.output[0]!r} ({n.op_type})"
+
+    @property
+    def last(self):
+        return self.nodes[-1]
+
+
+def requantize_per_channel(w, axis):
+    """Symmetric s8 per-channel quantization of f32 weights (when the model's own
+    quantization axis is not the output channel)."""
+    axes = tuple(i for i in range(w.ndim) if i != axis)
+    amax = np.max(np.abs(w), axis=axes) if w.size else np.zeros(w.shape[axis])
+    scale = np.where(amax > 0, amax / 127.0, 1.0).astype(F32)
+    shp = [1] * w.ndim
+    shp[axis] = -1
+    q = np.clip(np.rint(w / scale.reshape(shp)), -127, 127).astype(np.int8)
+    return q, scale
+
+
+class Fuser:
+    """Finds the layers of a model. ``planner`` gives the graph, the folded constants and
+    the maps of dequantized values."""
+
+    def __init__(self, planner):
+        self.p = planner
+        self.g = planner.graph
+
+    # --- helpers -------------------------------------------------------------------------
+    def users(self, name):
+        if name in self.g.output_names:
+            return None
+        return [self.g.nodes[i] for i in self.g.consumers.get(name, [])
+                if i not in self.p.claimed]
+
+    def sole_user(self, name, op=None):
+        u = self.users(name)
+        if not u or len(u) != 1 or (op is not None and u[0].op_type != op):
+            return None
+        if len(self.g.consumers.get(name, [])) != 1:
+            return None
+        return u[0]
+
+    def through_qdq(self, name):
+        """(name after a Q -> DQ pair read by nothing else, [Q, DQ]) or (name, [])."""
+        q = self.sole_user(name, "QuantizeLinear")
+        if q is None or self.p.node_qparams(q) is None:
+            return name, []
+        dq = self.sole_user(q.output[0], "DequantizeLinear")
+        if dq is None or not self.p.node_qparams(dq) or \
+                not self.p.node_qparams(dq).same_as(self.p.node_qparams(q)):
+            return name, []
+        return dq.output[0], [q, dq]
+
+    def const(self, name):
+        return self.p.consts.get(name) if name else None
+
+    # --- anchors -------------------------------------------------------------------------
+    def match(self, node):
+        op = node.op_type
+        if op in ("Conv", "ConvTranspose"):
+            return self._conv(node)
+        if op in ("MatMul", "Gemm"):
+            return self._matmul(node)
+        return None
+
+    def _weights_q(self, name):
+        """(s8 weights, QParams) of a dequantized constant, or (f32 weights, None)."""
+        if name in self.p.qconst:
+            q, qp = self.p.qconst[name]
+            if qp.dt == "s8" or qp.dt == "u8":
+                return q, qp
+        w = self.const(name)
+        if w is None:
+            return None, None
+        return np.asarray(w, F32), None
+
+    def _conv(self, node):
+        spec = LayerSpec("deconv" if node.op_type == "ConvTranspose" else "conv", node)
+        a = self.p.attrs(node)
+        spec.attrs = a
+        G = int(a.get("group", 1))
+        spec.group = G
+        w, wq = self._weights_q(node.input[1])
+        if w is None:
+            raise Unimplemented(f"{spec.label()}: weights {node.input[1]!r} computed at run "
+                                "time; dnnq.onnx takes constant convolution weights")
+        if w.ndim not in (3, 4, 5):
+            raise Unimplemented(f"{spec.label()}: weights of shape {w.shape}; dnnq.onnx runs "
+                                "1-D, 2-D and 3-D convolutions")
+        src_dq = self.p.act_dq(node.input[0])
+        int8 = src_dq is not None and wq is not None
+        k = w.shape[2:]
+        if spec.kind == "deconv":
+            ic, ocg = w.shape[0], w.shape[1]
+            oc = ocg * G
+            oc_axis = 1
+        else:
+            oc, ocg = w.shape[0], w.shape[0] // G
+            oc_axis = 0
+        if int8:
+            if wq.dt == "u8":  # u8 weights (a weight treated as an activation): shift to s8
+                w = (w.view(np.int8) ^ np.int8(-128))
+                wq = QParams(wq.scale, wq.zp - 128, "s8", wq.axis)
+            if not wq.per_tensor and wq.axis != oc_axis:
+                w, scale = requantize_per_channel(self.p.dequant_const(node.input[1]),
+                                                  oc_axis)
+                wq = QParams(scale, 0, "s8", oc_axis)
+            scale, zp = wq.scale, wq.zp
+            if not wq.per_tensor and spec.kind == "deconv" and G > 1:
+                scale, zp = np.tile(scale, G), np.tile(zp, G)
+            spec.src_q = src_dq[1]
+            spec.src = src_dq[0]
+            spec.wscale = scale.astype(F32)
+            spec.wzp = zp if np.any(zp != 0) else None
+            w = w.astype(np.int8)
+        else:
+            if wq is not None:
+                w = self.p.dequant_const(node.input[1])
+            w = w.astype(F32)
+        if spec.kind == "deconv":  # (IC, OC/G, k) -> (G, OC/G, IC/G, k)
+            w = w.reshape((G, ic // G, ocg) + k).swapaxes(1, 2)
+        else:
+            w = w.reshape((G, ocg, w.shape[1]) + k)
+        spec.weights = np.ascontiguousarray(w if G > 1 else w[0])
+        if len(node.input) > 2 and node.input[2]:
+            b = self.const(node.input[2])
+            if b is None:
+                raise Unimplemented(f"{spec.label()}: bias {node.input[2]!r} computed at run "
+                                    "time; dnnq.onnx takes a constant bias")
+            spec.bias = np.ascontiguousarray(b, F32).reshape(-1)
+        self._follow(spec, oc, matmul=False)
+        return spec
+
+    def _matmul(self, node):
+        spec = LayerSpec("matmul", node)
+        a = self.p.attrs(node)
+        spec.attrs = a
+        gemm = node.op_type == "Gemm"
+        if gemm and a.get("transA", 0):
+            return None  # runs as the f32 / numpy fallback's Unimplemented
+        src_dq = self.p.act_dq(node.input[0])
+        wname = node.input[1]
+        w, wq = self._weights_q(wname)
+        if w is None:
+            bq = self.p.act_dq(wname)
+            if gemm or src_dq is None or bq is None:
+                return None  # two f32 activations: not a layer (planner decides)
+            spec.src, spec.src_q = src_dq
+            spec.runtime_weights = bq[0]
+            qp = bq[1]
+            spec.wscale = qp.scale
+            zp = qp.zp - 128 if qp.dt == "u8" else qp.zp
+            spec.wzp = zp if np.any(zp != 0) else None
+            self._follow(spec, None, matmul=True)
+            return spec
+        if w.ndim != 2:
+            return None
+        trans = gemm and a.get("transB", 0)
+        n_axis = 0 if trans else 1
+        int8 = src_dq is not None and wq is not None
+        if int8:
+            if wq.dt == "u8":
+                w = (w.view(np.int8) ^ np.int8(-128))
+                wq = QParams(wq.scale, wq.zp - 128, "s8", wq.axis)
+            if not wq.per_tensor and wq.axis != n_axis:
+                w, s = requantize_per_channel(self.p.dequant_const(wname), n_axis)
+                wq = QParams(s, 0, "s8", n_axis)
+            spec.src, spec.src_q = src_dq
+            spec.wscale = wq.scale.astype(F32)
+            spec.wzp = wq.zp if np.any(wq.zp != 0) else None
+        elif wq is not None:
+            w = self.p.dequant_const(wname)
+        if trans:
+            w = w.T
+        spec.weights = np.ascontiguousarray(w)
+        alpha = float(a.get("alpha", 1.0)) if gemm else 1.0
+        if alpha != 1.0:
+            if int8:
+                spec.wscale = (spec.wscale * F32(alpha)).astype(F32)
+            else:
+                spec.weights = (spec.weights * F32(alpha)).astype(F32)
+        if gemm and len(node.input) > 2 and node.input[2]:
+            b = self.const(node.input[2])
+            if b is None or np.asarray(b).size not in (1, spec.weights.shape[1]):
+                return None
+            b = np.asarray(b, F32).reshape(-1) * F32(a.get("beta", 1.0))
+            spec.bias = np.ascontiguousarray(np.broadcast_to(b, (spec.weights.shape[1],)),
+                                             F32)
+        self._follow(spec, spec.weights.shape[1], matmul=True)
+        return spec
+
+    # --- the chain after the anchor ------------------------------------------------------
+    def _follow(self, spec, channels, matmul):
+        v = spec.anchor.output[0]
+        snapshot = None
+        while True:
+            step = self._next(v, spec, channels, matmul)
+            if step is None:
+                nxt, skipped = self.through_qdq(v)
+                if skipped:
+                    step = self._next(nxt, spec, channels, matmul)
+                    if step is not None:
+                        spec.nodes += skipped
+                if step is None:
+                    q = self.sole_user(v, "QuantizeLinear")
+                    qp = self.p.node_qparams(q) if q is not None else None
+                    if qp is not None and qp.per_tensor and qp.dt in ("u8", "s8"):
+                        spec.nodes.append(q)
+                        spec.dst, spec.dst_q = q.output[0], qp
+                    else:
+                        spec.dst = v
+                    break
+            new_v, nodes, post, is_sum = step
+            if is_sum:
+                snapshot = (len(spec.post_ops), len(spec.nodes), v)
+                spec.sum_src = post[1]
+            spec.nodes += nodes
+            if post is not None:
+                if post[0] == "fold_bn":
+                    self._fold_bn(spec, post[1])
+                else:
+                    spec.post_ops.append(post)
+            v = new_v
+        if spec.sum_src is not None and spec.dst_q is None:
+            # a sum needs an int8 destination of the residual's size: stop before the Add
+            n_ops, n_nodes, v = snapshot
+            del spec.post_ops[n_ops:]
+            del spec.nodes[n_nodes:]
+            spec.sum_src = None
+            spec.dst, spec.dst_q = v, None
+        elif spec.sum_src is not None and spec.dst_q.dt != self._sum_q(spec).dt:
+            n_ops, n_nodes, v = snapshot
+            del spec.post_ops[n_ops:]
+            del spec.nodes[n_nodes:]
+            spec.sum_src = None
+            spec.dst, spec.dst_q = v, None
+
+    @staticmethod
+    def _sum_q(spec):
+        return next(p[2] for p in spec.post_ops if p[0] == "sum")
+
+    def _next(self, v, spec, channels, matmul):
+        """(new value, nodes covered, post-op or None, is_sum) for one fusable step after
+        ``v``, or None."""
+        users = self.users(v)
+        if not users:
+            return None
+        n_cons = len(self.g.consumers.get(v, []))
+        if len(users) == 1 and n_cons == 1:
+            u = users[0]
+            op = u.op_type
+            if op in UNARY and u.input[0] == v:
+                e = _eltwise_of(op, self.p.attrs(u), list(u.input), self.p.consts)
+                if e is None:
+                    return None
+                return u.output[0], [u], ("eltwise",) + e, False
+            if op == "BatchNormalization" and not matmul and not spec.post_ops and \
+                    u.input[0] == v and all(self.const(x) is not None for x in u.input[1:5]) \
+                    and len([o for o in u.output if o]) == 1:
+                return u.output[0], [u], ("fold_bn", u), False
+            if op in ("Add", "Sub", "Mul", "Div") and v in u.input[:2]:
+                other = u.input[1] if u.input[0] == v else u.input[0]
+                if other == v:
+                    return None
+                c = self.const(other)
+                if c is not None:
+                    post = self._const_binary(op, np.asarray(c, F32), u.input[0] == v,
+                                              spec, channels, matmul)
+                    return None if post is None else (u.output[0], [u], post, False)
+                if op == "Add" and spec.sum_src is None:
+                    od = self.p.act_dq(other)
+                    if od is not None and od[1].dt in ("u8", "s8"):
+                        return u.output[0], [u], ("sum", od[0], od[1]), True
+            return None
+        if len(users) == 2 and n_cons == 2:
+            return self._gated(v, users)
+        return None
+
+    def _gated(self, v, users):
+        """x * Sigmoid(x) (swish), x * HardSigmoid(x), x * Clip(x + 3, 0, 6) / 6 (hardswish)."""
+        ops = {u.op_type: u for u in users}
+        mul = ops.get("Mul")
+        if mul is None or len(ops) != 2 or v not in mul.input[:2]:
+            return None
+        gate = next(u for u in users if u is not mul)
+        gate_in = mul.input[1] if mul.input[0] == v else mul.input[0]
+        if gate.op_type in ("Sigmoid", "HardSigmoid", "HardSwish") and gate.input[0] == v:
+            out, skipped = self.through_qdq(gate.output[0])
+            if out != gate_in:
+                return None
+            if gate.op_type == "Sigmoid":
+                post = ("eltwise", "swish", 1.0, 0.0)
+            elif gate.op_type == "HardSigmoid":
+                a = self.p.attrs(gate)
+                post = ("eltwise", "hardswish", float(a.get("alpha", 0.2)),
+                        float(a.get("beta", 0.5)))
+            else:
+                return None
+            return mul.output[0], [gate] + skipped + [mul], post, False
+        if gate.op_type == "Add" and gate.input[0] == v:
+            c = self.const(gate.input[1])
+            if c is None or np.asarray(c).size != 1 or float(np.asarray(c).reshape(-1)[0]) != 3:
+                return None
+            t, nodes = self.through_qdq(gate.output[0])
+            clip = self.sole_user(t, "Clip")
+            if clip is not None:
+                e = _eltwise_of("Clip", self.p.attrs(clip), list(clip.input), self.p.consts)
+                if e is None or e[0] != "clip" or (e[1], e[2]) != (0.0, 6.0):
+                    return None
+                t2, more = self.through_qdq(clip.output[0])
+                nodes = nodes + [clip] + more
+                t = t2
+            if t != gate_in:
+                return None
+            out, more = self.through_qdq(mul.output[0])
+            div = self.sole_user(out, "Div")
+            if div is None or div.input[0] != out:
+                return None
+            c = self.const(div.input[1])
+            if c is None or np.asarray(c).size != 1 or float(np.asarray(c).reshape(-1)[0]) != 6:
+                return None
+            return div.output[0], [gate] + nodes + [mul] + more + [div], \
+                ("eltwise", "hardswish", 1.0 / 6.0, 0.5), False
+        return None
+
+    def _const_binary(self, op, c, v_first, spec, channels, matmul):
+        if op in ("Sub", "Div") and not v_first:
+            return None
+        if c.size == 1:
+            x = float(c.reshape(-1)[0])
+            if op == "Add":
+                return ("eltwise", "linear", 1.0, x)
+            if op == "Sub":
+                return ("eltwise", "linear", 1.0, -x)
+            if op == "Mul":
+                return ("eltwise", "linear", x, 0.0)
+            if x == 0:
+                return None
+            return ("eltwise", "linear", 1.0 / x, 0.0)
+        if channels is None or c.size != channels:
+            return None
+        shp = c.shape
+        if matmul:
+            if shp[-1] != channels:
+                return None
+        else:
+            nsp = spec.weights.ndim - (3 if spec.group > 1 else 2)
+            # right-aligned against (N, C, spatial...): C at dim -(nsp + 1), every other dim 1
+            if len(shp) < nsp + 1 or shp[-(nsp + 1)] != channels:
+                return None
+        alg = {"Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div"}[op]
+        return ("binary", alg, c.reshape(-1))
+
+    def _fold_bn(self, spec, bn):
+        """BatchNormalization after a convolution: y = (v - mean) * a + beta, a = gamma /
+        sqrt(var + eps): the weights' scales (or f32 weights) times a, the bias
+        (bias - mean) * a + beta."""
+        gamma, beta, mean, var = (np.asarray(self.const(x), np.float64) for x in bn.input[1:5])
+        eps = float(self.p.attrs(bn).get("epsilon", 1e-5))
+        a = gamma / np.sqrt(var + eps)
+        oc = a.size
+        bias = np.zeros(oc) if spec.bias is None else spec.bias.astype(np.float64)
+        spec.bias = ((bias - mean) * a + beta).astype(F32)
+        w = spec.weights
+        G = spec.group
+        if spec.src_q is None:
+            shape = (G, oc // G) + (1,) * (w.ndim - 2) if G > 1 else (oc,) + (1,) * (w.ndim - 1)
+            spec.weights = (w * a.reshape(shape)).astype(F32)
+            return
+        neg = a < 0
+        scale = np.broadcast_to(spec.wscale, (oc,)).astype(np.float64) * np.abs(a)
+        if np.any(neg):
+            flat = w.reshape(oc, -1) if G == 1 else w.reshape(oc, -1)
+            if np.any(flat[neg] == -128) or spec.wzp is not None:
+                # -(-128) does not fit s8: requantize those weights from their real values
+                wf = flat.astype(np.float64) * np.broadcast_to(spec.wscale, (oc,))[:, None] \
+                    * a[:, None]
+                amax = np.abs(wf).max(axis=1)
+                scale = np.where(amax > 0, amax / 127.0, 1.0)
+                flat = np.clip(np.rint(wf / scale[:, None]), -127, 127).astype(np.int8)
+                spec.wzp = None
+            else:
+                flat = flat.copy()
+                flat[neg] = -flat[neg]
+            spec.weights = np.ascontiguousarray(flat.reshape(w.shape))
+        spec.wscale = scale.astype(F32)
+        if np.any(spec.wscale <= 0) or not np.all(np.isfinite(spec.wscale)):
+            raise InvalidArguments(f"{spec.label()}: folding BatchNormalization "
+                                   f"{bn.name or bn.output[0]!r} gives a weights scale of 0 or "
+                                   "inf (gamma = 0?)")

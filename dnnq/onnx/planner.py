@@ -1,0 +1,436 @@
+"""From a checked graph to the list of executed steps.
+
+1. Constant folding: Constant nodes, and every node whose inputs are all constants (the
+   ``QuantizeLinear`` ORT writes on f32 weights, shape arithmetic on constants), is computed
+   once. A ``DequantizeLinear`` of a constant keeps its int8 form (``qconst``) for packing.
+2. Fusion (fusion.py): the quantized layers and the chains they absorb.
+3. Emission in topological order. A ``DequantizeLinear`` of an activation is not a step of
+   its own: the int8 value travels on (through the layers, int8 pooling / binary / eltwise
+   steps and data movement) and is dequantized only where an f32 op reads it.
+"""
+import numpy as np
+
+from dnnq.errors import InvalidArguments, Unimplemented
+from dnnq.onnx import ops_numpy
+from dnnq.onnx.fusion import UNARY, Fuser, _eltwise_of
+from dnnq.onnx.graph import attrs_of, node_label
+from dnnq.onnx.layers import ConvLayer, MatMulLayer
+from dnnq.onnx.quant import RANGE, QParams, qparams_of
+from dnnq.onnx import steps as S
+
+F32 = np.float32
+POOL_OPS = {"MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool"}
+INT8_MOVE = ops_numpy.MOVE_OPS | {"Concat", "Split", "Resize", "Upsample", "MaxPool",
+                                   "GlobalMaxPool"}
+BINARY = {"Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div", "Min": "min", "Max": "max"}
+RNN_OPS = {"LSTM", "GRU", "RNN"}
+
+
+class Planner:
+    def __init__(self, graph):
+        self.graph = graph
+        self.consts = dict(graph.consts)
+        self.qconst = {}
+        self.dq_info = {}
+        self.claimed = set()
+        self.folded = set()
+        self.steps = []
+        self._attrs = {}
+        self._index = {id(n): i for i, n in enumerate(graph.nodes)}
+        self.avail = {v.name for v in graph.inputs}
+        self.qnames = {}   # f32 value name -> its int8 twin produced by an int8 step
+        self._fold_constants()
+        self._index_dq()
+        self.layer_at = {}
+        fuser = Fuser(self)
+        for i, n in enumerate(graph.nodes):
+            if i in self.folded or i in self.claimed:
+                continue
+            spec = fuser.match(n)
+            if spec is None:
+                continue
+            idx = [self._index[id(m)] for m in spec.nodes]
+            self.claimed.update(idx)
+            self.layer_at[max(idx)] = spec
+        self._emit()
+
+    # --- queries used by the fuser -------------------------------------------------------
+    def attrs(self, node):
+        key = id(node)
+        if key not in self._attrs:
+            self._attrs[key] = attrs_of(node)
+        return self._attrs[key]
+
+    def label(self, node):
+        return node_label(node, self._index.get(id(node), -1))
+
+    def node_qparams(self, node):
+        """QParams of a Q / DQ node with constant scale and zero point, else None."""
+        if node is None or len(node.input) < 2:
+            return None
+        s = self.consts.get(node.input[1])
+        zname = node.input[2] if len(node.input) > 2 else ""
+        z = self.consts.get(zname) if zname else None
+        if s is None or (zname and z is None):
+            return None
+        x = node.input[0]
+        nd = None
+        if x in self.consts:
+            nd = np.asarray(self.consts[x]).ndim
+        a = self.attrs(node)
+        return qparams_of(self.label(node), node.op_type, s, z, a.get("axis", 1), nd)
+
+    def act_dq(self, name):
+        """(int8 name, QParams) when ``name`` is the dequantized form of a per-tensor u8 / s8
+        activation, else None."""
+        info = self.dq_info.get(name)
+        if info is None or not info[1].per_tensor or info[1].dt not in ("u8", "s8"):
+            return None
+        return info
+
+    def dequant_const(self, name):
+        return np.asarray(self.consts[name], F32)
+
+    # --- 1. constant folding -------------------------------------------------------------
+    def _fold_constants(self):
+        g = self.graph
+        for i, n in enumerate(g.nodes):
+            op = n.op_type
+            if n.domain not in ("", "ai.onnx"):
+                continue
+            if op == "Constant":
+                self.consts[n.output[0]] = self._constant_value(n)
+                self.folded.add(i)
+                continue
+            ins = [x for x in n.input if x]
+            if not ins or not all(x in self.consts for x in ins) or not ops_numpy.has_op(op):
+                continue
+            xs = [self.consts[x] if x else None for x in n.input]
+            outs = ops_numpy.run_op(op, xs, self.attrs(n), g.opset_of(n), len(n.output))
+            for name, v in zip(n.output, outs):
+                if name:
+                    self.consts[name] = np.asarray(v)
+            if op == "DequantizeLinear":
+                qp = self.node_qparams(n)
+                if qp is not None:
+                    self.qconst[n.output[0]] = (np.asarray(self.consts[n.input[0]]), qp)
+            self.folded.add(i)
+
+    def _constant_value(self, n):
+        a = self.attrs(n)
+        for key in ("value", "value_float", "value_floats", "value_int", "value_ints"):
+            if key in a:
+                v = a[key]
+                if key.endswith("float") or key.endswith("floats"):
+                    return np.asarray(v, F32)
+                if key.startswith("value_int"):
+                    return np.asarray(v, np.int64)
+                return np.asarray(v)
+        raise Unimplemented(f"node {self.label(n)!r}: Constant with attributes {sorted(a)}; "
+                            "dnnq.onnx takes value, value_float(s) and value_int(s)")
+
+    def _index_dq(self):
+        for i, n in enumerate(self.graph.nodes):
+            if i in self.folded or n.op_type != "DequantizeLinear":
+                continue
+            qp = self.node_qparams(n)
+            if qp is not None:
+                self.dq_info[n.output[0]] = (n.input[0], qp)
+
+    # --- 3. emission ---------------------------------------------------------------------
+    def _add(self, step):
+        self.steps.append(step)
+        for o in step.outputs:
+            if o:
+                self.avail.add(o)
+
+    def ensure(self, name):
+        """Make ``name`` (an f32 / int64 / bool value) available to a step, dequantizing an
+        int8 value where needed."""
+        if not name or name in self.avail or name in self.consts:
+            return
+        info = self.dq_info.get(name)
+        if info is None:
+            raise InvalidArguments(f"model: value {name!r} is read before anything computes it")
+        q, qp = info
+        self.ensure_q(q)
+        self._add(S.ReorderStep([f"{name} (dequantize)"], q, name, qp, None))
+
+    def ensure_q(self, name):
+        if name in self.avail or name in self.consts:
+            return
+        raise InvalidArguments(f"model: int8 value {name!r} is read before anything "
+                               "computes it")
+
+    def _emit(self):
+        g = self.graph
+        for i, n in enumerate(g.nodes):
+            if i in self.folded:
+                continue
+            spec = self.layer_at.get(i)
+            if spec is not None:
+                self._emit_layer(spec)
+                continue
+            if i in self.claimed:
+                continue
+            self._emit_node(n)
+        for v in g.outputs:
+            self.ensure(v.name)
+
+    def _emit_layer(self, spec):
+        layer = MatMulLayer(spec) if spec.kind == "matmul" else ConvLayer(spec)
+        layer.nodes = [self.label(m) for m in spec.nodes]
+        for name in layer.inputs:
+            if spec.src_q is None and name == spec.src:
+                self.ensure(name)
+            else:
+                self.ensure_q(name)
+        layer.primitive = layer.primitive_name
+        self._add(layer)
+
+    def _emit_node(self, n):
+        op = n.op_type
+        label = self.label(n)
+        opset = self.graph.opset_of(n)
+        if n.domain not in ("", "ai.onnx"):
+            raise Unimplemented(f"node {label!r}: op type {op} of domain {n.domain!r} (opset "
+                                f"{opset}) is not supported by dnnq.onnx")
+        if op == "DequantizeLinear":
+            if n.output[0] in self.dq_info:
+                return  # dequantized where an f32 op reads it (ensure)
+        if op == "QuantizeLinear":
+            if self._emit_quantize(n, label):
+                return
+        if op in RNN_OPS:
+            from dnnq.onnx.rnn import RnnStep
+            for x in n.input:
+                self.ensure(x)
+            xr = None
+            info = self.act_dq(n.input[0])
+            if info is not None:  # the input's quantization bounds it
+                qp = info[1]
+                lo, hi = RANGE[qp.dt]
+                xr = float(qp.scale[0]) * max(abs(lo - int(qp.zp[0])), abs(hi - int(qp.zp[0])))
+            step = RnnStep(label, n, self.attrs(n), self.consts, x_range=xr)
+            step._fixed_range = xr is not None
+            self._add(step)
+            return
+        if self._emit_int8(n, label):
+            return
+        if op in POOL_OPS and len([o for o in n.output if o]) == 1:
+            self.ensure(n.input[0])
+            self._add(S.PoolStep([label], n.input[0], n.output[0], op, self.attrs(n), "f32"))
+            return
+        if op in ("Conv", "ConvTranspose", "MatMul", "Gemm"):
+            self._emit_f32_product(n, label)
+            return
+        if op == "Softmax" and opset >= 13:
+            self.ensure(n.input[0])
+            self._add(S.SoftmaxStep([label], n.input[0], n.output[0],
+                                    self.attrs(n).get("axis", -1), None))
+            return
+        if not ops_numpy.has_op(op):
+            raise Unimplemented(f"node {label!r}: op type {op} (opset {opset}) is not supported "
+                                "by dnnq.onnx")
+        for x in n.input:
+            self.ensure(x)
+        self._add(S.NumpyStep(label, op, self.attrs(n), opset, list(n.input), list(n.output),
+                              self.consts))
+
+    def _emit_f32_product(self, n, label):
+        """MatMul of two f32 activations (the Conv / MatMul layers with constant weights
+        are built by the fuser, f32 ones included)."""
+        if n.op_type != "MatMul":
+            raise Unimplemented(f"node {label!r}: op type {n.op_type} with inputs "
+                                f"{list(n.input)} that dnnq.onnx cannot map on a primitive "
+                                "(constant weights expected)")
+        from dnnq.onnx.fusion import LayerSpec
+        spec = LayerSpec("matmul", n)
+        spec.runtime_weights = n.input[1]
+        self.ensure(n.input[0])
+        self.ensure(n.input[1])
+        layer = F32MatMulLayer(spec)
+        layer.nodes = [label]
+        layer.primitive = "MatMul"
+        self._add(layer)
+
+    def _emit_quantize(self, n, label):
+        qp = self.node_qparams(n)
+        if qp is None:
+            return False
+        x = n.input[0]
+        src = self.dq_info.get(x)
+        if src is not None:  # Q(DQ(q)): the same int8 tensor, or a requantization
+            self.ensure_q(src[0])
+            if src[1].same_as(qp):
+                self._alias(src[0], n.output[0], label)
+            else:
+                self._add(S.ReorderStep([label], src[0], n.output[0], src[1], qp))
+            return True
+        self.ensure(x)
+        self._add(S.ReorderStep([label], x, n.output[0], None, qp))
+        return True
+
+    def _alias(self, src, dst, label):
+        step = S.NumpyStep(label, "Identity", {}, 13, [src], [dst], self.consts)
+        step.primitive = "alias"
+        self._add(step)
+
+    # int8 steps for single nodes on dequantized inputs
+    def _sole_q(self, name):
+        """The QuantizeLinear node that alone reads ``name`` (per-tensor), or None."""
+        if name in self.graph.output_names:
+            return None
+        cons = self.graph.consumers.get(name, [])
+        if len(cons) != 1 or cons[0] in self.claimed:
+            return None
+        q = self.graph.nodes[cons[0]]
+        if q.op_type != "QuantizeLinear":
+            return None
+        qp = self.node_qparams(q)
+        if qp is None or not qp.per_tensor or qp.dt not in ("u8", "s8"):
+            return None
+        return q, qp
+
+    def _claim(self, node):
+        self.claimed.add(self._index[id(node)])
+
+    def _emit_int8(self, n, label):
+        op = n.op_type
+        acts = [x for x in n.input if x and x not in self.consts]
+        if not acts or not all(self.act_dq(x) for x in acts):
+            return False
+        qs = [self.act_dq(x) for x in acts]
+        a = self.attrs(n)
+        if op in INT8_MOVE:
+            if len({(q[1].dt, float(q[1].scale[0]), int(q[1].zp[0])) for q in qs}) != 1:
+                return False
+            if op in ("Resize", "Upsample") and a.get("mode", "nearest") != "nearest":
+                return False
+            if op in ("Gather", "Concat", "Split", "Slice", "Expand", "Tile", "Reshape",
+                      "Resize", "Upsample", "Squeeze", "Unsqueeze") and \
+                    any(x and x not in self.consts and x not in acts for x in n.input):
+                return False
+            if op in ("MaxPool",) and len([o for o in n.output if o]) != 1:
+                return False
+            if op in ("Gather",) and n.input[0] not in acts:
+                return False
+            qp = qs[0][1]
+            ins = [self.act_dq(x)[0] if x in acts else x for x in n.input]
+            for x in ins:
+                if x and x not in self.consts:
+                    self.ensure_q(x)
+            outs = [f"{o}::q" if o else "" for o in n.output]
+            if op in ("MaxPool", "GlobalMaxPool"):
+                self._add(S.PoolStep([label], ins[0], outs[0], op, a, qp.dt))
+            else:
+                step = S.QuantizedMoveStep(label, op, a, self.graph.opset_of(n), ins, outs,
+                                           self.consts)
+                self._add(step)
+            for o, oq in zip(n.output, outs):
+                if o:
+                    self.dq_info[o] = (oq, qp)
+            return True
+        sq = self._sole_q(n.output[0]) if len(n.output) == 1 else None
+        qd = sq[1] if sq else None
+        out = sq[0].output[0] if sq else n.output[0]
+        nodes = [label] + ([self.label(sq[0])] if sq else [])
+        if op in ("AveragePool", "GlobalAveragePool") and sq:
+            qin = qs[0]
+            self.ensure_q(qin[0])
+            if qin[1].same_as(qd):
+                self._add(S.PoolStep(nodes, qin[0], out, op, a, qin[1].dt))
+            else:
+                self._add(S.PoolStep(nodes, qin[0], out, op, a, qin[1].dt,
+                                     requant=_reorder_fn(qin[1], qd)))
+            self._claim(sq[0])
+            return True
+        if op in BINARY and len(n.input) == 2:
+            x0, x1 = n.input
+            c = None
+            if x1 in self.consts or x0 in self.consts:
+                if x0 in self.consts:
+                    if op in ("Sub", "Div"):
+                        return False
+                    x0, x1 = x1, x0
+                c = np.asarray(self.consts[x1], F32)
+                q0, q1 = self.act_dq(x0), None
+            else:
+                q0, q1 = self.act_dq(x0), self.act_dq(x1)
+            self.ensure_q(q0[0])
+            if q1 is not None:
+                self.ensure_q(q1[0])
+            step = S.BinaryStep(nodes, BINARY[op], q0[0], q1[0] if q1 else None, out, q0[1],
+                                q1[1] if q1 else None, qd, const1=c)
+            step.swappable = op in ("Add", "Mul", "Min", "Max")
+            self._add(step)
+            if sq:
+                self._claim(sq[0])
+            return True
+        if op in UNARY:
+            e = _eltwise_of(op, a, list(n.input), self.consts)
+            if e is None:
+                return False
+            self.ensure_q(qs[0][0])
+            self._add(S.EltwiseStep(nodes, qs[0][0], out, e[0], e[1], e[2], qs[0][1], qd))
+            if sq:
+                self._claim(sq[0])
+            return True
+        return False
+
+
+def _reorder_fn(src_q, dst_q):
+    """f32 average of int8 values -> requantized int8 (one Reorder)."""
+    import dnnq
+    from dnnq import args as A
+    cache = {}
+
+    def fn(y):
+        prim = cache.get(y.shape)
+        if prim is None:
+            attr = dnnq.PrimitiveAttr()
+            attr.set_scales_mask(A.DNNL_ARG_SRC, 0)
+            attr.set_zero_points_mask(A.DNNL_ARG_SRC, 0)
+            attr.set_scales_mask(A.DNNL_ARG_DST, 0)
+            attr.set_zero_points_mask(A.DNNL_ARG_DST, 0)
+            tag = S.layout_tag(y.ndim) if S._is_channels_last(y) else None
+            prim = cache[y.shape] = dnnq.Reorder(dnnq.MemoryDesc(y.shape, "f32", tag),
+                                                 dnnq.MemoryDesc(y.shape, dst_q.dt, tag), attr)
+        return prim.execute({A.DNNL_ARG_SRC: y,
+                             A.DNNL_ARG_SCALE | A.DNNL_ARG_SRC: src_q.scale,
+                             A.DNNL_ARG_ATTR_ZERO_POINTS | A.DNNL_ARG_SRC: src_q.zp,
+                             A.DNNL_ARG_SCALE | A.DNNL_ARG_DST: dst_q.scale,
+                             A.DNNL_ARG_ATTR_ZERO_POINTS | A.DNNL_ARG_DST: dst_q.zp})
+    return fn
+
+
+class F32MatMulLayer(MatMulLayer):
+    """MatMul of two f32 activations (dnnq's f32 MatMul)."""
+
+    def _runtime_weights(self, b):
+        return np.ascontiguousarray(b, F32).reshape(self._wdims)
+
+    def _plan(self, env):
+        import dnnq
+        from dnnq.memory import MemoryDesc
+        s = self.spec
+        x, w = env[s.src], env[s.runtime_weights]
+        if x.ndim < 2 or w.ndim < 2 or x.shape[-1] != w.shape[-2]:
+            raise InvalidArguments(f"{s.label()}: inputs of shapes {x.shape} and {w.shape}; "
+                                   "expected (..., M, K) and (..., K, N)")
+        batch = np.broadcast_shapes(x.shape[:-2], w.shape[:-2])
+        B = int(np.prod(batch)) if batch else 1
+        xb = int(np.prod(x.shape[:-2])) if x.ndim > 2 else 1
+        wb = int(np.prod(w.shape[:-2])) if w.ndim > 2 else 1
+        if xb not in (1, B) or wb not in (1, B):
+            raise Unimplemented(f"{s.label()}: batch dims {x.shape[:-2]} x {w.shape[:-2]}; "
+                                "dnnq.onnx broadcasts a batch of 1 only")
+        M, K, N = x.shape[-2], x.shape[-1], w.shape[-1]
+        src_md = MemoryDesc((xb, M, K), "f32")
+        wmd = MemoryDesc((wb, K, N), "f32")
+        self._wdims = wmd.dims
+        dst_md = MemoryDesc((B, M, N), "f32")
+        prim = self._create(lambda: dnnq.MatMul(src_md, wmd, dst_md), "f32 matmul")
+        out_shape = tuple(batch) + (M, N)
+        return prim, {}, dst_md, (lambda v: np.ascontiguousarray(v, F32).reshape(src_md.dims)), \
+            (lambda v: v.reshape(out_shape))

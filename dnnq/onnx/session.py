@@ -1,0 +1,174 @@
+"""``dnnq.onnx.InferenceSession``: ONNX Runtime's session interface on dnnq's primitives."""
+import numpy as np
+
+import dnnq
+from dnnq.errors import InvalidArguments
+from dnnq.onnx.graph import Graph, load_model
+from dnnq.onnx.planner import Planner
+
+_NP_OF_ELEM = {1: np.float32, 2: np.uint8, 3: np.int8, 6: np.int32, 7: np.int64, 9: np.bool_}
+
+
+class InferenceSession:
+    """Run an ONNX model on dnnq.
+
+    ``model``: a path, bytes or an ``onnx.ModelProto``. ``threads``: the OpenMP threads of
+    dnnq's primitives during ``run`` (None: dnnq's current setting). ``sess_options`` and
+    ``providers`` are accepted and ignored, so that code written for
+    ``onnxruntime.InferenceSession`` switches with one line.
+
+    At creation the model is read and checked, constants folded, the quantized patterns fused
+    into dnnq primitives and (for inputs of static shape) every primitive created and its
+    weights packed. A model with symbolic input dims creates the primitives of a shape at the
+    first ``run`` with that shape. ``plan()`` lists what runs.
+    """
+
+    def __init__(self, model, sess_options=None, providers=None, *, threads=None):
+        if threads is not None:
+            if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or \
+                    not 1 <= threads <= dnnq.MAX_NUM_THREADS:
+                raise InvalidArguments(f"threads: got {threads!r}; expected None or an int in "
+                                       f"[1, {dnnq.MAX_NUM_THREADS}]")
+            threads = int(threads)
+        self._threads = threads
+        self._model = load_model(model)
+        self._graph = Graph(self._model)
+        planner = Planner(self._graph)
+        self._steps = planner.steps
+        needed = {x for st in self._steps for x in st.inputs} | \
+            {v.name for v in self._graph.outputs}
+        self._consts = {k: v for k, v in planner.consts.items() if k in needed}
+        self._dtypes = {}
+        self._input_info = {v.name: v for v in self._graph.inputs}
+        if self._graph.inputs and all(isinstance(d, int) and d >= 0
+                                      for v in self._graph.inputs for d in v.shape):
+            # static shapes: create every primitive and pack every weight now
+            feed = {v.name: np.zeros(v.shape, _NP_OF_ELEM[v.elem_type])
+                    for v in self._graph.inputs}
+            self.run(None, feed)
+
+    # --- ONNX Runtime's interface --------------------------------------------------------
+    def get_inputs(self):
+        return list(self._graph.inputs)
+
+    def get_outputs(self):
+        return list(self._graph.outputs)
+
+    def get_modelmeta(self):
+        return self._model.metadata_props
+
+    def get_providers(self):
+        return ["dnnq"]
+
+    def run(self, output_names, input_feed, run_options=None):
+        """Run the model: ``input_feed`` {name: numpy array}; returns the outputs named in
+        ``output_names`` (None: all), as C-contiguous numpy arrays."""
+        outs = self._output_names(output_names)
+        env = self._check_feed(input_feed)
+        record = not self._dtypes
+        old = None
+        if self._threads is not None:
+            old = dnnq.get_num_threads()
+            dnnq.set_num_threads(self._threads)
+        try:
+            for st in self._steps:
+                st.run(env)
+                if record:
+                    for o in st.outputs:
+                        if o in env:
+                            self._dtypes[o] = np.asarray(env[o]).dtype
+        finally:
+            if old is not None:
+                dnnq.set_num_threads(old)
+        if record:
+            for k, v in env.items():
+                self._dtypes.setdefault(k, np.asarray(v).dtype)
+        result = []
+        for name in outs:
+            v = np.asarray(env[name])
+            if any(np.may_share_memory(v, x) for x in input_feed.values()) or \
+                    name in self._consts:
+                v = v.copy()
+            result.append(np.ascontiguousarray(v))
+        return result
+
+    # --- dnnq's additions ----------------------------------------------------------------
+    def plan(self):
+        """The executed plan: one dict per step with ``primitive`` (a dnnq primitive, or
+        ``numpy:<op>`` for an op run in numpy), ``impl_info`` (the kernel of the last shape
+        run; None before a dynamic-shape model's first run), ``nodes`` (the ONNX nodes it
+        covers), ``inputs`` / ``outputs`` (value names) and ``dtypes_in`` / ``dtypes_out``."""
+        rows = []
+        for st in self._steps:
+            rows.append({
+                "primitive": st.primitive, "impl_info": st.impl_info, "nodes": list(st.nodes),
+                "inputs": list(st.inputs), "outputs": [o for o in st.outputs if o],
+                "dtypes_in": [self._dt(x) for x in st.inputs],
+                "dtypes_out": [self._dt(o) for o in st.outputs if o],
+            })
+        return rows
+
+    def plan_text(self):
+        """``plan()`` as aligned text, one line per step."""
+        lines = []
+        for r in self.plan():
+            dts = f"{','.join(r['dtypes_in'])} -> {','.join(r['dtypes_out'])}"
+            impl = f" [{r['impl_info']}]" if r["impl_info"] else ""
+            lines.append(f"{r['primitive']}{impl}  {dts}  <- {', '.join(r['nodes'])}")
+        return "\n".join(lines)
+
+    def _dt(self, name):
+        if name in self._consts:
+            return _short(self._consts[name].dtype)
+        d = self._dtypes.get(name)
+        return "?" if d is None else _short(d)
+
+    def _output_names(self, output_names):
+        known = [v.name for v in self._graph.outputs]
+        if output_names is None:
+            return known
+        if isinstance(output_names, str) or not all(isinstance(n, str) for n in output_names):
+            raise InvalidArguments(f"output_names: got {output_names!r}; expected None or a "
+                                   "list of output names")
+        for n in output_names:
+            if n not in known:
+                raise InvalidArguments(f"output_names: {n!r} is not an output of the model; "
+                                       f"expected some of {known}")
+        return list(output_names)
+
+    def _check_feed(self, feed):
+        if not isinstance(feed, dict):
+            raise InvalidArguments(f"input_feed: got {type(feed).__name__}; expected a dict "
+                                   "{input name: numpy array}")
+        for k in feed:
+            if k not in self._input_info:
+                raise InvalidArguments(f"input_feed: {k!r} is not an input of the model; "
+                                       f"expected {sorted(self._input_info)}")
+        env = dict(self._consts)
+        for name, info in self._input_info.items():
+            if name not in feed:
+                raise InvalidArguments(f"input {name!r}: missing from input_feed; expected an "
+                                       f"array of {info.type} with shape {info.shape}")
+            x = feed[name]
+            if not isinstance(x, np.ndarray):
+                raise InvalidArguments(f"input {name!r}: got {type(x).__name__}; expected a "
+                                       f"numpy array of {info.type}")
+            want = np.dtype(_NP_OF_ELEM[info.elem_type])
+            if x.dtype != want:
+                raise InvalidArguments(f"input {name!r}: got dtype {x.dtype}; expected {want} "
+                                       f"({info.type})")
+            bad = x.ndim != len(info.shape) or any(
+                isinstance(d, int) and d >= 0 and d != s for d, s in zip(info.shape, x.shape))
+            if bad:
+                raise InvalidArguments(f"input {name!r}: got shape {x.shape}; expected "
+                                       f"{info.shape}")
+            ro = x.view()
+            ro.flags.writeable = False  # no step may write into the caller's array
+            env[name] = ro
+        return env
+
+
+def _short(dt):
+    dt = np.dtype(dt)
+    return {"float32": "f32", "uint8": "u8", "int8": "s8", "int32": "s32", "int64": "s64",
+            "bool": "bool", "float64": "f64"}.get(dt.name, dt.name)

@@ -1,0 +1,287 @@
+"""The executed steps of a session other than the weighted layers: quantize / dequantize /
+requantize reorders, int8 pooling, binary and eltwise ops, data movement on int8 arrays, and
+the numpy f32 ops.
+
+Every step has ``inputs`` / ``outputs`` (names in the run's environment), ``nodes`` (the ONNX
+nodes it covers), ``primitive`` (the dnnq primitive's name or ``numpy:<op>``), ``impl_info``
+and ``run(env)``. Primitives depend on the input shape: each step keeps one per shape.
+"""
+import numpy as np
+
+import dnnq
+from dnnq import args as A
+from dnnq.errors import InvalidArguments, Unimplemented
+from dnnq.memory import MemoryDesc
+from dnnq.onnx import ops_numpy
+from dnnq.onnx.layers import DATA_TAGS, conv_padding
+
+F32 = np.float32
+
+
+def layout_tag(ndim):
+    return DATA_TAGS.get(ndim)
+
+
+class Step:
+    primitive = ""
+    impl_info = None
+
+    def __init__(self, nodes, inputs, outputs):
+        self.nodes, self.inputs, self.outputs = list(nodes), list(inputs), list(outputs)
+
+
+class PrimStep(Step):
+    """A dnnq primitive created per input shape by ``self.make(env) -> (prim, args, fn)``;
+    ``fn(prim, args, env)`` runs it."""
+
+    def __init__(self, nodes, inputs, outputs):
+        super().__init__(nodes, inputs, outputs)
+        self._plans = {}
+
+    def run(self, env):
+        key = tuple(env[n].shape for n in self.inputs if n in env)
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._plans[key] = self.make(env)
+            self.impl_info = plan[0].impl_info
+        self.execute(plan, env)
+
+
+def _qargs(arg, qp, attr, a):
+    """Scale / zero point of ``qp`` on the tensor ``arg`` (mask 0 or per-channel)."""
+    if qp is None:
+        return
+    mask = 0 if qp.per_tensor else (1 << qp.axis)
+    attr.set_scales_mask(arg, mask)
+    a[A.DNNL_ARG_SCALE | arg] = qp.scale
+    if np.any(qp.zp != 0):
+        attr.set_zero_points_mask(arg, mask)
+        a[A.DNNL_ARG_ATTR_ZERO_POINTS | arg] = qp.zp
+
+
+class ReorderStep(PrimStep):
+    """Quantize (f32 -> int8), dequantize (int8 -> f32) or requantize (int8 -> int8)."""
+
+    primitive = "Reorder"
+
+    def __init__(self, nodes, src, dst, src_q, dst_q):
+        super().__init__(nodes, [src], [dst])
+        self.src_q, self.dst_q = src_q, dst_q
+
+    def make(self, env):
+        x = env[self.inputs[0]]
+        if self.src_q is not None and not self.src_q.per_tensor:
+            self.src_q.axis %= max(x.ndim, 1)
+        if self.dst_q is not None and not self.dst_q.per_tensor:
+            self.dst_q.axis %= max(x.ndim, 1)
+        shape = x.shape if x.ndim else (1,)
+        sdt = "f32" if self.src_q is None else self.src_q.dt
+        ddt = "f32" if self.dst_q is None else self.dst_q.dt
+        tag = layout_tag(len(shape)) if _is_channels_last(x) else None
+        attr = dnnq.PrimitiveAttr()
+        a = {}
+        _qargs(A.DNNL_ARG_SRC, self.src_q, attr, a)
+        _qargs(A.DNNL_ARG_DST, self.dst_q, attr, a)
+        prim = dnnq.Reorder(MemoryDesc(shape, sdt, tag), MemoryDesc(shape, ddt, tag), attr)
+        return prim, a, x.shape
+
+    def execute(self, plan, env):
+        prim, a, shape = plan
+        x = env[self.inputs[0]]
+        if x.dtype != prim.src_desc.numpy_dtype:
+            raise InvalidArguments(f"node {self.nodes[0]!r}: input {self.inputs[0]!r} of type "
+                                   f"{x.dtype}; expected {prim.src_desc.numpy_dtype}")
+        if x.ndim == 0:
+            x = x.reshape(1)
+        args = dict(a)
+        args[A.DNNL_ARG_SRC] = x
+        y = prim.execute(args)
+        env[self.outputs[0]] = y.reshape(shape)
+
+
+def _is_channels_last(x):
+    """An array laid out channels-last (as dnnq's convolutions write them)."""
+    return x.ndim in (3, 4, 5) and x.shape[1] > 1 and x.strides[1] == x.itemsize and \
+        not x.flags.c_contiguous
+
+
+class PoolStep(PrimStep):
+    """MaxPool / AveragePool / GlobalAveragePool / GlobalMaxPool on dnnq.Pooling: int8 (the
+    destination type the source's, or f32 for an average requantized by a Reorder) or f32."""
+
+    primitive = "Pooling"
+
+    def __init__(self, nodes, src, dst, op, attrs, dt, requant=None):
+        super().__init__(nodes, [src], [dst])
+        self.op, self.attrs, self.dt, self.requant = op, attrs, dt, requant
+
+    def make(self, env):
+        x = env[self.inputs[0]]
+        if x.ndim not in (3, 4, 5):
+            raise InvalidArguments(f"node {self.nodes[0]!r}: input of shape {x.shape}; "
+                                   "expected 3, 4 or 5 dims")
+        nsp = x.ndim - 2
+        a = self.attrs
+        if self.op.startswith("Global"):
+            k, s, d, pl, pr = list(x.shape[2:]), [1] * nsp, [1] * nsp, [0] * nsp, [0] * nsp
+        else:
+            k = list(a["kernel_shape"])
+            s = list(a.get("strides", [1] * nsp))
+            d = list(a.get("dilations", [1] * nsp))
+            pl, pr = conv_padding(self.nodes[0], a, x.shape[2:], k, s, d)
+        out = []
+        for i in range(nsp):
+            ext = (k[i] - 1) * d[i] + 1
+            span = x.shape[2 + i] + pl[i] + pr[i] - ext
+            o = (-(-span // s[i]) if a.get("ceil_mode", 0) else span // s[i]) + 1
+            if a.get("ceil_mode", 0) and (o - 1) * s[i] >= x.shape[2 + i] + pl[i]:
+                o -= 1  # the last window must start inside the input or the left padding
+            pr[i] = (o - 1) * s[i] + ext - x.shape[2 + i] - pl[i]
+            out.append(o)
+        if "Max" in self.op:
+            alg = "max"
+        else:
+            alg = "avg_include_padding" if a.get("count_include_pad", 0) else \
+                "avg_exclude_padding"
+        tag = layout_tag(x.ndim)
+        dst_dt = "f32" if self.requant is not None else self.dt
+        prim = dnnq.Pooling(alg, MemoryDesc(x.shape, self.dt, tag),
+                            MemoryDesc((x.shape[0], x.shape[1], *out), dst_dt, tag),
+                            strides=s, kernel=k, dilation=[v - 1 for v in d], padding_l=pl,
+                            padding_r=pr)
+        return prim, None, None
+
+    def execute(self, plan, env):
+        y = plan[0].execute({A.DNNL_ARG_SRC: env[self.inputs[0]]})
+        if self.requant is not None:
+            y = self.requant(y)
+        env[self.outputs[0]] = y
+
+
+class BinaryStep(PrimStep):
+    """Add / Sub / Mul / Div / Min / Max on dnnq.Binary with the sources' scales and zero
+    points and the destination's (int8 or f32)."""
+
+    primitive = "Binary"
+
+    def __init__(self, nodes, alg, src0, src1, dst, q0, q1, qd, const1=None):
+        ins = [src0] + ([src1] if const1 is None else [])
+        super().__init__(nodes, ins, [dst])
+        self.alg, self.q0, self.q1, self.qd, self.const1 = alg, q0, q1, qd, const1
+
+    def make(self, env):
+        x0 = env[self.inputs[0]]
+        x1 = self.const1 if self.const1 is not None else env[self.inputs[1]]
+        if np.broadcast_shapes(x0.shape, x1.shape) != x0.shape:
+            raise Unimplemented(f"node {self.nodes[0]!r}: broadcast of {x1.shape} into "
+                                f"{x0.shape} grows the first input; dnnq.Binary broadcasts "
+                                "the second only")
+        attr = dnnq.PrimitiveAttr()
+        a = {}
+        _qargs(A.DNNL_ARG_SRC_0, self.q0, attr, a)
+        _qargs(A.DNNL_ARG_SRC_1, self.q1, attr, a)
+        _qargs(A.DNNL_ARG_DST, self.qd, attr, a)
+        shape0 = x0.shape if x0.ndim else (1,)
+        s1 = (1,) * (len(shape0) - x1.ndim) + x1.shape
+        tag = layout_tag(len(shape0)) if _is_channels_last(x0) else None
+        dt0 = "f32" if self.q0 is None else self.q0.dt
+        dt1 = "f32" if self.q1 is None else self.q1.dt
+        ddt = "f32" if self.qd is None else self.qd.dt
+        tag1 = tag if s1 == shape0 and _is_channels_last(x1) else None
+        prim = dnnq.Binary(self.alg, MemoryDesc(shape0, dt0, tag), MemoryDesc(s1, dt1, tag1),
+                           MemoryDesc(shape0, ddt, tag), attr)
+        if self.const1 is not None:
+            a[A.DNNL_ARG_SRC_1] = np.ascontiguousarray(self.const1.reshape(s1))
+        return prim, a, (s1, x0.shape)
+
+    def execute(self, plan, env):
+        prim, a, (s1, shape) = plan
+        args = dict(a)
+        x0 = env[self.inputs[0]]
+        args[A.DNNL_ARG_SRC_0] = x0.reshape(prim.src0_desc.dims) if x0.ndim == 0 else x0
+        if self.const1 is None:
+            args[A.DNNL_ARG_SRC_1] = env[self.inputs[1]].reshape(s1)
+        env[self.outputs[0]] = prim.execute(args).reshape(shape)
+
+
+class EltwiseStep(PrimStep):
+    """A unary activation on dnnq.Eltwise with source / destination scales and zero points."""
+
+    primitive = "Eltwise"
+
+    def __init__(self, nodes, src, dst, alg, alpha, beta, qs, qd):
+        super().__init__(nodes, [src], [dst])
+        self.alg, self.alpha, self.beta, self.qs, self.qd = alg, alpha, beta, qs, qd
+
+    def make(self, env):
+        x = env[self.inputs[0]]
+        shape = x.shape if x.ndim else (1,)
+        attr = dnnq.PrimitiveAttr()
+        a = {}
+        _qargs(A.DNNL_ARG_SRC, self.qs, attr, a)
+        _qargs(A.DNNL_ARG_DST, self.qd, attr, a)
+        tag = layout_tag(len(shape)) if _is_channels_last(x) else None
+        prim = dnnq.Eltwise(self.alg, MemoryDesc(shape, "f32" if self.qs is None else self.qs.dt,
+                                                 tag),
+                            MemoryDesc(shape, "f32" if self.qd is None else self.qd.dt, tag),
+                            self.alpha, self.beta, attr)
+        return prim, a, x.shape
+
+    def execute(self, plan, env):
+        prim, a, shape = plan
+        args = dict(a)
+        args[A.DNNL_ARG_SRC] = env[self.inputs[0]].reshape(prim.src_desc.dims)
+        env[self.outputs[0]] = prim.execute(args).reshape(shape)
+
+
+class SoftmaxStep(PrimStep):
+    """Softmax (opset 13: one axis) on dnnq.Softmax, f32 source, f32 or int8 destination."""
+
+    primitive = "Softmax"
+
+    def __init__(self, nodes, src, dst, axis, qd):
+        super().__init__(nodes, [src], [dst])
+        self.axis, self.qd = axis, qd
+
+    def make(self, env):
+        x = env[self.inputs[0]]
+        attr = dnnq.PrimitiveAttr()
+        a = {}
+        if self.qd is not None:
+            attr.set_scales_mask(A.DNNL_ARG_DST, 0)
+            a[A.DNNL_ARG_SCALE | A.DNNL_ARG_DST] = self.qd.scale
+        prim = dnnq.Softmax("softmax", MemoryDesc(x.shape, "f32"),
+                            MemoryDesc(x.shape, "f32" if self.qd is None else self.qd.dt),
+                            self.axis % x.ndim, attr)
+        return prim, a, None
+
+    def execute(self, plan, env):
+        args = dict(plan[1])
+        args[A.DNNL_ARG_SRC] = env[self.inputs[0]]
+        env[self.outputs[0]] = plan[0].execute(args)
+
+
+class NumpyStep(Step):
+    """An ONNX op in numpy (data movement, shapes, cheap element-wise math), on f32 values or
+    on int8 arrays where the op only moves data."""
+
+    def __init__(self, node, op, attrs, opset, inputs, outputs, consts):
+        super().__init__([node], inputs, outputs)
+        self.op, self.attrs, self.opset = op, attrs, opset
+        self.consts = consts
+        self.primitive = f"numpy:{op}"
+
+    def run(self, env):
+        xs = [None if not n else env[n] for n in self.inputs]
+        ys = ops_numpy.run_op(self.op, xs, self.attrs, self.opset, len(self.outputs))
+        for n, y in zip(self.outputs, ys):
+            if n:
+                env[n] = y
+
+
+class QuantizedMoveStep(NumpyStep):
+    """A data-movement op on int8 arrays (exact: it commutes with dequantization)."""
+
+    def __init__(self, *a, **k):
+        super().__init__(*a, **k)
+        self.primitive = f"numpy:{self.op} (int8)"
