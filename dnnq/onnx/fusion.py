@@ -68,6 +68,11 @@ def _eltwise_of(op, attrs, inputs, consts):
     return None
 
 
+# transcendental post-ops cost dnnq's epilogue a libm call per element; after an int8
+# rounding they run as a 256-entry table instead
+EXPENSIVE = {"logistic", "swish", "tanh", "gelu_erf", "gelu_tanh", "mish", "elu", "soft_relu",
+             "exp", "log", "pow"}
+
 UNARY = {"Relu", "LeakyRelu", "Sigmoid", "Tanh", "Elu", "HardSigmoid", "HardSwish", "Mish",
          "Softplus", "Gelu", "Clip"}
 
@@ -292,12 +297,19 @@ class Fuser:
         snapshot = None
         while True:
             step = self._next(v, spec, channels, matmul)
+            if step is not None and self._expensive(step) and self._q_after(v):
+                step = None  # rounded here; the activation runs as a lookup table (match_lut)
             if step is None:
                 nxt, skipped = self.through_qdq(v)
                 if skipped:
                     step = self._next(nxt, spec, channels, matmul)
+                    if step is not None and self._expensive(step):
+                        step = None
                     if step is not None:
                         spec.nodes += skipped
+                        if step[2] is None or step[2][0] != "fold_bn":
+                            # (a batch norm right after the convolution: no Relu was dropped)
+                            spec.post_ops.append(self._saturation(skipped[0]))
                 if step is None:
                     q = self.sole_user(v, "QuantizeLinear")
                     qp = self.p.node_qparams(q) if q is not None else None
@@ -331,6 +343,61 @@ class Fuser:
             del spec.nodes[n_nodes:]
             spec.sum_src = None
             spec.dst, spec.dst_q = v, None
+
+    def _saturation(self, q):
+        """The clamp a skipped QuantizeLinear applied: ORT's quantizer drops a Relu / Clip
+        whose range the following QuantizeLinear's saturation reproduces, so the clamp must
+        stay when the rounding goes."""
+        from dnnq.onnx.quant import RANGE
+        qp = self.p.node_qparams(q)
+        lo, hi = RANGE[qp.dt]
+        s, z = float(qp.scale[0]), int(qp.zp[0])
+        return ("eltwise", "clip", s * (lo - z), s * (hi - z))
+
+    @staticmethod
+    def _expensive(step):
+        post = step[2]
+        return post is not None and post[0] == "eltwise" and post[1] in EXPENSIVE
+
+    def _q_after(self, v):
+        q = self.sole_user(v, "QuantizeLinear")
+        qp = self.p.node_qparams(q) if q is not None else None
+        return qp is not None and qp.per_tensor and qp.dt in ("u8", "s8")
+
+    def match_lut(self, dq):
+        """A chain of element-wise ops from DequantizeLinear(x_q) to a QuantizeLinear: one
+        256-entry table x_q -> y_q (exact on the grid, as ONNX Runtime's QLinearSigmoid)."""
+        src = self.p.act_dq(dq.output[0])
+        if src is None:
+            return None
+        spec = LayerSpec("lut", dq)
+        spec.nodes = []
+        spec.src, spec.src_q = src
+        v = dq.output[0]
+        while True:
+            step = self._next(v, spec, None, matmul=True)
+            if step is None:
+                nxt, skipped = self.through_qdq(v)
+                if skipped:
+                    step = self._next(nxt, spec, None, matmul=True)
+                    if step is not None and step[2] is not None and step[2][0] == "eltwise":
+                        spec.nodes += skipped
+                        spec.post_ops.append(self._saturation(skipped[0]))
+            if step is None or step[2] is None or step[2][0] != "eltwise":
+                break
+            spec.nodes += step[1]
+            spec.post_ops.append(step[2])
+            v = step[0]
+        if not spec.post_ops:
+            return None
+        q = self.sole_user(v, "QuantizeLinear")
+        qp = self.p.node_qparams(q) if q is not None else None
+        if qp is None or not qp.per_tensor or qp.dt not in ("u8", "s8"):
+            return None
+        spec.nodes.append(q)
+        spec.dst, spec.dst_q = q.output[0], qp
+        spec.anchor = spec.nodes[0]
+        return spec
 
     @staticmethod
     def _sum_q(spec):
@@ -465,7 +532,14 @@ class Fuser:
             spec.weights = (w * a.reshape(shape)).astype(F32)
             return
         neg = a < 0
+        zero = a == 0
         scale = np.broadcast_to(spec.wscale, (oc,)).astype(np.float64) * np.abs(a)
+        if np.any(zero):  # the channel is its bias alone: weights 0, any positive scale
+            flat = spec.weights.reshape(oc, -1).copy()
+            flat[zero] = 0
+            spec.weights = np.ascontiguousarray(flat.reshape(w.shape))
+            w = spec.weights
+            scale = np.where(zero, 1.0, scale)
         if np.any(neg):
             flat = w.reshape(oc, -1) if G == 1 else w.reshape(oc, -1)
             if np.any(flat[neg] == -128) or spec.wzp is not None:

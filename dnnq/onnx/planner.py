@@ -47,6 +47,8 @@ class Planner:
             if i in self.folded or i in self.claimed:
                 continue
             spec = fuser.match(n)
+            if spec is None and n.op_type == "DequantizeLinear":
+                spec = fuser.match_lut(n)
             if spec is None:
                 continue
             idx = [self._index[id(m)] for m in spec.nodes]
@@ -178,6 +180,10 @@ class Planner:
             self.ensure(v.name)
 
     def _emit_layer(self, spec):
+        if spec.kind == "lut":
+            self.ensure_q(spec.src)
+            self._add(S.LutStep([self.label(m) for m in spec.nodes], spec))
+            return
         layer = MatMulLayer(spec) if spec.kind == "matmul" else ConvLayer(spec)
         layer.nodes = [self.label(m) for m in spec.nodes]
         for name in layer.inputs:
@@ -302,6 +308,22 @@ class Planner:
             return False
         qs = [self.act_dq(x) for x in acts]
         a = self.attrs(n)
+        if op == "Concat" and all(x in acts for x in n.input if x):
+            sq = self._sole_q(n.output[0])
+            same = len({(q[1].dt, float(q[1].scale[0]), int(q[1].zp[0])) for q in qs}) == 1
+            if sq is not None or same:
+                qd = sq[1] if sq is not None else qs[0][1]
+                out = sq[0].output[0] if sq is not None else f"{n.output[0]}::q"
+                for q in qs:
+                    self.ensure_q(q[0])
+                nodes = [label] + ([self.label(sq[0])] if sq is not None else [])
+                self._add(S.ConcatStep(nodes, [q[0] for q in qs], out, a.get("axis", 1),
+                                       [q[1] for q in qs], qd))
+                if sq is not None:
+                    self._claim(sq[0])
+                else:
+                    self.dq_info[n.output[0]] = (out, qd)
+                return True
         if op in INT8_MOVE:
             if len({(q[1].dt, float(q[1].scale[0]), int(q[1].zp[0])) for q in qs}) != 1:
                 return False

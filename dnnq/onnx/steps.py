@@ -285,3 +285,94 @@ class QuantizedMoveStep(NumpyStep):
     def __init__(self, *a, **k):
         super().__init__(*a, **k)
         self.primitive = f"numpy:{self.op} (int8)"
+
+
+def physical(x):
+    """(C-contiguous view of ``x``'s memory, permutation back to ``x``) for arrays that are
+    a transpose of contiguous memory (dnnq's channels-last outputs); else (copy, None)."""
+    if x.flags.c_contiguous:
+        return x, None
+    order = sorted(range(x.ndim), key=lambda i: -x.strides[i])
+    v = x.transpose(order)
+    if not v.flags.c_contiguous:
+        return np.ascontiguousarray(x), None
+    inv = [0] * x.ndim
+    for k, i in enumerate(order):
+        inv[i] = k
+    return v, inv
+
+
+class LutStep(Step):
+    """A chain of element-wise ops between two int8 roundings as a 256-entry table."""
+
+    primitive = "lookup table"
+
+    def __init__(self, nodes, spec):
+        super().__init__(nodes, [spec.src], [spec.dst])
+        from dnnq.eltwise_math import eltwise_reference
+        from dnnq.onnx.quant import dequantize_np, quantize_np
+        qs, qd = spec.src_q, spec.dst_q
+        grid = np.arange(256, dtype=np.int64) - (128 if qs.dt == "s8" else 0)
+        v = dequantize_np(grid, qs.scale[0], qs.zp[0])
+        for _, alg, alpha, beta in spec.post_ops:
+            v = eltwise_reference(alg, v, alpha, beta)
+        zp = np.asarray(qd.zp[0], np.uint8 if qd.dt == "u8" else np.int8)
+        table = quantize_np(v, qd.scale[0], zp)
+        if qs.dt == "s8":  # index by the byte: s8 value + 128
+            table = np.roll(table, -128)
+        self.table = table
+        self.impl_info = "+".join(p[1] for p in spec.post_ops)
+        self.s8 = qs.dt == "s8"
+
+    def run(self, env):
+        x = env[self.inputs[0]]
+        phys, inv = physical(x)
+        idx = phys.view(np.uint8)
+        y = self.table[idx]
+        env[self.outputs[0]] = y if inv is None else y.transpose(inv)
+
+
+class ConcatStep(Step):
+    """Concat of int8 tensors into one int8 tensor (channels-last for 3-5 dims): inputs of
+    other scales / zero points are requantized first (dnnq.Reorder)."""
+
+    primitive = "Concat"
+
+    def __init__(self, nodes, inputs, output, axis, qps, qd):
+        super().__init__(nodes, inputs, [output])
+        self.axis, self.qps, self.qd = axis, qps, qd
+        self._re = {}
+        self.impl_info = "copy" if all(q.same_as(qd) for q in qps) else "requantize+copy"
+
+    def _requant(self, i, x):
+        key = (i, x.shape)
+        prim = self._re.get(key)
+        if prim is None:
+            attr = dnnq.PrimitiveAttr()
+            a = {}
+            _qargs(A.DNNL_ARG_SRC, self.qps[i], attr, a)
+            _qargs(A.DNNL_ARG_DST, self.qd, attr, a)
+            tag = layout_tag(x.ndim) if _is_channels_last(x) else None
+            prim = dnnq.Reorder(MemoryDesc(x.shape, self.qps[i].dt, tag),
+                                MemoryDesc(x.shape, self.qd.dt, tag), attr)
+            self._re[key] = prim = (prim, a)
+        args = dict(prim[1])
+        args[A.DNNL_ARG_SRC] = x
+        return prim[0].execute(args)
+
+    def run(self, env):
+        xs = [env[n] for n in self.inputs]
+        nd = xs[0].ndim
+        ax = self.axis % nd
+        shape = list(xs[0].shape)
+        shape[ax] = sum(x.shape[ax] for x in xs)
+        out = MemoryDesc(tuple(shape), self.qd.dt, layout_tag(nd) if ax == 1 else None).empty()
+        at = 0
+        for i, x in enumerate(xs):
+            if not self.qps[i].same_as(self.qd):
+                x = self._requant(i, x)
+            sl = [slice(None)] * nd
+            sl[ax] = slice(at, at + x.shape[ax])
+            out[tuple(sl)] = x
+            at += x.shape[ax]
+        env[self.outputs[0]] = out
