@@ -168,7 +168,7 @@ class Fuser:
     def _weights_q(self, name):
         """(s8 weights, QParams) of a dequantized constant, or (f32 weights, None)."""
         if name in self.p.qconst:
-            q, qp = self.p.qconst[name]
+            q, qp, _ = self.p.qconst[name]
             if qp.dt == "s8" or qp.dt == "u8":
                 return q, qp
         w = self.const(name)
@@ -252,6 +252,15 @@ class Fuser:
             qp = bq[1]
             spec.wscale = qp.scale
             zp = qp.zp - 128 if qp.dt == "u8" else qp.zp
+            spec.wzp = zp if np.any(zp != 0) else None
+            self._follow(spec, None, matmul=True)
+            return spec
+        if w.ndim > 2 and not gemm and wq is not None and wq.per_tensor and src_dq is not None:
+            # batched constant weights: the activation-weights path with the int8 constant
+            spec.src, spec.src_q = src_dq
+            spec.runtime_weights = self.p.qconst[wname][2]
+            spec.wscale = wq.scale
+            zp = wq.zp - 128 if wq.dt == "u8" else wq.zp
             spec.wzp = zp if np.any(zp != 0) else None
             self._follow(spec, None, matmul=True)
             return spec

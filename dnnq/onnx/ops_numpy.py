@@ -388,7 +388,18 @@ def _softplus(v):
     return np.where(v > 20, v, np.log1p(np.exp(np.minimum(v, 20))))
 
 
+def _fake_quantize(x, attrs, opset):
+    """OpenVINO's FakeQuantize (levels other than 256 / 255, or bounds computed at run time)."""
+    v, il, ih, ol, oh = (np.asarray(t, F32) for t in x[:5])
+    L = F32(attrs.get("levels", 256) - 1)
+    with np.errstate(all="ignore"):
+        q = np.rint((v - il) / (ih - il) * L) / L * (oh - ol) + ol
+    r = np.where(v <= np.minimum(il, ih), ol, np.where(v > np.maximum(il, ih), oh, q))
+    return [r.astype(F32)]
+
+
 OPS = {
+    "FakeQuantizeF32": _fake_quantize,
     "Identity": lambda x, a, o: [x[0]],
     "Dropout": lambda x, a, o: [x[0]],
     "Add": _binary(np.add), "Sub": _binary(np.subtract), "Mul": _binary(np.multiply),

@@ -115,7 +115,8 @@ class Planner:
             if op == "DequantizeLinear":
                 qp = self.node_qparams(n)
                 if qp is not None:
-                    self.qconst[n.output[0]] = (np.asarray(self.consts[n.input[0]]), qp)
+                    self.qconst[n.output[0]] = (np.asarray(self.consts[n.input[0]]), qp,
+                                                n.input[0])
             self.folded.add(i)
 
     def _constant_value(self, n):

@@ -92,6 +92,8 @@ def qparams_of(node_name, op, scale, zp, axis, data_ndim=None):
             raise Unimplemented(f"node {node_name!r}: {op} with a {zp.dtype} zero point; "
                                 "dnnq.onnx takes uint8, int8 and int32")
         dt = INT_DT[zp.dtype]
+        if scale.size == 1 and zp.size > 1:  # one scale, zero points per channel
+            scale = np.repeat(scale.reshape(-1), zp.size)
         if zp.size != scale.size and zp.size != 1:
             raise InvalidArguments(f"node {node_name!r}: {op} has {scale.size} scales and "
                                    f"{zp.size} zero points; expected equal counts")

@@ -5,6 +5,7 @@ import dnnq
 from dnnq.errors import InvalidArguments
 from dnnq.onnx.graph import Graph, load_model
 from dnnq.onnx.planner import Planner
+from dnnq.onnx.qoperator import rewrite_qoperators
 
 _NP_OF_ELEM = {1: np.float32, 2: np.uint8, 3: np.int8, 6: np.int32, 7: np.int64, 9: np.bool_}
 
@@ -32,6 +33,13 @@ class InferenceSession:
             threads = int(threads)
         self._threads = threads
         self._model = load_model(model)
+        try:
+            rewrite_qoperators(self._model)
+        except (IndexError, KeyError, ValueError, TypeError) as exc:
+            if isinstance(exc, InvalidArguments):
+                raise
+            raise InvalidArguments(f"model: a QOperator node with missing or malformed inputs "
+                                   f"({type(exc).__name__}: {exc})") from None
         self._graph = Graph(self._model)
         planner = Planner(self._graph)
         self._steps = planner.steps
@@ -86,10 +94,11 @@ class InferenceSession:
         result = []
         for name in outs:
             v = np.asarray(env[name])
-            if any(np.may_share_memory(v, x) for x in input_feed.values()) or \
+            if any(np.may_share_memory(v, x) for x in input_feed.values()
+                   if isinstance(x, np.ndarray)) or \
                     name in self._consts:
                 v = v.copy()
-            result.append(np.ascontiguousarray(v))
+            result.append(v if v.flags.c_contiguous else v.copy(order="C"))
         return result
 
     # --- dnnq's additions ----------------------------------------------------------------
@@ -150,6 +159,8 @@ class InferenceSession:
                 raise InvalidArguments(f"input {name!r}: missing from input_feed; expected an "
                                        f"array of {info.type} with shape {info.shape}")
             x = feed[name]
+            if isinstance(x, np.generic):
+                x = np.asarray(x)
             if not isinstance(x, np.ndarray):
                 raise InvalidArguments(f"input {name!r}: got {type(x).__name__}; expected a "
                                        f"numpy array of {info.type}")
