@@ -316,9 +316,19 @@ class Fuser:
                         step = None
                     if step is not None:
                         spec.nodes += skipped
-                        if step[2] is None or step[2][0] != "fold_bn":
-                            # (a batch norm right after the convolution: no Relu was dropped)
-                            spec.post_ops.append(self._saturation(skipped[0]))
+                        sat = self._saturation(skipped[0])
+                        if sat[2] == 0.0:
+                            # the range starts at 0: ORT's quantizer dropped a Relu / Clip
+                            # here, the clamp stays (and nothing folds across it)
+                            spec.post_ops.append(sat)
+                            step = self._next(nxt, spec, channels, matmul)
+                            if step is None or self._expensive(step):
+                                # nothing fuses after the clamp: end at the quantization
+                                step = None
+                                spec.post_ops.pop()
+                                del spec.nodes[-len(skipped):]
+                        elif step[2] is None or step[2][0] != "fold":
+                            spec.post_ops.append(sat)
                 if step is None:
                     q = self.sole_user(v, "QuantizeLinear")
                     qp = self.p.node_qparams(q) if q is not None else None
@@ -334,8 +344,8 @@ class Fuser:
                 spec.sum_src = post[1]
             spec.nodes += nodes
             if post is not None:
-                if post[0] == "fold_bn":
-                    self._fold_bn(spec, post[1])
+                if post[0] == "fold":
+                    self._fold_affine(spec, post[1], post[2], post[3])
                 else:
                     spec.post_ops.append(post)
             v = new_v
@@ -430,12 +440,21 @@ class Fuser:
             if op == "BatchNormalization" and not matmul and not spec.post_ops and \
                     u.input[0] == v and all(self.const(x) is not None for x in u.input[1:5]) \
                     and len([o for o in u.output if o]) == 1:
-                return u.output[0], [u], ("fold_bn", u), False
+                gamma, beta, mean, var = (np.asarray(self.const(x), np.float64)
+                                          for x in u.input[1:5])
+                eps = float(self.p.attrs(u).get("epsilon", 1e-5))
+                a = gamma / np.sqrt(var + eps)
+                return u.output[0], [u], ("fold", a, beta - mean * a, u), False
             if op in ("Add", "Sub", "Mul", "Div") and v in u.input[:2]:
                 other = u.input[1] if u.input[0] == v else u.input[0]
                 if other == v:
                     return None
                 c = self.const(other)
+                fold = None if spec.post_ops or c is None else \
+                    self._affine_of(op, np.asarray(c, np.float64), u.input[0] == v, spec,
+                                    channels, matmul)
+                if fold is not None:
+                    return u.output[0], [u], ("fold",) + fold + (u,), False
                 if c is not None:
                     post = self._const_binary(op, np.asarray(c, F32), u.input[0] == v,
                                               spec, channels, matmul)
@@ -524,16 +543,44 @@ class Fuser:
         alg = {"Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div"}[op]
         return ("binary", alg, c.reshape(-1))
 
-    def _fold_bn(self, spec, bn):
-        """BatchNormalization after a convolution: y = (v - mean) * a + beta, a = gamma /
-        sqrt(var + eps): the weights' scales (or f32 weights) times a, the bias
-        (bias - mean) * a + beta."""
-        gamma, beta, mean, var = (np.asarray(self.const(x), np.float64) for x in bn.input[1:5])
-        eps = float(self.p.attrs(bn).get("epsilon", 1e-5))
-        a = gamma / np.sqrt(var + eps)
+    def _affine_of(self, op, c, v_first, spec, channels, matmul):
+        """(a, b) with op(v, c) = v * a + b per output channel, when it folds into the
+        layer's weights scales and bias (a scaling only in a convolution)."""
+        if channels is None:
+            return None
+        if c.size == 1:
+            vec = np.full(channels, float(c.reshape(-1)[0]))
+        else:
+            post = self._const_binary(op, c.astype(F32), v_first, spec, channels, matmul)
+            if post is None or post[0] != "binary":
+                return None
+            vec = c.reshape(-1).astype(np.float64)
+        one, zero = np.ones(channels), np.zeros(channels)
+        if op == "Add":
+            return one, vec
+        if op == "Sub" and v_first:
+            return one, -vec
+        if matmul or spec.kind == "lut":
+            return None
+        if op == "Mul":
+            return vec, zero
+        if op == "Div" and v_first and np.all(vec != 0):
+            return 1.0 / vec, zero
+        return None
+
+    def _fold_affine(self, spec, a, b, node):
+        """v * a + b after the layer (a BatchNormalization: a = gamma / sqrt(var + eps),
+        b = beta - mean * a; a constant Add / Sub / Mul / Div): the weights' scales (or f32
+        weights) times a, the bias bias * a + b."""
+        bn = node
+        a = np.asarray(a, np.float64)
         oc = a.size
         bias = np.zeros(oc) if spec.bias is None else spec.bias.astype(np.float64)
-        spec.bias = ((bias - mean) * a + beta).astype(F32)
+        spec.bias = (bias * a + b).astype(F32)
+        if np.all(a == 1):
+            return
+        if spec.kind == "matmul":
+            raise AssertionError("a scale folds only into a convolution")
         w = spec.weights
         G = spec.group
         if spec.src_q is None:
@@ -565,6 +612,6 @@ class Fuser:
             spec.weights = np.ascontiguousarray(flat.reshape(w.shape))
         spec.wscale = scale.astype(F32)
         if np.any(spec.wscale <= 0) or not np.all(np.isfinite(spec.wscale)):
-            raise InvalidArguments(f"{spec.label()}: folding BatchNormalization "
+            raise InvalidArguments(f"{spec.label()}: folding {bn.op_type} "
                                    f"{bn.name or bn.output[0]!r} gives a weights scale of 0 or "
                                    "inf (gamma = 0?)")
