@@ -51,6 +51,14 @@ def _eltwise_of(op, attrs, inputs, consts):
     if op == "Gelu":
         return ("gelu_tanh" if attrs.get("approximate", "none") == "tanh" else "gelu_erf",
                 0.0, 0.0)
+    if op in ("Sqrt", "Exp", "Log", "Abs"):
+        return (op.lower(), 0.0, 0.0)
+    if op == "Neg":
+        return ("linear", -1.0, 0.0)
+    if op == "Pow":
+        if len(inputs) < 2 or inputs[1] not in consts or np.asarray(consts[inputs[1]]).size != 1:
+            return None
+        return ("pow", 1.0, float(np.asarray(consts[inputs[1]]).reshape(-1)[0]))
     if op == "Clip":
         lo, hi = attrs.get("min"), attrs.get("max")
         for i, name in ((1, "lo"), (2, "hi")):
@@ -71,10 +79,10 @@ def _eltwise_of(op, attrs, inputs, consts):
 # transcendental post-ops cost dnnq's epilogue a libm call per element; after an int8
 # rounding they run as a 256-entry table instead
 EXPENSIVE = {"logistic", "swish", "tanh", "gelu_erf", "gelu_tanh", "mish", "elu", "soft_relu",
-             "exp", "log", "pow"}
+             "exp", "log", "pow", "sqrt"}
 
 UNARY = {"Relu", "LeakyRelu", "Sigmoid", "Tanh", "Elu", "HardSigmoid", "HardSwish", "Mish",
-         "Softplus", "Gelu", "Clip"}
+         "Softplus", "Gelu", "Clip", "Sqrt", "Exp", "Log", "Abs", "Neg", "Pow"}
 
 
 class LayerSpec:

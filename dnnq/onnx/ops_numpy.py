@@ -195,8 +195,20 @@ def _pad(x, attrs, opset):
         raise Unimplemented("Pad: negative pads; dnnq.onnx pads with pads >= 0")
     if mode == "constant":
         return [np.pad(x[0], width, constant_values=value)]
-    return [np.pad(x[0], width, mode={"reflect": "reflect", "edge": "edge",
-                                      "wrap": "wrap"}[mode])]
+    if mode == "reflect":  # by slices: np.pad's reflect costs a millisecond on small arrays
+        r = x[0]
+        for a, (lo, hi) in enumerate(width):
+            if lo == 0 and hi == 0:
+                continue
+            n = r.shape[a]
+            if lo >= n or hi >= n:
+                raise InvalidArguments(f"Pad: reflect pads {lo}, {hi} along an axis of "
+                                       f"{n}; expected pads < {n}")
+            idx = np.concatenate([np.arange(lo, 0, -1), np.arange(n),
+                                  np.arange(n - 2, n - 2 - hi, -1)])
+            r = np.take(r, idx, axis=a)
+        return [r]
+    return [np.pad(x[0], width, mode={"edge": "edge", "wrap": "wrap"}[mode])]
 
 
 def _split(x, attrs, opset, n_out):

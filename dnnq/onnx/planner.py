@@ -21,7 +21,7 @@ from dnnq.onnx import steps as S
 F32 = np.float32
 POOL_OPS = {"MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool"}
 INT8_MOVE = ops_numpy.MOVE_OPS | {"Concat", "Split", "Resize", "Upsample", "MaxPool",
-                                   "GlobalMaxPool"}
+                                   "GlobalMaxPool", "Pad"}
 BINARY = {"Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div", "Min": "min", "Max": "max"}
 RNN_OPS = {"LSTM", "GRU", "RNN"}
 
@@ -89,6 +89,12 @@ class Planner:
         if info is None or not info[1].per_tensor or info[1].dt not in ("u8", "s8"):
             return None
         return info
+
+    def const_name(self, value):
+        """A new constant (for steps that need a value the model does not hold)."""
+        name = f"::const{len(self.consts)}"
+        self.consts[name] = value
+        return name
 
     def dequant_const(self, name):
         return np.asarray(self.consts[name], F32)
@@ -330,6 +336,13 @@ class Planner:
                 return False
             if op in ("Resize", "Upsample") and a.get("mode", "nearest") != "nearest":
                 return False
+            if op == "Pad" and a.get("mode", "constant") == "constant":
+                if self.graph.opset_of(n) < 11:
+                    return False
+                v = n.input[2] if len(n.input) > 2 else ""
+                if (v and (v not in self.consts or np.any(np.asarray(self.consts[v]) != 0))) \
+                        or a.get("value", 0.0) != 0.0:
+                    return False  # padding with 0.0: the zero point (below)
             if op in ("Gather", "Concat", "Split", "Slice", "Expand", "Tile", "Reshape",
                       "Resize", "Upsample", "Squeeze", "Unsqueeze") and \
                     any(x and x not in self.consts and x not in acts for x in n.input):
@@ -346,6 +359,13 @@ class Planner:
             outs = [f"{o}::q" if o else "" for o in n.output]
             if op in ("MaxPool", "GlobalMaxPool"):
                 self._add(S.PoolStep([label], ins[0], outs[0], op, a, qp.dt))
+            elif op == "Pad" and a.get("mode", "constant") == "constant":
+                zp = self.const_name(np.asarray(qp.zp[0], np.uint8 if qp.dt == "u8"
+                                                else np.int8))
+                ins = (ins + ["", "", ""])[:4]
+                ins[2] = zp
+                self._add(S.QuantizedMoveStep(label, op, a, self.graph.opset_of(n), ins, outs,
+                                              self.consts))
             else:
                 step = S.QuantizedMoveStep(label, op, a, self.graph.opset_of(n), ins, outs,
                                            self.consts)

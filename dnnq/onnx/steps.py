@@ -280,11 +280,27 @@ class NumpyStep(Step):
 
 
 class QuantizedMoveStep(NumpyStep):
-    """A data-movement op on int8 arrays (exact: it commutes with dequantization)."""
+    """A data-movement op on int8 arrays (exact: it commutes with dequantization). Resize
+    works on the channels-last memory of its input and keeps that layout."""
 
     def __init__(self, *a, **k):
         super().__init__(*a, **k)
         self.primitive = f"numpy:{self.op} (int8)"
+
+    def run(self, env):
+        if self.op not in ("Resize", "Upsample"):
+            return super().run(env)
+        x = env[self.inputs[0]]
+        phys, inv = physical(x)
+        xs = [None if not n else env[n] for n in self.inputs]
+        if inv is not None:
+            order = sorted(range(x.ndim), key=lambda i: -x.strides[i])
+            xs[0] = phys
+            for i in range(1, len(xs)):
+                if xs[i] is not None and xs[i].size == x.ndim:
+                    xs[i] = xs[i][order]
+        y = ops_numpy.run_op(self.op, xs, self.attrs, self.opset)[0]
+        env[self.outputs[0]] = y if inv is None else y.transpose(inv)
 
 
 def physical(x):
