@@ -313,6 +313,7 @@ class Fuser:
         v = spec.anchor.output[0]
         snapshot = None
         while True:
+            state = (len(spec.post_ops), len(spec.nodes), v)
             step = self._next(v, spec, channels, matmul)
             if step is not None and self._expensive(step) and self._q_after(v):
                 step = None  # rounded here; the activation runs as a lookup table (match_lut)
@@ -338,17 +339,11 @@ class Fuser:
                         elif step[2] is None or step[2][0] != "fold":
                             spec.post_ops.append(sat)
                 if step is None:
-                    q = self.sole_user(v, "QuantizeLinear")
-                    qp = self.p.node_qparams(q) if q is not None else None
-                    if qp is not None and qp.per_tensor and qp.dt in ("u8", "s8"):
-                        spec.nodes.append(q)
-                        spec.dst, spec.dst_q = q.output[0], qp
-                    else:
-                        spec.dst = v
+                    self._end(spec, v)
                     break
             new_v, nodes, post, is_sum = step
             if is_sum:
-                snapshot = (len(spec.post_ops), len(spec.nodes), v)
+                snapshot = state
                 spec.sum_src = post[1]
             spec.nodes += nodes
             if post is not None:
@@ -357,18 +352,25 @@ class Fuser:
                 else:
                     spec.post_ops.append(post)
             v = new_v
-        if spec.sum_src is not None and spec.dst_q is None:
+        if spec.sum_src is not None and (spec.dst_q is None or
+                                         spec.dst_q.dt != self._sum_q(spec).dt):
             # a sum needs an int8 destination of the residual's size: stop before the Add
             n_ops, n_nodes, v = snapshot
             del spec.post_ops[n_ops:]
             del spec.nodes[n_nodes:]
             spec.sum_src = None
-            spec.dst, spec.dst_q = v, None
-        elif spec.sum_src is not None and spec.dst_q.dt != self._sum_q(spec).dt:
-            n_ops, n_nodes, v = snapshot
-            del spec.post_ops[n_ops:]
-            del spec.nodes[n_nodes:]
-            spec.sum_src = None
+            spec.dst_q = None
+            self._end(spec, v)
+
+    def _end(self, spec, v):
+        """The layer's destination after ``v``: the QuantizeLinear that alone reads it, or v
+        in f32."""
+        q = self.sole_user(v, "QuantizeLinear")
+        qp = self.p.node_qparams(q) if q is not None else None
+        if qp is not None and qp.per_tensor and qp.dt in ("u8", "s8"):
+            spec.nodes.append(q)
+            spec.dst, spec.dst_q = q.output[0], qp
+        else:
             spec.dst, spec.dst_q = v, None
 
     def _saturation(self, q):
