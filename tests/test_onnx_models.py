@@ -24,10 +24,14 @@ if not os.path.exists(M.FONT):
 
 
 @pytest.fixture(scope="session")
-def quantized(tmp_path_factory):
-    """name -> (f32 path, QDQ path), made on first use."""
+def quantized(tmp_path_factory, request):
+    """name -> (model path, f32 path, QDQ path), made on first use and kept in pytest's cache
+    directory (keyed by the onnx / onnxruntime versions and the calibration inputs):
+    ORT's quantizer takes seconds per model."""
     made = {}
-    root = tmp_path_factory.mktemp("onnx_models")
+    cache = getattr(request.config, "cache", None)
+    root = tmp_path_factory.mktemp("onnx_models") if cache is None else \
+        cache.mkdir(f"onnx_models_{onnx.__version__}_{ort.__version__}")
 
     def get(name, feeds_of):
         if name not in made:
@@ -38,8 +42,16 @@ def quantized(tmp_path_factory):
             onnx.save(M.prepare_f32(src), f32)
             inp = onnx.load(f32, load_external_data=False).graph
             names = [i.name for i in inp.input]
-            dst = str(root / f"{name}.qdq.onnx")
-            M.quantize_qdq(f32, dst, feeds_of(names))
+            feeds = feeds_of(names)
+            import hashlib
+            h = hashlib.sha256(open(src, "rb").read())
+            for f in feeds:
+                for k in sorted(f):
+                    h.update(k.encode() + np.ascontiguousarray(f[k]).tobytes())
+            dst = str(root / f"{name}.{h.hexdigest()[:16]}.qdq.onnx")
+            if not os.path.exists(dst):
+                M.quantize_qdq(f32, dst + ".tmp", feeds)
+                os.replace(dst + ".tmp", dst)
             made[name] = (src, f32, dst)
         return made[name]
     return get
