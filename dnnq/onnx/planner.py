@@ -70,6 +70,12 @@ class Planner:
         """QParams of a Q / DQ node with constant scale and zero point, else None."""
         if node is None or len(node.input) < 2:
             return None
+        key = ("q", id(node))
+        if key not in self._attrs:
+            self._attrs[key] = self._node_qparams(node)
+        return self._attrs[key]
+
+    def _node_qparams(self, node):
         s = self.consts.get(node.input[1])
         zname = node.input[2] if len(node.input) > 2 else ""
         z = self.consts.get(zname) if zname else None

@@ -68,8 +68,17 @@ def quantize_np(x, scale, zp, axis=1):
 
 
 def dequantize_np(q, scale, zp, axis=1):
+    """DequantizeLinear in numpy: (q - zp) * scale. 8-bit values in f32 arithmetic (their
+    differences are exact there), wider ones through int64."""
     q = np.asarray(q)
     s = _bcast(np.asarray(scale, F32), q.ndim, axis)
+    if q.dtype.itemsize == 1 and (zp is None or np.asarray(zp).dtype.itemsize == 1):
+        z = F32(0) if zp is None else _bcast(np.asarray(zp).astype(F32), q.ndim, axis)
+        r = q.astype(F32)
+        if zp is not None and np.any(z):
+            r -= z
+        r *= s
+        return r
     z = 0 if zp is None else _bcast(np.asarray(zp).astype(np.int64), q.ndim, axis)
     return ((q.astype(np.int64) - z).astype(F32) * s).astype(F32)
 
