@@ -7,7 +7,6 @@ reported later, by the planner, as ``Unimplemented``.
 """
 import os
 
-import numpy as np
 
 from dnnq.errors import InvalidArguments, Unimplemented
 

@@ -12,10 +12,11 @@ import numpy as np
 
 from dnnq.errors import InvalidArguments, Unimplemented
 from dnnq.onnx import ops_numpy
-from dnnq.onnx.fusion import UNARY, Fuser, _eltwise_of
+from dnnq.onnx.chains import UNARY, _eltwise_of
+from dnnq.onnx.fusion import Fuser
 from dnnq.onnx.graph import attrs_of, node_label
 from dnnq.onnx.layers import ConvLayer, MatMulLayer
-from dnnq.onnx.quant import RANGE, QParams, qparams_of
+from dnnq.onnx.quant import RANGE, qparams_of
 from dnnq.onnx import steps as S
 
 F32 = np.float32
