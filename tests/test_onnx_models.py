@@ -162,3 +162,22 @@ def test_silero_vad_speech_probability(quantized):
     # not quantize it), dnnq runs oneDNN's int8 LSTM (the state on a u8 grid of step 1/127.5)
     for a, c in zip(ours[1:], ref[1:]):
         assert M.cosine(a, c) > 0.75
+
+
+@pytest.mark.parametrize("name", ["ppocr_rec", "ppocr_cls", "ppocr_det"])
+def test_f32_models_on_f32_layers(name):
+    """The unquantized models on dnnq's f32 layers (where this dnnq has them)."""
+    from test_onnx_f32 import _has_f32_layers
+    if not _has_f32_layers():
+        pytest.skip("this dnnq has no f32 convolution / matmul (SPEC section 6, f32 layers)")
+    src = M.model_path(name)
+    if src is None:
+        pytest.skip(f"the package of {name} is not installed (see README)")
+    if name == "ppocr_det":
+        x = M.ppocr_input(M.page(["Hello World 2026"]))
+    else:
+        x = M.ppocr_input(M.render_text("Hello World 2026", 48,
+                                        width=320 if name == "ppocr_rec" else 192))
+    ours = donnx.InferenceSession(src).run(None, {"x": x})[0]
+    ref = _ort(src).run(None, {"x": x})[0]
+    np.testing.assert_allclose(ours, ref, rtol=1e-3, atol=1e-3)
