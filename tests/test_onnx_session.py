@@ -30,8 +30,10 @@ def _vi(name, shape, t=F):
 def _simple():
     n = [helper.make_node("Relu", ["x"], ["r"], name="relu"),
          helper.make_node("Add", ["r", "b"], ["y"], name="add")]
-    return _model(n, [_vi("x", ["N", 4])], [_vi("y", ["N", 4])],
-                  [numpy_helper.from_array(np.float32([1, 2, 3, 4]), "b")])
+    m = _model(n, [_vi("x", ["N", 4])], [_vi("y", ["N", 4])],
+               [numpy_helper.from_array(np.float32([1, 2, 3, 4]), "b")])
+    onnx.helper.set_model_props(m, {"character": "a\nb"})
+    return m
 
 
 def test_ort_interface_and_model_forms(tmp_path):
@@ -50,6 +52,7 @@ def test_ort_interface_and_model_forms(tmp_path):
         assert s.run(["y"], {"x": x})[0].flags.c_contiguous
     rows = s.plan()
     assert [r["primitive"] for r in rows] == ["numpy:Relu", "numpy:Add"]
+    assert s.get_modelmeta().custom_metadata_map == {"character": "a\nb"}
     assert rows[0]["nodes"] == ["relu"] and rows[0]["dtypes_in"] == ["f32"]
     assert "numpy:Add" in s.plan_text()
 

@@ -63,7 +63,11 @@ class InferenceSession:
         return list(self._graph.outputs)
 
     def get_modelmeta(self):
-        return self._model.metadata_props
+        """ONNX Runtime's ModelMetadata fields (rapidocr reads its character list from
+        ``custom_metadata_map``)."""
+        m = self._model
+        return ModelMetadata(m.producer_name, m.graph.name, m.domain, m.doc_string,
+                             m.model_version, {p.key: p.value for p in m.metadata_props})
 
     def get_providers(self):
         return ["dnnq"]
@@ -177,6 +181,15 @@ class InferenceSession:
             ro.flags.writeable = False  # no step may write into the caller's array
             env[name] = ro
         return env
+
+
+class ModelMetadata:
+    __slots__ = ("producer_name", "graph_name", "domain", "description", "version",
+                 "custom_metadata_map")
+
+    def __init__(self, producer_name, graph_name, domain, description, version, custom):
+        self.producer_name, self.graph_name, self.domain = producer_name, graph_name, domain
+        self.description, self.version, self.custom_metadata_map = description, version, custom
 
 
 def _short(dt):
