@@ -210,7 +210,8 @@ def test_qoperator_model_matches_onnxruntime(tmp_path):
              helper.make_node("Add", ["r", "r"], ["a"]),
              helper.make_node("GlobalAveragePool", ["a"], ["g"]),
              helper.make_node("Flatten", ["g"], ["f"]),
-             helper.make_node("MatMul", ["f", "w2"], ["y"])]
+             helper.make_node("MatMul", ["f", "w2"], ["mm"]),
+             helper.make_node("Softmax", ["mm"], ["y"], axis=-1)]
     m = _model(nodes, [_vi("x", [1, 4, 8, 8])], [_vi("y", [1, 5])], [w, b, w2])
     f32, qop = str(tmp_path / "f.onnx"), str(tmp_path / "q.onnx")
     onnx.save(m, f32)
@@ -225,7 +226,7 @@ def test_qoperator_model_matches_onnxruntime(tmp_path):
                     activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
                     per_channel=True)
     ops = {n.op_type for n in onnx.load(qop).graph.node}
-    assert "QLinearConv" in ops
+    assert "QLinearConv" in ops and "QLinearSoftmax" in ops
     ours = donnx.InferenceSession(qop)
     theirs = ort.InferenceSession(qop, providers=["CPUExecutionProvider"])
     ref = ort.InferenceSession(f32, providers=["CPUExecutionProvider"])

@@ -18,7 +18,7 @@ F32 = np.float32
 QOPS = {"QLinearConv", "QLinearMatMul", "ConvInteger", "MatMulInteger", "QGemm",
         "QLinearAdd", "QLinearMul", "QLinearSigmoid", "QLinearLeakyRelu",
         "QLinearGlobalAveragePool", "QLinearAveragePool", "QLinearConcat",
-        "DynamicQuantizeLSTM", "FakeQuantize"}
+        "QLinearSoftmax", "DynamicQuantizeLSTM", "FakeQuantize"}
 
 
 class _Rewriter:
@@ -27,6 +27,8 @@ class _Rewriter:
         self.g = model.graph
         self.inits = {t.name: t for t in self.g.initializer}
         self.n = 0
+        self.opset = next((o.version for o in model.opset_import
+                           if o.domain in ("", "ai.onnx")), 13)
 
     def name(self, base):
         self.n += 1
@@ -137,6 +139,14 @@ class _Rewriter:
             attrs = {k: v for k, v in a.items() if k != "channels_last"}
             return [self.dq(xf, i[0], i[1], i[2], label),
                     self.node(base, [xf], [yf], label, **attrs),
+                    self.q(out, yf, i[3], i[4], label)]
+        if op == "QLinearSoftmax":
+            xf, yf = self.name(label + "/x"), self.name(label + "/y")
+            if int(a.get("opset", 13)) < 13 and self.opset >= 13:
+                raise Unimplemented(f"node {label!r}: QLinearSoftmax with opset-{a['opset']} "
+                                    "semantics in an opset >= 13 model")
+            return [self.dq(xf, i[0], i[1], i[2], label),
+                    self.node("Softmax", [xf], [yf], label, axis=int(a.get("axis", -1))),
                     self.q(out, yf, i[3], i[4], label)]
         if op == "QLinearConcat":
             yf = self.name(label + "/y")
