@@ -475,6 +475,9 @@ def run_op(op_type, inputs, attrs, opset, n_out=1):
         return OPS[op_type](inputs, attrs, opset)
     except (Unimplemented, InvalidArguments):
         raise
+    except KeyError as exc:
+        raise Unimplemented(f"{op_type}: {exc} is not supported (e.g. a data type dnnq.onnx "
+                            "does not convert)") from None
     except (ValueError, IndexError, TypeError) as exc:
         shapes = [None if v is None else tuple(v.shape) for v in inputs]
         raise InvalidArguments(f"{op_type}: inputs of shapes {shapes} are not valid for the op "
