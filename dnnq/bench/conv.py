@@ -365,7 +365,7 @@ def create(driver, geo, settings, env):
     from dnnq.bench.registry import Case
     deconv = driver == "deconv"
     b = build(geo, settings, env.rng, deconv, tag=settings["tag"].lower() != "nchw")
-    p, args, prev = b["p"], b["args"], b["prev"]
+    p, args, prev = b["p"], b["args"], b.get("prev")
     case = Case(kernel=p.impl_info, ops=b["ops"], dnnq=lambda: p.execute(args))
     if env.onednn is None:
         case.peers["oneDNN"] = case.reference = env.onednn_absent
