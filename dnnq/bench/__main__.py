@@ -215,20 +215,10 @@ def main(argv=None):
             mode = settings["mode"]
             row = {"problem": label, "kind": kind, "descriptor": desc, "mode": mode,
                    "title": title}
+            case = None
             try:
                 case = k.create(parsed, settings, env)
-            except dnnq.DnnqError as exc:
-                failures += 1
-                why = f"{type(exc).__name__}: {exc}"
-                rows.append(dict(row, status=why))
-                if mode == "C":
-                    checked.append([label, "-", why])
-                else:
-                    timed.append([label, "-"] + ["-"] * (2 + 2 * len(PEERS)) + [why])
-                done += 1
-                continue
-            row.update(kernel=case.kernel, ops=case.ops)
-            try:
+                row.update(kernel=case.kernel, ops=case.ops)
                 if mode == "C":
                     text, failed, unchecked = _check_text(k, case, row)
                     failures += failed
@@ -239,8 +229,17 @@ def main(argv=None):
                     failures += differ
                     timed.append([label, case.kernel] + cells)
                 rows.append(row)
+            except Exception as exc:  # dnnq refused the problem (DnnqError), or a peer failed
+                failures += 1
+                why = f"{type(exc).__name__}: {exc}"
+                rows.append(dict(row, status=why))
+                kernel = case.kernel if case is not None else "-"
+                if mode == "C":
+                    checked.append([label, kernel, why])
+                else:
+                    timed.append([label, kernel] + ["-"] * (2 + 2 * len(PEERS)) + [why])
             finally:
-                if case.close is not None:
+                if case is not None and case.close is not None:
                     case.close()
             done += 1
     except KeyboardInterrupt:

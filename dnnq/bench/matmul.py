@@ -75,7 +75,7 @@ def build(driver, parsed, knobs, rng):
         info = np.iinfo(np.uint8 if sdt == "u8" else np.int8)
         src = rng.integers(info.min, info.max + 1, sd, dtype=info.dtype)
         wei = rng.integers(-128, 128, wd, dtype=np.int8)
-    bdt = knobs["bia-dt"]
+    bdt = knobs["bia-dt"].lower()
     bias_shape = (1,) * (len(dd) - 1) + (n,)
     bias = rng.normal(0, 1, bias_shape).astype(np.float32) if bdt not in ("", "undef") else None
     attr = PrimitiveAttr()
