@@ -59,8 +59,8 @@ def small_cnn(seed=0, c=8):
     inits.append(numpy_helper.from_array(np.array([1, 2 * c, -1], np.int64), "shape"))
     g = helper.make_graph(nodes, "small_cnn",
                           [helper.make_tensor_value_info("x", F, [1, 3, 12, 16])],
-                          [helper.make_tensor_value_info("y", F, None),
-                           helper.make_tensor_value_info("gram", F, None)], inits)
+                          [helper.make_tensor_value_info("y", F, [1, 5]),
+                           helper.make_tensor_value_info("gram", F, [1, 2 * c, 2 * c])], inits)
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
     m.ir_version = 8
     onnx.checker.check_model(m)
@@ -179,7 +179,8 @@ def test_weights_match_onnxruntime_quantizer(tmp_path):
     onnx.save(m, src)
     quantize_static(src, dst, Reader(), quant_format=QuantFormat.QDQ,
                     activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
-                    per_channel=True, op_types_to_quantize=["Conv", "Gemm", "ConvTranspose"])
+                    per_channel=True, op_types_to_quantize=["Conv", "Gemm"])  # its grouped
+    # ConvTranspose with a bias fails in ORT 1.32 (per-axis-1 weight scales against the bias)
     theirs = onnx.load(dst)
     ours = donnx.quantize(m, f)
     co, ct = _consts(ours), _consts(theirs)
