@@ -39,6 +39,9 @@ except ImportError as _exc:  # pragma: no cover - exercised only without the ext
 __all__ = ["quantize"]
 
 QUANTIZABLE = ("Conv", "ConvTranspose", "MatMul", "Gemm")
+#: recurrent ops: a calibrated pair on their input X only (their weights stay f32 in the
+#: model; dnnq's session quantizes them, and takes X's range from the pair)
+RECURRENT = ("LSTM", "GRU", "RNN")
 METHODS = ("minmax", "percentile")
 #: percentile method: the range kept, [100 - PCT, PCT] percent of the values seen
 PERCENTILE = 99.99
@@ -94,9 +97,9 @@ def _check_options(per_channel, activations, weights, method, op_types, exclude)
     o.method = method
     o.op_types = _names("op_types", op_types)
     for t in o.op_types:
-        if t not in QUANTIZABLE:
+        if t not in QUANTIZABLE + RECURRENT:
             raise InvalidArguments(f"op_types: got {t!r} in {tuple(op_types)!r}; expected op "
-                                   f"types among {QUANTIZABLE}")
+                                   f"types among {QUANTIZABLE + RECURRENT}")
     o.exclude = _names("exclude", exclude)
     return o
 
@@ -201,6 +204,9 @@ def _select(m, o):
         if len(n.input) < 2 or n.input[0] in inits:
             continue
         x, w = n.input[0], n.input[1]
+        if op in RECURRENT:
+            act(x)
+            continue
         if op in ("Conv", "ConvTranspose"):
             if not is_f32_init(w, (3, 4, 5)):
                 continue
