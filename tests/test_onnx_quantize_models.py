@@ -84,24 +84,43 @@ def _ort(path):
     return ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
 
 
+def _openvino(path):
+    """dnnq's QDQ model compiled by OpenVINO (f32 precision for what stays f32), or None."""
+    try:
+        import openvino as ov
+    except ImportError:
+        return None
+    core = ov.Core()
+    compiled = core.compile_model(core.read_model(path), "CPU", {
+        "INFERENCE_NUM_THREADS": 1, "INFERENCE_PRECISION_HINT": "f32"})
+    return lambda feed: [np.asarray(v) for v in compiled(feed).values()]
+
+
 def _runs(paths, feeds):
     """Per feed: f32 (ORT on the original file), dnnq's model by dnnq, ORT's model by ORT,
-    dnnq's model by ORT."""
+    dnnq's model by ORT (and by OpenVINO, where installed)."""
     f32, theirs, ours_ort = _ort(paths["src"]), _ort(paths["ort"]), _ort(paths["ours"])
     ours = donnx.InferenceSession(paths["ours"])
-    return [(f32.run(None, f), ours.run(None, f), theirs.run(None, f), ours_ort.run(None, f))
-            for f in feeds]
+    ov = _openvino(paths["ours"])
+    return [(f32.run(None, f), ours.run(None, f), theirs.run(None, f),
+             [ours_ort.run(None, f)] + ([ov(f)] if ov else [])) for f in feeds]
+
+
+def test_openvino_installed():
+    pytest.importorskip("openvino", reason="OpenVINO is not installed (pip install openvino): "
+                        "the real models' QDQ files are checked in ONNX Runtime only")
 
 
 def _judge(results, decode, name):
     """decoded(dnnq) == decoded(f32) wherever ORT's model keeps it; cosine >= ORT's; dnnq's
-    model decodes the same in ORT and in dnnq. Returns the cosines for the message."""
+    model decodes the same in ORT (and OpenVINO) as in dnnq."""
     cos = []
-    for k, (ref, ours, theirs, ours_ort) in enumerate(results):
+    for k, (ref, ours, theirs, elsewhere) in enumerate(results):
         d_ref, d_ours, d_theirs = decode(ref), decode(ours), decode(theirs)
         if d_theirs == d_ref:
             assert d_ours == d_ref, (name, k, d_ours, d_ref)
-        assert decode(ours_ort) == d_ours, (name, k, decode(ours_ort), d_ours)
+        for runtime, out in zip(("ORT", "OpenVINO"), elsewhere):
+            assert decode(out) == d_ours, (name, k, runtime, decode(out), d_ours)
         c_ours, c_theirs = M.cosine(ours[0], ref[0]), M.cosine(theirs[0], ref[0])
         assert c_ours >= c_theirs - 1e-4, (name, k, c_ours, c_theirs)
         cos.append((round(c_ours, 5), round(c_theirs, 5)))
@@ -219,12 +238,13 @@ def test_ddddocr_det(models):
     paths = models("ddddocr_det", [{"images": det_image("hN8sEw", 1)},
                                    {"images": det_image("kQ2x9", 2)}])
     res = _runs(paths, [{"images": det_image("Rf4", 3)}, {"images": det_image("G5mTa", 4)}])
-    for ref, ours, theirs, ours_ort in res:
+    for ref, ours, theirs, elsewhere in res:
         b_ref = det_boxes(ref[0])
         assert len(b_ref) >= 3  # the f32 model finds characters
         if _same_boxes(det_boxes(theirs[0]), b_ref):
             assert _same_boxes(det_boxes(ours[0]), b_ref)
-        assert _same_boxes(det_boxes(ours_ort[0]), det_boxes(ours[0]))
+        for out in elsewhere:
+            assert _same_boxes(det_boxes(out[0]), det_boxes(ours[0]))
         assert M.cosine(ours[0], ref[0]) >= M.cosine(theirs[0], ref[0]) - 1e-4
 
 
