@@ -20,6 +20,7 @@ import time
 import numpy as np
 
 from dnnq.bench.registry import PEERS, SETTLE_S, Case, register
+from dnnq.errors import InvalidArguments
 
 RUNTIMES = ("ORT", "OpenVINO")
 
@@ -44,11 +45,11 @@ def _shapes(text, n):
         return [None] * n
     parts = text.split(",")
     if len(parts) != n:
-        raise ValueError(f"--shape={text}: {len(parts)} shapes for {n} model inputs")
+        raise InvalidArguments(f"--shape={text}: {len(parts)} shapes for {n} model inputs")
     try:
         return [tuple(int(d) for d in p.split("x")) for p in parts]
     except ValueError:
-        raise ValueError(f"--shape={text}: expected shapes like 1x3x48x320, one per input, "
+        raise InvalidArguments(f"--shape={text}: expected shapes like 1x3x48x320, one per input, "
                          "comma-separated") from None
 
 
@@ -57,8 +58,8 @@ def _inputs(sess, shapes, rng):
     feed = {}
     for v, shp in zip(sess.get_inputs(), shapes):
         if shp is None:
-            if not all(isinstance(d, int) for d in v.shape):
-                raise ValueError(f"input {v.name!r} has the symbolic shape {v.shape}: give "
+            if not all(isinstance(d, int) and d >= 0 for d in v.shape):
+                raise InvalidArguments(f"input {v.name!r} has the symbolic shape {v.shape}: give "
                                  "--shape=AxBx... for every input")
             shp = tuple(v.shape)
         dt = _NP_OF_ELEM.get(v.elem_type, np.float32)
@@ -111,6 +112,7 @@ def _ops(model, feed):
     from onnx import shape_inference
     m = onnx.ModelProto()
     m.CopyFrom(model)
+    del m.graph.value_info[:]  # the exporter's (paddle2onnx writes -1 for dynamic dims)
     for v in m.graph.input:
         if v.name in feed:
             dims = v.type.tensor_type.shape.dim
@@ -124,7 +126,7 @@ def _ops(model, feed):
     shape = {}
     for v in list(m.graph.value_info) + list(m.graph.input) + list(m.graph.output):
         dims = v.type.tensor_type.shape.dim
-        if dims and all(d.HasField("dim_value") for d in dims):
+        if dims and all(d.HasField("dim_value") and d.dim_value > 0 for d in dims):
             shape[v.name] = [d.dim_value for d in dims]
     for t in m.graph.initializer:
         shape[t.name] = list(t.dims)
