@@ -223,7 +223,9 @@ def _select(m, o):
                 t = inits[w]
                 if not is_f32_init(w, tuple(range(2, 7))):
                     continue
-                plan.nodes.append((i, op, len(t.dims) - 1, w))
+                # batched (3-D+) weights: one scale per tensor (dnnq's batched MatMul takes
+                # a common weights scale); 2-D: per column
+                plan.nodes.append((i, op, 1 if len(t.dims) == 2 else None, w))
             else:  # two activations (attention): both quantized per tensor
                 plan.nodes.append((i, op, None, None))
                 act(w)
@@ -311,11 +313,11 @@ class _Names:
 
 
 def _weights_q(w, axis, o):
-    """(int8 / uint8 array, f32 scale, zero point) of symmetric weights."""
-    scale, zp = calibrate.minmax(w, o.wt, axis=axis if o.per_channel else None,
-                                 symmetric=True)
+    """(int8 / uint8 array, f32 scale, zero point) of symmetric weights; per tensor when
+    ``axis`` is None."""
+    scale, zp = calibrate.minmax(w, o.wt, axis=axis, symmetric=True)
     shp = [1] * w.ndim
-    if o.per_channel:
+    if axis is not None:
         shp[axis] = -1
     z = zp.astype(np.int64).reshape(shp)
     q = np.rint(w.astype(np.float64) / scale.astype(np.float64).reshape(shp)) + z
@@ -372,15 +374,17 @@ def _rewrite(m, plan, ranges, o):
         n = g.node[i]
         if w is None:
             continue
+        if not o.per_channel:
+            axis = None
         key = (w, axis)
         if key not in wq_done:
             warr = numpy_helper.to_array(inits[w]).astype(np.float32)
             q, ws, wz = _weights_q(warr, axis, o)
             qn = const(f"{w}_quantized", q)
-            sn = const(f"{w}_scale", ws if o.per_channel else ws.reshape(()))
-            zn = const(f"{w}_zero_point", wz if o.per_channel else wz.reshape(()))
+            sn = const(f"{w}_scale", ws)
+            zn = const(f"{w}_zero_point", wz)
             wdq = name(f"{w}_dequantized")
-            attrs = {"axis": int(axis)} if o.per_channel else {}
+            attrs = {} if axis is None else {"axis": int(axis)}
             head.append(helper.make_node("DequantizeLinear", [qn, sn, zn], [wdq],
                                          name=name(f"{w}_DequantizeLinear"), **attrs))
             wq_done[key] = (wdq, ws)
@@ -432,7 +436,7 @@ def _quantize_bias(n, op, ws, ranges, dq_of, inits, const, name, head, o):
     if sw.size not in (1, barr.size):
         return
     bs = (np.float32(sx) * sw.astype(np.float32)).astype(np.float32)
-    bs = np.broadcast_to(bs, barr.shape).copy() if o.per_channel else bs.reshape(())
+    bs = bs.reshape(()) if sw.size == 1 else np.broadcast_to(bs, barr.shape).copy()
     if np.any(bs == 0):
         return
     q = np.rint(barr / bs.astype(np.float64))
