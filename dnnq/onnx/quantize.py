@@ -57,16 +57,69 @@ _NP_DT = {"u8": np.uint8, "s8": np.int8}
 
 def quantize(model, calibration, *, per_channel=True, activations="u8", weights="s8",
              method="minmax", op_types=QUANTIZABLE, exclude=()):
-    """Quantize an f32 ONNX model into a QDQ model (``onnx.ModelProto``, opset >= 13).
+    """Quantize an f32 ONNX model into a QDQ model (post-training, static).
 
-    ``model``: a path, bytes or an ``onnx.ModelProto`` of an f32 model. ``calibration``: an
-    iterable of input dicts ``{input name: numpy array}`` (as ``InferenceSession.run`` takes),
-    at least one. ``per_channel``: weights scales per output channel (True) or per tensor.
-    ``activations``: ``"u8"`` or ``"s8"`` (asymmetric, per tensor). ``weights``: ``"s8"`` or
-    ``"u8"`` (symmetric). ``method``: ``"minmax"`` (the range seen) or ``"percentile"`` (the
-    99.99th percentiles of the values seen). ``op_types``: which of Conv, ConvTranspose,
-    MatMul, Gemm are quantized. ``exclude``: names of nodes left f32 (a node without a name is
-    named by its first output).
+    The weights of the quantized Conv / ConvTranspose / MatMul / Gemm nodes become int8
+    initializers with a ``DequantizeLinear`` (per output channel or per tensor), their bias
+    int32, and their sources get a ``QuantizeLinear -> DequantizeLinear`` pair with the scale
+    and zero point calibrated by running the f32 model on dnnq over ``calibration``
+    (docs/onnx_quantize.md).
+
+    Parameters
+    ----------
+    model : str, os.PathLike, bytes or onnx.ModelProto
+        An f32 model (not modified); one holding quantized nodes already is refused.
+    calibration : iterable of dict
+        Input dicts ``{input name: numpy array}`` as ``InferenceSession.run`` takes them; at
+        least one.
+    per_channel : bool, default True
+        One weight scale per output channel (True) or per tensor.
+    activations : {"u8", "s8"}
+        The activations' data type (asymmetric, per tensor).
+    weights : {"s8", "u8"}
+        The weights' data type (symmetric: zero point 0, or 128 for u8).
+    method : {"minmax", "percentile"}
+        ``"minmax"``: the range seen; ``"percentile"``: from the 0.01th to the 99.99th
+        percentile of the values seen.
+    op_types : sequence of str
+        Which of ``"Conv"``, ``"ConvTranspose"``, ``"MatMul"``, ``"Gemm"`` to quantize; with
+        ``"LSTM"``, ``"GRU"`` or ``"RNN"`` their input gets a calibrated pair too.
+    exclude : sequence of str
+        Names of nodes left f32 (an unnamed node: its first output's name).
+
+    Returns
+    -------
+    onnx.ModelProto
+        The QDQ model (opset 13 or later), checked by ``onnx.checker``.
+
+    Raises
+    ------
+    InvalidArguments
+        An argument outside the accepted values (the message names it), a calibration item
+        that does not fit the model's inputs, NaN or infinity in a calibrated tensor, a
+        quantized or malformed model.
+    Unimplemented
+        A model whose opset cannot be brought to 13, or an op dnnq cannot run (calibration
+        runs the model on dnnq).
+
+    Examples
+    --------
+    >>> import numpy as np, onnx
+    >>> from onnx import helper, numpy_helper, TensorProto
+    >>> import dnnq.onnx
+    >>> w = numpy_helper.from_array(np.random.default_rng(0).standard_normal(
+    ...     (4, 8)).astype(np.float32), "w")
+    >>> g = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "g",
+    ...     [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
+    ...     [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 8])], [w])
+    >>> m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    >>> x = np.random.default_rng(1).standard_normal((2, 4)).astype(np.float32)
+    >>> q = dnnq.onnx.quantize(m, [{"x": x}])
+    >>> sorted({n.op_type for n in q.graph.node})
+    ['DequantizeLinear', 'MatMul', 'QuantizeLinear']
+    >>> y = dnnq.onnx.InferenceSession(q).run(None, {"x": x})[0]
+    >>> bool(np.allclose(y, x @ numpy_helper.to_array(w), atol=0.1))
+    True
     """
     opts = _check_options(per_channel, activations, weights, method, op_types, exclude)
     m = load_model(model)
