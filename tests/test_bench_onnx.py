@@ -9,20 +9,20 @@ import pytest
 onnx = pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
 
+import dnnq  # noqa: E402
+from dnnq.bench import __main__ as drv  # noqa: E402
 from test_onnx_quantize import small_cnn  # noqa: E402
 
 
-def bench(tmp_path, *argv):
-    return subprocess.run([sys.executable, "-m", "dnnq.bench", "--min-time=0.001", *argv],
-                          cwd=str(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          text=True, timeout=300,
-                          env=dict(os.environ, OMP_NUM_THREADS="1", OMP_PROC_BIND="false"))
-
-
 def test_model_against_the_runtimes(tmp_path):
+    """The program, in a process of its own: the f32 model and the one quantized by dnnq."""
     path = str(tmp_path / "small.onnx")
     onnx.save(small_cnn(), path)
-    r = bench(tmp_path, "--threads=1", "--onnx", path, "--quantize=dnnq", path)
+    r = subprocess.run([sys.executable, "-m", "dnnq.bench", "--min-time=0.001", "--threads=1",
+                        "--onnx", path, "--quantize=dnnq", path],
+                       cwd=str(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       text=True, timeout=300,
+                       env=dict(os.environ, OMP_NUM_THREADS="1", OMP_PROC_BIND="false"))
     assert r.returncode == 0, r.stderr
     rows = [ln for ln in r.stdout.splitlines()
             if ln.startswith("--onnx ") and "default problem configuration" not in ln]
@@ -37,16 +37,35 @@ def test_model_against_the_runtimes(tmp_path):
     assert gops > 0
 
 
-def test_usage_errors(tmp_path):
-    r = bench(tmp_path, "--onnx", str(tmp_path / "missing.onnx"))
-    assert r.returncode == 2 and "is not a file" in r.stderr
+@pytest.fixture
+def run_main(capsys):
+    """drv.main in this process (it sets dnnq's threads: put back afterwards)."""
+    before = dnnq.get_num_threads()
+
+    def run(*argv):
+        code = drv.main(["--min-time=0.001", "--threads=1", "--no-peers", *argv])
+        out = capsys.readouterr()
+        return code, out.out, out.err
+    yield run
+    dnnq.set_num_threads(before)
+
+
+def test_usage_and_row_errors(tmp_path, run_main):
+    code, out, err = run_main("--onnx", str(tmp_path / "notes.txt"))
+    assert code == 2 and "expected the path of an .onnx model" in err
+    code, out, err = run_main("--onnx", str(tmp_path / "missing.onnx"))
+    assert code == 1 and "is not a file" in out
     m = small_cnn()
     m.graph.input[0].type.tensor_type.shape.dim[2].dim_param = "h"
     path = str(tmp_path / "dyn.onnx")
     onnx.save(m, path)
-    r = bench(tmp_path, "--onnx", path)
-    assert r.returncode == 1 and "symbolic shape" in r.stdout and "--shape" in r.stdout
-    r = bench(tmp_path, "--onnx", "--shape=1x3x12", path)
-    assert r.returncode == 1 and "InvalidArguments: input 'x'" in r.stdout
-    r = bench(tmp_path, "--onnx", "--shape=1x3x12x16", "--quantize=yes", path)
-    assert r.returncode == 1 and "--quantize=yes: expected no or dnnq" in r.stdout
+    code, out, err = run_main("--onnx", path)
+    assert code == 1 and "symbolic shape" in out and "--shape" in out
+    code, out, err = run_main("--onnx", "--shape=1x3x12", path)
+    assert code == 1 and "InvalidArguments: input 'x'" in out
+    code, out, err = run_main("--onnx", "--shape=1x3x12x16", "--quantize=yes", path)
+    assert code == 2 and "expected no or dnnq" in err
+    code, out, err = run_main("--onnx", "--shape=1x3xa", path)
+    assert code == 2 and "shapes like 1x3x48x320" in err
+    code, out, err = run_main("--onnx", "--shape=1x3x12x16", path)
+    assert code == 0 and "ORT: --no-peers" in out

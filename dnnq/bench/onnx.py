@@ -15,11 +15,12 @@ Settings:
                               that QDQ model in every runtime
 """
 import os
+import re
 import time
 
 import numpy as np
 
-from dnnq.bench.registry import PEERS, SETTLE_S, Case, register
+from dnnq.bench.registry import PEERS, SETTLE_S, Case, Setting, choice, register
 from dnnq.errors import InvalidArguments
 
 RUNTIMES = ("ORT", "OpenVINO")
@@ -34,10 +35,16 @@ class OnnxProblem:
 
 
 def parse(desc):
-    path = os.path.expanduser(desc)
-    if not os.path.isfile(path):
-        raise ValueError(f"{path!r} is not a file; expected the path of an .onnx model")
-    return OnnxProblem(path)
+    """A model path: its existence is checked when the problem is created (a row error)."""
+    if not desc.lower().endswith(".onnx") and not os.path.isfile(os.path.expanduser(desc)):
+        raise ValueError(f"got {desc!r}; expected the path of an .onnx model file")
+    return OnnxProblem(os.path.expanduser(desc))
+
+
+def _check_shape(text):
+    if text and not re.fullmatch(r"\d+(x\d+)*(,\d+(x\d+)*)*", text):
+        raise ValueError(f"got {text!r}; expected shapes like 1x3x48x320, one per model input, "
+                         "comma-separated")
 
 
 def _shapes(text, n):
@@ -159,14 +166,14 @@ def create(problem, settings, env):
         raise dnnq.Unimplemented("--onnx needs the onnx package: pip install 'dnnq[onnx]'"
                                  ) from None
     import dnnq.onnx as donnx
+    if not os.path.isfile(problem.path):
+        raise InvalidArguments(f"{problem.path!r} is not a file; expected the path of an .onnx "
+                               "model")
     model = onnx.load(problem.path)
     sess0 = donnx.InferenceSession(model, threads=env.threads)
     feed = _inputs(sess0, _shapes(settings["shape"], len(sess0.get_inputs())), env.rng)
     notes = []
-    q = settings["quantize"].lower()
-    if q not in ("no", "dnnq"):
-        raise dnnq.InvalidArguments(f"--quantize={settings['quantize']}: expected no or dnnq")
-    if q == "dnnq":
+    if settings["quantize"].lower() == "dnnq":
         t0 = time.perf_counter()
         model = donnx.quantize(model, [feed])
         notes.append(f"quantized by dnnq.onnx.quantize in {time.perf_counter() - t0:.1f} s")
@@ -239,7 +246,13 @@ def check(case):
 
 
 register("onnx", parse=parse, create=create, run=run, check=check,
-         settings={"shape": "", "quantize": "no"},
-         summary="a whole ONNX model (path) through dnnq.onnx.InferenceSession against ONNX "
-                 "Runtime and OpenVINO, same threads; --shape=AxB..[,..] for symbolic input "
-                 "dims, --quantize=dnnq to quantize an f32 model with dnnq.onnx.quantize first")
+         syntax="MODEL.onnx", example="model.onnx",
+         settings={"shape": Setting("", "AxBx..[,AxBx..]", "input shapes, one per model input "
+                                    "in order (needed for symbolic dims)", check=_check_shape),
+                   "quantize": Setting("no", "no|dnnq", "dnnq: quantize the (f32) model with "
+                                       "dnnq.onnx.quantize first, calibrated on the benchmark's "
+                                       "input, and time that QDQ model everywhere",
+                                       check=choice("no", "dnnq"))},
+         summary="a whole ONNX model through dnnq.onnx.InferenceSession against ONNX Runtime "
+                 "and OpenVINO (when installed), same threads; their times and output cosine "
+                 "to dnnq's in the notes")
