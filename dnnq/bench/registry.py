@@ -57,7 +57,7 @@ from typing import Any, Callable
 import numpy as np
 
 #: modules that register kinds, imported by the driver in this order (missing ones skipped)
-KIND_MODULES = ("dnnq.bench.matmul", "dnnq.bench.conv", "dnnq.bench.rnn")
+KIND_MODULES = ("dnnq.bench.matmul", "dnnq.bench.conv", "dnnq.bench.rnn", "dnnq.bench.onnx")
 
 #: peer columns, in table order ("numpy": its f32 matmul, OpenBLAS, for f32 layers)
 PEERS = ("oneDNN", "torch", "numpy")

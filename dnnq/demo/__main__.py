@@ -304,6 +304,10 @@ def parser():
 
 
 def main(argv=None):
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["ocr"]:  # the second job: PP-OCRv4 through dnnq.onnx (dnnq/demo/ocr.py)
+        from dnnq.demo.ocr import main as ocr_main
+        return ocr_main(argv[1:])
     args = parser().parse_args(argv)
     try:
         if args.dask or args.corpus or args.out:

@@ -4,6 +4,7 @@
 ``sess.plan()`` lists the executed steps. Needs the ``onnx`` package (``pip install
 'dnnq[onnx]'``); ONNX Runtime is never needed. See docs/onnx.md.
 """
+from dnnq.onnx.quantize import quantize
 from dnnq.onnx.session import InferenceSession
 
-__all__ = ["InferenceSession"]
+__all__ = ["InferenceSession", "quantize"]
