@@ -34,6 +34,7 @@ typedef struct {
     __m512 inv;                 /* 1 / dst scale */
     __mmask16 km[4];            /* the columns of each vector inside the panel */
     int nv, dt, has_bias, has_zp, scaled, n_post;
+    int chain;                  /* 0: no post-op, 1: relu(0) alone, 2: the loop below */
     int kind[F32E_MAX_POST];
     float alpha[F32E_MAX_POST], beta[F32E_MAX_POST];
     char *d0;                   /* dst of (batch, row 0, the panel's column 0) */
@@ -41,13 +42,9 @@ typedef struct {
 } f32_epi_t;
 _Static_assert(sizeof(f32_epi_t) <= sizeof(dnnq_f32_epi_state_t), "dnnq_f32_epi_state_t too small");
 
-/* vector j of a row (columns 16 j ..) finished up to the store: dnnq_epilogue_finish's f32
- * operations in its order (bias, post-ops, v * (1 / dst scale) [+ zero point]); a dst scale of
- * 1 skips its multiply (x * 1 == x for every non-signalling value, and no arithmetic result
- * is signalling) */
-DNNQ_ALWAYS_INLINE __m512 f32e_value(const int DT, const f32_epi_t *e, __m512 v, int j,
+/* the post-op chain of f32e_value, in its general form */
+DNNQ_ALWAYS_INLINE __m512 f32e_chain(const int DT, const f32_epi_t *e, __m512 v, int j,
                                      const char *o) {
-    if (e->has_bias) v = _mm512_add_ps(v, e->bi[j]);
     for (int i = 0; i < e->n_post; ++i) {
         const int kind = e->kind[i];
         if (kind == F32E_RELU0) { /* max(x, 0): NaN, -0.0 -> +0 */
@@ -68,6 +65,21 @@ DNNQ_ALWAYS_INLINE __m512 f32e_value(const int DT, const f32_epi_t *e, __m512 v,
             v = _mm512_fmadd_ps(_mm512_set1_ps(e->alpha[i]),
                                 _mm512_sub_ps(prev, _mm512_set1_ps(e->beta[i])), v);
         }
+    }
+    return v;
+}
+
+/* vector j of a row (columns 16 j ..) finished up to the store: dnnq_epilogue_finish's f32
+ * operations in its order (bias, post-ops, v * (1 / dst scale) [+ zero point]); a dst scale of
+ * 1 skips its multiply (x * 1 == x for every non-signalling value, and no arithmetic result
+ * is signalling) */
+DNNQ_ALWAYS_INLINE __m512 f32e_value(const int DT, const f32_epi_t *e, __m512 v, int j,
+                                     const char *o) {
+    if (e->has_bias) v = _mm512_add_ps(v, e->bi[j]);
+    if (e->chain == 1) { /* relu(0) alone, the common case: one vmaxps */
+        v = _mm512_max_ps(v, _mm512_setzero_ps());
+    } else if (e->chain == 2) {
+        v = f32e_chain(DT, e, v, j, o);
     }
     if (e->scaled) v = _mm512_mul_ps(v, e->inv);
     if (e->has_zp) v = _mm512_add_ps(v, e->zp[j]);
@@ -181,6 +193,7 @@ int dnnq_f32_epi_prepare_avx512(const dnnq_gemm_args_t *g, int64_t b, int64_t p,
         e->beta[i] = po->beta;
     }
     e->n_post = g->n_post;
+    e->chain = !g->n_post ? 0 : g->n_post == 1 && e->kind[0] == F32E_RELU0 ? 1 : 2;
     const int64_t n0 = p * DNNQ_NR;
     const int nc = (int)(g->N - n0 < DNNQ_NR ? g->N - n0 : DNNQ_NR);
     e->nv = (nc + 15) / 16;
