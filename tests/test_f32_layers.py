@@ -670,3 +670,25 @@ def test_pooling_int8_src_takes_no_dst_scale():
     with pytest.raises(Unimplemented, match="scales"):
         dnnq.Pooling("max", MD((1, 2, 4, 4), "u8"), MD((1, 2, 2, 2), "u8"), kernel=2, strides=2,
                      attr=a)
+
+
+def test_api_details_of_f32_layers():
+    """What a model runtime relies on: a 1-D bias on MatMul, a pickled primitive, plain and
+    strided inputs, append_dw refused after an f32 layer."""
+    rng = np.random.default_rng(12)
+    x, w, b = rand(rng, (5, 20)), rand(rng, (20, 9)), rand(rng, (9,))
+    p = dnnq.MatMul(MD((5, 20), "f32"), MD((20, 9), "f32"), MD((5, 9), "f32"), MD((9,), "f32"))
+    out = p.execute({DNNL_ARG_SRC: x, DNNL_ARG_WEIGHTS: w, DNNL_ARG_BIAS: b})
+    exact = x.astype(np.float64) @ w + b
+    assert np.all(np.abs(out - exact) <= sum_bound(np.abs(x) @ np.abs(w) + np.abs(b), 20))
+    q = pickle.loads(pickle.dumps(p))
+    strided = np.asfortranarray(x)  # not C-contiguous: the checked path copies it
+    assert np.array_equal(q.execute({DNNL_ARG_SRC: strided, DNNL_ARG_WEIGHTS: w,
+                                     DNNL_ARG_BIAS: b}), out)
+    ops = PostOps()
+    ops.append_dw("s8", "f32", "u8", 3, 1, 1)
+    attr = PrimitiveAttr()
+    attr.set_post_ops(ops)
+    with pytest.raises(Unimplemented, match="append_dw"):
+        dnnq.Convolution(MD((1, 4, 5, 5), "f32"), MD((8, 4, 1, 1), "f32"),
+                         MD((1, 8, 5, 5), "f32"), strides=1, padding_l=0, padding_r=0, attr=attr)
