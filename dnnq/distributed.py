@@ -51,9 +51,24 @@ _CHUNKS_PER_THREAD = 8
 
 
 class RowError(InvalidArguments):
-    """Raised by a model to reject some rows of its batch: ``RowError({i: message, ...})``
-    with ``i`` the row's position in the batch.  ``map_batches`` records the messages and calls
-    the model again on the remaining rows of the batch."""
+    """Raised by a model to reject some rows of its batch.
+
+    :func:`map_batches` records the messages (see :func:`map_batches_with_errors`) and calls
+    the model again on the remaining rows of the batch; the job goes on.
+
+    Parameters
+    ----------
+    rows : dict
+        ``{position in the batch: message}``, one entry per rejected row.
+
+    Examples
+    --------
+    >>> def model(texts):                                          # doctest: +SKIP
+    ...     bad = {i: "empty text" for i, t in enumerate(texts) if not t.strip()}
+    ...     if bad:
+    ...         raise RowError(bad)
+    ...     return encode(texts)
+    """
 
     def __init__(self, rows):
         rows = dict(rows)
@@ -131,8 +146,21 @@ def _loaded_seconds(key):
 
 
 def load_times(make_model, client=None):
-    """Seconds ``make_model()`` took on each worker that has loaded it: ``{worker address:
-    seconds}`` (``{"local": seconds}`` without a ``dask.distributed`` client)."""
+    """The seconds ``make_model()`` took on each worker that has loaded it.
+
+    Parameters
+    ----------
+    make_model : callable
+        The same ``make_model`` as given to :func:`map_batches` (or an equal ``partial``).
+    client : distributed.Client, optional
+        Default: the current client.
+
+    Returns
+    -------
+    dict
+        ``{worker address: seconds}``; ``{"local": seconds}`` without a ``dask.distributed``
+        client; empty when no worker has loaded the model.
+    """
     client = _client(client)
     key = _model_key(make_model)
     if client is None:
@@ -288,10 +316,31 @@ def _chunk_rows(x, batch_size, client):
 
 
 def map_batches_with_errors(make_model, data, *, batch_size=32, client=None):
-    """:func:`map_batches`, and the error messages: ``(values, errors)``, two lazy dask.arrays
-    from the same tasks; ``errors`` (object, one per row) is None where the row has a result
-    and the model's message where it rejected the row (its ``values`` row is then NaN, or 0
-    for an integer result)."""
+    """:func:`map_batches`, and a message for every row the model rejected.
+
+    Parameters are those of :func:`map_batches`.
+
+    Returns
+    -------
+    values : dask.array.Array
+        As :func:`map_batches` returns it: NaN rows (0 for an integer result) where the model
+        rejected the row.
+    errors : dask.array.Array
+        Object array of shape ``(rows,)``: None where the row has a result, the model's
+        message (:class:`RowError`) where it was rejected.  It comes from the same tasks as
+        ``values``: computing both together runs the model once.
+
+    Raises
+    ------
+    InvalidArguments
+        As :func:`map_batches`.
+
+    Examples
+    --------
+    >>> values, errors = map_batches_with_errors(make_model, texts)     # doctest: +SKIP
+    >>> values, errors = client.persist([values, errors])               # doctest: +SKIP
+    >>> to_parquet(values, "out/", errors=errors)                       # doctest: +SKIP
+    """
     if not callable(make_model):
         raise InvalidArguments(f"make_model: got {type(make_model).__name__}; expected a "
                                "callable that returns the model (batch -> numpy array)")
@@ -343,21 +392,52 @@ def map_batches_with_errors(make_model, data, *, batch_size=32, client=None):
 def map_batches(make_model, data, *, batch_size=32, client=None):
     """The model's results for every row of ``data``, as a lazy ``dask.array`` in input order.
 
-    ``make_model()`` returns a callable ``batch -> numpy array`` (one result row per input row)
-    and runs once per Dask worker process; ``data`` is a ``dask.array`` (rows along axis 0;
-    batches are numpy arrays), a ``dask.bag`` or a ``dask.dataframe`` column (batches are
-    lists).  Batches are ``batch_size`` consecutive rows of the whole input, as in one process,
-    so the result equals ``numpy.concatenate([model(rows[i:i + batch_size]) ...])`` bit for
-    bit.  ``client``: a ``dask.distributed.Client`` (default: the current one; without any,
-    Dask's local scheduler in this process).
+    The batches are ``batch_size`` consecutive rows of the whole input, as in one process, so
+    the result equals ``numpy.concatenate([model(rows[i:i + batch_size]) for i in range(0,
+    n, batch_size)])`` bit for bit.  Working out the result's shape runs the model on the
+    first batch, on a worker, when ``map_batches`` is called; for a bag or a column, the
+    partitions' lengths are counted first (one pass over the input).
 
-    Rows the model rejects (:class:`RowError`) are NaN (0 for integer results); see
-    :func:`map_batches_with_errors` for the messages.  Computing the shape of the result runs
-    the model on the first batch, on a worker; for a bag or a column, the partitions' lengths
-    are counted first (one pass over the input).
+    Parameters
+    ----------
+    make_model : callable
+        ``make_model()`` returns the model, a callable ``batch -> numpy array`` with one
+        result row per input row.  It runs once per Dask worker process (a worker plugin
+        named after its ``dask.base.tokenize``; workers that join or restart later load it
+        too), or once in this process without a ``dask.distributed`` client.  The model may
+        reject rows by raising :class:`RowError`.
+    data : dask.array.Array, dask.bag.Bag or dask.dataframe.Series
+        The rows: along axis 0 of a ``dask.array`` (batches are numpy arrays), the items of a
+        bag or the values of a dataframe column (batches are lists).
+    batch_size : int, default 32
+        Rows per call of the model.
+    client : distributed.Client, optional
+        Default: the current client; without any, Dask's local scheduler in this process.
 
-    Raises InvalidArguments for a ``make_model`` that is not callable, a ``batch_size`` below
-    1, ``data`` of another type, with no rows, or with unknown chunk sizes.
+    Returns
+    -------
+    dask.array.Array
+        Shape ``(rows, *row_shape)``, with the row shape and dtype of the model's results;
+        NaN rows (0 for an integer result) where the model rejected the row (the messages:
+        :func:`map_batches_with_errors`).
+
+    Raises
+    ------
+    InvalidArguments
+        ``make_model`` not callable or returning no callable; ``batch_size`` not a positive
+        int; ``data`` of another type, without rows or with unknown chunk sizes; a model
+        returning another number of rows than it was given, or rows of another shape or
+        dtype than for the first batch.
+
+    Examples
+    --------
+    >>> import functools, dask.bag as db                                 # doctest: +SKIP
+    >>> from distributed import Client, LocalCluster
+    >>> client = Client(LocalCluster(n_workers=2, threads_per_worker=1))
+    >>> texts = db.read_text("corpus.txt")
+    >>> emb = map_batches(functools.partial(load_encoder, "model/"), texts, batch_size=32)
+    >>> emb.shape
+    (20000, 384)
     """
     return map_batches_with_errors(make_model, data, batch_size=batch_size, client=client)[0]
 
@@ -388,13 +468,44 @@ def _write_part(values, errors, first_row, path, index, column):
 
 
 def to_parquet(values, path, *, errors=None, column="value", client=None, compute=True):
-    """Write ``values`` (a dask.array, rows along axis 0) and optionally ``errors`` (the
-    second result of :func:`map_batches_with_errors`) as a Parquet dataset: one file per chunk,
-    ``path/part-00000.parquet`` ..., written by the workers with pyarrow (nothing is collected
-    to the client; ``path`` must be writable by every worker).  Columns: ``row`` (the input
-    row, int64), ``column`` (a row's result: a scalar, or a fixed-size list of its values
-    flattened), ``error`` (null, or the model's message; the value is then null).  Returns the
-    number of rows written, or with ``compute=False`` the lazy ``dask.delayed`` of it."""
+    """Write results as a Parquet dataset, from the workers (nothing is collected here).
+
+    One file per chunk of rows, ``path/part-00000.parquet``, ..., written with pyarrow by the
+    task that holds the chunk.  Columns: ``row`` (the input row, int64); ``column`` (the row's
+    result: a scalar, or a fixed-size list of its values flattened); ``error`` (null, or the
+    model's message; the result is then null).
+
+    Parameters
+    ----------
+    values : dask.array.Array
+        Rows along axis 0, e.g. from :func:`map_batches`.
+    path : str
+        A directory every worker can write to (made if missing).
+    errors : dask.array.Array, optional
+        The second result of :func:`map_batches_with_errors`, shape ``(rows,)``.
+    column : str, default "value"
+        The name of the results' column.
+    client : distributed.Client, optional
+        Default: the current client.
+    compute : bool, default True
+        False: return the lazy ``dask.delayed`` of the row count instead.
+
+    Returns
+    -------
+    int or dask.delayed.Delayed
+        The number of rows written.
+
+    Raises
+    ------
+    InvalidArguments
+        ``values`` not a dask.array with rows; ``errors`` not a dask.array of one entry per
+        row.
+
+    Examples
+    --------
+    >>> to_parquet(values, "embeddings/", errors=errors, column="embedding")  # doctest: +SKIP
+    20000
+    """
     if not isinstance(values, da.Array) or values.ndim == 0:
         raise InvalidArguments(f"values: got {type(values).__name__}; expected a dask.array "
                                "with rows along axis 0")
