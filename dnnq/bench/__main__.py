@@ -248,11 +248,16 @@ def main(argv=None):
         failures += 1
     progress.clear()
     if timed:
+        # a peer no problem of the run has (a blank cell in every row) gets no columns
+        shown = [j for j in range(len(PEERS)) if any(r[4 + 2 * j] not in ("", "-")
+                                                     for r in timed)]
         head = ["problem", "kernel", "dnnq us", "GOPS"]
-        for peer in PEERS:
-            head += [f"{peer} us", "ratio"]
-        print("\n".join(format_table(head + ["notes"], timed,
-                                      right=set(range(2, 4 + 2 * len(PEERS))))))
+        for j in shown:
+            head += [f"{PEERS[j]} us", "ratio"]
+        cells = [r[:4] + [c for j in shown for c in r[4 + 2 * j:6 + 2 * j]] + r[-1:]
+                 for r in timed]
+        print("\n".join(format_table(head + ["notes"], cells,
+                                      right=set(range(2, 4 + 2 * len(shown))))))
     if checked:
         if timed:
             print()

@@ -11,7 +11,7 @@ import re
 import numpy as np
 
 import dnnq
-from dnnq.errors import InvalidArguments
+from dnnq.errors import InvalidArguments, Unimplemented
 from dnnq.bench.problems import mask_of, parse_post_ops, parse_quant, strip_name
 from dnnq.bench.registry import Setting, choice, register, register_set, split_dt
 
@@ -212,6 +212,13 @@ def build(desc, knobs, rng, deconv=False, tag=True):
     geo = parse_conv(desc, deconv) if isinstance(desc, str) else desc
     sdt, wdt, ddt = split_dt(knobs["dt"])
     if sdt == "f32" or wdt == "f32":
+        given = [f"--{k}={knobs[k]}" for k in ("attr-scales", "attr-zero-points",
+                                                "attr-post-ops", "bia-dt")
+                 if knobs[k] != DEFAULTS[k]]
+        if given:  # (build_f32 sets its own: a setting would be left out without a word)
+            raise Unimplemented(f"--dt={knobs['dt']}: the driver's f32 layers take their own "
+                                f"attributes (relu, an int8 dst's scale 0.05); got "
+                                f"{' '.join(given)}")
         return build_f32(geo, sdt, wdt, ddt, rng, deconv, tag)
     sd, wd, dd, bd, kw = conv_descs(geo, sdt, ddt, tag, deconv)
     if knobs["bia-dt"].lower() == "undef":
