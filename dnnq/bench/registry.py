@@ -129,7 +129,8 @@ COMMON = {
 #: settings several kinds share: a kind names them in ``register(settings={name: default})``
 SHARED = {
     "dt": Setting(None, "SRC:WEI:DST", "data types of source, weights and destination (one "
-                  "type: all three)", _check_dt),
+                  "type: all three): u8 / s8 sources with s8 weights, or f32:f32:f32, "
+                  "f32:f32:u8, f32:f32:s8 (an f32 layer)", _check_dt),
     "bia-dt": Setting(None, "f32|undef", "bias data type (undef: no bias)",
                       choice("f32", "undef", case=True)),
     "attr-scales": Setting(None, "ARG:MASK[:VALUE][+...]",
