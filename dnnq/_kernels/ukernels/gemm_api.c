@@ -1,6 +1,7 @@
 /* dnnq.gemm_u8s8s32 / gemm_s8s8s32 finishing (portable C; see gemm_api.h for the numerics). */
 #include "gemm_api.h"
 #include "dnnq_kernels.h"
+#include "isa_pick.h"
 
 /* oneDNN's round_to_nearest (gemm_driver.cpp) up to the final truncation: x + 0.5 (x >= 0) or
  * x - 0.5 (an f64 addition of its own: 0.49999999999999994 + 0.5 == 1.0), clamped to the s32
@@ -115,13 +116,9 @@ void dnnq_gemm_api_pack_panel(const int8_t *w, int64_t s_k, int64_t s_n, int64_t
     for (int64_t n = 0; n < nc; ++n) colsum[n] = sum[n];
 }
 
-dnnq_gemm_api_pack_fn dnnq_gemm_api_pack_for_isa(int isa) {
-#ifdef DNNQ_HAVE_X86_KERNELS
-    if (DNNQ_ISA_LEVEL(isa) >= DNNQ_ISA_AVX512_CORE_VNNI) return dnnq_gemm_api_pack_panel_avx512;
-#endif
-    (void)isa;
-    return dnnq_gemm_api_pack_panel;
-}
+/* the AVX-512 packer at the AVX-512 levels (isa_pick.h), the portable one elsewhere */
+DNNQ_DEFINE_PICK(dnnq_gemm_api_pack_fn, dnnq_gemm_api_pack_for_isa, dnnq_gemm_api_pack_panel,
+                 DNNQ_AVX512_SETS, dnnq_gemm_api_pack_panel)
 
 void dnnq_gemm_api_rowsum(const uint8_t *a, int64_t lda, int64_t K, int is_s8, int64_t m0,
                           int64_t m1, int32_t *rowsum) {

@@ -1,7 +1,9 @@
-/* RNN driver by ISA level: default -> portable, avx2 / avx2_vnni -> avx2, avx512 levels ->
- * avx512 (the GEMM micro-kernel inside is picked separately, per exact level). */
+/* RNN driver by ISA level (the level -> kernel set lists: isa_pick.h): default -> portable,
+ * avx2 / avx2_vnni -> avx2, avx512 levels -> avx512 (the GEMM micro-kernel inside is picked
+ * separately, per exact level). */
 #include "dnnq_kernels.h"
 #include "dnnq_rnn.h"
+#include "isa_pick.h"
 
 void dnnq_rnn_eltwise_portable(int alg, float *v, int64_t n);
 void dnnq_rnn_eltwise_avx2(int alg, float *v, int64_t n);
@@ -11,45 +13,18 @@ int64_t dnnq_rnn_read_stream_portable(const uint8_t *buf, int64_t n, int64_t rep
 int64_t dnnq_rnn_read_stream_avx2(const uint8_t *buf, int64_t n, int64_t reps);
 int64_t dnnq_rnn_read_stream_avx512(const uint8_t *buf, int64_t n, int64_t reps);
 
+#define DNNQ_RNN_READ_CASE(level, set, fn) case level: return fn##_##set(buf, n, reps);
 int64_t dnnq_rnn_read_stream(int isa, const uint8_t *buf, int64_t n, int64_t reps) {
-#ifdef DNNQ_HAVE_X86_KERNELS
-    switch (DNNQ_ISA_LEVEL(isa)) {
-    case DNNQ_ISA_AVX512_CORE_AMX:
-    case DNNQ_ISA_AVX512_CORE_VNNI: return dnnq_rnn_read_stream_avx512(buf, n, reps);
-    case DNNQ_ISA_AVX2_VNNI:
-    case DNNQ_ISA_AVX2: return dnnq_rnn_read_stream_avx2(buf, n, reps);
-    default: break;
-    }
-#endif
-    (void)isa;
+    DNNQ_PICK_SWITCH(DNNQ_WIDTH_SETS, DNNQ_RNN_READ_CASE, dnnq_rnn_read_stream, isa)
     return dnnq_rnn_read_stream_portable(buf, n, reps);
 }
 
-dnnq_rnn_fn dnnq_rnn_for_isa(int isa) {
-#ifdef DNNQ_HAVE_X86_KERNELS
-    switch (DNNQ_ISA_LEVEL(isa)) {
-    case DNNQ_ISA_AVX512_CORE_AMX:
-    case DNNQ_ISA_AVX512_CORE_VNNI: return dnnq_rnn_forward_avx512;
-    case DNNQ_ISA_AVX2_VNNI:
-    case DNNQ_ISA_AVX2: return dnnq_rnn_forward_avx2;
-    default: break;
-    }
-#endif
-    (void)isa;
-    return dnnq_rnn_forward_portable;
-}
+DNNQ_DEFINE_PICK(dnnq_rnn_fn, dnnq_rnn_for_isa, dnnq_rnn_forward, DNNQ_WIDTH_SETS,
+                 dnnq_rnn_forward_portable)
 
+#define DNNQ_RNN_ELTWISE_CASE(level, set, fn) case level: fn##_##set(alg, x, n); return;
 void dnnq_rnn_eltwise(int isa, int alg, float *x, int64_t n) {
-#ifdef DNNQ_HAVE_X86_KERNELS
-    switch (DNNQ_ISA_LEVEL(isa)) {
-    case DNNQ_ISA_AVX512_CORE_AMX:
-    case DNNQ_ISA_AVX512_CORE_VNNI: dnnq_rnn_eltwise_avx512(alg, x, n); return;
-    case DNNQ_ISA_AVX2_VNNI:
-    case DNNQ_ISA_AVX2: dnnq_rnn_eltwise_avx2(alg, x, n); return;
-    default: break;
-    }
-#endif
-    (void)isa;
+    DNNQ_PICK_SWITCH(DNNQ_WIDTH_SETS, DNNQ_RNN_ELTWISE_CASE, dnnq_rnn_eltwise, isa)
     dnnq_rnn_eltwise_portable(alg, x, n);
 }
 

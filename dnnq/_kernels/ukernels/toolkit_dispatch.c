@@ -1,34 +1,14 @@
-/* Toolkit kernel tables by ISA level; the x86 variants exist only in x86-64 builds.
- * default -> portable, avx2 and avx2_vnni -> avx2, avx512_core_vnni and _amx -> avx512. */
+/* Toolkit kernel tables by ISA level (the level -> kernel set lists: isa_pick.h): default ->
+ * portable, avx2 and avx2_vnni -> avx2, avx512_core_vnni and _amx -> avx512. */
 #include "dnnq_toolkit.h"
+#include "isa_pick.h"
 
-#ifdef DNNQ_HAVE_X86_KERNELS
-#define DNNQ_TK_PICK(fn, isa)                                                  \
-    switch (isa) {                                                             \
-    case DNNQ_ISA_AVX512_CORE_AMX:                                             \
-    case DNNQ_ISA_AVX512_CORE_VNNI: return fn##_avx512;                        \
-    case DNNQ_ISA_AVX2_VNNI:                                                   \
-    case DNNQ_ISA_AVX2: return fn##_avx2;                                      \
-    default: return fn##_portable;                                             \
-    }
-#else
-#define DNNQ_TK_PICK(fn, isa) (void)isa; return fn##_portable;
-#endif
+DNNQ_DEFINE_FOR_ISA(dnnq_pw_run_fn, dnnq_pw_run, DNNQ_WIDTH_SETS)
+DNNQ_DEFINE_FOR_ISA(dnnq_pool_run_fn, dnnq_pool_run, DNNQ_WIDTH_SETS)
+DNNQ_DEFINE_FOR_ISA(dnnq_softmax_run_fn, dnnq_softmax_run, DNNQ_WIDTH_SETS)
 
-dnnq_pw_run_fn dnnq_pw_run_for_isa(int isa) { DNNQ_TK_PICK(dnnq_pw_run, isa) }
-dnnq_pool_run_fn dnnq_pool_run_for_isa(int isa) { DNNQ_TK_PICK(dnnq_pool_run, isa) }
-dnnq_softmax_run_fn dnnq_softmax_run_for_isa(int isa) { DNNQ_TK_PICK(dnnq_softmax_run, isa) }
-
+#define DNNQ_SET_NAME_CASE(level, set, fn) case level: return #set;
 const char *dnnq_toolkit_isa_name(int isa) {
-#ifdef DNNQ_HAVE_X86_KERNELS
-    switch (isa) {
-    case DNNQ_ISA_AVX512_CORE_AMX:
-    case DNNQ_ISA_AVX512_CORE_VNNI: return "avx512";
-    case DNNQ_ISA_AVX2_VNNI:
-    case DNNQ_ISA_AVX2: return "avx2";
-    default: break;
-    }
-#endif
-    (void)isa;
+    DNNQ_PICK_SWITCH(DNNQ_WIDTH_SETS, DNNQ_SET_NAME_CASE, unused, isa)
     return "portable";
 }
