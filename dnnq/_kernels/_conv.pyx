@@ -63,12 +63,15 @@ cdef class ConvPlan:
         dnnq_conv_free_tiles(&self.cv)
 
     def __init__(self, int isa, dict geom, int dst_dt, list post_ops, bint fast_epi,
-                 int ref_numerics=0, bint u8_nan_top=False, bint f32=False):
+                 int ref_numerics=0, bint u8_nan_top=False, bint f32=False,
+                 bint fast_epi_sum=False):
         """geom: N, G, ICg, OCg, src (id, ih, iw), dst (od, oh, ow), kernel (kd, kh, kw),
         strides, steps (dilation + 1), pads (left), deconv, depthwise, fold_kw, mc, mr.
         post_ops: (kind, alg, alpha, beta) per post-op (kinds of dnnq_kernels.h).
         ref_numerics: DNNQ_REF_* flags (oneDNN's reference-kernel order), or 0.
         u8_nan_top: a NaN stores 255 in a u8 dst (oneDNN's jit_deconvolution), else 0.
+        fast_epi, fast_epi_sum: the fused epilogues that take post_ops
+        (_gemm.fused_epilogue_flags).
         f32: f32 source and weights (ukernels/dnnq_f32.h, conv_f32.c): `run` then takes f32
         src, packed weights, dw_weights and zp_rows (zeros)."""
         cdef int i
@@ -116,6 +119,7 @@ cdef class ConvPlan:
         cv.epi.dst_dt = dst_dt
         cv.epi.d_sm = cv.OC
         cv.epi.fast_epi = fast_epi and not ref_numerics
+        cv.epi.fast_epi_sum = fast_epi_sum and not ref_numerics
         cv.epi.ref_numerics = ref_numerics
         cv.epi.u8_nan_top = u8_nan_top
         # a deconvolution leaves out the taps that read only a zero zero-point row

@@ -23,7 +23,10 @@ from dnnq._kernels._kernels cimport (
     dnnq_pack_b_f32,
 )
 
-from dnnq._kernels._codes cimport DNNQ_ISA_AVX512_CORE_AMX
+from dnnq._kernels._codes cimport (
+    DNNQ_ISA_AVX512_CORE_AMX, DNNQ_PO_ELTWISE, DNNQ_PO_SUM, DNNQ_ELT_RELU, DNNQ_ELT_LINEAR,
+    DNNQ_ELT_GELU_TANH, DNNQ_ELT_GELU_ERF, DNNQ_ELT_CLIP, DNNQ_ELT_CLIP_V2, DNNQ_ELT_HARDSWISH,
+    DNNQ_ELT_HARDSIGMOID)
 
 import numpy as np
 
@@ -266,6 +269,26 @@ def micro_kernel_rows(int isa):
     return dnnq_gemm_mr_for_isa(isa)
 
 
+# The post-op chains each ISA's fused (intrinsics) epilogue takes, decided here once for every
+# primitive that fills a dnnq_gemm_args_t (GEMM, convolution): the kernels trust the flags.
+# AVX2 / AVX-VNNI: relu and linear.  AVX-512 (epilogue_avx512.h): those, the clips, the hard
+# sigmoid / swish, the GELUs and sum.
+_FAST_ELTWISE = frozenset((DNNQ_ELT_RELU, DNNQ_ELT_LINEAR))
+_FAST_ELTWISE_AVX512 = _FAST_ELTWISE | frozenset((
+    DNNQ_ELT_GELU_TANH, DNNQ_ELT_GELU_ERF, DNNQ_ELT_CLIP, DNNQ_ELT_CLIP_V2, DNNQ_ELT_HARDSWISH,
+    DNNQ_ELT_HARDSIGMOID))
+
+
+def fused_epilogue_flags(post_ops):
+    """(fast_epi, fast_epi_sum) of dnnq_gemm_args_t for `post_ops`, a sequence of (kind, alg,
+    alpha, beta): whether every post-op is one the fused epilogues of the AVX2 levels, and of
+    the AVX-512 levels, compute."""
+    fast = all(k == DNNQ_PO_ELTWISE and alg in _FAST_ELTWISE for k, alg, _, _ in post_ops)
+    fast512 = all((k == DNNQ_PO_ELTWISE and alg in _FAST_ELTWISE_AVX512) or k == DNNQ_PO_SUM
+                  for k, alg, _, _ in post_ops)
+    return fast, fast512
+
+
 cdef class GemmPlan:
     """Everything fixed at primitive creation: shapes, ISA, dst type, post-op kinds.
 
@@ -325,12 +348,7 @@ cdef class GemmPlan:
         if f32 and K * N * 4 <= F32_ROWS_OUTER_MAX_WEIGHTS:
             self.m_outer = True
         self.min_work_per_thread = 1 << 17
-        # relu / linear only: the ISA's fused epilogue applies (where it has one)
-        self.g.fast_epi = all(k == 1 and alg in (0, 6) for k, alg, _, _ in post_ops)
-        # relu / linear / gelu_tanh / gelu_erf and sum post-ops: the AVX-512 fused epilogue
-        # (it reads the previous dst, and has vector GELUs)
-        self.g.fast_epi_sum = all((k == 1 and alg in (0, 6, 10, 11)) or k == 3
-                                  for k, alg, _, _ in post_ops)
+        self.g.fast_epi, self.g.fast_epi_sum = fused_epilogue_flags(post_ops)
         self.g.n_post = len(post_ops)
         if self.g.n_post:
             self.post = <dnnq_postop_t*>malloc(sizeof(dnnq_postop_t) * self.g.n_post)

@@ -1,4 +1,6 @@
 """``dnnq.onnx.InferenceSession``: ONNX Runtime's session interface on dnnq's primitives."""
+import time
+
 import numpy as np
 
 import dnnq
@@ -22,9 +24,17 @@ class InferenceSession:
     into dnnq primitives and (for inputs of static shape) every primitive created and its
     weights packed. A model with symbolic input dims creates the primitives of a shape at the
     first ``run`` with that shape. ``plan()`` lists what runs.
+
+    ``profile=True`` times every step of every ``run`` (wall clock, ``time.perf_counter``):
+    ``plan()`` then gives each row's ``time_ms`` (mean over the runs since creation or
+    ``reset_profile()``) and ``runs``, as ONNX Runtime's profiler and OpenVINO's performance
+    counters do. The timing adds about a microsecond per step.
     """
 
-    def __init__(self, model, sess_options=None, providers=None, *, threads=None):
+    def __init__(self, model, sess_options=None, providers=None, *, threads=None,
+                 profile=False):
+        if not isinstance(profile, bool):
+            raise InvalidArguments(f"profile: got {profile!r}; expected True or False")
         if threads is not None:
             if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or \
                     not 1 <= threads <= dnnq.MAX_NUM_THREADS:
@@ -32,6 +42,7 @@ class InferenceSession:
                                        f"[1, {dnnq.MAX_NUM_THREADS}]")
             threads = int(threads)
         self._threads = threads
+        self._profile = profile
         self._model = load_model(model)
         try:
             rewrite_qoperators(self._model)
@@ -54,6 +65,7 @@ class InferenceSession:
             feed = {v.name: np.zeros(v.shape, _NP_OF_ELEM[v.elem_type])
                     for v in self._graph.inputs}
             self.run(None, feed)
+        self.reset_profile()
 
     # --- ONNX Runtime's interface --------------------------------------------------------
     def get_inputs(self):
@@ -83,12 +95,17 @@ class InferenceSession:
             old = dnnq.get_num_threads()
             dnnq.set_num_threads(self._threads)
         try:
-            for st in self._steps:
-                st.run(env)
-                if record:
+            if record:  # the first run: note every value's dtype for plan()
+                for st in self._steps:
+                    st.run(env)
                     for o in st.outputs:
                         if o in env:
                             self._dtypes[o] = np.asarray(env[o]).dtype
+            elif self._profile:
+                self._run_profiled(env)
+            else:
+                for st in self._steps:
+                    st.run(env)
         finally:
             if old is not None:
                 dnnq.set_num_threads(old)
@@ -106,18 +123,36 @@ class InferenceSession:
         return result
 
     # --- dnnq's additions ----------------------------------------------------------------
+    def _run_profiled(self, env):
+        clock, spent = time.perf_counter, self._spent
+        for i, st in enumerate(self._steps):
+            t0 = clock()
+            st.run(env)
+            spent[i] += clock() - t0
+        self._profiled_runs += 1
+
+    def reset_profile(self):
+        """Zero the step timings of ``profile=True``."""
+        self._spent = [0.0] * len(self._steps)
+        self._profiled_runs = 0
+
     def plan(self):
         """The executed plan: one dict per step with ``primitive`` (a dnnq primitive, or
         ``numpy:<op>`` for an op run in numpy), ``impl_info`` (the kernel of the last shape
         run; None before a dynamic-shape model's first run), ``nodes`` (the ONNX nodes it
-        covers), ``inputs`` / ``outputs`` (value names) and ``dtypes_in`` / ``dtypes_out``."""
+        covers), ``inputs`` / ``outputs`` (value names) and ``dtypes_in`` / ``dtypes_out``;
+        with ``profile=True`` also ``time_ms`` (the step's mean wall time per run, None before
+        the first profiled run) and ``runs`` (the runs averaged)."""
         rows = []
-        for st in self._steps:
+        n = self._profiled_runs
+        for i, st in enumerate(self._steps):
+            prof = {"time_ms": self._spent[i] * 1e3 / n if n else None, "runs": n} \
+                if self._profile else {}
             rows.append({
                 "primitive": st.primitive, "impl_info": st.impl_info, "nodes": list(st.nodes),
                 "inputs": list(st.inputs), "outputs": [o for o in st.outputs if o],
                 "dtypes_in": [self._dt(x) for x in st.inputs],
-                "dtypes_out": [self._dt(o) for o in st.outputs if o],
+                "dtypes_out": [self._dt(o) for o in st.outputs if o], **prof,
             })
         return rows
 
@@ -127,7 +162,8 @@ class InferenceSession:
         for r in self.plan():
             dts = f"{','.join(r['dtypes_in'])} -> {','.join(r['dtypes_out'])}"
             impl = f" [{r['impl_info']}]" if r["impl_info"] else ""
-            lines.append(f"{r['primitive']}{impl}  {dts}  <- {', '.join(r['nodes'])}")
+            ms = f"{r['time_ms']:9.3f} ms  " if r.get("time_ms") is not None else ""
+            lines.append(f"{ms}{r['primitive']}{impl}  {dts}  <- {', '.join(r['nodes'])}")
         return "\n".join(lines)
 
     def _dt(self, name):

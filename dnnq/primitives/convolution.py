@@ -319,9 +319,7 @@ class _ConvolutionBase(KernelChoice, CheckedExecute, F32Convolution, metaclass=C
             mc = self._dw_plain_rows(panels, threads) * geo.dst[2]
         elif self._dw_column_kernel():
             mc = self._dw_rows_per_item(panels, threads) * geo.dst[2]
-        fast = all(k == _plan.PO_ELTWISE and alg in (_plan.ELTWISE_CODE["relu"],
-                                                      _plan.ELTWISE_CODE["linear"])
-                   for k, alg, _, _ in self._post_specs)
+        fast, fast_sum = _gemm.fused_epilogue_flags(self._post_specs)
         g = dict(N=geo.N, G=geo.G, ICg=geo.ICg, OCg=geo.OCg, src=geo.src, dst=geo.dst,
                  kernel=geo.kernel, strides=geo.strides, steps=geo.steps, pads=geo.pads,
                  deconv=int(geo.deconv), depthwise=int(geo.depthwise), fold_kw=int(geo.fold_kw),
@@ -329,7 +327,8 @@ class _ConvolutionBase(KernelChoice, CheckedExecute, F32Convolution, metaclass=C
                  dw_strides=(depthwise_panel_stride(geo, self._dw_s16_layout),
                              depthwise_panel_stride(geo, "vnni4")))
         return _conv.ConvPlan(isa_code, g, _plan.DT_CODE[self.dst_desc.dt], post_specs,
-                              fast, self._ref_flags, self._u8_nan_top)
+                              fast, self._ref_flags, self._u8_nan_top,
+                              fast_epi_sum=fast_sum)
 
     def _kernel_code(self):
         """The kernels' ISA code, with oneDNN's s16 pair saturation where it applies."""

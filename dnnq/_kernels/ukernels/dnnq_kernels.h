@@ -62,9 +62,12 @@ typedef struct {
     /* f32 epilogue */
     int raw_s32;                                            /* 1: write acc as is (s32 dst, no attrs) */
     int fast_epi;                                           /* post-ops are only relu / linear */
-    int fast_epi_sum;                                       /* relu / linear / sum / gelu_erf /
-                                                               gelu_tanh: the fused epilogues
-                                                               with DNNQ_FAST_SUM (AVX-512) */
+    int fast_epi_sum;                                       /* those, sum, gelu_erf / _tanh,
+                                                               clip / clip_v2, hardswish /
+                                                               hardsigmoid: the fused epilogues
+                                                               with DNNQ_FAST_SUM (AVX-512);
+                                                               both set by _gemm.pyx's
+                                                               fused_epilogue_flags */
     float src_scale;                                        /* 1 when absent */
     const float *scale; int64_t scale_sn;                   /* weights scales (stride 0 or 1) */
     const float *bias; int64_t bias_sb, bias_sm, bias_sn;   /* NULL when no bias */

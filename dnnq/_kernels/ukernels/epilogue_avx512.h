@@ -9,8 +9,9 @@
 #include "eltwise_avx512.h"
 
 /* The fused epilogue of the common case, in AVX-512 on the stored tile: per-N (or common)
- * compensation, scales, bias and dst zero point, relu / linear / sum / gelu_erf / gelu_tanh
- * post-ops, any dst type.  Operation for operation the same f32 arithmetic as
+ * compensation, scales, bias and dst zero point, relu / linear / clip / clip_v2 / hardswish /
+ * hardsigmoid / sum / gelu_erf / gelu_tanh post-ops (dnnq_kernels.h, fast_epi_sum), any dst
+ * type.  Operation for operation the same f32 arithmetic as
  * dnnq_epilogue_row (gemm_impl.h), hence the same bits -- except inside the two GELUs, whose
  * erf / tanh are eltwise_avx512.h's polynomials (a few ulp from libm's, SPEC 5).  It is specialised on the dst type, the post-op chain and whether the dst
  * scale and zero point are trivial; the per-column vectors are set up once per block (one
@@ -37,31 +38,9 @@ enum { EPI_RAW = 4 }; /* after the DNNQ_DT_* codes: s32 accumulators stored as t
  * below 2^30 in magnitude, where the saturating packs alone give the clamped result */
 enum { EPI_F_SIMPLE = 1, EPI_F_NOCC = 2, EPI_F_NOCLAMP = 4, EPI_F_GENERAL = 0 };
 
-/* prev: the destination's previous values as f32 (read only when the chain has a sum) */
-DNNQ_ALWAYS_INLINE __m512 epi_post(const int POST, __m512 v, const dnnq_gemm_args_t *g,
-                                   __m512 prev) {
+/* the post-ops of the NONE / RELU0 variants (EPI_CHAIN: epi_tile_chain) */
+DNNQ_ALWAYS_INLINE __m512 epi_post(const int POST, __m512 v) {
     if (POST == EPI_RELU0) return _mm512_max_ps(v, _mm512_setzero_ps()); /* -0.0, NaN -> +0 */
-    if (POST == EPI_CHAIN) {
-        for (int i = 0; i < g->n_post; ++i) {
-            const dnnq_postop_t *po = &g->post[i];
-            if (po->kind == DNNQ_PO_SUM) { /* v = fma(scale, prev - zp, v): dnnq_po_sum's */
-                v = _mm512_fmadd_ps(_mm512_set1_ps(po->alpha),
-                                    _mm512_sub_ps(prev, _mm512_set1_ps(po->beta)), v);
-            } else if (po->alg == DNNQ_ELT_RELU) {
-                if (po->alpha == 0.0f) v = _mm512_max_ps(v, _mm512_setzero_ps());
-                else v = _mm512_mask_mov_ps(_mm512_mul_ps(v, _mm512_set1_ps(po->alpha)),
-                                            _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_GT_OQ), v);
-            } else if (po->alg == DNNQ_ELT_GELU_ERF) {
-                v = ev_gelu_erf(v);
-            } else if (po->alg == DNNQ_ELT_GELU_TANH) {
-                rv_tanh_tab_t tab;
-                rv_tanh_load(&tab);
-                v = ev_gelu_tanh(v, &tab);
-            } else { /* linear, fused as oneDNN does */
-                v = _mm512_fmadd_ps(_mm512_set1_ps(po->alpha), v, _mm512_set1_ps(po->beta));
-            }
-        }
-    }
     return v;
 }
 
@@ -81,14 +60,16 @@ DNNQ_ALWAYS_INLINE __m512 epi_prev(const int DT, const epi_consts_t *k, const ch
     return _mm512_maskz_loadu_ps(k->km[j], o + 64 * j);
 }
 
-DNNQ_ALWAYS_INLINE __m512 epi_value(const int DT, const int POST, const int F,
-                                    const dnnq_gemm_args_t *g, const epi_consts_t *k, __m512i ai,
-                                    int j, const char *o) {
+/* the steps before the post-ops: compensation, f32(acc) * scale, bias */
+DNNQ_ALWAYS_INLINE __m512 epi_pre(const int F, const epi_consts_t *k, __m512i ai, int j) {
     if (!(F & EPI_F_NOCC)) ai = _mm512_add_epi32(ai, k->cc[j]);
     __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(ai), k->sc[j]);
-    v = _mm512_add_ps(v, k->bi[j]);
-    v = epi_post(POST, v, g,
-                 POST == EPI_CHAIN && k->has_sum ? epi_prev(DT, k, o, j) : _mm512_setzero_ps());
+    return _mm512_add_ps(v, k->bi[j]);
+}
+
+/* the steps after them: dst scale and zero point, the clamp of integer dsts */
+DNNQ_ALWAYS_INLINE __m512 epi_tail(const int DT, const int F, const dnnq_gemm_args_t *g,
+                                   const epi_consts_t *k, __m512 v, int j) {
     if (!(F & EPI_F_SIMPLE)) {
         v = _mm512_mul_ps(v, _mm512_set1_ps(g->inv_dst_scale));
         if (k->has_zp) v = _mm512_add_ps(v, k->zp[j]); /* no "+ 0": -0.0 stays for f32 */
@@ -101,6 +82,14 @@ DNNQ_ALWAYS_INLINE __m512 epi_value(const int DT, const int POST, const int F,
         return _mm512_max_ps(_mm512_min_ps(v, _mm512_set1_ps(2147483520.0f)),
                              _mm512_set1_ps(-2147483648.0f));
     return v;
+}
+
+DNNQ_ALWAYS_INLINE __m512 epi_value(const int DT, const int POST, const int F,
+                                    const dnnq_gemm_args_t *g, const epi_consts_t *k, __m512i ai,
+                                    int j, const char *o) {
+    __m512 v = epi_pre(F, k, ai, j);
+    (void)o;
+    return epi_tail(DT, F, g, k, epi_post(POST, v), j);
 }
 
 /* four s32 vectors (columns 0-15, ..., 48-63) packed s32 -> s16 -> s8 / u8 with saturation
@@ -147,6 +136,101 @@ DNNQ_ALWAYS_INLINE void epi_tile(const int DT, const int POST, const int F,
                                     DT, POST, F, g, k,
                                     _mm512_load_si512((const void *)(t + 16 * j)), j, o));
         epi_pack_store8(DT == DNNQ_DT_S8, k, q[0], q[1], q[2], q[3], o);
+    }
+}
+
+/* EPI_CHAIN: the values of up to EPI_CHAIN_ROWS rows computed first, then the chain applied
+ * post-op by post-op to all of them (one decision per post-op and block rather than per
+ * vector), then converted and stored.  Every value goes through the operations of
+ * dnnq_epilogue_row (gemm_impl.h) in its order, hence the same bits -- except inside the two
+ * GELUs, whose erf / tanh are eltwise_avx512.h's polynomials (a few ulp from libm's, SPEC 5). */
+#define EPI_CHAIN_ROWS 8
+DNNQ_ALWAYS_INLINE void epi_tile_chain(const int DT, const dnnq_gemm_args_t *g,
+                                       const epi_consts_t *k, const int32_t *tile, int mr,
+                                       char *d0) {
+    const int nv = k->nv;
+    const int64_t ldd = k->ldd;
+    const __m512 zero = _mm512_setzero_ps(), one = _mm512_set1_ps(1.0f);
+    __m512 v[EPI_CHAIN_ROWS][4];
+    for (int r0 = 0; r0 < mr; r0 += EPI_CHAIN_ROWS) {
+        const int rr = mr - r0 < EPI_CHAIN_ROWS ? mr - r0 : EPI_CHAIN_ROWS;
+        const int32_t *t0 = tile + (int64_t)r0 * DNNQ_NR;
+        char *o0 = d0 + r0 * ldd;
+        for (int r = 0; r < rr; ++r)
+            for (int j = 0; j < nv; ++j)
+                v[r][j] = epi_pre(EPI_F_GENERAL, k,
+                                  _mm512_load_si512((const void *)(t0 + r * DNNQ_NR + 16 * j)), j);
+        for (int i = 0; i < g->n_post; ++i) {
+            const dnnq_postop_t *po = &g->post[i];
+            const __m512 al = _mm512_set1_ps(po->alpha), be = _mm512_set1_ps(po->beta);
+#define EPI_EACH(EXPR)                                                                          \
+    for (int r = 0; r < rr; ++r)                                                                \
+        for (int j = 0; j < nv; ++j) {                                                          \
+            const __m512 x = v[r][j];                                                           \
+            v[r][j] = (EXPR);                                                                   \
+        }
+            if (po->kind == DNNQ_PO_SUM) { /* v = fma(scale, prev - zp, v): dnnq_po_sum's */
+                for (int r = 0; r < rr; ++r)
+                    for (int j = 0; j < nv; ++j)
+                        v[r][j] = _mm512_fmadd_ps(
+                            al, _mm512_sub_ps(epi_prev(DT, k, o0 + r * ldd, j), be), v[r][j]);
+                continue;
+            }
+            switch (po->alg) {
+            case DNNQ_ELT_RELU:
+                if (po->alpha == 0.0f) { EPI_EACH(_mm512_max_ps(x, zero)) }
+                else {
+                    EPI_EACH(_mm512_mask_mov_ps(_mm512_mul_ps(x, al),
+                                                _mm512_cmp_ps_mask(x, zero, _CMP_GT_OQ), x))
+                }
+                break;
+            case DNNQ_ELT_CLIP: /* min(be, .) keeps a NaN, as t > be ? be : t */
+                EPI_EACH(_mm512_min_ps(be, _mm512_max_ps(x, al)))
+                break;
+            case DNNQ_ELT_CLIP_V2: /* t < be ? t : be: NaN -> be */
+                EPI_EACH(_mm512_min_ps(_mm512_max_ps(x, al), be))
+                break;
+            /* t = min(x al + be, 1) then max(t, 0): two roundings and NaN -> 1, oneDNN's JIT */
+            case DNNQ_ELT_HARDSWISH:
+                EPI_EACH(_mm512_mul_ps(
+                    x, _mm512_max_ps(_mm512_min_ps(_mm512_add_ps(_mm512_mul_ps(x, al), be), one),
+                                     zero)))
+                break;
+            case DNNQ_ELT_HARDSIGMOID:
+                EPI_EACH(_mm512_max_ps(
+                    _mm512_min_ps(_mm512_add_ps(_mm512_mul_ps(x, al), be), one), zero))
+                break;
+            case DNNQ_ELT_GELU_ERF: EPI_EACH(ev_gelu_erf(x)) break;
+            case DNNQ_ELT_GELU_TANH: {
+                rv_tanh_tab_t tab;
+                rv_tanh_load(&tab);
+                EPI_EACH(ev_gelu_tanh(x, &tab))
+                break;
+            }
+            default: /* linear, fused as oneDNN does */
+                EPI_EACH(_mm512_fmadd_ps(al, x, be))
+                break;
+            }
+#undef EPI_EACH
+        }
+        for (int r = 0; r < rr; ++r) {
+            char *o = o0 + r * ldd;
+            if (DT == DNNQ_DT_F32 || DT == DNNQ_DT_S32) {
+                for (int j = 0; j < nv; ++j) {
+                    const __m512 y = epi_tail(DT, EPI_F_GENERAL, g, k, v[r][j], j);
+                    const __m512i q = DT == DNNQ_DT_F32 ? _mm512_castps_si512(y)
+                                                        : _mm512_cvtps_epi32(y);
+                    if (k->full || k->km[j] == 0xFFFF) _mm512_storeu_si512(o + 64 * j, q);
+                    else _mm512_mask_storeu_epi32(o + 64 * j, k->km[j], q);
+                }
+                continue;
+            }
+            __m512i q[4];
+            for (int j = 0; j < 4; ++j)
+                q[j] = j >= nv ? _mm512_setzero_si512()
+                               : _mm512_cvtps_epi32(epi_tail(DT, EPI_F_GENERAL, g, k, v[r][j], j));
+            epi_pack_store8(DT == DNNQ_DT_S8, k, q[0], q[1], q[2], q[3], o);
+        }
     }
 }
 
@@ -259,13 +343,13 @@ static void fast_epilogue_avx512(const dnnq_gemm_args_t *g, const epi_consts_t *
     case D:                                                                                       \
         if (k->post == EPI_NONE) { EPI_8BIT(D, EPI_NONE) }                                        \
         else if (k->post == EPI_RELU0) { EPI_8BIT(D, EPI_RELU0) }                                 \
-        else epi_tile(D, EPI_CHAIN, EPI_F_GENERAL, g, k, tile, mr, d0);                           \
+        else epi_tile_chain(D, g, k, tile, mr, d0);                                               \
         break;
 #define EPI_WIDE(D)                                                                               \
     case D:                                                                                       \
         if (k->post == EPI_NONE) epi_tile(D, EPI_NONE, EPI_F_GENERAL, g, k, tile, mr, d0);        \
         else if (k->post == EPI_RELU0) epi_tile(D, EPI_RELU0, EPI_F_GENERAL, g, k, tile, mr, d0); \
-        else epi_tile(D, EPI_CHAIN, EPI_F_GENERAL, g, k, tile, mr, d0);                           \
+        else epi_tile_chain(D, g, k, tile, mr, d0);                                               \
         break;
     switch (k->kind) {
     EPI_WIDE(DNNQ_DT_F32) EPI_WIDE(DNNQ_DT_S32) EPI_CASE(DNNQ_DT_S8) EPI_CASE(DNNQ_DT_U8)
