@@ -382,3 +382,24 @@ def test_binary_int8_fast_path_matches_onednn_and_generic(isa, rng_seed):
                     attr.set_post_ops(ident)
                     gen_out = binary(a, b, alg, dd, s0=s0, s1=s1, attr=attr)
                     assert np.array_equal(out, gen_out), (shape, d0, d1, dd, s0, alg)
+
+
+@R.requires_onednn
+def test_binary_broadcast_short_channels_last_rows(isa, rng_seed):
+    """Channels-last data times a per-channel vector (an SE block's multiply) with few
+    channels: the engine runs several rows at once against the vector repeated
+    (_pointwise._row_groups), with the leftover rows on the plain plan.  Equal to oneDNN on
+    the plain layout, where no grouping applies, for channel counts below, at and past the
+    grouping's limits and row counts with and without leftover rows."""
+    rng = np.random.default_rng(rng_seed)
+    for c, h, w in ((1, 3, 5), (3, 7, 11), (8, 12, 96), (24, 9, 23), (100, 5, 6), (127, 4, 5),
+                    (128, 3, 3)):
+        a = gen(rng, "u8", (1, c, h, w))
+        b = gen(rng, "u8", (1, c, 1, 1))
+        a_cl = np.ascontiguousarray(a.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
+        b_cl = np.ascontiguousarray(b.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
+        for alg in ("mul", "add", "max"):
+            ref = R.binary(a, b, alg, "u8", src0_scale=[0.37], src1_scale=[0.021])
+            out = binary(a_cl, b_cl, alg, "u8", s0=[0.37], s1=[0.021],
+                         tags=("nhwc", "nhwc", "nhwc"))
+            assert np.array_equal(out, ref), (c, h, w, alg)
