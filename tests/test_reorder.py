@@ -125,7 +125,7 @@ def test_reorder_matches_onednn_every_type_pair(isa, rng_seed):
 
 
 @R.requires_onednn
-@pytest.mark.parametrize("shape", [(3, 8, 5), (2, 16, 5, 7), (2, 4, 3, 5, 6)])
+@pytest.mark.parametrize("shape", [(3, 8, 5), (2, 16, 5, 7), (2, 4, 3, 5, 6), (1, 3, 13, 37)])
 def test_reorder_layout_changes_match_onednn(isa, rng_seed, shape):
     """plain -> channels-last, channels-last -> plain and channels-last -> channels-last, with
     quantization / dequantization on the way."""

@@ -56,6 +56,7 @@ class Planner:
             self.claimed.update(idx)
             self.layer_at[max(idx)] = spec
         self._emit()
+        self._channels_last_quantize()
 
     # --- queries used by the fuser -------------------------------------------------------
     def attrs(self, node):
@@ -152,6 +153,24 @@ class Planner:
             qp = self.node_qparams(n)
             if qp is not None:
                 self.dq_info[n.output[0]] = (n.input[0], qp)
+
+    def _channels_last_quantize(self):
+        """A quantize step whose every consumer is a convolution writes channels-last (the
+        layout dnnq's convolutions take and give), so that a model's plain f32 input is
+        quantized and transposed in one pass rather than the convolution converting it."""
+        readers = {}
+        for st in self.steps:
+            for x in st.inputs:
+                readers.setdefault(x, []).append(st)
+        outputs = {v.name for v in self.graph.outputs}
+        for st in self.steps:
+            if not isinstance(st, S.ReorderStep) or st.dst_q is None or \
+                    st.outputs[0] in outputs:
+                continue
+            users = readers.get(st.outputs[0], [])
+            if users and all(isinstance(u, ConvLayer) and u.spec.src == st.outputs[0]
+                             for u in users):
+                st.channels_last_out = True
 
     # --- 3. emission ---------------------------------------------------------------------
     def _add(self, step):

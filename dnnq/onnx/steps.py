@@ -63,6 +63,8 @@ class ReorderStep(PrimStep):
     """Quantize (f32 -> int8), dequantize (int8 -> f32) or requantize (int8 -> int8)."""
 
     primitive = "Reorder"
+    #: write a channels-last destination (set by the planner when convolutions read it)
+    channels_last_out = False
 
     def __init__(self, nodes, src, dst, src_q, dst_q):
         super().__init__(nodes, [src], [dst])
@@ -78,11 +80,12 @@ class ReorderStep(PrimStep):
         sdt = "f32" if self.src_q is None else self.src_q.dt
         ddt = "f32" if self.dst_q is None else self.dst_q.dt
         tag = layout_tag(len(shape)) if _is_channels_last(x) else None
+        dtag = layout_tag(len(shape)) if self.channels_last_out else tag
         attr = dnnq.PrimitiveAttr()
         a = {}
         _qargs(A.DNNL_ARG_SRC, self.src_q, attr, a)
         _qargs(A.DNNL_ARG_DST, self.dst_q, attr, a)
-        prim = dnnq.Reorder(MemoryDesc(shape, sdt, tag), MemoryDesc(shape, ddt, tag), attr)
+        prim = dnnq.Reorder(MemoryDesc(shape, sdt, tag), MemoryDesc(shape, ddt, dtag), attr)
         return prim, a, x.shape
 
     def execute(self, plan, env):
