@@ -403,3 +403,32 @@ def test_binary_broadcast_short_channels_last_rows(isa, rng_seed):
             out = binary(a_cl, b_cl, alg, "u8", s0=[0.37], s1=[0.021],
                          tags=("nhwc", "nhwc", "nhwc"))
             assert np.array_equal(out, ref), (c, h, w, alg)
+
+
+def test_bind_runs_like_execute(isa, rng_seed):
+    """ToolkitPrimitive.bind: sources in the described layout take the bound path, others
+    (another layout, another dtype) go through execute -- same results, same errors; the
+    static arguments are checked at bind time."""
+    rng = np.random.default_rng(rng_seed)
+    shape = (1, 24, 5, 7)
+    attr = PrimitiveAttr()
+    for arg in (A.DNNL_ARG_SRC_0, A.DNNL_ARG_SRC_1, A.DNNL_ARG_DST):
+        attr.set_scales_mask(arg, 0)
+    p = dnnq.Binary("mul", MD(shape, "u8", "nhwc"), MD((1, 24, 1, 1), "u8", "nhwc"),
+                    MD(shape, "u8", "nhwc"), attr)
+    static = {A.DNNL_ARG_SCALE | A.DNNL_ARG_SRC_0: np.float32([0.37]),
+              A.DNNL_ARG_SCALE | A.DNNL_ARG_SRC_1: np.float32([0.021]),
+              A.DNNL_ARG_SCALE | A.DNNL_ARG_DST: np.float32([0.05])}
+    a = gen(rng, "u8", shape)
+    b = gen(rng, "u8", (1, 24, 1, 1))
+    a_cl = np.ascontiguousarray(a.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
+    want = p.execute({**static, A.DNNL_ARG_SRC_0: a, A.DNNL_ARG_SRC_1: b})
+    run = p.bind({**static, A.DNNL_ARG_SRC_0: a_cl, A.DNNL_ARG_SRC_1: b})
+    assert np.array_equal(run(a_cl, b), want)     # bound path
+    assert np.array_equal(run(a, b), want)        # plain layout: through execute
+    with pytest.raises(dnnq.InvalidArguments, match="src0"):
+        run(a.astype(np.int8), b)
+    bad = dict(static)
+    bad[A.DNNL_ARG_SCALE | A.DNNL_ARG_DST] = np.float32([-1.0])
+    with pytest.raises(dnnq.InvalidArguments):
+        p.bind({**bad, A.DNNL_ARG_SRC_0: a_cl, A.DNNL_ARG_SRC_1: b})

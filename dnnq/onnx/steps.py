@@ -37,6 +37,15 @@ class PrimStep(Step):
     def __init__(self, nodes, inputs, outputs):
         super().__init__(nodes, inputs, outputs)
         self._plans = {}
+        self._runners = {}
+
+    def _bound(self, plan, args, dynamic):
+        """The primitive's bound runner (ToolkitPrimitive.bind: the static arguments checked
+        once), made at the plan's first run; None when it has none."""
+        key = id(plan)  # plans live as long as the step
+        if key not in self._runners:
+            self._runners[key] = plan[0].bind(args, dynamic)
+        return self._runners[key]
 
     def run(self, env):
         key = tuple(env[n].shape for n in self.inputs if n in env)
@@ -98,7 +107,8 @@ class ReorderStep(PrimStep):
             x = x.reshape(1)
         args = dict(a)
         args[A.DNNL_ARG_SRC] = x
-        y = prim.execute(args)
+        run = self._bound(plan, args, (A.DNNL_ARG_SRC,))
+        y = run(x) if run is not None else prim.execute(args)
         env[self.outputs[0]] = y.reshape(shape)
 
 
@@ -202,9 +212,13 @@ class BinaryStep(PrimStep):
         args = dict(a)
         x0 = env[self.inputs[0]]
         args[A.DNNL_ARG_SRC_0] = x0.reshape(prim.src0_desc.dims) if x0.ndim == 0 else x0
+        dynamic = (A.DNNL_ARG_SRC_0,)
         if self.const1 is None:
             args[A.DNNL_ARG_SRC_1] = env[self.inputs[1]].reshape(s1)
-        env[self.outputs[0]] = prim.execute(args).reshape(shape)
+            dynamic += (A.DNNL_ARG_SRC_1,)
+        run = self._bound(plan, args, dynamic)
+        y = run(*(args[k] for k in dynamic)) if run is not None else prim.execute(args)
+        env[self.outputs[0]] = y.reshape(shape)
 
 
 class EltwiseStep(PrimStep):
@@ -233,8 +247,10 @@ class EltwiseStep(PrimStep):
     def execute(self, plan, env):
         prim, a, shape = plan
         args = dict(a)
-        args[A.DNNL_ARG_SRC] = env[self.inputs[0]].reshape(prim.src_desc.dims)
-        env[self.outputs[0]] = prim.execute(args).reshape(shape)
+        args[A.DNNL_ARG_SRC] = x = env[self.inputs[0]].reshape(prim.src_desc.dims)
+        run = self._bound(plan, args, (A.DNNL_ARG_SRC,))
+        y = run(x) if run is not None else prim.execute(args)
+        env[self.outputs[0]] = y.reshape(shape)
 
 
 class SoftmaxStep(PrimStep):

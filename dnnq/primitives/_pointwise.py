@@ -392,6 +392,28 @@ class ToolkitPrimitive:
         _verbose.line(event, self._kind, self.impl_info, self._descs(), self.attr,
                       self._problem(), ms)
 
+    def bind(self, args, dynamic=None):
+        """A runner for repeated executions that change only the source arrays: the other
+        arguments of ``args`` (scales, zero points, post-op inputs) are validated here, once;
+        ``runner(src, ...)`` (the ``dynamic`` argument ids' arrays, in that order; default:
+        every source in argument-id order) then checks each source's
+        type, dtype, shape and layout only, and runs.  A source laid out otherwise, or
+        anything else unusual, goes through :meth:`execute` with ``args`` (so errors read
+        the same).  None for primitives without one (a sum post-op: it reads a given
+        destination)."""
+        if getattr(self, "_has_sum", False) or A.DNNL_ARG_DST in args:
+            return None
+        arrays = self._arrays(args)
+        slots = []
+        for arg in sorted(self._dynamic) if dynamic is None else dynamic:
+            key, desc_attr = self._dynamic[arg]
+            desc = getattr(self, desc_attr)
+            slots.append((arg, key, desc.numpy_dtype, tuple(desc.dims),
+                          desc.logical_view(np.empty(desc.physical_shape,
+                                                     desc.numpy_dtype)).strides,
+                          desc._order if desc.is_channels_last else None))
+        return BoundRun(self, args, arrays, slots)
+
     def _timed(self, fn, *a):
         if _verbose._level:
             t0 = time.perf_counter()
@@ -407,3 +429,37 @@ class ToolkitPrimitive:
 
 def kernel_name(isa):
     return _tk.kernel_isa_name(ISA_CODE[isa])
+
+
+class BoundRun:
+    """ToolkitPrimitive.bind's runner."""
+
+    __slots__ = ("prim", "args", "arrays", "slots", "desc", "plan")
+
+    def __init__(self, prim, args, arrays, slots):
+        self.prim, self.args, self.arrays, self.slots = prim, dict(args), arrays, slots
+        self.desc, self.plan = prim.dst_desc, prim._plan
+
+    def __call__(self, *srcs):
+        arrays = dict(self.arrays)
+        for x, (arg, key, dt, dims, strides, order) in zip(srcs, self.slots):
+            if type(x) is not np.ndarray or x.dtype != dt or x.shape != dims or \
+                    x.strides != strides or not x.flags.aligned:
+                return self._slow(srcs)
+            arrays[key] = x if order is None else x.transpose(order)
+        desc = self.desc
+        phys = np.empty(desc.physical_shape, desc.numpy_dtype)
+        arrays["dst"] = phys
+        if _verbose._level:
+            return self.prim._timed(self._run, arrays, phys)
+        return self._run(arrays, phys)
+
+    def _run(self, arrays, phys):
+        self.plan.run(arrays)
+        return self.desc.logical_view(phys)
+
+    def _slow(self, srcs):
+        args = dict(self.args)
+        for x, slot in zip(srcs, self.slots):
+            args[slot[0]] = x
+        return self.prim.execute(args)

@@ -181,7 +181,14 @@ class Binary(pw.ToolkitPrimitive, metaclass=CachedPrimitive):
         """
         return self._timed(self._execute, args)
 
+    _dynamic = {A.DNNL_ARG_SRC_0: ("src0", "src0_desc"), A.DNNL_ARG_SRC_1: ("src1", "src1_desc")}
+
     def _execute(self, args):
+        return pw.run_into_dst("Binary", self._plan, self.dst_desc, args, self._arrays(args),
+                               self._has_sum, in_place=A.DNNL_ARG_SRC_0)
+
+    def _arrays(self, args):
+        """The plan's arrays but dst, every argument validated."""
         p, qa = "Binary", self._qa
         pw.check_known_args(p, args, self._known)
         arrays = {
@@ -199,5 +206,4 @@ class Binary(pw.ToolkitPrimitive, metaclass=CachedPrimitive):
                 arrays["zp" + tag] = z
         _dst_params(qa, args, arrays)
         pw.fetch_post_op_inputs(p, qa, args, arrays)
-        return pw.run_into_dst(p, self._plan, self.dst_desc, args, arrays, self._has_sum,
-                               in_place=A.DNNL_ARG_SRC_0)
+        return arrays

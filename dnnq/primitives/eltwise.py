@@ -178,7 +178,14 @@ class Eltwise(pw.ToolkitPrimitive, metaclass=CachedPrimitive):
         """
         return self._timed(self._execute, args)
 
+    _dynamic = {A.DNNL_ARG_SRC: ("src", "src_desc")}
+
     def _execute(self, args):
+        return pw.run_into_dst("Eltwise", self._plan, self.dst_desc, args, self._arrays(args),
+                               self._has_sum, in_place=A.DNNL_ARG_SRC)
+
+    def _arrays(self, args):
+        """The plan's arrays but dst, every argument validated."""
         p, qa = "Eltwise", self._qa
         pw.check_known_args(p, args, self._known)
         arrays = {"src": self.src_desc.check_array(pw.require(p, args, A.DNNL_ARG_SRC, "src"),
@@ -191,5 +198,4 @@ class Eltwise(pw.ToolkitPrimitive, metaclass=CachedPrimitive):
             arrays["src_zp"] = z
         _dst_params(qa, args, arrays)
         pw.fetch_post_op_inputs(p, qa, args, arrays)
-        return pw.run_into_dst(p, self._plan, self.dst_desc, args, arrays, self._has_sum,
-                               in_place=A.DNNL_ARG_SRC)
+        return arrays

@@ -189,7 +189,13 @@ class Reorder(pw.ToolkitPrimitive, metaclass=CachedPrimitive):
         """
         return self._timed(self._execute, args)
 
+    _dynamic = {A.DNNL_ARG_SRC: ("src", "src_desc")}
+
     def _execute(self, args):
+        return pw.run_into_dst("Reorder", self._plan, self.dst_desc, args, self._arrays(args))
+
+    def _arrays(self, args):
+        """The plan's arrays but dst, every argument validated."""
         p, qa = "Reorder", self._qa
         pw.check_known_args(p, args, self._known)
         src = self.src_desc.check_array(pw.require(p, args, A.DNNL_ARG_SRC, "src"), "src")
@@ -209,7 +215,7 @@ class Reorder(pw.ToolkitPrimitive, metaclass=CachedPrimitive):
         z = qa.zero_points_f32(args, A.DNNL_ARG_DST)
         if z is not None:
             arrays["dst_zp"] = z
-        return pw.run_into_dst(p, self._plan, self.dst_desc, args, arrays)
+        return arrays
 
 
 # ------------------------------------------------------------------------------------------
