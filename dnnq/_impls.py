@@ -108,3 +108,130 @@ def choose(kind, table, **problem):
             return impl
         skipped.append((impl.name, why))
     raise RuntimeError(f"{kind}: no implementation accepted the problem: {skipped}")
+
+
+# ---- convolution and deconvolution ----------------------------------------------------------
+# The work-item kernels of ukernels/dnnq_conv.h, best first.  Creation builds the problem dict
+# (dnnq/primitives/convolution.py `_conv_problem`) and walks the list once; the kernel chosen is
+# stored in the plan (dnnq_conv_t.run_item), and the driver runs it for every work item
+# without a second decision.  The choice depends on the problem and the cap only (`cap`:
+# {"isa": the level the kernels run at, "vbmi": AVX512-VBMI allowed}); the C side checks once,
+# at creation, that the plan fits it (dnnq_conv_check_kernel).  `impl_info` keeps the family
+# name (`<isa>:dw`, `<isa>:brgconv`, ...); the entry's name is printed at DNNQ_VERBOSE=2 with
+# the entries passed over and why.
+
+@dataclass(frozen=True)
+class ConvImpl:
+    name: str                   # the kernel variant (verbose dispatch line)
+    isa: str                    # the lowest ISA level its kernels need
+    kernel: str                 # dnnq._kernels._codes.CONV_KERNEL name, or "gemm" (GemmPlan)
+    applies: Callable           # (problem, cap) -> None, or the reason it does not apply
+    plain: int = 0              # the depthwise plain-data variant (dnnq_conv_t.plain)
+
+
+def _why(*checks):
+    """The first reason of (condition, reason) pairs whose condition fails, else None."""
+    for ok, reason in checks:
+        if not ok:
+            return reason
+    return None
+
+
+def _dw3x3_geometry(p):
+    return _why((p["dw_vnni4"], "not an AVX-512 depthwise plan with s8 weights taps by four "
+                 "(a weights zero point takes s16 weights)"),
+                (p["rows3"], "kernel rows are not three dense taps at stride 1 or 2 along w"),
+                (p["k3x3"], "not a 3x3 kernel (kd = 1) at stride 1 or 2, no dilation"))
+
+
+def _dw_plain(p, cap):
+    return _dw3x3_geometry(p) or _why(
+        (p["plain_io"], "src or dst is channels-last (the copies are not needed)"),
+        (p["dw_fused"], "the epilogue is not the fused one (8-bit dst, relu / linear)"),
+        (p["plain_ok"], "needs the C-level execute path, exact numerics and oneDNN's "
+                        "fused-kernel order"))
+
+
+def _dw_plain_flat(p, cap):
+    return _dw_plain(p, cap) or _why((cap["vbmi"], "no AVX512-VBMI under the cap"),
+                                     (p["dw_flat"], "the flat kernel's windows do not fit"))
+
+
+def _dw_plain_cols(vbmi):
+    def applies(p, cap):
+        return _dw_plain(p, cap) or _why(
+            (p["dst"][2] >= p["dw_plain_min_ow"], "output rows narrower than "
+             f"{p['dw_plain_min_ow']} columns (the copies are faster)"),
+            (not vbmi or (cap["vbmi"] and p["dw_plain_vbmi"]), "no AVX512-VBMI under the cap"))
+    return applies
+
+
+def _tiles_fit(p):
+    return _why((not p["deconv"] and not p["depthwise"], "a deconvolution or depthwise"),
+                (p["tiles_size_ok"], "a geometry beyond the tile planner's sizes"))
+
+
+def _phases(p, cap):
+    return _why(
+        (p["deconv"] and not p["depthwise"], "not a grouped or dense deconvolution"),
+        (p["skip_zero_taps"], "turned off (dnnq._kernels._conv.set_skip_zero_taps)"),
+        (p["kernel"][2] <= 64 and p["npairs"] <= 4096, "kernels over 64 columns or 4096 taps"),
+        (min(p["pads"]) >= 0, "a negative padding"),
+        (p["npairs"] <= 128 or not p["zp_row_nonzero"],
+         "an s8 source or a source zero point with over 128 taps (the left-out taps' "
+         "products are kept for up to 128)"))
+
+
+#: int8 convolutions and deconvolutions
+CONV = (
+    ConvImpl("brgconv_1x1", "default", "gemm",
+             lambda p, cap: _why((p["is_gemm"], "not a 1x1, stride 1, unpadded, ungrouped "
+                                               "convolution"))),
+    ConvImpl("dw3x3_plain_flat", "avx512_core_vnni", "dw3x3_plain", _dw_plain_flat, plain=3),
+    ConvImpl("dw3x3_plain_vbmi", "avx512_core_vnni", "dw3x3_plain", _dw_plain_cols(True),
+             plain=2),
+    ConvImpl("dw3x3_plain", "avx512_core_vnni", "dw3x3_plain", _dw_plain_cols(False), plain=1),
+    ConvImpl("dw3x3", "avx512_core_vnni", "dw3x3", lambda p, cap: _dw3x3_geometry(p)),
+    ConvImpl("dw_rows3", "avx512_core_vnni", "dw_rows3",
+             lambda p, cap: _why((p["dw_vnni4"], "not an AVX-512 depthwise plan with s8 "
+                                                 "weights taps by four"),
+                                 (p["rows3"], "kernel rows are not three dense taps at "
+                                              "stride 1 or 2 along w"))),
+    ConvImpl("dw", "default", "general",
+             lambda p, cap: _why((p["depthwise"], "not depthwise"))),
+    ConvImpl("tiles", "default", "tiles", lambda p, cap: _tiles_fit(p)),
+    ConvImpl("deconv_phases", "default", "deconv_phases", _phases),
+    ConvImpl("general", "default", "general", lambda p, cap: None),
+)
+
+#: f32 layers (the level comes from F32)
+CONV_F32 = (
+    ConvImpl("brgconv_1x1_f32", "default", "gemm",
+             lambda p, cap: _why((p["is_gemm"], "not a 1x1, stride 1, unpadded, ungrouped "
+                                               "convolution"))),
+    ConvImpl("dw_f32", "default", "f32_dw",
+             lambda p, cap: _why((p["depthwise"], "not depthwise"))),
+    ConvImpl("tiles_f32", "default", "f32_tiles", lambda p, cap: _tiles_fit(p)),
+    ConvImpl("deconv_f32", "default", "f32_deconv",
+             lambda p, cap: _why((p["deconv"], "not a deconvolution"),
+                                 (p["kernel"][2] <= 64, "kernels over 64 columns"))),
+    ConvImpl("general_f32", "default", "f32_general", lambda p, cap: None),
+)
+
+
+def conv_cap(isa):
+    """What the convolution list may use besides the level `isa` the kernels run at."""
+    return {"isa": isa, "vbmi": optional_feature("avx512_vbmi", isa)}
+
+
+def choose_conv(kind, table, problem, cap):
+    """The first entry of a convolution list that applies (see the block comment above)."""
+    skipped = []
+    for impl in table:
+        why = isa_unavailable(impl.isa) or impl.applies(problem, cap)
+        if why is None:
+            if _verbose.enabled(2):
+                _verbose.dispatch_line(kind, f"{cap['isa']}:{impl.name}", skipped)
+            return impl
+        skipped.append((f"{cap['isa']}:{impl.name}", why))
+    raise RuntimeError(f"{kind}: no implementation accepted the problem: {skipped}")

@@ -60,3 +60,19 @@ cdef extern from "dnnq_codes.h":
         DNNQ_BIN_LT
         DNNQ_BIN_EQ
         DNNQ_BIN_NE
+
+    cpdef enum dnnq_conv_kernel_t:
+        DNNQ_CONV_K_GENERAL
+        DNNQ_CONV_K_TILES
+        DNNQ_CONV_K_DECONV_PHASES
+        DNNQ_CONV_K_DW_ROWS3
+        DNNQ_CONV_K_DW3X3
+        DNNQ_CONV_K_DW3X3_PLAIN
+        DNNQ_CONV_K_F32_GENERAL
+        DNNQ_CONV_K_F32_TILES
+        DNNQ_CONV_K_F32_DECONV
+        DNNQ_CONV_K_F32_DW
+
+    # (a macro: 0x80808080u, the s8 source's a_xor)
+    enum:
+        DNNQ_A_XOR_S8

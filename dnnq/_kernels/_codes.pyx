@@ -4,7 +4,7 @@ Each table maps dnnq's lower-case name to the C code, derived from the enumerato
 code added to the C header reaches Cython (_codes.pxd) and Python with no second list:
 
     ISA (dnnq._dispatch.ISA_LEVELS order), NUMERICS (OR-ed into an ISA code), DT, POST_OP,
-    ELTWISE, BINARY
+    ELTWISE, BINARY, CONV_KERNEL (the convolution work-item kernels)
 """
 
 
@@ -19,3 +19,4 @@ DT = _table(dnnq_dt_t, "DNNQ_DT_")
 POST_OP = _table(dnnq_po_kind_t, "DNNQ_PO_")
 ELTWISE = _table(dnnq_eltwise_alg_t, "DNNQ_ELT_")
 BINARY = _table(dnnq_binary_alg_t, "DNNQ_BIN_")
+CONV_KERNEL = _table(dnnq_conv_kernel_t, "DNNQ_CONV_K_")

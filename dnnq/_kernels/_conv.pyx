@@ -19,11 +19,20 @@ from dnnq._kernels._kernels cimport (
     DNNQ_F32_MR, dnnq_brgemm_f32_for_isa, dnnq_gemm_epilogue_f32_for_isa, dnnq_dw_f32_for_isa,
     dnnq_f32_epi_prepare_for_isa, dnnq_brgemm_f32_epi_for_isa, dnnq_dw_f32_epi_for_isa,
 )
+from dnnq._kernels._codes cimport (
+    DNNQ_A_XOR_S8, DNNQ_PO_BINARY, DNNQ_PO_SELECT, DNNQ_CONV_K_GENERAL, DNNQ_CONV_K_DW3X3,
+    DNNQ_CONV_K_DW3X3_PLAIN, DNNQ_CONV_K_DW_ROWS3, DNNQ_CONV_K_DECONV_PHASES,
+)
 # dnnq_conv.h's declarations and ConvPlan's fields are in _conv.pxd (the C-level execute path,
 # _conv_exec.pyx, fills a dnnq_conv_t and launches it)
 
 NR = DNNQ_NR
 MAX_POST = DNNQ_CONV_MAX_POST
+#: the depthwise weights' layouts (ConvPlan's dw_kind): the level's s16 one, s8 taps by four
+DW_S16, DW_VNNI4 = DNNQ_DW_S16, DNNQ_DW_VNNI4
+#: the tile planner's largest output (rows = od * oh, and ow): dnnq._impls.CONV reads them
+TILES_MAX_ROWS = DNNQ_CONV_TILES_MAX_ROWS
+TILES_MAX_OW = DNNQ_CONV_TILES_MAX_OW
 
 
 cdef const void* _ptr(object arr, bint writable=False) except NULL:
@@ -63,8 +72,9 @@ cdef class ConvPlan:
         dnnq_conv_free_tiles(&self.cv)
 
     def __init__(self, int isa, dict geom, int dst_dt, list post_ops, bint fast_epi,
-                 int ref_numerics=0, bint u8_nan_top=False, bint f32=False,
-                 bint fast_epi_sum=False):
+                 int ref_numerics=0, bint u8_nan_top=False, bint f32=False, *,
+                 int kernel, bint s8_src=False, bint raw_s32=False, int dw_kind=0,
+                 bint dw_fused=False, int plain=0, bint fast_epi_sum=False):
         """geom: N, G, ICg, OCg, src (id, ih, iw), dst (od, oh, ow), kernel (kd, kh, kw),
         strides, steps (dilation + 1), pads (left), deconv, depthwise, fold_kw, mc, mr.
         post_ops: (kind, alg, alpha, beta) per post-op (kinds of dnnq_kernels.h).
@@ -73,7 +83,13 @@ cdef class ConvPlan:
         fast_epi, fast_epi_sum: the fused epilogues that take post_ops
         (_gemm.fused_epilogue_flags).
         f32: f32 source and weights (ukernels/dnnq_f32.h, conv_f32.c): `run` then takes f32
-        src, packed weights, dw_weights and zp_rows (zeros)."""
+        src, packed weights, dw_weights and zp_rows (zeros).
+        kernel: the work-item kernel chosen by dnnq._impls.CONV / CONV_F32 (a
+        _codes.CONV_KERNEL code); s8_src: the source type is s8; raw_s32: the dst receives
+        the s32 accumulators as they are; dw_kind: the depthwise
+        weights' layout (DNNQ_DW_S16 or DNNQ_DW_VNNI4); dw_fused: the depthwise 3x3 kernels'
+        fused epilogue applies (_post_op_spec.dw_fused_epilogue); plain: the plain-data
+        variant of the dw3x3_plain kernel (1 - 3)."""
         cdef int i
         cdef double work
         cdef dnnq_conv_t* cv = &self.cv
@@ -96,7 +112,19 @@ cdef class ConvPlan:
         self.dw_strides[0], self.dw_strides[1] = geom["dw_strides"]
         if cv.mr < 1 or cv.mr > (DNNQ_CONV_TILE_ROWS if cv.depthwise else DNNQ_MR_MAX):
             raise ValueError("ConvPlan: mr out of range")
+        if dw_kind not in (DNNQ_DW_S16, DNNQ_DW_VNNI4):
+            raise ValueError("ConvPlan: dw_kind must be DNNQ_DW_S16 or DNNQ_DW_VNNI4")
         cv.isa = isa
+        self.s8_src = s8_src
+        self.raw_s32 = raw_s32
+        cv.src_signed = s8_src
+        cv.a_xor = DNNQ_A_XOR_S8 if s8_src else 0
+        cv.dw_kind = dw_kind
+        cv.dw_stride = self.dw_strides[dw_kind]
+        cv.dw_fused = dw_fused
+        cv.plain = plain
+        if cv.depthwise and not f32:
+            cv.dw_tile = dnnq_dw_tile_for_isa(isa, dw_kind)
         cv.brgemm = dnnq_brgemm_ukr_for_isa(isa)
         cv.epilogue = dnnq_gemm_epilogue_for_isa(isa)
         cv.f32 = f32
@@ -125,11 +153,14 @@ cdef class ConvPlan:
         # a deconvolution leaves out the taps that read only a zero zero-point row
         cv.skip_zero_taps = _skip_zero_taps_on
         # the tiled path (ukernels/conv_tiles.c) of the convolutions it covers
+        cv.kernel = kernel
         if dnnq_conv_build_tiles(cv) != 0:
             raise MemoryError("Convolution: allocating the plan's tile list or coordinate "
                               "table failed")
-        if f32 and cv.fold_kw and cv.tiles == NULL:
-            raise ValueError("ConvPlan: a folded f32 plan needs its tiles")
+        if dnnq_conv_check_kernel(cv, kernel) != 0:
+            raise ValueError(f"ConvPlan: kernel {kernel} does not take this plan")
+        cv.run_item = dnnq_conv_item_fn_for(kernel)
+        self.kernel = kernel
         self.n_items = dnnq_conv_n_items(cv)
         # (in doubles, capped: the dims of a fuzzed geometry overflow an int64 product; the
         # figure only picks the thread count)
@@ -158,67 +189,114 @@ cdef class ConvPlan:
     def phase_deconv(self):
         """Whether this deconvolution runs by column phases (dense GEMMs of the taps that
         reach each phase; conv_deconv.c)."""
-        return bool(dnnq_conv_deconv_phases(&self.cv))
+        return self.kernel == DNNQ_CONV_K_DECONV_PHASES
 
-    def run(self, src, bint s8_src, zp_rows, padcorr, packed, dw_weights,
-            col_comp, wzp, int64_t wzp_sn, rowsum,
-            bint raw_s32, float src_scale, scale, int64_t scale_sn,
-            bias, int64_t bias_sn, list src1s,
-            float dst_scale, dst_zp, int64_t dst_zp_sn, dst, int nthreads, int dw_kind=0):
-        """One execution.  src: channels-last (N, D, H, W, C) bytes; dst channels-last of the
-        dst type; col_comp (OC,) s32; rowsum (N, G, pixels) s32 with wzp; src1s: per post-op
-        None, (f32, s_img, s_pix, s_chan) for binary or (cond, 3 strides, value, 3 strides)
-        for select; dw_kind: the layout of dw_weights (0: the ISA's s16 one, 1: vnni4)."""
-        cdef dnnq_conv_t cv = self.cv
-        cdef dnnq_postop_t local_post[32]
+    def run(self, src, zp_rows, padcorr, packed, dw_weights, col_comp, wzp, int64_t wzp_sn,
+            rowsum, bint raw_s32, float src_scale, scale, int64_t scale_sn, bias, list src1s,
+            float dst_scale, dst_zp, int64_t dst_zp_sn, dst, int nthreads):
+        """One execution of the checked path (its arrays canonical: C-contiguous, src and dst
+        channels-last (N, D, H, W, C), the plan's weight layouts, an f32 bias of OC values or
+        None); the arrays become pointers for `execute`.  col_comp (OC,) s32; rowsum (N, G,
+        pixels) s32 with wzp; src1s: per post-op None, (f32, s_img, s_pix, s_chan) for binary
+        or (cond, 3 strides, value, 3 strides) for select."""
+        cdef ConvRun r
         cdef int i
+        memset(&r, 0, sizeof(ConvRun))
+        if raw_s32 != self.cv.epi.raw_s32 and raw_s32:
+            pass
+        self.raw_s32 = raw_s32
+        r.src = <const uint8_t*>_ptr(src)
+        r.zp_rows = <const uint8_t*>_ptr(zp_rows)
+        r.padcorr = <const int32_t*>_ptr(padcorr) if padcorr is not None else NULL
+        r.packed = <const int8_t*>_ptr(packed) if packed is not None else NULL
+        r.dw_weights = <const int16_t*>_ptr(dw_weights) if dw_weights is not None else NULL
+        r.col_comp = <const int32_t*>_ptr(col_comp)
+        if wzp is not None:
+            r.wzp = <const int32_t*>_ptr(wzp)
+            r.wzp_sn = wzp_sn
+            r.rowsum = <const int32_t*>_ptr(rowsum)
+        r.src_scale = src_scale
+        r.scale = <const float*>_ptr(scale)
+        r.scale_sn = scale_sn
+        r.bias = <const float*>_ptr(bias) if bias is not None else NULL
+        for i in range(self.cv.epi.n_post):
+            x = src1s[i]
+            if x is not None:
+                r.src1[i] = <const float*>_ptr(x[0])
+                r.s1[i][0], r.s1[i][1], r.s1[i][2] = x[1], x[2], x[3]
+                if len(x) > 4:
+                    r.src2[i] = <const float*>_ptr(x[4])
+                    r.s2[i][0], r.s2[i][1], r.s2[i][2] = x[5], x[6], x[7]
+        r.dst_scale = dst_scale
+        if dst_zp is not None:
+            r.dst_zp = <const int32_t*>_ptr(dst_zp)
+            r.dst_zp_sn = dst_zp_sn
+        r.dst = <void*>_ptr(dst, True)
+        self.execute(&r, nthreads)
+
+    cdef int execute(self, const ConvRun* r, int nthreads) except -1:
+        """The one executor of both execute paths (ConvExec, the C-level one, and `run`, the
+        checked one): a copy of the plan's dnnq_conv_t gets the execution's pointers, then
+        the work items run.  The plan's kernel runs, but for two properties of the data
+        itself, decided here once per execution: a dw3x3_plain plan given channels-last data
+        (the checked path's canonical form) runs its channels-last kernel, dw3x3; a zero
+        point the source type cannot hold (`padcorr`) takes the general driver, the one
+        driver that adds the correction per padded tap (exact s32 either way)."""
+        cdef dnnq_conv_t cv = self.cv
+        cdef dnnq_postop_t local_post[DNNQ_CONV_MAX_POST]
+        cdef int i, kernel = self.kernel
         for i in range(cv.epi.n_post):
             local_post[i] = self.post[i]
+            local_post[i].src1 = r.src1[i]
+            local_post[i].src2 = r.src2[i]
+            if r.src1[i] != NULL:
+                cv.post_b[i], local_post[i].s1_m, local_post[i].s1_n = \
+                    r.s1[i][0], r.s1[i][1], r.s1[i][2]
+            if r.src2[i] != NULL:
+                cv.post2_b[i], local_post[i].s2_m, local_post[i].s2_n = \
+                    r.s2[i][0], r.s2[i][1], r.s2[i][2]
+            if (local_post[i].kind == DNNQ_PO_BINARY and local_post[i].src1 == NULL) or \
+                    (local_post[i].kind == DNNQ_PO_SELECT and local_post[i].src2 == NULL):
+                raise ValueError(f"ConvPlan: post-op {i} has no input array")
         cv.epi.post = local_post
-        cv.src = <const uint8_t*>_ptr(src)
-        cv.src_signed = s8_src
-        cv.a_xor = 0x80808080 if s8_src else 0
-        cv.zp_rows = <const uint8_t*>_ptr(zp_rows)
-        cv.padcorr = <const int32_t*>_ptr(padcorr) if padcorr is not None else NULL
-        if packed is not None:
-            cv.packed = <const int8_t*>_ptr(packed)
-        if dw_weights is not None:
-            cv.dw_weights = <const int16_t*>_ptr(dw_weights)
-        elif cv.depthwise:
-            raise ValueError("ConvPlan.run: depthwise needs dw_weights")
-        if dw_kind not in (0, 1) or (dw_kind == 1 and (cv.isa & 15) < 3):
-            raise ValueError("ConvPlan.run: dw_kind must be 0, or 1 at an AVX-512 level")
-        cv.dw_kind = dw_kind
-        cv.dw_stride = self.dw_strides[dw_kind]
-        cv.epi.col_comp = <const int32_t*>_ptr(col_comp)
-        if wzp is not None:
-            cv.epi.wzp = <const int32_t*>_ptr(wzp)
-            cv.epi.wzp_sn = wzp_sn
-            cv.epi.rowsum = <const int32_t*>_ptr(rowsum)
-        cv.epi.raw_s32 = raw_s32
-        cv.epi.src_scale = src_scale
-        cv.epi.scale = <const float*>_ptr(scale)
-        cv.epi.scale_sn = scale_sn
-        if bias is not None:
-            cv.epi.bias = <const float*>_ptr(bias)
-            cv.epi.bias_sn = bias_sn
-        for i in range(cv.epi.n_post):
-            s = src1s[i]
-            if s is not None:
-                local_post[i].src1 = <const float*>_ptr(s[0])
-                cv.post_b[i], local_post[i].s1_m, local_post[i].s1_n = s[1], s[2], s[3]
-                if len(s) > 4:
-                    local_post[i].src2 = <const float*>_ptr(s[4])
-                    cv.post2_b[i], local_post[i].s2_m, local_post[i].s2_n = s[5], s[6], s[7]
-            if (local_post[i].kind == 2 and local_post[i].src1 == NULL) or \
-                    (local_post[i].kind == 5 and local_post[i].src2 == NULL):
-                raise ValueError(f"ConvPlan.run: post-op {i} has no input array")
-        cv.epi.inv_dst_scale = <float>1.0 / dst_scale
-        if dst_zp is not None:
-            cv.epi.dst_zp = <const int32_t*>_ptr(dst_zp)
-            cv.epi.dst_zp_sn = dst_zp_sn
-        cv.epi.dst = <void*>_ptr(dst, True)
-        self._launch(&cv, nthreads)
+        if kernel == DNNQ_CONV_K_DW3X3_PLAIN and not r.plain_data:
+            kernel = DNNQ_CONV_K_DW3X3
+            cv.plain = 0
+        if r.padcorr != NULL and kernel in (DNNQ_CONV_K_DECONV_PHASES, DNNQ_CONV_K_DW_ROWS3,
+                                            DNNQ_CONV_K_DW3X3):
+            kernel = DNNQ_CONV_K_GENERAL
+        if kernel != self.kernel:
+            cv.kernel = kernel
+            cv.run_item = dnnq_conv_item_fn_for(kernel)
+        cv.src = r.src
+        cv.zp_rows = r.zp_rows
+        cv.padcorr = r.padcorr
+        cv.packed = r.packed
+        cv.dw_weights = r.dw_weights
+        if cv.depthwise and cv.dw_weights == NULL:
+            raise ValueError("ConvPlan: a depthwise plan needs its dw_weights")
+        if not cv.depthwise and cv.packed == NULL:
+            raise ValueError("ConvPlan: the plan needs its packed weights")
+        cv.panel_outer = r.panel_outer
+        cv.epi.col_comp = r.col_comp
+        cv.epi.wzp = r.wzp
+        cv.epi.wzp_sn = r.wzp_sn
+        cv.epi.rowsum = r.rowsum
+        cv.epi.raw_s32 = self.raw_s32
+        cv.epi.src_scale = r.src_scale
+        cv.epi.scale, cv.epi.scale_sn = r.scale, r.scale_sn
+        cv.epi.bias = r.bias
+        cv.epi.bias_sn = 1 if r.bias != NULL else 0
+        # f32 reciprocal, then a multiply in the epilogue: what oneDNN does
+        cv.epi.inv_dst_scale = <float>1.0 / r.dst_scale
+        cv.epi.dst_zp, cv.epi.dst_zp_sn = r.dst_zp, r.dst_zp_sn
+        cv.epi.dst = r.dst
+        if r.band_src != NULL:  # the fused band path (ConvExec._fused_bands)
+            if self.work < (1 << 16):
+                nthreads = 1
+            return self._launch_bands(&cv, nthreads, cv.isa, r.band_src, r.band_p_src,
+                                      r.band_dst, r.band_p_dst, r.band_esz)
+        return self._launch(&cv, nthreads)
 
     cdef int _launch(self, const dnnq_conv_t* cv, int nthreads) except -1:
         """Run every work item of a filled cv (GIL held on entry; released around the loop)."""
@@ -290,6 +368,11 @@ cdef class ConvPlan:
 
 
 cdef bint _skip_zero_taps_on = True
+
+
+def get_skip_zero_taps():
+    """Whether deconvolution plans created now may take the column-phase driver."""
+    return _skip_zero_taps_on
 
 
 def set_skip_zero_taps(bint on):

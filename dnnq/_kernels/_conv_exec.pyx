@@ -26,8 +26,10 @@ from cython.parallel cimport prange
 from dnnq._kernels._array_extent cimport _extent
 from dnnq._kernels._kernels cimport dnnq_gemm_args_t, dnnq_postop_t
 from dnnq._kernels._gemm cimport GemmPlan
-from dnnq._kernels._conv cimport (ConvPlan, dnnq_conv_t, dnnq_transpose_for_isa,
-                                  dnnq_transpose_rows_for_isa)
+from dnnq._kernels._conv cimport (ConvPlan, ConvRun, DNNQ_CONV_MAX_POST,
+                                  dnnq_transpose_for_isa, dnnq_transpose_rows_for_isa)
+from dnnq._kernels._codes cimport DNNQ_A_XOR_S8
+from libc.string cimport memset
 
 import numpy as np
 from dnnq import _dispatch
@@ -37,7 +39,6 @@ cnp.import_array()
 
 cdef enum:
     MAX_DIMS = 5
-    MAX_POST = 32
 
 
 cdef struct DenseSpec:
@@ -139,7 +140,7 @@ cdef class ConvExec:
                        # (0: no; 1: its column kernel; 2: with the VBMI stride-2 kernel)
     cdef bint dw_column  # the depthwise 3x3 column kernel (its items may run panel-outer)
     cdef float scale_adjust  # 2 under set_int8_numerics("avx2") with halved s8-source weights
-    cdef int dw_kind, isa_code, src_esz, dst_esz
+    cdef int isa_code, src_esz, dst_esz
     cdef object dst_dtype, dst_phys, dst_inverse
     cdef list src_pool, dst_pool
 
@@ -152,7 +153,7 @@ cdef class ConvExec:
         layout: src_dims, src_order, src_dtype, dst_dims, dst_order, dst_dtype, N, IC, OC,
         P_src, P_dst (pixels per image), isa_code (the transposes' level).
         attrs: has_bias, has_ss, has_ds, ws_count, has_zs, has_zd, zs_range, has_sum, shift,
-        raw_s32, dw_kind, depthwise, scale_adjust, dw_plain (plain src and dst: the depthwise
+        raw_s32, depthwise, scale_adjust, dw_plain (plain src and dst: the depthwise
         column kernel reads and writes the planes, no copies).  keys: the argument ids (src, wei, bias, dst, ss, ws, ds,
         zs, zd) and n_known (how many ids the primitive takes)."""
         if isinstance(plan, ConvPlan):
@@ -190,7 +191,6 @@ cdef class ConvExec:
         self.zs_lo, self.zs_hi = attrs["zs_range"]
         self.shift = attrs["shift"]
         self.raw_s32 = attrs["raw_s32"]
-        self.dw_kind = attrs["dw_kind"]
         self.depthwise = attrs["depthwise"]
         self.dw_plain = int(attrs.get("dw_plain", 0))
         self.dw_column = attrs.get("dw_column", False)
@@ -471,24 +471,22 @@ cdef class ConvExec:
                      const float* ws_ptr, int64_t ws_sn, const float* bias_ptr, float ds,
                      const int32_t* dzp_ptr, void* d_ptr, bint panel_outer=False,
                      const uint8_t* src_plain=NULL, void* dst_plain=NULL) except -1:
-        cdef dnnq_postop_t local_post[MAX_POST]
-        cdef dnnq_conv_t cv
+        cdef dnnq_postop_t local_post[DNNQ_CONV_MAX_POST]
         cdef dnnq_gemm_args_t g
-        cdef ConvPlan cplan
         cdef GemmPlan gplan
         cdef int i, nthreads = _dispatch._num_threads
         if self.conv_plan is None:  # 1x1: the GEMM driver over (image, pixels, OC)
             gplan = <GemmPlan>self.gemm_plan
             g = gplan.g
-            if g.n_post > MAX_POST:
-                raise ValueError("at most 32 post-ops")
+            if g.n_post > DNNQ_CONV_MAX_POST:
+                raise ValueError(f"at most {DNNQ_CONV_MAX_POST} post-ops")
             for i in range(g.n_post):
                 local_post[i] = gplan.post[i]
             g.post = local_post
             g.a = a_ptr
             g.a_sb, g.a_sm = self.a_sb, self.a_sm
-            g.a_xor = ((1 if gplan.swap_s8 else 2 if gplan.signed_s8 else 0x80808080)
-                       if self.s8_src else 0)
+            # (the convolution's GemmPlan XORs an s8 source to u8: no swap, no signed kernel)
+            g.a_xor = DNNQ_A_XOR_S8 if self.s8_src else 0
             g.b = <const int8_t*>_data(packed)
             g.b_sb = 0
             g.col_comp = <const int32_t*>_data(comp)
@@ -508,42 +506,27 @@ cdef class ConvExec:
             with nogil:
                 gplan.launch(&g, nthreads)
             return 0
-        cplan = <ConvPlan>self.conv_plan
-        cv = cplan.cv
-        if cv.epi.n_post > MAX_POST:
-            raise ValueError("at most 32 post-ops")
-        for i in range(cv.epi.n_post):
-            local_post[i] = cplan.post[i]
-        cv.epi.post = local_post
-        cv.src = a_ptr
-        cv.src_signed = self.s8_src
-        cv.a_xor = 0x80808080 if self.s8_src else 0
-        cv.zp_rows = <const uint8_t*>_data(zrow)
-        cv.padcorr = NULL
+        cdef ConvRun r
+        memset(&r, 0, sizeof(ConvRun))
+        r.src = a_ptr
+        r.zp_rows = <const uint8_t*>_data(zrow)
         if self.depthwise:
-            cv.dw_weights = <const int16_t*>_data(dw)
+            r.dw_weights = <const int16_t*>_data(dw)
         else:
-            cv.packed = <const int8_t*>_data(packed)
-        cv.dw_kind = self.dw_kind
-        cv.plain = self.dw_plain
-        cv.panel_outer = panel_outer
-        cv.dw_stride = cplan.dw_strides[self.dw_kind]
-        cv.epi.col_comp = <const int32_t*>_data(comp)
-        cv.epi.raw_s32 = self.raw_s32
-        cv.epi.src_scale = ss * self.scale_adjust
-        cv.epi.scale, cv.epi.scale_sn = ws_ptr, ws_sn
-        if bias_ptr != NULL:
-            cv.epi.bias, cv.epi.bias_sn = bias_ptr, 1
-        cv.epi.inv_dst_scale = <float>1.0 / ds
-        if dzp_ptr != NULL:
-            cv.epi.dst_zp, cv.epi.dst_zp_sn = dzp_ptr, 0
-        cv.epi.dst = d_ptr
+            r.packed = <const int8_t*>_data(packed)
+        r.col_comp = <const int32_t*>_data(comp)
+        r.src_scale = ss * self.scale_adjust
+        r.scale, r.scale_sn = ws_ptr, ws_sn
+        r.bias = bias_ptr
+        r.dst_scale = ds
+        r.dst_zp = dzp_ptr
+        r.dst = d_ptr
+        r.plain_data = self.dw_plain != 0
+        r.panel_outer = panel_outer
         if src_plain != NULL:  # the fused band path (_fused_bands)
-            if cplan.work < (1 << 16):
-                nthreads = 1
-            return cplan._launch_bands(&cv, nthreads, self.isa_code, src_plain, self.P_src,
-                                       dst_plain, self.P_dst, self.dst_esz)
-        return cplan._launch(&cv, nthreads)
+            r.band_src, r.band_dst = src_plain, dst_plain
+            r.band_p_src, r.band_p_dst, r.band_esz = self.P_src, self.P_dst, self.dst_esz
+        return (<ConvPlan>self.conv_plan).execute(&r, nthreads)
 
 
 cdef bint _fused_bands_on = True

@@ -115,8 +115,8 @@ class CheckedExecute:
             zw = self._runtime(args, A.DNNL_ARG_ATTR_ZERO_POINTS | A.DNNL_ARG_WEIGHTS,
                                1 if zm[A.DNNL_ARG_WEIGHTS] == 0 else geo.OC,
                                _masks.check_zero_points)
-            if not np.any(zw):
-                zw = None
+            if not np.any(zw) and not geo.depthwise:
+                zw = None  # (depthwise: the plan's s16 weights take it folded in, even 0)
         dzp, dzp_sn = None, 0
         if A.DNNL_ARG_DST in zm:
             dzp = self._runtime(args, A.DNNL_ARG_ATTR_ZERO_POINTS | A.DNNL_ARG_DST,
@@ -129,7 +129,7 @@ class CheckedExecute:
         delta = zs64 - zrow_vals  # zero points the source type cannot hold
         per_ic = zs.size > 1
         zrow = self._zero_point_rows(zs, zrow_vals)
-        dw_w, dw_kind = pw.dw, self._dw_kind
+        dw_w = pw.dw
         plain = pw.plain  # (G, taps, ICg, OCg)
         if geo.depthwise and zw is not None:
             # depthwise: the weights zero point is folded into the s16 weights (exact)
@@ -138,7 +138,7 @@ class CheckedExecute:
                 raise Unimplemented(f"{p}.execute: depthwise weights minus the weights zero "
                                     "point must fit s16; got values in "
                                     f"[{wz.min()}, {wz.max()}]")
-            dw_w, dw_kind = pack_depthwise(geo, wz, self._dw_s16_layout), 0
+            dw_w = pack_depthwise(geo, wz, self._dw_s16_layout)
             colsum = wz.sum(axis=1)
             tapw = wz[:, :, None]  # (C, taps, 1) as (G, taps, OCg)
             zw = None
@@ -188,10 +188,9 @@ class CheckedExecute:
                            scale_sn, bias, 0, 0, 1, src1s, dst_scale, dzp, dzp_sn, out,
                            P * geo.OC, geo.OC, _dispatch.get_num_threads())
         else:
-            self._plan.run(x.view(np.uint8), src_dt == "s8", zrow, padcorr,
-                           pw.packed, dw_w, col_comp, zw, wzp_sn, rowsum,
-                           self._raw_s32, src_scale, scale, scale_sn, bias, 1, src1s,
-                           dst_scale, dzp, dzp_sn, out, _dispatch.get_num_threads(), dw_kind)
+            self._plan.run(x.view(np.uint8), zrow, padcorr, pw.packed, dw_w, col_comp, zw,
+                           wzp_sn, rowsum, self._raw_s32, src_scale, scale, scale_sn, bias,
+                           src1s, dst_scale, dzp, dzp_sn, out, _dispatch.get_num_threads())
         if _verbose._level:
             self._verbose("exec", (time.perf_counter() - t0) * 1e3)
         return self._dst_back(user_dst, out)

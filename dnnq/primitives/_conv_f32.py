@@ -12,7 +12,7 @@ from dnnq.errors import InvalidArguments, Unimplemented
 from dnnq.post_ops import PostOps
 from dnnq.primitives import _plan
 from dnnq.primitives._conv_geometry import packed_sizes
-from dnnq._kernels import _conv, _gemm
+from dnnq._kernels import _codes, _conv, _gemm
 
 _ONE = np.ones(1, np.float32)
 
@@ -35,10 +35,11 @@ class F32Convolution:
         self._ref_order = False
         self._ref_flags = 0
         self._u8_nan_top = False
-        self._dw_plain = 0
         impl = _impls.choose(self._kind, _impls.F32)
         self._isa = impl.isa
         self._dw_layout = self._dw_s16_layout = "f32"
+        self._impl = self._choose_kernel()
+        self._dw_plain = 0
         self._packed_sizes = packed_sizes(geo, "f32")
         kernel = ("dw" if geo.depthwise else "brgconv_1x1" if geo.is_gemm else
                   "brgconv_fold" if geo.fold_kw else "brgconv")
@@ -56,7 +57,7 @@ class F32Convolution:
         geo = self._geo
         isa_code = _plan.ISA_CODE[self._isa]
         dt = _plan.DT_CODE[self.dst_desc.dt]
-        if geo.is_gemm:  # the GEMM driver over (image, pixels, OC)
+        if self._impl.kernel == "gemm":  # the GEMM driver over (image, pixels, OC)
             return _gemm.GemmPlan(isa_code, geo.N, geo.out_pixels, geo.OC, geo.IC, dt,
                                   self._post_specs, False, False, 0, True)
         mr = _conv.F32_ROWS
@@ -73,7 +74,9 @@ class F32Convolution:
                  kernel=geo.kernel, strides=geo.strides, steps=geo.steps, pads=geo.pads,
                  deconv=int(geo.deconv), depthwise=int(geo.depthwise), fold_kw=int(geo.fold_kw),
                  kpair=geo.kpair, npairs=geo.npairs, mc=mc, mr=mr, dw_strides=(stride, stride))
-        return _conv.ConvPlan(isa_code, g, dt, self._post_specs, False, 0, False, True)
+        self._dw_kind = _conv.DW_S16
+        return _conv.ConvPlan(isa_code, g, dt, self._post_specs, False, 0, False, True,
+                              kernel=_codes.CONV_KERNEL[self._impl.kernel])
 
     def _zero_row_f32(self):
         """The row of zeros a tap outside the source multiplies (ConvPlan: at least kpair f32;
@@ -121,7 +124,7 @@ class F32Convolution:
                            0, False, 1.0, _ONE, 0, bias, 0, 0, 1, src1s, dst_scale, dzp, dzp_sn,
                            out, P * geo.OC, geo.OC, threads)
         else:
-            self._plan.run(x, False, self._zero_row_f32(), None, pw.packed, pw.dw, comp, None,
-                           0, None, False, 1.0, _ONE, 0, bias, 1, src1s, dst_scale, dzp,
-                           dzp_sn, out, threads, 0)
+            self._plan.run(x, self._zero_row_f32(), None, pw.packed, pw.dw, comp, None, 0,
+                           None, False, 1.0, _ONE, 0, bias, src1s, dst_scale, dzp, dzp_sn, out,
+                           threads)
         return self._dst_back(user_dst, out)

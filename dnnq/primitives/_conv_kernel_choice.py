@@ -4,7 +4,9 @@ channels-last copies), their work items, and the deconvolution's balanced pixel 
 Mixed into the Convolution / Deconvolution primitives (convolution.py); the module constants
 are the switches the tests and benchmarks set."""
 from dnnq import _impls
-from dnnq.primitives import _plan
+from dnnq import args as A
+from dnnq._kernels import _conv
+from dnnq.primitives import _post_op_spec
 
 
 #: Output rows narrower than this take the channels-last copies instead of the plain depthwise
@@ -56,40 +58,48 @@ class KernelChoice:
     """The depthwise kernel choice and work-item sizes of _ConvolutionBase (its _geo,
     _dw_layout, _numerics, _ref_flags, _post_specs ... set before _make_plan calls these)."""
 
-    def _dw_column_kernel(self):
-        """The AVX-512 3x3 column kernel runs this geometry (ukernels/conv_dw3x3_avx512.c;
-        the driver's test dw3x3 in conv_driver.c, with weights packed as vnni4)."""
+    def _conv_problem(self):
+        """The problem the convolution implementation lists (dnnq._impls.CONV, CONV_F32)
+        choose a kernel for: the geometry and what creation fixed (types, layouts, the
+        attribute's epilogue), nothing of the execution."""
         geo = self._geo
-        return (geo.depthwise and not geo.deconv and self._dw_layout == "vnni4" and
-                tuple(geo.kernel) == (1, 3, 3) and tuple(geo.steps[1:]) == (1, 1) and
-                geo.strides[1] in (1, 2) and geo.strides[2] in (1, 2))
+        zm = self._zp_mask
+        ref_flags = getattr(self, "_ref_flags", 0)
+        dw_fused = (not self._f32 and
+                    _post_op_spec.dw_fused_epilogue(self.dst_desc.dt, self._post_specs,
+                                                    self._raw_s32, ref_flags))
+        sh, sw = geo.strides[1:]
+        rows3 = (geo.depthwise and not geo.deconv and geo.kernel[2] == 3 and
+                 geo.steps[2] == 1 and sw in (1, 2))
+        return dict(
+            geo=geo, is_gemm=geo.is_gemm, deconv=geo.deconv, depthwise=geo.depthwise,
+            kernel=tuple(geo.kernel), pads=tuple(geo.pads), npairs=geo.npairs,
+            dst=tuple(geo.dst),
+            # the AVX-512 depthwise kernels' s8 weights taps by four (a weights zero point
+            # folds into s16 weights instead)
+            dw_vnni4=geo.depthwise and self._dw_layout == "vnni4" and A.DNNL_ARG_WEIGHTS not in zm,
+            rows3=rows3,
+            k3x3=(rows3 and geo.kernel[:2] == (1, 3) and geo.steps[1] == 1 and sh in (1, 2)),
+            plain_io=(not self.src_desc.is_channels_last and
+                      not self.dst_desc.is_channels_last),
+            dw_fused=dw_fused,
+            # the plain kernels run on the C-level execute path in oneDNN's exact order (a
+            # column-kernel geometry is a forward convolution: no oneDNN AVX2 fallback)
+            plain_ok=(self._fast_path_possible() and self._numerics == "exact" and
+                      not ref_flags and not self._has_sum),
+            dw_flat=geo.depthwise and self._dw_flat(geo),
+            dw_plain_min_ow=DW_PLAIN_MIN_OW, dw_plain_vbmi=DW_PLAIN_VBMI,
+            tiles_size_ok=(geo.dst[0] * geo.dst[1] <= _conv.TILES_MAX_ROWS and
+                           geo.dst[2] <= _conv.TILES_MAX_OW),
+            skip_zero_taps=_conv.get_skip_zero_taps(),
+            # the zero-point row a deconvolution's left-out taps read may be non-zero bytes
+            zp_row_nonzero=(self.src_desc.dt == "s8" or A.DNNL_ARG_SRC in zm))
 
-    def _dw_plain_kernel(self):
-        """The plain kernels read plain (nchw) src and write plain dst as they are instead
-        of channels-last copies: their fused epilogue's cases only (8-bit dst, relu / linear
-        post-ops, oneDNN's exact numerics), on the C-level execute path (the checked path
-        keeps the copies). 3: the flat kernel (AVX512-VBMI, the geometries of `_dw_flat`);
-        else, for output rows of at least DW_PLAIN_MIN_OW columns, the column kernel
-        (ukernels/conv_dw3x3_plain.h): 2 with the VBMI stride-2 rows, 1 without; 0: the
-        copies."""
-        elt = (_plan.ELTWISE_CODE["relu"], _plan.ELTWISE_CODE["linear"])
-        # (a column-kernel geometry is a forward convolution: no oneDNN AVX2 fallback, so
-        # exact numerics mean no pair saturation or halved weights either)
-        ok = (self._dw_column_kernel() and self._fast_path_possible() and
-              self._numerics == "exact" and
-              not self._ref_flags and
-              not self.src_desc.is_channels_last and not self.dst_desc.is_channels_last and
-              self.dst_desc.dt in ("u8", "s8") and not self._raw_s32 and not self._has_sum and
-              all(k == _plan.PO_ELTWISE and alg in elt for k, alg, _, _ in self._post_specs))
-        if not ok:
-            return 0
-        # (VBMI is an optional feature: the ISA cap turns it off as it turns levels off)
-        vbmi = _impls.optional_feature("avx512_vbmi", self._isa)
-        if vbmi and self._dw_flat(self._geo):
-            return 3
-        if self._geo.dst[2] < DW_PLAIN_MIN_OW:
-            return 0
-        return 2 if DW_PLAIN_VBMI and vbmi else 1
+    def _choose_kernel(self):
+        """Walk the implementation list once (dnnq._impls); the entry chosen."""
+        table = _impls.CONV_F32 if self._f32 else _impls.CONV
+        return _impls.choose_conv(self._kind, table, self._conv_problem(),
+                                  _impls.conv_cap(self._isa))
 
     def _dw_flat(self, geo):
         """The flat kernel (ukernels/conv_dw3x3_flat.h, needs AVX512-VBMI) takes this plain

@@ -49,12 +49,13 @@ import numpy as np
 
 from dnnq import args as A
 from dnnq import masks as _masks
-from dnnq import _dispatch, _verbose
+from dnnq import _dispatch, _impls, _verbose
 from dnnq._cache import CachedPrimitive
 from dnnq.errors import InvalidArguments, Unimplemented
 from dnnq.memory import MemoryDesc
 from dnnq.primitives import _plan
-from dnnq.primitives._attr_plan import check_attr_object
+from dnnq.primitives._attr_plan import AttrPlan, check_attr_object
+from dnnq.primitives import _post_op_spec
 from dnnq.primitives._common import arg_name, check_md, check_known_args, check_overlaps
 from dnnq.post_ops import PostOps
 from dnnq.primitives._conv_geometry import (ConvGeometry, PackedConvWeights, pack_depthwise,
@@ -178,60 +179,37 @@ class _ConvolutionBase(KernelChoice, CheckedExecute, F32Convolution, metaclass=C
     def _analyse_attr(self, attr):
         p, geo = self._name, self._geo
         per_oc = 3 if geo.grouped else 1
-        scale_support = {A.DNNL_ARG_SRC: (0,), A.DNNL_ARG_WEIGHTS: (0, per_oc),
-                         A.DNNL_ARG_DST: (0,)}
-        zp_support = {A.DNNL_ARG_SRC: (0, 2), A.DNNL_ARG_WEIGHTS: (0, per_oc),
-                      A.DNNL_ARG_DST: (0, 2)}
         dims = {A.DNNL_ARG_SRC: self.src_desc.dims, A.DNNL_ARG_WEIGHTS: self.weights_desc.dims,
                 A.DNNL_ARG_DST: self.dst_desc.dims}
-        self._scale_mask, self._zp_mask = {}, {}
-        given = (attr.scales_args(), attr.zero_points_args()) if attr is not None else ({}, {})
-        for what, table, support, out in (("scales", given[0], scale_support, self._scale_mask),
-                                          ("zero points", given[1], zp_support, self._zp_mask)):
-            for arg, mask in table.items():
-                if arg not in support:
-                    raise Unimplemented(f"{p}: {what} of {arg_name(arg)} are not supported; "
-                                        f"supported: {what} of src, weights, dst")
-                kind = "weights_oihw" if arg == A.DNNL_ARG_WEIGHTS else "data_nchw"
-                plain = _masks.resolve_mask(mask, dims[arg], kind, groups=geo.grouped,
-                                            name=f"{what} mask of {arg_name(arg)}")
-                if plain not in support[arg]:
-                    raise Unimplemented(f"{p}: {what} mask {mask} of {arg_name(arg)} is not "
-                                        "supported; supported masks: "
-                                        f"{', '.join(map(str, support[arg]))}")
-                out[arg] = plain
+        scale_support = {A.DNNL_ARG_SRC: (dims[A.DNNL_ARG_SRC], (0,)),
+                         A.DNNL_ARG_WEIGHTS: (dims[A.DNNL_ARG_WEIGHTS], (0, per_oc)),
+                         A.DNNL_ARG_DST: (dims[A.DNNL_ARG_DST], (0,))}
+        zp_support = {A.DNNL_ARG_SRC: (dims[A.DNNL_ARG_SRC], (0, 2)),
+                      A.DNNL_ARG_WEIGHTS: (dims[A.DNNL_ARG_WEIGHTS], (0, per_oc)),
+                      A.DNNL_ARG_DST: (dims[A.DNNL_ARG_DST], (0, 2))}
+
+        def resolve(arg, mask, name):
+            kind = "weights_oihw" if arg == A.DNNL_ARG_WEIGHTS else "data_nchw"
+            return _masks.resolve_mask(mask, dims[arg], kind, groups=geo.grouped, name=name)
+
+        plan = AttrPlan(p, attr, scale_support, zp_support, _post_op_spec.KINDS,
+                        resolve=resolve)
+        self._scale_mask, self._zp_mask = plan.scale_mask, plan.zp_mask
         # post-ops
         self._post_specs, self._binary, self._selects = [], [], []
         self._has_sum = False
-        ops = attr.post_ops if attr is not None else None
         dst_dims = tuple(self.dst_desc.dims)
-        for i in range(len(ops) if ops is not None else 0):
-            kind, op = ops.kind(i), ops[i]
-            if kind == "eltwise":
-                self._post_specs.append((_plan.PO_ELTWISE, _plan.ELTWISE_CODE[op.alg],
-                                         float(op.alpha), float(op.beta)))
-            elif kind == "binary":
+        for i, op in enumerate(plan.post_ops):
+            if op.kind == "binary":
                 self._check_broadcast(op.src1_desc, f"post_op[{i}].src_1", dst_dims)
-                self._post_specs.append((_plan.PO_BINARY, _plan.BINARY_CODE[op.alg], 0.0, 0.0))
                 self._binary.append((i, op.src1_desc))
-            elif kind == "sum":
-                if op.dt is not None and op.dt != self.dst_desc.dt:
-                    raise Unimplemented(f"{p}: post_op[{i}] sum with data type {op.dt} differs "
-                                        f"from the destination data type {self.dst_desc.dt}; "
-                                        "supported: None or the destination data type")
+            elif op.kind == "sum":
                 self._has_sum = True
-                self._post_specs.append((_plan.PO_SUM, 0, float(op.scale),
-                                         float(op.zero_point)))
-            elif kind == "checkpoint":
-                self._post_specs.append((_plan.PO_CHECKPOINT, 0, 0.0, 0.0))
-            elif kind == "select":
+            elif op.kind == "select":
                 self._check_broadcast(op.cond_desc, f"post_op[{i}].src_1", dst_dims)
                 self._check_broadcast(op.value_desc, f"post_op[{i}].src_2", dst_dims)
-                self._post_specs.append((_plan.PO_SELECT, _plan.BINARY_CODE[op.alg], 0.0, 0.0))
                 self._selects.append((i, op.cond_desc, op.value_desc))
-            else:
-                raise Unimplemented(f"{p}: post_op[{i}] of kind {kind} is not supported; "
-                                    "supported: eltwise, binary, sum, checkpoint, select")
+            self._post_specs.append(_post_op_spec.post_op_spec(p, i, op, self.dst_desc.dt))
         self._raw_s32 = (self.dst_desc.dt == "s32" and not self._scale_mask and
                          self.bias_desc is None and A.DNNL_ARG_DST not in self._zp_mask and
                          not self._post_specs)
@@ -292,10 +270,11 @@ class _ConvolutionBase(KernelChoice, CheckedExecute, F32Convolution, metaclass=C
         # level set_int8_numerics("avx2") follows, stores 0)
         self._u8_nan_top = (self._onednn_kernel == "jit" and self.dst_desc.dt == "u8" and
                             self._numerics == "exact")
-        self._dw_plain = self._dw_plain_kernel()
         post_specs = [(k, _plan.REF_ELTWISE_CODE.get(alg, alg) if ref and k == _plan.PO_ELTWISE
                        else alg, a, b) for k, alg, a, b in self._post_specs]
-        if geo.is_gemm:
+        impl = self._impl = self._choose_kernel()
+        self._dw_plain = impl.plain
+        if impl.kernel == "gemm":
             # the GEMM driver over (image, pixels, OC); an s8 source XOR-ed to u8 (the
             # compensation is this module's)
             return _gemm.GemmPlan(isa_code, geo.N, geo.out_pixels, geo.OC, geo.IC,
@@ -315,19 +294,27 @@ class _ConvolutionBase(KernelChoice, CheckedExecute, F32Convolution, metaclass=C
             mc -= mr
         if geo.deconv and not geo.depthwise and threads > 1:
             mc = _balanced_block(npix, mc, mr, geo.N * groups * panels, threads)
-        if self._dw_plain:
+        if impl.kernel == "dw3x3_plain":
             mc = self._dw_plain_rows(panels, threads) * geo.dst[2]
-        elif self._dw_column_kernel():
+        elif impl.kernel == "dw3x3":
             mc = self._dw_rows_per_item(panels, threads) * geo.dst[2]
-        fast, fast_sum = _gemm.fused_epilogue_flags(self._post_specs)
+        fast, fast_sum = _post_op_spec.fused_epilogue_flags(self._post_specs)
         g = dict(N=geo.N, G=geo.G, ICg=geo.ICg, OCg=geo.OCg, src=geo.src, dst=geo.dst,
                  kernel=geo.kernel, strides=geo.strides, steps=geo.steps, pads=geo.pads,
                  deconv=int(geo.deconv), depthwise=int(geo.depthwise), fold_kw=int(geo.fold_kw),
                  kpair=geo.kpair, npairs=geo.npairs, mc=mc, mr=mr,
                  dw_strides=(depthwise_panel_stride(geo, self._dw_s16_layout),
                              depthwise_panel_stride(geo, "vnni4")))
+        problem_vnni4 = geo.depthwise and self._dw_layout == "vnni4" and \
+            A.DNNL_ARG_WEIGHTS not in self._zp_mask
+        self._dw_kind = _conv.DW_VNNI4 if problem_vnni4 else _conv.DW_S16
+        dw_fused = _post_op_spec.dw_fused_epilogue(self.dst_desc.dt, self._post_specs,
+                                                   self._raw_s32, self._ref_flags)
         return _conv.ConvPlan(isa_code, g, _plan.DT_CODE[self.dst_desc.dt], post_specs,
                               fast, self._ref_flags, self._u8_nan_top,
+                              kernel=_codes.CONV_KERNEL[impl.kernel],
+                              s8_src=self.src_desc.dt == "s8", raw_s32=self._raw_s32,
+                              dw_kind=self._dw_kind, dw_fused=dw_fused, plain=impl.plain,
                               fast_epi_sum=fast_sum)
 
     def _kernel_code(self):
@@ -427,7 +414,6 @@ class _ConvolutionBase(KernelChoice, CheckedExecute, F32Convolution, metaclass=C
         zm, sm = self._zp_mask, self._scale_mask
         # the plain <-> channels-last transposes (the numerics bits are ignored there)
         self._isa_code = self._kernel_code()
-        self._dw_kind = int(geo.depthwise and self._dw_layout == "vnni4")
         self._exec = None
         if not self._fast_path_possible():
             return
@@ -443,10 +429,9 @@ class _ConvolutionBase(KernelChoice, CheckedExecute, F32Convolution, metaclass=C
                      has_zs=A.DNNL_ARG_SRC in zm, has_zd=A.DNNL_ARG_DST in zm,
                      zs_range=_RANGE.get(sd.dt, (0, 0)), has_sum=self._has_sum,
                      shift=128 if sd.dt == "s8" and not geo.depthwise else 0,
-                     raw_s32=self._raw_s32, dw_kind=self._dw_kind, depthwise=geo.depthwise,
-                     scale_adjust=self._scale_adjust)
-        attrs["dw_plain"] = self._dw_plain
-        attrs["dw_column"] = self._dw_column_kernel()
+                     raw_s32=self._raw_s32, depthwise=geo.depthwise,
+                     scale_adjust=self._scale_adjust, dw_plain=self._dw_plain,
+                     dw_column=self._impl.kernel in ("dw3x3", "dw3x3_plain"))
         keys = dict(src=A.DNNL_ARG_SRC, wei=A.DNNL_ARG_WEIGHTS, bias=A.DNNL_ARG_BIAS,
                     dst=A.DNNL_ARG_DST, ss=A.DNNL_ARG_SCALE | A.DNNL_ARG_SRC,
                     ws=A.DNNL_ARG_SCALE | A.DNNL_ARG_WEIGHTS,

@@ -1,4 +1,4 @@
-/* The deconvolution's column-phase driver (called from conv_driver.c's dnnq_conv_run_item):
+/* The deconvolution's column-phase driver (a kernel of conv_kernels.c's table):
  * see run_item_deconv_phases below and docs/convolution.md, "Deconvolution in the general
  * driver".  ISA-independent: the micro-kernels through the pointers in dnnq_conv_t. */
 #include <stdint.h>
@@ -21,14 +21,6 @@
  * row copies (the driver this replaced spent more on those than the micro-kernel on its work).
  * A weights zero point's source sums are staged per run (strided_epilogue_args).  With
  * kernel = stride (U-Net's k2 s2) every pixel has exactly one tap. */
-static int deconv_phases(const dnnq_conv_t *cv) {
-    return cv->deconv && !cv->depthwise && cv->skip_zero_taps && !cv->f32 &&
-           (cv->a_xor == 0 || cv->a_xor == 0x80808080u) &&
-           !cv->padcorr && cv->kw <= 64 && cv->npairs <= 4096 &&
-           cv->pd >= 0 && cv->ph >= 0 && cv->pw >= 0;
-}
-
-int dnnq_conv_deconv_phases(const dnnq_conv_t *cv) { return deconv_phases(cv); }
 
 /* The taps a piece leaves out would each have read the zero-point row.  When that row does
  * not read as zero bytes (an s8 source, XOR-ed to u8; a non-zero zero point) they add its
@@ -37,14 +29,14 @@ int dnnq_conv_deconv_phases(const dnnq_conv_t *cv) { return deconv_phases(cv); }
  * leaves out, exactly the general driver's sum (wrapping s32).  zc: [g][panel][tap][64],
  * computed per execution by the micro-kernel itself on the zero-point row (the zero point
  * is a runtime argument), at most DNNQ_ZC_TAPS taps. */
-enum { DNNQ_ZC_TAPS = 128 };
 
 int dnnq_conv_prepare_run(dnnq_conv_t *cv) {
     cv->deconv_zc = NULL;
-    if (!deconv_phases(cv) || cv->npairs > DNNQ_ZC_TAPS || !cv->zp_rows || !cv->packed) return 0;
+    if (cv->kernel != DNNQ_CONV_K_DECONV_PHASES || !cv->zp_rows || !cv->packed) return 0;
     int need = cv->a_xor != 0;
     for (int64_t i = 0; i < cv->G * cv->kpair && !need; ++i) need = cv->zp_rows[i] != 0;
     if (!need) return 0;
+    if (cv->npairs > DNNQ_ZC_TAPS) return -2; /* the kernel choice excludes it (_impls.CONV) */
     const int64_t bstep = cv->K4 * 4 * DNNQ_NR, n = cv->G * cv->n_panels * cv->npairs;
     int32_t *zc = (int32_t *)malloc(sizeof(int32_t) * DNNQ_NR * (size_t)n);
     if (!zc) return -1;
@@ -65,16 +57,6 @@ int dnnq_conv_prepare_run(dnnq_conv_t *cv) {
 void dnnq_conv_finish_run(dnnq_conv_t *cv) {
     free((void *)cv->deconv_zc);
     cv->deconv_zc = NULL;
-}
-
-/* the zero-point row of the item's group reads as zero bytes */
-static int zero_rows_zero(const dnnq_conv_t *cv, int64_t item) {
-    if (!cv->zp_rows) return 0; /* (always given; the general driver otherwise) */
-    const int64_t nblk = (cv->od * cv->oh * cv->ow + cv->mc - 1) / cv->mc;
-    const int64_t g = item / nblk / cv->n_panels % cv->G;
-    for (int64_t i = 0; i < cv->kpair; ++i)
-        if (cv->zp_rows[g * cv->kpair + i]) return 0;
-    return 1;
 }
 
 /* the epilogue arguments of `rows` pixels m, m + step, ...: the per-pixel pointers moved to
@@ -338,10 +320,4 @@ int dnnq_conv_run_item_deconv_phases(const dnnq_conv_t *cv, int64_t item) {
     if (rt != small) free(rt);
     free(cache);
     return 0;
-}
-
-int dnnq_conv_takes_phases(const dnnq_conv_t *cv, int64_t item) {
-    /* (with a zero-point row that adds something, only with its products: prepare_run) */
-    return deconv_phases(cv) &&
-           (cv->deconv_zc || (cv->a_xor == 0 && zero_rows_zero(cv, item)));
 }

@@ -98,17 +98,8 @@ static void dw9_permute(const __m512i v[4], int narrow, int32_t *out) {
 
 /* The fast epilogue's constants for the panel (epi_prepare_avx512), permuted to the
  * accumulators' order: vector k (of VL lanes), lane L, dword j <- channel 16 L + 4 k + j. */
-int dnnq_dw3x3_epi_prepare_avx512(const dnnq_gemm_args_t *g, int64_t n0, int nc,
-                                  dnnq_dw_epi_t *e) {
-    /* the fast epilogue's conditions (gemm_impl.h dnnq_fast_epi_ok), 8-bit dsts */
-    if (!g->fast_epi || g->wzp || g->raw_s32 || g->ref_numerics ||
-        (g->dst_dt != DNNQ_DT_U8 && g->dst_dt != DNNQ_DT_S8) ||
-        (g->bias && (g->bias_sb != 0 || g->bias_sm != 0)))
-        return 0;
-    for (int i = 0; i < g->n_post; ++i)
-        if (g->post[i].kind != DNNQ_PO_ELTWISE ||
-            (g->post[i].alg != DNNQ_ELT_RELU && g->post[i].alg != DNNQ_ELT_LINEAR))
-            return 0;
+void dnnq_dw3x3_epi_prepare_avx512(const dnnq_gemm_args_t *g, int64_t n0, int nc,
+                                   dnnq_dw_epi_t *e) {
     epi_consts_t k;
     epi_prepare_avx512(g, 0, n0, nc, &k);
     const int narrow = nc <= 32;
@@ -127,5 +118,4 @@ int dnnq_dw3x3_epi_prepare_avx512(const dnnq_gemm_args_t *g, int64_t n0, int nc,
     e->has_zp = k.has_zp;
     e->n_post = g->n_post;
     e->po = g->post;
-    return 1;
 }

@@ -36,7 +36,7 @@ static void gather_row_f32(const dnnq_conv_t *cv, const float *s, int kw0, int k
 }
 
 /* The tiled path (convolutions with cv->tiles): item = (image, group, panel, chunk of tiles) */
-static int run_item_tiles_f32(const dnnq_conv_t *cv, int64_t item) {
+int dnnq_conv_run_item_f32_tiles(const dnnq_conv_t *cv, int64_t item) {
     const int64_t inner = cv->rows_outer ? cv->n_panels : cv->n_chunks;
     const int64_t c = cv->rows_outer ? (item / inner) % cv->n_chunks : item % inner;
     const int64_t p = cv->rows_outer ? item % inner : (item / inner) % cv->n_panels;
@@ -162,7 +162,7 @@ static int run_item_tiles_f32(const dnnq_conv_t *cv, int64_t item) {
  * output row runs as dense runs of up to DNNQ_CONV_TILE_ROWS pixels (every tap inside, its
  * pixels sw * IC apart: a pointer per tap); its borders pixel by pixel, taps outside left
  * out (a NULL pointer). */
-static int run_item_dw_f32(const dnnq_conv_t *cv, int64_t item) {
+int dnnq_conv_run_item_f32_dw(const dnnq_conv_t *cv, int64_t item) {
     const int64_t osp = cv->od * cv->oh * cv->ow;
     const int64_t nblk = (osp + cv->mc - 1) / cv->mc;
     const int64_t blk = cv->rows_outer ? (item / cv->n_panels) % nblk : item % nblk;
@@ -253,7 +253,7 @@ static int run_item_dw_f32(const dnnq_conv_t *cv, int64_t item) {
  * panel, block of pixels), micro-tiles of up to mr pixels with a row pointer per (tap, pixel),
  * the zero row for a tap that reads no source pixel of that pixel; a tap no pixel of the
  * micro-tile reads is left out. */
-static int run_item_general_f32(const dnnq_conv_t *cv, int64_t item) {
+int dnnq_conv_run_item_f32_general(const dnnq_conv_t *cv, int64_t item) {
     const int64_t osp = cv->od * cv->oh * cv->ow;
     const int64_t nblk = (osp + cv->mc - 1) / cv->mc;
     const int64_t blk = cv->rows_outer ? (item / cv->n_panels) % nblk : item % nblk;
@@ -355,7 +355,6 @@ static int run_item_general_f32(const dnnq_conv_t *cv, int64_t item) {
  * only those taps are multiplied (none of the general driver's zero rows: a stride-2 kernel-4
  * deconvolution reads 4 of its 16 taps per pixel), its pixels sw apart in the dst (the fused
  * epilogue's row step, else one epilogue call per pixel). */
-enum { F32_DECONV_MAX_KW = 64 };
 
 /* the kernel columns (and their source columns) that reach output column ow */
 static int deconv_cols(const dnnq_conv_t *cv, const int32_t *ctw, int64_t ow, int32_t *kws,
@@ -371,7 +370,7 @@ static int deconv_cols(const dnnq_conv_t *cv, const int32_t *ctw, int64_t ow, in
     return n;
 }
 
-static int run_item_deconv_f32(const dnnq_conv_t *cv, int64_t item) {
+int dnnq_conv_run_item_f32_deconv(const dnnq_conv_t *cv, int64_t item) {
     const int64_t osp = cv->od * cv->oh * cv->ow;
     const int64_t nblk = (osp + cv->mc - 1) / cv->mc;
     const int64_t blk = cv->rows_outer ? (item / cv->n_panels) % nblk : item % nblk;
@@ -402,8 +401,8 @@ static int run_item_deconv_f32(const dnnq_conv_t *cv, int64_t item) {
     dnnq_f32_epi_state_t fst;
     const int fuse = cv->f32_epi_prepare && cv->f32_epi_prepare(&ge, 0, p, &fst);
     float tile[DNNQ_MR_MAX * DNNQ_NR] __attribute__((aligned(64)));
-    int32_t kws[F32_DECONV_MAX_KW], xws[F32_DECONV_MAX_KW], kw2[F32_DECONV_MAX_KW];
-    int32_t xw2[F32_DECONV_MAX_KW];
+    int32_t kws[DNNQ_F32_DECONV_MAX_KW], xws[DNNQ_F32_DECONV_MAX_KW], kw2[DNNQ_F32_DECONV_MAX_KW];
+    int32_t xw2[DNNQ_F32_DECONV_MAX_KW];
     /* the (kd, kh) kernel rows that reach the output row, with their source rows */
     int32_t *krow = (int32_t *)malloc(sizeof(int32_t) * 2 * (size_t)(cv->kd * cv->kh));
     if (!krow) {
@@ -474,11 +473,4 @@ static int run_item_deconv_f32(const dnnq_conv_t *cv, int64_t item) {
     free(krow);
     free(rows);
     return 0;
-}
-
-int dnnq_conv_run_item_f32(const dnnq_conv_t *cv, int64_t item) {
-    if (cv->depthwise) return run_item_dw_f32(cv, item);
-    if (cv->tiles) return run_item_tiles_f32(cv, item);
-    if (cv->deconv && cv->kw <= F32_DECONV_MAX_KW) return run_item_deconv_f32(cv, item);
-    return run_item_general_f32(cv, item);
 }

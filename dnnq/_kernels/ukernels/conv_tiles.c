@@ -154,11 +154,11 @@ int dnnq_conv_build_tiles(dnnq_conv_t *cv) {
     cv->brgemm_n32 = dnnq_brgemm_ukr_n32_for_isa(cv->isa);
     cv->epi_prepare = dnnq_epi_prepare_for_isa(cv->isa);
     if (dnnq_conv_build_coords(cv) != 0) return -1;
+    /* only for the kernels that run them (the implementation list chose the tiles within
+     * the planner's sizes: dnnq._impls.CONV; dnnq_conv_check_kernel sees the tiles) */
+    if (cv->kernel != DNNQ_CONV_K_TILES && cv->kernel != DNNQ_CONV_K_F32_TILES) return 0;
     if (cv->deconv || cv->depthwise) return 0;
-    /* the tiles are built row by row and run by run: beyond these sizes (no tensor of them
-     * fits a machine's memory) the general driver runs, and creation stays fast (a fuzzed
-     * output height of 2^39 rows took minutes here) */
-    if (cv->od * cv->oh > ((int64_t)1 << 22) || cv->ow > ((int64_t)1 << 24)) return 0;
+    if (cv->od * cv->oh > DNNQ_CONV_TILES_MAX_ROWS || cv->ow > DNNQ_CONV_TILES_MAX_OW) return 0;
     const int mr = cv->mr < DNNQ_MR_MAX ? cv->mr : DNNQ_MR_MAX;
     int64_t nt = image_tiles(cv, mr, NULL);
     dnnq_conv_tile_t *tiles = (dnnq_conv_tile_t *)malloc(sizeof(dnnq_conv_tile_t) * (size_t)nt);

@@ -44,4 +44,16 @@ typedef enum dnnq_binary_alg_t {
     DNNQ_BIN_GE, DNNQ_BIN_GT, DNNQ_BIN_LE, DNNQ_BIN_LT, DNNQ_BIN_EQ, DNNQ_BIN_NE
 } dnnq_binary_alg_t;
 
+/* convolution work-item kernels (dnnq_conv_t.kernel): chosen once at creation by the
+ * implementation list dnnq._impls.CONV, run for every item without a second decision */
+typedef enum dnnq_conv_kernel_t {
+    DNNQ_CONV_K_GENERAL = 0, DNNQ_CONV_K_TILES = 1, DNNQ_CONV_K_DECONV_PHASES = 2,
+    DNNQ_CONV_K_DW_ROWS3 = 3, DNNQ_CONV_K_DW3X3 = 4, DNNQ_CONV_K_DW3X3_PLAIN = 5,
+    DNNQ_CONV_K_F32_GENERAL = 6, DNNQ_CONV_K_F32_TILES = 7, DNNQ_CONV_K_F32_DECONV = 8,
+    DNNQ_CONV_K_F32_DW = 9
+} dnnq_conv_kernel_t;
+
+/* the batch-reduce kernels' a_xor of an s8 source: XOR-ed to u8 = s8 + 128 as it is read */
+#define DNNQ_A_XOR_S8 0x80808080u
+
 #endif

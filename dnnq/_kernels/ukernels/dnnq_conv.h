@@ -45,7 +45,28 @@ typedef struct {
                                       * a pixel's taps outside read the zero-point row */
 } dnnq_conv_tile_t;
 
-typedef struct {
+
+/* Depthwise tile: acc[r][c] = sum_taps x(row_tap(r))[c] * w[tap][c] for the 64 channels of
+ * panel p (channels past C are 0); rows[t * mr + r] point at the row's channel p * 64, or,
+ * when ps != 0 (a run of interior pixels), pixel r of tap t is at rows[t] + r * ps; w is
+ * the panel's weights: [tap][64] s16, or the AVX-512 kernel's tap pairs (conv_dw_avx512.c). */
+typedef void (*dnnq_dw_tile_fn)(int mr, int64_t ntaps, const uint8_t *const *rows, int64_t ps,
+                                int nc, int src_signed, const int16_t *w, int32_t *acc);
+
+struct dnnq_conv_s;
+/* One work item of a plan: 0, or -1 when a scratch allocation failed.  Every kernel of
+ * dnnq_conv_kernel_t (dnnq_codes.h) has this signature; dnnq_conv_item_fn_for gives it. */
+typedef int (*dnnq_conv_item_fn)(const struct dnnq_conv_s *cv, int64_t item);
+
+typedef struct dnnq_conv_s {
+    /* the work-item kernel chosen at creation (dnnq._impls.CONV; dnnq_conv_check_kernel says
+     * the plan fits it) and its function, which the driver calls for every item */
+    int kernel;
+    dnnq_conv_item_fn run_item;
+    /* 1: the depthwise 3x3 kernels' fused epilogue applies (chosen at creation: 8-bit dst,
+     * relu / linear post-ops only; dnnq/primitives/_post_op_spec.py dw_fused_epilogue) */
+    int dw_fused;
+    dnnq_dw_tile_fn dw_tile;         /* the general driver's depthwise tile (isa, dw_kind) */
     /* geometry */
     int64_t N, G, ICg, OCg, IC, OC;
     int64_t id, ih, iw, od, oh, ow;
@@ -135,6 +156,11 @@ static inline dnnq_brgemm_ukr_fn dnnq_conv_brgemm_for(const dnnq_conv_t *cv, int
     return nc <= 32 && cv->brgemm_n32 ? cv->brgemm_n32 : cv->brgemm;
 }
 
+/* the tiles are built row by row and run by run: beyond these sizes (no tensor of them fits a
+ * machine's memory) the general driver runs, and creation stays fast (a fuzzed output height
+ * of 2^39 rows took minutes here); _impls.CONV's "tiles" entry reads them (_conv.TILES_MAX) */
+#define DNNQ_CONV_TILES_MAX_ROWS ((int64_t)1 << 22)
+#define DNNQ_CONV_TILES_MAX_OW ((int64_t)1 << 24)
 /* The tiled path of an ungrouped or grouped convolution (not deconvolution, depthwise or the
  * folded-tap kernel): 0, or -1 when an allocation failed; freed by dnnq_conv_free_tiles. */
 int dnnq_conv_build_tiles(dnnq_conv_t *cv);
@@ -151,33 +177,42 @@ void dnnq_conv_item_epilogue_args(const dnnq_conv_t *cv, int64_t n, int64_t g,
 
 /* Work items: (image, group, panel, pixel block or tile chunk), innermost last. */
 /* The fused band path of a depthwise plan with panel-outer items and plain src / dst:
- * unit = image * n_panels + panel (conv_driver.c); 0, or -1 as dnnq_conv_run_item */
+ * unit = image * n_panels + panel (conv_kernels.c); 0, or -1 as dnnq_conv_run_item */
 int dnnq_conv_run_band_unit(const dnnq_conv_t *cv, int64_t unit, int isa,
                             const uint8_t *src_plain, int64_t p_src, void *dst_plain,
                             int64_t p_dst, int esz);
 int64_t dnnq_conv_n_items(const dnnq_conv_t *cv);
-/* 0, or -1 when a scratch allocation failed (dst then incomplete: raise MemoryError) */
+/* 0, or -1 when a scratch allocation failed (dst then incomplete: raise MemoryError):
+ * cv->run_item(cv, item) */
 int dnnq_conv_run_item(const dnnq_conv_t *cv, int64_t item);
-/* the same for an f32 plan (conv_f32.c) */
-int dnnq_conv_run_item_f32(const dnnq_conv_t *cv, int64_t item);
-/* 1: a deconvolution that the general driver runs by column phases, dense GEMMs of the taps
- * that reach each phase (conv_deconv.c; with an s8 source or a zero point only up to
- * DNNQ_ZC_TAPS taps, see dnnq_conv_takes_phases) */
-int dnnq_conv_deconv_phases(const dnnq_conv_t *cv);
+/* The item function of a kernel code (NULL: not built here), and whether the plan's fixed
+ * fields fit it (0; -1: they do not): a check made once at creation, never per item. */
+dnnq_conv_item_fn dnnq_conv_item_fn_for(int kernel);
+int dnnq_conv_check_kernel(const dnnq_conv_t *cv, int kernel);
+/* the kernels, one per file: conv_driver.c (general), conv_tiles.c, conv_deconv.c,
+ * conv_f32.c, depthwise/ (the AVX-512 depthwise kernels) */
+int dnnq_conv_run_item_general(const dnnq_conv_t *cv, int64_t item);
+int dnnq_conv_run_item_f32_general(const dnnq_conv_t *cv, int64_t item);
+int dnnq_conv_run_item_f32_tiles(const dnnq_conv_t *cv, int64_t item);
+int dnnq_conv_run_item_f32_deconv(const dnnq_conv_t *cv, int64_t item);
+int dnnq_conv_run_item_f32_dw(const dnnq_conv_t *cv, int64_t item);
+int dnnq_conv_run_item_dw_rows3(const dnnq_conv_t *cv, int64_t item);
+int dnnq_conv_run_item_dw3x3(const dnnq_conv_t *cv, int64_t item);
+int dnnq_conv_run_item_dw3x3_plain(const dnnq_conv_t *cv, int64_t item);
+/* the widest deconvolution kernel (along w) the f32 column driver takes */
+#define DNNQ_F32_DECONV_MAX_KW 64
+/* the largest deconvolutions the column-phase driver takes (kw, taps), and the taps up to
+ * which it takes a zero-point row that does not read as zero bytes (its products computed
+ * per execution, dnnq_conv_prepare_run) */
+#define DNNQ_DECONV_PHASES_MAX_KW 64
+#define DNNQ_DECONV_PHASES_MAX_TAPS 4096
+#define DNNQ_ZC_TAPS 128
 /* Around the work items of one execution (cv filled for it): what the items need computed
  * once (deconv_zc); 0, or -1 when an allocation failed.  finish frees it. */
 int dnnq_conv_prepare_run(dnnq_conv_t *cv);
 void dnnq_conv_finish_run(dnnq_conv_t *cv);
-/* conv_deconv.c, for dnnq_conv_run_item: whether item takes the column-phase driver, and it */
-int dnnq_conv_takes_phases(const dnnq_conv_t *cv, int64_t item);
 int dnnq_conv_run_item_deconv_phases(const dnnq_conv_t *cv, int64_t item);
 
-/* Depthwise tile: acc[r][c] = sum_taps x(row_tap(r))[c] * w[tap][c] for the 64 channels of
- * panel p (channels past C are 0); rows[t * mr + r] point at the row's channel p * 64, or,
- * when ps != 0 (a run of interior pixels), pixel r of tap t is at rows[t] + r * ps; w is
- * the panel's weights: [tap][64] s16, or the AVX-512 kernel's tap pairs (conv_dw_avx512.c). */
-typedef void (*dnnq_dw_tile_fn)(int mr, int64_t ntaps, const uint8_t *const *rows, int64_t ps,
-                                int nc, int src_signed, const int16_t *w, int32_t *acc);
 #define DNNQ_DECLARE_DW(isa)                                                                    \
     void dnnq_dw_tile_##isa(int mr, int64_t ntaps, const uint8_t *const *rows, int64_t ps,       \
                             int nc, int src_signed, const int16_t *w, int32_t *acc);
@@ -261,10 +296,10 @@ void dnnq_dw3x3_plain_avx512(const dnnq_dw3x3_plain_t *c);
  * dst_plane), in a block of memory to free(); NULL: none (other geometries, larger planes)
  * or out of memory.  The CPU must have AVX512-VBMI. */
 void *dnnq_dw3x3_flat_table_avx512(const dnnq_dw3x3_plain_t *c);
-/* 1 when the fused epilogue takes g (8-bit dst, relu / linear post-ops), then e is prepared
- * for the panel's columns n0 .. n0 + nc - 1 */
-int dnnq_dw3x3_epi_prepare_avx512(const dnnq_gemm_args_t *g, int64_t n0, int nc,
-                                  dnnq_dw_epi_t *e);
+/* e prepared for the panel's columns n0 .. n0 + nc - 1 of g, whose epilogue the creation
+ * found fused (dnnq_conv_t.dw_fused: 8-bit dst, relu / linear post-ops) */
+void dnnq_dw3x3_epi_prepare_avx512(const dnnq_gemm_args_t *g, int64_t n0, int nc,
+                                   dnnq_dw_epi_t *e);
 /* depthwise weight layouts: the ISA's s16 one (natural [tap][64], or the AVX-512 tap pairs),
  * or s8 taps by four for vpdpbusd (AVX-512 only) */
 enum { DNNQ_DW_S16 = 0, DNNQ_DW_VNNI4 = 1 };

@@ -77,7 +77,4 @@ static inline float dnnq_binary(int alg, float a, float b) {
     default: return a;
     }
 }
-/* the row-wise post-op chain over these formulas (every includer of this file, the GEMM
- * epilogue among them, gets it) */
-#include "postop_chain.h"
 #endif

@@ -6,7 +6,7 @@
 #ifndef DNNQ_EPILOGUE_GENERIC_H
 #define DNNQ_EPILOGUE_GENERIC_H
 #include <string.h>
-#include "eltwise_impl.h"
+#include "postop_chain.h" /* (and the formulas, eltwise_impl.h) */
 
 /* 1.5 * 2^23: adding and subtracting it rounds an f32 of magnitude < 2^22 to the nearest
  * integer, ties to even, in the current (default) rounding mode, and vectorises everywhere. */
