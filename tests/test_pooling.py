@@ -416,3 +416,38 @@ def test_dilated_channels_last_int8(isa, dt, alg, shape, kernel, dilation):
     p = dnnq.Pooling(alg, MD(shape, dt, CL[len(shape)]), MD(want.shape, dt, CL[len(shape)]),
                      **geom)
     np.testing.assert_array_equal(p.execute({A.DNNL_ARG_SRC: xl}), want)
+
+
+def model_cl_average(x, alg, k, s, pl, pr):
+    """Channels-last integer average as oneDNN's jit_int kernels compute it: the exact sum
+    times f32(1 / count) (2-D only)."""
+    N, C, H, W = x.shape
+    oh = (H + pl[0] + pr[0] - k[0]) // s[0] + 1
+    ow = (W + pl[1] + pr[1] - k[1]) // s[1] + 1
+    out = np.zeros((N, C, oh, ow), F)
+    for i in range(oh):
+        for j in range(ow):
+            h0, w0 = i * s[0] - pl[0], j * s[1] - pl[1]
+            hs = slice(max(h0, 0), min(h0 + k[0], H))
+            ws = slice(max(w0, 0), min(w0 + k[1], W))
+            win = x[:, :, hs, ws].astype(np.int64)
+            cnt = k[0] * k[1] if alg == "avg_include_padding" else win.shape[2] * win.shape[3]
+            out[:, :, i, j] = win.sum((2, 3)).astype(F) * (F(1) / F(cnt))
+    return out
+
+
+@pytest.mark.parametrize("dt", ["s8", "u8"])
+def test_pooling_few_channels_average_rows_model(isa, rng_seed, dt):
+    """Channels-last 8-bit averages of fewer channels than a vector into f32 (the rows of a
+    window summed as runs, tk_pool_cl_rowsum8), padded, strided, and global windows of more
+    taps than the int8 fast path takes (an SE block's pool before its requantization)."""
+    rng = np.random.default_rng(rng_seed)
+    for shape, k, s, pl, pr in (((1, 8, 12, 96), (12, 96), (1, 1), (0, 0), (0, 0)),
+                                ((2, 3, 9, 11), (3, 3), (2, 2), (1, 1), (1, 1)),
+                                ((1, 15, 7, 40), (7, 40), (1, 1), (0, 0), (0, 0)),
+                                ((1, 1, 5, 9), (2, 4), (1, 3), (1, 0), (0, 2))):
+        x = gen(rng, dt, shape)
+        for alg in ("avg_include_padding", "avg_exclude_padding"):
+            ref = model_cl_average(x, alg, k, s, pl, pr)
+            out, _ = pool(to_cl(x), alg, (shape, k, s, 0, pl, pr), "f32", layout="cl")
+            assert np.array_equal(out, ref), (dt, alg, shape)
