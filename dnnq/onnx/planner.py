@@ -455,21 +455,24 @@ def _reorder_fn(src_q, dst_q):
     cache = {}
 
     def fn(y):
-        prim = cache.get(y.shape)
-        if prim is None:
+        run = cache.get(y.shape)
+        if run is None:
             attr = dnnq.PrimitiveAttr()
             attr.set_scales_mask(A.DNNL_ARG_SRC, 0)
             attr.set_zero_points_mask(A.DNNL_ARG_SRC, 0)
             attr.set_scales_mask(A.DNNL_ARG_DST, 0)
             attr.set_zero_points_mask(A.DNNL_ARG_DST, 0)
             tag = S.layout_tag(y.ndim) if S._is_channels_last(y) else None
-            prim = cache[y.shape] = dnnq.Reorder(dnnq.MemoryDesc(y.shape, "f32", tag),
-                                                 dnnq.MemoryDesc(y.shape, dst_q.dt, tag), attr)
-        return prim.execute({A.DNNL_ARG_SRC: y,
-                             A.DNNL_ARG_SCALE | A.DNNL_ARG_SRC: src_q.scale,
-                             A.DNNL_ARG_ATTR_ZERO_POINTS | A.DNNL_ARG_SRC: src_q.zp,
-                             A.DNNL_ARG_SCALE | A.DNNL_ARG_DST: dst_q.scale,
-                             A.DNNL_ARG_ATTR_ZERO_POINTS | A.DNNL_ARG_DST: dst_q.zp})
+            prim = dnnq.Reorder(dnnq.MemoryDesc(y.shape, "f32", tag),
+                                dnnq.MemoryDesc(y.shape, dst_q.dt, tag), attr)
+            # the scales and zero points checked once (Reorder.bind)
+            run = cache[y.shape] = prim.bind({
+                A.DNNL_ARG_SRC: y,
+                A.DNNL_ARG_SCALE | A.DNNL_ARG_SRC: src_q.scale,
+                A.DNNL_ARG_ATTR_ZERO_POINTS | A.DNNL_ARG_SRC: src_q.zp,
+                A.DNNL_ARG_SCALE | A.DNNL_ARG_DST: dst_q.scale,
+                A.DNNL_ARG_ATTR_ZERO_POINTS | A.DNNL_ARG_DST: dst_q.zp})
+        return run(y)
     return fn
 
 
