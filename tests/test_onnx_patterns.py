@@ -222,3 +222,27 @@ def test_f32_ops_between_quantized_layers(tmp_path):
     y = b.conv(y, 8, 4, k=1)
     _run(tmp_path, b.model((1, 8, 6, 6), y), (1, 8, 6, 6), steps=8,
          expect=["Convolution", "Reorder"])
+
+
+def test_threads_per_step_keep_the_results(tmp_path):
+    """With two threads the session times each step on one and on two threads at the second
+    run of a shape and keeps the faster (plan()'s ``threads``): the outputs stay those of one
+    thread, bit for bit, on every run (the choosing run included) and for a second shape."""
+    b = Builder()
+    y = b.conv("x", 8, 16)
+    y = b.op("HardSwish", [y])
+    y = b.conv(y, 16, 16, k=1)
+    y = b.op("Add", [y, b.conv(y, 16, 16, group=16)])
+    model = b.model(("N", 8, 20, 24), y, opset=14)
+    f32, qdq = str(tmp_path / "f32.onnx"), str(tmp_path / "qdq.onnx")
+    onnx.save(model, f32)
+    xs = [RNG.standard_normal((1, 8, 20, 24)).astype(np.float32) for _ in range(3)]
+    quantize_qdq(f32, qdq, [{"x": x} for x in xs])
+    one = donnx.InferenceSession(qdq, threads=1)
+    two = donnx.InferenceSession(qdq, threads=2, profile=True)
+    for x in xs + [np.concatenate(xs[:2])] * 3:
+        assert np.array_equal(two.run(None, {"x": x})[0], one.run(None, {"x": x})[0])
+    rows = two.plan()
+    assert all(r["threads"] in (1, 2) for r in rows)
+    assert all(r["time_ms"] is not None for r in rows)
+    assert all(r["threads"] == 1 for r in one.plan())

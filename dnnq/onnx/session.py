@@ -29,6 +29,12 @@ class InferenceSession:
     ``plan()`` then gives each row's ``time_ms`` (mean over the runs since creation or
     ``reset_profile()``) and ``runs``, as ONNX Runtime's profiler and OpenVINO's performance
     counters do. The timing adds about a microsecond per step.
+
+    With more than one thread, each step runs on the threads that serve it best: the second
+    run of each input shape times every step on one thread and on all of them and keeps the
+    faster (a layer of a few microseconds gains nothing from a second thread, and a parallel
+    region waits for its slowest thread when the machine is busy). ``plan()`` gives each
+    row's ``threads``. Results do not depend on the thread count.
     """
 
     def __init__(self, model, sess_options=None, providers=None, *, threads=None,
@@ -58,6 +64,8 @@ class InferenceSession:
             {v.name for v in self._graph.outputs}
         self._consts = {k: v for k, v in planner.consts.items() if k in needed}
         self._dtypes = {}
+        self._thread_plans = {}  # (input shapes, threads) -> per-step thread counts, or None
+        self._last_threads = None
         self._input_info = {v.name: v for v in self._graph.inputs}
         if self._graph.inputs and all(isinstance(d, int) and d >= 0
                                       for v in self._graph.inputs for d in v.shape):
@@ -94,6 +102,9 @@ class InferenceSession:
         if self._threads is not None:
             old = dnnq.get_num_threads()
             dnnq.set_num_threads(self._threads)
+        nthreads = dnnq.get_num_threads()
+        key = (tuple(np.shape(input_feed[k]) for k in self._input_info), nthreads)
+        per_step = self._thread_plans.get(key, 0)
         try:
             if record:  # the first run: note every value's dtype for plan()
                 for st in self._steps:
@@ -101,12 +112,24 @@ class InferenceSession:
                     for o in st.outputs:
                         if o in env:
                             self._dtypes[o] = np.asarray(env[o]).dtype
-            elif self._profile:
-                self._run_profiled(env)
+                self._thread_plans[key] = None
+            elif nthreads > 1 and per_step is None:
+                self._thread_plans[key] = self._last_threads = self._choose_threads(env,
+                                                                                      nthreads)
+            elif nthreads > 1 and per_step:
+                self._last_threads = per_step
+                self._run_threads(env, per_step, nthreads)
             else:
-                for st in self._steps:
-                    st.run(env)
+                if nthreads > 1:  # a new shape: its primitives are planned in this run
+                    self._thread_plans[key] = None
+                if self._profile:
+                    self._run_profiled(env)
+                else:
+                    for st in self._steps:
+                        st.run(env)
         finally:
+            if dnnq.get_num_threads() != nthreads:
+                dnnq.set_num_threads(nthreads)
             if old is not None:
                 dnnq.set_num_threads(old)
         if record:
@@ -123,6 +146,36 @@ class InferenceSession:
         return result
 
     # --- dnnq's additions ----------------------------------------------------------------
+    def _choose_threads(self, env, nthreads):
+        """Run the steps once, each timed on one thread (twice, the faster kept) and on
+        ``nthreads``; a step keeps ``nthreads`` only when that is at least 20 % faster."""
+        clock, choice = time.perf_counter, []
+        for st in self._steps:
+            times = []
+            for t in (1, nthreads, 1):
+                dnnq.set_num_threads(t)
+                t0 = clock()
+                st.run(env)
+                times.append(clock() - t0)
+            choice.append(nthreads if times[1] < 0.8 * min(times[0], times[2]) else 1)
+        return choice
+
+    def _run_threads(self, env, per_step, nthreads):
+        cur = nthreads
+        profile, clock, spent = self._profile, time.perf_counter, self._spent
+        for i, (st, t) in enumerate(zip(self._steps, per_step)):
+            if t != cur:
+                dnnq.set_num_threads(t)
+                cur = t
+            if profile:
+                t0 = clock()
+                st.run(env)
+                spent[i] += clock() - t0
+            else:
+                st.run(env)
+        if profile:
+            self._profiled_runs += 1
+
     def _run_profiled(self, env):
         clock, spent = time.perf_counter, self._spent
         for i, st in enumerate(self._steps):
@@ -141,13 +194,17 @@ class InferenceSession:
         ``numpy:<op>`` for an op run in numpy), ``impl_info`` (the kernel of the last shape
         run; None before a dynamic-shape model's first run), ``nodes`` (the ONNX nodes it
         covers), ``inputs`` / ``outputs`` (value names) and ``dtypes_in`` / ``dtypes_out``;
-        with ``profile=True`` also ``time_ms`` (the step's mean wall time per run, None before
-        the first profiled run) and ``runs`` (the runs averaged)."""
+        ``threads`` (the threads it runs on: see the class description); with
+        ``profile=True`` also ``time_ms`` (the step's mean wall time per run, None before the
+        first profiled run) and ``runs`` (the runs averaged)."""
         rows = []
         n = self._profiled_runs
+        per_step = self._last_threads
         for i, st in enumerate(self._steps):
             prof = {"time_ms": self._spent[i] * 1e3 / n if n else None, "runs": n} \
                 if self._profile else {}
+            prof["threads"] = per_step[i] if per_step else dnnq.get_num_threads() \
+                if self._threads is None else self._threads
             rows.append({
                 "primitive": st.primitive, "impl_info": st.impl_info, "nodes": list(st.nodes),
                 "inputs": list(st.inputs), "outputs": [o for o in st.outputs if o],
