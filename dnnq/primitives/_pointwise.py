@@ -381,6 +381,9 @@ class ToolkitPrimitive:
 
     _kind = "toolkit"
     impl_info = ""
+    #: {source argument id: (plan array key, descriptor attribute)} of the primitives that
+    #: have bind() (None: no bound runner)
+    _dynamic = None
 
     def _descs(self):
         return ()
@@ -393,15 +396,46 @@ class ToolkitPrimitive:
                       self._problem(), ms)
 
     def bind(self, args, dynamic=None):
-        """A runner for repeated executions that change only the source arrays: the other
-        arguments of ``args`` (scales, zero points, post-op inputs) are validated here, once;
-        ``runner(src, ...)`` (the ``dynamic`` argument ids' arrays, in that order; default:
-        every source in argument-id order) then checks each source's
-        type, dtype, shape and layout only, and runs.  A source laid out otherwise, or
-        anything else unusual, goes through :meth:`execute` with ``args`` (so errors read
-        the same).  None for primitives without one (a sum post-op: it reads a given
-        destination)."""
-        if getattr(self, "_has_sum", False) or A.DNNL_ARG_DST in args:
+        """A runner for repeated executions that change only the source arrays.
+
+        The other arguments of ``args`` (scales, zero points, post-op inputs) are validated
+        here, once.  Each call of the runner checks only each source's type, dtype, shape and
+        layout, then runs the kernel; a source that differs from those of ``args`` goes
+        through :meth:`execute` (with the rest of ``args``), so errors read the same.
+
+        Parameters
+        ----------
+        args : dict
+            A complete execution-argument dict, as :meth:`execute` takes, without
+            ``DNNL_ARG_DST``.
+        dynamic : sequence of int, optional
+            The argument ids the runner takes, in that order (default: every source, in
+            argument-id order).  The others stay those of ``args``.
+
+        Returns
+        -------
+        callable or None
+            ``runner(*sources) -> numpy.ndarray`` (a new destination each call); None for a
+            primitive without one (Sum, Concat, Pooling, or a sum post-op, which reads a
+            given destination).
+
+        Raises
+        ------
+        InvalidArguments
+            As :meth:`execute`, for ``args``.
+
+        Examples
+        --------
+        >>> import numpy as np, dnnq
+        >>> attr = dnnq.PrimitiveAttr()
+        >>> attr.set_scales_mask(dnnq.DNNL_ARG_DST, 0)
+        >>> q = dnnq.Reorder(dnnq.MemoryDesc((4,), "f32"), dnnq.MemoryDesc((4,), "u8"), attr)
+        >>> run = q.bind({dnnq.DNNL_ARG_SRC: np.zeros(4, np.float32),
+        ...               dnnq.DNNL_ARG_SCALE | dnnq.DNNL_ARG_DST: np.float32([0.5])})
+        >>> run(np.float32([0.0, 0.7, 1.3, 200.0]))
+        array([  0,   1,   3, 255], dtype=uint8)
+        """
+        if self._dynamic is None or getattr(self, "_has_sum", False) or A.DNNL_ARG_DST in args:
             return None
         arrays = self._arrays(args)
         slots = []
