@@ -280,7 +280,10 @@ int DNNQ_TK_FN(dnnq_pool_run)(const dnnq_pool_args_t *a, int64_t it0, int64_t it
         if (!tap) { if (off != off_stack) free(off); return DNNQ_TK_ENOMEM; }
         const int rowsum = !is_max && a->DW == 1 && C < TK_ROW_SUM_MAXC &&
                            (dt == DNNQ_DT_U8 || dt == DNNQ_DT_S8);
-        uint32_t *run = rowsum ? (uint32_t *)malloc(sizeof(uint32_t) * (size_t)(a->KW * C)) : NULL;
+        /* a window row holds at most min(KW, IW) taps inside the source (KW may be 2^61) */
+        const int64_t row_taps = a->KW < a->IW ? a->KW : a->IW;
+        uint32_t *run = rowsum ? (uint32_t *)malloc(sizeof(uint32_t) * (size_t)(row_taps * C))
+                               : NULL;
         if (rowsum && !run) {
             free(tap);
             if (off != off_stack) free(off);
