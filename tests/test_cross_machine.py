@@ -195,3 +195,30 @@ def test_transcendental_post_ops_are_invariant():
                               strides=(1, 1), padding_l=(1, 1), padding_r=(1, 1), attr=attr)
         _assert_invariant(_runs(lambda: cv.execute({DNNL_ARG_SRC: x, dnnq.DNNL_ARG_WEIGHTS: wc})),
                           ("conv", alg))
+
+
+def test_innermost_softmax_vector_exp_is_invariant():
+    """The softmax along the axis innermost in memory (its vector exp and 16-lane sum,
+    tk_softmax.h): the same bits at every level and thread count, for rows below, at and past
+    16 and 64 elements, subnormal-range exponents, +-inf, NaN, a channels-last tensor."""
+    rng = np.random.default_rng(11)
+    for L in (1, 5, 16, 17, 63, 64, 65, 1037):
+        x = (rng.standard_normal((5, L)) * 40).astype(np.float32)
+        x[1, L // 2] = np.nan
+        x[2, :] = -95.0
+        x[2, 0] = 0.0
+        x[3, L - 1] = np.inf
+        x[4, 0] = -np.inf
+        for alg in ("softmax", "logsoftmax"):
+            for dt in ("f32", "u8"):
+                attr = dnnq.PrimitiveAttr()
+                args = {DNNL_ARG_SRC: x}
+                if dt == "u8":
+                    attr.set_scales_mask(DNNL_ARG_DST, 0)
+                    args[dnnq.DNNL_ARG_SCALE | DNNL_ARG_DST] = np.float32([1 / 255])
+                sm = dnnq.Softmax(alg, MD(x.shape, "f32"), MD(x.shape, dt), 1, attr=attr)
+                _assert_invariant(_runs(lambda: sm.execute(args)), ("softmax", L, alg, dt))
+    xc = (rng.standard_normal((2, 7, 3, 5)) * 9).astype(np.float32)
+    xcl = np.ascontiguousarray(xc.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
+    sm = dnnq.Softmax("softmax", MD(xc.shape, "f32", "nhwc"), MD(xc.shape, "f32", "nhwc"), 1)
+    _assert_invariant(_runs(lambda: sm.execute({DNNL_ARG_SRC: xcl})), "softmax nhwc")

@@ -58,7 +58,7 @@ cdef extern from "dnnq_toolkit.h" nogil:
         dnnq_pw_plan_t epi
 
     ctypedef struct dnnq_softmax_args_t:
-        int logsoftmax, src_dt, dst_dt
+        int logsoftmax, src_dt, dst_dt, vector_exp
         int ndims
         int64_t dims[12]
         int64_t src_st[12]
@@ -320,8 +320,9 @@ cdef class PoolPlan:
 
 def softmax_run(int isa, bint logsoftmax, int src_dt, int dst_dt, dims, src_st, dst_st,
                 int64_t axis_len, int64_t src_as, int64_t dst_as, float scale,
-                float inv_dst_scale, src, dst, int nthreads):
-    """Softmax over one axis: rows are the positions of `dims` (strides src_st / dst_st)."""
+                float inv_dst_scale, src, dst, int nthreads, bint vector_exp=False):
+    """Softmax over one axis: rows are the positions of `dims` (strides src_st / dst_st);
+    vector_exp: tk_softmax.h's vector exp and sum (dnnq_softmax_args_t)."""
     cdef dnnq_softmax_args_t a
     cdef int i
     cdef int64_t nrows = 1, t, nt
@@ -330,6 +331,7 @@ def softmax_run(int isa, bint logsoftmax, int src_dt, int dst_dt, dims, src_st, 
     if nd > DNNQ_PW_MAXD:
         raise ValueError("softmax_run: too many dims")
     a.logsoftmax, a.src_dt, a.dst_dt = logsoftmax, src_dt, dst_dt
+    a.vector_exp = vector_exp
     a.ndims = nd
     for i in range(nd):
         a.dims[i], a.src_st[i], a.dst_st[i] = dims[i], src_st[i], dst_st[i]

@@ -117,6 +117,11 @@ class Softmax(pw.ToolkitPrimitive, metaclass=CachedPrimitive):
         self._rows = ([dims[i] for i in order] or [1], [ss[i] for i in order] or [0],
                       [ds[i] for i in order] or [0])
         self._axis_st = (dims[self.axis], ss[self.axis], ds[self.axis])
+        # the axis innermost in the source's memory: oneDNN runs its JIT kernel, with its own
+        # exp, and dnnq its vector exp and sum (tk_softmax.h: the same bits at every level);
+        # along another axis oneDNN's reference kernel (libm's expf, a sequential sum), and
+        # dnnq the same operations
+        self._vector_exp = src_desc.physical_order[-1] == self.axis and dims[self.axis] > 1
         self._known = frozenset({A.DNNL_ARG_SRC, A.DNNL_ARG_DST} | qa.known_args())
         self.impl_info = f"{pw.kernel_name(self._isa)}:softmax"
         self._created()
@@ -173,5 +178,5 @@ class Softmax(pw.ToolkitPrimitive, metaclass=CachedPrimitive):
         _tk.softmax_run(pw.ISA_CODE[self._isa], self.alg == "logsoftmax",
                         pw.DT_CODE[self.src_desc.dt], pw.DT_CODE[self.dst_desc.dt], dims, sst,
                         dst_st, L, sa, da, scale, inv, src, phys,
-                        pw.threads_for(src.size))
+                        pw.threads_for(src.size), self._vector_exp)
         return pw.finish(self.dst_desc, user, phys)

@@ -116,9 +116,11 @@ typedef struct {
 /* Softmax over one axis.  Rows are the positions of the other dims (iteration dims `dims`,
  * with the source and destination strides of each); the axis has length `axis_len` and
  * strides `src_as` / `dst_as`.  y = softmax(f32(src)) (or log-softmax), then
- * d = (y * scale) * inv_dst_scale, stored with saturation / rne. */
+ * d = (y * scale) * inv_dst_scale, stored with saturation / rne.  vector_exp: exp and the sum
+ * as tk_softmax.h's vector form (the axis innermost in memory, where oneDNN runs its JIT
+ * kernel and its own exp); 0: libm's expf and a sequential sum (oneDNN's reference kernel). */
 typedef struct {
-    int logsoftmax, src_dt, dst_dt;
+    int logsoftmax, src_dt, dst_dt, vector_exp;
     int ndims;
     int64_t dims[DNNQ_PW_MAXD], src_st[DNNQ_PW_MAXD], dst_st[DNNQ_PW_MAXD];
     int64_t axis_len, src_as, dst_as;
