@@ -1,4 +1,4 @@
-"""The 3x3 depthwise column kernel (AVX-512: ukernels/conv_dw3x3_avx512.c) and its driver:
+"""The 3x3 depthwise column kernel (AVX-512: ukernels/depthwise/dw3x3_avx512.c) and its driver:
 stride 1 / 2 along h and w, output rows paired (stride 1 along h) or single (odd heights,
 item ends), borders and kernel rows wholly in the padding, widths 1 and 2 and past a 32-column
 chunk, channel counts below / at / past 16, 32 and 64 (ymm and zmm, masked and full, two

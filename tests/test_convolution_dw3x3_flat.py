@@ -1,5 +1,5 @@
-"""The flat 3x3 depthwise kernel on plain (nchw) planes (ukernels/conv_dw3x3_flat.h, AVX-512
-VNNI + VBMI): lanes are 16 consecutive output pixels of the flattened plane across row ends,
+"""The flat 3x3 depthwise kernel on plain (nchw) planes (ukernels/depthwise/dw3x3_flat_vbmi.c,
+AVX-512 VNNI + VBMI): lanes are 16 consecutive output pixels of the flattened plane across row ends,
 each kernel row's taps permuted out of a window that starts at lane 0's.  Swept here, against
 oneDNN (numpy's model where oneDNN is not there):
 

@@ -1,12 +1,12 @@
-"""The 3x3 depthwise column kernel on plain (nchw) planes (AVX-512: ukernels/conv_dw3x3_plain.h),
-chosen at creation for plain src and dst with the fused epilogue (8-bit dst, relu / linear):
-output widths below / at / past 16, 32 and 64 columns (one block of 1 - 4 vectors, the last
+"""The 3x3 depthwise column kernel on plain (nchw) planes (AVX-512:
+ukernels/depthwise/dw3x3_plain_avx512.c), chosen at creation for plain src and dst with the
+fused epilogue (8-bit dst, relu / linear): output widths below / at / past 16, 32 and 64 columns (one block of 1 - 4 vectors, the last
 block moved back to the row's end), odd heights (a single last row), stride 1 and 2 along h and
 w, padding borders (none, asymmetric, rows wholly in the padding), source and destination zero
 points, s8 / u8 source and destination, relu with alpha and linear chains, mb > 1, channel
 counts 1 .. 70 and a few large ones, 3-D with kd = 1, 1 and 2 threads.  The kernel serves rows of
 at least DW_PLAIN_MIN_OW columns; the tests lower that bound to reach every width.  At stride 2
-along h and w, with AVX512-VBMI, the rows take their own kernel (conv_dw3x3_plain_s2.h):
+along h and w, with AVX512-VBMI, the rows take their own kernel (depthwise/dw3x3_plain_s2_vbmi.c):
 every test runs with it and with the column kernel's stride-2 path.  Against
 oneDNN (numpy's model where oneDNN is not there); the arrays are given so that the C-level
 execute path takes them (f32 scales, s32 zero points), and the checked path, which would copy
@@ -53,7 +53,7 @@ FUSED = ("u8_relu", "u8_plain", "u8_common_no_bias", "s8src_zp", "u8src_zp", "u8
 @pytest.fixture(params=["flat", "vbmi", "columns"])
 def plain_everywhere(monkeypatch, request):
     """the plain kernel at every width, no cached primitive, the checked path failing: the
-    flat kernel where it takes the geometry (conv_dw3x3_flat.h, CPUs with VBMI), else, and
+    flat kernel where it takes the geometry (depthwise/dw3x3_flat_vbmi.c, CPUs with VBMI), else, and
     with it off, at stride 2 the VBMI rows kernel (where the CPU has VBMI) and the column
     kernel"""
     monkeypatch.setattr(conv_mod, "DW_PLAIN_MIN_OW", 1)

@@ -76,7 +76,7 @@ cdef extern from "dnnq_conv.h" nogil:
     void dnnq_transpose_rows_for_isa(int isa, const void *src, void *dst, int64_t rows,
                                      int64_t cols, int64_t rbegin, int64_t rend, int esz)
     int dnnq_conv_run_item(const dnnq_conv_t *cv, int64_t item)
-    dnnq_conv_item_fn dnnq_conv_item_fn_for(int kernel)
+    dnnq_conv_item_fn dnnq_conv_item_fn_for(const dnnq_conv_t *cv)
     int dnnq_conv_check_kernel(const dnnq_conv_t *cv, int kernel)
     dnnq_dw_tile_fn dnnq_dw_tile_for_isa(int isa, int kind)
     int dnnq_conv_prepare_run(dnnq_conv_t *cv)

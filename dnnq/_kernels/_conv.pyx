@@ -159,7 +159,7 @@ cdef class ConvPlan:
                               "table failed")
         if dnnq_conv_check_kernel(cv, kernel) != 0:
             raise ValueError(f"ConvPlan: kernel {kernel} does not take this plan")
-        cv.run_item = dnnq_conv_item_fn_for(kernel)
+        cv.run_item = dnnq_conv_item_fn_for(cv)
         self.kernel = kernel
         self.n_items = dnnq_conv_n_items(cv)
         # (in doubles, capped: the dims of a fuzzed geometry overflow an int64 product; the
@@ -267,7 +267,7 @@ cdef class ConvPlan:
             kernel = DNNQ_CONV_K_GENERAL
         if kernel != self.kernel:
             cv.kernel = kernel
-            cv.run_item = dnnq_conv_item_fn_for(kernel)
+            cv.run_item = dnnq_conv_item_fn_for(&cv)
         cv.src = r.src
         cv.zp_rows = r.zp_rows
         cv.padcorr = r.padcorr

@@ -209,15 +209,15 @@ def pack_depthwise(geo, wct, layout):
     * ``"natural"`` (portable / AVX2): s16 [panel][tap][64];
     * ``"pairs"`` (AVX-512, s16 weights: s8 minus a weights zero point): per panel, per tap
       pair, per half of 32 channels, the vpunpck{l,h}wd interleave of the pair's weights
-      ("lo" then "hi" vector; see ukernels/conv_dw_avx512.c);
+      ("lo" then "hi" vector; see ukernels/depthwise/dw_tile_avx512.c);
     * ``"vnni4"`` (AVX-512, s8 weights): per panel, per group of four taps, 4 vectors k of 64
       bytes with byte 16 L + 4 j + i = w[4 g + i][16 L + 4 k + j], then 64 s32 of
       -128 * sum_taps w in the same (k, L, j) order (the s8 source's compensation); with
       KW = 3, then per kernel row the row kernel's four shifted variants A, B, C, D (4 bytes
-      per channel, same byte order; ukernels/conv_dw_avx512.c); with a 3x3 kernel, then per
-      kw the column kernel's variants A = (w[0][kw], w[1][kw], w[2][kw], 0) and
+      per channel, same byte order; ukernels/depthwise/dw_rows3_avx512.c); with a 3x3 kernel,
+      then per kw the column kernel's variants A = (w[0][kw], w[1][kw], w[2][kw], 0) and
       B = (0, w[0][kw], w[1][kw], w[2][kw]) over the kernel rows
-      (ukernels/conv_dw3x3_avx512.c).
+      (ukernels/depthwise/dw3x3_avx512.c).
 
     The result is an s16 array (the vnni4 bytes viewed as s16)."""
     C, T = wct.shape

@@ -20,19 +20,20 @@ DW_PLAIN_MIN_OW = 48
 
 #: With AVX512-VBMI the plain kernel's planes at stride 2 along h and w take a kernel that
 #: picks each kernel row's three taps per output with one byte permute (ukernels/
-#: conv_dw3x3_plain_s2.h).  False: the column kernel's even / odd picks (as without VBMI).
+#: depthwise/dw3x3_plain_s2_vbmi.c).  False: the column kernel's even / odd picks (as without
+#: VBMI).
 DW_PLAIN_VBMI = True
 
 #: With AVX512-VBMI, plain 2-D planes the flat kernel takes (`_dw_flat`: lanes = 16
-#: consecutive pixels across row ends, ukernels/conv_dw3x3_flat.h) whose output rows are
-#: narrower than this take it instead of the column kernel or the channels-last copies.
+#: consecutive pixels across row ends, ukernels/depthwise/dw3x3_flat_vbmi.c) whose output rows
+#: are narrower than this take it instead of the column kernel or the channels-last copies.
 #: 0: never (the tests' switch).
 DW_FLAT_MAX_OW = 1 << 30
 
 
 def dw_flat_span(oh, ow, iw, sh, sw):
     """The widest span of source bytes one kernel row of a 3x3 depthwise kernel reads for 16
-    consecutive output pixels of a 2-D plane, padding taps counted (conv_dw3x3_flat.h's
+    consecutive output pixels of a 2-D plane, padding taps counted (depthwise/dw3x3_flat_vbmi.c's
     dwf_span, the same closed form: the flat kernel takes spans of at most 96).  The run
     starting at column x of a row crosses k = (x + 15) // ow row ends: its span is
     k (sh iw - sw ow) + 15 sw + 3, the widest at the first or the last start."""
@@ -102,8 +103,8 @@ class KernelChoice:
                                   _impls.conv_cap(self._isa))
 
     def _dw_flat(self, geo):
-        """The flat kernel (ukernels/conv_dw3x3_flat.h, needs AVX512-VBMI) takes this plain
-        2-D geometry: 16 consecutive output pixels of a kernel row read at most 96 source
+        """The flat kernel (ukernels/depthwise/dw3x3_flat_vbmi.c, needs AVX512-VBMI) takes this
+        plain 2-D geometry: 16 consecutive output pixels of a kernel row read at most 96 source
         bytes (stride 1 with iw == ow: 18; stride 2 up to 30 output columns), or stride 2
         along h with output rows of at most 64 columns (rows mode)."""
         (idp, _, iw), (odp, oh, ow) = geo.src, geo.dst

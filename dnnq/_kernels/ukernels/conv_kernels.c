@@ -9,15 +9,33 @@
 
 int dnnq_conv_run_item(const dnnq_conv_t *cv, int64_t item) { return cv->run_item(cv, item); }
 
-dnnq_conv_item_fn dnnq_conv_item_fn_for(int kernel) {
-    switch (kernel) {
+/* the plain depthwise variant of the plan (dnnq_conv_t.plain): the VBMI stride-2 kernel takes
+ * strides 2 x 2 only (others: the column kernel's) */
+#ifdef DNNQ_HAVE_X86_KERNELS
+static dnnq_conv_item_fn dw_plain_item_fn(const dnnq_conv_t *cv) {
+    switch (cv->plain) {
+    case 1: return dnnq_dw_item_plain_cols;
+    case 2: return cv->sh == 2 && cv->sw == 2 ? dnnq_dw_item_plain_s2 : dnnq_dw_item_plain_cols;
+    case 3: return dnnq_dw_item_plain_flat;
+    default: return NULL;
+    }
+}
+#else
+int dnnq_conv_build_flat_table(dnnq_conv_t *cv) {
+    cv->flat_table = NULL;
+    return 0;
+}
+#endif
+
+dnnq_conv_item_fn dnnq_conv_item_fn_for(const dnnq_conv_t *cv) {
+    switch (cv->kernel) {
     case DNNQ_CONV_K_GENERAL: return dnnq_conv_run_item_general;
     case DNNQ_CONV_K_TILES: return dnnq_conv_run_item_tiles;
     case DNNQ_CONV_K_DECONV_PHASES: return dnnq_conv_run_item_deconv_phases;
 #ifdef DNNQ_HAVE_X86_KERNELS
-    case DNNQ_CONV_K_DW_ROWS3: return dnnq_conv_run_item_dw_rows3;
-    case DNNQ_CONV_K_DW3X3: return dnnq_conv_run_item_dw3x3;
-    case DNNQ_CONV_K_DW3X3_PLAIN: return dnnq_conv_run_item_dw3x3_plain;
+    case DNNQ_CONV_K_DW_ROWS3: return dnnq_dw_item_rows3;
+    case DNNQ_CONV_K_DW3X3: return dnnq_dw_item_3x3;
+    case DNNQ_CONV_K_DW3X3_PLAIN: return dw_plain_item_fn(cv);
 #endif
     case DNNQ_CONV_K_F32_GENERAL: return dnnq_conv_run_item_f32_general;
     case DNNQ_CONV_K_F32_TILES: return dnnq_conv_run_item_f32_tiles;
@@ -39,7 +57,7 @@ int dnnq_conv_check_kernel(const dnnq_conv_t *cv, int kernel) {
     const int k3x3 = rows3 && cv->kd == 1 && cv->kh == 3 && cv->dh == 1 &&
                      (cv->sh == 1 || cv->sh == 2);
     int ok;
-    if (!dnnq_conv_item_fn_for(kernel)) return -1;
+    if (kernel != cv->kernel || !dnnq_conv_item_fn_for(cv)) return -1;
     switch (kernel) {
     case DNNQ_CONV_K_GENERAL: ok = !cv->f32 && (!cv->depthwise || cv->dw_tile); break;
     case DNNQ_CONV_K_TILES: ok = !cv->f32 && cv->tiles != NULL; break;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "dnnq_conv.h"
+#include "isa_pick.h"
 #include "conv_coords.h"
 
 /* A deconvolution's source coordinate of each (output coordinate, kernel index) per dim,
@@ -70,17 +71,12 @@ void dnnq_conv_item_epilogue_args(const dnnq_conv_t *cv, int64_t n, int64_t g,
     ge->post = post;
 }
 
+static DNNQ_DEFINE_PICK(dnnq_dw_tile_fn, dw_s16_tile_for_isa, dnnq_dw_tile, DNNQ_WIDTH_SETS,
+                        dnnq_dw_tile_portable)
+static DNNQ_DEFINE_PICK(dnnq_dw_tile_fn, dw_vnni4_tile_for_isa, dnnq_dw4_tile, DNNQ_AVX512_SETS,
+                        NULL)
+
 dnnq_dw_tile_fn dnnq_dw_tile_for_isa(int isa, int kind) {
-#ifdef DNNQ_HAVE_X86_KERNELS
-    switch (DNNQ_ISA_LEVEL(isa)) {
-    case DNNQ_ISA_AVX512_CORE_AMX:
-    case DNNQ_ISA_AVX512_CORE_VNNI:
-        return kind == DNNQ_DW_VNNI4 ? dnnq_dw4_tile_avx512 : dnnq_dw_tile_avx512;
-    case DNNQ_ISA_AVX2_VNNI:
-    case DNNQ_ISA_AVX2: return dnnq_dw_tile_avx2;
-    default: break;
-    }
-#endif
-    (void)isa;
-    return dnnq_dw_tile_portable;
+    const dnnq_dw_tile_fn vnni4 = kind == DNNQ_DW_VNNI4 ? dw_vnni4_tile_for_isa(isa) : NULL;
+    return vnni4 ? vnni4 : dw_s16_tile_for_isa(isa);
 }

@@ -106,9 +106,10 @@ typedef struct dnnq_conv_s {
     dnnq_conv_tile_t *tiles;   /* (owned: freed by dnnq_conv_free_tiles) */
     int64_t *chunks;
     int64_t n_chunks;
-    /* 1: src and dst are plain (nchw) and the depthwise 3x3 column kernel reads them as
-     * they are (dnnq_dw3x3_plain_avx512: the fused epilogue's cases, AVX-512 only); 2: the
-     * same with AVX512-VBMI (its stride-2 kernel); 3: the flat kernel (VBMI) */
+    /* the plain (nchw) depthwise 3x3 variant of a dw3x3_plain plan (src and dst read and
+     * written as they are; the fused epilogue's cases, AVX-512 only): 1 the column kernel
+     * (dnnq_dw_item_plain_cols), 2 its VBMI stride-2 kernel (dnnq_dw_item_plain_s2), 3 the
+     * flat kernel (dnnq_dw_item_plain_flat) */
     int plain;
     /* 1: the column kernel's items run panels outermost within an image (ConvExec's channel-
      * band copies of plain data, several threads) */
@@ -168,7 +169,8 @@ int dnnq_conv_build_coords(dnnq_conv_t *cv);
 void dnnq_conv_free_tiles(dnnq_conv_t *cv);
 /* the flat depthwise kernel's index vectors for the plan's whole-plane items, kept in
  * cv->flat_table (freed by dnnq_conv_free_tiles): 1 built, 0 not (another geometry, or out
- * of memory: they are then built per item).  Only where the flat kernel runs (VBMI). */
+ * of memory: they are then built per item).  Only where the flat kernel runs (VBMI;
+ * depthwise/dw3x3_flat_vbmi.c). */
 int dnnq_conv_build_flat_table(dnnq_conv_t *cv);
 int dnnq_conv_run_item_tiles(const dnnq_conv_t *cv, int64_t item);
 /* the epilogue description of image n, group g (per-column pointers moved to the group) */
@@ -185,20 +187,18 @@ int64_t dnnq_conv_n_items(const dnnq_conv_t *cv);
 /* 0, or -1 when a scratch allocation failed (dst then incomplete: raise MemoryError):
  * cv->run_item(cv, item) */
 int dnnq_conv_run_item(const dnnq_conv_t *cv, int64_t item);
-/* The item function of a kernel code (NULL: not built here), and whether the plan's fixed
- * fields fit it (0; -1: they do not): a check made once at creation, never per item. */
-dnnq_conv_item_fn dnnq_conv_item_fn_for(int kernel);
+/* The item function of the plan's kernel code cv->kernel (for the plain depthwise kernels:
+ * its `plain` variant and strides; NULL: not built here), and whether the plan's fixed fields
+ * fit it (0; -1: they do not): a choice and a check made once at creation, never per item. */
+dnnq_conv_item_fn dnnq_conv_item_fn_for(const dnnq_conv_t *cv);
 int dnnq_conv_check_kernel(const dnnq_conv_t *cv, int kernel);
 /* the kernels, one per file: conv_driver.c (general), conv_tiles.c, conv_deconv.c,
- * conv_f32.c, depthwise/ (the AVX-512 depthwise kernels) */
+ * conv_f32.c, depthwise/ (the depthwise variants, below) */
 int dnnq_conv_run_item_general(const dnnq_conv_t *cv, int64_t item);
 int dnnq_conv_run_item_f32_general(const dnnq_conv_t *cv, int64_t item);
 int dnnq_conv_run_item_f32_tiles(const dnnq_conv_t *cv, int64_t item);
 int dnnq_conv_run_item_f32_deconv(const dnnq_conv_t *cv, int64_t item);
 int dnnq_conv_run_item_f32_dw(const dnnq_conv_t *cv, int64_t item);
-int dnnq_conv_run_item_dw_rows3(const dnnq_conv_t *cv, int64_t item);
-int dnnq_conv_run_item_dw3x3(const dnnq_conv_t *cv, int64_t item);
-int dnnq_conv_run_item_dw3x3_plain(const dnnq_conv_t *cv, int64_t item);
 /* the widest deconvolution kernel (along w) the f32 column driver takes */
 #define DNNQ_F32_DECONV_MAX_KW 64
 /* the largest deconvolutions the column-phase driver takes (kw, taps), and the taps up to
@@ -213,96 +213,41 @@ int dnnq_conv_prepare_run(dnnq_conv_t *cv);
 void dnnq_conv_finish_run(dnnq_conv_t *cv);
 int dnnq_conv_run_item_deconv_phases(const dnnq_conv_t *cv, int64_t item);
 
-#define DNNQ_DECLARE_DW(isa)                                                                    \
-    void dnnq_dw_tile_##isa(int mr, int64_t ntaps, const uint8_t *const *rows, int64_t ps,       \
-                            int nc, int src_signed, const int16_t *w, int32_t *acc);
-DNNQ_DECLARE_DW(portable)
-DNNQ_DECLARE_DW(avx2)
-DNNQ_DECLARE_DW(avx512)
-/* the AVX-512 VNNI kernel taking taps four at a time (s8 weights, "vnni4" layout) */
-void dnnq_dw4_tile_avx512(int mr, int64_t ntaps, const uint8_t *const *rows, int64_t ps, int nc,
-                          int src_signed, const int16_t *w, int32_t *acc);
-/* mr consecutive output pixels of one output row, for a kernel whose rows are three taps along
- * w (dilation 0 along w), stride sw (1 or 2): the run reads source columns x0 + c,
- * c = 0 .. sw * (mr - 1) + 2; kernel row i (of nrows) reads column x at rows[i] + x *
- * strides[i] when 0 <= x < iw (a stride of 0: the zero-point pixel), else the zero-point
- * pixel zpix, with the weights of kernel row widx[i]; w: the panel's vnni4 weights with their
- * "rows3" block (conv_dw_avx512.c) */
-void dnnq_dw3row_avx512(int mr, int nrows, const uint8_t *const *rows, const int64_t *strides,
-                        const int *widx, int64_t x0, int64_t iw, const uint8_t *zpix, int sw,
-                        int nc, int src_signed, const int8_t *w, int64_t ntaps, int32_t *acc);
-/* The 3x3 column kernel (conv_dw3x3_avx512.c): kernel 3x3 (dilation 0, stride 1 or 2 along
- * h and w), one or two output rows of one 64-channel panel.  Per source column, the pixels of
- * four source rows are interleaved per channel once (vpdpbusd's four bytes = four kernel
- * rows) and serve the output columns that column meets: kw = 0, 1, 2, and with two output
- * rows (stride 1 along h) both rows (weights A = (w0, w1, w2, 0) and B = (0, w0, w1, w2) per
- * kw, the "cols3" block after "rows3").  The epilogue is fused (8-bit dst, the fast epilogue's
- * post-ops) or the s32 accumulators are stored in channel order. */
-typedef struct {
-    float sc[64], bi[64], zp[64];   /* in the accumulators' (k, L, j) order */
-    int32_t cc[64];
-    float inv_dst_scale;
-    int dt, post, flags, has_zp, n_post; /* post: 0 none, 1 relu(0), 2 chain of relu / linear */
-    const dnnq_postop_t *po;
-} dnnq_dw_epi_t;
-typedef struct {
-    const uint8_t *row[4];          /* source rows at column 0 (the panel's first channel) */
-    int64_t rs[4];                  /* their pixel strides (0: the zero-point pixel) */
-    int nro;                        /* output rows: 1 (rows 0..2) or 2 (rows 0..3) */
-    int64_t o0, n;                  /* output columns o0 .. o0 + n - 1 */
-    int sw;
-    int64_t pw, iw;
-    int nc, src_signed;
-    const int8_t *w;                /* the panel's vnni4 weights */
-    int64_t ntaps;
-    const uint8_t *zpix;            /* the zero-point pixel (the panel's channels) */
-    const dnnq_dw_epi_t *epi;       /* NULL: s32 to acc */
-    uint8_t *dst[2];                /* fused: output column o of row r at dst[r] + o * ldd */
-    int64_t ldd;
-    int32_t *acc[2];                /* else: output column o0 + i of row r at acc[r] + 64 i */
-} dnnq_dw3x3_call_t;
-void dnnq_dw3x3_avx512(const dnnq_dw3x3_call_t *c);
-/* The 3x3 column kernel on plain (nchw) planes (conv_dw3x3_plain.h): the same geometries, the
- * fused epilogue only (dnnq_dw3x3_epi_prepare_avx512 took it); one work item: the output rows
- * of pixels m0 .. mend - 1 (whole rows, flattened (od, oh, ow)) of the nc channels of one
- * panel of one image, lanes = 16 output columns of one channel. */
-typedef struct {
-    const uint8_t *src;             /* the panel's first channel's source plane of the image */
-    const uint8_t *src_lo, *src_hi; /* the whole source array */
-    uint8_t *dst;                   /* its destination plane */
-    int64_t src_plane, dst_plane;   /* bytes per plane: id * ih * iw, od * oh * ow */
-    int64_t id, ih, iw, od, oh, ow;
-    int64_t sd, sh, sw, pd, ph, pw;
-    int64_t m0, mend;
-    int nc, src_signed;
-    const int8_t *w;                /* the panel's vnni4 weights */
-    int64_t ntaps;
-    const uint8_t *zpix;            /* the source zero point of the panel's channels */
-    const dnnq_dw_epi_t *epi;
-    /* 1: rows at stride 2 along h and w take the AVX512-VBMI kernel (conv_dw3x3_plain_s2.h;
-     * the caller checked the CPU has VBMI) */
-    int vbmi;
-    /* 1: the flat kernel (conv_dw3x3_flat.h: 2-D, VBMI, the geometries _conv_kernel_choice.py's
-     * _dw_flat gives it; others fall back to the column kernel): lanes = 16 consecutive
-     * pixels of the plane, across row ends */
-    int flat;
-    /* the flat kernel's index vectors of items of whole planes, built at creation
-     * (dnnq_conv_t.flat_table); NULL: built per item */
-    const void *flat_table;
-} dnnq_dw3x3_plain_t;
-void dnnq_dw3x3_plain_avx512(const dnnq_dw3x3_plain_t *c);
-/* the flat kernel's index vectors (every block, up to 16 of 32 vectors) and stacked-rows
- * store permute for c's items when they are whole planes (c: the geometry; m0 = 0, mend =
- * dst_plane), in a block of memory to free(); NULL: none (other geometries, larger planes)
- * or out of memory.  The CPU must have AVX512-VBMI. */
-void *dnnq_dw3x3_flat_table_avx512(const dnnq_dw3x3_plain_t *c);
-/* e prepared for the panel's columns n0 .. n0 + nc - 1 of g, whose epilogue the creation
- * found fused (dnnq_conv_t.dw_fused: 8-bit dst, relu / linear post-ops) */
-void dnnq_dw3x3_epi_prepare_avx512(const dnnq_gemm_args_t *g, int64_t n0, int nc,
-                                   dnnq_dw_epi_t *e);
+/* ---- Depthwise (ukernels/depthwise/, docs/conv_kernels.md) -------------------------------
+ * Every depthwise variant is a work item of the plan: one signature, dnnq_conv_item_fn, one
+ * file per variant, what the AVX-512 ones share in depthwise/dw_avx512.h.  The plan's kernel
+ * code (dnnq._impls.CONV) and, for the plain kernels, its `plain` field and strides give the
+ * item function (dnnq_conv_item_fn_for).
+ *   dw               dnnq_conv_run_item_general with the plan's dw_tile (below)
+ *   dw_rows3         dnnq_dw_item_rows3       dw_rows3_avx512.c
+ *   dw3x3            dnnq_dw_item_3x3         dw3x3_avx512.c (+ dw3x3_body.h per width)
+ *   dw3x3_plain      dnnq_dw_item_plain_cols  dw3x3_plain_avx512.c
+ *   dw3x3_plain_vbmi dnnq_dw_item_plain_s2    dw3x3_plain_s2_vbmi.c (stride 2 x 2; else cols)
+ *   dw3x3_plain_flat dnnq_dw_item_plain_flat  dw3x3_flat_vbmi.c */
+#define DNNQ_DECLARE_DW_VARIANT(name) int dnnq_dw_item_##name(const dnnq_conv_t *cv, int64_t item);
+DNNQ_DECLARE_DW_VARIANT(rows3)
+DNNQ_DECLARE_DW_VARIANT(3x3)
+DNNQ_DECLARE_DW_VARIANT(plain_cols)
+DNNQ_DECLARE_DW_VARIANT(plain_s2)
+DNNQ_DECLARE_DW_VARIANT(plain_flat)
+#undef DNNQ_DECLARE_DW_VARIANT
+
+/* The general driver's depthwise tile (dnnq_dw_tile_fn above), one kernel per set:
+ * dw_tile.c compiled per set (portable, avx2: s16 weights), dw_tile_avx512.c (s16 tap pairs),
+ * dw_tile4_avx512.c (s8 taps by four, VNNI) */
+#define DNNQ_DECLARE_DW_TILE(name)                                                             \
+    void name(int mr, int64_t ntaps, const uint8_t *const *rows, int64_t ps, int nc,           \
+              int src_signed, const int16_t *w, int32_t *acc);
+DNNQ_DECLARE_DW_TILE(dnnq_dw_tile_portable)
+DNNQ_DECLARE_DW_TILE(dnnq_dw_tile_avx2)
+DNNQ_DECLARE_DW_TILE(dnnq_dw_tile_avx512)
+DNNQ_DECLARE_DW_TILE(dnnq_dw4_tile_avx512)
+#undef DNNQ_DECLARE_DW_TILE
 /* depthwise weight layouts: the ISA's s16 one (natural [tap][64], or the AVX-512 tap pairs),
  * or s8 taps by four for vpdpbusd (AVX-512 only) */
 enum { DNNQ_DW_S16 = 0, DNNQ_DW_VNNI4 = 1 };
+/* the tile kernel of isa's level for the weights layout kind (isa_pick.h's sets; a vnni4
+ * layout below the AVX-512 levels takes the s16 kernel) */
 dnnq_dw_tile_fn dnnq_dw_tile_for_isa(int isa, int kind);
 
 /* dst (cols, rows) = src (rows, cols)^T for elements of esz = 1 or 4 bytes, the columns

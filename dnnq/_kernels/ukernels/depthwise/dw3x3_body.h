@@ -1,11 +1,27 @@
-/* The body of the 3x3 column kernel (conv_dw3x3_avx512.c), included once per vector width
- * after that file defined DW_W (512 or 256), DW_V / DW_VF (integer / float vector types),
- * DW_M (the byte mask type), DW_VL (s32 lanes) and DW_SFX (the name suffix).
+/* The 3x3 column kernel's loops at one vector width: a template that dw3x3_avx512.c
+ * instantiates twice, after defining DW_W (512 or 256), DW_V / DW_VF (integer / float vector
+ * types), DW_M (the byte mask type), DW_VL (s32 lanes), DW_SFX (the name suffix) and
+ * DW9_STORE_ACC (without them: the 512-bit instance, so that the file compiles on its own).
  *
  * Accumulator k of an output pixel holds, in 128-bit lane L, dword j, channel 16 L + 4 k + j
  * (the vnni4 order); the epilogue constants are stored in that order (DW_VL per vector), and
  * the saturating packs s32 -> s16 -> 8-bit of the four accumulators leave the bytes of lane L
  * in channel order 16 L .. 16 L + 15: no permute before the store. */
+#include <immintrin.h>
+#include <stdint.h>
+#include "dnnq_conv.h"
+#include "dw_avx512.h"
+
+#ifndef DW_W
+#define DW_W 512
+#define DW_V __m512i
+#define DW_VF __m512
+#define DW_M __mmask64
+#define DW_VL 16
+#define DW_SFX _512
+#define DW9_STORE_ACC DNNQ_DW_STORE_ACC512
+#endif
+
 #define DWC2(a, b) a##b
 #define DWC(a, b) DWC2(a, b)
 #define DWF(name) DWC(name, DW_SFX)
@@ -71,51 +87,6 @@ DWF(dw9_dp)(const int NRO, const int INIT, DW_V s[2][4], const DW_V q[4],
                              : x_->sgn ? DW9_LDW(x_->comp + k * 64) : DWC(DWI(setzero_si), DW_W)();
             s[r][k] = DWI(dpbusd_epi32)(acc, q[k], DW9_LDW(x_->wc + ((kw * 2 + r) * 4 + k) * 64));
         }
-}
-
-/* The fused epilogue of one accumulator vector: the operations and order of
- * epilogue_avx512.h's epi_value, hence the same bits.  dw9_epi_hot: u8 dst, no compensation,
- * no dst zero point, no clamp needed (EPI_F_NOCLAMP), relu(0) or nothing: a relu before a
- * positive dst scale changes nothing the u8 saturation of the packs does not. */
-static inline __attribute__((always_inline)) DW_V
-DWF(dw9_epi_hot)(DW_VF inv, DW_V a, DW_VF sc, DW_VF bi) {
-    DW_VF v = DWI(mul_ps)(DWI(cvtepi32_ps)(a), sc);
-    v = DWI(mul_ps)(DWI(add_ps)(v, bi), inv);
-    return DWI(cvtps_epi32)(v);
-}
-
-/* every other case, one vector: each step by e's fields (cc, sc, bi, zp: the constants of
- * its lanes) up to the conversion */
-static inline __attribute__((always_inline)) DW_V
-DWF(dw9_epi_vec)(const dnnq_dw_epi_t *e, DW_V a, DW_V cc, DW_VF sc, DW_VF bi, DW_VF zp) {
-    const DW_VF zf = DWI(setzero_ps)();
-    const int F = e->flags;
-    if (!(F & EPI_F_NOCC)) a = DWI(add_epi32)(a, cc);
-    DW_VF v = DWI(mul_ps)(DWI(cvtepi32_ps)(a), sc);
-    v = DWI(add_ps)(v, bi);
-    if (e->post == EPI_RELU0) {
-        v = DWI(max_ps)(v, zf);
-    } else if (e->post == EPI_CHAIN) {
-        for (int i = 0; i < e->n_post; ++i) {
-            const dnnq_postop_t *po = &e->po[i];
-            if (po->alg == DNNQ_ELT_RELU) {
-                if (po->alpha == 0.0f) v = DWI(max_ps)(v, zf);
-                else v = DWI(mask_mov_ps)(DWI(mul_ps)(v, DWI(set1_ps)(po->alpha)),
-                                          DWI(cmp_ps_mask)(v, zf, _CMP_GT_OQ), v);
-            } else { /* linear */
-                v = DWI(fmadd_ps)(DWI(set1_ps)(po->alpha), v, DWI(set1_ps)(po->beta));
-            }
-        }
-    }
-    if (!(F & EPI_F_SIMPLE)) {
-        v = DWI(mul_ps)(v, DWI(set1_ps)(e->inv_dst_scale));
-        if (e->has_zp) v = DWI(add_ps)(v, zp);
-    }
-    if (!(F & EPI_F_NOCLAMP)) {
-        if (e->dt == DNNQ_DT_S8) v = DWI(min_ps)(v, DWI(set1_ps)(127.0f));
-        else v = DWI(min_ps)(DWI(max_ps)(v, zf), DWI(set1_ps)(255.0f));
-    }
-    return DWI(cvtps_epi32)(v);
 }
 
 /* every other case, one pixel per call (out of the hot loop) */

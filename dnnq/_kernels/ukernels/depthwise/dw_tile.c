@@ -1,12 +1,19 @@
-/* The channels-last depthwise kernel, included once per ISA by conv_dw_<isa>.c (after it
- * defined DNNQ_DW_ISA) so that the loops over channels are vectorised with that ISA's flags.
+/* Depthwise tile kernel "s16" (dnnq_dw_tile_fn, the general driver's depthwise tile below the
+ * AVX-512 levels): plain C compiled once per kernel set (meson: -DDNNQ_DW_SET=portable, avx2)
+ * with that set's flags, so that the loops over channels are vectorised with them; the
+ * function is dnnq_dw_tile_<set>.
  *
  * Depthwise convolution is not a GEMM: each channel has its own taps, so the work is
  * vectorised over channels.  Products are exact in s32: u8 / s8 source times the s16 weights
  * (s8 weights, or s8 minus a weights zero point), summed in wrapping s32 as the GEMM's
  * accumulators. */
+#include <stdint.h>
 #include <string.h>
 #include "dnnq_conv.h"
+
+#ifndef DNNQ_DW_SET /* (compiled on its own) */
+#define DNNQ_DW_SET portable
+#endif
 
 #define DNNQ_DW_CAT2(a, b) a##_##b
 #define DNNQ_DW_CAT(a, b) DNNQ_DW_CAT2(a, b)
@@ -30,7 +37,7 @@ static inline void dw_tap_s8(const int8_t *restrict x, const int16_t *restrict w
     }
 }
 
-void DNNQ_DW_CAT(dnnq_dw_tile, DNNQ_DW_ISA)(int mr, int64_t ntaps, const uint8_t *const *rows,
+void DNNQ_DW_CAT(dnnq_dw_tile, DNNQ_DW_SET)(int mr, int64_t ntaps, const uint8_t *const *rows,
                                             int64_t ps, int nc, int src_signed,
                                             const int16_t *w, int32_t *acc) {
     for (int r = 0; r < mr; ++r) {

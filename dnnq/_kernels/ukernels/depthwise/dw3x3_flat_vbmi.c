@@ -1,6 +1,7 @@
-/* The flat 3x3 depthwise kernel on plain (nchw) planes, AVX-512 VNNI + VBMI
- * (dnnq_dw3x3_plain_t.flat); included by conv_dw3x3_plain.h (after the column kernel's
- * 512-bit body, whose epilogue steps dw9_epi_hot_512 / dw9_epi_vec_512 it uses).
+/* Depthwise variant "dw3x3_plain_flat": the flat 3x3 kernel on plain (nchw) planes, AVX-512
+ * VNNI + VBMI (the epilogue steps dw9_epi_hot_512 / dw9_epi_vec_512 of dw_avx512.h).  One
+ * file for the kernel's window kinds, its function tables and its driver (the layout of an
+ * item, the index vectors, dwf_run): they share every static helper.
  *
  * Narrow planes (7 - 28 columns) leave most lanes of the column kernel empty.  Here the lanes
  * are 16 consecutive output pixels q .. q + 15 of the flattened 2-D plane, across row ends,
@@ -35,6 +36,13 @@
  * variant (window kind, checked loads, source sign, epilogue mode) is a function of its
  * own: all of them in one function ran the hot loops 2x slower. */
 
+#include <immintrin.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include "dnnq_conv.h"
+#include "dw_avx512.h"
+
 #define DWF_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi")))
 
 enum { DWF_NB = 32 }; /* vectors per block of index vectors */
@@ -64,7 +72,7 @@ typedef struct {
 } dwf_ch_t;
 
 /* the source offset s(q) of output pixel q of the plane (2-D) */
-static inline int64_t dwf_src(const dnnq_dw3x3_plain_t *c, int64_t q) {
+static inline int64_t dwf_src(const dnnq_dw_plain_t *c, int64_t q) {
     return (q / c->ow) * c->sh * c->iw + (q % c->ow) * c->sw;
 }
 
@@ -72,7 +80,7 @@ static inline int64_t dwf_src(const dnnq_dw3x3_plain_t *c, int64_t q) {
  * 15), at least 1).  Start a = r ow + x crosses k(x) = (x + 15) / ow row ends, so its span is
  * k (sh iw - sw ow) + 15 sw + 3: the widest at the smallest or the largest k, x = 0 or n - 1
  * (a loop over the starts, with its divisions, took a tenth of a 49-pixel plane's time) */
-static int64_t dwf_span(const dnnq_dw3x3_plain_t *c) {
+static int64_t dwf_span(const dnnq_dw_plain_t *c) {
     const int64_t all = c->oh * c->ow - 15;
     const int64_t n = c->ow < all ? c->ow : all > 1 ? all : 1;
     const int64_t d = c->sh * c->iw - c->sw * c->ow;
@@ -81,13 +89,13 @@ static int64_t dwf_span(const dnnq_dw3x3_plain_t *c) {
 }
 
 /* the window kind of a geometry (0: none) */
-static int dwf_win(const dnnq_dw3x3_plain_t *c, int64_t span) {
+static int dwf_win(const dnnq_dw_plain_t *c, int64_t span) {
     if (c->sh == 1 && c->sw == 1 && c->iw == c->ow && 2 * c->iw + 18 <= 64) return DWF_WIN1;
     return span <= 32 ? DWF_WR32 : span <= 64 ? DWF_WR64 : span <= 96 ? DWF_WR96 : 0;
 }
 
 /* vector v of the table: the 16 pixels q0 .. q0 + 15 (those at or past mend: all padding) */
-static DWF_TARGET void dwf_build(const int WIN, const dnnq_dw3x3_plain_t *c, int64_t q0,
+static DWF_TARGET void dwf_build(const int WIN, const dnnq_dw_plain_t *c, int64_t q0,
                                  int64_t mend, dwf_table_t *t, int v) {
     const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     const int32_t OW = (int32_t)c->ow;
@@ -207,7 +215,7 @@ dwf_acc(const int WIN, const int CHECK, const int SGN, const int UNI, const int 
 
 /* channel i's rows3 weights, s8 compensation, epilogue constants and zero point */
 static inline __attribute__((always_inline)) void
-dwf_channel(const dnnq_dw3x3_plain_t *c, const int8_t *comp, int i, dwf_ch_t *h) {
+dwf_channel(const dnnq_dw_plain_t *c, const int8_t *comp, int i, dwf_ch_t *h) {
     const dnnq_dw_epi_t *e = c->epi;
     int ei;
     const int64_t wpos = dwp_channel_pos(c, i, &ei);
@@ -281,7 +289,7 @@ dwf_group(const int WIN, const int CHECK, const int SGN, const int NV, const dwf
  * whole planes in one block), else in a staging buffer */
 static inline __attribute__((always_inline)) DWF_TARGET void
 dwf_block(const int WIN, const int CHECK, const int SGN, const int MODE,
-          const dnnq_dw3x3_plain_t *c, const dwf_env_t *xc, const int8_t *comp,
+          const dnnq_dw_plain_t *c, const dwf_env_t *xc, const int8_t *comp,
           const dwf_table_t *t, int64_t q0, int nv, int i0, int i1) {
     const dwf_env_t xl = *xc, *const x = &xl;
     const int64_t ld = c->iw, off = -c->ph * c->iw - c->pw;
@@ -331,7 +339,7 @@ dwf_block(const int WIN, const int CHECK, const int SGN, const int MODE,
  * channel), and channel i + 1's accumulators computed before channel i's epilogue */
 static inline __attribute__((always_inline)) DWF_TARGET void
 dwf_small(const int WIN, const int CHECK, const int SGN, const int MODE, const int NV,
-          const dnnq_dw3x3_plain_t *c, const dwf_env_t *xc, const int8_t *comp,
+          const dnnq_dw_plain_t *c, const dwf_env_t *xc, const int8_t *comp,
           const dwf_table_t *t, int i0, int i1) {
     __m512i ix[12];
     int64_t base[4];
@@ -400,7 +408,7 @@ dwf_rows_acc(const int CHECK, const int SGN, const int NV, const int REUSE, cons
  * channels i0 .. i1 - 1. */
 static inline __attribute__((always_inline)) DWF_TARGET void
 dwf_rows(const int CHECK, const int SGN, const int MODE, const int NV,
-         const dnnq_dw3x3_plain_t *c, const dwf_env_t *xc, const int8_t *comp,
+         const dnnq_dw_plain_t *c, const dwf_env_t *xc, const int8_t *comp,
          const dwf_table_t *t, int64_t q0, int nr, int i0, int i1) {
     const dwf_env_t xl = *xc, *const x = &xl;
     const int64_t ld = c->iw, off = -c->ph * c->iw - c->pw, OW = c->ow;
@@ -441,7 +449,7 @@ dwf_rows(const int CHECK, const int SGN, const int MODE, const int NV,
  * the table) of channels i0 .. i1 - 1. */
 static inline __attribute__((always_inline)) DWF_TARGET void
 dwf_stack(const int CHECK, const int SGN, const int MODE, const int NVR,
-          const dnnq_dw3x3_plain_t *c, const dwf_env_t *xc, const int8_t *comp,
+          const dnnq_dw_plain_t *c, const dwf_env_t *xc, const int8_t *comp,
           const dwf_table_t *t, int64_t q0, int nr, int i0, int i1) {
     const dwf_env_t xl = *xc, *const x = &xl;
     const int64_t ld = c->iw, off = -c->ph * c->iw - c->pw, OW = c->ow;
@@ -489,7 +497,7 @@ dwf_stack(const int CHECK, const int SGN, const int MODE, const int NVR,
                      : dwf_stack(CHECK, SGN, DW9_GENERIC, NVR, c, x, comp, t, q0, nr, i0, i1))
 #define DWF_STACK_FN(NVR, CHECK) \
     static __attribute__((noinline)) DWF_TARGET void dwf_stack_##NVR##_##CHECK( \
-        int mode, const dnnq_dw3x3_plain_t *c, const dwf_env_t *x, const int8_t *comp, \
+        int mode, const dnnq_dw_plain_t *c, const dwf_env_t *x, const int8_t *comp, \
         const dwf_table_t *t, int64_t q0, int nr, int i0, int i1) { \
         if (c->src_signed) DWF_MODES(NVR, CHECK, 1); \
         else DWF_MODES(NVR, CHECK, 0); \
@@ -506,7 +514,7 @@ DWF_STACK_FN(2, 1)
                      : dwf_rows(CHECK, SGN, DW9_GENERIC, NV, c, x, comp, t, q0, nr, i0, i1))
 #define DWF_ROWS_FN(NV, CHECK) \
     static __attribute__((noinline)) DWF_TARGET void dwf_rows_##NV##_##CHECK( \
-        int mode, const dnnq_dw3x3_plain_t *c, const dwf_env_t *x, const int8_t *comp, \
+        int mode, const dnnq_dw_plain_t *c, const dwf_env_t *x, const int8_t *comp, \
         const dwf_table_t *t, int64_t q0, int nr, int i0, int i1) { \
         if (c->src_signed) DWF_MODES(NV, CHECK, 1); \
         else DWF_MODES(NV, CHECK, 0); \
@@ -519,10 +527,10 @@ DWF_ROWS_FN(3, 0)
 DWF_ROWS_FN(3, 1)
 DWF_ROWS_FN(4, 0)
 DWF_ROWS_FN(4, 1)
-static void dwf_rows_any(int nv, int check, int mode, const dnnq_dw3x3_plain_t *c,
+static void dwf_rows_any(int nv, int check, int mode, const dnnq_dw_plain_t *c,
                          const dwf_env_t *x, const int8_t *comp, const dwf_table_t *t,
                          int64_t q0, int nr, int i0, int i1) {
-    typedef void (*fn_t)(int, const dnnq_dw3x3_plain_t *, const dwf_env_t *, const int8_t *,
+    typedef void (*fn_t)(int, const dnnq_dw_plain_t *, const dwf_env_t *, const int8_t *,
                          const dwf_table_t *, int64_t, int, int, int);
     static const fn_t fns[4][2] = {{dwf_rows_1_0, dwf_rows_1_1}, {dwf_rows_2_0, dwf_rows_2_1},
                                    {dwf_rows_3_0, dwf_rows_3_1}, {dwf_rows_4_0, dwf_rows_4_1}};
@@ -540,7 +548,7 @@ static void dwf_rows_any(int nv, int check, int mode, const dnnq_dw3x3_plain_t *
  * slower) */
 #define DWF_BLOCK_FN(NAME, WIN, CHECK) \
     static __attribute__((noinline)) DWF_TARGET void NAME( \
-        int mode, const dnnq_dw3x3_plain_t *c, const dwf_env_t *x, const int8_t *comp, \
+        int mode, const dnnq_dw_plain_t *c, const dwf_env_t *x, const int8_t *comp, \
         const dwf_table_t *t, int64_t q0, int nv, int i0, int i1) { \
         const int sgn = c->src_signed; \
         DWF_SIGNS(WIN, CHECK); \
@@ -557,10 +565,10 @@ DWF_BLOCK_FN(dwf_block_wr96z, DWF_WR96Z, 0)
 DWF_BLOCK_FN(dwf_block_wr96z_checked, DWF_WR96Z, 1)
 DWF_BLOCK_FN(dwf_block_win2, DWF_WIN2, 0)
 DWF_BLOCK_FN(dwf_block_win2_checked, DWF_WIN2, 1)
-static void dwf_block_any(int win, int check, int mode, const dnnq_dw3x3_plain_t *c,
+static void dwf_block_any(int win, int check, int mode, const dnnq_dw_plain_t *c,
                           const dwf_env_t *x, const int8_t *comp, const dwf_table_t *t, int64_t q0,
                           int nv, int i0, int i1) {
-    typedef void (*fn_t)(int, const dnnq_dw3x3_plain_t *, const dwf_env_t *, const int8_t *,
+    typedef void (*fn_t)(int, const dnnq_dw_plain_t *, const dwf_env_t *, const int8_t *,
                          const dwf_table_t *, int64_t, int, int, int);
     static const fn_t fns[6][2] = {{dwf_block_win1, dwf_block_win1_checked},  /* win - 1 */
                                    {dwf_block_wr64, dwf_block_wr64_checked},
@@ -583,7 +591,7 @@ static void dwf_block_any(int win, int check, int mode, const dnnq_dw3x3_plain_t
 #define DWF_SIGNS(WIN, NV, CHECK) (sgn ? DWF_MODES(WIN, NV, CHECK, 1) : DWF_MODES(WIN, NV, CHECK, 0))
 #define DWF_SMALL_FN(NAME, WIN, CHECK) \
     static __attribute__((noinline)) DWF_TARGET void NAME( \
-        int nv, int mode, const dnnq_dw3x3_plain_t *c, const dwf_env_t *x, const int8_t *comp, \
+        int nv, int mode, const dnnq_dw_plain_t *c, const dwf_env_t *x, const int8_t *comp, \
         const dwf_table_t *t, int i0, int i1) { \
         const int sgn = c->src_signed; \
         if (nv == 1) DWF_SIGNS(WIN, 1, CHECK); \
@@ -595,7 +603,7 @@ static void dwf_block_any(int win, int check, int mode, const dnnq_dw3x3_plain_t
  * ran 1.1 - 1.2x slower) */
 #define DWF_SMALL4_FN(NAME, WIN, CHECK) \
     static __attribute__((noinline)) DWF_TARGET void dwf_small4_##NAME( \
-        int mode, const dnnq_dw3x3_plain_t *c, const dwf_env_t *x, const int8_t *comp, \
+        int mode, const dnnq_dw_plain_t *c, const dwf_env_t *x, const int8_t *comp, \
         const dwf_table_t *t, int i0, int i1) { \
         const int sgn = c->src_signed; \
         DWF_SIGNS(WIN, 4, CHECK); \
@@ -624,10 +632,10 @@ DWF_SMALL_FN(dwf_small_wr96z, DWF_WR96Z, 0)
 DWF_SMALL_FN(dwf_small_wr96z_checked, DWF_WR96Z, 1)
 DWF_SMALL_FN(dwf_small_win2, DWF_WIN2, 0)
 DWF_SMALL_FN(dwf_small_win2_checked, DWF_WIN2, 1)
-static void dwf_small_any(int win, int nv, int check, int mode, const dnnq_dw3x3_plain_t *c,
+static void dwf_small_any(int win, int nv, int check, int mode, const dnnq_dw_plain_t *c,
                           const dwf_env_t *x, const int8_t *comp, const dwf_table_t *t, int i0,
                           int i1) {
-    typedef void (*fn_t)(int, int, const dnnq_dw3x3_plain_t *, const dwf_env_t *, const int8_t *,
+    typedef void (*fn_t)(int, int, const dnnq_dw_plain_t *, const dwf_env_t *, const int8_t *,
                          const dwf_table_t *, int, int);
     static const fn_t fns[6][2] = {{dwf_small_win1, dwf_small_win1_checked},  /* win - 1 */
                                    {dwf_small_wr64, dwf_small_wr64_checked},
@@ -643,6 +651,187 @@ static void dwf_small_any(int win, int nv, int check, int mode, const dnnq_dw3x3
 #undef DWF_MODES
 #undef DWF_SIGNS
 
-#include "conv_dw3x3_flat_run.h"
+/* ---- the driver: the layout of an item (window kind, rows mode, stacked rows), its index
+ * vectors per block of vectors (built per item, or once at creation for items of whole
+ * planes: dwf_table_build) and the run over blocks and channels (dwf_run) ---------------- */
+
+/* how an item goes: its window kind (before dwf_run's zero-point choice of WR96Z), and the
+ * rows mode / stacked rows */
+typedef struct {
+    int win, rows, stack, nvr; /* nvr: rows mode, vectors per output row */
+    int64_t span, nv, step;    /* nv vectors in blocks of step */
+} dwf_layout_t;
+
+static void dwf_layout(const dnnq_dw_plain_t *c, dwf_layout_t *l) {
+    const int64_t wspan = dwf_span(c);
+    l->win = dwf_win(c, wspan);
+    /* the three kernel rows' 96-byte windows within 127 bytes: one 128-byte window (stride
+     * 1's 32-byte windows stay: with it MobileNet's 28 columns ran 1.1x slower) */
+    if (l->win == DWF_WR96 && 2 * c->iw + wspan <= 127) l->win = DWF_WIN2;
+    /* rows mode where runs across row ends need more than 96 bytes (with 96-byte windows,
+     * MobileNet's 14 columns ran 1.25x faster than in rows mode, one vector a row; its 28
+     * columns as fast) */
+    const int whole_rows = c->sh == 2 && 15 * c->sw + 3 <= 64 && c->m0 % c->ow == 0 &&
+                           c->mend % c->ow == 0;
+    /* stacked rows for 12 - 16 and 24 - 32 columns (three quarters of the lanes or more
+     * live) that would take 96-byte windows (MobileNet's 28 -> 14: 15.5 -> 13.5 us, 56 ->
+     * 28: 27.1 -> 24.8 us) */
+    l->stack = l->win == DWF_WR96 && whole_rows &&
+               ((c->ow >= 12 && c->ow <= 16) || (c->ow >= 24 && c->ow <= 32));
+    l->rows = l->stack || (l->win == 0 && whole_rows && c->ow <= 64);
+    l->span = l->rows || l->win == DWF_WR64 ? 2 * c->iw + 64
+              : l->win == DWF_WIN1 ? 64 : l->win == DWF_WIN2 ? 128
+              : 2 * c->iw + (l->win == DWF_WR32 ? 32 : 96);
+    l->nvr = (int)((c->ow + 15) / 16);
+    l->nv = l->rows ? (c->mend - c->m0) / c->ow * l->nvr : (c->mend - c->m0 + 15) / 16;
+    l->step = l->rows ? DWF_NB / l->nvr * l->nvr : DWF_NB;
+}
+
+/* the first pixel of block v0's vectors */
+static int64_t dwf_block_q0(const dnnq_dw_plain_t *c, const dwf_layout_t *l, int64_t v0) {
+    return l->rows ? c->m0 + v0 / l->nvr * c->ow : c->m0 + 16 * v0;
+}
+
+/* the index vectors of the nb vectors of the block at q0 (win: the item's window kind) */
+static DWF_TARGET void dwf_build_block(const dnnq_dw_plain_t *c, const dwf_layout_t *l,
+                                       int win, int64_t q0, int nb, dwf_table_t *t) {
+    for (int v = 0; v < nb; ++v) {
+        if (l->rows) {
+            const int64_t rs = q0 + v / l->nvr * c->ow; /* the row's first pixel */
+            dwf_build(DWF_WR64, c, rs + 16 * (v % l->nvr), rs + c->ow, t, v);
+        } else if (win == DWF_WIN1) dwf_build(DWF_WIN1, c, q0 + 16 * v, c->mend, t, v);
+        else if (win == DWF_WR32) dwf_build(DWF_WR32, c, q0 + 16 * v, c->mend, t, v);
+        else if (win == DWF_WR64) dwf_build(DWF_WR64, c, q0 + 16 * v, c->mend, t, v);
+        else if (win == DWF_WIN2) dwf_build(DWF_WIN2, c, q0 + 16 * v, c->mend, t, v);
+        else if (win == DWF_WR96) dwf_build(DWF_WR96, c, q0 + 16 * v, c->mend, t, v);
+        else dwf_build(DWF_WR96Z, c, q0 + 16 * v, c->mend, t, v);
+    }
+}
+
+/* stacked rows: the store's byte permute (byte j: row j / ow, column j % ow, lane 16 row +
+ * column, in the packs' dword order DWP_TR) */
+static __m512i dwf_stack_cix(const dnnq_dw_plain_t *c, int nvr) {
+    int8_t ix[64];
+    for (int j = 0; j < 64; ++j) {
+        const int p = j < 4 / nvr * c->ow ? (int)(j / c->ow * 16 * nvr + j % c->ow) : 0;
+        ix[j] = (int8_t)(((p >> 2) % 4 * 4 + (p >> 2) / 4) * 4 + (p & 3));
+    }
+    return _mm512_loadu_si512((const void *)ix);
+}
+
+/* the index vectors of items of whole planes, built at creation: every block's, and the
+ * stacked rows' byte permute (per item they took 7 - 11 % of MobileNet's 14 x 14 planes) */
+enum { DWF_CACHE_BLOCKS = 16 }; /* at most (~100 KB) */
+typedef struct {
+    __m512i cix;
+    int64_t nblocks;
+    dwf_table_t t[]; /* per block */
+} dwf_cache_t;
+
+static void *dwf_table_build(const dnnq_dw_plain_t *c) {
+    if (c->m0 != 0 || c->mend != c->dst_plane) return NULL;
+    dwf_layout_t l;
+    dwf_layout(c, &l);
+    if (!l.win && !l.rows) return NULL;
+    const int64_t nblocks = (l.nv + l.step - 1) / l.step;
+    if (nblocks > DWF_CACHE_BLOCKS) return NULL; /* (large planes: built per item) */
+    dwf_cache_t *k = (dwf_cache_t *)aligned_alloc(
+        64, sizeof(dwf_cache_t) + sizeof(dwf_table_t) * (size_t)nblocks);
+    if (!k) return NULL; /* (built per item) */
+    k->nblocks = nblocks;
+    k->cix = l.stack ? dwf_stack_cix(c, l.nvr) : _mm512_setzero_si512();
+    /* (WR96 and WR96Z tables are the same: their zero points sit at byte 96) */
+    for (int64_t b = 0; b < nblocks; ++b) {
+        const int64_t v0 = b * l.step;
+        dwf_build_block(c, &l, l.win, dwf_block_q0(c, &l, v0),
+                        (int)(l.nv - v0 < l.step ? l.nv - v0 : l.step), &k->t[b]);
+    }
+    return k;
+}
+
+/* the item (pixels m0 .. mend - 1 of the panel's nc channels) in blocks of DWF_NB vectors;
+ * -1: the geometry has no window kind (the caller checked it has) */
+static DWF_TARGET int dwf_run(int mode, const dnnq_dw_plain_t *c, const int8_t *comp) {
+    dwf_table_t t __attribute__((aligned(64)));
+    dwf_env_t env;
+    env.lo = c->src_lo;
+    env.hi = c->src_hi;
+    env.flip = _mm512_set1_epi8(c->src_signed ? (char)0x80 : 0);
+    env.tr = DWP_TR;
+    env.inv = _mm512_set1_ps(c->epi->inv_dst_scale);
+    const dwf_env_t *const x = &env;
+    dwf_layout_t l;
+    dwf_layout(c, &l);
+    const int rows = l.rows, stack = l.stack, nvr = l.nvr;
+    int win = l.win;
+    if (win == DWF_WR96) { /* every zero point 0: no zero points to insert */
+        int z = 1;
+        for (int i = 0; i < c->nc; ++i) z &= c->zpix[i] == 0;
+        if (z) win = DWF_WR96Z;
+    }
+    if (!win && !rows) return -1;
+    const int64_t off = -c->ph * c->iw - c->pw, span = l.span, nv = l.nv, step = l.step;
+    const dwf_cache_t *cache =
+        c->flat_table && c->m0 == 0 && c->mend == c->dst_plane ? c->flat_table : NULL;
+    if (stack) env.cix = cache ? cache->cix : dwf_stack_cix(c, nvr);
+    for (int64_t v0 = 0; v0 < nv; v0 += step) {
+        const int nb = (int)(nv - v0 < step ? nv - v0 : step);
+        const int64_t q0 = dwf_block_q0(c, &l, v0);
+        const dwf_table_t *tp = cache ? &cache->t[v0 / step] : &t;
+        if (!cache) dwf_build_block(c, &l, win, q0, nb, &t);
+        /* channels whose loads may pass the source array's ends (the first and last few of
+         * the array: planes smaller than the padding reach several) take the checked loads,
+         * every other one the plain ones (checked everywhere, the blocks were 5x slower) */
+        int a = 0, b = c->nc;
+        while (a < c->nc && c->src + a * c->src_plane + off + tp->base[0] < x->lo) ++a;
+        while (b > a && c->src + (b - 1) * c->src_plane + off + tp->base[nb - 1] + span > x->hi)
+            --b;
+        const int run[3][3] = {{0, a, 1}, {a, b, 0}, {b, c->nc, 1}};
+        for (int r = 0; r < 3; ++r) {
+            if (run[r][0] >= run[r][1]) continue;
+            if (stack)
+                (nvr == 1 ? (run[r][2] ? dwf_stack_1_1 : dwf_stack_1_0)
+                          : (run[r][2] ? dwf_stack_2_1 : dwf_stack_2_0))(
+                    mode, c, x, comp, tp, q0, nb / nvr, run[r][0], run[r][1]);
+            else if (rows)
+                dwf_rows_any(nvr, run[r][2], mode, c, x, comp, tp, q0, nb / nvr, run[r][0],
+                             run[r][1]);
+            else if (nv <= 4)
+                dwf_small_any(win, nb, run[r][2], mode, c, x, comp, tp, run[r][0], run[r][1]);
+            else
+                dwf_block_any(win, run[r][2], mode, c, x, comp, tp, q0, nb, run[r][0], run[r][1]);
+        }
+    }
+    return 0;
+}
+
+int dnnq_dw_item_plain_flat(const dnnq_conv_t *cv, int64_t item) {
+    dnnq_dw_plain_t c;
+    dnnq_dw_epi_t epi __attribute__((aligned(64)));
+    dnnq_postop_t post[DNNQ_CONV_MAX_POST];
+    dnnq_dw_plain_item(cv, item, &c, &epi, post);
+    if (dwf_run(dw9_mode(&epi), &c, dnnq_dw_comp(c.w, c.ntaps)) == 0) return 0;
+    /* an item without a window kind (its rows not whole): the column kernel, the VBMI
+     * stride-2 one where it applies */
+    return cv->sh == 2 && cv->sw == 2 ? dnnq_dw_item_plain_s2(cv, item)
+                                      : dnnq_dw_item_plain_cols(cv, item);
+}
+
+int dnnq_conv_build_flat_table(dnnq_conv_t *cv) {
+    free((void *)cv->flat_table);
+    cv->flat_table = NULL;
+    /* (the conditions of the plain kernels that the plan knows at creation; 2-D) */
+    if (!cv->depthwise || cv->deconv || cv->kd != 1 || cv->kh != 3 || cv->kw != 3 ||
+        cv->dh != 1 || cv->dw != 1 || cv->sh < 1 || cv->sh > 2 || cv->sw < 1 || cv->sw > 2 ||
+        cv->od != 1 || cv->id != 1)
+        return 0;
+    dnnq_dw_plain_t c;
+    memset(&c, 0, sizeof c);
+    dnnq_dw_plain_geometry(cv, &c);
+    c.m0 = 0;
+    c.mend = c.dst_plane;
+    cv->flat_table = dwf_table_build(&c);
+    return cv->flat_table != NULL;
+}
 
 #undef DWF_TARGET

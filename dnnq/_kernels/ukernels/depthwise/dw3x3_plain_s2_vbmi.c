@@ -1,6 +1,6 @@
-/* The plain (nchw) depthwise kernel at stride 2 along h and w with AVX512-VBMI (included by
- * conv_dw3x3_avx512.c after conv_dw3x3_plain.h, whose context, item loop and epilogue steps
- * it uses; taken when dnnq_dw3x3_plain_t.vbmi is set).
+/* Depthwise variant "dw3x3_plain_vbmi": the plain (nchw) 3x3 kernel at stride 2 along h and w
+ * with AVX512-VBMI (the context, channel loop and epilogue steps of dw_avx512.h; the item
+ * function runs plans of stride 2 along h and w, the others take dw3x3_plain's).
  *
  * The column kernel interleaves four source rows per column and then picks the even and odd
  * columns: at stride 2 it pays two interleaves, eight vpermt2d and four valignd per 64
@@ -17,6 +17,12 @@
  * MobileNet, 56 columns, 80 -> 63 us at 1 thread).  On narrow rows (7 - 28 columns: one or
  * two vectors a row, the epilogue and the row's set-up per row) it ran 1.2 - 4x slower than
  * the channels-last copies, which take 64 channels a vector (docs/convolution.md). */
+
+#include <immintrin.h>
+#include <stdint.h>
+#include <string.h>
+#include "dnnq_conv.h"
+#include "dw_avx512.h"
 
 #define DWS2_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi")))
 
@@ -46,7 +52,7 @@ static DWS2_TARGET __mmask64 dws2_pad_mask(int64_t iw, int64_t pw, int64_t o, in
     return _mm512_test_epi8_mask(p, p);
 }
 
-static DWS2_TARGET void dws2_make_plan(const dnnq_dw3x3_plain_t *c, dws2_plan_t *p) {
+static DWS2_TARGET void dws2_make_plan(const dnnq_dw_plain_t *c, dws2_plan_t *p) {
     const int64_t ow = c->ow;
     p->nv = ow > 48 ? 4 : ow > 32 ? 3 : ow > 16 ? 2 : 1;
     p->nb = ow >= 64 ? (ow + 63) / 64 : 1;
@@ -157,7 +163,7 @@ dws2_rows(const int B, const int NV, const int MODE, const dnnq_dw_epi_t *e, con
 /* output pixels ma .. mb - 1 (whole rows) of one channel at out + m: B rows at a time (an
  * item's odd last row alone) */
 static inline __attribute__((always_inline)) DWS2_TARGET void
-dws2_range(const int B, const int NV, const int MODE, const dnnq_dw3x3_plain_t *c,
+dws2_range(const int B, const int NV, const int MODE, const dnnq_dw_plain_t *c,
            const dwp_ctx_t *x, const dws2_plan_t *p,
            const uint8_t *plane, uint8_t *out, int64_t ma, int64_t mb) {
     const int64_t OW = c->ow, OH = c->oh, iw = c->iw, ih = c->ih;
@@ -191,7 +197,7 @@ dws2_range(const int B, const int NV, const int MODE, const dnnq_dw3x3_plain_t *
  * slower (as the flat kernel's variants did, conv_dw3x3_flat.h) */
 #define DWS2_FN(NV, MODE)                                                                      \
     static __attribute__((noinline)) DWS2_TARGET void dws2_range_##NV##_##MODE(                 \
-        const dnnq_dw3x3_plain_t *c, const dwp_ctx_t *x, const dws2_plan_t *p,                 \
+        const dnnq_dw_plain_t *c, const dwp_ctx_t *x, const dws2_plan_t *p,                 \
         const uint8_t *plane, uint8_t *out, int64_t ma, int64_t mb) {                          \
         dws2_range(2, NV, MODE, c, x, p, plane, out, ma, mb);                                  \
     }
@@ -210,9 +216,10 @@ DWS2_FN(4, DW9_GENERIC)
         else dws2_range_##NV##_DW9_GENERIC(c, x, p, plane, out, ma, mb);                       \
     } while (0)
 
-static DWS2_TARGET void dws2_range_any(int mode, const dnnq_dw3x3_plain_t *c, const dwp_ctx_t *x,
-                                       const dws2_plan_t *p, const uint8_t *plane, uint8_t *out,
+static DWS2_TARGET void dws2_range_any(int mode, const dnnq_dw_plain_t *c, dwp_ctx_t *x,
+                                       const void *arg, const uint8_t *plane, uint8_t *out,
                                        int64_t ma, int64_t mb) {
+    const dws2_plan_t *p = (const dws2_plan_t *)arg;
     switch (p->nv) {
     case 1: DWS2_CASE(1); break;
     case 2: DWS2_CASE(2); break;
@@ -221,5 +228,16 @@ static DWS2_TARGET void dws2_range_any(int mode, const dnnq_dw3x3_plain_t *c, co
     }
 }
 #undef DWS2_CASE
+
+int dnnq_dw_item_plain_s2(const dnnq_conv_t *cv, int64_t item) {
+    dnnq_dw_plain_t c;
+    dnnq_dw_epi_t epi __attribute__((aligned(64)));
+    dnnq_postop_t post[DNNQ_CONV_MAX_POST];
+    dnnq_dw_plain_item(cv, item, &c, &epi, post);
+    dws2_plan_t plan __attribute__((aligned(64)));
+    dws2_make_plan(&c, &plan);
+    dnnq_dw_plain_channels(&c, dws2_range_any, &plan);
+    return 0;
+}
 
 #undef DWS2_TARGET

@@ -1,6 +1,6 @@
-/* The 3x3 depthwise column kernel on plain (nchw) planes, AVX-512 VNNI (dnnq_dw3x3_plain_avx512,
- * see dnnq_conv.h); included by conv_dw3x3_avx512.c after the 512-bit body, whose fused
- * epilogue it uses (dw9_epi_hot_512 / dw9_epi_vec_512, the same steps in the same order).
+/* Depthwise variant "dw3x3_plain": the 3x3 column kernel on plain (nchw) planes, AVX-512 VNNI
+ * (the fused epilogue's cases; its steps and context from dw_avx512.h).
+ *
  *
  * The channels-last kernel has 64 channels in the lanes; here one channel's planes are read as
  * they are: the lanes are 16 output columns of one channel, and as there the four bytes of a
@@ -16,22 +16,11 @@
  * the source read the zero point (masked loads merging it), rows outside are all zero point.
  * Per 64 output pixels of two rows (stride 1): 4 loads, 4 vpermd, 8 unpacks, 8 valignd and
  * 24 vpdpbusd, about 1.2x the channels-last kernel's operations per pixel. */
-
-/* the 4 x 4 dword transpose (its own inverse) */
-#define DWP_TR _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15)
-
-typedef struct {
-    const uint8_t *row[4]; /* source rows at column 0; NULL: a row in the padding */
-    const uint8_t *lo, *hi; /* the source array's bytes (plain loads stay inside) */
-    int64_t iw;
-    __m512i zraw, zq;      /* the zero point's byte broadcast, and as the kernel reads it */
-    __m512i flip, tr;      /* flip: 0x80 bytes for an s8 source (read as u8), else 0 */
-    __m512i wa[3], wb[3];  /* the channel's weights per kw, for the upper / lower output row */
-    __m512i wr[3];         /* and per kernel row (w[kh][0 .. 2], 0): the VBMI stride-2 rows */
-    __m512i init;          /* the accumulators' start: the s8 source's compensation, or 0 */
-    __m512i cc;            /* the epilogue's constants, broadcast */
-    __m512 sc, bi, zp, inv;
-} dwp_ctx_t;
+#include <immintrin.h>
+#include <stdint.h>
+#include <string.h>
+#include "dnnq_conv.h"
+#include "dw_avx512.h"
 
 /* where a block of 64 source columns lies: wholly inside the rows, wholly outside, or partly
  * (m: the columns inside) */
@@ -120,37 +109,6 @@ static inline __attribute__((always_inline)) __m512i dwp_next(const int NRO, con
     return _mm512_xor_si512(_mm512_set1_epi64((long long)d), x->flip);
 }
 
-/* out = the accumulators of NV vectors through the general fused epilogue (out of line) */
-static __attribute__((noinline)) __m512i dwp_epi_generic(const dnnq_dw_epi_t *e,
-                                                        const dwp_ctx_t *x, const __m512i *acc,
-                                                        int nv) {
-    __m512i q[4];
-    for (int k = 0; k < 4; ++k)
-        q[k] = k < nv ? dw9_epi_vec_512(e, acc[k], x->cc, x->sc, x->bi, x->zp)
-                      : _mm512_setzero_si512();
-    const __m512i w01 = _mm512_packs_epi32(q[0], q[1]), w23 = _mm512_packs_epi32(q[2], q[3]);
-    return e->dt == DNNQ_DT_S8 ? _mm512_packs_epi16(w01, w23) : _mm512_packus_epi16(w01, w23);
-}
-
-/* the NV accumulator vectors of one output row through the epilogue, 64 bytes stored at o
- * (those past the row's are rewritten later, or land in the staging buffer's slack) */
-static inline __attribute__((always_inline)) void
-dwp_finish(const int NV, const int MODE, const dnnq_dw_epi_t *e, const dwp_ctx_t *x,
-           const __m512i acc[4], uint8_t *o) {
-    __m512i b;
-    if (MODE == DW9_HOT) {
-        __m512i q[4];
-#pragma GCC unroll 4
-        for (int k = 0; k < 4; ++k)
-            q[k] = k < NV ? dw9_epi_hot_512(x->inv, acc[k], x->sc, x->bi) : _mm512_setzero_si512();
-        b = _mm512_packus_epi16(_mm512_packs_epi32(q[0], q[1]), _mm512_packs_epi32(q[2], q[3]));
-    } else {
-        b = dwp_epi_generic(e, x, acc, NV);
-    }
-    /* never a masked store: on Zen 4 one costs about 35 cycles (dw9 took 7x its time) */
-    _mm512_storeu_si512((void *)o, _mm512_permutexvar_epi32(x->tr, b));
-}
-
 /* output columns o .. o + 16 NV - 1 of the NRO output rows */
 static inline __attribute__((always_inline)) void
 dwp_block(const int NRO, const int SW, const int MODE, const int NV, const dnnq_dw_epi_t *e,
@@ -228,7 +186,7 @@ dwp_rows(const int NRO, const int SW, const int MODE, const dnnq_dw_epi_t *e, co
 /* output pixels ma .. mb - 1 (whole rows) of one channel: rows paired at stride 1 along h
  * when both are in the range; output pixel m at out + m */
 static inline __attribute__((always_inline)) void
-dwp_range(const int SW, const int MODE, const dnnq_dw3x3_plain_t *c, dwp_ctx_t *x,
+dwp_range(const int SW, const int MODE, const dnnq_dw_plain_t *c, dwp_ctx_t *x,
           const uint8_t *plane, uint8_t *out, int64_t ma, int64_t mb) {
     const int64_t OW = c->ow, OH = c->oh, iw = c->iw, ih = c->ih, pw = c->pw;
     int64_t oh = (ma / OW) % OH, od = ma / OW / OH;
@@ -252,13 +210,11 @@ dwp_range(const int SW, const int MODE, const dnnq_dw3x3_plain_t *c, dwp_ctx_t *
     }
 }
 
-#include "conv_dw3x3_plain_s2.h"
-
 /* one function per (stride, epilogue mode) of the column kernel (all of them in one function
  * ran the loops slower, as the flat kernel's variants did) */
 #define DWP_FN(SW, MODE)                                                                       \
     static __attribute__((noinline)) void dwp_range_##SW##_##MODE(                             \
-        const dnnq_dw3x3_plain_t *c, dwp_ctx_t *x, const uint8_t *plane, uint8_t *out,         \
+        const dnnq_dw_plain_t *c, dwp_ctx_t *x, const uint8_t *plane, uint8_t *out,            \
         int64_t ma, int64_t mb) {                                                              \
         dwp_range(SW, MODE, c, x, plane, out, ma, mb);                                         \
     }
@@ -268,13 +224,10 @@ DWP_FN(2, DW9_HOT)
 DWP_FN(2, DW9_GENERIC)
 #undef DWP_FN
 
-/* s2: the VBMI stride-2 plan, or NULL */
-static void dwp_range_any(int mode, const dnnq_dw3x3_plain_t *c, dwp_ctx_t *x,
-                          const dws2_plan_t *s2, const uint8_t *plane, uint8_t *out, int64_t ma,
-                          int64_t mb) {
-    if (s2) {
-        dws2_range_any(mode, c, x, s2, plane, out, ma, mb);
-    } else if (c->sw == 1) {
+static void dwp_range_any(int mode, const dnnq_dw_plain_t *c, dwp_ctx_t *x, const void *arg,
+                          const uint8_t *plane, uint8_t *out, int64_t ma, int64_t mb) {
+    (void)arg;
+    if (c->sw == 1) {
         if (mode == DW9_HOT) dwp_range_1_DW9_HOT(c, x, plane, out, ma, mb);
         else dwp_range_1_DW9_GENERIC(c, x, plane, out, ma, mb);
     } else {
@@ -283,84 +236,11 @@ static void dwp_range_any(int mode, const dnnq_dw3x3_plain_t *c, dwp_ctx_t *x,
     }
 }
 
-/* channel i's byte position in the packed weight blocks (vector k, 128-bit lane L, dword j)
- * and, in *ei, its index in the epilogue's constants (the accumulators' order) */
-static inline __attribute__((always_inline)) int64_t
-dwp_channel_pos(const dnnq_dw3x3_plain_t *c, int i, int *ei) {
-    const int L = i / 16, k = (i % 16) / 4, j = i % 4;
-    *ei = (c->nc <= 32 ? 8 : 16) * k + 4 * L + j;
-    return (int64_t)k * 64 + (L * 4 + j) * 4;
+int dnnq_dw_item_plain_cols(const dnnq_conv_t *cv, int64_t item) {
+    dnnq_dw_plain_t c;
+    dnnq_dw_epi_t epi __attribute__((aligned(64)));
+    dnnq_postop_t post[DNNQ_CONV_MAX_POST];
+    dnnq_dw_plain_item(cv, item, &c, &epi, post);
+    dnnq_dw_plain_channels(&c, dwp_range_any, NULL);
+    return 0;
 }
-
-/* channel i of the panel into x: its weights (cols3 at wc, rows3 after comp), the s8
- * source's compensation, the epilogue's constants and the zero point */
-static inline __attribute__((always_inline)) void
-dwp_channel_setup(const dnnq_dw3x3_plain_t *c, dwp_ctx_t *x, const int8_t *comp,
-                  const int8_t *wc, int i) {
-    const dnnq_dw_epi_t *e = c->epi;
-    int ei;
-    const int64_t wpos = dwp_channel_pos(c, i, &ei);
-    for (int kw = 0; kw < 3; ++kw) {
-        int32_t a, b, r;
-        memcpy(&a, wc + (kw * 2) * 256 + wpos, 4);
-        memcpy(&b, wc + (kw * 2 + 1) * 256 + wpos, 4);
-        memcpy(&r, comp + 256 + kw * 1024 + wpos, 4); /* rows3: kernel row kw, variant A */
-        x->wa[kw] = _mm512_set1_epi32(a);
-        x->wb[kw] = _mm512_set1_epi32(b);
-        x->wr[kw] = _mm512_set1_epi32(r);
-    }
-    int32_t cp;
-    memcpy(&cp, comp + wpos, 4);
-    x->init = c->src_signed ? _mm512_set1_epi32(cp) : _mm512_setzero_si512();
-    x->sc = _mm512_set1_ps(e->sc[ei]);
-    x->bi = _mm512_set1_ps(e->bi[ei]);
-    x->zp = _mm512_set1_ps(e->zp[ei]);
-    x->cc = _mm512_set1_epi32(e->cc[ei]);
-    x->zraw = _mm512_set1_epi8((char)c->zpix[i]);
-    x->zq = _mm512_xor_si512(x->zraw, x->flip);
-}
-
-#include "conv_dw3x3_flat.h"
-
-void dnnq_dw3x3_plain_avx512(const dnnq_dw3x3_plain_t *c) {
-    const dnnq_dw_epi_t *e = c->epi;
-    const int mode = dw9_mode(e);
-    const int8_t *comp = c->w + ((c->ntaps + 3) / 4) * 256;
-    if (c->flat && dwf_run(mode, c, comp) == 0) return; /* (its own context) */
-    const int8_t *wc = comp + 256 + (c->ntaps / 3) * 1024; /* after rows3: cols3 */
-    const int64_t OW = c->ow;
-    dwp_ctx_t x;
-    x.iw = c->iw;
-    x.lo = c->src_lo;
-    x.hi = c->src_hi;
-    x.flip = _mm512_set1_epi8(c->src_signed ? (char)0x80 : 0);
-    x.tr = DWP_TR;
-    x.inv = _mm512_set1_ps(e->inv_dst_scale);
-    enum { BUF = 4096 };
-    uint8_t buf[BUF + 64] __attribute__((aligned(64)));
-    const int64_t chunk = OW < 64 ? ((BUF / OW) & ~(int64_t)1) * OW : 0; /* whole row pairs */
-    dws2_plan_t plan __attribute__((aligned(64)));
-    const dws2_plan_t *s2 = NULL;
-    if (c->vbmi && c->sw == 2 && c->sh == 2) {
-        dws2_make_plan(c, &plan);
-        s2 = &plan;
-    }
-    for (int i = 0; i < c->nc; ++i) {
-        dwp_channel_setup(c, &x, comp, wc, i);
-        const uint8_t *plane = c->src + i * c->src_plane;
-        uint8_t *dplane = c->dst + i * c->dst_plane;
-        if (OW >= 64) { /* every store inside its row, or rewritten later in the row */
-            dwp_range_any(mode, c, &x, s2, plane, dplane, c->m0, c->mend);
-            continue;
-        }
-        /* narrow rows: each store runs past its row, so the rows go through a buffer in
-         * chunks of an even number of rows, copied out whole */
-        for (int64_t ma = c->m0; ma < c->mend; ma += chunk) {
-            const int64_t mb = ma + chunk < c->mend ? ma + chunk : c->mend;
-            dwp_range_any(mode, c, &x, s2, plane, buf - ma, ma, mb);
-            memcpy(dplane + ma, buf, (size_t)(mb - ma));
-        }
-    }
-}
-
-#undef DWP_TR
