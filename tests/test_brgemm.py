@@ -18,7 +18,7 @@ def _panel(w):
     return packed[: max(K4, 1) * 256].copy()
 
 
-def _run_case(isa, rng, mr, Ks, modes, s8, accumulate, ncols=64):
+def _run_case(isa, rng, mr, Ks, modes, s8, accumulate, ncols=64, width=64):
     code = _plan.ISA_CODE[isa]
     base_len = 4096
     src_dt = np.int8 if s8 else np.uint8
@@ -50,10 +50,12 @@ def _run_case(isa, rng, mr, Ks, modes, s8, accumulate, ncols=64):
         ref += a @ wf
     c0 = rng.integers(-2**20, 2**20, (mr, 64)).astype(np.int32)
     c = c0.copy()
-    _gemm.brgemm_micro_kernel(code, base, pairs, s8, accumulate, c)
+    if _gemm.brgemm_micro_kernel(code, base, pairs, s8, accumulate, c, width) is None:
+        return False  # no narrow kernel at this level
     expect = ref + (c0 if accumulate else 0)
     expect = (expect.astype(np.uint64) & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
-    np.testing.assert_array_equal(c, expect)
+    np.testing.assert_array_equal(c[:, :width], expect[:, :width])
+    return True
 
 
 @pytest.mark.parametrize("s8", [False, True])
@@ -106,3 +108,20 @@ def test_brgemm_zero_pairs_and_extremes(isa):
 def test_brgemm_levels_cover_the_cpu():
     # the ISA sweep reaches every level this CPU runs (conftest's `isa` fixture)
     assert dnnq.get_effective_cpu_isa() in _dispatch.available_isa_levels()
+
+
+@pytest.mark.parametrize("width", [32, 16])
+@pytest.mark.parametrize("s8", [False, True])
+def test_brgemm_narrow_panels(isa, width, s8):
+    """The half / quarter-width kernels (panels of <= 32 / 16 columns: the first columns of c
+    only), every row count, K tails, dense / indirect / padded A, overwrite and accumulate."""
+    rng = np.random.default_rng(17)
+    mr_max = _gemm.brgemm_rows(_plan.ISA_CODE[isa])
+    for mr in range(1, mr_max + 1):
+        for K in (1, 3, 4, 5, 64, 67):
+            for accumulate in (False, True):
+                ncols = int(rng.integers(1, width + 1))
+                ran = _run_case(isa, rng, mr, [K, K + 4], ["dense", "padded"], s8, accumulate,
+                                ncols=ncols, width=width)
+                if not ran:
+                    pytest.skip(f"no {width}-column kernel at {isa}")

@@ -18,6 +18,7 @@ from dnnq._kernels._kernels cimport (
     dnnq_gemm_ukr_fn,
     dnnq_gemm_block_for_isa, dnnq_gemm_ukr_for_isa, dnnq_gemm_mr_for_isa, dnnq_pack_b,
     dnnq_br_pair_t, dnnq_brgemm_ukr_fn, dnnq_brgemm_ukr_for_isa, dnnq_brgemm_mr_for_isa,
+    dnnq_brgemm_ukr_n32_for_isa, dnnq_brgemm_ukr_n16_for_isa,
     dnnq_dst_lines_shared, DNNQ_ROWS_OUTER_MAX_WEIGHTS,
     DNNQ_F32_MR, dnnq_br_pair_f32_t, dnnq_brgemm_f32_for_isa, dnnq_gemm_block_f32_for_isa,
     dnnq_pack_b_f32,
@@ -210,8 +211,11 @@ def brgemm_rows(int isa):
 
 
 def brgemm_micro_kernel(int isa, const uint8_t[::1] base, list pairs, bint s8_src,
-                        bint accumulate, int32_t[:, ::1] c):
+                        bint accumulate, int32_t[:, ::1] c, int width=64):
     """Run the batch-reduce micro-kernel once (tests): c (mr, 64) (+)= sum over the pairs.
+
+    width 32 / 16: the narrow-panel kernel (dnnq_brgemm_ukr_n32 / _n16: only the first 32 /
+    16 columns of c are defined afterwards); None is returned when the level has none.
 
     base: one u8 buffer holding every A row.  pairs: (row_offsets, dense, packed_panel, K):
     indirect A when row_offsets is an int64 array of mr byte offsets into base (dense is then
@@ -223,6 +227,15 @@ def brgemm_micro_kernel(int isa, const uint8_t[::1] base, list pairs, bint s8_sr
     cdef int64_t npairs = len(pairs), i, r, off, lda, K
     if c.shape[1] != 64 or mr < 1 or mr > dnnq_brgemm_mr_for_isa(isa):
         raise ValueError("c must be (mr, 64) with 1 <= mr <= brgemm_rows(isa)")
+    cdef dnnq_brgemm_ukr_fn ukr = dnnq_brgemm_ukr_for_isa(isa)
+    if width == 32:
+        ukr = dnnq_brgemm_ukr_n32_for_isa(isa)
+    elif width == 16:
+        ukr = dnnq_brgemm_ukr_n16_for_isa(isa)
+    elif width != 64:
+        raise ValueError("width must be 64, 32 or 16")
+    if ukr == NULL:
+        return None
     cdef dnnq_br_pair_t* q = <dnnq_br_pair_t*>malloc(sizeof(dnnq_br_pair_t) * max(npairs, 1))
     cdef const uint8_t** rows = <const uint8_t**>malloc(sizeof(void*) * max(npairs, 1) * mr)
     cdef const int8_t[::1] panel
@@ -258,11 +271,11 @@ def brgemm_micro_kernel(int isa, const uint8_t[::1] base, list pairs, bint s8_sr
                 q[i].a = NULL
                 q[i].lda = 0
                 q[i].rows = rows + i * mr
-        dnnq_brgemm_ukr_for_isa(isa)(mr, npairs, q, 0x80808080 if s8_src else 0, accumulate,
-                                     &c[0, 0])
+        ukr(mr, npairs, q, 0x80808080 if s8_src else 0, accumulate, &c[0, 0])
     finally:
         free(q)
         free(rows)
+    return True
 
 
 def micro_kernel_rows(int isa):

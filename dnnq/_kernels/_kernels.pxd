@@ -76,6 +76,8 @@ cdef extern from "dnnq_kernels.h" nogil:
     ctypedef void (*dnnq_gemm_epilogue_fn)(const dnnq_gemm_args_t *g, int64_t b, int64_t m,
                                            int mr, int64_t p, const int32_t *tile)
     dnnq_brgemm_ukr_fn dnnq_brgemm_ukr_for_isa(int isa)
+    dnnq_brgemm_ukr_fn dnnq_brgemm_ukr_n32_for_isa(int isa)
+    dnnq_brgemm_ukr_fn dnnq_brgemm_ukr_n16_for_isa(int isa)
     int dnnq_brgemm_mr_for_isa(int isa)
     dnnq_gemm_epilogue_fn dnnq_gemm_epilogue_for_isa(int isa)
 

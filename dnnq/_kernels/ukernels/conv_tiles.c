@@ -152,6 +152,7 @@ int dnnq_conv_build_tiles(dnnq_conv_t *cv) {
     cv->n_chunks = 0;
     cv->brgemm_epi = dnnq_brgemm_epi_for_isa(cv->isa);
     cv->brgemm_n32 = dnnq_brgemm_ukr_n32_for_isa(cv->isa);
+    cv->brgemm_n16 = dnnq_brgemm_ukr_n16_for_isa(cv->isa);
     cv->epi_prepare = dnnq_epi_prepare_for_isa(cv->isa);
     if (dnnq_conv_build_coords(cv) != 0) return -1;
     /* only for the kernels that run them (the implementation list chose the tiles within

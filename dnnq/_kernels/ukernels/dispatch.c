@@ -40,5 +40,7 @@ DNNQ_DEFINE_INT8_FOR_ISA(int, dnnq_brgemm_mr, DNNQ_BRGEMM_SETS, DNNQ_PICK_CALL_C
 
 DNNQ_DEFINE_AVX512_INT8_FOR_ISA(dnnq_brgemm_ukr_fn, dnnq_brgemm_ukr_n32_for_isa,
                                 dnnq_brgemm_ukr_n32)
+DNNQ_DEFINE_AVX512_INT8_FOR_ISA(dnnq_brgemm_ukr_fn, dnnq_brgemm_ukr_n16_for_isa,
+                                dnnq_brgemm_ukr_n16)
 DNNQ_DEFINE_AVX512_INT8_FOR_ISA(dnnq_brgemm_epi_fn, dnnq_brgemm_epi_for_isa, dnnq_brgemm_epi)
 DNNQ_DEFINE_AVX512_INT8_FOR_ISA(dnnq_epi_prepare_fn, dnnq_epi_prepare_for_isa, dnnq_epi_prepare)

@@ -99,6 +99,7 @@ typedef struct dnnq_conv_s {
     dnnq_gemm_epilogue_fn epilogue;
     dnnq_brgemm_epi_fn brgemm_epi;   /* the micro-kernel with the epilogue fused, or NULL */
     dnnq_brgemm_ukr_fn brgemm_n32;   /* brgemm for panels of <= 32 columns, or NULL */
+    dnnq_brgemm_ukr_fn brgemm_n16;   /* brgemm for panels of <= 16 columns, or NULL */
     dnnq_epi_prepare_fn epi_prepare; /* (set by dnnq_conv_build_tiles from isa) */
     int isa;
     /* the tiled path (built at creation by dnnq_conv_build_tiles; NULL: the general driver):
@@ -151,9 +152,10 @@ static inline int dnnq_conv_fuse_kind(const dnnq_conv_t *cv, const dnnq_gemm_arg
     return kind && cv->a_xor ? dnnq_epi_kind_xor(kind) : kind;
 }
 
-/* The batch-reduce micro-kernel for a panel of nc columns: the half-width one where there is
- * one and nc <= 32. */
+/* The batch-reduce micro-kernel for a panel of nc columns: the quarter / half-width one where
+ * there is one and nc <= 16 / 32. */
 static inline dnnq_brgemm_ukr_fn dnnq_conv_brgemm_for(const dnnq_conv_t *cv, int64_t nc) {
+    if (nc <= 16 && cv->brgemm_n16) return cv->brgemm_n16;
     return nc <= 32 && cv->brgemm_n32 ? cv->brgemm_n32 : cv->brgemm;
 }
 

@@ -132,6 +132,9 @@ dnnq_brgemm_ukr_fn dnnq_brgemm_ukr_for_isa(int isa);
 /* The same for a panel of at most 32 columns (the first 32 columns of c are exact, the others
  * hold anything), or NULL at levels without one (then the 64-column kernel serves). */
 dnnq_brgemm_ukr_fn dnnq_brgemm_ukr_n32_for_isa(int isa);
+dnnq_brgemm_ukr_fn dnnq_brgemm_ukr_n16_for_isa(int isa); /* panels of <= 16 columns */
+void dnnq_brgemm_ukr_n16_avx512vnni(int mr, int64_t npairs, const dnnq_br_pair_t *pairs,
+                                    uint32_t a_xor, int accumulate, int32_t *c);
 void dnnq_brgemm_ukr_n32_avx512vnni(int mr, int64_t npairs, const dnnq_br_pair_t *pairs,
                                     uint32_t a_xor, int accumulate, int32_t *c);
 int dnnq_brgemm_mr_for_isa(int isa);  /* the largest mr one call takes */

@@ -22,7 +22,7 @@
         __m512i av = _mm512_set1_epi32((int)(aword));                                             \
         if (XOR == 1) av = _mm512_xor_si512(av, vx);                                              \
         c##r##0 = DPB(c##r##0, av, b0);                                                           \
-        c##r##1 = DPB(c##r##1, av, b1);                                                           \
+        if (NCB > 1) c##r##1 = DPB(c##r##1, av, b1);                                              \
         if (NCB > 2) {                                                                            \
             c##r##2 = DPB(c##r##2, av, b2);                                                       \
             c##r##3 = DPB(c##r##3, av, b3);                                                       \
@@ -51,8 +51,8 @@
         c##r##3 = _mm512_loadu_si512((const void *)(c + r * DNNQ_NR + 48));                       \
     }
 
-/* MR rows x 64 columns (NCB = 4; NCB = 2: the first 32, for a panel of at most 32 columns:
- * half the vpdpbusd), summed over the (A, B) pairs with the accumulators in registers
+/* MR rows x 64 columns (NCB = 4; NCB = 2 / 1: the first 32 / 16, for a panel of at most 32 /
+ * 16 columns: a half / a quarter of the vpdpbusd), summed over the (A, B) pairs with the accumulators in registers
  * throughout.  The K % 4 tails are added afterwards by tail_avx512: with them inside the pair
  * loop gcc 12 spills the accumulators.  FUSE = 0 stores the s32 tile to c; otherwise (an
  * epi_fused_row variant, every K a multiple of 4) each row goes from the accumulators through
@@ -199,6 +199,35 @@ void dnnq_brgemm_ukr_n32_avx512vnni(int mr, int64_t np, const dnnq_br_pair_t *pa
     tail_avx512(mr, x, np, pairs, c);
 }
 
+/* dnnq_brgemm_ukr_fn for a panel of at most 16 columns: the quarter-width tile (a quarter of
+ * the vpdpbusd: PP-OCR's 8 - 16 channel layers ran at 2 - 3x oneDNN's time); columns 16 - 63
+ * of c are left holding anything.  One row, and DNNQ_A_SWAP, take the full kernel. */
+void dnnq_brgemm_ukr_n16_avx512vnni(int mr, int64_t np, const dnnq_br_pair_t *pairs,
+                                    uint32_t a_xor, int accumulate, int32_t *c) {
+    if (mr <= 1 || a_xor == DNNQ_A_SWAP) {
+        dnnq_br_ukr(mr, np, pairs, a_xor, accumulate, c);
+        return;
+    }
+    const int x = a_xor ? 1 : 0;
+#define DNNQ_CASE(m)                                                                              \
+    case m:                                                                                       \
+        if (x) tile_avx512(m, 1, 0, 1, np, pairs, accumulate, c, NULL, NULL, 0);                  \
+        else tile_avx512(m, 0, 0, 1, np, pairs, accumulate, c, NULL, NULL, 0);                    \
+        break;
+    switch (mr) { DNNQ_CASE(2) DNNQ_CASE(3) DNNQ_CASE(4) DNNQ_CASE(5) DNNQ_CASE(6) }
+#undef DNNQ_CASE
+    tail_avx512(mr, x, np, pairs, c);
+}
+
+/* the dense block's micro-kernel for a narrow panel (gemm_impl.h): the quarter / half-width
+ * tiles for panels of at most 16 / 32 columns */
+#define DNNQ_UKR_NARROW(nc, mr, K, a, lda, a_xor, bp, tile)                                      \
+    do {                                                                                          \
+        const dnnq_br_pair_t q_ = {(a), (lda), NULL, (bp), (K)};                                  \
+        if ((nc) <= 16) dnnq_brgemm_ukr_n16_avx512vnni((mr), 1, &q_, (a_xor), 0, (tile));         \
+        else dnnq_brgemm_ukr_n32_avx512vnni((mr), 1, &q_, (a_xor), 0, (tile));                    \
+    } while (0)
+
 /* The micro-kernel with its epilogue fused (epi_fuse_kind(k) = fuse > 0), mr 1 - 6, every
  * pair's K a multiple of 4; rows m + r * mstep of the block k describes.  fuse | DNNQ_EPI_XOR:
  * an s8 A XOR-ed to u8 (its compensation is in the block's: the kinds with EPI_FUSE_CC only). */
@@ -212,7 +241,8 @@ static void fused_tile_avx512(int mr, int fuse, int64_t np, const dnnq_br_pair_t
      * (MobileNet's first layer, 32 output channels, ran at 2.2x oneDNN's time) */
 #define DNNQ_FMR(X, F, M)                                                                         \
     case M:                                                                                       \
-        if (k->nv <= 2) tile_avx512(M, X, F, 2, np, pairs, 0, NULL, k, d0, dstep);                \
+        if (k->nv <= 1) tile_avx512(M, X, F, 1, np, pairs, 0, NULL, k, d0, dstep);                \
+        else if (k->nv <= 2) tile_avx512(M, X, F, 2, np, pairs, 0, NULL, k, d0, dstep);           \
         else tile_avx512(M, X, F, 4, np, pairs, 0, NULL, k, d0, dstep);                           \
         break;
 #define DNNQ_FCASE(X, F)                                                                          \

@@ -155,6 +155,11 @@ void DNNQ_FN(dnnq_gemm_block)(const dnnq_gemm_args_t *g, int64_t b, int64_t m0, 
             continue;
         }
 #endif
+#ifdef DNNQ_UKR_NARROW
+        if (nc <= 32 && mr > 1 && g->a_xor != DNNQ_A_SWAP)
+            DNNQ_UKR_NARROW(nc, mr, g->K, abase + m * g->a_sm, g->a_sm, g->a_xor, bp, tile);
+        else
+#endif
         dnnq_ukr(mr, g->K, abase + m * g->a_sm, g->a_sm, g->a_xor, bp, tile);
 #ifdef DNNQ_SWAP_FOLD
         if (g->a_xor == DNNQ_A_SWAP) DNNQ_SWAP_FOLD(abase + m * g->a_sm, g->a_sm, mr, g->K, tile);
