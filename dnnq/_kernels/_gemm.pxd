@@ -1,8 +1,47 @@
 # cdef interface of the GEMM driver (_gemm.pyx), for the other Cython drivers (the C-level
-# execute path of MatMul / InnerProduct, convolution, RNN): fill a dnnq_gemm_args_t from
-# plan.g and call plan.launch(&g, nthreads) without the GIL.
-from libc.stdint cimport int64_t
-from dnnq._kernels._kernels cimport dnnq_gemm_args_t, dnnq_gemm_block_fn, dnnq_postop_t
+# execute path of MatMul / InnerProduct, convolution, RNN).
+#
+# One executor: a caller fills a gemm_operands_t (the arrays of one execution, already checked)
+# and calls plan.execute(&op, nthreads); it alone fills the C argument struct from the plan
+# and the operands and launches the kernel.  plan.launch(&g, nthreads) runs an already filled
+# struct (the drivers that build their own: the raw GEMM API, convolution's 1x1 path).
+from libc.stdint cimport int8_t, uint8_t, int32_t, uint32_t, int64_t
+from dnnq._kernels._kernels cimport (
+    dnnq_gemm_args_t, dnnq_gemm_block_fn, dnnq_postop_t, DNNQ_MAX_POST,
+)
+
+cdef struct gemm_operands_t:
+    # A (u8 / s8 bytes, or f32) and its batch / row strides in elements
+    const void *a
+    int64_t a_sb, a_sm
+    bint s8_src
+    # packed B and its batch stride (bytes; 0 = broadcast)
+    const void *b
+    int64_t b_sb
+    # compensation (see dnnq_gemm_args_t): col_comp may be NULL for f32 plans
+    const int32_t *col_comp
+    int64_t c_sb
+    const int32_t *wzp
+    int64_t wzp_sn
+    const int32_t *rowsum
+    int64_t r_sb
+    bint raw_s32
+    float src_scale
+    const float *scale
+    int64_t scale_sn
+    const float *bias
+    int64_t bias_sb, bias_sm, bias_sn
+    float dst_scale
+    const int32_t *dst_zp
+    int64_t dst_zp_sn
+    void *dst
+    int64_t d_sb, d_sm
+    # per post-op: binary src1 / select condition (src1) and select value (src2), strides
+    # over (batch, row, column); NULL where the post-op takes no input
+    const float *src1[DNNQ_MAX_POST]
+    int64_t s1[DNNQ_MAX_POST][3]
+    const float *src2[DNNQ_MAX_POST]
+    int64_t s2[DNNQ_MAX_POST][3]
 
 cdef class GemmPlan:
     cdef dnnq_gemm_args_t g
@@ -12,5 +51,7 @@ cdef class GemmPlan:
     cdef public int isa
     cdef public int64_t min_work_per_thread
     cdef public bint swap_s8, signed_s8, m_outer, f32
+    cdef readonly uint32_t a_xor_s8
 
+    cdef int execute(self, const gemm_operands_t* op, int nthreads) except -1
     cdef void launch(self, const dnnq_gemm_args_t* g, int nthreads) noexcept nogil

@@ -1,6 +1,6 @@
 """The blocked int8 GEMM driver: weights packing, and one parallel execution of a GEMM plan.
 
-The Python side (dnnq/primitives/_gemm_plan.py) validates everything and prepares the small
+The Python side (dnnq/primitives/_gemm_primitive.py, _gemm_exec.pyx) validates everything and prepares the small
 per-execution vectors (combined scales, compensation); this module only takes raw pointers
 from C-contiguous arrays, releases the GIL and runs `prange` over (batch, column panel, row
 block) work items.  Consecutive items share a column panel, so each thread keeps its packed
@@ -21,13 +21,14 @@ from dnnq._kernels._kernels cimport (
     dnnq_brgemm_ukr_n32_for_isa, dnnq_brgemm_ukr_n16_for_isa,
     dnnq_dst_lines_shared, DNNQ_ROWS_OUTER_MAX_WEIGHTS,
     DNNQ_F32_MR, dnnq_br_pair_f32_t, dnnq_brgemm_f32_for_isa, dnnq_gemm_block_f32_for_isa,
-    dnnq_pack_b_f32,
+    dnnq_pack_b_f32, DNNQ_MAX_POST, DNNQ_A_XOR_S8, DNNQ_A_SWAP, DNNQ_A_SIGNED,
 )
 
 from dnnq._kernels._codes cimport (
-    DNNQ_ISA_AVX512_CORE_AMX, DNNQ_PO_ELTWISE, DNNQ_PO_SUM, DNNQ_ELT_RELU, DNNQ_ELT_LINEAR,
-    DNNQ_ELT_GELU_TANH, DNNQ_ELT_GELU_ERF, DNNQ_ELT_CLIP, DNNQ_ELT_CLIP_V2, DNNQ_ELT_HARDSWISH,
-    DNNQ_ELT_HARDSIGMOID)
+    DNNQ_ISA_AVX512_CORE_AMX, DNNQ_PO_ELTWISE, DNNQ_PO_BINARY, DNNQ_PO_SUM, DNNQ_PO_SELECT,
+    DNNQ_ELT_RELU, DNNQ_ELT_LINEAR, DNNQ_ELT_GELU_TANH, DNNQ_ELT_GELU_ERF, DNNQ_ELT_CLIP,
+    DNNQ_ELT_CLIP_V2, DNNQ_ELT_HARDSWISH, DNNQ_ELT_HARDSIGMOID,
+)
 
 import numpy as np
 
@@ -200,7 +201,7 @@ def micro_kernel(int isa, a, packed, int64_t K, bint s8_src):
     a = np.ascontiguousarray(a)
     cdef dnnq_gemm_ukr_fn fn = dnnq_gemm_ukr_for_isa(isa)
     cdef _Buffers bufs = _Buffers()
-    fn(mr, K, <const uint8_t*>bufs.ptr(a), K, 0x80808080 if s8_src else 0,
+    fn(mr, K, <const uint8_t*>bufs.ptr(a), K, DNNQ_A_XOR_S8 if s8_src else 0,
        <const int8_t*>bufs.ptr(packed), <int32_t*>bufs.ptr(out, True))
     return out
 
@@ -271,7 +272,7 @@ def brgemm_micro_kernel(int isa, const uint8_t[::1] base, list pairs, bint s8_sr
                 q[i].a = NULL
                 q[i].lda = 0
                 q[i].rows = rows + i * mr
-        ukr(mr, npairs, q, 0x80808080 if s8_src else 0, accumulate, &c[0, 0])
+        ukr(mr, npairs, q, DNNQ_A_XOR_S8 if s8_src else 0, accumulate, &c[0, 0])
     finally:
         free(q)
         free(rows)
@@ -305,7 +306,8 @@ def fused_epilogue_flags(post_ops):
 cdef class GemmPlan:
     """Everything fixed at primitive creation: shapes, ISA, dst type, post-op kinds.
 
-    `run` (Python) or `launch` (C level, from Cython drivers; see _gemm.pxd) executes it.
+    `execute` (C level, see _gemm.pxd) is the one executor; `run` is its Python face for
+    callers holding arrays (the raw s32 product, tests, convolution's checked 1x1 path).
     """
     def __cinit__(self):
         self.post = NULL
@@ -316,13 +318,13 @@ cdef class GemmPlan:
     def __init__(self, int isa, int64_t batch, int64_t M, int64_t N, int64_t K, int dst_dt,
                  list post_ops, bint swap_s8=False, bint signed_s8=False,
                  int ref_numerics=0, bint f32=False):
-        """post_ops: list of (kind, alg, alpha, beta) with kind 1 eltwise, 2 binary, 3 sum,
-        4 checkpoint, 5 select (alg: the comparison's DNNQ_BIN_* code).  swap_s8 / signed_s8:
-        how an s8 source is multiplied (dnnq._impls: the VNNI swap, AMX's signed tiles;
-        neither: XOR to u8).  ref_numerics: 0, or DNNQ_REF_* flags (REF_ORDER, REF_ZP,
-        REF_SPLIT_SCALES): the epilogue in the order of oneDNN's reference kernels.
-        f32: an f32 source and f32 weights packed by pack_weights_f32 (ukernels/dnnq_f32.h;
-        a and b f32, their strides in elements)."""
+        """post_ops: list of (kind, alg, alpha, beta) with kind a DNNQ_PO_* code (alg of a
+        select post-op: the comparison's DNNQ_BIN_* code).  swap_s8 / signed_s8: how an s8
+        source is multiplied (dnnq._impls: the VNNI swap, AMX's signed tiles; neither: XOR to
+        u8).  ref_numerics: 0, or DNNQ_REF_* flags (REF_ORDER, REF_ZP, REF_SPLIT_SCALES): the
+        epilogue in the order of oneDNN's reference kernels.  f32: an f32 source and f32
+        weights packed by pack_weights_f32 (ukernels/dnnq_f32.h; a and b f32, their strides in
+        elements)."""
         cdef int i
         memset(&self.g, 0, sizeof(dnnq_gemm_args_t))
         self.isa = isa
@@ -332,9 +334,14 @@ cdef class GemmPlan:
             raise ValueError("signed_s8 needs the AMX kernels (tdpbssd)")
         if swap_s8 and signed_s8:
             raise ValueError("swap_s8 and signed_s8 exclude each other")
+        # s8 sources: the signed-operand kernels (weights packed as w + 128) where the ISA has
+        # them, else a XOR to u8 per broadcast
+        self.a_xor_s8 = DNNQ_A_SWAP if swap_s8 else DNNQ_A_SIGNED if signed_s8 else DNNQ_A_XOR_S8
         self.f32 = f32
         if f32 and (swap_s8 or signed_s8 or ref_numerics):
             raise ValueError("an f32 plan has no s8 source or reference order")
+        if len(post_ops) > DNNQ_MAX_POST:
+            raise ValueError(f"at most {DNNQ_MAX_POST} post-ops")
         self.block = dnnq_gemm_block_f32_for_isa(isa) if f32 else dnnq_gemm_block_for_isa(isa)
         self.batch, self.M, self.N, self.K = batch, M, N, K
         self.g.M, self.g.N, self.g.K = M, N, K
@@ -384,65 +391,95 @@ cdef class GemmPlan:
             list src1s,
             float dst_scale, dst_zp, int64_t dst_zp_sn,
             dst, int64_t d_sb, int64_t d_sm, int nthreads):
-        """One execution. Every array is C-contiguous and outlives the call; strides in elements.
-        src_scale / dst_scale are f32 values (1 when absent), scale the weights scales.
+        """One execution through `execute`. Every array is C-contiguous and outlives the call;
+        strides in elements.  src_scale / dst_scale are f32 values (1 when absent), scale the
+        weights scales.
 
         src1s: one (array_f32, s_b, s_m, s_n) per binary post-op, one (cond_f32, s_b, s_m, s_n,
         value_f32, s_b, s_m, s_n) per select post-op, None for the others.
         """
-        cdef dnnq_gemm_args_t g = self.g
+        cdef gemm_operands_t op
         cdef _Buffers bufs = _Buffers()  # every array stays acquired until the kernel returns
+        cdef int i
+        memset(&op, 0, sizeof(op))
+        op.a = bufs.ptr(a)
+        op.a_sb, op.a_sm, op.s8_src = a_sb, a_sm, s8_src
+        op.b = bufs.ptr(packed)
+        op.b_sb = b_sb
+        op.col_comp = <const int32_t*>bufs.ptr(col_comp)
+        op.c_sb = c_sb
+        if wzp is not None:
+            op.wzp = <const int32_t*>bufs.ptr(wzp)
+            op.wzp_sn = wzp_sn
+            op.rowsum = <const int32_t*>bufs.ptr(rowsum)
+            op.r_sb = r_sb
+        op.raw_s32 = raw_s32
+        op.src_scale = src_scale
+        op.scale = <const float*>bufs.ptr(scale)
+        op.scale_sn = scale_sn
+        if bias is not None:
+            op.bias = <const float*>bufs.ptr(bias)
+            op.bias_sb, op.bias_sm, op.bias_sn = bias_sb, bias_sm, bias_sn
+        for i in range(self.g.n_post):
+            s = src1s[i]
+            if s is not None:
+                op.src1[i] = <const float*>bufs.ptr(s[0])
+                op.s1[i][0], op.s1[i][1], op.s1[i][2] = s[1], s[2], s[3]
+                if len(s) > 4:
+                    op.src2[i] = <const float*>bufs.ptr(s[4])
+                    op.s2[i][0], op.s2[i][1], op.s2[i][2] = s[5], s[6], s[7]
+        op.dst_scale = dst_scale
+        if dst_zp is not None:
+            op.dst_zp = <const int32_t*>bufs.ptr(dst_zp)
+            op.dst_zp_sn = dst_zp_sn
+        op.dst = bufs.ptr(dst, True)
+        op.d_sb, op.d_sm = d_sb, d_sm
+        self.execute(&op, nthreads)
+
+    cdef int execute(self, const gemm_operands_t* op, int nthreads) except -1:
+        """The one executor: the C argument struct from the plan and the checked operands of
+        one execution, then the kernel launched with the GIL released."""
+        cdef dnnq_gemm_args_t g = self.g
         cdef int i
         # the post-op table is copied per call: binary inputs differ between concurrent
         # executions of one primitive from several Python threads
-        cdef dnnq_postop_t local_post[32]
-        if g.n_post > 32:
-            raise ValueError("at most 32 post-ops")
+        cdef dnnq_postop_t local_post[DNNQ_MAX_POST]
         for i in range(g.n_post):
             local_post[i] = self.post[i]
+            if op.src1[i] != NULL:
+                local_post[i].src1 = op.src1[i]
+                local_post[i].s1_b, local_post[i].s1_m, local_post[i].s1_n = \
+                    op.s1[i][0], op.s1[i][1], op.s1[i][2]
+            if op.src2[i] != NULL:
+                local_post[i].src2 = op.src2[i]
+                local_post[i].s2_b, local_post[i].s2_m, local_post[i].s2_n = \
+                    op.s2[i][0], op.s2[i][1], op.s2[i][2]
+            if (local_post[i].kind == DNNQ_PO_BINARY and local_post[i].src1 == NULL) or \
+                    (local_post[i].kind == DNNQ_PO_SELECT and local_post[i].src2 == NULL):
+                raise ValueError(f"GemmPlan.execute: post-op {i} has no input array")
         g.post = local_post
-        g.a = <const uint8_t*>bufs.ptr(a)
-        g.a_sb, g.a_sm = a_sb, a_sm
-        # s8 sources: the signed-operand kernels (weights packed as w + 128) where the ISA has
-        # them, else a XOR to u8 per broadcast
-        g.a_xor = ((1 if self.swap_s8 else 2 if self.signed_s8 else 0x80808080) if s8_src
-                   else 0)
-        g.b = <const int8_t*>bufs.ptr(packed)
-        g.b_sb = b_sb
-        g.col_comp = <const int32_t*>bufs.ptr(col_comp)
-        g.c_sb = c_sb
-        if wzp is not None:
-            g.wzp = <const int32_t*>bufs.ptr(wzp)
-            g.wzp_sn = wzp_sn
-            g.rowsum = <const int32_t*>bufs.ptr(rowsum)
-            g.r_sb = r_sb
-        g.raw_s32 = raw_s32
-        g.src_scale = src_scale
-        g.scale = <const float*>bufs.ptr(scale)
-        g.scale_sn = scale_sn
-        if bias is not None:
-            g.bias = <const float*>bufs.ptr(bias)
-            g.bias_sb, g.bias_sm, g.bias_sn = bias_sb, bias_sm, bias_sn
-        for i in range(g.n_post):
-            s = src1s[i]
-            if s is not None:
-                local_post[i].src1 = <const float*>bufs.ptr(s[0])
-                local_post[i].s1_b, local_post[i].s1_m, local_post[i].s1_n = s[1], s[2], s[3]
-                if len(s) > 4:
-                    local_post[i].src2 = <const float*>bufs.ptr(s[4])
-                    local_post[i].s2_b, local_post[i].s2_m, local_post[i].s2_n = s[5], s[6], s[7]
-            if (local_post[i].kind == 2 and local_post[i].src1 == NULL) or \
-                    (local_post[i].kind == 5 and local_post[i].src2 == NULL):
-                raise ValueError(f"GemmPlan.run: post-op {i} has no input array")
+        g.a = <const uint8_t*>op.a
+        g.a_sb, g.a_sm = op.a_sb, op.a_sm
+        g.a_xor = self.a_xor_s8 if op.s8_src and not self.f32 else 0
+        g.b = <const int8_t*>op.b
+        g.b_sb = op.b_sb
+        g.col_comp = op.col_comp
+        g.c_sb = op.c_sb
+        g.wzp, g.wzp_sn = op.wzp, op.wzp_sn
+        g.rowsum, g.r_sb = op.rowsum, op.r_sb
+        g.raw_s32 = op.raw_s32
+        g.src_scale = op.src_scale
+        g.scale, g.scale_sn = op.scale, op.scale_sn
+        g.bias = op.bias
+        g.bias_sb, g.bias_sm, g.bias_sn = op.bias_sb, op.bias_sm, op.bias_sn
         # f32 reciprocal, then a multiply in the epilogue: what oneDNN does (not a division)
-        g.inv_dst_scale = <float>1.0 / dst_scale
-        if dst_zp is not None:
-            g.dst_zp = <const int32_t*>bufs.ptr(dst_zp)
-            g.dst_zp_sn = dst_zp_sn
-        g.dst = bufs.ptr(dst, True)
-        g.d_sb, g.d_sm = d_sb, d_sm
+        g.inv_dst_scale = <float>1.0 / op.dst_scale
+        g.dst_zp, g.dst_zp_sn = op.dst_zp, op.dst_zp_sn
+        g.dst = op.dst
+        g.d_sb, g.d_sm = op.d_sb, op.d_sm
         with nogil:
             self.launch(&g, nthreads)
+        return 0
 
     cdef void launch(self, const dnnq_gemm_args_t* g, int nthreads) noexcept nogil:
         """The parallel loop over (batch, column panel, row block) items of a filled g."""

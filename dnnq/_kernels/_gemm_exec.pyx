@@ -4,8 +4,9 @@ A `GemmExec` is built once, at primitive creation, from the analysed description
 the argument ids it reads, the dtype and shape of every array, the runtime scales and zero
 points with their counts.  `run(args)` then only looks the arrays up, checks them (exact type,
 dtype, shape, C-contiguity, writeable dst that overlaps no input, finite positive scales),
-fills the C argument struct, computes the compensation vectors in C and launches the kernel
-with the GIL released, holding a reference to every array until the kernel has finished.
+computes the compensation vectors in C and hands the operands to the plan's one executor
+(GemmPlan.execute: the C argument struct, the kernel launched with the GIL released), holding
+a reference to every array until the kernel has finished.
 
 It never raises for a bad argument: it returns None, and the primitive's Python path (which
 accepts lists, strided arrays, plain weights, other bias types...) produces the error message
@@ -17,11 +18,11 @@ from cpython.long cimport PyLong_CheckExact
 from cpython.ref cimport PyObject
 from libc.stdint cimport int8_t, uint8_t, int32_t, uint32_t, int64_t, uintptr_t
 from libc.stdlib cimport malloc, free
-from libc.string cimport memcpy
+from libc.string cimport memcpy, memset
 
 from dnnq._kernels._array_extent cimport _extent
-from dnnq._kernels._kernels cimport DNNQ_NR, dnnq_gemm_args_t, dnnq_postop_t
-from dnnq._kernels._gemm cimport GemmPlan
+from dnnq._kernels._kernels cimport DNNQ_NR, DNNQ_MAX_POST
+from dnnq._kernels._gemm cimport GemmPlan, gemm_operands_t
 
 import numpy as np
 from dnnq._kernels import _gemm
@@ -36,7 +37,6 @@ COMMON, PER_N, PER_K = 0, 1, 2
 
 cdef enum:
     MAX_DIMS = 6
-    MAX_POST = 32
 
 
 def aligned_empty(Py_ssize_t n, dtype, Py_ssize_t align=64):
@@ -295,10 +295,10 @@ cdef class GemmExec:
     cdef int n_rt
     # post-op inputs: (post-op index, which input 1 / 2, key, spec, strides)
     cdef list po_keys
-    cdef ArrSpec po_spec[2 * MAX_POST]
-    cdef int po_index[2 * MAX_POST]
-    cdef int po_which[2 * MAX_POST]
-    cdef int64_t po_strides[2 * MAX_POST][3]
+    cdef ArrSpec po_spec[2 * DNNQ_MAX_POST]
+    cdef int po_index[2 * DNNQ_MAX_POST]
+    cdef int po_which[2 * DNNQ_MAX_POST]
+    cdef int64_t po_strides[2 * DNNQ_MAX_POST][3]
     cdef int n_po
 
     def __init__(self, GemmPlan plan, owner, src_dims, src_dtype, int64_t a_batch, int64_t shift,
@@ -326,7 +326,7 @@ cdef class GemmExec:
         _spec_from(&self.dst, dst_dims, dst_dtype)
         self.has_sum = has_sum
         self.n_known = n_known
-        if len(runtime) > 6 or len(post_inputs) > 2 * MAX_POST:
+        if len(runtime) > 6 or len(post_inputs) > 2 * DNNQ_MAX_POST:
             raise ValueError("too many runtime arguments")
         self.rt_keys = []
         self.n_rt = len(runtime)
@@ -349,9 +349,8 @@ cdef class GemmExec:
         cdef Py_ssize_t pos = 0
         cdef int64_t found = 0
         cdef GemmPlan plan = self.plan
-        cdef dnnq_gemm_args_t g = plan.g
-        cdef dnnq_postop_t local_post[MAX_POST]
-        cdef int i, nthreads, kind
+        cdef gemm_operands_t op
+        cdef int i, j, nthreads, kind
         cdef int64_t wbi
         cdef int64_t M = plan.M, N = plan.N, K = plan.K, batch = plan.batch, zsum = 0, n
         cdef const float* fp
@@ -450,24 +449,24 @@ cdef class GemmExec:
                     return None
         if not canonical and found != PyDict_Size(args):
             return None  # an argument this primitive does not take
-        # ---- fill the argument struct --------------------------------------------------------
-        g.a = <const uint8_t*>cnp.PyArray_DATA(<cnp.ndarray>src)
-        g.a_sb = M * K if self.a_batch > 1 else 0
-        g.a_sm = K
-        g.a_xor = ((1 if plan.swap_s8 else 2 if plan.signed_s8 else 0x80808080) if self.s8_src
-                   else 0)
-        g.b = <const int8_t*>cnp.PyArray_DATA(<cnp.ndarray>pw.packed)
-        g.b_sb = pw.batch_stride if pw.batch > 1 else 0
-        g.scale = <const float*>&_ONE_F[0]
-        g.scale_sn = 0
+        # ---- the operands of the executor -------------------------------------------------
+        memset(&op, 0, sizeof(op))
+        op.a = cnp.PyArray_DATA(<cnp.ndarray>src)
+        op.a_sb = M * K if self.a_batch > 1 else 0
+        op.a_sm = K
+        op.s8_src = self.s8_src
+        op.b = cnp.PyArray_DATA(<cnp.ndarray>pw.packed)
+        op.b_sb = pw.batch_stride if pw.batch > 1 else 0
+        op.scale = <const float*>&_ONE_F[0]
+        op.scale_sn = 0
         for i in range(self.n_rt):
             arr = <cnp.ndarray>rt_vals[i]
             kind = self.rt[i].kind
             if kind == SS:
                 src_scale = (<const float*>cnp.PyArray_DATA(arr))[0]
             elif kind == WS:
-                g.scale = <const float*>cnp.PyArray_DATA(arr)
-                g.scale_sn = 1 if self.rt[i].count > 1 else 0
+                op.scale = <const float*>cnp.PyArray_DATA(arr)
+                op.scale_sn = 1 if self.rt[i].count > 1 else 0
             elif kind == DS:
                 dst_scale = (<const float*>cnp.PyArray_DATA(arr))[0]
             elif kind == ZS:
@@ -484,49 +483,38 @@ cdef class GemmExec:
                         zw_any = True
                         break
             else:
-                g.dst_zp = <const int32_t*>cnp.PyArray_DATA(arr)
-                g.dst_zp_sn = 1 if self.rt[i].count > 1 else 0
-        g.src_scale = src_scale
-        # f32 reciprocal, then a multiply in the epilogue: what oneDNN does (not a division)
-        g.inv_dst_scale = <float>1.0 / dst_scale
+                op.dst_zp = <const int32_t*>cnp.PyArray_DATA(arr)
+                op.dst_zp_sn = 1 if self.rt[i].count > 1 else 0
+        op.src_scale = src_scale
+        op.dst_scale = dst_scale
         if self.has_bias:
-            g.bias = <const float*>cnp.PyArray_DATA(<cnp.ndarray>bias)
-            g.bias_sb, g.bias_sm, g.bias_sn = self.bias_sb, self.bias_sm, self.bias_sn
-        if g.n_post:
-            for i in range(g.n_post):
-                local_post[i] = plan.post[i]
-            for i in range(self.n_po):
-                fp = <const float*>cnp.PyArray_DATA(<cnp.ndarray>po_vals[i])
-                if self.po_which[i] == 1:
-                    local_post[self.po_index[i]].src1 = fp
-                    local_post[self.po_index[i]].s1_b = self.po_strides[i][0]
-                    local_post[self.po_index[i]].s1_m = self.po_strides[i][1]
-                    local_post[self.po_index[i]].s1_n = self.po_strides[i][2]
-                else:
-                    local_post[self.po_index[i]].src2 = fp
-                    local_post[self.po_index[i]].s2_b = self.po_strides[i][0]
-                    local_post[self.po_index[i]].s2_m = self.po_strides[i][1]
-                    local_post[self.po_index[i]].s2_n = self.po_strides[i][2]
-            g.post = local_post
-        g.dst = cnp.PyArray_DATA(<cnp.ndarray>dst)
-        g.d_sb = M * N
-        g.d_sm = N
+            op.bias = <const float*>cnp.PyArray_DATA(<cnp.ndarray>bias)
+            op.bias_sb, op.bias_sm, op.bias_sn = self.bias_sb, self.bias_sm, self.bias_sn
+        for i in range(self.n_po):
+            fp = <const float*>cnp.PyArray_DATA(<cnp.ndarray>po_vals[i])
+            j = self.po_index[i]
+            if self.po_which[i] == 1:
+                op.src1[j] = fp
+                op.s1[j][0], op.s1[j][1], op.s1[j][2] = \
+                    self.po_strides[i][0], self.po_strides[i][1], self.po_strides[i][2]
+            else:
+                op.src2[j] = fp
+                op.s2[j][0], op.s2[j][1], op.s2[j][2] = \
+                    self.po_strides[i][0], self.po_strides[i][1], self.po_strides[i][2]
+        op.dst = cnp.PyArray_DATA(<cnp.ndarray>dst)
+        op.d_sb = M * N
+        op.d_sm = N
         wb = pw.batch
         nthreads = _dispatch._num_threads
         if self.f32:  # no compensation: the f32 epilogue reads none
-            g.a_xor = 0
-            g.col_comp = NULL
-            g.c_sb = 0
-            with nogil:
-                plan.launch(&g, nthreads)
+            plan.execute(&op, nthreads)
             return dst
         # ---- compensation: acc = raw + col_comp[n] - zp_wei[n] * rowsum[m] -------------------
         if zs_vec == NULL and zw_vec == NULL:
             col = pw.comp_for_shift(self.shift + src_zp)  # cached per shift in the weights
-            g.col_comp = <const int32_t*>cnp.PyArray_DATA(<cnp.ndarray>col)
-            g.c_sb = N if wb > 1 else 0
-            with nogil:
-                plan.launch(&g, nthreads)
+            op.col_comp = <const int32_t*>cnp.PyArray_DATA(<cnp.ndarray>col)
+            op.c_sb = N if wb > 1 else 0
+            plan.execute(&op, nthreads)
             return dst
         col = pw.comp_for_shift(self.shift)
         try:
@@ -548,20 +536,20 @@ cdef class GemmExec:
                     for n in range(N):
                         comp_buf[wbi * N + n] += <uint32_t>zw_vec[n if zw_n > 1 else 0] * \
                             <uint32_t>zsum
-            g.col_comp = <const int32_t*>comp_buf
-            g.c_sb = N if wb > 1 else 0
+            op.col_comp = <const int32_t*>comp_buf
+            op.c_sb = N if wb > 1 else 0
             if zw_any:
                 rowsum_buf = <int32_t*>malloc(sizeof(int32_t) * self.a_batch * M + 1)
                 if rowsum_buf == NULL:
                     raise MemoryError()
                 with nogil:
-                    _row_sums(g.a, self.s8_src, self.a_batch * M, K, rowsum_buf)
-                g.wzp = zw_vec
-                g.wzp_sn = 1 if zw_n > 1 else 0
-                g.rowsum = rowsum_buf
-                g.r_sb = M if self.a_batch > 1 else 0
-            with nogil:
-                plan.launch(&g, nthreads)
+                    _row_sums(<const uint8_t*>op.a, self.s8_src, self.a_batch * M, K,
+                              rowsum_buf)
+                op.wzp = zw_vec
+                op.wzp_sn = 1 if zw_n > 1 else 0
+                op.rowsum = rowsum_buf
+                op.r_sb = M if self.a_batch > 1 else 0
+            plan.execute(&op, nthreads)
         finally:
             free(comp_buf)
             free(rowsum_buf)

@@ -13,9 +13,14 @@
 #include "dnnq_codes.h"
 
 #define DNNQ_NR 64
+/* the most post-ops one primitive takes (dnnq.post_ops.MAX_POST_OPS): the size of the
+ * per-execution copies of the post-op table */
+#define DNNQ_MAX_POST 32
+/* a_xor value of an s8 source XOR-ed to u8 = s8 + 128 as it is read (-128 * colsum
+ * compensated); 0 is a u8 source */
+#define DNNQ_A_XOR_S8 0x80808080u
 /* a_xor value of an s8 source multiplied as the signed operand against weights packed as
- * u8 = w + 128 (kernels that define DNNQ_SWAP_FOLD: AVX-512, AVX-VNNI); 0x80808080 XORs the source
- * into u8 instead, 0 is a u8 source. */
+ * u8 = w + 128 (kernels that define DNNQ_SWAP_FOLD: AVX-512, AVX-VNNI) */
 #define DNNQ_A_SWAP 1u
 /* a_xor value of an s8 source multiplied signed x signed (AMX tdpbssd): no +128, no fold */
 #define DNNQ_A_SIGNED 2u
@@ -52,7 +57,7 @@ enum { DNNQ_REF_ORDER = 1, DNNQ_REF_ZP = 2, DNNQ_REF_SPLIT_SCALES = 4 };
 typedef struct {
     int64_t M, N, K, K4, n_panels;
     /* A: u8 or s8, rows contiguous in k */
-    const uint8_t *a; int64_t a_sb, a_sm; uint32_t a_xor;   /* 0x80808080 for s8 sources */
+    const uint8_t *a; int64_t a_sb, a_sm; uint32_t a_xor;   /* 0 or DNNQ_A_* */
     /* packed B (dnnq layout), per batch stride in bytes (0 = broadcast) */
     const int8_t *b; int64_t b_sb;
     /* compensation: acc = raw + col_comp[b*c_sb + n] - wzp[n*wzp_sn] * rowsum[b*r_sb + m] */

@@ -195,13 +195,13 @@ DNNQ_ALWAYS_INLINE void amx_wide(const int SIGNED, int64_t K, const uint8_t *a, 
     TILE_STORE(3, c + 48, 4 * DNNQ_NR);
 }
 
-/* a_xor: 0 u8 source; DNNQ_A_SIGNED s8 source (tdpbssd); 0x80808080 s8 source to be taken as
+/* a_xor: 0 u8 source; DNNQ_A_SIGNED s8 source (tdpbssd); DNNQ_A_XOR_S8 s8 source to be taken as
  * u8 = s8 + 128 (the caller compensates), done on the staged copy.  (DNNQ_A_SWAP is never
  * chosen for this ISA: GemmPlan uses DNNQ_A_SIGNED instead.) */
 static void amx_ukr(int mr, int64_t K, const uint8_t *a, int64_t lda, uint32_t a_xor,
                     const int8_t *bp, int32_t *c, amx_epi_job_t *job) {
     uint8_t abuf[DNNQ_MR * 64] __attribute__((aligned(64)));
-    const uint8_t x = a_xor == 0x80808080u ? 0x80 : 0;
+    const uint8_t x = a_xor == DNNQ_A_XOR_S8 ? 0x80 : 0;
     if (mr <= 16) {
         amx_configure_wide(mr);
         if (a_xor == DNNQ_A_SIGNED) amx_wide(1, K, a, lda, mr, 0, bp, c, abuf, job);

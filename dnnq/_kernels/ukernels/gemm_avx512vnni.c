@@ -61,7 +61,7 @@ DNNQ_ALWAYS_INLINE void tile_avx512(const int MR, const int XOR, const int FUSE,
                                     int64_t np,
                                     const dnnq_br_pair_t *pairs, int accumulate, int32_t *c,
                                     const epi_consts_t *k, char *d0, int64_t dstep) {
-    const __m512i vx = _mm512_set1_epi32((int)0x80808080);
+    const __m512i vx = _mm512_set1_epi32((int)DNNQ_A_XOR_S8);
     ACC_DECL(0) ACC_DECL(1) ACC_DECL(2) ACC_DECL(3) ACC_DECL(4) ACC_DECL(5)
     if (accumulate) { ACC_LOAD(0) ACC_LOAD(1) ACC_LOAD(2) ACC_LOAD(3) ACC_LOAD(4) ACC_LOAD(5) }
     for (int64_t i = 0; i < np; ++i) {
@@ -96,7 +96,7 @@ DNNQ_ALWAYS_INLINE void tile_avx512(const int MR, const int XOR, const int FUSE,
  * bound the loop, so k is split over two accumulator sets (even / odd k4), summed at the end. */
 DNNQ_ALWAYS_INLINE void row1_avx512(const int XOR, int64_t np, const dnnq_br_pair_t *pairs,
                                     int accumulate, int32_t *c) {
-    const __m512i vx = _mm512_set1_epi32((int)0x80808080);
+    const __m512i vx = _mm512_set1_epi32((int)DNNQ_A_XOR_S8);
     __m512i e0 = _mm512_setzero_si512(), e1 = e0, e2 = e0, e3 = e0;
     __m512i o0 = e0, o1 = e0, o2 = e0, o3 = e0;
     if (accumulate) {
@@ -138,7 +138,7 @@ DNNQ_ALWAYS_INLINE void row1_avx512(const int XOR, int64_t np, const dnnq_br_pai
 
 /* The K % 4 tails of the pairs, added into the stored tile. */
 static void tail_avx512(int mr, int x, int64_t np, const dnnq_br_pair_t *pairs, int32_t *c) {
-    const __m512i vx = _mm512_set1_epi32((int)0x80808080);
+    const __m512i vx = _mm512_set1_epi32((int)DNNQ_A_XOR_S8);
     for (int64_t i = 0; i < np; ++i) {
         const dnnq_br_pair_t *q = pairs + i;
         const int64_t K = q->K;

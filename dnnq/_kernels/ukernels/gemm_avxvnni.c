@@ -43,7 +43,7 @@
 DNNQ_ALWAYS_INLINE void strip_avxvnni(const int MR, const int XOR, int64_t np,
                                       const dnnq_br_pair_t *pairs, int64_t boff, int accumulate,
                                       int32_t *c) {
-    const __m256i vx = _mm256_set1_epi32((int)0x80808080);
+    const __m256i vx = _mm256_set1_epi32((int)DNNQ_A_XOR_S8);
     ACC_DECL(0) ACC_DECL(1) ACC_DECL(2) ACC_DECL(3) ACC_DECL(4) ACC_DECL(5)
     if (accumulate) { ACC_LOAD(0) ACC_LOAD(1) ACC_LOAD(2) ACC_LOAD(3) ACC_LOAD(4) ACC_LOAD(5) }
     for (int64_t i = 0; i < np; ++i) {
@@ -77,7 +77,7 @@ DNNQ_ALWAYS_INLINE void strip_avxvnni(const int MR, const int XOR, int64_t np,
  * Packed bytes 32j.. of a k-group row are columns 8j .. 8j + 7. */
 DNNQ_ALWAYS_INLINE void row1_avxvnni(const int XOR, int64_t np, const dnnq_br_pair_t *pairs,
                                      int accumulate, int32_t *c) {
-    const __m256i vx = _mm256_set1_epi32((int)0x80808080);
+    const __m256i vx = _mm256_set1_epi32((int)DNNQ_A_XOR_S8);
     __m256i c0 = _mm256_setzero_si256(), c1 = c0, c2 = c0, c3 = c0, c4 = c0, c5 = c0, c6 = c0,
             c7 = c0;
     if (accumulate) {
