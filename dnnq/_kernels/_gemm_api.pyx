@@ -13,7 +13,9 @@ import threading
 
 import numpy as np
 
-from dnnq._kernels._kernels cimport DNNQ_NR, dnnq_gemm_args_t, dnnq_gemm_block_fn
+from dnnq._kernels._kernels cimport (
+    DNNQ_NR, dnnq_gemm_args_t, dnnq_gemm_block_fn, DNNQ_A_SIGNED, DNNQ_A_XOR_S8,
+)
 from dnnq._kernels._codes cimport DNNQ_ISA_AVX512_CORE_AMX
 from dnnq._kernels._gemm cimport GemmPlan
 
@@ -261,7 +263,7 @@ cdef void _block(GemmPlan plan, const uint8_t *a, int64_t lda, const int8_t *b, 
         g.a_sb = 0
         g.a_sm = lda
         # s8 A on the VNNI levels: XORed to u8 (+128) in the kernel, -128 * colsum undoes it
-        g.a_xor = (2 if signed_s8 else 0x80808080) if s8_src else 0
+        g.a_xor = (DNNQ_A_SIGNED if signed_s8 else DNNQ_A_XOR_S8) if s8_src else 0
         g.b = packed
         g.b_sb = 0
         g.col_comp = colterm

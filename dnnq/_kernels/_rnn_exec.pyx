@@ -1,17 +1,19 @@
-"""The C-level execute path of the RNN primitives (LSTM, GRU, LBRGRU, VanillaRNN).
+"""The one execute path of the RNN primitives (LSTM, GRU, LBRGRU, VanillaRNN).
 
 An `RnnExec` is built once, at primitive creation, from the validated description: the cell,
-the dims, the direction, which optional tensors exist, the legacy quantization parameters and
-the argument ids it reads.  `run(args, nthreads, fork_join)` then only looks the arrays up and
-checks them (exact ndarray type, dtype, shape, C-contiguity, writeable outputs that overlap no
-input, weights packed by this primitive), refreshes the compensated bias in C, and runs every
-layer and direction -- state copies, the f32 mode's quantization, bidirectional sums included
--- with the GIL released, one C call per layer and direction.
+the dims, the direction, which optional tensors exist and the argument ids it reads.  Its
+`_launch` is the only layer / direction loop: state copies, the f32 mode's quantization, the
+output routing and the bidirectional sum, one C call (ukernels/rnn_impl.h) per layer and
+direction, with the GIL released.  Two entries feed it:
 
-It never raises for a bad argument: it returns None, and the primitive's Python path (which
-also takes plain weights, strided arrays and the unified quantization form) produces the
-error message or the result.  It is not re-entrant: a second thread that finds it busy takes
-the Python path, which has its own scratch pool.
+* `run(args, nthreads, fork_join)`, the fast path (legacy quantization, fixed at creation):
+  only looks the arrays up and checks them (exact ndarray type, dtype, shape, C-contiguity,
+  writeable outputs that overlap no input, weights packed by this primitive) and refreshes the
+  compensated bias when the weights change.  It never raises for a bad argument: it returns
+  None, and the primitive's Python path produces the error message or the result.  It is not
+  re-entrant: a second thread that finds it busy takes the Python path.
+* `run_checked(...)`, for the primitive's Python path: arrays it validated and made
+  C-contiguous, the quantization of this execution and a scratch of its own.
 """
 cimport numpy as cnp
 from cpython.dict cimport PyDict_GetItem, PyDict_Size
@@ -34,6 +36,38 @@ cdef enum:
     CONCAT_ = 2
     BISUM_ = 3
 L2R, R2L, CONCAT, BISUM = L2R_, R2L_, CONCAT_, BISUM_
+
+
+cdef struct rnn_call_t:
+    # inputs (u8 or, in the f32 mode, f32 data; NULL where absent)
+    const char *x
+    const char *si
+    const float *sic
+    const float *bias
+    const float *peep
+    # outputs (NULL where absent)
+    char *dl
+    char *di
+    float *dic
+    # the quantization of this execution
+    float scale, shift
+    const float *div
+    const float *term
+    const float *pdiv
+    const float *pcomp
+    const int8_t **pw           # (l, d) -> layer, iter, projection weights
+    # scratch
+    float *biasc
+    uint8_t *xq
+    uint8_t *siq
+    uint8_t *wsp[4]             # layer outputs [l % 2][d], (T, N, P) u8 each
+    int32_t *lacc
+    uint8_t *rh
+    float *gate_u
+    float *c
+    uint8_t *hproj
+    uint8_t *h0buf
+    int nthreads, fork_join
 
 
 cdef inline uint8_t _quantize(float v, float sc, float sh) noexcept nogil:
@@ -72,6 +106,16 @@ cdef inline char* _data(object o, int typenum, int ndim, const int64_t* dims, bi
     return <char*>cnp.PyArray_DATA(a)
 
 
+cdef inline char* _buf(object o) except? NULL:
+    """The data of a C-contiguous ndarray the Python path checked, NULL for None."""
+    if o is None:
+        return NULL
+    cdef cnp.ndarray a = <cnp.ndarray>o
+    if not cnp.PyArray_IS_C_CONTIGUOUS(a):
+        raise ValueError("RnnExec.run_checked: arrays must be C-contiguous")
+    return <char*>cnp.PyArray_DATA(a)
+
+
 cdef inline bint _overlap(char* p, object o, object i):
     """Output o (data p) shares bytes with input i (None: no input)."""
     if i is None:
@@ -83,22 +127,23 @@ cdef inline bint _overlap(char* p, object o, object i):
     return q0 < p1 and p0 < q1
 
 
-cdef inline object _get(dict args, int key):
+cdef inline object _get(dict args, object key):
     cdef PyObject* item = PyDict_GetItem(args, key)
     return None if item == NULL else <object>item
 
 
 cdef class RnnExec:
-    """See the module docstring.  Built by dnnq.primitives.rnn._RNN."""
+    """See the module docstring.  Built by dnnq.primitives._rnn_base._RNN."""
     cdef object prim, known, packed_cls, key
+    cdef object k_x, k_si, k_sic, k_wl, k_wi, k_wp, k_bias, k_peep, k_dl, k_di, k_dic
     cdef object c_wl, c_wi, c_wp, div, term, pdiv, pcomp, scratch, xq, siq, biasc
-    cdef int isa, cell, act, dirmode, f32_mode, dl_f32, busy
-    cdef int a_si, a_sic, a_bias, a_peep, a_proj, a_dl, a_di, a_dic, a_wl, a_wi
+    cdef int isa, cell, act, dirmode, f32_mode, dl_f32, busy, fast
+    cdef int a_si, a_sic, a_bias, a_peep, a_proj, a_di, a_dic
     cdef int64_t L, D, T, N, C, H, G, P, SIC, nb, dlc, nblk
     cdef float scale, shift
     cdef dnnq_rnn_fn fn
-    cdef const int8_t** pw      # packed weights of (l, d): layer, iter, projection
-    cdef uint8_t* wsp[4]        # scratch layer outputs: [l % 2][d], (T, N, P) u8 each
+    cdef const int8_t** pw      # the fast path's packed weights of (l, d): layer, iter, proj.
+    cdef uint8_t* wsp[4]        # the fast path's scratch layer outputs: [l % 2][d]
 
     def __cinit__(self):
         self.pw = NULL
@@ -106,12 +151,18 @@ cdef class RnnExec:
     def __dealloc__(self):
         free(self.pw)
 
-    def __init__(self, prim, packed_cls, known, *, int isa, int cell, int act, int dirmode,
-                 bint f32_mode, bint dl_f32, int64_t L, int64_t D, int64_t T, int64_t N,
-                 int64_t C, int64_t H, int64_t G, int64_t P, int64_t SIC, int64_t nb,
-                 float scale, float shift, pdiv, has_si, has_sic, has_bias, has_peep, has_proj,
-                 has_di, has_dic):
+    def __init__(self, prim, packed_cls, known, keys, *, int isa, int cell, int act,
+                 int dirmode, bint f32_mode, bint dl_f32, int64_t L, int64_t D, int64_t T,
+                 int64_t N, int64_t C, int64_t H, int64_t G, int64_t P, int64_t SIC,
+                 int64_t nb, bint fast, float scale, float shift, pdiv, has_si, has_sic,
+                 has_bias, has_peep, has_proj, has_di, has_dic):
+        """keys: the argument ids (src_layer, src_iter, src_iter_c, weights_layer,
+        weights_iter, weights_projection, bias, weights_peephole, dst_layer, dst_iter,
+        dst_iter_c); fast: the fast path may run (legacy quantization: scale, shift and
+        pdiv are those of every execution)."""
         self.prim, self.packed_cls, self.known = prim, packed_cls, frozenset(known)
+        (self.k_x, self.k_si, self.k_sic, self.k_wl, self.k_wi, self.k_wp, self.k_bias,
+         self.k_peep, self.k_dl, self.k_di, self.k_dic) = keys
         self.key = prim._key
         self.isa, self.cell, self.act, self.dirmode = isa, cell, act, dirmode
         self.f32_mode, self.dl_f32 = f32_mode, dl_f32
@@ -119,11 +170,15 @@ cdef class RnnExec:
         self.P, self.SIC, self.nb = P, SIC, nb
         self.dlc = P * (2 if dirmode == CONCAT_ else 1)
         self.nblk = (H + 63) // 64
+        self.fast = fast
         self.scale, self.shift = scale, shift
-        self.pdiv = np.ascontiguousarray(pdiv, np.float32)
         self.a_si, self.a_sic, self.a_bias = has_si, has_sic, has_bias
         self.a_peep, self.a_proj, self.a_di, self.a_dic = has_peep, has_proj, has_di, has_dic
         self.fn = dnnq_rnn_for_isa(isa)
+        self.busy = 0
+        if not fast:
+            return
+        self.pdiv = np.ascontiguousarray(pdiv, np.float32)
         self.pw = <const int8_t**>malloc(3 * L * D * sizeof(int8_t*))
         if self.pw == NULL:
             raise MemoryError("RnnExec: packed weights table")
@@ -131,12 +186,27 @@ cdef class RnnExec:
         if f32_mode:
             self.xq = np.empty(T * N * C, np.uint8)
             self.siq = np.empty(L * D * N * SIC, np.uint8)
-        self.busy = 0
 
-    cdef bint _refresh(self, wl, wi, wp) except -1:
-        """The compensation of these packed weights (the primitive computes and caches it) and
-        their panel pointers."""
+    cdef int _fill_weights(self, const int8_t** pw, wl, wi, wp) except -1:
+        """pw[3 * (l * D + d) + 0 / 1 / 2]: the packed layer / iter / projection panels."""
         cdef int64_t l, d, i
+        cdef cnp.ndarray arr
+        for l in range(self.L):
+            for d in range(self.D):
+                i = l * self.D + d
+                arr = wl.packed[l][d]
+                pw[3 * i] = <const int8_t*>cnp.PyArray_DATA(arr)
+                arr = wi.packed[l][d]
+                pw[3 * i + 1] = <const int8_t*>cnp.PyArray_DATA(arr)
+                pw[3 * i + 2] = NULL
+                if wp is not None:
+                    arr = wp.packed[l][d]
+                    pw[3 * i + 2] = <const int8_t*>cnp.PyArray_DATA(arr)
+        return 0
+
+    cdef int _refresh(self, wl, wi, wp) except -1:
+        """The compensation of these packed weights (the primitive computes and caches it) and
+        their panel pointers (the fast path)."""
         div, term = self.prim._compensation(wl, wi, np.float32(self.scale),
                                             np.float32(self.shift), self.prim._wscales)
         self.div = np.ascontiguousarray(div, np.float32)
@@ -144,26 +214,17 @@ cdef class RnnExec:
         if wp is not None:
             self.pcomp = np.ascontiguousarray((wp.comp * np.float32(self.shift)).astype(
                 np.float32)).reshape(-1)
-        cdef cnp.ndarray arr
-        for l in range(self.L):
-            for d in range(self.D):
-                i = l * self.D + d
-                arr = wl.packed[l][d]
-                self.pw[3 * i] = <const int8_t*>cnp.PyArray_DATA(arr)
-                arr = wi.packed[l][d]
-                self.pw[3 * i + 1] = <const int8_t*>cnp.PyArray_DATA(arr)
-                self.pw[3 * i + 2] = NULL
-                if wp is not None:
-                    arr = wp.packed[l][d]
-                    self.pw[3 * i + 2] = <const int8_t*>cnp.PyArray_DATA(arr)
+        self._fill_weights(self.pw, wl, wi, wp)
         self.c_wl, self.c_wi, self.c_wp = wl, wi, wp
         return 0
 
-    cdef bint _weights_ok(self, w, int arg):
+    cdef bint _weights_ok(self, w, object arg):
         return type(w) is self.packed_cls and w.owner is self.key and w.which == arg
 
     def run(self, dict args, int nthreads, int fork_join):
         """The outputs dict, or None when the Python path must run (see the module doc)."""
+        if not self.fast:
+            return None
         # taken before anything that may run Python code (the compensation refresh) and so
         # let another thread in: that one takes the Python path
         if self.busy:
@@ -185,90 +246,144 @@ cdef class RnnExec:
         cdef int64_t P = self.P, SIC = self.SIC
         cdef int data_t = cnp.NPY_FLOAT32 if self.f32_mode else cnp.NPY_UINT8
         cdef int64_t dims[4]
+        cdef rnn_call_t call
+        memset(&call, 0, sizeof(call))
         # inputs
-        x = _get(args, 1)                           # DNNL_ARG_SRC_LAYER
+        x = _get(args, self.k_x)
         dims[0], dims[1], dims[2] = T, N, C
-        cdef char* px = _data(x, data_t, 3, dims, False)
-        if px == NULL:
+        call.x = _data(x, data_t, 3, dims, False)
+        if call.x == NULL:
             return None
-        wl, wi = _get(args, 33), _get(args, 34)
-        if not (self._weights_ok(wl, 33) and self._weights_ok(wi, 34)):
+        wl, wi = _get(args, self.k_wl), _get(args, self.k_wi)
+        if not (self._weights_ok(wl, self.k_wl) and self._weights_ok(wi, self.k_wi)):
             return None
         wp = None
         if self.a_proj:
-            wp = _get(args, 36)
-            if not self._weights_ok(wp, 36):
+            wp = _get(args, self.k_wp)
+            if not self._weights_ok(wp, self.k_wp):
                 return None
-        si = _get(args, 2) if self.a_si else None
-        cdef char* psi = NULL
+        si = _get(args, self.k_si) if self.a_si else None
         if si is not None:
             dims[0], dims[1], dims[2], dims[3] = L, D, N, SIC
-            psi = _data(si, data_t, 4, dims, False)
-            if psi == NULL:
+            call.si = _data(si, data_t, 4, dims, False)
+            if call.si == NULL:
                 return None
-        sic = _get(args, 3) if self.a_sic else None
-        cdef char* psic = NULL
+        sic = _get(args, self.k_sic) if self.a_sic else None
         if sic is not None:
             dims[0], dims[1], dims[2], dims[3] = L, D, N, H
-            psic = _data(sic, cnp.NPY_FLOAT32, 4, dims, False)
-            if psic == NULL:
+            call.sic = <const float*>_data(sic, cnp.NPY_FLOAT32, 4, dims, False)
+            if call.sic == NULL:
                 return None
-        bias = _get(args, 41) if self.a_bias else None
-        cdef char* pb = NULL
+        bias = _get(args, self.k_bias) if self.a_bias else None
         if bias is not None:
             dims[0], dims[1], dims[2], dims[3] = L, D, self.nb, H
-            pb = _data(bias, cnp.NPY_FLOAT32, 4, dims, False)
-            if pb == NULL:
+            call.bias = <const float*>_data(bias, cnp.NPY_FLOAT32, 4, dims, False)
+            if call.bias == NULL:
                 return None
         peep = None
-        cdef char* ppe = NULL
         if self.a_peep:
-            peep = _get(args, 35)
+            peep = _get(args, self.k_peep)
             dims[0], dims[1], dims[2], dims[3] = L, D, 3, H
-            ppe = _data(peep, cnp.NPY_FLOAT32, 4, dims, False)
-            if ppe == NULL:
+            call.peep = <const float*>_data(peep, cnp.NPY_FLOAT32, 4, dims, False)
+            if call.peep == NULL:
                 return None
         # outputs: given (checked, no overlap with an input) or allocated here
-        cdef char* pdl = NULL
-        cdef char* pdi = NULL
         cdef char* pdic = NULL
         dims[0], dims[1], dims[2] = T, N, self.dlc
-        dl = self._output(args, 17, 3, dims, cnp.NPY_FLOAT32 if self.dl_f32 else cnp.NPY_UINT8,
-                          x, si, sic, bias, peep, &pdl)
+        dl = self._output(args, self.k_dl, 3, dims,
+                          cnp.NPY_FLOAT32 if self.dl_f32 else cnp.NPY_UINT8,
+                          x, si, sic, bias, peep, &call.dl)
         if dl is None:
             return None
         di = dic = None
         if self.a_di:
             dims[0], dims[1], dims[2], dims[3] = L, D, N, P
-            di = self._output(args, 18, 4, dims, data_t, x, si, sic, bias, peep, &pdi)
+            di = self._output(args, self.k_di, 4, dims, data_t, x, si, sic, bias, peep,
+                              &call.di)
             if di is None:
                 return None
         if self.a_dic:
             dims[0], dims[1], dims[2], dims[3] = L, D, N, H
-            dic = self._output(args, 19, 4, dims, cnp.NPY_FLOAT32, x, si, sic, bias, peep, &pdic)
+            dic = self._output(args, self.k_dic, 4, dims, cnp.NPY_FLOAT32, x, si, sic, bias,
+                               peep, &pdic)
             if dic is None:
                 return None
-        if (di is not None and (_overlap(pdi, di, dl) or _overlap(pdl, dl, di))) or \
+            call.dic = <float*>pdic
+        if (di is not None and (_overlap(call.di, di, dl) or _overlap(call.dl, dl, di))) or \
                 (dic is not None and (_overlap(pdic, dic, dl) or
                                       (di is not None and _overlap(pdic, dic, di)))):
             return None
         if wl is not self.c_wl or wi is not self.c_wi or wp is not self.c_wp:
             self._refresh(wl, wi, wp)
         if self.scratch is None:
-            self._take_scratch()
+            self.scratch = self.prim._get_scratch()    # kept for good: this path's own
+        call.scale, call.shift = self.scale, self.shift
+        call.div = <const float*>_buf(self.div)
+        call.term = <const float*>_buf(self.term)
+        call.pdiv = <const float*>_buf(self.pdiv)
+        call.pcomp = <const float*>_buf(self.pcomp)
+        call.pw = self.pw
+        call.biasc = <float*>_buf(self.biasc)
+        call.xq = <uint8_t*>_buf(self.xq)
+        call.siq = <uint8_t*>_buf(self.siq)
+        self._scratch_ptrs(&call, self.scratch)
+        call.nthreads, call.fork_join = nthreads, fork_join
         with nogil:
-            self._run(<const uint8_t*>px, <const float*>px, psi, <const float*>psic,
-                      <const float*>pb, <const float*>ppe, pdl, pdi, <float*>pdic,
-                      nthreads, fork_join)
-        out = {17: dl}
+            self._launch(&call)
+        out = {self.k_dl: dl}
         if di is not None:
-            out[18] = di
+            out[self.k_di] = di
         if dic is not None:
-            out[19] = dic
+            out[self.k_dic] = dic
         return out
 
-    cdef object _output(self, dict args, int key, int ndim, const int64_t* dims, int typenum,
-                        x, si, sic, bias, peep, char** ptr):
+    def run_checked(self, x, si, sic, bias, peep, wl, wi, wp, dl, di, dic, float scale,
+                    float shift, div, term, pdiv, pcomp, dict scratch, int nthreads,
+                    int fork_join):
+        """One execution from the primitive's Python path: every array validated, of the
+        described dtype and shape and C-contiguous (None where absent), outputs overlapping no
+        input; div (G, H) / term (L, D, nb, H) the compensation, pdiv (P,) / pcomp (L, D, P)
+        the projection's (None without one); scratch from the primitive's pool."""
+        cdef rnn_call_t call
+        memset(&call, 0, sizeof(call))
+        cdef const int8_t** pw = <const int8_t**>malloc(3 * self.L * self.D * sizeof(int8_t*))
+        if pw == NULL:
+            raise MemoryError("RnnExec: packed weights table")
+        try:
+            self._fill_weights(pw, wl, wi, wp)
+            biasc = np.empty(self.L * self.D * self.nb * self.H, np.float32)
+            xq = siq = None
+            if self.f32_mode:
+                xq = np.empty(self.T * self.N * self.C, np.uint8)
+                siq = np.empty(self.L * self.D * self.N * self.SIC, np.uint8)
+            div = np.ascontiguousarray(div, np.float32)
+            term = np.ascontiguousarray(term, np.float32)
+            call.x = _buf(x)
+            call.si = _buf(si)
+            call.sic = <const float*>_buf(sic)
+            call.bias = <const float*>_buf(bias)
+            call.peep = <const float*>_buf(peep)
+            call.dl = _buf(dl)
+            call.di = _buf(di)
+            call.dic = <float*>_buf(dic)
+            call.scale, call.shift = scale, shift
+            call.div = <const float*>_buf(div)
+            call.term = <const float*>_buf(term)
+            call.pdiv = <const float*>_buf(pdiv)
+            call.pcomp = <const float*>_buf(pcomp)
+            call.pw = pw
+            call.biasc = <float*>_buf(biasc)
+            call.xq = <uint8_t*>_buf(xq)
+            call.siq = <uint8_t*>_buf(siq)
+            self._scratch_ptrs(&call, scratch)
+            call.nthreads, call.fork_join = nthreads, fork_join
+            with nogil:
+                self._launch(&call)
+        finally:
+            free(pw)
+
+    cdef object _output(self, dict args, object key, int ndim, const int64_t* dims,
+                        int typenum, x, si, sic, bias, peep, char** ptr):
         """The output array of `key`: the given one (checked, overlapping no input) or a new
         one, its data in ptr[0]; None when the given one does not qualify (the checked path
         then names the problem)."""
@@ -290,30 +405,28 @@ cdef class RnnExec:
         return (_overlap(p, o, x) or _overlap(p, o, si) or _overlap(p, o, sic) or
                 _overlap(p, o, bias) or _overlap(p, o, peep))
 
-    cdef int _take_scratch(self) except -1:
-        s = self.prim._get_scratch()        # kept for good: this path's own scratch
-        self.scratch = s
+    cdef int _scratch_ptrs(self, rnn_call_t* call, dict s) except -1:
+        """The scratch buffers of one execution (_RNN._get_scratch)."""
         cdef int i, d
-        cdef cnp.ndarray arr
         for i in range(len(s["ws"])):
             for d in range(self.D):
-                arr = s["ws"][i][d]
-                self.wsp[2 * i + d] = <uint8_t*>cnp.PyArray_DATA(arr)
+                call.wsp[2 * i + d] = <uint8_t*>_buf(s["ws"][i][d])
+        call.lacc = <int32_t*>_buf(s["lacc"])
+        call.rh = <uint8_t*>_buf(s["rh"])
+        call.gate_u = <float*>_buf(s["u"])
+        call.c = <float*>_buf(s["c"])
+        call.hproj = <uint8_t*>_buf(s["hproj"])
+        call.h0buf = <uint8_t*>_buf(s["h0"])
         return 0
 
-    cdef void _run(self, const uint8_t* xu, const float* xf, char* psi, const float* sic,
-                   const float* bias, const float* peep, char* pdl, char* pdi, float* dic,
-                   int nthreads, int fork_join) noexcept nogil:
+    cdef void _launch(self, rnn_call_t* k) noexcept nogil:
+        """Every layer and direction of one execution (see the module docstring)."""
         cdef int64_t L = self.L, D = self.D, T = self.T, N = self.N, C = self.C, H = self.H
         cdef int64_t P = self.P, SIC = self.SIC, G = self.G, nb = self.nb, dlc = self.dlc
-        cdef float sc = self.scale, sh = self.shift
-        cdef int64_t i, n, k, l, d, K, t_last, nbias = L * D * nb * H
-        cdef float* biasc
-        cdef const float* term
-        cdef uint8_t* xq = NULL
-        cdef uint8_t* siq = NULL
-        cdef uint8_t* h0buf
-        cdef const float* pcomp = NULL
+        cdef float sc = k.scale, sh = k.shift
+        cdef int64_t i, n, kk, l, d, K, t_last, nbias = L * D * nb * H
+        cdef const uint8_t* xu = <const uint8_t*>k.x
+        cdef const char* psi = k.si
         cdef const uint8_t* hsrc
         cdef dnnq_rnn_args_t a
         cdef bint last, dl_u8 = not self.dl_f32, bisum = self.dirmode == BISUM_
@@ -325,41 +438,27 @@ cdef class RnnExec:
         cdef int v
         cdef float two_sh = <float>2.0 * sh
         memset(&a, 0, sizeof(a))
-        with gil:
-            biasc = <float*>cnp.PyArray_DATA(<cnp.ndarray>self.biasc)
-            term = <const float*>cnp.PyArray_DATA(<cnp.ndarray>self.term)
-            a.div = <const float*>cnp.PyArray_DATA(<cnp.ndarray>self.div)
-            a.lacc = <int32_t*>cnp.PyArray_DATA(<cnp.ndarray>self.scratch["lacc"])
-            a.rh = <uint8_t*>cnp.PyArray_DATA(<cnp.ndarray>self.scratch["rh"])
-            a.gate_u = <float*>cnp.PyArray_DATA(<cnp.ndarray>self.scratch["u"])
-            a.c = <float*>cnp.PyArray_DATA(<cnp.ndarray>self.scratch["c"])
-            a.hproj = <uint8_t*>cnp.PyArray_DATA(<cnp.ndarray>self.scratch["hproj"])
-            h0buf = <uint8_t*>cnp.PyArray_DATA(<cnp.ndarray>self.scratch["h0"])
-            a.pdiv = <const float*>cnp.PyArray_DATA(<cnp.ndarray>self.pdiv)
-            if self.pcomp is not None:
-                pcomp = <const float*>cnp.PyArray_DATA(<cnp.ndarray>self.pcomp)
-            if self.f32_mode:
-                xq = <uint8_t*>cnp.PyArray_DATA(<cnp.ndarray>self.xq)
-                siq = <uint8_t*>cnp.PyArray_DATA(<cnp.ndarray>self.siq)
         # the bias with the shift compensation, for these weights and this bias
         for i in range(nbias):
-            biasc[i] = (bias[i] if bias != NULL else <float>0.0) - term[i]
+            k.biasc[i] = (k.bias[i] if k.bias != NULL else <float>0.0) - k.term[i]
         # the f32 mode quantizes its f32 inputs, as oneDNN quantizes an f32 src_iter
         if self.f32_mode:
             for i in range(T * N * C):
-                xq[i] = _quantize(xf[i], sc, sh)
-            xu = xq
+                k.xq[i] = _quantize((<const float*>k.x)[i], sc, sh)
+            xu = k.xq
             if psi != NULL:
                 for i in range(L * D * N * SIC):
-                    siq[i] = _quantize((<const float*>psi)[i], sc, sh)
-                psi = <char*>siq
+                    k.siq[i] = _quantize((<const float*>psi)[i], sc, sh)
+                psi = <const char*>k.siq
         q0 = _quantize(0.0, sc, sh)   # the absent h state: the quantized 0.0
         a.cell, a.act = self.cell, self.act
         a.T, a.N, a.H, a.G, a.nblk = T, N, H, G, self.nblk
         a.Ki = SIC
         a.scale, a.shift = sc, sh
         a.P = P
-        a.nthreads, a.fork_join, a.gemm_isa = nthreads, fork_join, self.isa
+        a.div, a.pdiv = k.div, k.pdiv
+        a.lacc, a.rh, a.gate_u, a.c, a.hproj = k.lacc, k.rh, k.gate_u, k.c, k.hproj
+        a.nthreads, a.fork_join, a.gemm_isa = k.nthreads, k.fork_join, self.isa
         for l in range(L):
             last = l == L - 1
             for d in range(D):
@@ -367,53 +466,55 @@ cdef class RnnExec:
                 a.reverse = dir_id == 1
                 K = C if l == 0 else P
                 a.C = K
-                a.x = xu if l == 0 else self.wsp[2 * ((l - 1) % 2) + d]
+                a.x = xu if l == 0 else k.wsp[2 * ((l - 1) % 2) + d]
                 a.x_sn, a.x_st = K, N * K
                 i = l * D + d
-                a.wl, a.wi, a.wp = self.pw[3 * i], self.pw[3 * i + 1], self.pw[3 * i + 2]
-                a.bias = biasc + i * nb * H
-                a.peep = peep + i * 3 * H if peep != NULL else NULL
-                a.pcomp = pcomp + i * P if pcomp != NULL else NULL
+                a.wl, a.wi, a.wp = k.pw[3 * i], k.pw[3 * i + 1], k.pw[3 * i + 2]
+                a.bias = k.biasc + i * nb * H
+                a.peep = k.peep + i * 3 * H if k.peep != NULL else NULL
+                a.pcomp = k.pcomp + i * P if k.pcomp != NULL else NULL
+                # where h goes: straight into a u8 dst_layer on the last layer, else scratch
                 if last and dl_u8 and not bisum:
-                    a.out = <uint8_t*>pdl + (d * P if concat else 0)
+                    a.out = <uint8_t*>k.dl + (d * P if concat else 0)
                     a.out_st, a.out_sn = N * dlc, dlc
                 else:
-                    a.out = self.wsp[2 * (l % 2) + d]
+                    a.out = k.wsp[2 * (l % 2) + d]
                     a.out_st, a.out_sn = N * P, P
                 a.outf = NULL
                 if last and not dl_u8 and not bisum:
-                    a.outf = <float*>pdl + (d * P if concat else 0)
+                    a.outf = <float*>k.dl + (d * P if concat else 0)
                     a.outf_st, a.outf_sn = N * dlc, dlc
                 if psi != NULL:
                     a.h0 = <const uint8_t*>psi + i * N * SIC
                 else:
-                    memset(h0buf, q0, N * SIC)
-                    a.h0 = h0buf
+                    memset(k.h0buf, q0, N * SIC)
+                    a.h0 = k.h0buf
                 a.h0_sn = SIC
                 if self.cell == DNNQ_RNN_LSTM:
-                    if sic != NULL:
-                        memcpy(a.c, sic + i * N * H, N * H * sizeof(float))
+                    if k.sic != NULL:
+                        memcpy(a.c, k.sic + i * N * H, N * H * sizeof(float))
                     else:
                         memset(a.c, 0, N * H * sizeof(float))
                 self.fn(&a)
                 t_last = 0 if a.reverse else T - 1
-                if pdi != NULL:
+                if k.di != NULL:
                     for n in range(N):
                         hsrc = a.out + t_last * a.out_st + n * a.out_sn
                         if self.f32_mode:
-                            for k in range(P):
-                                (<float*>pdi)[(i * N + n) * P + k] = _dequantize(hsrc[k], sc, sh)
+                            for kk in range(P):
+                                (<float*>k.di)[(i * N + n) * P + kk] = _dequantize(hsrc[kk],
+                                                                                   sc, sh)
                         else:
-                            memcpy(pdi + (i * N + n) * P, hsrc, P)
-                if dic != NULL:
-                    memcpy(dic + i * N * H, a.c, N * H * sizeof(float))
+                            memcpy(k.di + (i * N + n) * P, hsrc, P)
+                if k.dic != NULL:
+                    memcpy(k.dic + i * N * H, a.c, N * H * sizeof(float))
         if bisum:
-            s0, s1 = self.wsp[2 * ((L - 1) % 2)], self.wsp[2 * ((L - 1) % 2) + 1]
+            s0, s1 = k.wsp[2 * ((L - 1) % 2)], k.wsp[2 * ((L - 1) % 2) + 1]
             for i in range(T * N * P):
                 v = <int>s0[i] + <int>s1[i]
                 if v > 255:
                     v = 255
                 if dl_u8:
-                    (<uint8_t*>pdl)[i] = <uint8_t>v
+                    (<uint8_t*>k.dl)[i] = <uint8_t>v
                 else:
-                    (<float*>pdl)[i] = (<float>v - two_sh) / sc
+                    (<float*>k.dl)[i] = (<float>v - two_sh) / sc

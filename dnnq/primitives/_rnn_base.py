@@ -229,25 +229,30 @@ class _RNN(metaclass=CachedPrimitive):
         self._scratch = []
         self._lock = threading.Lock()
         self._comp_cache = None
-        self._exec = None
-        if not self.unified:
-            self._exec = self._make_exec()
+        self._exec = self._make_exec()
         if _verbose.enabled(2):
             self._verbose("create", None)
 
     def _make_exec(self):
-        """The C-level execute path (legacy quantization; _kernels/_rnn_exec.pyx)."""
-        scale, shift = self._data
+        """The one execute path (_kernels/_rnn_exec.pyx); its fast entry runs with the legacy
+        quantization only (the unified form's values come with each execution)."""
+        scale, shift = self._data if not self.unified else (_F32(1.0), _F32(0.0))
         dirmode = {"unidirectional_left2right": _rnn_exec.L2R,
                    "unidirectional_right2left": _rnn_exec.R2L,
                    "bidirectional_concat": _rnn_exec.CONCAT,
                    "bidirectional_sum": _rnn_exec.BISUM}[self.direction]
+        keys = (A.DNNL_ARG_SRC_LAYER, A.DNNL_ARG_SRC_ITER, A.DNNL_ARG_SRC_ITER_C,
+                A.DNNL_ARG_WEIGHTS_LAYER, A.DNNL_ARG_WEIGHTS_ITER, A.DNNL_ARG_WEIGHTS_PROJECTION,
+                A.DNNL_ARG_BIAS, A.DNNL_ARG_WEIGHTS_PEEPHOLE, A.DNNL_ARG_DST_LAYER,
+                A.DNNL_ARG_DST_ITER, A.DNNL_ARG_DST_ITER_C)
         return _rnn_exec.RnnExec(
-            self, PackedRnnWeights, self._known, isa=self._isa, cell=_CELL_CODE[self._cell],
-            act=ACTIVATIONS.get(self.activation, 0), dirmode=dirmode, f32_mode=self.f32_mode,
+            self, PackedRnnWeights, self._known, keys, isa=self._isa,
+            cell=_CELL_CODE[self._cell], act=ACTIVATIONS.get(self.activation, 0),
+            dirmode=dirmode, f32_mode=self.f32_mode,
             dl_f32=self.dst_layer_desc.dt == "f32", L=self.L, D=self.D, T=self.T, N=self.N,
-            C=self.C, H=self.H, G=self.G, P=self.P, SIC=self.SIC, nb=self.n_bias, scale=scale,
-            shift=shift, pdiv=(self._pscales * _F32(scale)).astype(_F32),
+            C=self.C, H=self.H, G=self.G, P=self.P, SIC=self.SIC, nb=self.n_bias,
+            fast=not self.unified, scale=scale, shift=shift,
+            pdiv=(self._pscales * _F32(scale)).astype(_F32),
             has_si=self.src_iter_desc is not None, has_sic=self.src_iter_c_desc is not None,
             has_bias=self.bias_desc is not None,
             has_peep=self.weights_peephole_desc is not None,
@@ -609,9 +614,8 @@ class _RNN(metaclass=CachedPrimitive):
         --------
         See :class:`LSTM`.
         """
-        ex = self._exec
-        if ex is not None and type(args) is dict and not _verbose.enabled(1):
-            out = ex.run(args, get_num_threads(), FORK_JOIN)
+        if type(args) is dict and not _verbose.enabled(1):
+            out = self._exec.run(args, get_num_threads(), FORK_JOIN)
             if out is not None:
                 return out
         return self._execute_py(args)
@@ -668,21 +672,21 @@ class _RNN(metaclass=CachedPrimitive):
                 outs[arg] = (a, a, desc)
         scale, shift, ws, pws = self._qparams(args)
         div, term = self._compensation(wl, wi, scale, shift, ws)
-        proj = None
+        pdiv = pcomp = None
         if wpr is not None:
             # oneDNN's u8 projection: (f32(acc) - f32(sum Wp) * shift) / f32(pscale * scale)
-            proj = (wpr, (pws * _F32(scale)).astype(_F32),
-                    (wpr.comp * _F32(shift)).astype(_F32))
-        if bias is None:
-            biasc = (_F32(0.0) - term).astype(_F32)
-        else:
-            biasc = (bias - term).astype(_F32)
+            pdiv = (pws * _F32(scale)).astype(_F32)
+            pcomp = np.ascontiguousarray((wpr.comp * _F32(shift)).astype(_F32))
         if given:  # outputs overlap no input and no other output (oneDNN: not in place)
             check_overlaps(p, args, outputs=_OUT_NAMES, names=_ALL_NAMES)
         t0 = time.perf_counter() if _verbose.enabled(1) else None
         scratch = self._get_scratch()
         try:
-            self._run(x, si, sic, wl, wi, biasc, div, scale, shift, outs, scratch, wpe, proj)
+            self._exec.run_checked(
+                x, si, sic, bias, wpe, wl, wi, wpr, outs[A.DNNL_ARG_DST_LAYER][1],
+                outs[A.DNNL_ARG_DST_ITER][1] if A.DNNL_ARG_DST_ITER in outs else None,
+                outs[A.DNNL_ARG_DST_ITER_C][1] if A.DNNL_ARG_DST_ITER_C in outs else None,
+                scale, shift, div, term, pdiv, pcomp, scratch, get_num_threads(), FORK_JOIN)
         finally:
             self._put_scratch(scratch)
         if t0 is not None:
@@ -692,96 +696,3 @@ class _RNN(metaclass=CachedPrimitive):
             desc.copy_back(user, buf)
             result[arg] = user
         return result
-
-    def _quantize(self, x, scale, shift):
-        v = x * _F32(scale)
-        v = v + _F32(shift)
-        v = np.where(v > 0, v, _F32(0)).astype(_F32)       # NaN -> 0 as oneDNN's max
-        v = np.minimum(v, _F32(255))
-        return np.rint(v).astype(np.uint8)
-
-    def _dequantize(self, q, scale, shift):
-        return ((q.astype(_F32) - _F32(shift)) / _F32(scale)).astype(_F32)
-
-    def _run(self, x, si, sic, wl, wi, biasc, div, scale, shift, outs, scratch, wpe=None,
-             proj=None):
-        L, D, T, N, C, H, G = self.L, self.D, self.T, self.N, self.C, self.H, self.G
-        isa, nthreads = self._isa, get_num_threads()
-        cell = _CELL_CODE[self._cell]
-        act = ACTIVATIONS.get(self.activation, 0)
-        sc, sh = float(scale), float(shift)
-        if self.f32_mode:
-            x = self._quantize(x, scale, shift)
-            if si is not None:
-                si = self._quantize(si, scale, shift)
-        dl = outs[A.DNNL_ARG_DST_LAYER][1]
-        dl_u8 = dl.dtype == np.uint8
-        concat = self.direction == "bidirectional_concat"
-        bisum = self.direction == "bidirectional_sum"
-        dlc = dl.shape[2]
-        di = outs.get(A.DNNL_ARG_DST_ITER)
-        dic = outs.get(A.DNNL_ARG_DST_ITER_C)
-        # the absent h state: the quantized 0.0, saturate(rne(shift))
-        q0 = int(np.clip(np.rint(_F32(shift)), 0, 255)) if si is None else 0
-        prev = None
-        for l in range(L):
-            last = l == L - 1
-            wsl = scratch["ws"][l % 2]
-            for d in range(D):
-                dir_id = d if D == 2 else (1 if self.direction == "unidirectional_right2left"
-                                           else 0)
-                reverse = dir_id == 1
-                K = C if l == 0 else self.P
-                xin = x if l == 0 else prev[d]
-                # where h goes: straight into a u8 dst_layer on the last layer, else scratch
-                if last and dl_u8 and not bisum:
-                    out, out_off, out_st, out_sn = dl, (d * self.P if concat else 0), N * dlc, dlc
-                else:
-                    out, out_off, out_st, out_sn = wsl[d], 0, N * self.P, self.P
-                outf = None
-                outf_off = outf_st = outf_sn = 0
-                if last and not dl_u8 and not bisum:
-                    outf, outf_off, outf_st, outf_sn = dl, (d * self.P if concat else 0), N * dlc, dlc
-                if si is not None:
-                    h0 = np.ascontiguousarray(si[l, d])
-                else:
-                    h0 = scratch["h0"]
-                    h0.fill(q0)
-                c = None
-                if self._cell == "lstm":
-                    c = scratch["c"]
-                    if sic is not None:
-                        c[:] = sic[l, d]
-                    else:
-                        c.fill(0)
-                SIC = self.SIC
-                _rnn.run_layer(isa, cell, act, T, N, K, H, G, SIC, reverse, xin, 0, K,
-                               wl.packed[l][d], wi.packed[l][d], biasc[l, d], div, sc, sh,
-                               h0, 0, SIC, c, out, out_off, out_st, out_sn,
-                               outf, outf_off, outf_st, outf_sn,
-                               scratch["lacc"], scratch["rh"], scratch["u"], nthreads,
-                               FORK_JOIN,
-                               peep=None if wpe is None else np.ascontiguousarray(wpe[l, d]),
-                               wp=None if proj is None else proj[0].packed[l][d],
-                               pdiv=None if proj is None else proj[1],
-                               pcomp=None if proj is None else np.ascontiguousarray(proj[2][l, d]),
-                               hproj=scratch["hproj"], P=self.P)
-                t_last = 0 if reverse else T - 1
-                hT = out[t_last, :, out_off:out_off + self.P]
-                if di is not None:
-                    if self.f32_mode:
-                        di[1][l, d] = self._dequantize(hT, scale, shift)
-                    else:
-                        di[1][l, d] = hT
-                if dic is not None:
-                    dic[1][l, d] = c
-            prev = wsl
-        if bisum:
-            a, b = prev[0].astype(np.int16), prev[1].astype(np.int16)
-            s = np.minimum(a + b, 255)
-            if dl_u8:
-                dl[...] = s.astype(np.uint8)
-            else:
-                dl[...] = ((s.astype(_F32) - _F32(2) * _F32(shift)) / _F32(scale)).astype(_F32)
-
-
