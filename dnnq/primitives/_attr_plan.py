@@ -27,15 +27,18 @@ def resolve_data_mask(prim, mask, dims, name):
         raise InvalidArguments(f"{prim}: {e}") from None
 
 
-def check_attr_object(prim, attr):
-    """attr is None or a PrimitiveAttr, without the RNN-only legacy qparams: an attribute a
-    primitive does not use is refused at creation (as oneDNN does), never ignored."""
+def check_attr_object(prim, attr, rnn_qparams=False):
+    """attr is None or a PrimitiveAttr, without the RNN-only legacy qparams (unless
+    `rnn_qparams`): an attribute a primitive does not use is refused at creation (as oneDNN
+    does), never ignored."""
     from dnnq.attr import PrimitiveAttr
     if attr is None:
         return
     if not isinstance(attr, PrimitiveAttr):
         raise InvalidArguments(f"{prim}: attr got {type(attr).__name__}; expected a "
                                "dnnq.PrimitiveAttr or None")
+    if rnn_qparams:
+        return
     if attr.rnn_data_qparams is not None or attr.rnn_weights_qparams is not None:
         raise Unimplemented(
             f"{prim}: RNN data / weights qparams (set_rnn_data_qparams, "
@@ -50,11 +53,20 @@ class AttrPlan:
     ``scale_support`` / ``zp_support``: dict arg -> (dims, allowed plain masks or None = any).
     ``post_op_kinds``: the post-op kinds accepted.  ``resolve(arg, mask, name)``: turns a given
     mask into a plain one (default: plain bits or a semantic per-channel mask over ``dims``).
+    ``names``: how messages name an argument (default dnnq.args.name: the RNN cells say
+    ``weights_iter`` where the id is ``weights_1``).  ``rnn_qparams``: the legacy RNN
+    quantization (PrimitiveAttr.set_rnn_*_qparams) is the primitive's to read, not refused.
     After creation: ``scale_mask[arg]`` / ``zp_mask[arg]`` (plain masks), ``post_ops`` (list).
     """
 
-    def __init__(self, prim, attr, scale_support, zp_support, post_op_kinds=(), resolve=None):
-        check_attr_object(prim, attr)
+    def __init__(self, prim, attr, scale_support, zp_support, post_op_kinds=(), resolve=None,
+                 names=None, rnn_qparams=False):
+        check_attr_object(prim, attr, rnn_qparams)
+        names = names or {}
+
+        def arg_name_of(arg):
+            return names.get(arg) or arg_name(arg)
+
         self.prim = prim
         self.attr = copy.deepcopy(attr)
         self.scale_mask, self.zp_mask, self.dims = {}, {}, {}
@@ -66,16 +78,16 @@ class AttrPlan:
             for arg, mask in given.items():
                 if arg not in support:
                     raise Unimplemented(
-                        f"{prim}: {what} of {arg_name(arg)} are not supported; supported: "
-                        + (f"{what} of " + ", ".join(arg_name(a) for a in support)
+                        f"{prim}: {what} on {arg_name_of(arg)} are not supported; supported: "
+                        + (f"{what} on " + ", ".join(arg_name_of(a) for a in support)
                            if support else f"no {what}"))
                 dims, allowed = support[arg]
-                name = f"{what} mask of {arg_name(arg)}"
+                name = f"{what} mask of {arg_name_of(arg)}"
                 plain = (resolve(arg, mask, name) if resolve is not None else
                          resolve_data_mask(prim, mask, dims, name))
                 if allowed is not None and plain not in allowed:
                     raise Unimplemented(
-                        f"{prim}: {what} mask {mask} of {arg_name(arg)} is not supported; "
+                        f"{prim}: {what} mask {mask} of {arg_name_of(arg)} is not supported; "
                         f"supported masks: {', '.join(map(str, allowed))}")
                 out[arg] = plain
                 self.dims[arg] = tuple(dims) if dims is not None else None

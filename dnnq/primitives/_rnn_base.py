@@ -76,6 +76,7 @@ from dnnq._kernels import _codes, _gemm, _rnn, _rnn_exec
 from dnnq.attr import PrimitiveAttr
 from dnnq.errors import InvalidArguments, Unimplemented
 from dnnq.masks import check_scales, check_zero_points
+from dnnq.primitives._attr_plan import AttrPlan
 from dnnq.primitives._common import check_known_args, check_overlaps
 from dnnq.primitives._plan import aligned_empty
 from dnnq.primitives._rnn_descs import check_desc as _desc, dims_must as _dims_must
@@ -273,33 +274,21 @@ class _RNN(metaclass=CachedPrimitive):
                       f"direction:{self.direction}{act}", ms)
 
     def _quant_setup(self, attr):
+        """The attribute through the shared planner (AttrPlan: the unified form's scales and
+        zero points against the support table, no post-ops), then the legacy qparams, which
+        only the RNN cells read."""
         p = self._name
+        scale_support = {A.DNNL_ARG_SRC_LAYER: (None, (0,)),
+                         A.DNNL_ARG_WEIGHTS_LAYER: (None, (0, _PER_GATE_OC)),
+                         A.DNNL_ARG_WEIGHTS_ITER: (None, (0, _PER_GATE_OC))}
+        if self.weights_projection_desc is not None:
+            scale_support[A.DNNL_ARG_WEIGHTS_PROJECTION] = (None, (0, _PER_OC_PROJ))
+        plan = AttrPlan(p, attr, scale_support, {A.DNNL_ARG_SRC_LAYER: (None, (0,))},
+                        post_op_kinds=(), resolve=lambda arg, mask, name: mask,
+                        names=_ARG_NAMES, rnn_qparams=True)
         if attr is None:
             attr = PrimitiveAttr()
-        if not isinstance(attr, PrimitiveAttr):
-            raise InvalidArguments(f"{p}: attr got {type(attr).__name__}; expected a "
-                                   "dnnq.PrimitiveAttr or None")
-        if len(attr.post_ops):
-            raise Unimplemented(f"{p}: post-ops are not supported by RNN primitives; got "
-                                f"{len(attr.post_ops)}")
-        scales, zps = attr.scales_args(), attr.zero_points_args()
-        for arg, mask in scales.items():
-            if arg not in _UNIFIED_ARGS or (arg == A.DNNL_ARG_WEIGHTS_PROJECTION and
-                                            self.weights_projection_desc is None):
-                raise Unimplemented(f"{p}: scales on {A.name(arg)} are not supported; "
-                                    "supported: src_layer (mask 0, for every u8 tensor), "
-                                    "weights_layer / weights_iter (mask 0 or 24), "
-                                    "weights_projection (mask 0 or 8, with a projection)")
-            ok = (0,) if arg == A.DNNL_ARG_SRC_LAYER else \
-                (0, _PER_OC_PROJ) if arg == A.DNNL_ARG_WEIGHTS_PROJECTION else (0, _PER_GATE_OC)
-            if mask not in ok:
-                raise Unimplemented(f"{p}: scales mask {mask} of {_ARG_NAMES[arg]} is not "
-                                    f"supported; supported: {', '.join(map(str, ok))}")
-        for arg, mask in zps.items():
-            if arg != A.DNNL_ARG_SRC_LAYER or mask != 0:
-                raise Unimplemented(f"{p}: zero points on {A.name(arg)} with mask {mask} are "
-                                    "not supported; supported: src_layer with mask 0 (for "
-                                    "every u8 tensor; weights are symmetric)")
+        scales, zps = plan.scale_mask, plan.zp_mask
         legacy_d, legacy_w = attr.rnn_data_qparams, attr.rnn_weights_qparams
         legacy_p = attr.rnn_weights_projection_qparams
         if legacy_p is not None and self.weights_projection_desc is None:
