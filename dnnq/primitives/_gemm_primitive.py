@@ -21,8 +21,8 @@ import numpy as np
 
 from dnnq import args as A
 from dnnq import masks as _masks
-from dnnq.errors import InvalidArguments, Unimplemented
-from dnnq.primitives import _plan
+from dnnq.errors import InvalidArguments
+from dnnq.primitives import _plan, _post_op_spec
 from dnnq._kernels import _gemm, _gemm_exec
 from dnnq.primitives._common import arg_name
 from dnnq.primitives._attr_plan import AttrPlan
@@ -37,7 +37,6 @@ _KEY_ZW = A.DNNL_ARG_ATTR_ZERO_POINTS | A.DNNL_ARG_WEIGHTS
 _KEY_ZD = A.DNNL_ARG_ATTR_ZERO_POINTS | A.DNNL_ARG_DST
 _ZERO_F = np.zeros(1, np.float32)
 _I32 = np.iinfo(np.int32)
-_POST_OP_KINDS = ("eltwise", "binary", "sum", "checkpoint", "select")
 
 
 def wrap_s32(x):
@@ -85,7 +84,7 @@ class GemmCore:
         # compensation, no oneDNN reference-kernel order (f32 has one order, dnnq_f32.h)
         self.f32 = src_dt == "f32"
         plan = AttrPlan(prim, attr, {a: (None, m) for a, m in scale_support.items()},
-                        {a: (None, m) for a, m in zp_support.items()}, _POST_OP_KINDS,
+                        {a: (None, m) for a, m in zp_support.items()}, _post_op_spec.KINDS,
                         resolve=lambda arg, mask, name: resolve(arg, mask))
         # which GEMM axis each runtime vector runs along
         self.scale_axis = {a: mask_meaning[("scale", a, m)] for a, m in plan.scale_mask.items()}
@@ -96,25 +95,13 @@ class GemmCore:
         self.selects = []  # (post-op index, cond desc, strides, value desc, strides)
         self.has_sum = False
         for i, op in enumerate(plan.post_ops):
-            kind = op.kind
-            if kind == "eltwise":
-                post_specs.append((_plan.PO_ELTWISE, _plan.ELTWISE_CODE[op.alg],
-                                   float(op.alpha), float(op.beta)))
-            elif kind == "binary":
-                post_specs.append((_plan.PO_BINARY, _plan.BINARY_CODE[op.alg], 0.0, 0.0))
+            post_specs.append(_post_op_spec.post_op_spec(prim, i, op, dst_dt))
+            if op.kind == "binary":
                 name = f"post_op[{i}].src_1"
                 self.binary.append((i, op.src1_desc, view_strides(op.src1_desc.dims, name)))
-            elif kind == "sum":
-                if op.dt is not None and op.dt != dst_dt:
-                    raise Unimplemented(f"{prim}: post_op[{i}] sum with data type {op.dt} differs "
-                                        f"from the destination data type {dst_dt}; supported: "
-                                        "None or the destination data type")
+            elif op.kind == "sum":
                 self.has_sum = True
-                post_specs.append((_plan.PO_SUM, 0, float(op.scale), float(op.zero_point)))
-            elif kind == "checkpoint":
-                post_specs.append((_plan.PO_CHECKPOINT, 0, 0.0, 0.0))
-            else:  # select
-                post_specs.append((_plan.PO_SELECT, _plan.BINARY_CODE[op.alg], 0.0, 0.0))
+            elif op.kind == "select":
                 self.selects.append(
                     (i, op.cond_desc, view_strides(op.cond_desc.dims, f"post_op[{i}].src_1"),
                      op.value_desc, view_strides(op.value_desc.dims, f"post_op[{i}].src_2")))
