@@ -97,6 +97,23 @@ F32 = (
 )
 
 
+#: the RNN cells (LSTM, GRU, LBRGRU, VanillaRNN): the fused-cell driver of the vector width
+#: (ukernels/rnn_impl.h); its layer and recurrent products run the GEMM micro-kernels of
+#: exactly the level chosen, so every level is an entry
+RNN = tuple(Impl(f"{'portable' if isa == 'default' else isa}:rnn_fused_cell", isa, "none")
+            for isa in reversed(_dispatch.ISA_LEVELS))
+
+
+#: the toolkit (eltwise, binary, softmax, reorder, sum, concat, pooling; ukernels/tk_*.h): one
+#: build per vector width.  AMX and AVX-VNNI add nothing to it, so those levels run the
+#: AVX-512 and AVX2 builds; every build gives the same bits.
+TOOLKIT = (
+    Impl("avx512", "avx512_core_vnni", "none"),
+    Impl("avx2", "avx2", "none"),
+    Impl("portable", "default", "none"),
+)
+
+
 def choose(kind, table, **problem):
     """The first implementation of `table` usable for `problem` (see the module docstring)."""
     skipped = []

@@ -71,7 +71,8 @@ import numpy as np
 from dnnq import args as A
 from dnnq import _verbose
 from dnnq._cache import CachedPrimitive
-from dnnq._dispatch import effective_isa_level, get_int8_numerics, get_num_threads, ISA_LEVELS
+from dnnq import _impls
+from dnnq._dispatch import get_int8_numerics, get_num_threads
 from dnnq._kernels import _codes, _gemm, _rnn, _rnn_exec
 from dnnq.attr import PrimitiveAttr
 from dnnq.errors import InvalidArguments, Unimplemented
@@ -202,9 +203,9 @@ class _RNN(metaclass=CachedPrimitive):
         self.n_bias = n_bias
         self._quant_setup(attr)
         self.attr = attr
-        self._isa = effective_isa_level()
-        level = ISA_LEVELS[self._isa]
-        self.impl_info = f"{'portable' if level == 'default' else level}:rnn_fused_cell"
+        impl = _impls.choose(f"rnn:{self._cell}", _impls.RNN)
+        self._isa = _codes.ISA[impl.isa]
+        self.impl_info = impl.name
         # set_int8_numerics("avx2"): the level is at most avx2 and the GEMM kernels saturate
         # s16 pairs, as oneDNN's gemm_s8u8s32 without VNNI (the code carries the flag)
         if get_int8_numerics() != "exact":

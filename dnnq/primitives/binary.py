@@ -31,7 +31,7 @@ from f32 / s8 / u8 sources, or all-f32) and two roundings where it uses its refe
 (an s32 tensor, or an f32 dst with an integer source); dnnq follows the same rule.
 """
 from dnnq import args as A
-from dnnq import _dispatch
+from dnnq import _impls
 from dnnq._cache import CachedPrimitive
 from dnnq.errors import InvalidArguments
 from dnnq.post_ops import canonical_binary_alg
@@ -116,7 +116,7 @@ class Binary(pw.ToolkitPrimitive, metaclass=CachedPrimitive):
         qa = pw.QuantAttr(p, attr, support, support, _POST_OPS)
         self.src0_desc, self.src1_desc, self.dst_desc = src0_desc, src1_desc, dst_desc
         self.attr, self._qa = qa.attr, qa
-        self._isa = _dispatch.get_effective_cpu_isa()
+        self._isa = _impls.choose("binary", _impls.TOOLKIT).isa
         prog = pw.Program(dims, dst_desc.physical_order)
         k0 = prog.operand("src0", src0_desc.dt, src0_desc.strides)
         k1 = prog.operand("src1", src1_desc.dt, s1_st)

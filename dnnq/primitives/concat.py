@@ -23,7 +23,7 @@ share memory with the destination (InvalidArguments naming both; see docs/aliasi
 from numbers import Integral
 
 from dnnq import args as A
-from dnnq import _dispatch
+from dnnq import _impls
 from dnnq._cache import CachedPrimitive
 from dnnq.errors import InvalidArguments
 from dnnq.primitives import _pointwise as pw
@@ -105,7 +105,7 @@ class Concat(pw.ToolkitPrimitive, metaclass=CachedPrimitive):
         qa = pw.QuantAttr(p, attr, support, {})
         self.dst_desc, self.src_descs, self.attr, self._qa = dst_desc, tuple(descs), qa.attr, qa
         self.concat_dimension = ax
-        self._isa = _dispatch.get_effective_cpu_isa()
+        self._isa = _impls.choose("concat", _impls.TOOLKIT).isa
         self._plans = []
         dst_st = dst_desc.strides
         offset = 0

@@ -34,7 +34,7 @@ abs, square, sqrt, round, hardsigmoid and hardswish are bit-identical to oneDNN;
 transcendental algorithms use libm (a few f32 ulp from oneDNN's polynomials).
 """
 from dnnq import args as A
-from dnnq import _dispatch
+from dnnq import _impls
 from dnnq._cache import CachedPrimitive
 from dnnq.errors import InvalidArguments
 from dnnq.post_ops import PostOps
@@ -124,7 +124,7 @@ class Eltwise(pw.ToolkitPrimitive, metaclass=CachedPrimitive):
         common = {A.DNNL_ARG_SRC: (dims, (0,)), A.DNNL_ARG_DST: (dims, (0,))}
         qa = pw.QuantAttr(p, attr, common, common, _POST_OPS)
         self.src_desc, self.dst_desc, self.attr, self._qa = src_desc, dst_desc, qa.attr, qa
-        self._isa = _dispatch.get_effective_cpu_isa()
+        self._isa = _impls.choose("eltwise", _impls.TOOLKIT).isa
         prog = pw.Program(dims, dst_desc.physical_order)
         src_k = prog.operand("src", src_desc.dt, src_desc.strides)
         dst_k = prog.operand("dst", dst_desc.dt, dst_desc.strides, writable=True)

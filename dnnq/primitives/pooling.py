@@ -53,7 +53,7 @@ from numbers import Integral
 import numpy as np
 
 from dnnq import args as A
-from dnnq import _dispatch
+from dnnq import _impls
 from dnnq._cache import CachedPrimitive
 from dnnq.errors import InvalidArguments, Unimplemented
 from dnnq.primitives import _pointwise as pw
@@ -240,7 +240,7 @@ class Pooling(pw.ToolkitPrimitive, metaclass=CachedPrimitive):
         self.src_desc, self.dst_desc, self.attr, self._qa = src_desc, dst_desc, qa.attr, qa
         self.kernel, self.strides, self.dilation = tuple(k), tuple(s), tuple(d)
         self.padding_l, self.padding_r = tuple(pl), tuple(pr)
-        self._isa = _dispatch.get_effective_cpu_isa()
+        self._isa = _impls.choose("pooling", _impls.TOOLKIT).isa
         cl = src_desc.is_channels_last
         # epilogue: post-ops and the store, over dst dims in the order of the kernel's rows
         prog = pw.Program(dst_desc.dims, src_desc.physical_order)

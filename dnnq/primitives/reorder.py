@@ -37,7 +37,7 @@ import numpy as np
 
 from dnnq import args as A
 from dnnq import masks as _masks
-from dnnq import _dispatch
+from dnnq import _impls
 from dnnq._cache import CachedPrimitive
 from dnnq.errors import InvalidArguments
 from dnnq.memory import MemoryDesc, as_dt
@@ -117,7 +117,7 @@ class Reorder(pw.ToolkitPrimitive, metaclass=CachedPrimitive):
         support = {A.DNNL_ARG_SRC: (dims, None), A.DNNL_ARG_DST: (dims, None)}
         qa = pw.QuantAttr(p, attr, support, support)
         self.src_desc, self.dst_desc, self.attr, self._qa = src_desc, dst_desc, qa.attr, qa
-        self._isa = _dispatch.get_effective_cpu_isa()
+        self._isa = _impls.choose("reorder", _impls.TOOLKIT).isa
         # iterated in the destination's physical order, but for a destination whose
         # innermost dim is short (a 3-channel image going channels-last) in the source's when
         # that gives longer rows: the engine's cost is per row

@@ -32,7 +32,7 @@ that fall next to a rounding boundary.
 from numbers import Integral
 
 from dnnq import args as A
-from dnnq import _dispatch
+from dnnq import _impls
 from dnnq._cache import CachedPrimitive
 from dnnq.errors import InvalidArguments
 from dnnq.primitives import _pointwise as pw
@@ -111,7 +111,7 @@ class Softmax(pw.ToolkitPrimitive, metaclass=CachedPrimitive):
         support = {A.DNNL_ARG_SRC: (dims, (0,)), A.DNNL_ARG_DST: (dims, (0,))}
         qa = pw.QuantAttr(p, attr, support, {})
         self.src_desc, self.dst_desc, self.attr, self._qa = src_desc, dst_desc, qa.attr, qa
-        self._isa = _dispatch.get_effective_cpu_isa()
+        self._isa = _impls.choose("softmax", _impls.TOOLKIT).isa
         order = [i for i in src_desc.physical_order if i != self.axis] or []
         ss, ds = src_desc.strides, dst_desc.strides
         self._rows = ([dims[i] for i in order] or [1], [ss[i] for i in order] or [0],

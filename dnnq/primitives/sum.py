@@ -22,7 +22,7 @@ Numerics (bit-identical to oneDNN): ``acc = scale_0 * f32(src_0)``, then
 rounded to f32; ``dst = saturate(rne(acc))`` (f32 dst: acc).
 """
 from dnnq import args as A
-from dnnq import _dispatch
+from dnnq import _impls
 from dnnq._cache import CachedPrimitive
 from dnnq.errors import InvalidArguments
 from dnnq.primitives import _pointwise as pw
@@ -103,7 +103,7 @@ class Sum(pw.ToolkitPrimitive, metaclass=CachedPrimitive):
         support = {A.DNNL_ARG_MULTIPLE_SRC + i: (dims, (0,)) for i in range(len(descs))}
         qa = pw.QuantAttr(p, attr, support, {})
         self.dst_desc, self.src_descs, self.attr, self._qa = dst_desc, tuple(descs), qa.attr, qa
-        self._isa = _dispatch.get_effective_cpu_isa()
+        self._isa = _impls.choose("sum", _impls.TOOLKIT).isa
         prog = pw.Program(dims, dst_desc.physical_order)
         zero = (0,) * len(dims)
         for i, d in enumerate(descs):
