@@ -16,6 +16,9 @@ CELL_LSTM = DNNQ_RNN_LSTM
 CELL_GRU = DNNQ_RNN_GRU
 CELL_LBR_GRU = DNNQ_RNN_LBR_GRU
 CELL_VANILLA = DNNQ_RNN_VANILLA
+#: the vanilla RNN's activations (dnnq_rnn.h)
+ACTIVATIONS = {"relu": DNNQ_RNN_ACT_RELU, "tanh": DNNQ_RNN_ACT_TANH,
+               "logistic": DNNQ_RNN_ACT_LOGISTIC}
 
 
 cdef void* _ptr(object arr, bint writable=False) except NULL:

@@ -8,6 +8,9 @@ cdef extern from "dnnq_rnn.h" nogil:
         DNNQ_RNN_GRU
         DNNQ_RNN_LBR_GRU
         DNNQ_RNN_VANILLA
+        DNNQ_RNN_ACT_RELU
+        DNNQ_RNN_ACT_TANH
+        DNNQ_RNN_ACT_LOGISTIC
     ctypedef struct dnnq_rnn_args_t:
         int cell, act
         int64_t T, N, C, H, G, nblk

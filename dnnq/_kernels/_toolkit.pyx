@@ -13,6 +13,8 @@ from libc.stdlib cimport malloc, free
 from libc.string cimport memset, memcpy
 from cython.parallel cimport prange
 
+from dnnq._kernels._codes cimport DNNQ_DT_S8, DNNQ_DT_U8
+
 cdef extern from "dnnq_toolkit.h" nogil:
     enum:
         DNNQ_PW_MAXD
@@ -109,7 +111,7 @@ cdef const char* _addr(object arr, bint writable) except NULL:
 
 
 cdef int _esize(int dt) noexcept nogil:
-    return 1 if dt == 2 or dt == 3 else 4
+    return 1 if dt == DNNQ_DT_S8 or dt == DNNQ_DT_U8 else 4
 
 
 cdef int _run_pw(dnnq_pw_run_fn fn, const dnnq_pw_plan_t* p, int64_t nitems,

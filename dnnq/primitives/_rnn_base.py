@@ -86,7 +86,7 @@ from dnnq.primitives._rnn_weights import PackedRnnWeights, _pack
 
 DIRECTIONS = ("unidirectional_left2right", "unidirectional_right2left",
               "bidirectional_concat", "bidirectional_sum")
-ACTIVATIONS = {"relu": 0, "tanh": 1, "logistic": 2}
+ACTIVATIONS = _rnn.ACTIVATIONS
 _GATES = {"lstm": 4, "gru": 3, "lbr_gru": 3, "vanilla": 1}
 _CELL_CODE = {"lstm": _rnn.CELL_LSTM, "gru": _rnn.CELL_GRU, "lbr_gru": _rnn.CELL_LBR_GRU,
               "vanilla": _rnn.CELL_VANILLA}
@@ -249,7 +249,8 @@ class _RNN(metaclass=CachedPrimitive):
                 A.DNNL_ARG_DST_ITER, A.DNNL_ARG_DST_ITER_C)
         return _rnn_exec.RnnExec(
             self, PackedRnnWeights, self._known, keys, isa=self._isa,
-            cell=_CELL_CODE[self._cell], act=ACTIVATIONS.get(self.activation, 0),
+            cell=_CELL_CODE[self._cell],
+            act=ACTIVATIONS.get(self.activation, ACTIVATIONS["relu"]),   # gated cells: unread
             dirmode=dirmode, f32_mode=self.f32_mode,
             dl_f32=self.dst_layer_desc.dt == "f32", L=self.L, D=self.D, T=self.T, N=self.N,
             C=self.C, H=self.H, G=self.G, P=self.P, SIC=self.SIC, nb=self.n_bias,

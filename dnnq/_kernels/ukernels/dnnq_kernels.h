@@ -114,7 +114,7 @@ typedef void (*dnnq_gemm_ukr_fn)(int mr, int64_t K, const uint8_t *a, int64_t ld
  *
  *   c[r][n] (+)= sum_i sum_{k < K_i} A_i[r][k] * B_i[k][n]        r < mr, n < 64 (one panel)
  *
- * A_i: u8 rows (s8 rows with a_xor = 0x80808080 are XOR-ed to u8 = s8 + 128 as they are read,
+ * A_i: u8 rows (s8 rows with a_xor = DNNQ_A_XOR_S8 are XOR-ed to u8 = s8 + 128 as they are read,
  * so the caller subtracts 128 * colsum), given dense (row r at a + r * lda) or indirect (row r
  * at rows[r]).  An implicit-GEMM convolution passes, per kernel tap, pointers to the source
  * rows the tap reads; a tap in the padding points at a row that holds the source zero point
@@ -122,7 +122,7 @@ typedef void (*dnnq_gemm_ukr_fn)(int mr, int64_t K, const uint8_t *a, int64_t ld
  * B_i: one packed 64-column panel of K_i rows in the layout above (K4_i = ceil(K_i / 4)
  * groups; panel p of a packed matrix starts at packed + p * K4 * 4 * 64).
  * accumulate = 0 overwrites c, 1 adds to it.  c: mr rows of 64 s32, row stride 64.
- * Only a_xor = 0 and 0x80808080 are accepted here (not DNNQ_A_SWAP / DNNQ_A_SIGNED). */
+ * Only a_xor = 0 and DNNQ_A_XOR_S8 are accepted here (not DNNQ_A_SWAP / DNNQ_A_SIGNED). */
 typedef struct {
     const uint8_t *a;            /* dense A: row r at a + r * lda (when rows == NULL) */
     int64_t lda;
@@ -171,7 +171,7 @@ typedef void (*dnnq_brgemm_epi_fn)(int mr, int64_t npairs, const dnnq_br_pair_t 
                                    int64_t mstep);
 /* NULL at levels without them (the pair-saturating numerics included) */
 dnnq_brgemm_epi_fn dnnq_brgemm_epi_for_isa(int isa);
-/* An s8 A (a_xor 0x80808080, XOR-ed to u8 as it is read): the kind to pass, the prepared kind
+/* An s8 A (a_xor DNNQ_A_XOR_S8, XOR-ed to u8 as it is read): the kind to pass, the prepared kind
  * with DNNQ_EPI_XOR -- only the kinds that add the block's compensation (9 - 16), which holds
  * the -128 * colsum; 0 (not fused) otherwise. */
 #define DNNQ_EPI_XOR 64
