@@ -143,7 +143,7 @@ void DNNQ_FN(dnnq_gemm_block)(const dnnq_gemm_args_t *g, int64_t b, int64_t m0, 
 #endif
 #ifdef DNNQ_FUSED_TILE
     /* the micro-kernel that applies the hot 8-bit epilogue from its registers */
-    const int fuse = fast && g->a_xor == 0 && !(g->K & 3) ? DNNQ_FUSED_KIND(&epi) : 0;
+    const int fuse = fast && g->a_xor == DNNQ_A_U8 && !(g->K & 3) ? DNNQ_FUSED_KIND(&epi) : 0;
 #endif
     for (int64_t t = 0; t < ntiles; ++t) {
         const int64_t m = m0 + (mc * t) / ntiles;
