@@ -10,6 +10,14 @@ from dnnq._kernels._kernels cimport (
     dnnq_gemm_args_t, dnnq_gemm_block_fn, dnnq_postop_t, DNNQ_MAX_POST,
 )
 
+cdef struct gemm_post_input_t:
+    # one post-op's inputs: binary src1 / select condition (src1) and select value (src2),
+    # strides over (batch, row, column); NULL where the post-op takes none
+    const float *src1
+    int64_t s1[3]
+    const float *src2
+    int64_t s2[3]
+
 cdef struct gemm_operands_t:
     # A (u8 / s8 bytes, or f32) and its batch / row strides in elements
     const void *a
@@ -36,12 +44,8 @@ cdef struct gemm_operands_t:
     int64_t dst_zp_sn
     void *dst
     int64_t d_sb, d_sm
-    # per post-op: binary src1 / select condition (src1) and select value (src2), strides
-    # over (batch, row, column); NULL where the post-op takes no input
-    const float *src1[DNNQ_MAX_POST]
-    int64_t s1[DNNQ_MAX_POST][3]
-    const float *src2[DNNQ_MAX_POST]
-    int64_t s2[DNNQ_MAX_POST][3]
+    # one entry per post-op of the plan (NULL when it has none)
+    const gemm_post_input_t *post_in
 
 cdef class GemmPlan:
     cdef dnnq_gemm_args_t g

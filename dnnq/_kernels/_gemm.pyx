@@ -399,9 +399,12 @@ cdef class GemmPlan:
         value_f32, s_b, s_m, s_n) per select post-op, None for the others.
         """
         cdef gemm_operands_t op
+        cdef gemm_post_input_t post_in[DNNQ_MAX_POST]
         cdef _Buffers bufs = _Buffers()  # every array stays acquired until the kernel returns
         cdef int i
         memset(&op, 0, sizeof(op))
+        memset(post_in, 0, sizeof(gemm_post_input_t) * self.g.n_post)
+        op.post_in = post_in
         op.a = bufs.ptr(a)
         op.a_sb, op.a_sm, op.s8_src = a_sb, a_sm, s8_src
         op.b = bufs.ptr(packed)
@@ -423,11 +426,11 @@ cdef class GemmPlan:
         for i in range(self.g.n_post):
             s = src1s[i]
             if s is not None:
-                op.src1[i] = <const float*>bufs.ptr(s[0])
-                op.s1[i][0], op.s1[i][1], op.s1[i][2] = s[1], s[2], s[3]
+                post_in[i].src1 = <const float*>bufs.ptr(s[0])
+                post_in[i].s1[0], post_in[i].s1[1], post_in[i].s1[2] = s[1], s[2], s[3]
                 if len(s) > 4:
-                    op.src2[i] = <const float*>bufs.ptr(s[4])
-                    op.s2[i][0], op.s2[i][1], op.s2[i][2] = s[5], s[6], s[7]
+                    post_in[i].src2 = <const float*>bufs.ptr(s[4])
+                    post_in[i].s2[0], post_in[i].s2[1], post_in[i].s2[2] = s[5], s[6], s[7]
         op.dst_scale = dst_scale
         if dst_zp is not None:
             op.dst_zp = <const int32_t*>bufs.ptr(dst_zp)
@@ -441,19 +444,23 @@ cdef class GemmPlan:
         one execution, then the kernel launched with the GIL released."""
         cdef dnnq_gemm_args_t g = self.g
         cdef int i
+        cdef const gemm_post_input_t* pin
         # the post-op table is copied per call: binary inputs differ between concurrent
         # executions of one primitive from several Python threads
         cdef dnnq_postop_t local_post[DNNQ_MAX_POST]
         for i in range(g.n_post):
             local_post[i] = self.post[i]
-            if op.src1[i] != NULL:
-                local_post[i].src1 = op.src1[i]
+            if op.post_in == NULL:
+                continue
+            pin = &op.post_in[i]
+            if pin.src1 != NULL:
+                local_post[i].src1 = pin.src1
                 local_post[i].s1_b, local_post[i].s1_m, local_post[i].s1_n = \
-                    op.s1[i][0], op.s1[i][1], op.s1[i][2]
-            if op.src2[i] != NULL:
-                local_post[i].src2 = op.src2[i]
+                    pin.s1[0], pin.s1[1], pin.s1[2]
+            if pin.src2 != NULL:
+                local_post[i].src2 = pin.src2
                 local_post[i].s2_b, local_post[i].s2_m, local_post[i].s2_n = \
-                    op.s2[i][0], op.s2[i][1], op.s2[i][2]
+                    pin.s2[0], pin.s2[1], pin.s2[2]
             if (local_post[i].kind == DNNQ_PO_BINARY and local_post[i].src1 == NULL) or \
                     (local_post[i].kind == DNNQ_PO_SELECT and local_post[i].src2 == NULL):
                 raise ValueError(f"GemmPlan.execute: post-op {i} has no input array")

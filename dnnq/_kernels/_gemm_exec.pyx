@@ -22,7 +22,7 @@ from libc.string cimport memcpy, memset
 
 from dnnq._kernels._array_extent cimport _extent
 from dnnq._kernels._kernels cimport DNNQ_NR, DNNQ_MAX_POST
-from dnnq._kernels._gemm cimport GemmPlan, gemm_operands_t
+from dnnq._kernels._gemm cimport GemmPlan, gemm_operands_t, gemm_post_input_t
 
 import numpy as np
 from dnnq._kernels import _gemm
@@ -350,6 +350,7 @@ cdef class GemmExec:
         cdef int64_t found = 0
         cdef GemmPlan plan = self.plan
         cdef gemm_operands_t op
+        cdef gemm_post_input_t post_in[DNNQ_MAX_POST]
         cdef int i, j, nthreads, kind
         cdef int64_t wbi
         cdef int64_t M = plan.M, N = plan.N, K = plan.K, batch = plan.batch, zsum = 0, n
@@ -490,16 +491,19 @@ cdef class GemmExec:
         if self.has_bias:
             op.bias = <const float*>cnp.PyArray_DATA(<cnp.ndarray>bias)
             op.bias_sb, op.bias_sm, op.bias_sn = self.bias_sb, self.bias_sm, self.bias_sn
+        if self.n_po:
+            memset(post_in, 0, sizeof(gemm_post_input_t) * plan.g.n_post)
+            op.post_in = post_in
         for i in range(self.n_po):
             fp = <const float*>cnp.PyArray_DATA(<cnp.ndarray>po_vals[i])
             j = self.po_index[i]
             if self.po_which[i] == 1:
-                op.src1[j] = fp
-                op.s1[j][0], op.s1[j][1], op.s1[j][2] = \
+                post_in[j].src1 = fp
+                post_in[j].s1[0], post_in[j].s1[1], post_in[j].s1[2] = \
                     self.po_strides[i][0], self.po_strides[i][1], self.po_strides[i][2]
             else:
-                op.src2[j] = fp
-                op.s2[j][0], op.s2[j][1], op.s2[j][2] = \
+                post_in[j].src2 = fp
+                post_in[j].s2[0], post_in[j].s2[1], post_in[j].s2[2] = \
                     self.po_strides[i][0], self.po_strides[i][1], self.po_strides[i][2]
         op.dst = cnp.PyArray_DATA(<cnp.ndarray>dst)
         op.d_sb = M * N
