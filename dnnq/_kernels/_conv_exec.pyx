@@ -24,11 +24,9 @@ from libc.stdint cimport int8_t, uint8_t, int16_t, int32_t, uint32_t, int64_t, u
 from cython.parallel cimport prange
 
 from dnnq._kernels._array_extent cimport _extent
-from dnnq._kernels._kernels cimport dnnq_gemm_args_t, dnnq_postop_t
-from dnnq._kernels._gemm cimport GemmPlan
+from dnnq._kernels._gemm cimport GemmPlan, gemm_operands_t
 from dnnq._kernels._conv cimport (ConvPlan, ConvRun, DNNQ_CONV_MAX_POST,
                                   dnnq_transpose_for_isa, dnnq_transpose_rows_for_isa)
-from dnnq._kernels._codes cimport DNNQ_A_XOR_S8
 from libc.string cimport memset
 
 import numpy as np
@@ -471,40 +469,30 @@ cdef class ConvExec:
                      const float* ws_ptr, int64_t ws_sn, const float* bias_ptr, float ds,
                      const int32_t* dzp_ptr, void* d_ptr, bint panel_outer=False,
                      const uint8_t* src_plain=NULL, void* dst_plain=NULL) except -1:
-        cdef dnnq_postop_t local_post[DNNQ_CONV_MAX_POST]
-        cdef dnnq_gemm_args_t g
+        cdef gemm_operands_t op
         cdef GemmPlan gplan
         cdef int i, nthreads = _dispatch._num_threads
-        if self.conv_plan is None:  # 1x1: the GEMM driver over (image, pixels, OC)
+        if self.conv_plan is None:  # 1x1: the GEMM plan's one executor over (image, pixels, OC)
             gplan = <GemmPlan>self.gemm_plan
-            g = gplan.g
-            if g.n_post > DNNQ_CONV_MAX_POST:
-                raise ValueError(f"at most {DNNQ_CONV_MAX_POST} post-ops")
-            for i in range(g.n_post):
-                local_post[i] = gplan.post[i]
-            g.post = local_post
-            g.a = a_ptr
-            g.a_sb, g.a_sm = self.a_sb, self.a_sm
+            memset(&op, 0, sizeof(op))
+            op.a = a_ptr
+            op.a_sb, op.a_sm = self.a_sb, self.a_sm
             # (the convolution's GemmPlan XORs an s8 source to u8: no swap, no signed kernel)
-            g.a_xor = DNNQ_A_XOR_S8 if self.s8_src else 0
-            g.b = <const int8_t*>_data(packed)
-            g.b_sb = 0
-            g.col_comp = <const int32_t*>_data(comp)
-            g.c_sb = 0
-            g.raw_s32 = self.raw_s32
-            g.src_scale = ss * self.scale_adjust
-            g.scale, g.scale_sn = ws_ptr, ws_sn
+            op.s8_src = self.s8_src
+            op.b = _data(packed)
+            op.col_comp = <const int32_t*>_data(comp)
+            op.raw_s32 = self.raw_s32
+            op.src_scale = ss * self.scale_adjust
+            op.scale, op.scale_sn = ws_ptr, ws_sn
             if bias_ptr != NULL:
-                g.bias = bias_ptr
-                g.bias_sb, g.bias_sm, g.bias_sn = 0, 0, 1
-            # f32 reciprocal, then a multiply in the epilogue: what oneDNN does
-            g.inv_dst_scale = <float>1.0 / ds
+                op.bias = bias_ptr
+                op.bias_sb, op.bias_sm, op.bias_sn = 0, 0, 1
+            op.dst_scale = ds
             if dzp_ptr != NULL:
-                g.dst_zp, g.dst_zp_sn = dzp_ptr, 0
-            g.dst = d_ptr
-            g.d_sb, g.d_sm = self.d_sb, self.d_sm
-            with nogil:
-                gplan.launch(&g, nthreads)
+                op.dst_zp, op.dst_zp_sn = dzp_ptr, 0
+            op.dst = d_ptr
+            op.d_sb, op.d_sm = self.d_sb, self.d_sm
+            gplan.execute(&op, nthreads)
             return 0
         cdef ConvRun r
         memset(&r, 0, sizeof(ConvRun))

@@ -21,13 +21,13 @@ from dnnq._kernels._kernels cimport (
     dnnq_brgemm_ukr_n32_for_isa, dnnq_brgemm_ukr_n16_for_isa,
     dnnq_dst_lines_shared, DNNQ_ROWS_OUTER_MAX_WEIGHTS,
     DNNQ_F32_MR, dnnq_br_pair_f32_t, dnnq_brgemm_f32_for_isa, dnnq_gemm_block_f32_for_isa,
-    dnnq_pack_b_f32, DNNQ_MAX_POST, DNNQ_A_XOR_S8, DNNQ_A_SWAP, DNNQ_A_SIGNED,
+    dnnq_pack_b_f32, DNNQ_MAX_POST, DNNQ_A_SWAP, DNNQ_A_SIGNED,
 )
 
 from dnnq._kernels._codes cimport (
-    DNNQ_ISA_AVX512_CORE_AMX, DNNQ_PO_ELTWISE, DNNQ_PO_BINARY, DNNQ_PO_SUM, DNNQ_PO_SELECT,
-    DNNQ_ELT_RELU, DNNQ_ELT_LINEAR, DNNQ_ELT_GELU_TANH, DNNQ_ELT_GELU_ERF, DNNQ_ELT_CLIP,
-    DNNQ_ELT_CLIP_V2, DNNQ_ELT_HARDSWISH, DNNQ_ELT_HARDSIGMOID,
+    DNNQ_A_XOR_S8, DNNQ_ISA_AVX512_CORE_AMX, DNNQ_PO_ELTWISE, DNNQ_PO_BINARY, DNNQ_PO_SUM,
+    DNNQ_PO_SELECT, DNNQ_ELT_RELU, DNNQ_ELT_LINEAR, DNNQ_ELT_GELU_TANH, DNNQ_ELT_GELU_ERF,
+    DNNQ_ELT_CLIP, DNNQ_ELT_CLIP_V2, DNNQ_ELT_HARDSWISH, DNNQ_ELT_HARDSIGMOID,
 )
 
 import numpy as np

@@ -7,8 +7,9 @@ cdef extern from "dnnq_kernels.h" nogil:
         DNNQ_ROWS_OUTER_MAX_WEIGHTS
         DNNQ_MAX_POST
 
-    # dnnq_gemm_args_t.a_xor: how an s8 source is multiplied (0: a u8 source)
-    const uint32_t DNNQ_A_XOR_S8, DNNQ_A_SWAP, DNNQ_A_SIGNED
+    # dnnq_gemm_args_t.a_xor: how an s8 source is multiplied (DNNQ_A_U8: a u8 source; the
+    # XOR to u8 is DNNQ_A_XOR_S8 of _codes.pxd)
+    const uint32_t DNNQ_A_U8, DNNQ_A_SWAP, DNNQ_A_SIGNED
 
     ctypedef struct dnnq_cpu_features_t:
         int sse41, avx, avx2, fma, avx512f, avx512bw, avx512vl, avx512dq, avx512_vnni, avx_vnni

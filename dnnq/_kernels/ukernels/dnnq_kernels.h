@@ -16,11 +16,9 @@
 /* the most post-ops one primitive takes (dnnq.post_ops.MAX_POST_OPS): the size of the
  * per-execution copies of the post-op table */
 #define DNNQ_MAX_POST 32
-/* a_xor value of a u8 source */
+/* a_xor value of a u8 source (an s8 source XOR-ed to u8 = s8 + 128 as it is read, -128 *
+ * colsum compensated: DNNQ_A_XOR_S8, dnnq_codes.h) */
 #define DNNQ_A_U8 0u
-/* a_xor value of an s8 source XOR-ed to u8 = s8 + 128 as it is read (-128 * colsum
- * compensated) */
-#define DNNQ_A_XOR_S8 0x80808080u
 /* a_xor value of an s8 source multiplied as the signed operand against weights packed as
  * u8 = w + 128 (kernels that define DNNQ_SWAP_FOLD: AVX-512, AVX-VNNI) */
 #define DNNQ_A_SWAP 1u
