@@ -78,8 +78,8 @@ class AttrPlan:
             for arg, mask in given.items():
                 if arg not in support:
                     raise Unimplemented(
-                        f"{prim}: {what} on {arg_name_of(arg)} are not supported; supported: "
-                        + (f"{what} on " + ", ".join(arg_name_of(a) for a in support)
+                        f"{prim}: {what} of {arg_name_of(arg)} are not supported; supported: "
+                        + (f"{what} of " + ", ".join(arg_name_of(a) for a in support)
                            if support else f"no {what}"))
                 dims, allowed = support[arg]
                 name = f"{what} mask of {arg_name_of(arg)}"

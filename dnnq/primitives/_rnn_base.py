@@ -285,9 +285,24 @@ class _RNN(metaclass=CachedPrimitive):
                          A.DNNL_ARG_WEIGHTS_ITER: (None, (0, _PER_GATE_OC))}
         if self.weights_projection_desc is not None:
             scale_support[A.DNNL_ARG_WEIGHTS_PROJECTION] = (None, (0, _PER_OC_PROJ))
-        plan = AttrPlan(p, attr, scale_support, {A.DNNL_ARG_SRC_LAYER: (None, (0,))},
-                        post_op_kinds=(), resolve=lambda arg, mask, name: mask,
-                        names=_ARG_NAMES, rnn_qparams=True)
+        zp_support = {A.DNNL_ARG_SRC_LAYER: (None, (0,))}
+        if attr is not None and isinstance(attr, PrimitiveAttr):
+            # the arguments outside the table, named with what the RNN cells take
+            for arg in attr.scales_args():
+                if arg not in scale_support:
+                    raise Unimplemented(
+                        f"{p}: scales on {A.name(arg)} are not supported; supported: "
+                        "src_layer (mask 0, for every u8 tensor), weights_layer / weights_iter "
+                        "(mask 0 or 24), weights_projection (mask 0 or 8, with a projection)")
+            for arg, mask in attr.zero_points_args().items():
+                if arg not in zp_support:
+                    raise Unimplemented(
+                        f"{p}: zero points on {A.name(arg)} with mask {mask} are not "
+                        "supported; supported: src_layer with mask 0 (for every u8 tensor; "
+                        "weights are symmetric)")
+        plan = AttrPlan(p, attr, scale_support, zp_support, post_op_kinds=(),
+                        resolve=lambda arg, mask, name: mask, names=_ARG_NAMES,
+                        rnn_qparams=True)
         if attr is None:
             attr = PrimitiveAttr()
         scales, zps = plan.scale_mask, plan.zp_mask
