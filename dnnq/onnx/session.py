@@ -31,8 +31,8 @@ class InferenceSession:
     counters do. The timing adds about a microsecond per step.
 
     With more than one thread, each step runs on the threads that serve it best: the second
-    run of each input shape times every step on one thread and on all of them and keeps the
-    faster (a layer of a few microseconds gains nothing from a second thread, and a parallel
+    run of each input shape (at creation, for static shapes) times every step on one thread
+    and on all of them and keeps the faster (a layer of a few microseconds gains nothing from a second thread, and a parallel
     region waits for its slowest thread when the machine is busy). ``plan()`` gives each
     row's ``threads``. Results do not depend on the thread count.
     """
@@ -73,6 +73,9 @@ class InferenceSession:
             feed = {v.name: np.zeros(v.shape, _NP_OF_ELEM[v.elem_type])
                     for v in self._graph.inputs}
             self.run(None, feed)
+            nthreads = self._threads if self._threads is not None else dnnq.get_num_threads()
+            if nthreads > 1:  # the per-step thread choice, so that no user run pays for it
+                self.run(None, feed)
         self.reset_profile()
 
     # --- ONNX Runtime's interface --------------------------------------------------------
