@@ -125,7 +125,7 @@ def test_package_import_graph_has_no_cycle():
 
 
 # ---- literal codes -------------------------------------------------------------------------
-# the sources of the GEMM, RNN and toolkit families (the convolution's are checked with it)
+# the sources of the GEMM, RNN, toolkit and convolution families
 _CODE_FILES = (
     "primitives/matmul.py", "primitives/gemm.py", "primitives/_gemm_primitive.py",
     "primitives/_gemm_kplan.py", "primitives/rnn.py", "primitives/_rnn_base.py",
@@ -136,6 +136,12 @@ _CODE_FILES = (
     "_kernels/_gemm.pyx", "_kernels/_gemm.pxd", "_kernels/_gemm_exec.pyx",
     "_kernels/_gemm_api.pyx", "_kernels/_rnn.pyx", "_kernels/_rnn_exec.pyx",
     "_kernels/_rnn_decl.pxd", "_kernels/_toolkit.pyx", "_kernels/_kernels.pxd",
+    # the convolution family
+    "primitives/convolution.py", "primitives/_conv_kernel_choice.py",
+    "primitives/_conv_geometry.py", "primitives/_conv_impl.py", "primitives/_conv_f32.py",
+    "primitives/_conv_fused_dw.py", "primitives/_conv_checked_exec.py",
+    "primitives/_post_op_spec.py", "_kernels/_conv.pyx", "_kernels/_conv.pxd",
+    "_kernels/_conv_exec.pyx", "_impls.py",
 )
 _CODE_NAMES = r"(?:kind|alg|dt|dst_dt|src_dt|isa|cell|act|a_xor)"
 _LITERAL = [
@@ -154,8 +160,10 @@ _LITERAL = [
 def _ukernel_files():
     ukr = os.path.join(PKG, "_kernels", "ukernels")
     return [os.path.join("_kernels", "ukernels", f) for f in sorted(os.listdir(ukr))
-            if re.match(r"(gemm_(?!api\.c)|rnn_|epilogue_|tk_)\w*\.[ch]$", f)] + \
-        ["_kernels/ukernels/dnnq_rnn.h"]
+            if re.match(r"(gemm_(?!api\.c)|rnn_|epilogue_|tk_|conv_)\w*\.[ch]$", f)] + \
+        [os.path.join("_kernels", "ukernels", "depthwise", f)
+         for f in sorted(os.listdir(os.path.join(ukr, "depthwise")))] + \
+        ["_kernels/ukernels/dnnq_rnn.h", "_kernels/ukernels/dnnq_conv.h"]
 
 
 def literal_codes(text):
@@ -177,7 +185,7 @@ def test_literal_code_finder_finds_literals():
     assert not literal_codes("    return 1 if dt == DNNQ_DT_S8 else 4  # dt == 2: s8")
 
 
-def test_no_literal_codes_in_the_gemm_rnn_toolkit_sources():
+def test_no_literal_codes_in_the_engine_sources():
     found = []
     for rel in list(_CODE_FILES) + _ukernel_files():
         with open(os.path.join(PKG, rel)) as f:

@@ -33,7 +33,7 @@
 int dnnq_conv_prepare_run(dnnq_conv_t *cv) {
     cv->deconv_zc = NULL;
     if (cv->kernel != DNNQ_CONV_K_DECONV_PHASES || !cv->zp_rows || !cv->packed) return 0;
-    int need = cv->a_xor != 0;
+    int need = cv->a_xor != DNNQ_A_U8;
     for (int64_t i = 0; i < cv->G * cv->kpair && !need; ++i) need = cv->zp_rows[i] != 0;
     if (!need) return 0;
     if (cv->npairs > DNNQ_ZC_TAPS) return -2; /* the kernel choice excludes it (_impls.CONV) */

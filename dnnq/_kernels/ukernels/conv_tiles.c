@@ -28,39 +28,44 @@ static int cmp_tile(const void *a, const void *b) {
  * 1x1 stride-2 layer on a 7x7 output: 9 tiles of 5 - 6 pixels rather than 14 of 3 - 4).
  * Each run is split evenly into tiles of at most mr pixels.  Returns the count; writes them
  * when `out` is given. */
+/* how rect_tiles cuts a rectangle of output pixels into tiles */
+enum { TILES_RASTER, TILES_ALONG_W, TILES_ALONG_H };
+
 static int64_t rect_tiles(const dnnq_conv_t *cv, int64_t od, int64_t h0, int64_t h1, int64_t w0,
                           int64_t w1, const int32_t *k0, const int32_t *k1, int mr,
                           dnnq_conv_tile_t *out) {
     const int64_t H = h1 - h0, W = w1 - w0;
     const int64_t per_row = (W + mr - 1) / mr, per_col = (H + mr - 1) / mr;
     const int64_t raster = (H * W + mr - 1) / mr;
-    /* 1: along w, 2: along h, 0: raster; fold_kw: not along h (the epilogue of a border
-     * column costs a call per pixel, and its gathered rows about as much as its taps) */
-    int kind = H * per_row <= W * per_col || cv->fold_kw ? 1 : 2;
+    /* along w, along h or raster; fold_kw: not along h (the epilogue of a border column
+     * costs a call per pixel, and its gathered rows about as much as its taps) */
+    int kind = H * per_row <= W * per_col || cv->fold_kw ? TILES_ALONG_W : TILES_ALONG_H;
     if (w0 == 0 && w1 == cv->ow && H > 1 && k0[2] >= 0 && /* not a mixed run */
-        raster < (kind == 1 ? H * per_row : W * per_col))
-        kind = 0;
-    const int64_t runs = kind == 0 ? 1 : kind == 1 ? H : W;
-    const int64_t len = kind == 0 ? H * W : kind == 1 ? W : H;
-    const int64_t nt = kind == 0 ? raster : kind == 1 ? per_row : per_col;
+        raster < (kind == TILES_ALONG_W ? H * per_row : W * per_col))
+        kind = TILES_RASTER;
+    const int64_t runs = kind == TILES_RASTER ? 1 : kind == TILES_ALONG_W ? H : W;
+    const int64_t len = kind == TILES_RASTER ? H * W : kind == TILES_ALONG_W ? W : H;
+    const int64_t nt = kind == TILES_RASTER ? raster : kind == TILES_ALONG_W ? per_row : per_col;
     if (!out) return runs * nt;
     int64_t n = 0;
     for (int64_t i = 0; i < runs; ++i) {
         for (int64_t t = 0; t < nt; ++t, ++n) {
             const int64_t a = len * t / nt, b = len * (t + 1) / nt;
-            const int64_t oh = kind == 0 ? h0 + a / W : kind == 1 ? h0 + i : h0 + a;
-            const int64_t ow = kind == 0 ? w0 + a % W : kind == 1 ? w0 + a : w0 + i;
+            const int64_t oh = kind == TILES_RASTER ? h0 + a / W
+                               : kind == TILES_ALONG_W ? h0 + i : h0 + a;
+            const int64_t ow = kind == TILES_RASTER ? w0 + a % W
+                               : kind == TILES_ALONG_W ? w0 + a : w0 + i;
             dnnq_conv_tile_t *q = out + n;
             q->m = (od * cv->oh + oh) * cv->ow + ow;
             q->o[0] = (int32_t)od, q->o[1] = (int32_t)oh, q->o[2] = (int32_t)ow;
             q->src = (((od * cv->sd - cv->pd) * cv->ih + oh * cv->sh - cv->ph) * cv->iw +
                       ow * cv->sw - cv->pw) * cv->IC;
-            q->lda = kind == 2 ? cv->sh * cv->iw * cv->IC : cv->sw * cv->IC;
+            q->lda = kind == TILES_ALONG_H ? cv->sh * cv->iw * cv->IC : cv->sw * cv->IC;
             q->mr = (int32_t)(b - a);
-            q->mstep = kind == 0 ? 0 : kind == 1 ? 1 : (int32_t)cv->ow;
+            q->mstep = kind == TILES_RASTER ? 0 : kind == TILES_ALONG_W ? 1 : (int32_t)cv->ow;
             /* a raster tile inside one output row is a run: dense A, its pairs reused by the
              * next such tile (no row pointers to build: 2 % of a 1x1 stride-2 layer) */
-            if (kind == 0 && a % W + (b - a) <= W) q->mstep = 1;
+            if (kind == TILES_RASTER && a % W + (b - a) <= W) q->mstep = 1;
             q->mixed = 0;
             for (int j = 0; j < 3; ++j) {
                 q->k0[j] = k0[j];

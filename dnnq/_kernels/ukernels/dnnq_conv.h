@@ -147,7 +147,7 @@ typedef struct dnnq_conv_s {
  * 0 (not fused): u8 sources, and s8 ones XOR-ed to u8 (the kinds with a compensation). */
 static inline int dnnq_conv_fuse_kind(const dnnq_conv_t *cv, const dnnq_gemm_args_t *ge,
                                       int64_t p, dnnq_epi_state_t *st) {
-    if (!cv->brgemm_epi || (cv->a_xor != 0 && cv->a_xor != 0x80808080u)) return 0;
+    if (!cv->brgemm_epi || (cv->a_xor != DNNQ_A_U8 && cv->a_xor != DNNQ_A_XOR_S8)) return 0;
     const int kind = cv->epi_prepare(ge, 0, p, st);
     return kind && cv->a_xor ? dnnq_epi_kind_xor(kind) : kind;
 }
