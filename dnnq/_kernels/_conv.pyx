@@ -281,6 +281,8 @@ cdef class ConvPlan:
         cv.epi.col_comp = r.col_comp
         cv.epi.wzp = r.wzp
         cv.epi.wzp_sn = r.wzp_sn
+        if r.wzp != NULL:  # the fused epilogues have no weights zero point (C trusts the flags)
+            cv.epi.fast_epi = cv.epi.fast_epi_sum = 0
         cv.epi.rowsum = r.rowsum
         cv.epi.raw_s32 = self.raw_s32
         cv.epi.src_scale = r.src_scale

@@ -369,6 +369,8 @@ cdef class GemmPlan:
             self.m_outer = True
         self.min_work_per_thread = 1 << 17
         self.g.fast_epi, self.g.fast_epi_sum = fused_epilogue_flags(post_ops)
+        if ref_numerics:  # oneDNN's reference-kernel order: the row epilogue only
+            self.g.fast_epi = self.g.fast_epi_sum = 0
         self.g.n_post = len(post_ops)
         if self.g.n_post:
             self.post = <dnnq_postop_t*>malloc(sizeof(dnnq_postop_t) * self.g.n_post)
@@ -479,6 +481,10 @@ cdef class GemmPlan:
         g.scale, g.scale_sn = op.scale, op.scale_sn
         g.bias = op.bias
         g.bias_sb, g.bias_sm, g.bias_sn = op.bias_sb, op.bias_sm, op.bias_sn
+        # the fused epilogues take per-column vectors only: decided here, once per execution
+        # (gemm_impl.h's dnnq_fast_epi_ok trusts the flags)
+        if op.wzp != NULL or (op.bias != NULL and (op.bias_sb != 0 or op.bias_sm != 0)):
+            g.fast_epi = g.fast_epi_sum = 0
         # f32 reciprocal, then a multiply in the epilogue: what oneDNN does (not a division)
         g.inv_dst_scale = <float>1.0 / op.dst_scale
         g.dst_zp, g.dst_zp_sn = op.dst_zp, op.dst_zp_sn

@@ -66,14 +66,15 @@ static void dnnq_epilogue_row(const dnnq_gemm_args_t *g, int64_t b, int64_t m, i
     dnnq_epilogue_finish(g, b, m, n0, nc, v, drow);
 }
 
-/* the fused intrinsic epilogue covers per-N vectors, no weights zero point, and a bias that
- * does not vary along the rows */
+/* The fused intrinsic epilogue applies: the flags say so (the executors clear both where it
+ * does not: a weights zero point, oneDNN's reference-kernel numerics, a bias varying along the
+ * rows; _gemm.pyx GemmPlan.execute, _conv.pyx ConvPlan.execute), and this ISA's epilogue
+ * takes sum / GELU / clip / hard-swish chains (DNNQ_FAST_SUM) or only relu / linear */
 #ifndef DNNQ_FAST_SUM
 #define DNNQ_FAST_SUM 0 /* the ISA's fused epilogue has no sum post-op */
 #endif
 static inline int dnnq_fast_epi_ok(const dnnq_gemm_args_t *g) {
-    return (g->fast_epi || (DNNQ_FAST_SUM && g->fast_epi_sum)) && !g->wzp && !g->ref_numerics &&
-           (!g->bias || (g->bias_sb == 0 && g->bias_sm == 0));
+    return g->fast_epi || (DNNQ_FAST_SUM && g->fast_epi_sum);
 }
 
 void DNNQ_FN(dnnq_gemm_epilogue)(const dnnq_gemm_args_t *g, int64_t b, int64_t m, int mr,
