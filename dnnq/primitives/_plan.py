@@ -46,8 +46,10 @@ def s32_gemm(a, b, isa=None, num_threads=None):
     N = b.shape[1]
     if isa is None:
         isa_name = _impls.choose("gemm", _impls.GEMM, M=M).isa
-    else:  # a forced level; AMX below 8 rows as the table decides
-        isa_name = "avx512_core_vnni" if isa == "avx512_core_amx" and M < 8 else isa
+    else:  # a forced level: the table's own rules from that level down (AMX below 8 rows)
+        levels = [impl.isa for impl in _impls.GEMM]
+        isa_name = next(impl.isa for impl in _impls.GEMM[levels.index(isa):]
+                        if impl.reject is None or impl.reject({"M": M}) is None)
     pw = PackedGemmWeights(b)
     s8 = a.dtype == np.int8
     col_comp = (-128 * pw.colsum[0].astype(np.int64)).astype(np.int32) if s8 else \
