@@ -6,9 +6,10 @@
 /* ---- the vector form (vector_exp) ---------------------------------------------------------
  * exp(x) for x <= 0 (the row minus its max) to about 2 ulp: Cephes' expf polynomial with fused
  * multiply-adds, scaled by 2^(n + 64) then 2^-64 (exact for normal results, one rounding for
- * the subnormal ones; below -104 the result is 0 or the smallest subnormal anyway).  The same
- * IEEE operations in the same order at every width (the portable build's fmaf rounds once,
- * as vfmadd does), so every level gives the same bits; a NaN stays a NaN. */
+ * the subnormal ones; below -104 the result is 0 or the smallest subnormal anyway).  Written
+ * once over tk_vec.h's lanes: the same IEEE operations in the same order at every width (the
+ * portable build's fmaf rounds once, as vfmadd does), so every level gives the same bits; a
+ * NaN stays a NaN. */
 #define TK_EXP_LO -104.0f
 #define TK_EXP_LOG2E 1.44269504088896341f
 #define TK_EXP_C1 0.693359375f
@@ -21,68 +22,23 @@
 #define TK_EXP_P5 5.0000001201e-1f
 #define TK_EXP_TWO_M64 5.42101086242752217e-20f /* 2^-64 */
 
-static inline float tk_exp_le0_1(float x) {
-    if (x != x) return x;
-    x = TK_EXP_LO > x ? TK_EXP_LO : x;
-    const float nf = nearbyintf(x * TK_EXP_LOG2E);
-    float r = fmaf(nf, -TK_EXP_C1, x);
-    r = fmaf(nf, -TK_EXP_C2, r);
-    const float z = r * r;
-    float p = fmaf(TK_EXP_P0, r, TK_EXP_P1);
-    p = fmaf(p, r, TK_EXP_P2);
-    p = fmaf(p, r, TK_EXP_P3);
-    p = fmaf(p, r, TK_EXP_P4);
-    p = fmaf(p, r, TK_EXP_P5);
-    float y = fmaf(p, z, r) + 1.0f;
-    const uint32_t bits = (uint32_t)((int32_t)nf + 64 + 127) << 23;
-    float s1;
-    memcpy(&s1, &bits, 4);
-    return (y * s1) * TK_EXP_TWO_M64;
+TK_INLINE tk_vf tk_exp_le0(tk_vf x) {
+    /* x > lo ? x : lo: a NaN lane is computed as lo, its result replaced by the NaN below */
+    const tk_vf xl = tk_vf_max(x, tk_vf_set1(TK_EXP_LO));
+    const tk_vi n = tk_vi_rne(tk_vf_mul(xl, tk_vf_set1(TK_EXP_LOG2E)));
+    const tk_vf nf = tk_vf_from_vi(n);
+    tk_vf r = tk_vf_fma(nf, tk_vf_set1(-TK_EXP_C1), xl);
+    r = tk_vf_fma(nf, tk_vf_set1(-TK_EXP_C2), r);
+    const tk_vf z = tk_vf_mul(r, r);
+    tk_vf p = tk_vf_fma(tk_vf_set1(TK_EXP_P0), r, tk_vf_set1(TK_EXP_P1));
+    p = tk_vf_fma(p, r, tk_vf_set1(TK_EXP_P2));
+    p = tk_vf_fma(p, r, tk_vf_set1(TK_EXP_P3));
+    p = tk_vf_fma(p, r, tk_vf_set1(TK_EXP_P4));
+    p = tk_vf_fma(p, r, tk_vf_set1(TK_EXP_P5));
+    const tk_vf y = tk_vf_add(tk_vf_fma(p, z, r), tk_vf_set1(1.0f));
+    const tk_vf e = tk_vf_mul(tk_vf_mul(y, tk_vf_exp2i(n, 64)), tk_vf_set1(TK_EXP_TWO_M64));
+    return tk_vf_nan_or(x, e);
 }
-
-#if TK_VEC == 512
-static inline __m512 tk_exp_le0_v(__m512 x) {
-    const __mmask16 nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
-    const __m512 xc = _mm512_max_ps(_mm512_set1_ps(TK_EXP_LO), x); /* lo > x ? lo : x */
-    const __m512 nf = _mm512_roundscale_ps(_mm512_mul_ps(xc, _mm512_set1_ps(TK_EXP_LOG2E)),
-                                           _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fmadd_ps(nf, _mm512_set1_ps(-TK_EXP_C1), xc);
-    r = _mm512_fmadd_ps(nf, _mm512_set1_ps(-TK_EXP_C2), r);
-    const __m512 z = _mm512_mul_ps(r, r);
-    __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(TK_EXP_P0), r, _mm512_set1_ps(TK_EXP_P1));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(TK_EXP_P2));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(TK_EXP_P3));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(TK_EXP_P4));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(TK_EXP_P5));
-    const __m512 y = _mm512_add_ps(_mm512_fmadd_ps(p, z, r), _mm512_set1_ps(1.0f));
-    const __m512i n = _mm512_cvtps_epi32(nf); /* exact: nf is an integer */
-    const __m512 s1 = _mm512_castsi512_ps(
-        _mm512_slli_epi32(_mm512_add_epi32(n, _mm512_set1_epi32(64 + 127)), 23));
-    const __m512 e = _mm512_mul_ps(_mm512_mul_ps(y, s1), _mm512_set1_ps(TK_EXP_TWO_M64));
-    return _mm512_mask_mov_ps(e, nan, x);
-}
-#elif TK_VEC == 256
-static inline __m256 tk_exp_le0_v(__m256 x) {
-    const __m256 nan = _mm256_cmp_ps(x, x, _CMP_UNORD_Q);
-    const __m256 xc = _mm256_max_ps(_mm256_set1_ps(TK_EXP_LO), x);
-    const __m256 nf = _mm256_round_ps(_mm256_mul_ps(xc, _mm256_set1_ps(TK_EXP_LOG2E)),
-                                      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 r = _mm256_fmadd_ps(nf, _mm256_set1_ps(-TK_EXP_C1), xc);
-    r = _mm256_fmadd_ps(nf, _mm256_set1_ps(-TK_EXP_C2), r);
-    const __m256 z = _mm256_mul_ps(r, r);
-    __m256 p = _mm256_fmadd_ps(_mm256_set1_ps(TK_EXP_P0), r, _mm256_set1_ps(TK_EXP_P1));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(TK_EXP_P2));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(TK_EXP_P3));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(TK_EXP_P4));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(TK_EXP_P5));
-    const __m256 y = _mm256_add_ps(_mm256_fmadd_ps(p, z, r), _mm256_set1_ps(1.0f));
-    const __m256i n = _mm256_cvtps_epi32(nf);
-    const __m256 s1 = _mm256_castsi256_ps(
-        _mm256_slli_epi32(_mm256_add_epi32(n, _mm256_set1_epi32(64 + 127)), 23));
-    const __m256 e = _mm256_mul_ps(_mm256_mul_ps(y, s1), _mm256_set1_ps(TK_EXP_TWO_M64));
-    return _mm256_blendv_ps(e, x, nan);
-}
-#endif
 
 /* w[i] = exp(w[i] - m) for i < L, and their sum in a fixed order: 16 partial sums, element i
  * into sum (i mod 16) in order of i, then ((s_k + s_k+8) + (s_k+4 + ...)) as a tree (below);
@@ -90,39 +46,28 @@ static inline __m256 tk_exp_le0_v(__m256 x) {
 #define TK_SM_LANES 16
 static float tk_softmax_exp_sum(float *restrict w, int64_t L, float m) {
     float part[TK_SM_LANES] __attribute__((aligned(64))) = {0};
+    float tail[TK_SM_LANES] __attribute__((aligned(64)));
+    tk_vf acc[TK_SM_LANES / TK_VF];
+    const tk_vf vm = tk_vf_set1(m);
+    for (int k = 0; k < TK_SM_LANES / TK_VF; ++k) acc[k] = tk_vf_set1(0.0f);
     int64_t i = 0;
-#if TK_VEC == 512
-    __m512 acc = _mm512_setzero_ps();
-    const __m512 vm = _mm512_set1_ps(m);
-    for (; i + 16 <= L; i += 16) {
-        const __m512 e = tk_exp_le0_v(_mm512_sub_ps(_mm512_loadu_ps(w + i), vm));
-        _mm512_storeu_ps(w + i, e);
-        acc = _mm512_add_ps(acc, e);
-    }
-    _mm512_store_ps(part, acc);
-#elif TK_VEC == 256
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    const __m256 vm = _mm256_set1_ps(m);
-    for (; i + 16 <= L; i += 16) {
-        const __m256 e0 = tk_exp_le0_v(_mm256_sub_ps(_mm256_loadu_ps(w + i), vm));
-        const __m256 e1 = tk_exp_le0_v(_mm256_sub_ps(_mm256_loadu_ps(w + i + 8), vm));
-        _mm256_storeu_ps(w + i, e0);
-        _mm256_storeu_ps(w + i + 8, e1);
-        acc0 = _mm256_add_ps(acc0, e0);
-        acc1 = _mm256_add_ps(acc1, e1);
-    }
-    _mm256_store_ps(part, acc0);
-    _mm256_store_ps(part + 8, acc1);
-#else
-    for (; i + 16 <= L; i += 16)
-        for (int k = 0; k < TK_SM_LANES; ++k) {
-            w[i + k] = tk_exp_le0_1(w[i + k] - m);
-            part[k] += w[i + k];
+    for (; i + TK_SM_LANES <= L; i += TK_SM_LANES)
+        for (int k = 0; k < TK_SM_LANES / TK_VF; ++k) {
+            const tk_vf e = tk_exp_le0(tk_vf_sub(tk_vf_loadu(w + i + k * TK_VF), vm));
+            tk_vf_storeu(w + i + k * TK_VF, e);
+            acc[k] = tk_vf_add(acc[k], e);
         }
-#endif
-    for (int k = 0; i < L; ++i, ++k) { /* the tail: lanes 0 .. L % 16 - 1 */
-        w[i] = tk_exp_le0_1(w[i] - m);
-        part[k] += w[i];
+    for (int k = 0; k < TK_SM_LANES / TK_VF; ++k) tk_vf_storeu(part + k * TK_VF, acc[k]);
+    if (i < L) { /* the tail: lanes 0 .. L % 16 - 1, through a padded block */
+        const int rem = (int)(L - i);
+        for (int k = 0; k < TK_SM_LANES; ++k) tail[k] = k < rem ? w[i + k] : m;
+        for (int k = 0; k < TK_SM_LANES / TK_VF; ++k)
+            tk_vf_storeu(tail + k * TK_VF,
+                         tk_exp_le0(tk_vf_sub(tk_vf_loadu(tail + k * TK_VF), vm)));
+        for (int k = 0; k < rem; ++k) {
+            w[i + k] = tail[k];
+            part[k] += tail[k];
+        }
     }
     for (int k = 0; k < 8; ++k) part[k] += part[k + 8];
     for (int k = 0; k < 4; ++k) part[k] += part[k + 4];

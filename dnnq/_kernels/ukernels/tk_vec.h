@@ -69,6 +69,25 @@ TK_INLINE tk_vf tk_vf_from_vi(tk_vi x) { return TK_P(cvtepi32_ps)(x); }
 TK_INLINE tk_vi tk_vi_rne(tk_vf x) { return TK_P(cvtps_epi32)(x); } /* default mode: rne */
 TK_INLINE tk_vi tk_vi_loadu(const void *p) { return TK_SI(loadu)((const void *)p); }
 TK_INLINE void tk_vi_storeu(void *p, tk_vi x) { TK_SI(storeu)((void *)p, x); }
+/* a * b + c rounded once; 2^(n + k) from integer lanes (n + k + 127 in 1 .. 254); x where it is
+ * NaN, else y */
+#if TK_VEC == 512
+TK_INLINE tk_vf tk_vf_fma(tk_vf a, tk_vf b, tk_vf c) { return _mm512_fmadd_ps(a, b, c); }
+TK_INLINE tk_vf tk_vf_exp2i(tk_vi n, int k) {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(n, _mm512_set1_epi32(k + 127)), 23));
+}
+TK_INLINE tk_vf tk_vf_nan_or(tk_vf x, tk_vf y) {
+    return _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), x);
+}
+#else
+TK_INLINE tk_vf tk_vf_fma(tk_vf a, tk_vf b, tk_vf c) { return _mm256_fmadd_ps(a, b, c); }
+TK_INLINE tk_vf tk_vf_exp2i(tk_vi n, int k) {
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n, _mm256_set1_epi32(k + 127)), 23));
+}
+TK_INLINE tk_vf tk_vf_nan_or(tk_vf x, tk_vf y) {
+    return _mm256_blendv_ps(y, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+}
+#endif
 #if TK_VEC == 512
 /* TK_VF bytes widened to s32 lanes */
 TK_INLINE tk_vi tk_vi_from_s8(const void *p) { return _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)p)); }
@@ -99,6 +118,14 @@ TK_INLINE tk_vf tk_vf_from_vi(tk_vi x) { return (float)x; }
 TK_INLINE tk_vi tk_vi_rne(tk_vf x) { return (int32_t)nearbyintf(x); } /* x clamped first */
 TK_INLINE tk_vi tk_vi_loadu(const void *p) { int32_t v; memcpy(&v, p, 4); return v; }
 TK_INLINE void tk_vi_storeu(void *p, tk_vi x) { memcpy(p, &x, 4); }
+TK_INLINE tk_vf tk_vf_fma(tk_vf a, tk_vf b, tk_vf c) { return fmaf(a, b, c); }
+TK_INLINE tk_vf tk_vf_exp2i(tk_vi n, int k) {
+    const uint32_t bits = (uint32_t)(n + k + 127) << 23;
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+TK_INLINE tk_vf tk_vf_nan_or(tk_vf x, tk_vf y) { return x != x ? x : y; }
 TK_INLINE tk_vi tk_vi_from_s8(const void *p) { return *(const int8_t *)p; }
 TK_INLINE tk_vi tk_vi_from_u8(const void *p) { return *(const uint8_t *)p; }
 TK_INLINE void tk_vi_store_s8(void *p, tk_vi q) { *(int8_t *)p = (int8_t)(q < -128 ? -128 : q > 127 ? 127 : q); }
