@@ -86,10 +86,8 @@ DNNQ_ALWAYS_INLINE __m512 epi_tail(const int DT, const int F, const dnnq_gemm_ar
 
 DNNQ_ALWAYS_INLINE __m512 epi_value(const int DT, const int POST, const int F,
                                     const dnnq_gemm_args_t *g, const epi_consts_t *k, __m512i ai,
-                                    int j, const char *o) {
-    __m512 v = epi_pre(F, k, ai, j);
-    (void)o;
-    return epi_tail(DT, F, g, k, epi_post(POST, v), j);
+                                    int j) {
+    return epi_tail(DT, F, g, k, epi_post(POST, epi_pre(F, k, ai, j)), j);
 }
 
 /* four s32 vectors (columns 0-15, ..., 48-63) packed s32 -> s16 -> s8 / u8 with saturation
@@ -120,8 +118,8 @@ DNNQ_ALWAYS_INLINE void epi_tile(const int DT, const int POST, const int F,
                 __m512i q;
                 if (DT == EPI_RAW) q = _mm512_add_epi32(ai, k->cc[j]);
                 else if (DT == DNNQ_DT_F32)
-                    q = _mm512_castps_si512(epi_value(DT, POST, F, g, k, ai, j, o));
-                else q = _mm512_cvtps_epi32(epi_value(DT, POST, F, g, k, ai, j, o));
+                    q = _mm512_castps_si512(epi_value(DT, POST, F, g, k, ai, j));
+                else q = _mm512_cvtps_epi32(epi_value(DT, POST, F, g, k, ai, j));
                 /* masked stores are slow on some cores (AMD Zen 4): only the last vector */
                 if (k->full || k->km[j] == 0xFFFF) _mm512_storeu_si512(o + 64 * j, q);
                 else _mm512_mask_storeu_epi32(o + 64 * j, k->km[j], q);
@@ -134,7 +132,7 @@ DNNQ_ALWAYS_INLINE void epi_tile(const int DT, const int POST, const int F,
             q[j] = j >= k->nv ? _mm512_setzero_si512() /* no column there (narrow panels) */
                               : _mm512_cvtps_epi32(epi_value(
                                     DT, POST, F, g, k,
-                                    _mm512_load_si512((const void *)(t + 16 * j)), j, o));
+                                    _mm512_load_si512((const void *)(t + 16 * j)), j));
         epi_pack_store8(DT == DNNQ_DT_S8, k, q[0], q[1], q[2], q[3], o);
     }
 }
