@@ -100,6 +100,27 @@ def test_few_channels_fold_vs_onednn(isa, ic, geom):
 
 
 @needs_onednn
+@pytest.mark.parametrize("ic,isp,k,s,pl,pr", [
+    (1, (832,), (256,), (128,), (0,), (0,)),     # silero's STFT: one reduction of 256
+    (1, (300,), (255,), (16,), (3,), (5,)),      # K % 4 tail, border rows gathered
+    (2, (97,), (61,), (3,), (30,), (30,)),
+    (8, (5, 140), (3, 128), (1, 7), (1, 0), (1, 2)),   # K = 1024 per kernel row
+    (5, (40,), (13,), (1,), (0,), (0,))])        # 65 bytes: past the first-layer limit
+def test_long_kernels_few_channels_fold_vs_onednn(isa, ic, isp, k, s, pl, pr):
+    """Long kernel rows over 1 - 8 channels fold into one reduction of KW * IC bytes (up
+    to 1024), with and without a source zero point, several images (the rows of one tile
+    stay within an image)."""
+    rng = np.random.default_rng(ic + k[-1])
+    for src_dt, zp in (("u8", 0), ("u8", 131), ("s8", -3)):
+        c = Case(rng, mb=3, ICg=ic, OCg=70, isp=isp, k=k, s=s, pl=pl, pr=pr, d=(0,) * len(k),
+                 src_dt=src_dt, dst_dt="s32", src_tag="nwc" if len(isp) == 1 else "nhwc",
+                 dst_tag="nwc" if len(isp) == 1 else "nhwc", q={"src_zp": [zp]})
+        out, p = c.run_dnnq()
+        assert p.impl_info.endswith(":brgconv_fold")
+        assert_same(out, c.run_onednn())
+
+
+@needs_onednn
 @pytest.mark.parametrize("threads", [1, 2])
 def test_batches_groups_and_threads(isa, threads):
     """Several images, groups and 3-D / 1-D problems split into chunks over threads."""
