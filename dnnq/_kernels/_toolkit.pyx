@@ -8,7 +8,7 @@ read-only during `run` (operand addresses live in a per-call copy), so several P
 may run one plan at once.
 """
 from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_ANY_CONTIGUOUS, PyBUF_WRITABLE
-from libc.stdint cimport int64_t
+from libc.stdint cimport int64_t, uint8_t
 from libc.stdlib cimport malloc, free
 from libc.string cimport memset, memcpy
 from cython.parallel cimport prange
@@ -78,6 +78,9 @@ cdef extern from "dnnq_toolkit.h" nogil:
     dnnq_pw_run_fn dnnq_pw_run_for_isa(int isa)
     dnnq_pool_run_fn dnnq_pool_run_for_isa(int isa)
     dnnq_softmax_run_fn dnnq_softmax_run_for_isa(int isa)
+    ctypedef void (*dnnq_table_run_fn)(uint8_t *dst, const uint8_t *src, const uint8_t *table,
+                                       int64_t n, int vbmi)
+    dnnq_table_run_fn dnnq_table_run_for_isa(int isa)
     const char *dnnq_toolkit_isa_name(int isa)
     int64_t dnnq_pw_items(const dnnq_pw_plan_t *p)
 
@@ -361,3 +364,50 @@ def softmax_run(int isa, bint logsoftmax, int src_dt, int dst_dt, dims, src_st, 
     free(work)
     if failed:
         _raise_nomem("Softmax")
+
+
+def table_lookup(int isa, bint vbmi, const uint8_t[:, :] src, const uint8_t[::1] table,
+                 uint8_t[:, :] dst, int nthreads=1):
+    """dst[r, i] = table[src[r, i]] over rows of bytes (each row dense, rows at any stride;
+    `dst` of the same shape; `table` 256 entries); `vbmi`: the caller allows VBMI's byte
+    lookups (the ISA cap's optional feature).  Blocks of about 64 KiB split over up to
+    `nthreads` threads."""
+    cdef int64_t rows = src.shape[0], n = src.shape[1], per, nblocks, t, r, r0, r1
+    cdef int nt = nthreads
+    if dst.shape[0] != rows or dst.shape[1] != n or table.shape[0] != 256:
+        raise ValueError(f"table_lookup: src {rows}x{n} bytes, dst {dst.shape[0]}x"
+                         f"{dst.shape[1]}, table {table.shape[0]} entries; expected dst of "
+                         "src's shape, 256 entries")
+    if rows == 0 or n == 0:
+        return
+    if (n > 1 and (src.strides[1] != 1 or dst.strides[1] != 1)) or src.strides[0] < 0 or \
+            dst.strides[0] < 0:
+        raise ValueError("table_lookup: rows must be dense bytes at a nonnegative row stride")
+    cdef dnnq_table_run_fn fn = dnnq_table_run_for_isa(isa)
+    cdef const uint8_t *tb = &table[0]
+    cdef const uint8_t *s = &src[0, 0]
+    cdef uint8_t *d = &dst[0, 0]
+    cdef int64_t ss = src.strides[0], ds = dst.strides[0]
+    cdef int v = vbmi
+    if ss == n and ds == n:  # one dense run
+        n, rows, ss, ds = n * rows, 1, n * rows, n * rows
+    per = max(1, 65536 // n)  # rows per block
+    nblocks = (rows + per - 1) // per
+    if n > 65536 and rows == 1:  # a long single run: 64 KiB blocks of it
+        nblocks = (n + 65535) // 65536
+    if nt > nblocks:
+        nt = <int>nblocks
+    with nogil:
+        if nt <= 1:
+            for r in range(rows):
+                fn(d + r * ds, s + r * ss, tb, n, v)
+        elif rows == 1:
+            for t in prange(nt, num_threads=nt, schedule='static'):
+                r0 = t * nblocks // nt * 65536
+                fn(d + r0, s + r0, tb, min((t + 1) * nblocks // nt * 65536, n) - r0, v)
+        else:
+            for t in prange(nt, num_threads=nt, schedule='static'):
+                r0 = t * nblocks // nt * per
+                r1 = min((t + 1) * nblocks // nt * per, rows)
+                for r in range(r0, r1):
+                    fn(d + r * ds, s + r * ss, tb, n, v)

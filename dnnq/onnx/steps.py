@@ -10,6 +10,7 @@ import numpy as np
 
 import dnnq
 from dnnq import args as A
+from dnnq._kernels import _toolkit
 from dnnq.errors import InvalidArguments, Unimplemented
 from dnnq.memory import MemoryDesc
 from dnnq.onnx import ops_numpy
@@ -355,16 +356,47 @@ class LutStep(Step):
         table = quantize_np(v, qd.scale[0], zp)
         if qs.dt == "s8":  # index by the byte: s8 value + 128
             table = np.roll(table, -128)
-        self.table = table
+        self.table = np.ascontiguousarray(table.view(np.uint8))
+        self.out_dtype = table.dtype
         self.impl_info = "+".join(p[1] for p in spec.post_ops)
         self.s8 = qs.dt == "s8"
+        # the toolkit's table kernel at the effective level (VBMI's byte lookups where the
+        # cap allows them; the same bytes either way)
+        from dnnq import _dispatch, _impls
+        from dnnq._kernels import _codes
+        isa = _dispatch.get_effective_cpu_isa()
+        self._isa_code, self._vbmi = _codes.ISA[isa], _impls.optional_feature("avx512_vbmi", isa)
 
     def run(self, env):
         x = env[self.inputs[0]]
-        phys, inv = physical(x)
-        idx = phys.view(np.uint8)
-        y = self.table[idx]
+        src, y, inv = _rows_in_memory_order(x, self.out_dtype)
+        _toolkit.table_lookup(self._isa_code, self._vbmi, src, self.table,
+                              y.reshape(src.shape).view(np.uint8), dnnq.get_num_threads())
         env[self.outputs[0]] = y if inv is None else y.transpose(inv)
+
+
+def _rows_in_memory_order(x, out_dtype):
+    """(x's bytes as rows of dense bytes at one row stride -- a view where its memory allows,
+    e.g. a channel slice of a channels-last tensor --, an empty array of x's shape in x's
+    memory order, the permutation back to x's axes or None)."""
+    order = sorted(range(x.ndim), key=lambda i: -x.strides[i]) if x.ndim else []
+    v = x.transpose(order) if x.ndim else x.reshape(1)
+    rows = v.view()
+    try:
+        rows.shape = (-1, v.shape[-1]) if v.size else (0, 0)
+    except AttributeError:  # not one row stride: copied
+        rows = np.ascontiguousarray(v).reshape(-1, v.shape[-1])
+    if rows.strides[-1] != 1 and rows.size:
+        rows = np.ascontiguousarray(rows)
+    y = np.empty(v.shape, out_dtype)
+    inv = None
+    if x.ndim and order != list(range(x.ndim)):
+        inv = [0] * x.ndim
+        for k, i in enumerate(order):
+            inv[i] = k
+    elif not x.ndim:
+        y = y.reshape(())
+    return rows.view(np.uint8), y, inv
 
 
 class ConcatStep(Step):

@@ -135,12 +135,17 @@ typedef struct {
 typedef int (*dnnq_pw_run_fn)(const dnnq_pw_plan_t *p, int64_t it0, int64_t it1);
 typedef int (*dnnq_pool_run_fn)(const dnnq_pool_args_t *a, int64_t it0, int64_t it1);
 typedef int (*dnnq_softmax_run_fn)(const dnnq_softmax_args_t *a, int64_t it0, int64_t it1, float *work);
+/* dst[i] = table[src[i]] for i < n (vbmi: VBMI's byte lookups may be used) */
+typedef void (*dnnq_table_run_fn)(uint8_t *dst, const uint8_t *src, const uint8_t *table,
+                                  int64_t n, int vbmi);
 
 #define DNNQ_DECLARE_TOOLKIT(isa)                                                             \
     int dnnq_pw_run_##isa(const dnnq_pw_plan_t *p, int64_t it0, int64_t it1);                 \
     int dnnq_pool_run_##isa(const dnnq_pool_args_t *a, int64_t it0, int64_t it1);             \
     int dnnq_softmax_run_##isa(const dnnq_softmax_args_t *a, int64_t it0, int64_t it1,        \
-                               float *work);
+                               float *work);                                            \
+    void dnnq_table_run_##isa(uint8_t *dst, const uint8_t *src, const uint8_t *table,        \
+                              int64_t n, int vbmi);
 
 DNNQ_DECLARE_TOOLKIT(portable)
 DNNQ_DECLARE_TOOLKIT(avx2)
@@ -150,6 +155,7 @@ DNNQ_DECLARE_TOOLKIT(avx512)
 dnnq_pw_run_fn dnnq_pw_run_for_isa(int isa);
 dnnq_pool_run_fn dnnq_pool_run_for_isa(int isa);
 dnnq_softmax_run_fn dnnq_softmax_run_for_isa(int isa);
+dnnq_table_run_fn dnnq_table_run_for_isa(int isa);
 const char *dnnq_toolkit_isa_name(int isa);
 
 /* Number of work items of a pointwise plan: rows * blocks per row. */

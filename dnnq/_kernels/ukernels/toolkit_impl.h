@@ -12,6 +12,7 @@
  *   tk_pool8.h        the direct int8 pooling kernels (separable)
  *   tk_pool8_fused.h  the int8 average of small windows in registers
  *   tk_softmax.h      softmax / log-softmax
+ *   tk_table.h        a 256-entry byte table applied element by element
  *
  * Plain C written so that gcc -O3 vectorises the remaining loops (contiguous, no aliasing
  * between buffers, no function calls on the exact paths).  -ffp-contract=off (project-wide)
@@ -24,3 +25,4 @@
 
 #include "tk_pool.h"
 #include "tk_softmax.h"
+#include "tk_table.h"
