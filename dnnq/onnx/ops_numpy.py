@@ -204,9 +204,20 @@ def _pad(x, attrs, opset):
             if lo >= n or hi >= n:
                 raise InvalidArguments(f"Pad: reflect pads {lo}, {hi} along an axis of "
                                        f"{n}; expected pads < {n}")
-            idx = np.concatenate([np.arange(lo, 0, -1), np.arange(n),
-                                  np.arange(n - 2, n - 2 - hi, -1)])
-            r = np.take(r, idx, axis=a)
+            shape = list(r.shape)
+            shape[a] = lo + n + hi
+            out = np.empty(shape, r.dtype)
+            at = [slice(None)] * r.ndim
+
+            def along(sl):
+                at[a] = sl
+                return tuple(at)
+            out[along(slice(lo, lo + n))] = r
+            # mirrored without the edge element: source lo .. 1, then n - 2 .. n - 1 - hi
+            out[along(slice(0, lo))] = r[along(slice(lo, 0, -1))]
+            out[along(slice(lo + n, None))] = r[along(slice(n - 2, n - 2 - hi if hi < n - 1
+                                                            else None, -1))]
+            r = out
         return [r]
     return [np.pad(x[0], width, mode={"edge": "edge", "wrap": "wrap"}[mode])]
 

@@ -1,0 +1,37 @@
+"""The numpy ops of ONNX sessions (dnnq.onnx.ops_numpy) against ONNX Runtime running the same
+one-node model: the data-movement ops whose fast paths are written by hand (Pad by slices)."""
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+from onnx import TensorProto, helper  # noqa: E402
+
+from dnnq.onnx import ops_numpy  # noqa: E402
+
+
+def _ort_pad(x, pads, mode, value=None):
+    inputs = ["x", "p"] + (["v"] if value is not None else [])
+    inits = [helper.make_tensor("p", TensorProto.INT64, [len(pads)], pads)]
+    if value is not None:
+        inits.append(helper.make_tensor("v", TensorProto.FLOAT, [], [value]))
+    g = helper.make_graph([helper.make_node("Pad", inputs, ["y"], mode=mode)], "pad",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    return sess.run(None, {"x": x})[0]
+
+
+@pytest.mark.parametrize("mode", ["reflect", "constant", "edge"])
+@pytest.mark.parametrize("shape,pads", [((3, 1, 10), [0, 0, 3, 0, 0, 9]),
+                                        ((2, 5), [1, 4, 1, 0]),
+                                        ((4, 3, 7), [0, 2, 6, 0, 2, 6]),
+                                        ((2, 1, 576), [0, 0, 64, 0, 0, 64]),
+                                        ((2, 2), [1, 1, 1, 1])])
+def test_pad_matches_onnxruntime(mode, shape, pads):
+    x = np.random.default_rng(len(shape)).standard_normal(shape).astype(np.float32)
+    value = 1.5 if mode == "constant" else None
+    inputs = [x, np.array(pads, np.int64)] + ([np.float32(value)] if value is not None else [])
+    got = ops_numpy.run_op("Pad", inputs, {"mode": mode}, 13)[0]
+    np.testing.assert_array_equal(got, _ort_pad(x, pads, mode, value))
