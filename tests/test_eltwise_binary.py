@@ -426,6 +426,18 @@ def test_bind_runs_like_execute(isa, rng_seed):
     run = p.bind({**static, A.DNNL_ARG_SRC_0: a_cl, A.DNNL_ARG_SRC_1: b})
     assert np.array_equal(run(a_cl, b), want)     # bound path
     assert np.array_equal(run(a, b), want)        # plain layout: through execute
+    # a (1, C, 1, 1) operand viewed channels-last (its size-1 dims' strides differ from the
+    # plain ones) addresses the same bytes: the bound path takes it
+    b_cl = np.lib.stride_tricks.as_strided(b, strides=(24, 1, 24, 24))
+    assert b_cl.strides != b.strides
+    slow, calls = type(run)._slow, []
+    type(run)._slow = lambda self, srcs: calls.append(1) or slow(self, srcs)
+    try:
+        assert np.array_equal(run(a_cl, b_cl), want) and not calls
+        assert np.array_equal(run(a_cl[:, :, ::-1], b), p.execute(
+            {**static, A.DNNL_ARG_SRC_0: a_cl[:, :, ::-1], A.DNNL_ARG_SRC_1: b})) and calls
+    finally:
+        type(run)._slow = slow
     with pytest.raises(dnnq.InvalidArguments, match="src0"):
         run(a.astype(np.int8), b)
     bad = dict(static)

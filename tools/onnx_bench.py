@@ -7,7 +7,8 @@ per-channel weights; cached in --dir) and both runtimes run the same QDQ file on
 input, batch 1, in one process, rounds interleaved (dnnq, ORT, dnnq, ...); the table gives the
 median and the best time per run, and dnnq's session creation time. Needs the packages of
 the test extra and the model packages (README). Not a test: timings depend on the machine
-and its load.
+and its load.  The inputs have the sizes of issue 26's table: PP-OCRv4 det 1x3x736x960, rec
+1x3x48x480, cls 1x3x48x192, ddddocr 1x1x64x192, silero 335 frames of 576 samples.
 """
 import argparse
 import os
@@ -25,18 +26,18 @@ import _onnx_models as M  # noqa: E402
 
 def inputs(name):
     if name == "ppocr_rec":
-        return {"x": M.ppocr_input(M.render_text("Hello World 2026", 48, width=320))}
+        return {"x": M.ppocr_input(M.render_text("Hello World 2026", 48, width=480))}
     if name == "ppocr_cls":
         return {"x": M.ppocr_input(M.render_text("Hello World 2026", 48, width=192))}
     if name == "ppocr_det":
         return {"x": M.ppocr_input(M.page(["Hello World 2026", "quantized ONNX models"],
-                                          size=(736, 320)))}
+                                          size=(960, 736)))}
     if name == "ddddocr":
-        return {"input1": (M.render_text("a3Bx9", 64, gray=True).astype(np.float32)
-                           / 255)[None, None]}
+        return {"input1": (M.render_text("a3Bx9", 64, gray=True, width=192)
+                           .astype(np.float32) / 255)[None, None]}
     if name == "silero":
-        sig = M.speech_like(seconds=0.5)
-        frames = np.ascontiguousarray(sig[:len(sig) // 576 * 576].reshape(-1, 576)[:1])
+        sig = M.speech_like(seconds=12.1)  # 335 frames of 576 samples (36 ms)
+        frames = np.ascontiguousarray(sig[:335 * 576].reshape(335, 576))
         z = np.zeros((1, 1, 128), np.float32)
         return {"input": frames, "h": z, "c": z}
     raise SystemExit(f"unknown model {name}")

@@ -465,6 +465,12 @@ def kernel_name(isa):
     return _tk.kernel_isa_name(ISA_CODE[isa])
 
 
+def _same_layout(a, b, dims):
+    """Strides `a` and `b` address the same elements of an array of `dims` (a dim of one
+    element has any stride: a (1, C, 1, 1) channels-last view and its plain twin)."""
+    return all(x == y for x, y, d in zip(a, b, dims) if d != 1)
+
+
 class BoundRun:
     """ToolkitPrimitive.bind's runner."""
 
@@ -478,7 +484,8 @@ class BoundRun:
         arrays = dict(self.arrays)
         for x, (arg, key, dt, dims, strides, order) in zip(srcs, self.slots):
             if type(x) is not np.ndarray or x.dtype != dt or x.shape != dims or \
-                    x.strides != strides or not x.flags.aligned:
+                    not x.flags.aligned or (x.strides != strides and
+                                            not _same_layout(x.strides, strides, dims)):
                 return self._slow(srcs)
             arrays[key] = x if order is None else x.transpose(order)
         desc = self.desc
