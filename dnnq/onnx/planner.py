@@ -409,6 +409,10 @@ class Planner:
             self.ensure_q(qin[0])
             if qin[1].same_as(qd):
                 self._add(S.PoolStep(nodes, qin[0], out, op, a, qin[1].dt))
+            elif qin[1].scale.size == 1 and qd.scale.size == 1:
+                # the requantization as the pooling's linear post-op: one primitive
+                self._add(S.PoolStep(nodes, qin[0], out, op, a, qin[1].dt,
+                                     requant_linear=(qin[1], qd)))
             else:
                 self._add(S.PoolStep(nodes, qin[0], out, op, a, qin[1].dt,
                                      requant=_reorder_fn(qin[1], qd)))

@@ -125,9 +125,12 @@ class PoolStep(PrimStep):
 
     primitive = "Pooling"
 
-    def __init__(self, nodes, src, dst, op, attrs, dt, requant=None):
+    def __init__(self, nodes, src, dst, op, attrs, dt, requant=None, requant_linear=None):
         super().__init__(nodes, [src], [dst])
         self.op, self.attrs, self.dt, self.requant = op, attrs, dt, requant
+        # (source, destination quantization) of an average stored in another scale / zero
+        # point: ((avg - zp_in) * s_in) / s_out + zp_out as a linear post-op alpha * avg + beta
+        self.requant_linear = requant_linear
 
     def make(self, env):
         x = env[self.inputs[0]]
@@ -159,10 +162,20 @@ class PoolStep(PrimStep):
                 "avg_exclude_padding"
         tag = layout_tag(x.ndim)
         dst_dt = "f32" if self.requant is not None else self.dt
+        attr = None
+        if self.requant_linear is not None:
+            qs, qd = self.requant_linear
+            alpha = float(qs.scale[0]) / float(qd.scale[0])
+            beta = float(qd.zp[0]) - float(qs.zp[0]) * alpha
+            ops = dnnq.PostOps()
+            ops.append_eltwise("linear", alpha, beta)
+            attr = dnnq.PrimitiveAttr()
+            attr.set_post_ops(ops)
+            dst_dt = qd.dt
         prim = dnnq.Pooling(alg, MemoryDesc(x.shape, self.dt, tag),
                             MemoryDesc((x.shape[0], x.shape[1], *out), dst_dt, tag),
                             strides=s, kernel=k, dilation=[v - 1 for v in d], padding_l=pl,
-                            padding_r=pr)
+                            padding_r=pr, attr=attr)
         return prim, None, None
 
     def execute(self, plan, env):
