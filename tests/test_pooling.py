@@ -158,6 +158,34 @@ def test_pooling_post_ops_match_onednn(isa, rng_seed, dt):
                 assert np.array_equal(out, ref), (layout, alg, post[0][1:3])
 
 
+@pytest.mark.parametrize("layout", ["cl", "plain"])
+def test_pooling_bind_runs_like_onednn(isa, rng_seed, layout):
+    """Pooling.bind: a linear post-op (a requantizing average, as ONNX sessions bind it)
+    validated once; each call gives oneDNN's result, another layout or dtype goes through
+    execute (same results, same errors)."""
+    rng = np.random.default_rng(rng_seed)
+    geom = ((1, 88, 3, 96), (3, 96), 1, 0, 0, 0)
+    x0 = gen(rng, "u8", geom[0])
+    x = to_cl(x0) if layout == "cl" else x0
+    ops = PostOps()
+    ops.append_eltwise("linear", 0.61, 17.3)
+    attr = PrimitiveAttr()
+    attr.set_post_ops(ops)
+    for alg in ("avg_exclude_padding", "max"):
+        tag = CL[4] if layout == "cl" else None
+        p = dnnq.Pooling(alg, MD(geom[0], "u8", tag), MD((1, 88, 1, 1), "u8", tag),
+                         kernel=[3, 96], strides=1, padding_l=0, padding_r=0, attr=attr)
+        run = p.bind({A.DNNL_ARG_SRC: x})
+        want = R.pooling(x, alg, kernel=[3, 96], strides=1, padding_l=0, padding_r=0,
+                         post_ops=[("eltwise", "linear", 0.61, 17.3)], dst_dt="u8",
+                         channels_last=layout == "cl")
+        assert np.array_equal(run(x), want)
+        other = x0 if layout == "cl" else to_cl(x0)
+        assert np.array_equal(run(other), want)   # another layout: through execute
+        with pytest.raises(dnnq.InvalidArguments, match="src"):
+            run(x.astype(np.int8))
+
+
 # ----------------------------------------------------------------------------- vs numpy
 
 @pytest.mark.parametrize("dt", ["s8", "u8", "s32", "f32"])

@@ -179,7 +179,9 @@ class PoolStep(PrimStep):
         return prim, None, None
 
     def execute(self, plan, env):
-        y = plan[0].execute({A.DNNL_ARG_SRC: env[self.inputs[0]]})
+        x = env[self.inputs[0]]
+        run = self._bound(plan, {A.DNNL_ARG_SRC: x}, (A.DNNL_ARG_SRC,))
+        y = run(x) if run is not None else plan[0].execute({A.DNNL_ARG_SRC: x})
         if self.requant is not None:
             y = self.requant(y)
         env[self.outputs[0]] = y

@@ -384,6 +384,7 @@ class ToolkitPrimitive:
     #: {source argument id: (plan array key, descriptor attribute)} of the primitives that
     #: have bind() (None: no bound runner)
     _dynamic = None
+    _bound_run = None  # bind's runner class (BoundRun unless the primitive runs its own way)
 
     def _descs(self):
         return ()
@@ -416,8 +417,8 @@ class ToolkitPrimitive:
         -------
         callable or None
             ``runner(*sources) -> numpy.ndarray`` (a new destination each call); None for a
-            primitive without one (Sum, Concat, Pooling, or a sum post-op, which reads a
-            given destination).
+            primitive without one (Sum, Concat, or a sum post-op, which reads a given
+            destination).
 
         Raises
         ------
@@ -446,7 +447,7 @@ class ToolkitPrimitive:
                           desc.logical_view(np.empty(desc.physical_shape,
                                                      desc.numpy_dtype)).strides,
                           desc._order if desc.is_channels_last else None))
-        return BoundRun(self, args, arrays, slots)
+        return self._bound_run(self, args, arrays, slots)
 
     def _timed(self, fn, *a):
         if _verbose._level:
@@ -504,3 +505,6 @@ class BoundRun:
         for x, slot in zip(srcs, self.slots):
             args[slot[0]] = x
         return self.prim.execute(args)
+
+
+ToolkitPrimitive._bound_run = BoundRun

@@ -344,11 +344,23 @@ class Pooling(pw.ToolkitPrimitive, metaclass=CachedPrimitive):
         """
         return self._timed(self._execute, args)
 
+    _dynamic = {A.DNNL_ARG_SRC: ("src", "src_desc")}
+
     def _execute(self, args):
+        arrays = self._arrays(args)
+        user, phys = pw.output("Pooling", self.dst_desc, args)
+        if user is not None:  # no input may overlap dst (oneDNN's pooling is not in place)
+            pw.check_overlaps("Pooling", args)
+        self._run(arrays, phys)
+        return pw.finish(self.dst_desc, user, phys)
+
+    def _arrays(self, args):
+        """The source (physical order) and the epilogue's arrays but dst, every argument
+        validated."""
         p, qa = "Pooling", self._qa
         pw.check_known_args(p, args, self._known)
-        src = self.src_desc.check_array(pw.require(p, args, A.DNNL_ARG_SRC, "src"), "src")
-        arrays = {}
+        arrays = {"src": self.src_desc.check_array(pw.require(p, args, A.DNNL_ARG_SRC, "src"),
+                                                   "src")}
         pw.fetch_post_op_inputs(p, qa, args, arrays)
         ds = qa.scales(args, A.DNNL_ARG_DST)
         if ds is not None:
@@ -356,13 +368,25 @@ class Pooling(pw.ToolkitPrimitive, metaclass=CachedPrimitive):
         zd = qa.zero_points_f32(args, A.DNNL_ARG_DST)
         if zd is not None:
             arrays["dst_zp"] = zd
-        user, phys = pw.output(p, self.dst_desc, args)
-        if user is not None:  # no input may overlap dst (oneDNN's pooling is not in place)
-            pw.check_overlaps(p, args)
+        return arrays
+
+    def _run(self, arrays, phys):
         arrays["dst"] = phys
-        epi = self._epi
+        src, epi = arrays["src"], self._epi
         if self._s32_via_f32:  # ref:any's f32 taps (same layout, K order)
             src = src.astype(np.float32)
         self._plan.run(src, [arrays[k] for k in epi.keys], epi.writable, phys,
                        pw.threads_for(src.size))
-        return pw.finish(self.dst_desc, user, phys)
+
+
+class _PoolingBoundRun(pw.BoundRun):
+    """Pooling.bind's runner: the pooling plan instead of a pointwise one."""
+
+    __slots__ = ()
+
+    def _run(self, arrays, phys):
+        self.prim._run(arrays, phys)
+        return self.desc.logical_view(phys)
+
+
+Pooling._bound_run = _PoolingBoundRun
