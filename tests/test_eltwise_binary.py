@@ -314,6 +314,44 @@ def test_binary_extensions_model(isa, rng_seed):
         assert np.array_equal(out, want), alg
 
 
+@pytest.mark.parametrize("shape,bshape", [((1, 200, 2, 96), (1, 200, 1, 1)),
+                                          ((1, 88, 3, 96), (1, 88, 1, 1)),
+                                          ((1, 8, 12, 96), (1, 8, 1, 1)),
+                                          ((2, 70, 3, 5), (2, 70, 3, 5)),
+                                          ((1, 64, 1, 3), (1, 64, 1, 3)),
+                                          ((1, 130, 1, 1), (1, 130, 1, 1))])
+def test_binary_int8_dst_quantization_rows(isa, rng_seed, shape, bshape):
+    """The int8 binary with destination scale and zero point in one pass (channels-last rows
+    below, at and past the 64-byte vector, the last vector overlapping the previous one), and
+    in place (dst = src0: the overlap is not taken), against the numpy model."""
+    rng = np.random.default_rng(rng_seed)
+    a, b = gen(rng, "u8", shape), gen(rng, "u8", bshape)
+    ac = np.ascontiguousarray(a.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
+    bc = np.ascontiguousarray(b.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
+    for alg in ("add", "mul", "max"):
+        attr = PrimitiveAttr()
+        for arg in (A.DNNL_ARG_SRC_0, A.DNNL_ARG_SRC_1, A.DNNL_ARG_DST):
+            attr.set_zero_points_mask(arg, 0)
+            attr.set_scales_mask(arg, 0)
+        kw = {A.DNNL_ARG_SRC_0: ac, A.DNNL_ARG_SRC_1: bc,
+              A.DNNL_ARG_SCALE | A.DNNL_ARG_SRC_0: [0.021],
+              A.DNNL_ARG_SCALE | A.DNNL_ARG_SRC_1: [0.013],
+              A.DNNL_ARG_SCALE | A.DNNL_ARG_DST: [0.0043 if alg == "mul" else 0.017],
+              A.DNNL_ARG_ATTR_ZERO_POINTS | A.DNNL_ARG_SRC_0: [3],
+              A.DNNL_ARG_ATTR_ZERO_POINTS | A.DNNL_ARG_SRC_1: [128],
+              A.DNNL_ARG_ATTR_ZERO_POINTS | A.DNNL_ARG_DST: [7]}
+        p = dnnq.Binary(alg, MD(shape, "u8", "nhwc"), MD(bshape, "u8", "nhwc"),
+                        MD(shape, "u8", "nhwc"), attr)
+        x0 = (a.astype(F) - F(3)) * F(0.021)
+        x1 = (b.astype(F) - F(128)) * F(0.013)
+        ds = F(0.0043 if alg == "mul" else 0.017)
+        want = sat(binary_reference(alg, x0, x1) * (F(1) / ds) + F(7), "u8")
+        assert np.array_equal(p.execute(dict(kw)), want), alg
+        inplace = ac.copy()
+        kw[A.DNNL_ARG_SRC_0] = kw[A.DNNL_ARG_DST] = inplace
+        assert p.execute(kw) is inplace and np.array_equal(inplace, want), (alg, "in place")
+
+
 def test_binary_src1_with_fewer_dims_broadcasts(isa, rng_seed):
     rng = np.random.default_rng(rng_seed)
     a, b = gen(rng, "f32", (3, 4, 5)), gen(rng, "f32", (5,))

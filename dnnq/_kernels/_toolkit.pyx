@@ -33,7 +33,7 @@ cdef extern from "dnnq_toolkit.h" nogil:
     ctypedef struct dnnq_pw_stage_t:
         int op, buf, arg, arg2, alg
         float alpha, beta
-        int p[4]
+        int p[6]
         int arg3
 
     ctypedef struct dnnq_pw_plan_t:
@@ -205,8 +205,8 @@ cdef class PwPlan:
                 self.opnds[k].st[i] = strides[i]
             self.offsets[k] = offset
         for k, (op, buf, arg, arg2, alg, alpha, beta, params, arg3) in enumerate(stages):
-            for i in range(4):
-                self.stages[k].p[i] = params[i]
+            for i in range(6):
+                self.stages[k].p[i] = params[i] if i < len(params) else -1
             self.stages[k].arg3 = arg3
             self.stages[k].op = op
             self.stages[k].buf = buf

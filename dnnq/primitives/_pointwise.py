@@ -90,15 +90,20 @@ class Program:
         return len(self.operands) - 1
 
     # stages -------------------------------------------------------------------------------
-    def _stage(self, op, buf=0, arg=0, arg2=0, alg=0, alpha=0.0, beta=0.0, params=(-1,) * 4,
+    def _stage(self, op, buf=0, arg=0, arg2=0, alg=0, alpha=0.0, beta=0.0, params=(-1,) * 6,
                arg3=-1):
         self.stages.append((op, buf, arg, arg2, alg, float(alpha), float(beta), tuple(params),
                             arg3))
 
-    def binary2(self, buf, alg, k0, k1, zp0=None, s0=None, zp1=None, s1=None, store_k=None):
+    def binary2(self, buf, alg, k0, k1, zp0=None, s0=None, zp1=None, s1=None, store_k=None,
+                dst_mul=None, dst_add=None):
         """buf = alg((f32(src0) - zp0) * s0, (f32(src1) - zp1) * s1) (absent steps skipped;
-        uses buf + 1 too), stored into operand ``store_k`` when given."""
-        params = tuple(-1 if k is None else k for k in (zp0, s0, zp1, s1))
+        uses buf + 1 too), stored into operand ``store_k`` when given, after ``* dst_mul``
+        then ``+ dst_add`` (a destination scale's reciprocal and zero point: the same two
+        roundings as bin_opnd mul / add before the store)."""
+        if store_k is None and (dst_mul is not None or dst_add is not None):
+            raise AssertionError("binary2: dst_mul / dst_add apply to a stored result")
+        params = tuple(-1 if k is None else k for k in (zp0, s0, zp1, s1, dst_mul, dst_add))
         self._stage(_tk.BINARY2, buf, k0, k1, BIN[alg], params=params,
                     arg3=-1 if store_k is None else store_k)
 

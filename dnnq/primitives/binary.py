@@ -132,11 +132,18 @@ class Binary(pw.ToolkitPrimitive, metaclass=CachedPrimitive):
         dts = (src0_desc.dt, src1_desc.dt, dst_desc.dt)
         ref_impl = "s32" in dts or (dst_desc.dt == "f32" and dts[:2] != ("f32", "f32"))
         self._binaries = {}
-        plain = not qa.post_ops and A.DNNL_ARG_DST not in qa.scale_mask \
-            and A.DNNL_ARG_DST not in qa.zp_mask
-        # one stage computes both sources and the operation (and stores, without an epilogue)
+        # one stage computes both sources and the operation and, without post-ops, stores
+        # (after the destination's scale and zero point: an int8 add / multiply in one pass)
+        plain = not qa.post_ops
+        dst_mul = dst_add = None
+        if plain:
+            zero = (0,) * len(dims)
+            if A.DNNL_ARG_DST in qa.scale_mask:
+                dst_mul = prog.operand("inv_dst_scale", "f32", zero)
+            if A.DNNL_ARG_DST in qa.zp_mask:
+                dst_add = prog.operand("dst_zp", "f32", zero)
         prog.binary2(0, self.alg, k0, k1, prm["zp0"], prm["s0"], prm["zp1"], prm["s1"],
-                     store_k=dst_k if plain else None)
+                     store_k=dst_k if plain else None, dst_mul=dst_mul, dst_add=dst_add)
         if not plain:
             _epilogue(prog, qa, dims, dst_k, dst_desc.dt, self._binaries,
                       fused_linear=not ref_impl)

@@ -69,7 +69,9 @@ typedef struct {
 typedef struct {
     int op, buf, arg, arg2, alg;
     float alpha, beta;
-    int p[4];                      /* AFFINE / BINARY2: parameter operands (-1: step absent);
+    int p[6];                      /* AFFINE: p[0..3], BINARY2: p[0..3] the sources' and, when
+                                      it stores, p[4] / p[5] the destination's multiplier /
+                                      addend (parameter operands, -1: step absent);
                                       SELECT: p[0] saved buffer, p[1] scratch buffer */
     int arg3;                      /* BINARY2: destination operand (-1: none) */
 } dnnq_pw_stage_t;

@@ -7,6 +7,25 @@
 #include "tk_pw_fast.h"
 #include "postop_chain.h"
 
+/* b = b * operand km then + operand ka (each where >= 0), as bin_opnd mul / add compute them:
+ * a destination's scale reciprocal and zero point */
+static void tk_dst_affine(const dnnq_pw_plan_t *p, const int64_t *off, int in, int64_t j, int n,
+                          int km, int ka, float *b, float *tmp) {
+    const int ks[2] = {km, ka}, algs[2] = {DNNQ_BIN_MUL, DNNQ_BIN_ADD};
+    for (int q = 0; q < 2; ++q) {
+        if (ks[q] < 0) continue;
+        const dnnq_pw_opnd_t *po = &p->opnds[ks[q]];
+        const int64_t ps = po->st[in];
+        const char *pa = tk_addr(po, off[ks[q]] + j * ps);
+        if (ps == 0) {
+            dnnq_po_binary_scalar(algs[q], b, tk_load1(pa, po->dt), n);
+        } else {
+            tk_load(tmp, pa, po->dt, ps, n);
+            dnnq_po_binary(algs[q], b, tmp, n);
+        }
+    }
+}
+
 /* load operand k with up to four affine steps (sub p[0], mul p[1], mul p[2], add p[3]) into out */
 static void tk_affine_into(const dnnq_pw_plan_t *p, const int64_t *off, int64_t j, int n, int k,
                            const int *pk, float *out, float *tmp) {
@@ -140,13 +159,16 @@ static void tk_program(const dnnq_pw_plan_t *p, const int64_t *off, int64_t j, i
             break;
         }
         case DNNQ_PW_BINARY2: {
-            /* buf[b] = alg((src0 - p0) * p1, (src1 - p2) * p3), stored into operand arg3 too */
+            /* buf[b] = alg((src0 - p0) * p1, (src1 - p2) * p3), stored into operand arg3 too
+             * (after * p4 + p5 where given: the destination's multiplier and addend; absent,
+             * 1 and -0.0 leave every value as it is) */
             const dnnq_pw_opnd_t *o0 = &p->opnds[sg->arg], *o1 = &p->opnds[sg->arg2];
             const dnnq_pw_opnd_t *d = sg->arg3 >= 0 ? &p->opnds[sg->arg3] : NULL;
             const int64_t s0s = o0->st[in], s1s = o1->st[in], dds = d ? d->st[in] : 0;
+            const int dq = sg->p[4] >= 0 || sg->p[5] >= 0;
             int rowconst = 1;
-            float pv[4] = {0.0f, 1.0f, 0.0f, 1.0f};
-            for (int q = 0; q < 4; ++q) {
+            float pv[6] = {0.0f, 1.0f, 0.0f, 1.0f, 1.0f, -0.0f};
+            for (int q = 0; q < 6; ++q) {
                 const int k = sg->p[q];
                 if (k < 0) continue;
                 const dnnq_pw_opnd_t *po = &p->opnds[k];
@@ -159,19 +181,18 @@ static void tk_program(const dnnq_pw_plan_t *p, const int64_t *off, int64_t j, i
                 const char *a0 = tk_addr(o0, off[sg->arg] + j);
                 const char *a1 = tk_addr(o1, off[sg->arg2] + j * s1s);
                 int done = 0;
-                if (s1s == 1 && tk_binary8_ok(sg->alg, o0->dt, o1->dt, d->dt, pv[0], pv[1],
-                                              pv[2], pv[3]))
-                    done = tk_binary8(dp, d->dt, a0, o0->dt, a1, o1->dt, n, sg->alg, pv[0],
-                                      pv[1], pv[2], pv[3]);
+                if (s1s == 1 && tk_binary8_ok(sg->alg, o0->dt, o1->dt, d->dt, pv))
+                    done = tk_binary8(dp, d->dt, a0, o0->dt, a1, o1->dt, n, sg->alg, pv, dq);
                 done += tk_binary_fused(dp + done * tk_esize(d->dt), d->dt,
                                         a0 + done * tk_esize(o0->dt), o0->dt,
                                         a1 + done * s1s * tk_esize(o1->dt), o1->dt, s1s == 0,
-                                        n - done, sg->alg, pv[0], pv[1], pv[2], pv[3]);
+                                        n - done, sg->alg, pv, dq);
                 if (done == n) break;
                 const int k0[4] = {sg->p[0], sg->p[1], -1, -1}, k1[4] = {sg->p[2], sg->p[3], -1, -1};
                 tk_affine_into(p, off, j + done, n - done, sg->arg, k0, b, tmp);
                 tk_affine_into(p, off, j + done, n - done, sg->arg2, k1, buf[sg->buf + 1], tmp);
                 dnnq_po_binary(sg->alg, b, buf[sg->buf + 1], n - done);
+                if (dq) tk_dst_affine(p, off, in, j + done, n - done, sg->p[4], sg->p[5], b, tmp);
                 tk_store(dp + done * tk_esize(d->dt), d->dt, 1, b, n - done);
                 break;
             }
@@ -179,6 +200,7 @@ static void tk_program(const dnnq_pw_plan_t *p, const int64_t *off, int64_t j, i
             tk_affine_into(p, off, j, n, sg->arg, k0, b, tmp);
             tk_affine_into(p, off, j, n, sg->arg2, k1, buf[sg->buf + 1], tmp);
             dnnq_po_binary(sg->alg, b, buf[sg->buf + 1], n);
+            if (dq) tk_dst_affine(p, off, in, j, n, sg->p[4], sg->p[5], b, tmp);
             if (d) tk_store((char *)tk_addr(d, off[sg->arg3] + j * dds), d->dt, dds, b, n);
             break;
         }

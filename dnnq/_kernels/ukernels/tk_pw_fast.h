@@ -19,7 +19,9 @@ static int tk_binary_fused_ok(int alg, int dt0, int dt1, int ddt) {
     for (; i + TK_VF <= n; i += TK_VF) {                                                      \
         tk_vf x = tk_vf_mul(tk_vf_sub(tk_vf_load_dt(s0 + i * tk_esize(D0), D0), va0), vb0);   \
         tk_vf y = bc ? yb : tk_vf_mul(tk_vf_sub(tk_vf_load_dt(s1 + i * tk_esize(D1), D1), va1), vb1); \
-        tk_vf_store_dt(dst + i * tk_esize(DD), DD, OP(x, y));                                 \
+        tk_vf r = OP(x, y);                                                                   \
+        if (dq) r = tk_vf_add(tk_vf_mul(r, vm), vz);                                          \
+        tk_vf_store_dt(dst + i * tk_esize(DD), DD, r);                                        \
     }
 #define TK_BF_ALG(D0, D1, DD)                                                                 \
     switch (alg) {                                                                            \
@@ -41,12 +43,15 @@ static int tk_binary_fused_ok(int alg, int dt0, int dt1, int ddt) {
     case DNNQ_DT_U8: TK_BF_DD(D0, DNNQ_DT_U8); break;                                         \
     default: TK_BF_DD(D0, DNNQ_DT_F32); break;                                                \
     }
+/* pv: the sources' (zero point, scale) pairs, then the destination's multiplier and addend,
+ * applied when dq (pv[4] = 1, pv[5] = -0.0 leave a value as it is) */
 static int tk_binary_fused(char *dst, int ddt, const char *s0, int dt0, const char *s1, int dt1,
-                           int bc, int n, int alg, float a0, float b0, float a1, float b1) {
+                           int bc, int n, int alg, const float *pv, const int dq) {
     int i = 0;
     if (!TK_VEC) return 0;
+    const float a0 = pv[0], b0 = pv[1], a1 = pv[2], b1 = pv[3];
     const tk_vf va0 = tk_vf_set1(a0), vb0 = tk_vf_set1(b0), va1 = tk_vf_set1(a1),
-                vb1 = tk_vf_set1(b1);
+                vb1 = tk_vf_set1(b1), vm = tk_vf_set1(pv[4]), vz = tk_vf_set1(pv[5]);
     const tk_vf yb = tk_vf_set1(bc ? (tk_load1(s1, dt1) - a1) * b1 : 0.0f);
     switch (dt0) {
     case DNNQ_DT_S8: TK_BF_D1(DNNQ_DT_S8); break;
@@ -62,9 +67,10 @@ static int tk_binary_fused(char *dst, int ddt, const char *s0, int dt0, const ch
  * dropped because the caller checks that every result is finite and below 2^30 in magnitude
  * (tk_binary8_ok), so cvtps2dq rounds half to even exactly and the narrowing packs saturate to
  * the same bounds as the clamp (the bounds are integers).  A zero point that is 0 is skipped
- * (x - 0 is exact). */
-static int tk_binary8_ok(int alg, int dt0, int dt1, int ddt, float a0, float b0, float a1,
-                         float b1) {
+ * (x - 0 is exact).  pv as tk_binary_fused's; with dq the result is multiplied by pv[4] and
+ * pv[5] added before the conversion (the bound covers that value). */
+static int tk_binary8_ok(int alg, int dt0, int dt1, int ddt, const float *pv) {
+    const float a0 = pv[0], b0 = pv[1], a1 = pv[2], b1 = pv[3];
     if (!TK_VEC) return 0;
     if (!((dt0 == DNNQ_DT_S8 || dt0 == DNNQ_DT_U8) && (dt1 == DNNQ_DT_S8 || dt1 == DNNQ_DT_U8)
           && (ddt == DNNQ_DT_S8 || ddt == DNNQ_DT_U8)))
@@ -72,13 +78,16 @@ static int tk_binary8_ok(int alg, int dt0, int dt1, int ddt, float a0, float b0,
     if (!(alg == DNNQ_BIN_ADD || alg == DNNQ_BIN_SUB || alg == DNNQ_BIN_MUL ||
           alg == DNNQ_BIN_MIN || alg == DNNQ_BIN_MAX))
         return 0;
-    if (!(isfinite(a0) && isfinite(b0) && isfinite(a1) && isfinite(b1))) return 0;
+    if (!(isfinite(a0) && isfinite(b0) && isfinite(a1) && isfinite(b1) && isfinite(pv[4]) &&
+          isfinite(pv[5])))
+        return 0;
     /* bound of |(x - zp) * s| for each source (an f32 result is within one ulp of it) */
     const double m0 = (fabs((double)a0) + 256.0) * fabs((double)b0);
     const double m1 = (fabs((double)a1) + 256.0) * fabs((double)b1);
     const double m = alg == DNNQ_BIN_MUL ? m0 * m1 : (alg == DNNQ_BIN_ADD || alg == DNNQ_BIN_SUB)
                                                          ? m0 + m1 : (m0 > m1 ? m0 : m1);
-    return m < 1073741824.0;
+    /* (the f32 value is within a few ulps of m: a factor of 2 covers them) */
+    return 2.0 * (m * fabs((double)pv[4]) + fabs((double)pv[5])) < 1073741824.0;
 }
 
 #if TK_VEC
@@ -87,21 +96,35 @@ TK_INLINE tk_vf tk_b8_src(const char *p, const int u, tk_vf va, tk_vf vb, const 
     const tk_vf x = tk_vf_from_vi(u ? tk_vi_from_u8(p) : tk_vi_from_s8(p));
     return tk_vf_mul(subz ? tk_vf_sub(x, va) : x, vb);
 }
-#define TK_B8_LOOP(OP)                                                                        \
-    for (; i + TK_VB <= n; i += TK_VB) {                                                      \
+TK_INLINE tk_vf tk_b8_dst(tk_vf r, tk_vf vm, tk_vf vz, const int dq) {
+    return dq ? tk_vf_add(tk_vf_mul(r, vm), vz) : r;
+}
+#define TK_B8_STEP(OP)                                                                        \
+    {                                                                                         \
         const char *p0 = s0 + i, *p1 = s1 + i;                                                \
         __builtin_prefetch(p0 + TK_B8_PF, 0, 3);                                              \
         __builtin_prefetch(p1 + TK_B8_PF, 0, 3);                                              \
         tk_vi q[4];                                                                           \
         for (int k = 0; k < 4; ++k)                                                           \
-            q[k] = tk_vi_rne(OP(tk_b8_src(p0 + k * TK_VF, u0, va0, vb0, subz),                \
-                                tk_b8_src(p1 + k * TK_VF, u1, va1, vb1, subz)));              \
+            q[k] = tk_vi_rne(tk_b8_dst(OP(tk_b8_src(p0 + k * TK_VF, u0, va0, vb0, subz),      \
+                                          tk_b8_src(p1 + k * TK_VF, u1, va1, vb1, subz)),     \
+                                       vm, vz, dq));                                          \
         tk_vb_pack32x4_store(dst + i, q[0], q[1], q[2], q[3], ud);                            \
+    }
+/* the tail as one more step ending at n (it recomputes a few elements with the same values:
+ * only when dst overlaps neither source, as an in-place run would read its own results) */
+#define TK_B8_LOOP(OP)                                                                        \
+    for (; i + TK_VB <= n; i += TK_VB) TK_B8_STEP(OP)                                         \
+    if (i < n && n >= TK_VB && !alias) {                                                      \
+        i = n - TK_VB;                                                                        \
+        TK_B8_STEP(OP)                                                                        \
+        i = n;                                                                                \
     }
 /* one specialisation per (u0, u1, ud, subz): the loop has no data-type branch */
 TK_INLINE int tk_binary8_body(char *dst, const char *s0, const char *s1, int n, int alg,
-                              tk_vf va0, tk_vf vb0, tk_vf va1, tk_vf vb1, const int u0,
-                              const int u1, const int ud, const int subz) {
+                              tk_vf va0, tk_vf vb0, tk_vf va1, tk_vf vb1, tk_vf vm, tk_vf vz,
+                              const int dq, const int alias, const int u0, const int u1,
+                              const int ud, const int subz) {
     int i = 0;
     switch (alg) {
     case DNNQ_BIN_ADD: TK_B8_LOOP(tk_vf_add); break;
@@ -113,24 +136,28 @@ TK_INLINE int tk_binary8_body(char *dst, const char *s0, const char *s1, int n, 
     return i;
 }
 #define TK_B8_CALL(U0, U1, UD, SZ) \
-    tk_binary8_body(dst, s0, s1, n, alg, va0, vb0, va1, vb1, U0, U1, UD, SZ)
+    tk_binary8_body(dst, s0, s1, n, alg, va0, vb0, va1, vb1, vm, vz, dq, alias, U0, U1, UD, SZ)
 #define TK_B8_DTS(SZ)                                                                         \
     (u0 ? (u1 ? (ud ? TK_B8_CALL(1, 1, 1, SZ) : TK_B8_CALL(1, 1, 0, SZ))                      \
              : (ud ? TK_B8_CALL(1, 0, 1, SZ) : TK_B8_CALL(1, 0, 0, SZ)))                      \
         : (u1 ? (ud ? TK_B8_CALL(0, 1, 1, SZ) : TK_B8_CALL(0, 1, 0, SZ))                      \
               : (ud ? TK_B8_CALL(0, 0, 1, SZ) : TK_B8_CALL(0, 0, 0, SZ))))
 static int tk_binary8(char *dst, int ddt, const char *s0, int dt0, const char *s1, int dt1, int n,
-                      int alg, float a0, float b0, float a1, float b1) {
-    const tk_vf va0 = tk_vf_set1(a0), vb0 = tk_vf_set1(b0), va1 = tk_vf_set1(a1),
-                vb1 = tk_vf_set1(b1);
+                      int alg, const float *pv, const int dq) {
+    const float a0 = pv[0], a1 = pv[2];
+    const tk_vf va0 = tk_vf_set1(a0), vb0 = tk_vf_set1(pv[1]), va1 = tk_vf_set1(a1),
+                vb1 = tk_vf_set1(pv[3]), vm = tk_vf_set1(pv[4]), vz = tk_vf_set1(pv[5]);
+    const uintptr_t d0 = (uintptr_t)dst, a = (uintptr_t)s0, b = (uintptr_t)s1;
+    const int alias = (d0 < a + (uintptr_t)n && a < d0 + (uintptr_t)n) ||
+                      (d0 < b + (uintptr_t)n && b < d0 + (uintptr_t)n);
     const int u0 = dt0 == DNNQ_DT_U8, u1 = dt1 == DNNQ_DT_U8, ud = ddt == DNNQ_DT_U8;
     return (a0 != 0.0f || a1 != 0.0f) ? TK_B8_DTS(1) : TK_B8_DTS(0);
 }
 #else
 static int tk_binary8(char *dst, int ddt, const char *s0, int dt0, const char *s1, int dt1, int n,
-                      int alg, float a0, float b0, float a1, float b1) {
+                      int alg, const float *pv, const int dq) {
     (void)dst; (void)ddt; (void)s0; (void)dt0; (void)s1; (void)dt1; (void)n; (void)alg;
-    (void)a0; (void)b0; (void)a1; (void)b1;
+    (void)pv; (void)dq;
     return 0;
 }
 #endif
