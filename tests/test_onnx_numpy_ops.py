@@ -35,3 +35,36 @@ def test_pad_matches_onnxruntime(mode, shape, pads):
     inputs = [x, np.array(pads, np.int64)] + ([np.float32(value)] if value is not None else [])
     got = ops_numpy.run_op("Pad", inputs, {"mode": mode}, 13)[0]
     np.testing.assert_array_equal(got, _ort_pad(x, pads, mode, value))
+
+
+def _ort_resize(x, scales, attrs):
+    inits = [helper.make_tensor("roi", TensorProto.FLOAT, [0], []),
+             helper.make_tensor("scales", TensorProto.FLOAT, [len(scales)], scales)]
+    g = helper.make_graph([helper.make_node("Resize", ["x", "roi", "scales"], ["y"], **attrs)],
+                          "resize", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                                   x.shape)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    return sess.run(None, {"x": x})[0]
+
+
+@pytest.mark.parametrize("ct,nm", [("asymmetric", "floor"), ("half_pixel", "round_prefer_floor"),
+                                   ("align_corners", "round_prefer_ceil"),
+                                   ("pytorch_half_pixel", "ceil")])
+@pytest.mark.parametrize("scales", [[1, 1, 2, 2], [1, 1, 4, 4], [1, 1, 2, 3], [1, 1, 1.5, 2],
+                                    [1, 1, 0.5, 2]])
+@pytest.mark.parametrize("layout", ["plain", "channels_last"])
+def test_resize_nearest_matches_onnxruntime(ct, nm, scales, layout):
+    """Nearest Resize: integer upscales take the repeating copy (in the source's memory
+    order), the others the per-axis gather; both as ONNX Runtime."""
+    x = np.random.default_rng(3).standard_normal((2, 5, 6, 4)).astype(np.float32)
+    if layout == "channels_last":
+        x = np.ascontiguousarray(x.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
+    attrs = {"mode": "nearest", "coordinate_transformation_mode": ct, "nearest_mode": nm}
+    got = ops_numpy.run_op("Resize", [x, np.zeros(0, np.float32), np.float32(scales)], attrs,
+                           13)[0]
+    np.testing.assert_array_equal(got, _ort_resize(np.ascontiguousarray(x), scales, attrs))
+    if layout == "channels_last" and all(float(s).is_integer() for s in scales) and \
+            (ct, nm) in (("asymmetric", "floor"), ("half_pixel", "round_prefer_floor")):
+        assert got.strides[1] == x.itemsize  # repeated in place order: still channels-last

@@ -317,6 +317,33 @@ def _resize_nearest_index(n_in, n_out, scale, mode, nearest_mode):
     return np.clip(i, 0, n_in - 1).astype(np.int64)
 
 
+def _repeat_factor(idx, n_in):
+    """k when the nearest indices ``idx`` repeat each of the n_in inputs k times in order
+    (an integer upscale: 0, 0, 1, 1, ...), 1 for an untouched axis, else None."""
+    if idx is None:
+        return 1
+    k, rem = divmod(idx.size, n_in)
+    if rem or not k or not np.array_equal(idx, np.arange(idx.size) // k):
+        return None
+    return k
+
+
+def _repeat_each(x, reps):
+    """Every element of x repeated reps[a] times along each axis a, laid out in x's memory
+    order (a channels-last tensor stays channels-last): one broadcasting copy instead of a
+    gather per axis."""
+    order = sorted(range(x.ndim), key=lambda i: -x.strides[i])
+    v = x.transpose(order)
+    kp = [reps[i] for i in order]
+    out = np.empty([d for n, k in zip(v.shape, kp) for d in (n, k)], x.dtype)
+    out[...] = v.reshape([d for n in v.shape for d in (n, 1)])
+    out = out.reshape([n * k for n, k in zip(v.shape, kp)])
+    inv = [0] * x.ndim
+    for pos, axis in enumerate(order):
+        inv[axis] = pos
+    return out.transpose(inv)
+
+
 def resize_geometry(x_shape, inputs, attrs, opset):
     """Output shape and per-axis scales of a Resize / Upsample node."""
     nd = len(x_shape)
@@ -343,10 +370,15 @@ def _resize(x, attrs, opset):
         nm = attrs.get("nearest_mode", "round_prefer_floor" if opset >= 11 else "floor")
         if opset < 11:
             nm = "floor"
+        idxs = [None if sizes[a] == data.shape[a] and scales[a] == 1 else
+                _resize_nearest_index(data.shape[a], sizes[a], scales[a], ct, nm)
+                for a in range(data.ndim)]
+        reps = [_repeat_factor(i, n) for i, n in zip(idxs, data.shape)]
+        if all(k is not None for k in reps):
+            return [_repeat_each(data, reps)]
         r = data
-        for a in range(data.ndim):
-            if sizes[a] != data.shape[a] or scales[a] != 1:
-                idx = _resize_nearest_index(data.shape[a], sizes[a], scales[a], ct, nm)
+        for a, idx in enumerate(idxs):
+            if idx is not None:
                 r = np.take(r, idx, axis=a)
         return [r]
     if mode == "linear":
