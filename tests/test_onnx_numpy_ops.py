@@ -68,3 +68,20 @@ def test_resize_nearest_matches_onnxruntime(ct, nm, scales, layout):
     if layout == "channels_last" and all(float(s).is_integer() for s in scales) and \
             (ct, nm) in (("asymmetric", "floor"), ("half_pixel", "round_prefer_floor")):
         assert got.strides[1] == x.itemsize  # repeated in place order: still channels-last
+
+
+@pytest.mark.parametrize("axis", [1, 2, -1, 0])
+def test_concat_keeps_a_shared_memory_order(axis):
+    """Concat of channels-last inputs: the values of np.concatenate, joined in the inputs'
+    memory order (the result channels-last too); mixed layouts give the plain result."""
+    rng = np.random.default_rng(axis + 5)
+    plain = [rng.standard_normal((2, c, 3, 4)).astype(np.float32) for c in (3, 5)]
+    if axis in (2, -1, 0):
+        plain = [rng.standard_normal((2, 3, 3, 4)).astype(np.float32) for _ in range(2)]
+    cl = [np.ascontiguousarray(p.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2) for p in plain]
+    want = np.concatenate(plain, axis=axis)
+    got = ops_numpy.run_op("Concat", cl, {"axis": axis}, 13)[0]
+    np.testing.assert_array_equal(got, want)
+    assert got.strides[1] == 4  # channels-last
+    mixed = ops_numpy.run_op("Concat", [plain[0], cl[1]], {"axis": axis}, 13)[0]
+    np.testing.assert_array_equal(mixed, want)

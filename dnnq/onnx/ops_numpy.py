@@ -112,8 +112,22 @@ def _transpose(x, attrs, opset):
     return [np.transpose(x[0], perm)]
 
 
+def _memory_order(a):
+    return sorted(range(a.ndim), key=lambda i: -a.strides[i])
+
+
 def _concat(x, attrs, opset):
-    return [np.concatenate([v for v in x if v is not None], axis=attrs["axis"])]
+    xs = [v for v in x if v is not None]
+    nd = xs[0].ndim
+    axis = attrs["axis"] % nd if nd else 0
+    order = _memory_order(xs[0])
+    if nd >= 3 and order != list(range(nd)) and \
+            all(v.ndim == nd and _memory_order(v) == order for v in xs):
+        # inputs in one memory order (dnnq's channels-last tensors): joined in that order, so
+        # the copy streams and the result keeps the layout its consumers read
+        out = np.concatenate([v.transpose(order) for v in xs], axis=order.index(axis))
+        return [out.transpose(np.argsort(order))]
+    return [np.concatenate(xs, axis=axis)]
 
 
 def _slice(x, attrs, opset):
