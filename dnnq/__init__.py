@@ -57,18 +57,18 @@ def _compiled_kernels_missing(exc):
             "pip install '.[test]' (or pip install --no-build-isolation -e . for development)."
             f"  [{type(exc).__name__}: {exc}]")
     return ImportError(
-        f"dnnq's compiled kernels (dnnq._kernels._cpu) do not import from {here}: {exc}.  "
-        "Reinstall dnnq (pip install --force-reinstall dnnq) for this Python and CPU.")
+        f"dnnq's compiled kernels (dnnq.primitives._kernels._cpu) do not import from {here}: "
+        f"{exc}.  Reinstall dnnq (pip install --force-reinstall dnnq) for this Python and CPU.")
 
 
 try:  # the compiled part first: without it nothing below can work
-    from dnnq._kernels import _cpu as _compiled
+    from dnnq.primitives._kernels import _cpu as _compiled
 except ImportError as _exc:
     raise _compiled_kernels_missing(_exc) from None
 del _compiled
 
 from dnnq.errors import DnnqError, InvalidArguments, Unimplemented
-from dnnq._dispatch import (
+from dnnq.primitives._dispatch import (
     cpu_info, get_effective_cpu_isa, set_max_cpu_isa, set_num_threads, get_num_threads,
     available_isa_levels, ISA_LEVELS, MAX_NUM_THREADS, set_int8_numerics, get_int8_numerics,
 )
@@ -82,8 +82,8 @@ from dnnq.masks import (
 from dnnq.memory import MemoryDesc, u8, s8, s32, f32, as_dt
 from dnnq.attr import PrimitiveAttr
 from dnnq.post_ops import PostOps
-from dnnq._verbose import set_verbose, get_verbose
-from dnnq._cache import (set_primitive_cache_capacity, get_primitive_cache_capacity,
+from dnnq.primitives._verbose import set_verbose, get_verbose
+from dnnq.primitives._cache import (set_primitive_cache_capacity, get_primitive_cache_capacity,
                          primitive_cache_size)
 from dnnq.primitives.matmul import MatMul, InnerProduct
 from dnnq.primitives.rnn import LSTM, GRU, LBRGRU, VanillaRNN

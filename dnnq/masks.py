@@ -268,7 +268,7 @@ def _all_finite_positive(x):
     """Compiled check when the kernels are built (this module must import without them)."""
     global _all_finite_positive
     try:
-        from dnnq._kernels._gemm import all_finite_positive as fast
+        from dnnq.primitives._kernels._gemm import all_finite_positive as fast
     except ImportError:  # pure-Python use of dnnq.masks
         def fast(v):
             return bool(v.min() > 0.0 and v.max() < math.inf)

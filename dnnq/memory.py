@@ -32,7 +32,7 @@ from numbers import Integral
 
 import numpy as np
 
-from ._kernels._gemm_exec import aligned_empty
+from .primitives._kernels._gemm_exec import aligned_empty
 from .errors import invalid
 
 __all__ = [

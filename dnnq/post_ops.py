@@ -54,7 +54,7 @@ import numpy as np
 
 from .errors import invalid, real_to_float
 from .memory import MemoryDesc, as_dt
-from ._kernels import _codes
+from .primitives._kernels import _codes
 
 __all__ = [
     "ELTWISE_ALGS", "BINARY_ALGS", "SELECT_ALGS", "POST_OP_KINDS", "MAX_POST_OPS",

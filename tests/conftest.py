@@ -10,7 +10,7 @@ import pytest
 
 import dnnq
 import dnnq.testing
-from dnnq import _dispatch
+from dnnq.primitives import _dispatch
 
 ISA_LEVELS = list(_dispatch.available_isa_levels())
 # DNNQ_MAX_CPU_ISA given in the environment limits the sweep too (.ci/run runs the kernel and

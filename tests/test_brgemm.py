@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import dnnq
-from dnnq import _dispatch
-from dnnq._kernels import _gemm
+from dnnq.primitives import _dispatch
+from dnnq.primitives._kernels import _gemm
 from dnnq.primitives import _plan
 
 

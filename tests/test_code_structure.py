@@ -114,9 +114,9 @@ def test_cycle_finder_finds_cycles():
 def test_import_graph_is_read():
     graph = import_graph()
     # a few edges every version has: the graph is not empty by accident
-    assert "dnnq._kernels._gemm" in graph["dnnq.primitives._plan"]
-    assert "dnnq._impls" in graph["dnnq.primitives._gemm_primitive"]
-    assert "dnnq._kernels._gemm" in graph["dnnq._kernels._gemm_exec"]
+    assert "dnnq.primitives._kernels._gemm" in graph["dnnq.primitives._plan"]
+    assert "dnnq.primitives._impls" in graph["dnnq.primitives._gemm_primitive"]
+    assert "dnnq.primitives._kernels._gemm" in graph["dnnq.primitives._kernels._gemm_exec"]
 
 
 def test_package_import_graph_has_no_cycle():
@@ -133,15 +133,17 @@ _CODE_FILES = (
     "primitives/eltwise.py", "primitives/binary.py", "primitives/softmax.py",
     "primitives/reorder.py", "primitives/sum.py", "primitives/concat.py",
     "primitives/_attr_plan.py", "primitives/_pointwise.py", "primitives/_plan.py",
-    "_kernels/_gemm.pyx", "_kernels/_gemm.pxd", "_kernels/_gemm_exec.pyx",
-    "_kernels/_gemm_api.pyx", "_kernels/_rnn.pyx", "_kernels/_rnn_exec.pyx",
-    "_kernels/_rnn_decl.pxd", "_kernels/_toolkit.pyx", "_kernels/_kernels.pxd",
+    "primitives/_kernels/_gemm.pyx", "primitives/_kernels/_gemm.pxd",
+    "primitives/_kernels/_gemm_exec.pyx", "primitives/_kernels/_gemm_api.pyx",
+    "primitives/_kernels/_rnn.pyx", "primitives/_kernels/_rnn_exec.pyx",
+    "primitives/_kernels/_rnn_decl.pxd", "primitives/_kernels/_toolkit.pyx",
+    "primitives/_kernels/_kernels.pxd",
     # the convolution family
     "primitives/convolution.py", "primitives/_conv_kernel_choice.py",
     "primitives/_conv_geometry.py", "primitives/_conv_impl.py", "primitives/_conv_f32.py",
     "primitives/_conv_fused_dw.py", "primitives/_conv_checked_exec.py",
-    "primitives/_post_op_spec.py", "_kernels/_conv.pyx", "_kernels/_conv.pxd",
-    "_kernels/_conv_exec.pyx", "_impls.py",
+    "primitives/_post_op_spec.py", "primitives/_kernels/_conv.pyx",
+    "primitives/_kernels/_conv.pxd", "primitives/_kernels/_conv_exec.pyx", "primitives/_impls.py",
 )
 _CODE_NAMES = r"(?:kind|alg|dt|dst_dt|src_dt|isa|cell|act|a_xor)"
 _LITERAL = [
@@ -158,12 +160,13 @@ _LITERAL = [
 
 
 def _ukernel_files():
-    ukr = os.path.join(PKG, "_kernels", "ukernels")
-    return [os.path.join("_kernels", "ukernels", f) for f in sorted(os.listdir(ukr))
+    rel = os.path.join("primitives", "_kernels", "ukernels")
+    ukr = os.path.join(PKG, rel)
+    return [os.path.join(rel, f) for f in sorted(os.listdir(ukr))
             if re.match(r"(gemm_(?!api\.c)|rnn_|epilogue_|tk_|conv_)\w*\.[ch]$", f)] + \
-        [os.path.join("_kernels", "ukernels", "depthwise", f)
+        [os.path.join(rel, "depthwise", f)
          for f in sorted(os.listdir(os.path.join(ukr, "depthwise")))] + \
-        ["_kernels/ukernels/dnnq_rnn.h", "_kernels/ukernels/dnnq_conv.h"]
+        [os.path.join(rel, "dnnq_rnn.h"), os.path.join(rel, "dnnq_conv.h")]
 
 
 def literal_codes(text):

@@ -576,7 +576,7 @@ def test_layout_transpose_vs_numpy(level):
     """The plain <-> channels-last copies around the kernels (16 x 16 / 4 x 4 register blocks,
     at the AVX-512 level 64-, 32- and 16-column bands of bytes, and the edges) equal numpy's
     moveaxis."""
-    from dnnq._kernels import _conv
+    from dnnq.primitives._kernels import _conv
     rng = np.random.default_rng(37)
     for dt in (np.uint8, np.int8, np.int32, np.float32):
         for shp in [(1, 3, 5, 7), (2, 16, 16, 16), (1, 33, 17, 19), (3, 64, 8, 9), (1, 1, 1, 1),
@@ -603,7 +603,7 @@ def test_layout_transpose_column_ranges_vs_numpy(level, by_rows):
     rows equal numpy's transpose, the other dst rows are untouched.  `by_rows`: ranges of
     src rows instead (a thread's channel band of the copy to channels-last, transpose_rows):
     the range's dst columns, every other dst byte untouched."""
-    from dnnq._kernels import _conv
+    from dnnq.primitives._kernels import _conv
     rng = np.random.default_rng(41 if by_rows else 38)
     sizes = [1, 7, 15, 16, 17, 31, 32, 33, 49, 63, 64, 65, 100, 127, 128, 129, 196]
     for rows in sizes + [512, 1024]:

@@ -16,8 +16,8 @@ import pytest
 
 import dnnq
 from conftest import ISA_LEVELS
-from dnnq import _dispatch
-from dnnq._kernels import _conv_exec
+from dnnq.primitives import _dispatch
+from dnnq.primitives._kernels import _conv_exec
 from dnnq.primitives import _conv_kernel_choice as conv_mod
 from test_convolution import Case, assert_same
 from test_convolution_dw3x3 import GEOMETRIES, config, reference

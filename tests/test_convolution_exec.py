@@ -1,4 +1,5 @@
-"""The C-level execute path of Convolution / Deconvolution (dnnq/_kernels/_conv_exec.pyx).
+"""The C-level execute path of Convolution / Deconvolution
+(dnnq/primitives/_kernels/_conv_exec.pyx).
 
 Its configurations run through it (``p._exec.run(args)`` answers) bit-identical to the real
 oneDNN 3.2 on every ISA level and in both layouts; every argument it must not take (wrong

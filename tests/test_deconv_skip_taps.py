@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import dnnq
-from dnnq._kernels import _conv
+from dnnq.primitives._kernels import _conv
 from test_convolution import Case, assert_same
 from test_convolution_dw3x3 import reference
 

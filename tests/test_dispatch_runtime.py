@@ -185,7 +185,7 @@ def test_dispatch_table_reasons_at_verbose_2():
 
 
 def test_dispatch_table_amx_row_rule():
-    from dnnq import _impls
+    from dnnq.primitives import _impls
     impl = _impls.GEMM[0]
     assert impl.isa == "avx512_core_amx"
     assert "fewer than 8 rows" in impl.reject({"M": 7})
@@ -223,7 +223,7 @@ def test_isa_cap_caps_optional_features():
 
 def _pw_plans(prim):
     """The toolkit plans (PwPlan) a primitive holds, wherever it keeps them."""
-    from dnnq._kernels._toolkit import PwPlan
+    from dnnq.primitives._kernels._toolkit import PwPlan
     found = []
     for v in vars(prim).values():
         for item in (v if isinstance(v, (list, tuple)) else [v]):

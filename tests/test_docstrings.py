@@ -12,13 +12,14 @@ import pytest
 import dnnq
 
 # the modules whose docstrings (module, classes, functions, methods) are the documented API
-PUBLIC_MODULES = ["dnnq", "dnnq.errors", "dnnq._dispatch", "dnnq._verbose", "dnnq._cache",
-                  "dnnq.args", "dnnq.masks", "dnnq.memory", "dnnq.attr", "dnnq.post_ops",
-                  "dnnq.calibrate", "dnnq.eltwise_math", "dnnq.primitives.matmul",
-                  "dnnq.primitives.convolution", "dnnq.primitives.rnn", "dnnq.primitives.gemm",
-                  "dnnq.primitives.reorder", "dnnq.primitives.eltwise", "dnnq.primitives.binary",
-                  "dnnq.primitives.sum", "dnnq.primitives.concat", "dnnq.primitives.pooling",
-                  "dnnq.primitives.softmax", "dnnq.primitives.fake_quantize"]
+PUBLIC_MODULES = ["dnnq", "dnnq.errors", "dnnq.primitives._dispatch", "dnnq.primitives._verbose",
+                  "dnnq.primitives._cache", "dnnq.args", "dnnq.masks", "dnnq.memory",
+                  "dnnq.attr", "dnnq.post_ops", "dnnq.calibrate", "dnnq.eltwise_math",
+                  "dnnq.primitives.matmul", "dnnq.primitives.convolution", "dnnq.primitives.rnn",
+                  "dnnq.primitives.gemm", "dnnq.primitives.reorder", "dnnq.primitives.eltwise",
+                  "dnnq.primitives.binary", "dnnq.primitives.sum", "dnnq.primitives.concat",
+                  "dnnq.primitives.pooling", "dnnq.primitives.softmax",
+                  "dnnq.primitives.fake_quantize"]
 
 
 def _public_objects():

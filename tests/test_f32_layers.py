@@ -10,8 +10,8 @@ import dnnq
 from dnnq import (MemoryDesc as MD, PrimitiveAttr, PostOps, DNNL_ARG_SRC, DNNL_ARG_WEIGHTS,
                   DNNL_ARG_DST, DNNL_ARG_BIAS, DNNL_ARG_SCALE, DNNL_ARG_ATTR_ZERO_POINTS,
                   DNNL_ARG_SRC_1, DNNL_ARG_ATTR_MULTIPLE_POST_OP, InvalidArguments, Unimplemented)
-from dnnq import _dispatch
-from dnnq._kernels import _codes, _gemm
+from dnnq.primitives import _dispatch
+from dnnq.primitives._kernels import _codes, _gemm
 import dnnq.testing as onednn
 from _f32_ref import conv_f64, deconv_f64, sum_bound, fake_quantize, quantize
 

@@ -1,10 +1,11 @@
 """GELU post-ops (gelu_erf, gelu_tanh) in the GEMM epilogue.
 
 On AVX-512 they run vectorised in the fused epilogue (erf from a table of polynomials, tanh
-oneDNN's approximation: dnnq/_kernels/ukernels/eltwise_avx512.h); elsewhere through libm in the
-generic epilogue.  Both are checked on every ISA level against an independent float64 model
-(math.erf / math.tanh) with the bound below, and against the real oneDNN 3.2 with the bound
-SPEC 5 states for transcendental post-ops (an int8 result may differ by 1 on rare elements)."""
+oneDNN's approximation: dnnq/primitives/_kernels/ukernels/eltwise_avx512.h); elsewhere
+through libm in the generic epilogue.  Both are checked on every ISA level against an
+independent float64 model (math.erf / math.tanh) with the bound below, and against the real
+oneDNN 3.2 with the bound SPEC 5 states for transcendental post-ops (an int8 result may differ
+by 1 on rare elements)."""
 import math
 import zlib
 

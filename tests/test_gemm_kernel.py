@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings, strategies as st, HealthCheck
 
 from dnnq.primitives._plan import s32_gemm, PackedGemmWeights
-from dnnq._kernels import _gemm
+from dnnq.primitives._kernels import _gemm
 from conftest import ISA_LEVELS
 
 

@@ -12,7 +12,7 @@ import pytest
 import dnnq
 from dnnq import MemoryDesc as MD, PrimitiveAttr, PostOps, InvalidArguments
 from dnnq import DNNL_ARG_WEIGHTS, DNNL_ARG_WEIGHTS_LAYER, DNNL_ARG_WEIGHTS_ITER, DNNL_ARG_SRC
-from dnnq._cache import rebuild_primitive
+from dnnq.primitives._cache import rebuild_primitive
 from dnnq.post_ops import _rebuild_post_ops
 
 import _primitive_cases as pc

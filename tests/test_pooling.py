@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import dnnq
-from dnnq import _dispatch
+from dnnq.primitives import _dispatch
 from dnnq import MemoryDesc as MD, PrimitiveAttr, PostOps
 from dnnq import args as A
 import dnnq.testing as R

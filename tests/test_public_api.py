@@ -96,9 +96,11 @@ def test_compiled_kernels_message_outside_a_checkout(tmp_path):
     pkg = tmp_path / "dnnq"
     pkg.mkdir()
     (pkg / "__init__.py").write_text(open(dnnq.__file__.replace(".pyc", ".py")).read())
-    (pkg / "_kernels").mkdir()
-    (pkg / "_kernels" / "__init__.py").write_text("")
+    (pkg / "primitives" / "_kernels").mkdir(parents=True)
+    (pkg / "primitives" / "__init__.py").write_text("")
+    (pkg / "primitives" / "_kernels" / "__init__.py").write_text("")
     r = subprocess.run([sys.executable, "-S", "-c", "import dnnq"], cwd=str(tmp_path),
                        capture_output=True, text=True, timeout=60)
-    assert "dnnq's compiled kernels (dnnq._kernels._cpu) do not import" in r.stderr
+    assert "dnnq's compiled kernels (dnnq.primitives._kernels._cpu) do not import" in r.stderr
     assert isinstance(dnnq.primitives, types.ModuleType)
+

@@ -58,7 +58,7 @@ def test_cpu_features_compiles_as_strict_c11():
     assert "-Werror=implicit-function-declaration" in _read("meson.build")
     cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
     assert cc, "no C compiler (the build needs one)"
-    src = os.path.join(ROOT, "dnnq", "_kernels", "ukernels")
+    src = os.path.join(ROOT, "dnnq", "primitives", "_kernels", "ukernels")
     r = subprocess.run([cc, "-std=c11", "-Werror=implicit-function-declaration", "-Wall",
                         "-Werror", "-Wno-unused-function", "-fsyntax-only", "-I", src,
                         os.path.join(src, "cpu_features.c")], capture_output=True, text=True)

@@ -13,7 +13,7 @@ from dnnq import (DNNL_ARG_SRC_LAYER, DNNL_ARG_SRC_ITER, DNNL_ARG_SRC_ITER_C,
                   DNNL_ARG_WEIGHTS_LAYER, DNNL_ARG_WEIGHTS_ITER, DNNL_ARG_BIAS,
                   DNNL_ARG_DST_LAYER, DNNL_ARG_DST_ITER, DNNL_ARG_DST_ITER_C, DNNL_ARG_SCALE,
                   DNNL_ARG_ATTR_ZERO_POINTS)
-from dnnq._kernels import _rnn
+from dnnq.primitives._kernels import _rnn
 import dnnq.primitives._rnn_base as rnn_mod  # (FORK_JOIN lives with the driver)
 import dnnq.testing as ref
 from dnnq.testing import requires_onednn

@@ -5,8 +5,8 @@ and two threads, against numpy's indexing; no byte past the destination is writt
 import numpy as np
 import pytest
 
-from dnnq import _dispatch
-from dnnq._kernels import _codes, _toolkit
+from dnnq.primitives import _dispatch
+from dnnq.primitives._kernels import _codes, _toolkit
 
 LEVELS = [lv for lv in _dispatch.available_isa_levels()]
 SIZES = [0, 1, 63, 64, 65, 127, 128, 200, 65535, 65536, 2 * 65536 + 77]

@@ -5,7 +5,8 @@ import re
 
 import pytest
 
-UKERNELS = pathlib.Path(__file__).resolve().parents[1] / "dnnq" / "_kernels" / "ukernels"
+UKERNELS = (pathlib.Path(__file__).resolve().parents[1] / "dnnq" / "primitives" / "_kernels"
+            / "ukernels")
 _INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 

@@ -206,8 +206,8 @@ def ip_case(rng):
     return desc + f" [{impl} / {p.impl_info}]", p.execute(args), want
 
 
-#: how many problems each plain depthwise kernel took (dnnq._impls.CONV's dw3x3_plain entries:
-#: 0 copies, 1 / 2 column kernel, 3 flat kernel), printed at the end
+#: how many problems each plain depthwise kernel took (dnnq.primitives._impls.CONV's
+#: dw3x3_plain entries: 0 copies, 1 / 2 column kernel, 3 flat kernel), printed at the end
 PLAIN_KERNELS = {}
 
 

@@ -1,11 +1,11 @@
-"""Generates dnnq/_kernels/ukernels/erf_table.h: erf on [0, 4) as 16 polynomials of degree 6,
-one per interval [k/4, (k+1)/4), in t = |s| - k/4 (interval 0 has no constant term, so
+"""Generates dnnq/primitives/_kernels/ukernels/erf_table.h: erf on [0, 4) as 16 polynomials of
+degree 6, one per interval [k/4, (k+1)/4), in t = |s| - k/4 (interval 0 has no constant term, so
 erf stays relatively accurate near 0).  Least squares in float64 on 2001 points per interval
 (interval 0 weighted by 1/erf for relative error), coefficients rounded to f32.  Evaluated
 with FMA Horner in f32 the result is within 2.2 ulp (5.9e-8 absolute) of math.erf on [0, 4];
 erf(s) rounds to 1 in f32 from s = 3.92, so |s| is clamped to 4.
 
-    python tools/gen_erf_table.py > dnnq/_kernels/ukernels/erf_table.h
+    python tools/gen_erf_table.py > dnnq/primitives/_kernels/ukernels/erf_table.h
 """
 import math
 

@@ -39,7 +39,7 @@ class ConvExecuteOverhead:
     convolution (the GEMM driver), a 3x3 one (folded taps) and a depthwise 3x3, 8 channels on
     a 4x4 image, the benchmark configuration (u8 x s8 -> u8, per-OC weight scales, f32 bias,
     relu) in channels-last and plain layouts.  Everything above the kernel runs in the C-level
-    execute path (dnnq/_kernels/_conv_exec.pyx)."""
+    execute path (dnnq/primitives/_kernels/_conv_exec.pyx)."""
     params = (["mb1ic8ih4oc8oh4kh1ph0", "mb1ic8ih4oc8oh4kh3ph1", "g8mb1ic8ih4oc8oh4kh3ph1"],
               ["nhwc", "nchw"])
     param_names = ["problem", "tag"]

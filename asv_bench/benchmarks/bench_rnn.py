@@ -12,7 +12,7 @@ from dnnq import (MemoryDesc, PrimitiveAttr, DNNL_ARG_SRC_LAYER, DNNL_ARG_SRC_IT
                   DNNL_ARG_SRC_ITER_C, DNNL_ARG_WEIGHTS_LAYER, DNNL_ARG_WEIGHTS_ITER,
                   DNNL_ARG_BIAS, DNNL_ARG_DST_LAYER, DNNL_ARG_DST_ITER, DNNL_ARG_DST_ITER_C)
 import dnnq.primitives.rnn as rnn_mod
-from dnnq._kernels import _rnn
+from dnnq.primitives._kernels import _rnn
 
 # (T, N, C = H)
 PROBLEMS = [(50, 32, 512), (20, 8, 1024), (50, 1, 512)]

@@ -10,7 +10,7 @@ import numpy as np
 
 import dnnq
 from dnnq import args as A
-from dnnq._kernels import _toolkit
+from dnnq.primitives._kernels import _toolkit
 from dnnq.errors import InvalidArguments, Unimplemented
 from dnnq.memory import MemoryDesc
 from dnnq.onnx import ops_numpy
@@ -377,8 +377,8 @@ class LutStep(Step):
         self.s8 = qs.dt == "s8"
         # the toolkit's table kernel at the effective level (VBMI's byte lookups where the
         # cap allows them; the same bytes either way)
-        from dnnq import _dispatch, _impls
-        from dnnq._kernels import _codes
+        from dnnq.primitives import _dispatch, _impls
+        from dnnq.primitives._kernels import _codes
         isa = _dispatch.get_effective_cpu_isa()
         self._isa_code, self._vbmi = _codes.ISA[isa], _impls.optional_feature("avx512_vbmi", isa)
 

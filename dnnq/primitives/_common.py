@@ -7,7 +7,7 @@ import numbers
 import numpy as np
 
 from dnnq import args as A
-from dnnq._kernels._gemm_exec import extents_meet
+from dnnq.primitives._kernels._gemm_exec import extents_meet
 from dnnq.errors import InvalidArguments, Unimplemented
 from dnnq.memory import MemoryDesc
 

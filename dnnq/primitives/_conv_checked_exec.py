@@ -8,12 +8,12 @@ import numpy as np
 
 from dnnq import args as A
 from dnnq import masks as _masks
-from dnnq import _dispatch, _verbose
+from dnnq.primitives import _dispatch, _verbose
 from dnnq.errors import InvalidArguments, Unimplemented
 from dnnq.primitives._common import arg_name, check_overlaps
 from dnnq.primitives._conv_geometry import pack_depthwise, window_sums
 from dnnq.primitives._gemm_primitive import wrap_s32
-from dnnq._kernels import _conv
+from dnnq.primitives._kernels import _conv
 
 _ONE = np.ones(1, np.float32)
 _RANGE = {"u8": (0, 255), "s8": (-128, 127)}

@@ -6,13 +6,13 @@ is the same ConvExec."""
 import numpy as np
 
 from dnnq import args as A
-from dnnq import _dispatch, _impls
+from dnnq.primitives import _dispatch, _impls
 from dnnq import masks as _masks
 from dnnq.errors import InvalidArguments, Unimplemented
 from dnnq.post_ops import PostOps
 from dnnq.primitives import _plan
 from dnnq.primitives._conv_geometry import packed_sizes
-from dnnq._kernels import _codes, _conv, _gemm
+from dnnq.primitives._kernels import _codes, _conv, _gemm
 
 _ONE = np.ones(1, np.float32)
 

@@ -3,9 +3,9 @@ data (the flat kernel, the column kernel with or without its VBMI stride-2 rows,
 channels-last copies), their work items, and the deconvolution's balanced pixel blocks.
 Mixed into the Convolution / Deconvolution primitives (convolution.py); the module constants
 are the switches the tests and benchmarks set."""
-from dnnq import _impls
+from dnnq.primitives import _impls
 from dnnq import args as A
-from dnnq._kernels import _conv
+from dnnq.primitives._kernels import _conv
 from dnnq.primitives import _post_op_spec
 
 
@@ -60,7 +60,7 @@ class KernelChoice:
     _dw_layout, _numerics, _ref_flags, _post_specs ... set before _make_plan calls these)."""
 
     def _conv_problem(self):
-        """The problem the convolution implementation lists (dnnq._impls.CONV, CONV_F32)
+        """The problem the convolution implementation lists (dnnq.primitives._impls.CONV, CONV_F32)
         choose a kernel for: the geometry and what creation fixed (types, layouts, the
         attribute's epilogue), nothing of the execution."""
         geo = self._geo
@@ -97,7 +97,7 @@ class KernelChoice:
             zp_row_nonzero=(self.src_desc.dt == "s8" or A.DNNL_ARG_SRC in zm))
 
     def _choose_kernel(self):
-        """Walk the implementation list once (dnnq._impls); the entry chosen."""
+        """Walk the implementation list once (dnnq.primitives._impls); the entry chosen."""
         table = _impls.CONV_F32 if self._f32 else _impls.CONV
         return _impls.choose_conv(self._kind, table, self._conv_problem(),
                                   _impls.conv_cap(self._isa))

@@ -23,10 +23,10 @@ from dnnq import args as A
 from dnnq import masks as _masks
 from dnnq.errors import InvalidArguments
 from dnnq.primitives import _plan, _post_op_spec
-from dnnq._kernels import _gemm, _gemm_exec
+from dnnq.primitives._kernels import _gemm, _gemm_exec
 from dnnq.primitives._common import arg_name
 from dnnq.primitives._attr_plan import AttrPlan
-from dnnq import _impls, _dispatch
+from dnnq.primitives import _impls, _dispatch
 
 _ONE = np.ones(1, np.float32)
 _KEY_SS = A.DNNL_ARG_SCALE | A.DNNL_ARG_SRC
@@ -204,7 +204,8 @@ class GemmCore:
 
     def executor(self, owner, src_dims, src_dtype, a_batch, bias_dims, bias_strides, dst_dims,
                  dst_dtype, n_known, strict):
-        """The C-level execute path (dnnq._kernels._gemm_exec.GemmExec) of this primitive."""
+        """The C-level execute path (dnnq.primitives._kernels._gemm_exec.GemmExec) of this
+        primitive."""
         kinds = {_KEY_SS: _gemm_exec.SS, _KEY_WS: _gemm_exec.WS, _KEY_DS: _gemm_exec.DS,
                  _KEY_ZS: _gemm_exec.ZS, _KEY_ZW: _gemm_exec.ZW, _KEY_ZD: _gemm_exec.ZD}
         axes = {"common": _gemm_exec.COMMON, "n": _gemm_exec.PER_N, "k": _gemm_exec.PER_K}

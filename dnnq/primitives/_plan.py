@@ -6,8 +6,8 @@ Numbering shared with ukernels/dnnq_kernels.h (data types, post-op kinds, algori
 """
 import numpy as np
 
-from dnnq._kernels import _gemm, _codes, _toolkit as _tk
-from dnnq import _dispatch, _impls
+from dnnq.primitives._kernels import _gemm, _codes, _toolkit as _tk
+from dnnq.primitives import _dispatch, _impls
 
 DT_CODE = _codes.DT
 ISA_CODE = _codes.ISA
@@ -27,7 +27,7 @@ BINARY_CODE = _codes.BINARY
 
 
 # packed weights and aligned allocation live with the C-level execute path that trusts them
-from dnnq._kernels._gemm_exec import PackedGemmWeights, aligned_empty  # noqa: E402,F401
+from dnnq.primitives._kernels._gemm_exec import PackedGemmWeights, aligned_empty  # noqa: E402,F401
 
 
 def s32_gemm(a, b, isa=None, num_threads=None):

@@ -16,10 +16,10 @@ import numpy as np
 
 from dnnq import args as A
 from dnnq import masks as _masks
-from dnnq import _dispatch, _impls, _verbose
+from dnnq.primitives import _dispatch, _impls, _verbose
 from dnnq.errors import InvalidArguments, Unimplemented
 from dnnq.post_ops import ELTWISE_ALGS, BINARY_ALGS
-from dnnq._kernels import _toolkit as _tk, _codes
+from dnnq.primitives._kernels import _toolkit as _tk, _codes
 from dnnq.primitives import _plan
 from dnnq.primitives._common import (  # noqa: F401 (re-exported)
     arg_name, check_md, check_known_args, check_overlaps)

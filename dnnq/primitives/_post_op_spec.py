@@ -4,7 +4,8 @@ Convolution / Deconvolution through convolution.py), and which epilogue variant 
 takes, decided once at creation."""
 from dnnq.errors import Unimplemented
 from dnnq.primitives import _plan
-from dnnq._kernels._gemm import fused_epilogue_flags  # noqa: F401 (the families' one source)
+# re-exported: the families' one source of the flags
+from dnnq.primitives._kernels._gemm import fused_epilogue_flags  # noqa: F401
 
 #: the post-op kinds the GEMM epilogue runs
 KINDS = ("eltwise", "binary", "sum", "checkpoint", "select")

@@ -69,11 +69,11 @@ import time
 import numpy as np
 
 from dnnq import args as A
-from dnnq import _verbose
-from dnnq._cache import CachedPrimitive
-from dnnq import _impls
-from dnnq._dispatch import get_int8_numerics, get_num_threads
-from dnnq._kernels import _codes, _gemm, _rnn, _rnn_exec
+from dnnq.primitives import _verbose
+from dnnq.primitives._cache import CachedPrimitive
+from dnnq.primitives import _impls
+from dnnq.primitives._dispatch import get_int8_numerics, get_num_threads
+from dnnq.primitives._kernels import _codes, _gemm, _rnn, _rnn_exec
 from dnnq.attr import PrimitiveAttr
 from dnnq.errors import InvalidArguments, Unimplemented
 from dnnq.masks import check_scales, check_zero_points

@@ -3,7 +3,7 @@ block side by side (ukernels/dnnq_rnn.h), their sums, and the immutable, picklea
 the RNN primitives hand out from ``prepare_weights``."""
 import numpy as np
 
-from dnnq._kernels import _gemm
+from dnnq.primitives._kernels import _gemm
 from dnnq.memory import MemoryDesc
 from dnnq.primitives._plan import aligned_empty
 

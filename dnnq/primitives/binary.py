@@ -31,8 +31,8 @@ from f32 / s8 / u8 sources, or all-f32) and two roundings where it uses its refe
 (an s32 tensor, or an f32 dst with an integer source); dnnq follows the same rule.
 """
 from dnnq import args as A
-from dnnq import _impls
-from dnnq._cache import CachedPrimitive
+from dnnq.primitives import _impls
+from dnnq.primitives._cache import CachedPrimitive
 from dnnq.errors import InvalidArguments
 from dnnq.post_ops import canonical_binary_alg
 from dnnq.primitives import _pointwise as pw

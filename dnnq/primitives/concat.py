@@ -23,8 +23,8 @@ share memory with the destination (InvalidArguments naming both; see docs/aliasi
 from numbers import Integral
 
 from dnnq import args as A
-from dnnq import _impls
-from dnnq._cache import CachedPrimitive
+from dnnq.primitives import _impls
+from dnnq.primitives._cache import CachedPrimitive
 from dnnq.errors import InvalidArguments
 from dnnq.primitives import _pointwise as pw
 from dnnq.primitives.sum import _src_list

@@ -49,8 +49,8 @@ import numpy as np
 
 from dnnq import args as A
 from dnnq import masks as _masks
-from dnnq import _dispatch, _impls, _verbose
-from dnnq._cache import CachedPrimitive
+from dnnq.primitives import _dispatch, _impls, _verbose
+from dnnq.primitives._cache import CachedPrimitive
 from dnnq.errors import InvalidArguments, Unimplemented
 from dnnq.memory import MemoryDesc
 from dnnq.primitives import _plan
@@ -65,7 +65,7 @@ from dnnq.primitives._conv_fused_dw import init_fused, execute_fused
 from dnnq.primitives._conv_impl import (avx2_deconv_gemm, avx2_numerics,
                                         onednn_conv_runs_ref, onednn_deconv_kernel)
 from dnnq.primitives._gemm_primitive import wrap_s32
-from dnnq._kernels import _codes, _conv, _conv_exec, _gemm
+from dnnq.primitives._kernels import _codes, _conv, _conv_exec, _gemm
 from dnnq.primitives._scratch import Scratch as _Scratch
 from dnnq.primitives._conv_checked_exec import CheckedExecute, _RANGE
 from dnnq.primitives._conv_kernel_choice import KernelChoice, _balanced_block
@@ -405,8 +405,8 @@ class _ConvolutionBase(KernelChoice, CheckedExecute, F32Convolution, metaclass=C
         return check(v, count, arg_name(key))
 
     def _fast_plan(self):
-        """The C-level execute path (dnnq._kernels._conv_exec.ConvExec) of the common case:
-        packed weights, f32 or no bias, common scales and zero points, no binary / select
+        """The C-level execute path (dnnq.primitives._kernels._conv_exec.ConvExec) of the common
+        case: packed weights, f32 or no bias, common scales and zero points, no binary / select
         post-op, no weights zero point.  Plain (nchw) src / dst take it too, through
         channels-last copies in pooled buffers.  None when the configuration needs the
         checked path's generality."""

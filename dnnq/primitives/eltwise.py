@@ -34,8 +34,8 @@ abs, square, sqrt, round, hardsigmoid and hardswish are bit-identical to oneDNN;
 transcendental algorithms use libm (a few f32 ulp from oneDNN's polynomials).
 """
 from dnnq import args as A
-from dnnq import _impls
-from dnnq._cache import CachedPrimitive
+from dnnq.primitives import _impls
+from dnnq.primitives._cache import CachedPrimitive
 from dnnq.errors import InvalidArguments
 from dnnq.post_ops import PostOps
 from dnnq.primitives import _pointwise as pw

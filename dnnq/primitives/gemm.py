@@ -12,14 +12,14 @@ the result is the wrapping s32 sum acc + beta * C + co; otherwise oneDNN's K blo
 with saturation (blocks split across threads are added as s32), and co is added (wrapping)
 after the last block.  The s32 accumulation
 wraps on overflow as oneDNN's does.  Packing, GEMM and finishing run in C
-(dnnq/_kernels/_gemm_api.pyx) without the GIL.
+(dnnq/primitives/_kernels/_gemm_api.pyx) without the GIL.
 """
 import numbers
 
 import numpy as np
 
-from dnnq import _dispatch, _impls
-from dnnq._kernels import _gemm_api
+from dnnq.primitives import _dispatch, _impls
+from dnnq.primitives._kernels import _gemm_api
 from dnnq.errors import InvalidArguments, Unimplemented, real_to_float
 from dnnq.primitives._common import overlaps
 from dnnq.primitives._gemm_kplan import k_plan

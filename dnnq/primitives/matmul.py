@@ -20,11 +20,11 @@ import time
 import numpy as np
 
 from dnnq import args as A
-from dnnq import _verbose
-from dnnq._cache import CachedPrimitive
+from dnnq.primitives import _verbose
+from dnnq.primitives._cache import CachedPrimitive
 from dnnq import masks as _masks
 from dnnq.errors import InvalidArguments
-from dnnq._kernels._gemm_exec import PackedGemmWeights, aligned_empty
+from dnnq.primitives._kernels._gemm_exec import PackedGemmWeights, aligned_empty
 from dnnq.primitives._common import arg_name, check_md, check_known_args, check_overlaps
 from dnnq.primitives._gemm_primitive import GemmCore, broadcast_strides
 from dnnq.primitives._f32 import layer_dtypes, refuse_input_quantization

@@ -53,11 +53,11 @@ from numbers import Integral
 import numpy as np
 
 from dnnq import args as A
-from dnnq import _impls
-from dnnq._cache import CachedPrimitive
+from dnnq.primitives import _impls
+from dnnq.primitives._cache import CachedPrimitive
 from dnnq.errors import InvalidArguments, Unimplemented
 from dnnq.primitives import _pointwise as pw
-from dnnq._kernels import _toolkit as _tk
+from dnnq.primitives._kernels import _toolkit as _tk
 
 _ALGS = {"max": _tk.POOL_MAX, "avg_include_padding": _tk.POOL_AVG_INC,
          "avg_exclude_padding": _tk.POOL_AVG_EXC}

@@ -32,11 +32,11 @@ that fall next to a rounding boundary.
 from numbers import Integral
 
 from dnnq import args as A
-from dnnq import _impls
-from dnnq._cache import CachedPrimitive
+from dnnq.primitives import _impls
+from dnnq.primitives._cache import CachedPrimitive
 from dnnq.errors import InvalidArguments
 from dnnq.primitives import _pointwise as pw
-from dnnq._kernels import _toolkit as _tk
+from dnnq.primitives._kernels import _toolkit as _tk
 
 _ALGS = {"softmax": False, "softmax_accurate": False, "logsoftmax": True, "softmax_log": True}
 

@@ -22,8 +22,8 @@ Numerics (bit-identical to oneDNN): ``acc = scale_0 * f32(src_0)``, then
 rounded to f32; ``dst = saturate(rne(acc))`` (f32 dst: acc).
 """
 from dnnq import args as A
-from dnnq import _impls
-from dnnq._cache import CachedPrimitive
+from dnnq.primitives import _impls
+from dnnq.primitives._cache import CachedPrimitive
 from dnnq.errors import InvalidArguments
 from dnnq.primitives import _pointwise as pw
 

@@ -1,5 +1,7 @@
 """CPU feature detection and OpenMP thread control."""
-from dnnq._kernels._kernels cimport dnnq_cpu_features_t, dnnq_cpu_detect, dnnq_cpu_best_isa
+from dnnq.primitives._kernels._kernels cimport (
+    dnnq_cpu_features_t, dnnq_cpu_detect, dnnq_cpu_best_isa,
+)
 
 cimport openmp
 

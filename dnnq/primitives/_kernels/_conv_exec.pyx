@@ -23,15 +23,15 @@ from libc.math cimport INFINITY
 from libc.stdint cimport int8_t, uint8_t, int16_t, int32_t, uint32_t, int64_t, uintptr_t
 from cython.parallel cimport prange
 
-from dnnq._kernels._array_extent cimport _extent
-from dnnq._kernels._gemm cimport GemmPlan, gemm_operands_t
-from dnnq._kernels._conv cimport (ConvPlan, ConvRun, DNNQ_CONV_MAX_POST,
+from dnnq.primitives._kernels._array_extent cimport _extent
+from dnnq.primitives._kernels._gemm cimport GemmPlan, gemm_operands_t
+from dnnq.primitives._kernels._conv cimport (ConvPlan, ConvRun, DNNQ_CONV_MAX_POST,
                                   dnnq_transpose_for_isa, dnnq_transpose_rows_for_isa)
 from libc.string cimport memset
 
 import numpy as np
-from dnnq import _dispatch
-from dnnq._kernels._gemm_exec import aligned_empty
+from dnnq.primitives import _dispatch
+from dnnq.primitives._kernels._gemm_exec import aligned_empty
 
 cnp.import_array()
 

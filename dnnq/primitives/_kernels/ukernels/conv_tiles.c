@@ -161,7 +161,7 @@ int dnnq_conv_build_tiles(dnnq_conv_t *cv) {
     cv->epi_prepare = dnnq_epi_prepare_for_isa(cv->isa);
     if (dnnq_conv_build_coords(cv) != 0) return -1;
     /* only for the kernels that run them (the implementation list chose the tiles within
-     * the planner's sizes: dnnq._impls.CONV; dnnq_conv_check_kernel sees the tiles) */
+     * the planner's sizes: dnnq.primitives._impls.CONV; dnnq_conv_check_kernel sees the tiles) */
     if (cv->kernel != DNNQ_CONV_K_TILES && cv->kernel != DNNQ_CONV_K_F32_TILES) return 0;
     if (cv->deconv || cv->depthwise) return 0;
     if (cv->od * cv->oh > DNNQ_CONV_TILES_MAX_ROWS || cv->ow > DNNQ_CONV_TILES_MAX_OW) return 0;

@@ -2,7 +2,7 @@
 # ConvPlan's fields, for the C-level execute path (_conv_exec.pyx), which fills a copy of
 # plan.cv per call and runs it with plan._launch.
 from libc.stdint cimport int8_t, uint8_t, int16_t, int32_t, uint32_t, int64_t
-from dnnq._kernels._kernels cimport (
+from dnnq.primitives._kernels._kernels cimport (
     dnnq_gemm_args_t, dnnq_postop_t, dnnq_brgemm_ukr_fn, dnnq_gemm_epilogue_fn,
     dnnq_brgemm_f32_fn, dnnq_gemm_epilogue_f32_fn, dnnq_dw_f32_fn, dnnq_f32_epi_prepare_fn,
     dnnq_brgemm_f32_epi_fn, dnnq_dw_f32_epi_fn,

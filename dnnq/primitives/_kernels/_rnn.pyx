@@ -10,7 +10,7 @@ from libc.string cimport memset
 
 import numpy as np
 
-from dnnq._kernels._rnn_decl cimport *
+from dnnq.primitives._kernels._rnn_decl cimport *
 
 CELL_LSTM = DNNQ_RNN_LSTM
 CELL_GRU = DNNQ_RNN_GRU

@@ -9,7 +9,7 @@ its kernel once, at creation, from the effective level = min(detected, cap).
 import os
 import warnings
 
-from dnnq._kernels import _cpu, _codes
+from dnnq.primitives._kernels import _cpu, _codes
 from dnnq.errors import InvalidArguments
 
 ISA_LEVELS = tuple(_codes.ISA)  # ("default", "avx2", "avx2_vnni", "avx512_core_vnni", "avx512_core_amx")

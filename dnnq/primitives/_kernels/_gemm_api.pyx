@@ -13,11 +13,11 @@ import threading
 
 import numpy as np
 
-from dnnq._kernels._kernels cimport (
+from dnnq.primitives._kernels._kernels cimport (
     DNNQ_NR, dnnq_gemm_args_t, dnnq_gemm_block_fn, DNNQ_A_SIGNED,
 )
-from dnnq._kernels._codes cimport DNNQ_A_XOR_S8, DNNQ_ISA_AVX512_CORE_AMX
-from dnnq._kernels._gemm cimport GemmPlan
+from dnnq.primitives._kernels._codes cimport DNNQ_A_XOR_S8, DNNQ_ISA_AVX512_CORE_AMX
+from dnnq.primitives._kernels._gemm cimport GemmPlan
 
 cdef extern from "gemm_api.h" nogil:
     ctypedef struct dnnq_gemm_api_block_t:

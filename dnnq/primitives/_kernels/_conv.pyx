@@ -12,14 +12,14 @@ from libc.stdlib cimport malloc, free
 from libc.string cimport memset
 from cython.parallel cimport prange
 
-from dnnq._kernels._kernels cimport (
+from dnnq.primitives._kernels._kernels cimport (
     DNNQ_NR, dnnq_gemm_args_t, dnnq_postop_t, dnnq_br_pair_t, dnnq_brgemm_ukr_fn,
     dnnq_gemm_epilogue_fn, dnnq_brgemm_ukr_for_isa, dnnq_brgemm_mr_for_isa,
     dnnq_gemm_epilogue_for_isa, dnnq_dst_lines_shared, DNNQ_ROWS_OUTER_MAX_WEIGHTS,
     DNNQ_F32_MR, dnnq_brgemm_f32_for_isa, dnnq_gemm_epilogue_f32_for_isa, dnnq_dw_f32_for_isa,
     dnnq_f32_epi_prepare_for_isa, dnnq_brgemm_f32_epi_for_isa, dnnq_dw_f32_epi_for_isa,
 )
-from dnnq._kernels._codes cimport (
+from dnnq.primitives._kernels._codes cimport (
     DNNQ_A_XOR_S8, DNNQ_PO_BINARY, DNNQ_PO_SELECT, DNNQ_CONV_K_GENERAL, DNNQ_CONV_K_DW3X3,
     DNNQ_CONV_K_DW3X3_PLAIN, DNNQ_CONV_K_DW_ROWS3, DNNQ_CONV_K_DECONV_PHASES,
 )
@@ -30,7 +30,8 @@ NR = DNNQ_NR
 MAX_POST = DNNQ_CONV_MAX_POST
 #: the depthwise weights' layouts (ConvPlan's dw_kind): the level's s16 one, s8 taps by four
 DW_S16, DW_VNNI4 = DNNQ_DW_S16, DNNQ_DW_VNNI4
-#: the tile planner's largest output (rows = od * oh, and ow): dnnq._impls.CONV reads them
+#: the tile planner's largest output (rows = od * oh, and ow): dnnq.primitives._impls.CONV
+#: reads them
 TILES_MAX_ROWS = DNNQ_CONV_TILES_MAX_ROWS
 TILES_MAX_OW = DNNQ_CONV_TILES_MAX_OW
 
@@ -84,7 +85,7 @@ cdef class ConvPlan:
         (_gemm.fused_epilogue_flags).
         f32: f32 source and weights (ukernels/dnnq_f32.h, conv_f32.c): `run` then takes f32
         src, packed weights, dw_weights and zp_rows (zeros).
-        kernel: the work-item kernel chosen by dnnq._impls.CONV / CONV_F32 (a
+        kernel: the work-item kernel chosen by dnnq.primitives._impls.CONV / CONV_F32 (a
         _codes.CONV_KERNEL code); s8_src: the source type is s8; raw_s32: the dst receives
         the s32 accumulators as they are; dw_kind: the depthwise
         weights' layout (DNNQ_DW_S16 or DNNQ_DW_VNNI4); dw_fused: the depthwise 3x3 kernels'

@@ -20,13 +20,13 @@ from libc.stdint cimport int8_t, uint8_t, int32_t, uint32_t, int64_t, uintptr_t
 from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy, memset
 
-from dnnq._kernels._array_extent cimport _extent
-from dnnq._kernels._kernels cimport DNNQ_NR, DNNQ_MAX_POST
-from dnnq._kernels._gemm cimport GemmPlan, gemm_operands_t, gemm_post_input_t
+from dnnq.primitives._kernels._array_extent cimport _extent
+from dnnq.primitives._kernels._kernels cimport DNNQ_NR, DNNQ_MAX_POST
+from dnnq.primitives._kernels._gemm cimport GemmPlan, gemm_operands_t, gemm_post_input_t
 
 import numpy as np
-from dnnq._kernels import _gemm
-from dnnq import _dispatch
+from dnnq.primitives._kernels import _gemm
+from dnnq.primitives import _dispatch
 
 cnp.import_array()
 

@@ -84,7 +84,8 @@ typedef struct {
     const dnnq_pw_opnd_t *opnds;
     int n_stages;
     const dnnq_pw_stage_t *stages;
-    int use_vbmi;                  /* 1: VBMI byte lookups allowed (CPU and ISA cap: dnnq._impls) */
+    int use_vbmi;                  /* 1: VBMI byte lookups allowed (CPU and ISA cap:
+                                      dnnq.primitives._impls) */
 } dnnq_pw_plan_t;
 
 /* Pooling.  Spatial dims are padded to 3 (D, H, W; missing ones have size 1).  The values of

@@ -15,7 +15,7 @@ vpdpbusd's signed operand against weights packed as u8 = w + 128, 128 * rowsum f
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from dnnq import _dispatch, _verbose
+from dnnq.primitives import _dispatch, _verbose
 
 
 @dataclass(frozen=True)
@@ -141,7 +141,7 @@ def choose(kind, table, **problem):
 class ConvImpl:
     name: str                   # the kernel variant (verbose dispatch line)
     isa: str                    # the lowest ISA level its kernels need
-    kernel: str                 # dnnq._kernels._codes.CONV_KERNEL name, or "gemm" (GemmPlan)
+    kernel: str                 # a _kernels._codes.CONV_KERNEL name, or "gemm" (GemmPlan)
     applies: Callable           # (problem, cap) -> None, or the reason it does not apply
     plain: int = 0              # the depthwise plain-data variant (dnnq_conv_t.plain)
 
@@ -191,7 +191,7 @@ def _tiles_fit(p):
 def _phases(p, cap):
     return _why(
         (p["deconv"] and not p["depthwise"], "not a grouped or dense deconvolution"),
-        (p["skip_zero_taps"], "turned off (dnnq._kernels._conv.set_skip_zero_taps)"),
+        (p["skip_zero_taps"], "turned off (dnnq.primitives._kernels._conv.set_skip_zero_taps)"),
         (p["kernel"][2] <= 64 and p["npairs"] <= 4096, "kernels over 64 columns or 4096 taps"),
         (min(p["pads"]) >= 0, "a negative padding"),
         (p["npairs"] <= 128 or not p["zp_row_nonzero"],

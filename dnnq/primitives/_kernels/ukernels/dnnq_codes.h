@@ -1,12 +1,12 @@
 /* Every code shared by C, Cython and Python, declared once: ISA levels, data types, post-op
- * kinds, eltwise and binary algorithms.  Cython sees them through dnnq/_kernels/_codes.pxd
- * (cpdef enums), Python through dnnq._kernels._codes, which derives its name tables from the
- * enumerator names (DNNQ_ELT_GELU_TANH <-> "gelu_tanh"): add a code here and every layer has
- * it. */
+ * kinds, eltwise and binary algorithms.  Cython sees them through
+ * dnnq/primitives/_kernels/_codes.pxd (cpdef enums), Python through
+ * dnnq.primitives._kernels._codes, which derives its name tables from the enumerator names
+ * (DNNQ_ELT_GELU_TANH <-> "gelu_tanh"): add a code here and every layer has it. */
 #ifndef DNNQ_CODES_H
 #define DNNQ_CODES_H
 
-/* ISA levels, lowest first (dnnq._dispatch.ISA_LEVELS) */
+/* ISA levels, lowest first (dnnq.primitives._dispatch.ISA_LEVELS) */
 typedef enum dnnq_isa_t {
     DNNQ_ISA_DEFAULT = 0, DNNQ_ISA_AVX2 = 1, DNNQ_ISA_AVX2_VNNI = 2, DNNQ_ISA_AVX512_CORE_VNNI = 3,
     DNNQ_ISA_AVX512_CORE_AMX = 4
@@ -45,7 +45,7 @@ typedef enum dnnq_binary_alg_t {
 } dnnq_binary_alg_t;
 
 /* convolution work-item kernels (dnnq_conv_t.kernel): chosen once at creation by the
- * implementation list dnnq._impls.CONV, run for every item without a second decision */
+ * implementation list dnnq.primitives._impls.CONV, run for every item without a second decision */
 typedef enum dnnq_conv_kernel_t {
     DNNQ_CONV_K_GENERAL = 0, DNNQ_CONV_K_TILES = 1, DNNQ_CONV_K_DECONV_PHASES = 2,
     DNNQ_CONV_K_DW_ROWS3 = 3, DNNQ_CONV_K_DW3X3 = 4, DNNQ_CONV_K_DW3X3_PLAIN = 5,

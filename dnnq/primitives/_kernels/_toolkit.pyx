@@ -13,7 +13,7 @@ from libc.stdlib cimport malloc, free
 from libc.string cimport memset, memcpy
 from cython.parallel cimport prange
 
-from dnnq._kernels._codes cimport DNNQ_DT_S8, DNNQ_DT_U8
+from dnnq.primitives._kernels._codes cimport DNNQ_DT_S8, DNNQ_DT_U8
 
 cdef extern from "dnnq_toolkit.h" nogil:
     enum:
@@ -175,7 +175,8 @@ cdef class PwPlan:
 
     def __init__(self, int isa, dims, int64_t block, list operands, list stages,
                  bint use_vbmi=False):
-        """use_vbmi: the AVX-512 kernels may use VBMI byte lookups (dnnq._impls decides)."""
+        """use_vbmi: the AVX-512 kernels may use VBMI byte lookups (dnnq.primitives._impls
+        decides)."""
         cdef int i, k
         nd = len(dims)
         if not 1 <= nd <= DNNQ_PW_MAXD:

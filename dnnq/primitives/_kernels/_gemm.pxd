@@ -6,7 +6,7 @@
 # and the operands and launches the kernel.  plan.launch(&g, nthreads) runs an already filled
 # struct (the drivers that build their own: the raw GEMM API, convolution's 1x1 path).
 from libc.stdint cimport int8_t, uint8_t, int32_t, uint32_t, int64_t
-from dnnq._kernels._kernels cimport (
+from dnnq.primitives._kernels._kernels cimport (
     dnnq_gemm_args_t, dnnq_gemm_block_fn, dnnq_postop_t, DNNQ_MAX_POST,
 )
 

@@ -1,9 +1,9 @@
 /* Which compiled kernel set serves each ISA level, declared once for every `*_for_isa`
  * function.  A kernel family is compiled once per set with that set's flags
- * (dnnq/_kernels/meson.build, `isa_flags`) into functions named <fn>_<set>; the lists below
- * map the ISA levels onto those sets, and DNNQ_DEFINE_FOR_ISA writes the switch.  Levels not
- * listed (the default level, and every level in a build without x86 kernels) get the
- * family's fallback: its portable kernel, or NULL where the caller has a generic path. */
+ * (dnnq/primitives/_kernels/meson.build, `isa_flags`) into functions named <fn>_<set>; the
+ * lists below map the ISA levels onto those sets, and DNNQ_DEFINE_FOR_ISA writes the switch.
+ * Levels not listed (the default level, and every level in a build without x86 kernels) get
+ * the family's fallback: its portable kernel, or NULL where the caller has a generic path. */
 #ifndef DNNQ_ISA_PICK_H
 #define DNNQ_ISA_PICK_H
 

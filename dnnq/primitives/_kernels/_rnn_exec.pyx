@@ -23,7 +23,7 @@ from libc.stdint cimport int8_t, uint8_t, int32_t, int64_t, uintptr_t
 from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy, memset
 
-from dnnq._kernels._rnn_decl cimport *
+from dnnq.primitives._kernels._rnn_decl cimport *
 
 import numpy as np
 

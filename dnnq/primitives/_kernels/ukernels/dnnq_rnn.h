@@ -1,5 +1,5 @@
 /* The int8 RNN engine: one layer and direction of an LSTM / GRU / LBR-GRU / vanilla RNN, the
- * whole time loop in C (see rnn_impl.h).  Filled by dnnq/_kernels/_rnn.pyx.
+ * whole time loop in C (see rnn_impl.h).  Filled by dnnq/primitives/_kernels/_rnn.pyx.
  *
  * Packed weights: the columns of the (K, G*H) ldigo matrix of one layer and direction are
  * regrouped so that one 64-channel block of every gate sits side by side: panel j*G + g holds

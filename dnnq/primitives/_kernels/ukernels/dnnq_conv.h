@@ -59,8 +59,9 @@ struct dnnq_conv_s;
 typedef int (*dnnq_conv_item_fn)(const struct dnnq_conv_s *cv, int64_t item);
 
 typedef struct dnnq_conv_s {
-    /* the work-item kernel chosen at creation (dnnq._impls.CONV; dnnq_conv_check_kernel says
-     * the plan fits it) and its function, which the driver calls for every item */
+    /* the work-item kernel chosen at creation (dnnq.primitives._impls.CONV;
+     * dnnq_conv_check_kernel says the plan fits it) and its function, which the driver calls
+     * for every item */
     int kernel;
     dnnq_conv_item_fn run_item;
     /* 1: the depthwise 3x3 kernels' fused epilogue applies (chosen at creation: 8-bit dst,
@@ -218,8 +219,8 @@ int dnnq_conv_run_item_deconv_phases(const dnnq_conv_t *cv, int64_t item);
 /* ---- Depthwise (ukernels/depthwise/, docs/conv_kernels.md) -------------------------------
  * Every depthwise variant is a work item of the plan: one signature, dnnq_conv_item_fn, one
  * file per variant, what the AVX-512 ones share in depthwise/dw_avx512.h.  The plan's kernel
- * code (dnnq._impls.CONV) and, for the plain kernels, its `plain` field and strides give the
- * item function (dnnq_conv_item_fn_for).
+ * code (dnnq.primitives._impls.CONV) and, for the plain kernels, its `plain` field and
+ * strides give the item function (dnnq_conv_item_fn_for).
  *   dw               dnnq_conv_run_item_general with the plan's dw_tile (below)
  *   dw_rows3         dnnq_dw_item_rows3       dw_rows3_avx512.c
  *   dw3x3            dnnq_dw_item_3x3         dw3x3_avx512.c (+ dw3x3_body.h per width)

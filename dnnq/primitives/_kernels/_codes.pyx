@@ -3,8 +3,8 @@
 Each table maps dnnq's lower-case name to the C code, derived from the enumerator names, so a
 code added to the C header reaches Cython (_codes.pxd) and Python with no second list:
 
-    ISA (dnnq._dispatch.ISA_LEVELS order), NUMERICS (OR-ed into an ISA code), DT, POST_OP,
-    ELTWISE, BINARY, CONV_KERNEL (the convolution work-item kernels)
+    ISA (dnnq.primitives._dispatch.ISA_LEVELS order), NUMERICS (OR-ed into an ISA code), DT,
+    POST_OP, ELTWISE, BINARY, CONV_KERNEL (the convolution work-item kernels)
 """
 
 

@@ -12,7 +12,7 @@ import sys
 import threading
 from collections import OrderedDict
 
-from dnnq import _dispatch, _impls  # noqa: F401
+from dnnq.primitives import _dispatch, _impls  # noqa: F401
 
 _lock = threading.Lock()
 _entries = OrderedDict()

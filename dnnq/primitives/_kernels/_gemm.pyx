@@ -12,7 +12,7 @@ from libc.stdlib cimport malloc, free
 from libc.string cimport memset
 from cython.parallel cimport prange
 
-from dnnq._kernels._kernels cimport (
+from dnnq.primitives._kernels._kernels cimport (
     DNNQ_NR, DNNQ_REF_ORDER, DNNQ_REF_ZP, DNNQ_REF_SPLIT_SCALES, dnnq_gemm_args_t,
     dnnq_postop_t, dnnq_gemm_block_fn,
     dnnq_gemm_ukr_fn,
@@ -24,7 +24,7 @@ from dnnq._kernels._kernels cimport (
     dnnq_pack_b_f32, DNNQ_MAX_POST, DNNQ_A_SWAP, DNNQ_A_SIGNED,
 )
 
-from dnnq._kernels._codes cimport (
+from dnnq.primitives._kernels._codes cimport (
     DNNQ_A_XOR_S8, DNNQ_ISA_AVX512_CORE_AMX, DNNQ_PO_ELTWISE, DNNQ_PO_BINARY, DNNQ_PO_SUM,
     DNNQ_PO_SELECT, DNNQ_ELT_RELU, DNNQ_ELT_LINEAR, DNNQ_ELT_GELU_TANH, DNNQ_ELT_GELU_ERF,
     DNNQ_ELT_CLIP, DNNQ_ELT_CLIP_V2, DNNQ_ELT_HARDSWISH, DNNQ_ELT_HARDSIGMOID,
@@ -320,11 +320,11 @@ cdef class GemmPlan:
                  int ref_numerics=0, bint f32=False):
         """post_ops: list of (kind, alg, alpha, beta) with kind a DNNQ_PO_* code (alg of a
         select post-op: the comparison's DNNQ_BIN_* code).  swap_s8 / signed_s8: how an s8
-        source is multiplied (dnnq._impls: the VNNI swap, AMX's signed tiles; neither: XOR to
-        u8).  ref_numerics: 0, or DNNQ_REF_* flags (REF_ORDER, REF_ZP, REF_SPLIT_SCALES): the
-        epilogue in the order of oneDNN's reference kernels.  f32: an f32 source and f32
-        weights packed by pack_weights_f32 (ukernels/dnnq_f32.h; a and b f32, their strides in
-        elements)."""
+        source is multiplied (dnnq.primitives._impls: the VNNI swap, AMX's signed tiles;
+        neither: XOR to u8).  ref_numerics: 0, or DNNQ_REF_* flags (REF_ORDER, REF_ZP,
+        REF_SPLIT_SCALES): the epilogue in the order of oneDNN's reference kernels.  f32: an f32
+        source and f32 weights packed by pack_weights_f32 (ukernels/dnnq_f32.h; a and b f32, their
+        strides in elements)."""
         cdef int i
         memset(&self.g, 0, sizeof(dnnq_gemm_args_t))
         self.isa = isa

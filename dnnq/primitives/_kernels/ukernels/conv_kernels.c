@@ -1,6 +1,7 @@
 /* The convolution kernels' table: a kernel code (dnnq_codes.h dnnq_conv_kernel_t, chosen at
- * creation by dnnq._impls.CONV) -> its item function, the plan check made once at creation,
- * and the driver entry points that run items (dnnq_conv_run_item, the fused band units). */
+ * creation by dnnq.primitives._impls.CONV) -> its item function, the plan check made once at
+ * creation, and the driver entry points that run items (dnnq_conv_run_item, the fused band
+ * units). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,8 +47,8 @@ dnnq_conv_item_fn dnnq_conv_item_fn_for(const dnnq_conv_t *cv) {
 }
 
 /* The kernels' requirements on the plan's fixed fields: the implementation list
- * (dnnq._impls.CONV) chose the kernel; this guards the C side against a mismatch once, at
- * creation (an item function never checks its plan). */
+ * (dnnq.primitives._impls.CONV) chose the kernel; this guards the C side against a mismatch
+ * once, at creation (an item function never checks its plan). */
 int dnnq_conv_check_kernel(const dnnq_conv_t *cv, int kernel) {
     const int avx512 = DNNQ_ISA_LEVEL(cv->isa) == DNNQ_ISA_AVX512_CORE_VNNI ||
                        DNNQ_ISA_LEVEL(cv->isa) == DNNQ_ISA_AVX512_CORE_AMX;
