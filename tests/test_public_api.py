@@ -2,6 +2,7 @@
 docstrings with execute keys and support tables; and the message `import dnnq` gives from
 the root of a checkout (uncompiled sources shadowing the installed package)."""
 import inspect
+import re
 import os
 import subprocess
 import sys
@@ -104,3 +105,47 @@ def test_compiled_kernels_message_outside_a_checkout(tmp_path):
     assert "dnnq's compiled kernels (dnnq.primitives._kernels._cpu) do not import" in r.stderr
     assert isinstance(dnnq.primitives, types.ModuleType)
 
+
+#: the subpackages imported on demand (each loads a heavy dependency or is a tool): public and
+#: documented (docs/testing.md, onnx.md, distributed.md, bench.md, demo.md), not in __all__
+ON_DEMAND_MODULES = {"testing", "onnx", "distributed", "bench", "demo"}
+
+
+def _help_sections(text):
+    """pydoc's plain-text page as {section title: its lines} (titles start in column 0)."""
+    sections, title = {}, None
+    for line in text.splitlines():
+        if line and not line[0].isspace():
+            title = line
+            sections[title] = []
+        elif title is not None:
+            sections[title].append(line)
+    return sections
+
+
+def test_help_of_the_package_shows_only_the_public_api():
+    # in a fresh interpreter from "/": the installed package as a user sees it.  pydoc lists
+    # every module file of dnnq/ (pkgutil.iter_modules over dnnq.__path__) whatever __all__
+    # says, so a private module file directly in dnnq/ shows up in help(dnnq).
+    code = "import dnnq, pydoc; print(pydoc.render_doc(dnnq, renderer=pydoc.plaintext))"
+    r = subprocess.run([sys.executable, "-c", code], cwd="/", capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    sections = _help_sections(r.stdout)
+    contents = [line.split()[0] for line in sections["PACKAGE CONTENTS"] if line.strip()]
+    assert [m for m in contents if m.startswith("_")] == []
+    public_modules = {n for n in dnnq.__all__ if isinstance(getattr(dnnq, n), types.ModuleType)}
+    assert set(contents) == public_modules | ON_DEMAND_MODULES
+    # the entries of the other sections (not the class tree's base classes, nor the lines of
+    # a class's or function's documentation, which are indented further)
+    entry = {"CLASSES": r"    (?:(\w+) = )?class (\w+)\(",
+             "FUNCTIONS": r"    (\w+)(?: = \w+)?\(", "DATA": r"    (\w+) = "}
+    shown = set()
+    for title, pattern in entry.items():
+        names = {m.group(1) or m.group(m.lastindex) for line in sections[title]
+                 if (m := re.match(pattern, line))} - {"__all__"}  # pydoc shows __all__ itself
+        assert names and names <= set(dnnq.__all__), (title, sorted(names - set(dnnq.__all__)))
+        shown |= names
+    # and every name of __all__ is on the page (__version__ has its own section)
+    assert set(dnnq.__all__) - shown - set(contents) == {"__version__"}
+    assert sections["VERSION"] == ["    " + dnnq.__version__, ""]
