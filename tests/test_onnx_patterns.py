@@ -13,6 +13,7 @@ ort = pytest.importorskip("onnxruntime")
 pytest.importorskip("onnxruntime.quantization")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
+import dnnq  # noqa: E402
 import dnnq.onnx as donnx  # noqa: E402
 from _onnx_models import cosine, quantize_qdq  # noqa: E402
 
@@ -246,3 +247,33 @@ def test_threads_per_step_keep_the_results(tmp_path):
     assert all(r["threads"] in (1, 2) for r in rows)
     assert all(r["time_ms"] is not None for r in rows)
     assert all(r["threads"] == 1 for r in one.plan())
+
+
+def test_rounding_every_quantize_follows_onnxruntime(tmp_path):
+    """rounding="every": each QuantizeLinear of the model rounds (it ends a layer; the ops
+    between run as int8 steps), so the output follows ONNX Runtime's within a rounding step
+    where the default fused chain may drift further; the plan has more steps."""
+    b = Builder()
+    y = b.conv("x", 8, 16)
+    y = b.op("Mul", [y, b.const(np.float32(0.7))])
+    y = b.op("Add", [y, b.const(_w(1, 16, 1, 1))])
+    y = b.op("HardSwish", [y])
+    y = b.op("Mul", [y, b.const(np.float32(1.3))])
+    y = b.conv(y, 16, 8, k=1)
+    f32, qdq = str(tmp_path / "f32.onnx"), str(tmp_path / "qdq.onnx")
+    onnx.save(b.model((1, 8, 12, 12), y, opset=14), f32)
+    xs = [RNG.standard_normal((1, 8, 12, 12)).astype(np.float32) for _ in range(3)]
+    quantize_qdq(f32, qdq, [{"x": x} for x in xs])
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    peer = ort.InferenceSession(qdq, so, providers=["CPUExecutionProvider"])
+    chain = donnx.InferenceSession(qdq)
+    every = donnx.InferenceSession(qdq, rounding="every")
+    assert len(every.plan()) > len(chain.plan())
+    x = 1.5 * RNG.standard_normal((1, 8, 12, 12)).astype(np.float32)  # beyond calibration
+    theirs = peer.run(None, {"x": x})[0]
+    ours = every.run(None, {"x": x})[0]
+    step = float(np.abs(theirs).max()) / 100  # output grid step is about span / 255
+    assert np.abs(ours - theirs).max() <= step
+    with pytest.raises(dnnq.InvalidArguments, match="rounding"):
+        donnx.InferenceSession(qdq, rounding="once")

@@ -84,7 +84,10 @@ class Fuser(ChainRules):
         return u[0]
 
     def through_qdq(self, name):
-        """(name after a Q -> DQ pair read by nothing else, [Q, DQ]) or (name, [])."""
+        """(name after a Q -> DQ pair read by nothing else, [Q, DQ]) or (name, []); always
+        the latter when the session rounds at every QuantizeLinear."""
+        if self.p.round_every_quantize:
+            return name, []
         q = self.sole_user(name, "QuantizeLinear")
         if q is None or self.p.node_qparams(q) is None:
             return name, []

@@ -28,8 +28,9 @@ RNN_OPS = {"LSTM", "GRU", "RNN"}
 
 
 class Planner:
-    def __init__(self, graph):
+    def __init__(self, graph, round_every_quantize=False):
         self.graph = graph
+        self.round_every_quantize = round_every_quantize
         self.consts = dict(graph.consts)
         self.qconst = {}
         self.dq_info = {}

@@ -35,12 +35,23 @@ class InferenceSession:
     and on all of them and keeps the faster (a layer of a few microseconds gains nothing from a second thread, and a parallel
     region waits for its slowest thread when the machine is busy). ``plan()`` gives each
     row's ``threads``. Results do not depend on the thread count.
+
+    ``rounding`` says where a fused chain rounds: ``"chain"`` (default) skips the
+    ``QuantizeLinear -> DequantizeLinear`` pairs inside a chain of element-wise ops after a
+    layer (the chain runs in f32 inside the layer and is rounded once, at its end: one pass
+    over the data); ``"every"`` rounds at every ``QuantizeLinear`` of the model, as ONNX
+    Runtime does (each such op then ends a layer and the ops between run as int8 steps:
+    more steps, the model's own quantization followed exactly). Which one is closer to the
+    f32 model depends on the model and how its calibration fits the input (docs/onnx.md,
+    "Accuracy and speed").
     """
 
     def __init__(self, model, sess_options=None, providers=None, *, threads=None,
-                 profile=False):
+                 profile=False, rounding="chain"):
         if not isinstance(profile, bool):
             raise InvalidArguments(f"profile: got {profile!r}; expected True or False")
+        if rounding not in ("chain", "every"):
+            raise InvalidArguments(f"rounding: got {rounding!r}; expected 'chain' or 'every'")
         if threads is not None:
             if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or \
                     not 1 <= threads <= dnnq.MAX_NUM_THREADS:
@@ -58,7 +69,7 @@ class InferenceSession:
             raise InvalidArguments(f"model: a QOperator node with missing or malformed inputs "
                                    f"({type(exc).__name__}: {exc})") from None
         self._graph = Graph(self._model)
-        planner = Planner(self._graph)
+        planner = Planner(self._graph, round_every_quantize=rounding == "every")
         self._steps = planner.steps
         needed = {x for st in self._steps for x in st.inputs} | \
             {v.name for v in self._graph.outputs}
