@@ -6,6 +6,7 @@ from numbers import Integral
 import numpy as np
 
 from dnnq.errors import InvalidArguments
+from dnnq.primitives._kernels._conv import DW_ROWSK_KW
 from dnnq.primitives._plan import aligned_empty
 
 NR = 64
@@ -219,7 +220,9 @@ def pack_depthwise(geo, wct, layout):
       per channel, same byte order; ukernels/depthwise/dw_rows3_avx512.c); with a 3x3 kernel,
       then per kw the column kernel's variants A = (w[0][kw], w[1][kw], w[2][kw], 0) and
       B = (0, w[0][kw], w[1][kw], w[2][kw]) over the kernel rows
-      (ukernels/depthwise/dw3x3_avx512.c).
+      (ukernels/depthwise/dw3x3_avx512.c); with KW = 4 .. 16 (`DW_ROWSK_KW`), then per
+      kernel row its KW + 3 variants d = -3 .. KW - 1, bytes (w[d], .., w[d + 3]) with the
+      taps outside the row zero (same byte order; ukernels/depthwise/dw_rowsk_avx512.c).
 
     The result is an s16 array (the vnni4 bytes viewed as s16)."""
     C, T = wct.shape
@@ -253,6 +256,17 @@ def pack_depthwise(geo, wct, layout):
             # (P, L, k, j, kw, v, i) -> (P, kw, v, k, L, j, i)
             var = var.reshape(P, 4, 4, 4, 3, 2, 4).transpose(0, 4, 5, 2, 1, 3, 6)
             parts.append(var.reshape(P, -1))
+        if _rowsk(geo):  # kernel rows of 4 .. 16 taps: the rowsk variants
+            KW = geo.kernel[2]
+            rows = wct.reshape(C, T // KW, KW)
+            var = np.zeros((P * NR, T // KW, KW + 3, 4), np.int8)  # (channel, row, d, byte)
+            for d in range(-3, KW):
+                for i in range(4):
+                    if 0 <= d + i < KW:
+                        var[:C, :, d + 3, i] = rows[:, :, d + i]
+            # (P, L, k, j, row, d, i) -> (P, row, d, k, L, j, i)
+            var = var.reshape(P, 4, 4, 4, T // KW, KW + 3, 4).transpose(0, 4, 5, 2, 1, 3, 6)
+            parts.append(var.reshape(P, -1))
         blocks = np.concatenate(parts, axis=1)
         out = aligned_empty(blocks.size // 2, np.int16)
         out.view(np.int8)[:] = blocks.reshape(-1)
@@ -277,6 +291,11 @@ def pack_depthwise(geo, wct, layout):
     return out
 
 
+def _rowsk(geo):
+    """The vnni4 weights carry the rowsk block (kernel rows of KW = 4 .. 16 taps)."""
+    return DW_ROWSK_KW[0] <= geo.kernel[2] <= DW_ROWSK_KW[1]
+
+
 def depthwise_panel_stride(geo, layout):
     """s16 elements per 64-channel panel of the packed depthwise weights (f32 elements for
     the f32 layout)."""
@@ -285,7 +304,8 @@ def depthwise_panel_stride(geo, layout):
     if layout == "vnni4":
         rows3 = (geo.ntaps // 3) * 512 if geo.kernel[2] == 3 else 0
         cols3 = 768 if tuple(geo.kernel) == (1, 3, 3) else 0
-        return ((geo.ntaps + 3) // 4) * 128 + 2 * NR + rows3 + cols3
+        rowsk = (geo.ntaps // geo.kernel[2]) * (geo.kernel[2] + 3) * 128 if _rowsk(geo) else 0
+        return ((geo.ntaps + 3) // 4) * 128 + 2 * NR + rows3 + cols3 + rowsk
     return ((geo.ntaps + 1) // 2) * 2 * NR if layout == "pairs" else geo.ntaps * NR
 
 

@@ -80,6 +80,9 @@ class KernelChoice:
             # folds into s16 weights instead)
             dw_vnni4=geo.depthwise and self._dw_layout == "vnni4" and A.DNNL_ARG_WEIGHTS not in zm,
             rows3=rows3,
+            rowsk=(geo.depthwise and not geo.deconv and
+                   _conv.DW_ROWSK_KW[0] <= geo.kernel[2] <= _conv.DW_ROWSK_KW[1] and
+                   geo.steps[2] == 1 and sw in (1, 2)),
             k3x3=(rows3 and geo.kernel[:2] == (1, 3) and geo.steps[1] == 1 and sh in (1, 2)),
             plain_io=(not self.src_desc.is_channels_last and
                       not self.dst_desc.is_channels_last),

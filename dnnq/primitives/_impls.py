@@ -214,6 +214,11 @@ CONV = (
                                                  "weights taps by four"),
                                  (p["rows3"], "kernel rows are not three dense taps at "
                                               "stride 1 or 2 along w"))),
+    ConvImpl("dw_rowsk", "avx512_core_vnni", "dw_rowsk",
+             lambda p, cap: _why((p["dw_vnni4"], "not an AVX-512 depthwise plan with s8 "
+                                                 "weights taps by four"),
+                                 (p["rowsk"], "kernel rows are not 4 - 16 dense taps at "
+                                              "stride 1 or 2 along w"))),
     ConvImpl("dw", "default", "general",
              lambda p, cap: _why((p["depthwise"], "not depthwise"))),
     ConvImpl("tiles", "default", "tiles", lambda p, cap: _tiles_fit(p)),

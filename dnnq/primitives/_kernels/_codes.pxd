@@ -72,6 +72,7 @@ cdef extern from "dnnq_codes.h":
         DNNQ_CONV_K_F32_TILES
         DNNQ_CONV_K_F32_DECONV
         DNNQ_CONV_K_F32_DW
+        DNNQ_CONV_K_DW_ROWSK
 
     # (a macro: 0x80808080u, the s8 source's a_xor)
     enum:

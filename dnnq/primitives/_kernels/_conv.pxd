@@ -15,6 +15,8 @@ cdef extern from "dnnq_conv.h" nogil:
         DNNQ_CONV_TILE_ROWS
         DNNQ_DW_S16
         DNNQ_DW_VNNI4
+        DNNQ_DW_ROWSK_MIN_KW
+        DNNQ_DW_ROWSK_MAX_KW
     const int64_t DNNQ_CONV_TILES_MAX_ROWS
     const int64_t DNNQ_CONV_TILES_MAX_OW
     ctypedef int (*dnnq_conv_item_fn)(const void *cv, int64_t item)

@@ -21,7 +21,8 @@ from dnnq.primitives._kernels._kernels cimport (
 )
 from dnnq.primitives._kernels._codes cimport (
     DNNQ_A_XOR_S8, DNNQ_PO_BINARY, DNNQ_PO_SELECT, DNNQ_CONV_K_GENERAL, DNNQ_CONV_K_DW3X3,
-    DNNQ_CONV_K_DW3X3_PLAIN, DNNQ_CONV_K_DW_ROWS3, DNNQ_CONV_K_DECONV_PHASES,
+    DNNQ_CONV_K_DW3X3_PLAIN, DNNQ_CONV_K_DW_ROWS3, DNNQ_CONV_K_DW_ROWSK,
+    DNNQ_CONV_K_DECONV_PHASES,
 )
 # dnnq_conv.h's declarations and ConvPlan's fields are in _conv.pxd (the C-level execute path,
 # _conv_exec.pyx, fills a dnnq_conv_t and launches it)
@@ -34,6 +35,8 @@ DW_S16, DW_VNNI4 = DNNQ_DW_S16, DNNQ_DW_VNNI4
 #: reads them
 TILES_MAX_ROWS = DNNQ_CONV_TILES_MAX_ROWS
 TILES_MAX_OW = DNNQ_CONV_TILES_MAX_OW
+#: the kernel row widths of the depthwise row kernel dw_rowsk (its packed weights block)
+DW_ROWSK_KW = (DNNQ_DW_ROWSK_MIN_KW, DNNQ_DW_ROWSK_MAX_KW)
 
 
 cdef const void* _ptr(object arr, bint writable=False) except NULL:
@@ -264,7 +267,7 @@ cdef class ConvPlan:
             kernel = DNNQ_CONV_K_DW3X3
             cv.plain = 0
         if r.padcorr != NULL and kernel in (DNNQ_CONV_K_DECONV_PHASES, DNNQ_CONV_K_DW_ROWS3,
-                                            DNNQ_CONV_K_DW3X3):
+                                            DNNQ_CONV_K_DW_ROWSK, DNNQ_CONV_K_DW3X3):
             kernel = DNNQ_CONV_K_GENERAL
         if kernel != self.kernel:
             cv.kernel = kernel

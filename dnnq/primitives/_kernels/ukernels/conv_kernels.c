@@ -35,6 +35,7 @@ dnnq_conv_item_fn dnnq_conv_item_fn_for(const dnnq_conv_t *cv) {
     case DNNQ_CONV_K_DECONV_PHASES: return dnnq_conv_run_item_deconv_phases;
 #ifdef DNNQ_HAVE_X86_KERNELS
     case DNNQ_CONV_K_DW_ROWS3: return dnnq_dw_item_rows3;
+    case DNNQ_CONV_K_DW_ROWSK: return dnnq_dw_item_rowsk;
     case DNNQ_CONV_K_DW3X3: return dnnq_dw_item_3x3;
     case DNNQ_CONV_K_DW3X3_PLAIN: return dw_plain_item_fn(cv);
 #endif
@@ -57,6 +58,9 @@ int dnnq_conv_check_kernel(const dnnq_conv_t *cv, int kernel) {
                       (cv->sw == 1 || cv->sw == 2);
     const int k3x3 = rows3 && cv->kd == 1 && cv->kh == 3 && cv->dh == 1 &&
                      (cv->sh == 1 || cv->sh == 2);
+    const int rowsk = cv->depthwise && !cv->deconv && !cv->f32 && avx512 &&
+                      cv->dw_kind == DNNQ_DW_VNNI4 && cv->kw >= DNNQ_DW_ROWSK_MIN_KW &&
+                      cv->kw <= DNNQ_DW_ROWSK_MAX_KW && cv->dw == 1 && (cv->sw == 1 || cv->sw == 2);
     int ok;
     if (kernel != cv->kernel || !dnnq_conv_item_fn_for(cv)) return -1;
     switch (kernel) {
@@ -68,6 +72,7 @@ int dnnq_conv_check_kernel(const dnnq_conv_t *cv, int kernel) {
              cv->pw >= 0;
         break;
     case DNNQ_CONV_K_DW_ROWS3: ok = rows3; break;
+    case DNNQ_CONV_K_DW_ROWSK: ok = rowsk; break;
     case DNNQ_CONV_K_DW3X3: ok = k3x3; break;
     case DNNQ_CONV_K_DW3X3_PLAIN: ok = k3x3 && cv->dw_fused && cv->plain >= 1 && cv->plain <= 3;
         break;

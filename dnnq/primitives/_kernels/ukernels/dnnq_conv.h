@@ -223,17 +223,23 @@ int dnnq_conv_run_item_deconv_phases(const dnnq_conv_t *cv, int64_t item);
  * strides give the item function (dnnq_conv_item_fn_for).
  *   dw               dnnq_conv_run_item_general with the plan's dw_tile (below)
  *   dw_rows3         dnnq_dw_item_rows3       dw_rows3_avx512.c
+ *   dw_rowsk         dnnq_dw_item_rowsk       dw_rowsk_avx512.c
  *   dw3x3            dnnq_dw_item_3x3         dw3x3_avx512.c (+ dw3x3_body.h per width)
  *   dw3x3_plain      dnnq_dw_item_plain_cols  dw3x3_plain_avx512.c
  *   dw3x3_plain_vbmi dnnq_dw_item_plain_s2    dw3x3_plain_s2_vbmi.c (stride 2 x 2; else cols)
  *   dw3x3_plain_flat dnnq_dw_item_plain_flat  dw3x3_flat_vbmi.c */
 #define DNNQ_DECLARE_DW_VARIANT(name) int dnnq_dw_item_##name(const dnnq_conv_t *cv, int64_t item);
 DNNQ_DECLARE_DW_VARIANT(rows3)
+DNNQ_DECLARE_DW_VARIANT(rowsk)
 DNNQ_DECLARE_DW_VARIANT(3x3)
 DNNQ_DECLARE_DW_VARIANT(plain_cols)
 DNNQ_DECLARE_DW_VARIANT(plain_s2)
 DNNQ_DECLARE_DW_VARIANT(plain_flat)
 #undef DNNQ_DECLARE_DW_VARIANT
+/* the kernel row widths (kw) dw_rowsk takes, and its weights block's bytes per kernel row
+ * (kw + 3 variants of 256 bytes); _conv_geometry.pack_depthwise packs them */
+#define DNNQ_DW_ROWSK_MIN_KW 4
+#define DNNQ_DW_ROWSK_MAX_KW 16
 
 /* The general driver's depthwise tile (dnnq_dw_tile_fn above), one kernel per set:
  * dw_tile.c compiled per set (portable, avx2: s16 weights), dw_tile_avx512.c (s16 tap pairs),
