@@ -164,7 +164,8 @@ def _dw3x3_geometry(p):
 def _dw_plain(p, cap):
     return _dw3x3_geometry(p) or _why(
         (p["plain_io"], "src or dst is channels-last (the copies are not needed)"),
-        (p["dw_fused"], "the epilogue is not the fused one (8-bit dst, relu / linear)"),
+        (p["dw_fused"], "the epilogue is not the fused one (8-bit dst, relu / linear / "
+                        "clip / hardswish / hardsigmoid)"),
         (p["plain_ok"], "needs the C-level execute path, exact numerics and oneDNN's "
                         "fused-kernel order"))
 

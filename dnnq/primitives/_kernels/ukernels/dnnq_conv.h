@@ -64,8 +64,9 @@ typedef struct dnnq_conv_s {
      * for every item */
     int kernel;
     dnnq_conv_item_fn run_item;
-    /* 1: the depthwise 3x3 kernels' fused epilogue applies (chosen at creation: 8-bit dst,
-     * relu / linear post-ops only; dnnq/primitives/_post_op_spec.py dw_fused_epilogue) */
+    /* 1: the AVX-512 depthwise kernels' fused epilogue applies (chosen at creation: 8-bit dst,
+     * relu / linear / clip / hardswish / hardsigmoid post-ops only;
+     * dnnq/primitives/_post_op_spec.py dw_fused_epilogue) */
     int dw_fused;
     dnnq_dw_tile_fn dw_tile;         /* the general driver's depthwise tile (isa, dw_kind) */
     /* geometry */

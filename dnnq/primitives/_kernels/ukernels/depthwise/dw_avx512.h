@@ -60,12 +60,13 @@ typedef struct {
     float sc[64], bi[64], zp[64];   /* in the accumulators' (k, L, j) order */
     int32_t cc[64];
     float inv_dst_scale;
-    int dt, post, flags, has_zp, n_post; /* post: 0 none, 1 relu(0), 2 chain of relu / linear */
+    int dt, post, flags, has_zp, n_post; /* post: 0 none, 1 relu(0), 2 chain */
     const dnnq_postop_t *po;
 } dnnq_dw_epi_t;
 
 /* e prepared for the panel's columns n0 .. n0 + nc - 1 of g, whose epilogue the creation
- * found fused (dnnq_conv_t.dw_fused: 8-bit dst, relu / linear post-ops); dw3x3_avx512.c */
+ * found fused (dnnq_conv_t.dw_fused: 8-bit dst, relu / linear / clip / clip_v2 / hardswish /
+ * hardsigmoid post-ops); dw3x3_avx512.c */
 void dnnq_dw_epi_prepare_avx512(const dnnq_gemm_args_t *g, int64_t n0, int nc,
                                 dnnq_dw_epi_t *e);
 
@@ -80,11 +81,15 @@ static inline int dw9_mode(const dnnq_dw_epi_t *e) {
                ? DW9_HOT : DW9_GENERIC;
 }
 
-/* One accumulator vector through the fused epilogue, per width W (512, 256), up to the
- * conversion to s32.  dw9_epi_hot_W: u8 dst, no compensation, no dst zero point, no clamp
- * needed (EPI_F_NOCLAMP), relu(0) or nothing: a relu before a positive dst scale changes
- * nothing the u8 saturation of the packs does not.  dw9_epi_vec_W: every other case, each
- * step by e's fields (cc, sc, bi, zp: the constants of its lanes). */
+/* Accumulator vectors through the fused epilogue, per width W (512, 256), up to the conversion
+ * to s32.  dw9_epi_hot_W: u8 dst, no compensation, no dst zero point, no clamp needed
+ * (EPI_F_NOCLAMP), relu(0) or nothing: a relu before a positive dst scale changes nothing the
+ * u8 saturation of the packs does not.  dw9_epi_block_W: every other case, each step by e's
+ * fields, on NV vectors at once (a[i] takes the constants cc, sc, bi, zp [i % NK] of its
+ * lanes), the post-op chain applied post-op by post-op (one decision per post-op and block:
+ * per vector, the chain's branches cost MobileNetV3's clip + hardswish more than the copy to
+ * the tile epilogue did); dw9_epi_vec_W: one vector.  dw9_post_W: one post-op on NV values,
+ * the operations of epilogue_avx512.h's epi_tile_chain, hence the same bits. */
 #define DW_EPI_STEPS(W, V, VF)                                                                 \
     static inline __attribute__((always_inline)) V dw9_epi_hot_##W(VF inv, V a, VF sc,        \
                                                                    VF bi) {                    \
@@ -92,37 +97,79 @@ static inline int dw9_mode(const dnnq_dw_epi_t *e) {
         v = _mm##W##_mul_ps(_mm##W##_add_ps(v, bi), inv);                                      \
         return _mm##W##_cvtps_epi32(v);                                                        \
     }                                                                                          \
-    static inline __attribute__((always_inline)) V dw9_epi_vec_##W(                            \
-        const dnnq_dw_epi_t *e, V a, V cc, VF sc, VF bi, VF zp) {                              \
+    static inline __attribute__((always_inline)) void dw9_post_##W(const dnnq_postop_t *po,    \
+                                                                   VF *v, const int NV) {      \
+        const VF zf = _mm##W##_setzero_ps(), one = _mm##W##_set1_ps(1.0f);                     \
+        const VF al = _mm##W##_set1_ps(po->alpha), be = _mm##W##_set1_ps(po->beta);            \
+        switch (po->alg) {                                                                     \
+        case DNNQ_ELT_RELU:                                                                    \
+            if (po->alpha == 0.0f) {                                                           \
+                for (int i = 0; i < NV; ++i) v[i] = _mm##W##_max_ps(v[i], zf);                 \
+            } else {                                                                           \
+                for (int i = 0; i < NV; ++i)                                                   \
+                    v[i] = _mm##W##_mask_mov_ps(_mm##W##_mul_ps(v[i], al),                     \
+                                                _mm##W##_cmp_ps_mask(v[i], zf, _CMP_GT_OQ),    \
+                                                v[i]);                                         \
+            }                                                                                  \
+            break;                                                                             \
+        case DNNQ_ELT_CLIP: /* min(be, .) keeps a NaN */                                       \
+            for (int i = 0; i < NV; ++i) v[i] = _mm##W##_min_ps(be, _mm##W##_max_ps(v[i], al));\
+            break;                                                                             \
+        case DNNQ_ELT_CLIP_V2: /* NaN -> be */                                                 \
+            for (int i = 0; i < NV; ++i) v[i] = _mm##W##_min_ps(_mm##W##_max_ps(v[i], al), be);\
+            break;                                                                             \
+        case DNNQ_ELT_HARDSWISH: /* t = min(x al + be, 1) then max(t, 0): NaN -> 1 */          \
+            for (int i = 0; i < NV; ++i)                                                       \
+                v[i] = _mm##W##_mul_ps(                                                        \
+                    v[i], _mm##W##_max_ps(_mm##W##_min_ps(_mm##W##_add_ps(                     \
+                                                              _mm##W##_mul_ps(v[i], al), be),  \
+                                                          one),                                \
+                                          zf));                                                \
+            break;                                                                             \
+        case DNNQ_ELT_HARDSIGMOID:                                                             \
+            for (int i = 0; i < NV; ++i)                                                       \
+                v[i] = _mm##W##_max_ps(                                                        \
+                    _mm##W##_min_ps(_mm##W##_add_ps(_mm##W##_mul_ps(v[i], al), be), one), zf); \
+            break;                                                                             \
+        default: /* linear, fused as oneDNN does */                                            \
+            for (int i = 0; i < NV; ++i) v[i] = _mm##W##_fmadd_ps(al, v[i], be);               \
+            break;                                                                             \
+        }                                                                                      \
+    }                                                                                          \
+    static inline __attribute__((always_inline)) void dw9_epi_block_##W(                       \
+        const dnnq_dw_epi_t *e, V *a, const int NV, const int NK, const V *cc, const VF *sc,   \
+        const VF *bi, const VF *zp) {                                                          \
         const VF zf = _mm##W##_setzero_ps();                                                   \
         const int F = e->flags;                                                                \
-        if (!(F & EPI_F_NOCC)) a = _mm##W##_add_epi32(a, cc);                                  \
-        VF v = _mm##W##_mul_ps(_mm##W##_cvtepi32_ps(a), sc);                                   \
-        v = _mm##W##_add_ps(v, bi);                                                            \
+        VF v[16]; /* NV <= 16 */                                                               \
+        for (int i = 0; i < NV; ++i) {                                                         \
+            V x = a[i];                                                                        \
+            if (!(F & EPI_F_NOCC)) x = _mm##W##_add_epi32(x, cc[i % NK]);                      \
+            v[i] = _mm##W##_add_ps(_mm##W##_mul_ps(_mm##W##_cvtepi32_ps(x), sc[i % NK]),       \
+                                   bi[i % NK]);                                                \
+        }                                                                                      \
         if (e->post == EPI_RELU0) {                                                            \
-            v = _mm##W##_max_ps(v, zf);                                                        \
+            for (int i = 0; i < NV; ++i) v[i] = _mm##W##_max_ps(v[i], zf);                     \
         } else if (e->post == EPI_CHAIN) {                                                     \
-            for (int i = 0; i < e->n_post; ++i) {                                              \
-                const dnnq_postop_t *po = &e->po[i];                                           \
-                if (po->alg == DNNQ_ELT_RELU) {                                                \
-                    if (po->alpha == 0.0f) v = _mm##W##_max_ps(v, zf);                         \
-                    else v = _mm##W##_mask_mov_ps(_mm##W##_mul_ps(v, _mm##W##_set1_ps(po->alpha)), \
-                                                  _mm##W##_cmp_ps_mask(v, zf, _CMP_GT_OQ), v); \
-                } else { /* linear */                                                          \
-                    v = _mm##W##_fmadd_ps(_mm##W##_set1_ps(po->alpha), v,                      \
-                                          _mm##W##_set1_ps(po->beta));                         \
-                }                                                                              \
+            for (int p = 0; p < e->n_post; ++p) dw9_post_##W(&e->po[p], v, NV);                \
+        }                                                                                      \
+        for (int i = 0; i < NV; ++i) {                                                         \
+            if (!(F & EPI_F_SIMPLE)) {                                                         \
+                v[i] = _mm##W##_mul_ps(v[i], _mm##W##_set1_ps(e->inv_dst_scale));              \
+                if (e->has_zp) v[i] = _mm##W##_add_ps(v[i], zp[i % NK]);                       \
             }                                                                                  \
+            if (!(F & EPI_F_NOCLAMP)) {                                                        \
+                if (e->dt == DNNQ_DT_S8) v[i] = _mm##W##_min_ps(v[i], _mm##W##_set1_ps(127.0f));\
+                else v[i] = _mm##W##_min_ps(_mm##W##_max_ps(v[i], zf),                         \
+                                            _mm##W##_set1_ps(255.0f));                         \
+            }                                                                                  \
+            a[i] = _mm##W##_cvtps_epi32(v[i]);                                                 \
         }                                                                                      \
-        if (!(F & EPI_F_SIMPLE)) {                                                             \
-            v = _mm##W##_mul_ps(v, _mm##W##_set1_ps(e->inv_dst_scale));                        \
-            if (e->has_zp) v = _mm##W##_add_ps(v, zp);                                         \
-        }                                                                                      \
-        if (!(F & EPI_F_NOCLAMP)) {                                                            \
-            if (e->dt == DNNQ_DT_S8) v = _mm##W##_min_ps(v, _mm##W##_set1_ps(127.0f));         \
-            else v = _mm##W##_min_ps(_mm##W##_max_ps(v, zf), _mm##W##_set1_ps(255.0f));        \
-        }                                                                                      \
-        return _mm##W##_cvtps_epi32(v);                                                        \
+    }                                                                                          \
+    static inline __attribute__((always_inline)) V dw9_epi_vec_##W(                            \
+        const dnnq_dw_epi_t *e, V a, V cc, VF sc, VF bi, VF zp) {                              \
+        dw9_epi_block_##W(e, &a, 1, 1, &cc, &sc, &bi, &zp);                                    \
+        return a;                                                                              \
     }
 DW_EPI_STEPS(512, __m512i, __m512)
 DW_EPI_STEPS(256, __m256i, __m256)

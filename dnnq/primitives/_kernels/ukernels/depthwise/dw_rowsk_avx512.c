@@ -74,12 +74,11 @@ NAME(const int R, const int CHECK, const int SW, int r0, int nrows, const uint8_
             }                                                                                  \
         }                                                                                      \
     }                                                                                          \
+    /* in the accumulators' order: vector k of pixel r at acc + 64 r + k * (W / 32) */         \
     _Pragma("GCC unroll 4") for (int i = 0; i < R; ++i)                                        \
-        STORE_ACC_##W(s[i], acc + (int64_t)(r0 + i) * DNNQ_NR);                                \
+    _Pragma("GCC unroll 4") for (int k = 0; k < 4; ++k)                                        \
+        _mm##W##_store_si##W((VT *)(acc + (int64_t)(r0 + i) * DNNQ_NR + k * (W / 32)), s[i][k]);\
 }
-
-#define STORE_ACC_512 DNNQ_DW_STORE_ACC512
-#define STORE_ACC_256 DNNQ_DW_STORE_ACC256
 
 #define LD512(p) _mm512_loadu_si512((const void *)(p))
 #define LD256(p) _mm256_loadu_si256((const __m256i *)(p))
@@ -122,13 +121,22 @@ DWK_GROUP(dwk_256_mask, 256, __m256i, LD256, _mm256_dpbusd_epi32, DWK_SRC256_MAS
         default: break;                                                                        \
         }                                                                                      \
     } while (0)
+/* five taps (MobileNetV3's 5x5 kernels) with the block loop unrolled, other widths as given */
 #define DWK_RUN_SW(GROUP, M)                                                                   \
     do {                                                                                       \
-        if (sw == 1) DWK_RUN(GROUP, 1, M);                                                     \
-        else DWK_RUN(GROUP, 2, M);                                                             \
+        if (kw == 5) {                                                                         \
+            const int kw = 5;                                                                  \
+            if (sw == 1) DWK_RUN(GROUP, 1, M);                                                 \
+            else DWK_RUN(GROUP, 2, M);                                                         \
+        } else if (sw == 1) {                                                                  \
+            DWK_RUN(GROUP, 1, M);                                                              \
+        } else {                                                                               \
+            DWK_RUN(GROUP, 2, M);                                                              \
+        }                                                                                      \
     } while (0)
 
-/* mr consecutive output pixels of one output row (acc: their s32 tile rows, channel order):
+/* mr consecutive output pixels of one output row (acc: their s32 tile rows, the
+ * accumulators' order):
  * the run reads source columns x0 + c, c = 0 .. sw (mr - 1) + kw - 1, of the nrows kernel rows
  * inside the source: kernel row i's column x at rows[i] + x * ic when 0 <= x < iw, else the
  * zero-point pixel zpix, with the weights of kernel row widx[i]; init: the accumulators'
@@ -174,10 +182,114 @@ static void dwk_row_zsums(int nkr, int kw, int nc, int src_signed, const uint8_t
     }
 }
 
+/* the first nc bytes of b at o, without a masked store (tens of cycles each on Zen 4) */
+static inline __attribute__((always_inline)) void dwk_store_bytes(uint8_t *o, __m512i b,
+                                                                  int nc) {
+    if (nc == 64) {
+        _mm512_storeu_si512((void *)o, b);
+        return;
+    }
+    __m256i y = _mm512_castsi512_si256(b);
+    int at = 0;
+    if (nc >= 32) {
+        _mm256_storeu_si256((__m256i *)o, y);
+        y = _mm512_extracti64x4_epi64(b, 1);
+        at = 32;
+    }
+    __m128i x = _mm256_castsi256_si128(y);
+    if (nc - at >= 16) {
+        _mm_storeu_si128((__m128i *)(o + at), x);
+        x = _mm256_extracti128_si256(y, 1);
+        at += 16;
+    }
+    if (nc - at >= 8) {
+        _mm_storel_epi64((__m128i *)(o + at), x);
+        x = _mm_srli_si128(x, 8);
+        at += 8;
+    }
+    uint64_t rest = (uint64_t)_mm_cvtsi128_si64(x);
+    for (; at < nc; ++at, rest >>= 8) o[at] = (uint8_t)rest;
+}
+
+/* NP pixels (accumulators at acc, the vnni4 order, pixel r at acc + 64 r) through the
+ * fused epilogue e to 8 bits, pixel r at o + r * ldd (nc channels), per width W */
+#define DWK_EPI(W, V, VF, LDI, LDF)                                                            \
+static inline __attribute__((always_inline)) void                                              \
+dwk_epi_pixels_##W(const int NP, const dnnq_dw_epi_t *e, int mode, int nc, const V *cc,        \
+                   const VF *sc, const VF *bi, const VF *zp, VF inv, const int32_t *acc,       \
+                   uint8_t *o, int64_t ldd) {                                                  \
+    V q[16];                                                                                   \
+    for (int i = 0; i < 4 * NP; ++i) q[i] = LDI(acc + (i / 4) * DNNQ_NR + (i % 4) * (W / 32)); \
+    if (mode == DW9_HOT) {                                                                     \
+        for (int i = 0; i < 4 * NP; ++i)                                                       \
+            q[i] = dw9_epi_hot_##W(inv, q[i], sc[i % 4], bi[i % 4]);                           \
+    } else {                                                                                   \
+        dw9_epi_block_##W(e, q, 4 * NP, 4, cc, sc, bi, zp);                                    \
+    }                                                                                          \
+    for (int r = 0; r < NP; ++r) {                                                             \
+        const V w01 = _mm##W##_packs_epi32(q[4 * r], q[4 * r + 1]);                            \
+        const V w23 = _mm##W##_packs_epi32(q[4 * r + 2], q[4 * r + 3]);                        \
+        const V b = e->dt == DNNQ_DT_S8 ? _mm##W##_packs_epi16(w01, w23)                       \
+                                        : _mm##W##_packus_epi16(w01, w23);                     \
+        dwk_store_bytes(o + r * ldd, DWK_TO512_##W(b), nc);                                    \
+    }                                                                                          \
+}                                                                                              \
+static void dwk_epi_fused_##W(const dnnq_dw_epi_t *e, int mode, int nc, const int32_t *acc,   \
+                              int rows, uint8_t *o, int64_t ldd) {                             \
+    V cc[4];                                                                                   \
+    VF sc[4], bi[4], zp[4];                                                                    \
+    for (int k = 0; k < 4; ++k) { /* the constants of vector k (dnnq_dw_epi_prepare_avx512) */\
+        cc[k] = LDI(e->cc + k * (W / 32));                                                     \
+        sc[k] = LDF(e->sc + k * (W / 32));                                                     \
+        bi[k] = LDF(e->bi + k * (W / 32));                                                     \
+        zp[k] = LDF(e->zp + k * (W / 32));                                                     \
+    }                                                                                          \
+    const VF inv = _mm##W##_set1_ps(e->inv_dst_scale);                                         \
+    int r = 0;                                                                                 \
+    for (; r + 4 <= rows; r += 4)                                                              \
+        dwk_epi_pixels_##W(4, e, mode, nc, cc, sc, bi, zp, inv, acc + (int64_t)r * DNNQ_NR,    \
+                           o + r * ldd, ldd);                                                  \
+    for (; r < rows; ++r)                                                                      \
+        dwk_epi_pixels_##W(1, e, mode, nc, cc, sc, bi, zp, inv, acc + (int64_t)r * DNNQ_NR,    \
+                           o + r * ldd, ldd);                                                  \
+}
+#define DWK_TO512_512(b) (b)
+#define DWK_TO512_256(b) _mm512_castsi256_si512(b)
+#define DWK_LDI512(p) _mm512_load_si512((const void *)(p))
+#define DWK_LDI256(p) _mm256_load_si256((const __m256i *)(p))
+DWK_EPI(512, __m512i, __m512, DWK_LDI512, _mm512_load_ps)
+DWK_EPI(256, __m256i, __m256, DWK_LDI256, _mm256_load_ps)
+
+/* rows pixels of accumulators through the fused epilogue (zmm above 32 channels, else ymm:
+ * the constants' narrow order) */
+static void dwk_epi_fused(const dnnq_dw_epi_t *e, int mode, int nc, const int32_t *acc, int rows,
+                          uint8_t *o, int64_t ldd) {
+    if (nc > 32) dwk_epi_fused_512(e, mode, nc, acc, rows, o, ldd);
+    else dwk_epi_fused_256(e, mode, nc, acc, rows, o, ldd);
+}
+
+/* tile rows of accumulators in their own order put in channel order, in place (the driver's
+ * epilogue reads them so) */
+static void dwk_channel_order(int nc, int32_t *acc, int rows) {
+    for (int r = 0; r < rows; ++r) {
+        int32_t *a = acc + (int64_t)r * DNNQ_NR;
+        if (nc > 32) {
+            __m512i v[4];
+            for (int k = 0; k < 4; ++k) v[k] = _mm512_load_si512((const void *)(a + 16 * k));
+            DNNQ_DW_STORE_ACC512(v, a);
+        } else {
+            __m256i v[4];
+            for (int k = 0; k < 4; ++k) v[k] = _mm256_load_si256((const __m256i *)(a + 8 * k));
+            DNNQ_DW_STORE_ACC256(v, a);
+        }
+    }
+}
+
 /* The depthwise row driver for kernel rows of 4 .. 16 taps (AVX-512, vnni4 weights with their
  * rowsk block, stride 1 or 2 along w, no dilation along w, no padding correction): each output
  * row of the item's pixels is one kernel call per tile of pixels over the kernel rows inside
- * the source, its accumulators starting at the skipped rows' zero-point sums. */
+ * the source, its accumulators starting at the skipped rows' zero-point sums; then the fused
+ * epilogue (dnnq_conv_t.dw_fused) straight to the dst, or the driver's epilogue per tile. */
 int dnnq_dw_item_rowsk(const dnnq_conv_t *cv, int64_t item) {
     const int64_t osp = cv->od * cv->oh * cv->ow;
     const int64_t nblk = (osp + cv->mc - 1) / cv->mc;
@@ -200,11 +312,16 @@ int dnnq_dw_item_rowsk(const dnnq_conv_t *cv, int64_t item) {
     dnnq_gemm_args_t ge;
     dnnq_postop_t post[DNNQ_CONV_MAX_POST];
     dnnq_conv_item_epilogue_args(cv, n, 0, &ge, post);
+    dnnq_dw_epi_t epi __attribute__((aligned(64)));
+    const int fused = cv->dw_fused; /* (chosen at creation: 8-bit dst) */
+    if (fused) dnnq_dw_epi_prepare_avx512(&ge, chan0, nc, &epi);
+    const int mode = fused ? dw9_mode(&epi) : DW9_RAW;
+    uint8_t *dst8 = (uint8_t *)ge.dst + chan0; /* fused: pixel m at dst8 + m * d_sm */
     const int TR = DNNQ_DW_TILE_ROWS;
     int32_t tile[DNNQ_DW_TILE_ROWS * DNNQ_NR] __attribute__((aligned(64)));
     int32_t init[DNNQ_NR] __attribute__((aligned(64)));
-    /* per kernel row: its row pointer, weights index and zero-point sum (64 s32) */
-    const size_t per_row = sizeof(uint8_t *) + sizeof(int) + DNNQ_NR * sizeof(int32_t);
+    /* per kernel row: its zero-point sum (64 s32), row pointer and weights index */
+    const size_t per_row = DNNQ_NR * sizeof(int32_t) + sizeof(uint8_t *) + sizeof(int);
     char *scratch = (char *)aligned_alloc(64, ((per_row * (size_t)nkr + 63) / 64) * 64);
     if (!scratch) return -1;
     int32_t *zsum = (int32_t *)scratch;
@@ -241,19 +358,26 @@ int dnnq_dw_item_rowsk(const dnnq_conv_t *cv, int64_t item) {
         const int64_t row_end = m + (cv->ow - ow) < mend ? m + (cv->ow - ow) : mend;
         while (m < row_end) {
             int64_t cnt = row_end - m < TR ? row_end - m : TR;
-            if (trows + cnt > TR) {
+            if (!fused && trows + cnt > TR) {
+                dwk_channel_order(nc, tile, trows);
                 cv->epilogue(&ge, 0, tm, trows, p, tile);
                 tm = m;
                 trows = 0;
             }
             dwk_run((int)cnt, nr, rowp, widx, IC, ow * cv->sw - cv->pw, iw, zpix, (int)cv->sw,
                     kw, nc, cv->src_signed, wk, (const int8_t *)init, tile + trows * DNNQ_NR);
-            trows += (int)cnt;
+            if (fused)
+                dwk_epi_fused(&epi, mode, nc, tile, (int)cnt, dst8 + m * ge.d_sm, ge.d_sm);
+            else
+                trows += (int)cnt;
             m += cnt;
             ow += cnt;
         }
     }
-    if (trows) cv->epilogue(&ge, 0, tm, trows, p, tile);
+    if (trows) {
+        dwk_channel_order(nc, tile, trows);
+        cv->epilogue(&ge, 0, tm, trows, p, tile);
+    }
     free(scratch);
     return 0;
 }
