@@ -17,6 +17,7 @@
  * memory.  Other destinations (f32, s32, post-ops beyond relu / linear) take the s32
  * accumulators, stored in channel order, to the driver's epilogue. */
 #include <immintrin.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,6 +83,43 @@ static void dw9_permute(const __m512i v[4], int narrow, int32_t *out) {
     _mm512_storeu_si512(out + 16, b);
 }
 
+/* A bound on |value| before the dst type's clamp of a fused post-op chain (as epi_prepare_avx512
+ * bounds relu / none): |f32(acc) * scale + bias| <= max scale * 2^31 + max |bias|, through each
+ * post-op (a clip bounds it by its limits, hard-swish keeps it, hard-sigmoid by 1), then times
+ * |1 / dst scale| plus |dst zero point|; infinite when anything is not finite. */
+static float dw9_chain_bound(const dnnq_gemm_args_t *g, const epi_consts_t *k) {
+    float v[3][64];
+    for (int j = 0; j < 4; ++j) {
+        _mm512_storeu_ps(v[0] + 16 * j, k->sc[j]);
+        _mm512_storeu_ps(v[1] + 16 * j, k->bi[j]);
+        _mm512_storeu_ps(v[2] + 16 * j, k->zp[j]);
+    }
+    float ms = 0.0f, mb = 0.0f, mz = 0.0f;
+    for (int i = 0; i < 64; ++i) {
+        if (!isfinite(v[0][i]) || !isfinite(v[1][i]) || !isfinite(v[2][i])) return INFINITY;
+        ms = fmaxf(ms, fabsf(v[0][i]));
+        mb = fmaxf(mb, fabsf(v[1][i]));
+        mz = fmaxf(mz, fabsf(v[2][i]));
+    }
+    float b = ms * 2147483648.0f + mb;
+    for (int i = 0; i < g->n_post; ++i) {
+        const dnnq_postop_t *po = &g->post[i];
+        const float al = fabsf(po->alpha), be = fabsf(po->beta);
+        if (po->kind != DNNQ_PO_ELTWISE || !isfinite(al) || !isfinite(be)) return INFINITY;
+        switch (po->alg) {
+        case DNNQ_ELT_RELU: b *= al > 1.0f ? al : 1.0f; break;
+        case DNNQ_ELT_LINEAR: b = al * b + be; break;
+        case DNNQ_ELT_CLIP:
+        case DNNQ_ELT_CLIP_V2: b = al > be ? al : be; break;
+        case DNNQ_ELT_HARDSWISH: break;
+        case DNNQ_ELT_HARDSIGMOID: b = 1.0f; break;
+        default: return INFINITY;
+        }
+    }
+    const float r = b * fabsf(g->inv_dst_scale) + mz;
+    return isfinite(r) ? r : INFINITY;
+}
+
 /* The fast epilogue's constants for the panel (epi_prepare_avx512), permuted to the
  * accumulators' order: vector k (of VL lanes), lane L, dword j <- channel 16 L + 4 k + j. */
 void dnnq_dw_epi_prepare_avx512(const dnnq_gemm_args_t *g, int64_t n0, int nc,
@@ -101,6 +139,10 @@ void dnnq_dw_epi_prepare_avx512(const dnnq_gemm_args_t *g, int64_t n0, int nc,
     e->dt = g->dst_dt;
     e->post = k.post;
     e->flags = k.flags;
+    /* a chain whose values stay below 2^30: the saturating packs alone clamp (EPI_F_NOCLAMP) */
+    if (k.post == EPI_CHAIN && (g->dst_dt == DNNQ_DT_U8 || g->dst_dt == DNNQ_DT_S8) &&
+        dw9_chain_bound(g, &k) < 1073741824.0f)
+        e->flags |= EPI_F_NOCLAMP;
     e->has_zp = k.has_zp;
     e->n_post = g->n_post;
     e->po = g->post;

@@ -314,15 +314,32 @@ int dnnq_dw_item_rowsk(const dnnq_conv_t *cv, int64_t item) {
     dnnq_conv_item_epilogue_args(cv, n, 0, &ge, post);
     dnnq_dw_epi_t epi __attribute__((aligned(64)));
     const int fused = cv->dw_fused; /* (chosen at creation: 8-bit dst) */
-    if (fused) dnnq_dw_epi_prepare_avx512(&ge, chan0, nc, &epi);
+    __m512i cc[4]; /* the compensation, added to the accumulators' start instead */
+    for (int k = 0; k < 4; ++k) cc[k] = _mm512_setzero_si512();
+    if (fused) {
+        dnnq_dw_epi_prepare_avx512(&ge, chan0, nc, &epi);
+        if (!(epi.flags & EPI_F_NOCC)) {
+            for (int k = 0; k < 4; ++k) /* vector k of 16 (8: up to 32 channels) lanes */
+                cc[k] = nc > 32 ? _mm512_load_si512((const void *)(epi.cc + 16 * k))
+                                : _mm512_zextsi256_si512(
+                                      _mm256_load_si256((const __m256i *)(epi.cc + 8 * k)));
+            epi.flags |= EPI_F_NOCC;
+        }
+    }
     const int mode = fused ? dw9_mode(&epi) : DW9_RAW;
     uint8_t *dst8 = (uint8_t *)ge.dst + chan0; /* fused: pixel m at dst8 + m * d_sm */
     const int TR = DNNQ_DW_TILE_ROWS;
     int32_t tile[DNNQ_DW_TILE_ROWS * DNNQ_NR] __attribute__((aligned(64)));
     int32_t init[DNNQ_NR] __attribute__((aligned(64)));
-    /* per kernel row: its zero-point sum (64 s32), row pointer and weights index */
+    /* per kernel row: its zero-point sum (64 s32), row pointer and weights index (on the
+     * stack up to DWK_STACK_ROWS kernel rows) */
+    enum { DWK_STACK_ROWS = 16 };
     const size_t per_row = DNNQ_NR * sizeof(int32_t) + sizeof(uint8_t *) + sizeof(int);
-    char *scratch = (char *)aligned_alloc(64, ((per_row * (size_t)nkr + 63) / 64) * 64);
+    char stack_rows[DWK_STACK_ROWS * (DNNQ_NR * sizeof(int32_t) + sizeof(uint8_t *) +
+                                      sizeof(int))] __attribute__((aligned(64)));
+    char *scratch = nkr <= DWK_STACK_ROWS
+                        ? stack_rows
+                        : (char *)aligned_alloc(64, ((per_row * (size_t)nkr + 63) / 64) * 64);
     if (!scratch) return -1;
     int32_t *zsum = (int32_t *)scratch;
     const uint8_t **rowp = (const uint8_t **)(zsum + (size_t)nkr * DNNQ_NR);
@@ -338,7 +355,8 @@ int dnnq_dw_item_rowsk(const dnnq_conv_t *cv, int64_t item) {
          * start the accumulators */
         __m512i z[4];
         for (int k = 0; k < 4; ++k)
-            z[k] = cv->src_signed ? _mm512_loadu_si512(comp + k * 64) : _mm512_setzero_si512();
+            z[k] = cv->src_signed ? _mm512_add_epi32(_mm512_loadu_si512(comp + k * 64), cc[k])
+                                  : cc[k];
         int nr = 0, i = 0;
         for (int64_t kd = 0; kd < cv->kd; ++kd) {
             const int64_t xd = src_coord(od, kd, cv->sd, cv->dd, cv->pd, cv->id, 0);
@@ -378,6 +396,6 @@ int dnnq_dw_item_rowsk(const dnnq_conv_t *cv, int64_t item) {
         dwk_channel_order(nc, tile, trows);
         cv->epilogue(&ge, 0, tm, trows, p, tile);
     }
-    free(scratch);
+    if (scratch != stack_rows) free(scratch);
     return 0;
 }
