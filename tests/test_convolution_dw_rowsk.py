@@ -4,7 +4,8 @@ zero-point sums added exactly (u8 / s8 sources, with and without a zero point, a
 point the source type cannot hold, which takes the general driver), source rows 1 - 8 with
 padding 0 - 2, widths below / at / past a group of four pixels and a 64-pixel tile, strides 1
 and 2, channel counts below / at / past 32 and 64 (ymm and zmm, masked and full, two panels),
-the post-ops of PP-OCR's classifier (clip + hardswish), relu and none, 1 and 2 threads.
+the post-ops of PP-OCR's classifier (clip + hardswish), relu and none, chains that saturate the
+8-bit dst, 1 and 2 threads.
 Against oneDNN (numpy's model where oneDNN is not there), on every ISA level."""
 import numpy as np
 import pytest
@@ -48,6 +49,12 @@ def config(name, rng, C):
                        "f32"),
         "s8": ("s8", "s32", {}, [], None),
         "s8_zp": ("s8", "u8", dict(base, src_zp=[-100], dst_zp=[7]), CLIP_HARDSWISH, "f32"),
+        # chains that leave the 8-bit range (the clamp before the packs is needed)
+        "u8_linear_clamped": ("u8", "u8", {"src_zp": [9]}, [("eltwise", "linear", 1e5, 1.0)],
+                              None),
+        "s8_dst_relu_linear": ("s8", "s8", {"dst_zp": [-3]}, [("eltwise", "relu", 0.25, 0.0),
+                                                              ("eltwise", "linear", 3.0, -2.0)],
+                               "f32"),
         # zero points no u8 / s8 byte holds: the general driver's per-tap correction
         "u8_zp_wide": ("u8", "s32", {"src_zp": [-3]}, [], None),
         "s8_zp_wide": ("s8", "s32", {"src_zp": [300]}, [], None),
@@ -85,6 +92,13 @@ def test_dw_rowsk_geometries(isa, geometry, name):
 @pytest.mark.parametrize("name", ["u8_zp_wide", "s8_zp_wide"])
 def test_dw_rowsk_zero_point_beyond_the_type(isa, name):
     for geometry in ("cls_h3_s21", "h8_pad1", "3d"):
+        for C in (20, 72):
+            run_case(geometry, name, C, 1, [len(geometry), len(name), C])
+
+
+@pytest.mark.parametrize("name", ["u8_linear_clamped", "s8_dst_relu_linear"])
+def test_dw_rowsk_saturated_chains(isa, name):
+    for geometry in ("cls_h3_s21", "h7_wide", "w7_kernel"):
         for C in (20, 72):
             run_case(geometry, name, C, 1, [len(geometry), len(name), C])
 
