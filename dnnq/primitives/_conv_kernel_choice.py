@@ -80,6 +80,11 @@ class KernelChoice:
             # folds into s16 weights instead)
             dw_vnni4=geo.depthwise and self._dw_layout == "vnni4" and A.DNNL_ARG_WEIGHTS not in zm,
             rows3=rows3,
+            # few output channels over folded kernel rows, 16 pixels' windows within 128 bytes
+            fold_lanes=(geo.fold_kw and geo.G == 1 and geo.OC <= _conv.FOLD_LANES_MAX_OC and
+                        geo.npairs <= 64 and geo.kpair <= 64 and
+                        15 * sw * geo.IC + 4 * -(-geo.kpair // 4) <= 128 and
+                        A.DNNL_ARG_WEIGHTS not in zm),
             rowsk=(geo.depthwise and not geo.deconv and
                    _conv.DW_ROWSK_KW[0] <= geo.kernel[2] <= _conv.DW_ROWSK_KW[1] and
                    geo.steps[2] == 1 and sw in (1, 2)),
@@ -160,11 +165,11 @@ class KernelChoice:
             rows = self._dw_balanced_rows(rows, panels, threads)
         return rows
 
-    def _dw_rowsk_rows(self, panels, threads):
-        """Output rows per work item of the depthwise row kernel dw_rowsk: whole images (an
-        item's set-up -- the epilogue constants, the skipped kernel rows' zero-point sums --
-        cost PP-OCR's 5x5 layers 7 % in items of 64 pixels), cut into as few blocks of rows
-        as give every thread four items."""
+    def _image_rows_per_item(self, panels, threads):
+        """Output rows per work item of the depthwise row kernel dw_rowsk and the
+        fold_lanes kernel: whole images (an item's set-up -- the epilogue constants, the
+        skipped kernel rows' zero-point sums -- cost PP-OCR's 5x5 layers 7 % in items of 64
+        pixels), cut into as few blocks of rows as give every thread four items."""
         geo = self._geo
         rows = geo.dst[0] * geo.dst[1]
         units = geo.N * panels

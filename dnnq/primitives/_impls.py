@@ -184,6 +184,15 @@ def _dw_plain_cols(vbmi):
     return applies
 
 
+def _fold_lanes(p, cap):
+    return _why((p["fold_lanes"], "not a folded-row convolution of at most 8 output channels "
+                                  "whose 16 pixels' windows span 128 bytes (no weights zero "
+                                  "point)"),
+                (p["dw_fused"], "the epilogue is not the fused one (8-bit dst, relu / linear / "
+                                "clip / hardswish / hardsigmoid)"),
+                (cap["vbmi"], "no AVX512-VBMI under the cap"))
+
+
 def _tiles_fit(p):
     return _why((not p["deconv"] and not p["depthwise"], "a deconvolution or depthwise"),
                 (p["tiles_size_ok"], "a geometry beyond the tile planner's sizes"))
@@ -222,6 +231,7 @@ CONV = (
                                               "stride 1 or 2 along w"))),
     ConvImpl("dw", "default", "general",
              lambda p, cap: _why((p["depthwise"], "not depthwise"))),
+    ConvImpl("fold_lanes", "avx512_core_vnni", "fold_lanes", _fold_lanes),
     ConvImpl("tiles", "default", "tiles", lambda p, cap: _tiles_fit(p)),
     ConvImpl("deconv_phases", "default", "deconv_phases", _phases),
     ConvImpl("general", "default", "general", lambda p, cap: None),

@@ -298,8 +298,8 @@ class _ConvolutionBase(KernelChoice, CheckedExecute, F32Convolution, metaclass=C
             mc = self._dw_plain_rows(panels, threads) * geo.dst[2]
         elif impl.kernel == "dw3x3":
             mc = self._dw_rows_per_item(panels, threads) * geo.dst[2]
-        elif impl.kernel == "dw_rowsk":
-            mc = self._dw_rowsk_rows(panels, threads) * geo.dst[2]
+        elif impl.kernel in ("dw_rowsk", "fold_lanes"):
+            mc = self._image_rows_per_item(panels, threads) * geo.dst[2]
         fast, fast_sum = _post_op_spec.fused_epilogue_flags(self._post_specs)
         g = dict(N=geo.N, G=geo.G, ICg=geo.ICg, OCg=geo.OCg, src=geo.src, dst=geo.dst,
                  kernel=geo.kernel, strides=geo.strides, steps=geo.steps, pads=geo.pads,

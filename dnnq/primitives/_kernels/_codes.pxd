@@ -73,6 +73,7 @@ cdef extern from "dnnq_codes.h":
         DNNQ_CONV_K_F32_DECONV
         DNNQ_CONV_K_F32_DW
         DNNQ_CONV_K_DW_ROWSK
+        DNNQ_CONV_K_FOLD_LANES
 
     # (a macro: 0x80808080u, the s8 source's a_xor)
     enum:

@@ -37,6 +37,8 @@ TILES_MAX_ROWS = DNNQ_CONV_TILES_MAX_ROWS
 TILES_MAX_OW = DNNQ_CONV_TILES_MAX_OW
 #: the kernel row widths of the depthwise row kernel dw_rowsk (its packed weights block)
 DW_ROWSK_KW = (DNNQ_DW_ROWSK_MIN_KW, DNNQ_DW_ROWSK_MAX_KW)
+#: the most output channels of the fold_lanes kernel (16 output pixels in the lanes)
+FOLD_LANES_MAX_OC = DNNQ_FOLD_LANES_MAX_OC
 
 
 cdef const void* _ptr(object arr, bint writable=False) except NULL:

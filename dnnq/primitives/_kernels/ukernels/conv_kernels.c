@@ -36,6 +36,7 @@ dnnq_conv_item_fn dnnq_conv_item_fn_for(const dnnq_conv_t *cv) {
 #ifdef DNNQ_HAVE_X86_KERNELS
     case DNNQ_CONV_K_DW_ROWS3: return dnnq_dw_item_rows3;
     case DNNQ_CONV_K_DW_ROWSK: return dnnq_dw_item_rowsk;
+    case DNNQ_CONV_K_FOLD_LANES: return dnnq_conv_item_fold_lanes;
     case DNNQ_CONV_K_DW3X3: return dnnq_dw_item_3x3;
     case DNNQ_CONV_K_DW3X3_PLAIN: return dw_plain_item_fn(cv);
 #endif
@@ -61,6 +62,11 @@ int dnnq_conv_check_kernel(const dnnq_conv_t *cv, int kernel) {
     const int rowsk = cv->depthwise && !cv->deconv && !cv->f32 && avx512 &&
                       cv->dw_kind == DNNQ_DW_VNNI4 && cv->kw >= DNNQ_DW_ROWSK_MIN_KW &&
                       cv->kw <= DNNQ_DW_ROWSK_MAX_KW && cv->dw == 1 && (cv->sw == 1 || cv->sw == 2);
+    const int fold_lanes = cv->fold_kw && !cv->f32 && avx512 && cv->G == 1 &&
+                           cv->OC <= DNNQ_FOLD_LANES_MAX_OC && cv->dw_fused &&
+                           cv->npairs <= 64 && cv->K4 <= 16 &&
+                           15 * cv->sw * cv->IC + 4 * cv->K4 <= 128 && !cv->epi.raw_s32 &&
+                           (cv->epi.dst_dt == DNNQ_DT_U8 || cv->epi.dst_dt == DNNQ_DT_S8);
     int ok;
     if (kernel != cv->kernel || !dnnq_conv_item_fn_for(cv)) return -1;
     switch (kernel) {
@@ -73,6 +79,7 @@ int dnnq_conv_check_kernel(const dnnq_conv_t *cv, int kernel) {
         break;
     case DNNQ_CONV_K_DW_ROWS3: ok = rows3; break;
     case DNNQ_CONV_K_DW_ROWSK: ok = rowsk; break;
+    case DNNQ_CONV_K_FOLD_LANES: ok = fold_lanes; break;
     case DNNQ_CONV_K_DW3X3: ok = k3x3; break;
     case DNNQ_CONV_K_DW3X3_PLAIN: ok = k3x3 && cv->dw_fused && cv->plain >= 1 && cv->plain <= 3;
         break;

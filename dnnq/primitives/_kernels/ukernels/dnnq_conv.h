@@ -216,6 +216,11 @@ int dnnq_conv_run_item_f32_dw(const dnnq_conv_t *cv, int64_t item);
 int dnnq_conv_prepare_run(dnnq_conv_t *cv);
 void dnnq_conv_finish_run(dnnq_conv_t *cv);
 int dnnq_conv_run_item_deconv_phases(const dnnq_conv_t *cv, int64_t item);
+/* few output channels over folded kernel rows, 16 output pixels in the lanes (AVX-512 VNNI
+ * with VBMI; conv_fold_lanes_vbmi.c): at most this many output channels, and the bytes a
+ * vector's 16 windows span (15 sw IC + 4 K4) at most 128 */
+#define DNNQ_FOLD_LANES_MAX_OC 8
+int dnnq_conv_item_fold_lanes(const dnnq_conv_t *cv, int64_t item);
 
 /* ---- Depthwise (ukernels/depthwise/, docs/conv_kernels.md) -------------------------------
  * Every depthwise variant is a work item of the plan: one signature, dnnq_conv_item_fn, one
