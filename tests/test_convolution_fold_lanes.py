@@ -1,13 +1,13 @@
-"""The few-output-channel kernel over folded kernel rows (AVX-512 VNNI + VBMI:
-ukernels/conv_fold_lanes_vbmi.c, PP-OCR's classifier stem): 16 output pixels in the lanes,
-kernel rows outside the source skipped with their zero-point products added exactly (u8 / s8
-sources, with and without a zero point, and a zero point the source type cannot hold, which
-takes the general driver), padding along w through zero-point bytes around the source row
-(0 - 3 columns, output pixels wholly in the padding), widths below / at / past 16 pixels,
-strides 1 and 2, 1 - 8 output channels, 1 - 4 input channels, 1-D / 2-D / 3-D, the post-ops
-of the stem (clip + hardswish), relu and none, u8 / s8 dst, 1 and 2 threads.  Against oneDNN
-(numpy's model where oneDNN is not there), on every ISA level (the tiled GEMM path where the
-level or the cap has no VBMI)."""
+"""The few-output-channel kernel over kernel rows of adjacent bytes (folded taps, or one tap:
+1x1 too; AVX-512 VNNI + VBMI: ukernels/conv_fold_lanes_vbmi.c, PP-OCR's classifier stem and
+its 8-channel 1x1 layers): 16 output pixels in the lanes, kernel rows outside the source
+skipped with their zero-point products added exactly (u8 / s8 sources, with and without a zero
+point, and a zero point the source type cannot hold: its per-tap correction), padding along w
+through zero-point bytes around the source row (0 - 3 columns, output pixels wholly in the
+padding), widths below / at / past 16 pixels, strides 1 and 2, 1 - 8 output channels, 1 - 8
+input channels, 1-D / 2-D / 3-D, the post-ops of the stem (clip + hardswish), relu and none,
+u8 / s8 dst, 1 and 2 threads.  Against oneDNN (numpy's model where oneDNN is not there), on
+every ISA level (the GEMM paths where the level or the cap has no VBMI)."""
 import numpy as np
 import pytest
 
@@ -27,6 +27,10 @@ GEOMETRIES = {
     "w1": ((4, 1), (3, 3), (1, 1), (1, 1), (1, 1), 3),
     "1d": ((50,), (5,), (2,), (2,), (1,), 3),
     "3d": ((3, 5, 21), (2, 3, 3), (1, 2, 2), (1, 1, 1), (0, 1, 1), 3),
+    # kernel rows of one tap (IC adjacent bytes): 1x1 (the GEMM's otherwise), 3x1
+    "1x1_ic8": ((5, 37), (1, 1), (1, 1), (0, 0), (0, 0), 8),
+    "1x1_s2_ic4": ((7, 40), (1, 1), (2, 2), (0, 0), (0, 0), 4),
+    "3x1_pad": ((6, 18), (3, 1), (1, 1), (1, 2), (1, 1), 5),
 }
 
 OCS = (1, 3, 8)
@@ -63,7 +67,6 @@ def run_case(geometry, name, OC, mb, seed):
              d=(0,) * len(isp), grouped=False, src_dt=src_dt, dst_dt=dst_dt, src_tag=tag,
              dst_tag=tag, q=q, post_ops=post, bias_dt=bias_dt)
     out, p = c.run_dnnq()
-    assert p.impl_info.endswith(":brgconv_fold")
     isa = dnnq.get_effective_cpu_isa()
     lanes = isa.startswith("avx512") and _impls.conv_cap(isa)["vbmi"]
     assert (p._impl.name == "fold_lanes") == lanes, p._impl.name

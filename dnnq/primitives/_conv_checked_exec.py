@@ -181,7 +181,7 @@ class CheckedExecute:
         src1s = self._post_inputs(args)
         user_dst, out = self._dst_channels_last(args, scratch)
         t0 = time.perf_counter() if _verbose._level else 0.0
-        if geo.is_gemm:
+        if self._impl.kernel == "gemm":
             P = geo.out_pixels
             self._plan.run(x.view(np.uint8), P * geo.IC, geo.IC, src_dt == "s8", pw.packed, 0,
                            col_comp, 0, zw, wzp_sn, rowsum, P, self._raw_s32, src_scale, scale,

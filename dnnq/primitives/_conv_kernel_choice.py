@@ -80,8 +80,11 @@ class KernelChoice:
             # folds into s16 weights instead)
             dw_vnni4=geo.depthwise and self._dw_layout == "vnni4" and A.DNNL_ARG_WEIGHTS not in zm,
             rows3=rows3,
-            # few output channels over folded kernel rows, 16 pixels' windows within 128 bytes
-            fold_lanes=(geo.fold_kw and geo.G == 1 and geo.OC <= _conv.FOLD_LANES_MAX_OC and
+            # few output channels over kernel rows of adjacent bytes (folded KW taps, or one
+            # tap: 1x1 too), 16 pixels' windows within 128 bytes
+            fold_lanes=((geo.fold_kw or (geo.kernel[2] == 1 and not geo.deconv and
+                                         not geo.depthwise)) and
+                        geo.G == 1 and geo.OC <= _conv.FOLD_LANES_MAX_OC and
                         geo.npairs <= 64 and geo.kpair <= 64 and
                         15 * sw * geo.IC + 4 * -(-geo.kpair // 4) <= 128 and
                         A.DNNL_ARG_WEIGHTS not in zm),

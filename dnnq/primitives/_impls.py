@@ -185,9 +185,9 @@ def _dw_plain_cols(vbmi):
 
 
 def _fold_lanes(p, cap):
-    return _why((p["fold_lanes"], "not a folded-row convolution of at most 8 output channels "
-                                  "whose 16 pixels' windows span 128 bytes (no weights zero "
-                                  "point)"),
+    return _why((p["fold_lanes"], "not a convolution of at most 8 output channels over kernel "
+                                  "rows of adjacent bytes (folded taps or one) whose 16 "
+                                  "pixels' windows span 128 bytes (no weights zero point)"),
                 (p["dw_fused"], "the epilogue is not the fused one (8-bit dst, relu / linear / "
                                 "clip / hardswish / hardsigmoid)"),
                 (cap["vbmi"], "no AVX512-VBMI under the cap"))
@@ -211,6 +211,7 @@ def _phases(p, cap):
 
 #: int8 convolutions and deconvolutions
 CONV = (
+    ConvImpl("fold_lanes", "avx512_core_vnni", "fold_lanes", _fold_lanes),
     ConvImpl("brgconv_1x1", "default", "gemm",
              lambda p, cap: _why((p["is_gemm"], "not a 1x1, stride 1, unpadded, ungrouped "
                                                "convolution"))),
@@ -231,7 +232,6 @@ CONV = (
                                               "stride 1 or 2 along w"))),
     ConvImpl("dw", "default", "general",
              lambda p, cap: _why((p["depthwise"], "not depthwise"))),
-    ConvImpl("fold_lanes", "avx512_core_vnni", "fold_lanes", _fold_lanes),
     ConvImpl("tiles", "default", "tiles", lambda p, cap: _tiles_fit(p)),
     ConvImpl("deconv_phases", "default", "deconv_phases", _phases),
     ConvImpl("general", "default", "general", lambda p, cap: None),

@@ -440,7 +440,7 @@ class _ConvolutionBase(KernelChoice, CheckedExecute, F32Convolution, metaclass=C
                     ds=A.DNNL_ARG_SCALE | A.DNNL_ARG_DST,
                     zs=A.DNNL_ARG_ATTR_ZERO_POINTS | A.DNNL_ARG_SRC,
                     zd=A.DNNL_ARG_ATTR_ZERO_POINTS | A.DNNL_ARG_DST, n_known=len(self._known))
-        zrow_for = None if geo.is_gemm else (
+        zrow_for = None if self._impl.kernel == "gemm" else (
             (lambda zs: self._zero_row_f32()) if self._f32 else
             (lambda zs: self._zero_point_rows(np.int32([zs]), np.int64([zs]))))
         self._exec = _conv_exec.ConvExec(self._plan, self._key, PackedConvWeights,

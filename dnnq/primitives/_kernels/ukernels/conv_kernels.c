@@ -62,7 +62,8 @@ int dnnq_conv_check_kernel(const dnnq_conv_t *cv, int kernel) {
     const int rowsk = cv->depthwise && !cv->deconv && !cv->f32 && avx512 &&
                       cv->dw_kind == DNNQ_DW_VNNI4 && cv->kw >= DNNQ_DW_ROWSK_MIN_KW &&
                       cv->kw <= DNNQ_DW_ROWSK_MAX_KW && cv->dw == 1 && (cv->sw == 1 || cv->sw == 2);
-    const int fold_lanes = cv->fold_kw && !cv->f32 && avx512 && cv->G == 1 &&
+    const int fold_lanes = (cv->fold_kw || (cv->kw == 1 && !cv->deconv && !cv->depthwise)) &&
+                           !cv->f32 && avx512 && cv->G == 1 &&
                            cv->OC <= DNNQ_FOLD_LANES_MAX_OC && cv->dw_fused &&
                            cv->npairs <= 64 && cv->K4 <= 16 &&
                            15 * cv->sw * cv->IC + 4 * cv->K4 <= 128 && !cv->epi.raw_s32 &&
