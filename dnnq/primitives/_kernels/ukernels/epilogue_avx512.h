@@ -25,6 +25,7 @@ typedef struct {
     __m512 inv;     /* 1 / dst scale, broadcast */
     __mmask16 km[4];
     __mmask64 km8;
+    int nc;         /* columns of the block */
     int full, has_zp, flags, post, kind, has_sum;
     int nv;         /* vectors of 16 columns holding columns (the others are skipped) */
     char *d0;       /* dst of (batch, row 0, column n0) */
@@ -90,6 +91,31 @@ DNNQ_ALWAYS_INLINE __m512 epi_value(const int DT, const int POST, const int F,
     return epi_tail(DT, F, g, k, epi_post(POST, epi_pre(F, k, ai, j)), j);
 }
 
+/* the first nc (< 64) bytes of b at o in plain stores of 32 / 16 / 8 bytes and the rest one
+ * by one: a masked store costs tens of cycles on AMD Zen 4 (docs/conv_kernels.md) */
+DNNQ_ALWAYS_INLINE void epi_store_bytes(char *o, __m512i b, int nc) {
+    __m256i y = _mm512_castsi512_si256(b);
+    int at = 0;
+    if (nc >= 32) {
+        _mm256_storeu_si256((__m256i *)o, y);
+        y = _mm512_extracti64x4_epi64(b, 1);
+        at = 32;
+    }
+    __m128i x = _mm256_castsi256_si128(y);
+    if (nc - at >= 16) {
+        _mm_storeu_si128((__m128i *)(o + at), x);
+        x = _mm256_extracti128_si256(y, 1);
+        at += 16;
+    }
+    if (nc - at >= 8) {
+        _mm_storel_epi64((__m128i *)(o + at), x);
+        x = _mm_srli_si128(x, 8);
+        at += 8;
+    }
+    uint64_t rest = (uint64_t)_mm_cvtsi128_si64(x);
+    for (; at < nc; ++at, rest >>= 8) o[at] = (char)rest;
+}
+
 /* four s32 vectors (columns 0-15, ..., 48-63) packed s32 -> s16 -> s8 / u8 with saturation
  * (each 128-bit lane then holds 4 columns of each vector), put back in order by one vpermd,
  * stored as the panel's width allows */
@@ -100,9 +126,7 @@ DNNQ_ALWAYS_INLINE void epi_pack_store8(const int S8, const epi_consts_t *k, __m
     bytes = _mm512_permutexvar_epi32(
         _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), bytes);
     if (k->full) _mm512_storeu_si512(o, bytes);
-    else if (k->nv == 2 && k->km[1] == 0xFFFF) /* 32 columns: one plain 256-bit store */
-        _mm256_storeu_si256((__m256i *)o, _mm512_castsi512_si256(bytes));
-    else _mm512_mask_storeu_epi8(o, k->km8, bytes);
+    else epi_store_bytes(o, bytes, k->nc);
 }
 
 DNNQ_ALWAYS_INLINE void epi_tile(const int DT, const int POST, const int F,
@@ -257,6 +281,7 @@ static void epi_prepare_avx512(const dnnq_gemm_args_t *g, int64_t b, int64_t n0,
     k->full = nc == DNNQ_NR;
     k->nv = (nc + 15) / 16;
     k->km8 = nc >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << nc) - 1);
+    k->nc = nc;
     k->has_zp = g->dst_zp != NULL;
     k->post = g->n_post == 0 ? EPI_NONE
               : (g->n_post == 1 && g->post[0].kind == DNNQ_PO_ELTWISE &&

@@ -182,33 +182,11 @@ static void dwk_row_zsums(int nkr, int kw, int nc, int src_signed, const uint8_t
     }
 }
 
-/* the first nc bytes of b at o, without a masked store (tens of cycles each on Zen 4) */
+/* the first nc bytes of b at o, without a masked store (epilogue_avx512.h) */
 static inline __attribute__((always_inline)) void dwk_store_bytes(uint8_t *o, __m512i b,
                                                                   int nc) {
-    if (nc == 64) {
-        _mm512_storeu_si512((void *)o, b);
-        return;
-    }
-    __m256i y = _mm512_castsi512_si256(b);
-    int at = 0;
-    if (nc >= 32) {
-        _mm256_storeu_si256((__m256i *)o, y);
-        y = _mm512_extracti64x4_epi64(b, 1);
-        at = 32;
-    }
-    __m128i x = _mm256_castsi256_si128(y);
-    if (nc - at >= 16) {
-        _mm_storeu_si128((__m128i *)(o + at), x);
-        x = _mm256_extracti128_si256(y, 1);
-        at += 16;
-    }
-    if (nc - at >= 8) {
-        _mm_storel_epi64((__m128i *)(o + at), x);
-        x = _mm_srli_si128(x, 8);
-        at += 8;
-    }
-    uint64_t rest = (uint64_t)_mm_cvtsi128_si64(x);
-    for (; at < nc; ++at, rest >>= 8) o[at] = (uint8_t)rest;
+    if (nc == 64) _mm512_storeu_si512((void *)o, b);
+    else epi_store_bytes((char *)o, b, nc);
 }
 
 /* NP pixels (accumulators at acc, the vnni4 order, pixel r at acc + 64 r) through the
