@@ -3,8 +3,8 @@ stride 1 / 2 along h and w, output rows paired (stride 1 along h) or single (odd
 item ends), borders and kernel rows wholly in the padding, widths 1 and 2 and past a 32-column
 chunk, channel counts below / at / past 16, 32 and 64 (ymm and zmm, masked and full, two
 panels), every epilogue mode: the fused u8 hot case, the fused general case (s8 dst, dst zero
-point, source zero point, relu with alpha, linear, clip / hardswish / hardsigmoid, chains) and
-the s32 accumulators handed to the driver's epilogue (s32 / f32 dst, sum post-op); 1 and 2
+point, source zero point, relu with alpha, linear, chains) and the s32 accumulators handed to
+the driver's epilogue (s32 / f32 dst, clip / hardswish / hardsigmoid, sum post-op); 1 and 2
 threads (work items of whole rows).  Against oneDNN (numpy's model where oneDNN is not there), on every ISA level."""
 import numpy as np
 import pytest
@@ -56,7 +56,7 @@ def config(name, rng, C):
         "s8_chain": ("s8", "s8", base, [("eltwise", "relu", 0.1, 0.0),
                                         ("eltwise", "linear", 1.5, -3.0)], "f32", False),
         "u8_clamped": ("u8", "u8", {}, [("eltwise", "linear", 2.0, 1.0)], None, False),
-        # MobileNetV3's post-ops (fused since the 5x5 row kernel, dw_avx512.h dw9_post)
+        # MobileNetV3's post-ops (the tile epilogue's chains)
         "u8_hardswish": ("u8", "u8", dict(base, src_zp=[13], dst_zp=[11]),
                          [("eltwise", "clip", -7.0, 9.5), ("eltwise", "hardswish", 1 / 6, 0.5)],
                          "f32", False),

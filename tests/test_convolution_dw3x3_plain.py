@@ -1,6 +1,6 @@
 """The 3x3 depthwise column kernel on plain (nchw) planes (AVX-512:
 ukernels/depthwise/dw3x3_plain_avx512.c), chosen at creation for plain src and dst with the
-fused epilogue (8-bit dst, relu / linear / clip / hardswish / hardsigmoid): output widths below / at / past 16, 32 and 64 columns (one block of 1 - 4 vectors, the last
+fused epilogue (8-bit dst, relu / linear): output widths below / at / past 16, 32 and 64 columns (one block of 1 - 4 vectors, the last
 block moved back to the row's end), odd heights (a single last row), stride 1 and 2 along h and
 w, padding borders (none, asymmetric, rows wholly in the padding), source and destination zero
 points, s8 / u8 source and destination, relu with alpha and linear chains, mb > 1, channel
@@ -47,7 +47,7 @@ def flat_takes(isp, s, pl, pr):
 
 
 FUSED = ("u8_relu", "u8_plain", "u8_common_no_bias", "s8src_zp", "u8src_zp", "u8_dst_zp",
-         "s8_dst", "s8_chain", "u8_clamped", "u8_hardswish")
+         "s8_dst", "s8_chain", "u8_clamped")
 
 
 @pytest.fixture(params=["flat", "vbmi", "columns"])

@@ -66,9 +66,11 @@ class KernelChoice:
         geo = self._geo
         zm = self._zp_mask
         ref_flags = getattr(self, "_ref_flags", 0)
-        dw_fused = (not self._f32 and
-                    _post_op_spec.dw_fused_epilogue(self.dst_desc.dt, self._post_specs,
-                                                    self._raw_s32, ref_flags))
+        dw_fused, lanes_fused = (
+            not self._f32 and
+            _post_op_spec.dw_fused_epilogue(self.dst_desc.dt, self._post_specs,
+                                            self._raw_s32, ref_flags, chains)
+            for chains in (False, True))
         sh, sw = geo.strides[1:]
         rows3 = (geo.depthwise and not geo.deconv and geo.kernel[2] == 3 and
                  geo.steps[2] == 1 and sw in (1, 2))
@@ -95,6 +97,7 @@ class KernelChoice:
             plain_io=(not self.src_desc.is_channels_last and
                       not self.dst_desc.is_channels_last),
             dw_fused=dw_fused,
+            lanes_fused=lanes_fused,
             # the plain kernels run on the C-level execute path in oneDNN's exact order (a
             # column-kernel geometry is a forward convolution: no oneDNN AVX2 fallback)
             plain_ok=(self._fast_path_possible() and self._numerics == "exact" and

@@ -164,8 +164,7 @@ def _dw3x3_geometry(p):
 def _dw_plain(p, cap):
     return _dw3x3_geometry(p) or _why(
         (p["plain_io"], "src or dst is channels-last (the copies are not needed)"),
-        (p["dw_fused"], "the epilogue is not the fused one (8-bit dst, relu / linear / "
-                        "clip / hardswish / hardsigmoid)"),
+        (p["dw_fused"], "the epilogue is not the fused one (8-bit dst, relu / linear)"),
         (p["plain_ok"], "needs the C-level execute path, exact numerics and oneDNN's "
                         "fused-kernel order"))
 
@@ -188,8 +187,8 @@ def _fold_lanes(p, cap):
     return _why((p["fold_lanes"], "not a convolution of at most 8 output channels over kernel "
                                   "rows of adjacent bytes (folded taps or one) whose 16 "
                                   "pixels' windows span 128 bytes (no weights zero point)"),
-                (p["dw_fused"], "the epilogue is not the fused one (8-bit dst, relu / linear / "
-                                "clip / hardswish / hardsigmoid)"),
+                (p["lanes_fused"], "the epilogue is not the fused one (8-bit dst, relu / "
+                                   "linear / clip / hardswish / hardsigmoid)"),
                 (cap["vbmi"], "no AVX512-VBMI under the cap"))
 
 

@@ -38,16 +38,21 @@ def fast_epilogue(post_specs):
     return fused_epilogue_flags(post_specs)[0]
 
 
-#: the post-ops the AVX-512 depthwise kernels' fused epilogue computes (ukernels/depthwise/
-#: dw_avx512.h, the operations of epilogue_avx512.h's chain): relu, linear, the clips and the
-#: hard sigmoid / swish of MobileNetV3
-DW_FUSED_ELTWISE = frozenset(_plan.ELTWISE_CODE[a] for a in (
-    "relu", "linear", "clip", "clip_v2", "hardswish", "hardsigmoid"))
+#: the post-ops of the fused depthwise epilogue's chains (ukernels/depthwise/dw_avx512.h
+#: dw9_epi_block, the operations of epilogue_avx512.h's chain) that the depthwise kernels leave
+#: to the tile epilogue (a chain per pixel cost the 3x3 column kernel 1.4 - 2.3x) and the
+#: fold_lanes kernel, which applies them to blocks of vectors, fuses: the clips and the hard
+#: sigmoid / swish of MobileNetV3
+CHAIN_ELTWISE = frozenset(_plan.ELTWISE_CODE[a] for a in (
+    "clip", "clip_v2", "hardswish", "hardsigmoid"))
 
 
-def dw_fused_epilogue(dst_dt, post_specs, raw_s32, ref_flags):
-    """The depthwise kernels fuse the epilogue (dnnq_conv_t.dw_fused): an 8-bit dst, eltwise
-    post-ops of DW_FUSED_ELTWISE only, oneDNN's fused-kernel order (no reference flags)."""
+def dw_fused_epilogue(dst_dt, post_specs, raw_s32, ref_flags, chains=False):
+    """The depthwise kernels fuse the epilogue (dnnq_conv_t.dw_fused): an 8-bit dst, the
+    fast epilogue's post-ops (relu / linear; with `chains`, for the fold_lanes kernel, those
+    of CHAIN_ELTWISE too), oneDNN's fused-kernel order (no reference flags)."""
     return (dst_dt in ("u8", "s8") and not raw_s32 and not ref_flags and
-            all(k == _plan.PO_ELTWISE and alg in DW_FUSED_ELTWISE
-                for k, alg, _, _ in post_specs))
+            (fast_epilogue(post_specs) or
+             (chains and all(k == _plan.PO_ELTWISE and
+                             (alg in CHAIN_ELTWISE or fast_epilogue([(k, alg, a, b)]))
+                             for k, alg, a, b in post_specs))))

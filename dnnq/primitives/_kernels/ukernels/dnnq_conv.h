@@ -65,8 +65,8 @@ typedef struct dnnq_conv_s {
     int kernel;
     dnnq_conv_item_fn run_item;
     /* 1: the AVX-512 depthwise kernels' fused epilogue applies (chosen at creation: 8-bit dst,
-     * relu / linear / clip / hardswish / hardsigmoid post-ops only;
-     * dnnq/primitives/_post_op_spec.py dw_fused_epilogue) */
+     * relu / linear post-ops only, and for the fold_lanes kernel clip / hardswish /
+     * hardsigmoid too; dnnq/primitives/_post_op_spec.py dw_fused_epilogue) */
     int dw_fused;
     dnnq_dw_tile_fn dw_tile;         /* the general driver's depthwise tile (isa, dw_kind) */
     /* geometry */

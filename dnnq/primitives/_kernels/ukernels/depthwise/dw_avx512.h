@@ -65,8 +65,8 @@ typedef struct {
 } dnnq_dw_epi_t;
 
 /* e prepared for the panel's columns n0 .. n0 + nc - 1 of g, whose epilogue the creation
- * found fused (dnnq_conv_t.dw_fused: 8-bit dst, relu / linear / clip / clip_v2 / hardswish /
- * hardsigmoid post-ops); dw3x3_avx512.c */
+ * found fused (dnnq_conv_t.dw_fused: 8-bit dst, relu / linear post-ops; for fold_lanes clip /
+ * clip_v2 / hardswish / hardsigmoid too); dw3x3_avx512.c */
 void dnnq_dw_epi_prepare_avx512(const dnnq_gemm_args_t *g, int64_t n0, int nc,
                                 dnnq_dw_epi_t *e);
 
