@@ -360,6 +360,13 @@ def test_non_finite_values_saturate_as_onednn(isa, dst_dt):
     bias = np.array([[np.nan, np.inf, -np.inf, 1.0]], np.float32)
     out, _ = run_dnnq(src, wei, bias, dst_dt, {})
     assert_same(out, run_ref(src, wei, bias, dst_dt, {}))
+    # a NaN among finite values only, with scales that keep every finite value far below
+    # 2^30 (the fused epilogues' bound to skip the clamp once lost the NaN: s8 -128)
+    bias = np.array([[1.0, np.nan, -2.0, 1.0]], np.float32)
+    q = {k: np.array([v], np.float32)
+         for k, v in (("src_scales", 0.01), ("wei_scales", 0.01), ("dst_scales", 0.5))}
+    out, _ = run_dnnq(src, wei, bias, dst_dt, q)
+    assert_same(out, run_ref(src, wei, bias, dst_dt, q))
     ops = [("eltwise", "sqrt", 0.0, 0.0)]
     out, _ = run_dnnq(src, wei, None, dst_dt, {}, ops)
     assert_same(out, run_ref(src, wei, None, dst_dt, {}, ops))

@@ -296,16 +296,23 @@ static void epi_prepare_avx512(const dnnq_gemm_args_t *g, int64_t b, int64_t n0,
     if (!ccnz) k->flags |= EPI_F_NOCC;
     if (k->post != EPI_CHAIN) {
         /* |f32(acc) * scale + bias| <= max scale * 2^31 + max |bias| (relu only shrinks it),
-         * then times |1 / dst scale| plus |zp|; NaN or inf anywhere fails the test */
+         * then times |1 / dst scale| plus |zp|; NaN or inf anywhere fails the test (tested
+         * by class: vmaxps drops a NaN of its first operand, so a NaN bias among finite ones
+         * once passed, and an s8 dst stored -128 where the clamp gives oneDNN's +127) */
         __m512 ms = _mm512_setzero_ps(), mb = ms, mz = ms;
+        __mmask16 nonfinite = 0;
         for (int j = 0; j < 4; ++j) {
             ms = _mm512_max_ps(ms, k->sc[j]);
             mb = _mm512_max_ps(mb, _mm512_abs_ps(k->bi[j]));
             mz = _mm512_max_ps(mz, _mm512_abs_ps(k->zp[j]));
+            /* 0x99: quiet / signalling NaN, +inf, -inf */
+            nonfinite |= _mm512_fpclass_ps_mask(k->sc[j], 0x99) |
+                         _mm512_fpclass_ps_mask(k->bi[j], 0x99) |
+                         _mm512_fpclass_ps_mask(k->zp[j], 0x99);
         }
         const float bound = (_mm512_reduce_max_ps(ms) * 2147483648.0f + _mm512_reduce_max_ps(mb))
                             * fabsf(g->inv_dst_scale) + _mm512_reduce_max_ps(mz);
-        if (bound < 1073741824.0f) k->flags |= EPI_F_NOCLAMP;
+        if (!nonfinite && bound < 1073741824.0f) k->flags |= EPI_F_NOCLAMP;
     }
     k->kind = g->raw_s32 ? EPI_RAW : dt;
     const int esz = dt == DNNQ_DT_S8 || dt == DNNQ_DT_U8 ? 1 : 4;
