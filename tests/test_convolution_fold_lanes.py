@@ -13,8 +13,19 @@ import pytest
 
 import dnnq
 import dnnq.testing as onednn_ref
+from dnnq.primitives import _conv_kernel_choice as conv_mod
 from dnnq.primitives import _impls
 from test_convolution import Case, assert_same
+
+
+@pytest.fixture(autouse=True)
+def lanes_at_every_size(monkeypatch):
+    """the kernel for images of any size (FOLD_LANES_MIN_PIXELS keeps the GEMM paths below 256
+    output pixels), no cached primitive"""
+    monkeypatch.setattr(conv_mod, "FOLD_LANES_MIN_PIXELS", 1)
+    old = dnnq.set_primitive_cache_capacity(0)
+    yield
+    dnnq.set_primitive_cache_capacity(old)
 
 # (source spatial, kernel, strides, left padding, right padding, input channels)
 GEOMETRIES = {
@@ -78,6 +89,17 @@ def run_case(geometry, name, OC, mb, seed):
 def test_fold_lanes_geometries(isa, geometry, name):
     for i, OC in enumerate(OCS):
         run_case(geometry, name, OC, 2 if i == 1 else 1, [len(geometry), len(name), OC])
+
+
+def test_fold_lanes_not_below_min_pixels(isa, monkeypatch):
+    monkeypatch.setattr(conv_mod, "FOLD_LANES_MIN_PIXELS", 256)
+    isp, k, s, pl, pr, IC = GEOMETRIES["1x1_ic8"]   # 5 x 37 = 185 pixels
+    rng = np.random.default_rng(3)
+    c = Case(rng, mb=1, G=1, ICg=IC, OCg=8, isp=isp, k=k, s=s, pl=pl, pr=pr, d=(0, 0),
+             grouped=False, src_dt="u8", dst_dt="u8", src_tag="nhwc", dst_tag="nhwc")
+    out, p = c.run_dnnq()
+    assert p._impl.name != "fold_lanes"
+    assert_same(out, reference(c))
 
 
 def test_fold_lanes_zero_point_beyond_the_type(isa):

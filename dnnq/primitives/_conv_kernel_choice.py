@@ -31,6 +31,12 @@ DW_PLAIN_VBMI = True
 DW_FLAT_MAX_OW = 1 << 30
 
 
+#: Fewer output pixels per image than this keep the GEMM paths instead of the fold_lanes kernel
+#: (its set-up per work item -- index vectors, zero-point sums, row buffers -- costs about
+#: 0.6 us: a 1x1 8 -> 8 of 64 pixels took 1.9 us against 1.1; even at 256).
+FOLD_LANES_MIN_PIXELS = 256
+
+
 def dw_flat_span(oh, ow, iw, sh, sw):
     """The widest span of source bytes one kernel row of a 3x3 depthwise kernel reads for 16
     consecutive output pixels of a 2-D plane, padding taps counted (depthwise/dw3x3_flat_vbmi.c's
@@ -89,6 +95,7 @@ class KernelChoice:
                         geo.G == 1 and geo.OC <= _conv.FOLD_LANES_MAX_OC and
                         geo.npairs <= 64 and geo.kpair <= 64 and
                         15 * sw * geo.IC + 4 * -(-geo.kpair // 4) <= 128 and
+                        geo.out_pixels >= FOLD_LANES_MIN_PIXELS and
                         A.DNNL_ARG_WEIGHTS not in zm),
             rowsk=(geo.depthwise and not geo.deconv and
                    _conv.DW_ROWSK_KW[0] <= geo.kernel[2] <= _conv.DW_ROWSK_KW[1] and

@@ -171,17 +171,14 @@ FL_TARGET int dnnq_conv_item_fold_lanes(const dnnq_conv_t *cv, int64_t item) {
     const int nkr = (int)(cv->kd * cv->kh);
     const int64_t step = cv->sw * IC; /* window bytes between consecutive output pixels */
 
-    fl_ctx_t *x = (fl_ctx_t *)aligned_alloc(64, sizeof(fl_ctx_t));
+    fl_ctx_t ctx __attribute__((aligned(64)));
+    fl_ctx_t *x = &ctx;
     /* per kernel row inside the source: its source row with the padding's zero-point bytes;
      * bytes read by the last block's window end 128 bytes after its start */
     const int64_t nblocks = (ow + FL_PX - 1) / FL_PX;
     const int64_t blen = ((step * FL_PX * (nblocks - 1) + 128 + 63) / 64) * 64;
     uint8_t *rowbuf = (uint8_t *)aligned_alloc(64, (size_t)(blen * (nkr + 1)));
-    if (!x || !rowbuf) {
-        free(x);
-        free(rowbuf);
-        return -1;
-    }
+    if (!rowbuf) return -1;
     x->cv = cv;
     x->oc = OC;
     x->k4 = (int)cv->K4;
@@ -283,6 +280,5 @@ FL_TARGET int dnnq_conv_item_fold_lanes(const dnnq_conv_t *cv, int64_t item) {
         else fl_row(OC, x, &epi, nr, buf, widx, init, pc, ow, step, drow);
     }
     free(rowbuf);
-    free(x);
     return 0;
 }
