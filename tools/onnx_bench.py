@@ -61,6 +61,9 @@ def main(argv=None):
     ap.add_argument("--models", default="ppocr_det,ppocr_rec,ppocr_cls,ddddocr,silero")
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--rounds", type=int, default=15)
+    ap.add_argument("--no-spin", action="store_true",
+                    help="ONNX Runtime's idle threads sleep instead of spinning (in one process "
+                         "at 2 threads, each runtime's spinning workers slow the other's run)")
     ap.add_argument("--dir", default=os.path.join(os.path.expanduser("~"), ".cache",
                                                   "dnnq-onnx-bench"))
     a = ap.parse_args(argv)
@@ -82,6 +85,8 @@ def main(argv=None):
             so.intra_op_num_threads = th
             so.inter_op_num_threads = 1
             so.log_severity_level = 3
+            if a.no_spin:  # ORT's idle workers sleep between runs (default: they spin)
+                so.add_session_config_entry("session.intra_op.allow_spinning", "0")
             theirs = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
             for s in (ours, theirs):  # warm-up (dnnq: plans dynamic shapes here)
                 s.run(None, feed)
