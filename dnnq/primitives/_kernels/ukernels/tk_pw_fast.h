@@ -209,20 +209,22 @@ static const uint8_t *tk_lut_get(int sdt, int ddt, const float *pv) {
     return c->lut;
 }
 
+/* dst[i] = lut[src[i]], i < n, 64 bytes per vpermi2b pair; the tail under a mask (no byte
+ * outside [0, n) read or written).  Also the ONNX sessions' table steps (tk_table.h). */
 __attribute__((target("avx512f,avx512bw,avx512vbmi")))
-static void tk_lut_apply(uint8_t *dst, const uint8_t *src, const uint8_t *lut, int n) {
-    const __m512i lo = _mm512_load_si512((const void *)lut);
-    const __m512i lo2 = _mm512_load_si512((const void *)(lut + 64));
-    const __m512i hi = _mm512_load_si512((const void *)(lut + 128));
-    const __m512i hi2 = _mm512_load_si512((const void *)(lut + 192));
-    int i = 0;
-    for (; i + 64 <= n; i += 64) {
-        const __m512i x = _mm512_loadu_si512((const void *)(src + i));
-        const __m512i a = _mm512_permutex2var_epi8(lo, x, lo2);  /* entries 0..127 */
-        const __m512i b = _mm512_permutex2var_epi8(hi, x, hi2);  /* entries 128..255 */
-        _mm512_storeu_si512((void *)(dst + i), _mm512_mask_blend_epi8(_mm512_movepi8_mask(x), a, b));
+static void tk_lut_apply(uint8_t *dst, const uint8_t *src, const uint8_t *lut, int64_t n) {
+    const __m512i t0 = _mm512_loadu_si512((const void *)lut);
+    const __m512i t1 = _mm512_loadu_si512((const void *)(lut + 64));
+    const __m512i t2 = _mm512_loadu_si512((const void *)(lut + 128));
+    const __m512i t3 = _mm512_loadu_si512((const void *)(lut + 192));
+    for (int64_t i = 0; i < n; i += 64) {
+        const __mmask64 m = n - i >= 64 ? ~0ULL : (1ULL << (n - i)) - 1;
+        const __m512i x = _mm512_maskz_loadu_epi8(m, (const void *)(src + i));
+        const __m512i lo = _mm512_permutex2var_epi8(t0, x, t1);  /* entries 0..127 */
+        const __m512i hi = _mm512_permutex2var_epi8(t2, x, t3);  /* entries 128..255 */
+        _mm512_mask_storeu_epi8((void *)(dst + i), m,
+                                _mm512_mask_blend_epi8(_mm512_movepi8_mask(x), lo, hi));
     }
-    for (; i < n; ++i) dst[i] = lut[src[i]];
 }
 #endif
 #endif
