@@ -30,6 +30,9 @@ hashable and compare equal when dims, data type and physical layout are the same
 
 from numbers import Integral
 
+import functools
+import math
+
 import numpy as np
 
 from .primitives._kernels._gemm_exec import aligned_empty
@@ -134,12 +137,21 @@ def dt_range(dt):
     return int(info.min), int(info.max)
 
 
+@functools.lru_cache(maxsize=64)
+def _inverse_order(order):
+    """The axis permutation that undoes ``order`` (logical_view's transpose)."""
+    inverse = [0] * len(order)
+    for k, i in enumerate(order):
+        inverse[i] = k
+    return tuple(inverse)
+
+
 def _line_aligned(shape, dtype, zero):
     """A C-contiguous array whose data starts on a 64-byte cache line (aligned_empty: numpy
     puts large arrays 16 bytes past one; every 64-byte vector access then spans two lines, and
     two threads writing neighbouring column panels of a row share a line, docs/matmul.md)."""
     dtype = np.dtype(dtype)
-    out = aligned_empty(int(np.prod(shape, dtype=np.int64)), dtype).reshape(shape)
+    out = aligned_empty(math.prod(shape), dtype).reshape(shape)
     if zero:
         out.fill(0)
     return out
@@ -433,10 +445,7 @@ class MemoryDesc:
                           f"shape {self.physical_shape}")
         if not self.is_channels_last:
             return phys
-        inverse = [0] * len(self._order)
-        for k, i in enumerate(self._order):
-            inverse[i] = k
-        return phys.transpose(inverse)
+        return phys.transpose(_inverse_order(self._order))
 
     def empty(self):
         """A new uninitialised array of this descriptor: logical shape, this layout.
