@@ -158,6 +158,7 @@ def test_pooling_post_ops_match_onednn(isa, rng_seed, dt):
                 assert np.array_equal(out, ref), (layout, alg, post[0][1:3])
 
 
+@R.requires_onednn
 @pytest.mark.parametrize("layout", ["cl", "plain"])
 def test_pooling_bind_runs_like_onednn(isa, rng_seed, layout):
     """Pooling.bind: a linear post-op (a requantizing average, as ONNX sessions bind it)

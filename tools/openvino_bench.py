@@ -67,7 +67,6 @@ def nncf_model(f32, feed, root, name):
 
 
 def variants(name, root, threads, only):
-    import numpy as np  # noqa: F401
     feed = B.inputs(name)
     f32, qdq, conv = files(name, root)
     out = {}

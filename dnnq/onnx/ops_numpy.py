@@ -10,6 +10,7 @@ import math
 import numpy as np
 
 from dnnq.errors import InvalidArguments, Unimplemented
+from dnnq.memory import _inverse_order
 
 F32 = np.float32
 
@@ -112,21 +113,28 @@ def _transpose(x, attrs, opset):
     return [np.transpose(x[0], perm)]
 
 
-def _memory_order(a):
-    return sorted(range(a.ndim), key=lambda i: -a.strides[i])
+def memory_order(a):
+    """a's axes from the largest stride to the smallest (its memory order: (0, 2, 3, 1) for a
+    channels-last NCHW view)."""
+    return tuple(sorted(range(a.ndim), key=lambda i: -a.strides[i]))
+
+
+def inverse_order(order):
+    """The axis permutation that undoes ``order``."""
+    return _inverse_order(tuple(order))
 
 
 def _concat(x, attrs, opset):
     xs = [v for v in x if v is not None]
     nd = xs[0].ndim
     axis = attrs["axis"] % nd if nd else 0
-    order = _memory_order(xs[0])
-    if nd >= 3 and order != list(range(nd)) and \
-            all(v.ndim == nd and _memory_order(v) == order for v in xs):
+    order = memory_order(xs[0])
+    if nd >= 3 and order != tuple(range(nd)) and \
+            all(v.ndim == nd and memory_order(v) == order for v in xs):
         # inputs in one memory order (dnnq's channels-last tensors): joined in that order, so
         # the copy streams and the result keeps the layout its consumers read
         out = np.concatenate([v.transpose(order) for v in xs], axis=order.index(axis))
-        return [out.transpose(np.argsort(order))]
+        return [out.transpose(inverse_order(order))]
     return [np.concatenate(xs, axis=axis)]
 
 
@@ -346,16 +354,12 @@ def _repeat_each(x, reps):
     """Every element of x repeated reps[a] times along each axis a, laid out in x's memory
     order (a channels-last tensor stays channels-last): one broadcasting copy instead of a
     gather per axis."""
-    order = sorted(range(x.ndim), key=lambda i: -x.strides[i])
+    order = memory_order(x)
     v = x.transpose(order)
     kp = [reps[i] for i in order]
     out = np.empty([d for n, k in zip(v.shape, kp) for d in (n, k)], x.dtype)
     out[...] = v.reshape([d for n in v.shape for d in (n, 1)])
-    out = out.reshape([n * k for n, k in zip(v.shape, kp)])
-    inv = [0] * x.ndim
-    for pos, axis in enumerate(order):
-        inv[axis] = pos
-    return out.transpose(inv)
+    return out.reshape([n * k for n, k in zip(v.shape, kp)]).transpose(inverse_order(order))
 
 
 def resize_geometry(x_shape, inputs, attrs, opset):

@@ -32,9 +32,10 @@ class InferenceSession:
 
     With more than one thread, each step runs on the threads that serve it best: the second
     run of each input shape (at creation, for static shapes) times every step on one thread
-    and on all of them and keeps the faster (a layer of a few microseconds gains nothing from a second thread, and a parallel
-    region waits for its slowest thread when the machine is busy). ``plan()`` gives each
-    row's ``threads``. Results do not depend on the thread count.
+    and on all of them and keeps the faster (a layer of a few microseconds gains nothing
+    from a second thread, and a parallel region waits for its slowest thread when the
+    machine is busy). ``plan()`` gives each row's ``threads``. Results do not depend on the
+    thread count.
 
     ``rounding`` says where a fused chain rounds: ``"chain"`` (default) skips the
     ``QuantizeLinear -> DequantizeLinear`` pairs inside a chain of element-wise ops after a

@@ -10,7 +10,8 @@ import numpy as np
 
 import dnnq
 from dnnq import args as A
-from dnnq.primitives._kernels import _toolkit
+from dnnq.primitives import _impls
+from dnnq.primitives._kernels import _codes, _toolkit
 from dnnq.errors import InvalidArguments, Unimplemented
 from dnnq.memory import MemoryDesc
 from dnnq.onnx import ops_numpy
@@ -343,14 +344,11 @@ def physical(x):
     a transpose of contiguous memory (dnnq's channels-last outputs); else (copy, None)."""
     if x.flags.c_contiguous:
         return x, None
-    order = sorted(range(x.ndim), key=lambda i: -x.strides[i])
+    order = ops_numpy.memory_order(x)
     v = x.transpose(order)
     if not v.flags.c_contiguous:
         return np.ascontiguousarray(x), None
-    inv = [0] * x.ndim
-    for k, i in enumerate(order):
-        inv[i] = k
-    return v, inv
+    return v, ops_numpy.inverse_order(order)
 
 
 class LutStep(Step):
@@ -375,11 +373,9 @@ class LutStep(Step):
         self.out_dtype = table.dtype
         self.impl_info = "+".join(p[1] for p in spec.post_ops)
         self.s8 = qs.dt == "s8"
-        # the toolkit's table kernel at the effective level (VBMI's byte lookups where the
-        # cap allows them; the same bytes either way)
-        from dnnq.primitives import _dispatch, _impls
-        from dnnq.primitives._kernels import _codes
-        isa = _dispatch.get_effective_cpu_isa()
+        # the toolkit's table kernel at the level the toolkit list chooses (VBMI's byte
+        # lookups where the cap allows them; the same bytes either way)
+        isa = _impls.choose("lookup table", _impls.TOOLKIT).isa
         self._isa_code, self._vbmi = _codes.ISA[isa], _impls.optional_feature("avx512_vbmi", isa)
 
     def run(self, env):
@@ -394,8 +390,10 @@ def _rows_in_memory_order(x, out_dtype):
     """(x's bytes as rows of dense bytes at one row stride -- a view where its memory allows,
     e.g. a channel slice of a channels-last tensor --, an empty array of x's shape in x's
     memory order, the permutation back to x's axes or None)."""
-    order = sorted(range(x.ndim), key=lambda i: -x.strides[i]) if x.ndim else []
-    v = x.transpose(order) if x.ndim else x.reshape(1)
+    if not x.ndim:
+        return x.reshape(1, 1).view(np.uint8), np.empty((), out_dtype), None
+    order = ops_numpy.memory_order(x)
+    v = x.transpose(order)
     rows = v.view()
     try:
         rows.shape = (-1, v.shape[-1]) if v.size else (0, 0)
@@ -403,15 +401,8 @@ def _rows_in_memory_order(x, out_dtype):
         rows = np.ascontiguousarray(v).reshape(-1, v.shape[-1])
     if rows.strides[-1] != 1 and rows.size:
         rows = np.ascontiguousarray(rows)
-    y = np.empty(v.shape, out_dtype)
-    inv = None
-    if x.ndim and order != list(range(x.ndim)):
-        inv = [0] * x.ndim
-        for k, i in enumerate(order):
-            inv[i] = k
-    elif not x.ndim:
-        y = y.reshape(())
-    return rows.view(np.uint8), y, inv
+    inv = None if order == tuple(range(x.ndim)) else ops_numpy.inverse_order(order)
+    return rows.view(np.uint8), np.empty(v.shape, out_dtype), inv
 
 
 class ConcatStep(Step):

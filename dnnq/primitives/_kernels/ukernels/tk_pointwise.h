@@ -7,23 +7,33 @@
 #include "tk_pw_fast.h"
 #include "postop_chain.h"
 
-/* b = b * operand km then + operand ka (each where >= 0), as bin_opnd mul / add compute them:
- * a destination's scale reciprocal and zero point */
-static void tk_dst_affine(const dnnq_pw_plan_t *p, const int64_t *off, int in, int64_t j, int n,
-                          int km, int ka, float *b, float *tmp) {
-    const int ks[2] = {km, ka}, algs[2] = {DNNQ_BIN_MUL, DNNQ_BIN_ADD};
-    for (int q = 0; q < 2; ++q) {
-        if (ks[q] < 0) continue;
-        const dnnq_pw_opnd_t *po = &p->opnds[ks[q]];
+/* out = alg[q](out, operand pk[q]) for q < count, skipping pk[q] < 0: per-row scalars or
+ * per-element vectors, as bin_opnd computes them (the affine load's parameters, a
+ * destination's scale reciprocal and zero point) */
+static void tk_param_steps(const dnnq_pw_plan_t *p, const int64_t *off, int64_t j, int n,
+                           const int *pk, const int *alg, int count, float *out, float *tmp) {
+    const int in = p->ndims - 1;
+    for (int q = 0; q < count; ++q) {
+        if (pk[q] < 0) continue;
+        const dnnq_pw_opnd_t *po = &p->opnds[pk[q]];
         const int64_t ps = po->st[in];
-        const char *pa = tk_addr(po, off[ks[q]] + j * ps);
+        const char *pa = tk_addr(po, off[pk[q]] + j * ps);
         if (ps == 0) {
-            dnnq_po_binary_scalar(algs[q], b, tk_load1(pa, po->dt), n);
+            dnnq_po_binary_scalar(alg[q], out, tk_load1(pa, po->dt), n);
         } else {
             tk_load(tmp, pa, po->dt, ps, n);
-            dnnq_po_binary(algs[q], b, tmp, n);
+            dnnq_po_binary(alg[q], out, tmp, n);
         }
     }
+}
+
+/* b = b * operand km then + operand ka (each where >= 0): a destination's scale reciprocal
+ * and zero point */
+static void tk_dst_affine(const dnnq_pw_plan_t *p, const int64_t *off, int64_t j, int n,
+                          int km, int ka, float *b, float *tmp) {
+    static const int alg[2] = {DNNQ_BIN_MUL, DNNQ_BIN_ADD};
+    const int pk[2] = {km, ka};
+    tk_param_steps(p, off, j, n, pk, alg, 2, b, tmp);
 }
 
 /* load operand k with up to four affine steps (sub p[0], mul p[1], mul p[2], add p[3]) into out */
@@ -47,18 +57,7 @@ static void tk_affine_into(const dnnq_pw_plan_t *p, const int64_t *off, int64_t 
         return;
     }
     tk_load(out, a, o->dt, is, n);
-    for (int q = 0; q < 4; ++q) {
-        if (pk[q] < 0) continue;
-        const dnnq_pw_opnd_t *po = &p->opnds[pk[q]];
-        const int64_t ps = po->st[in];
-        const char *pa = tk_addr(po, off[pk[q]] + j * ps);
-        if (ps == 0) {
-            dnnq_po_binary_scalar(step_alg[q], out, tk_load1(pa, po->dt), n);
-        } else {
-            tk_load(tmp, pa, po->dt, ps, n);
-            dnnq_po_binary(step_alg[q], out, tmp, n);
-        }
-    }
+    tk_param_steps(p, off, j, n, pk, step_alg, 4, out, tmp);
 }
 
 /* ---- the pointwise program on one chunk ---------------------------------------------------- */
@@ -192,7 +191,7 @@ static void tk_program(const dnnq_pw_plan_t *p, const int64_t *off, int64_t j, i
                 tk_affine_into(p, off, j + done, n - done, sg->arg, k0, b, tmp);
                 tk_affine_into(p, off, j + done, n - done, sg->arg2, k1, buf[sg->buf + 1], tmp);
                 dnnq_po_binary(sg->alg, b, buf[sg->buf + 1], n - done);
-                if (dq) tk_dst_affine(p, off, in, j + done, n - done, sg->p[4], sg->p[5], b, tmp);
+                if (dq) tk_dst_affine(p, off, j + done, n - done, sg->p[4], sg->p[5], b, tmp);
                 tk_store(dp + done * tk_esize(d->dt), d->dt, 1, b, n - done);
                 break;
             }
@@ -200,7 +199,7 @@ static void tk_program(const dnnq_pw_plan_t *p, const int64_t *off, int64_t j, i
             tk_affine_into(p, off, j, n, sg->arg, k0, b, tmp);
             tk_affine_into(p, off, j, n, sg->arg2, k1, buf[sg->buf + 1], tmp);
             dnnq_po_binary(sg->alg, b, buf[sg->buf + 1], n);
-            if (dq) tk_dst_affine(p, off, in, j, n, sg->p[4], sg->p[5], b, tmp);
+            if (dq) tk_dst_affine(p, off, j, n, sg->p[4], sg->p[5], b, tmp);
             if (d) tk_store((char *)tk_addr(d, off[sg->arg3] + j * dds), d->dt, dds, b, n);
             break;
         }
