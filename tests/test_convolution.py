@@ -458,9 +458,12 @@ def test_eltwise_post_ops(isa, alg, alpha, beta):
 
 
 # the chains the AVX-512 fused epilogue computes (_gemm.fused_epilogue_flags): clips, hard
-# sigmoid / swish, linear, relu with a slope and sum, as the quantized models' activations
-# give them (a QDQ pair folded to a clip around each activation)
+# sigmoid / swish, linear, round, relu with a slope and sum, as the quantized models'
+# activations give them (a QDQ pair folded to a clip around each activation, or emulated as
+# linear, round, clip, linear)
 FUSED_CHAIN = [("eltwise", "clip", -6.0, 9.0), ("eltwise", "hardswish", 1 / 6, 0.5),
+               ("eltwise", "linear", 8.0, 0.0), ("eltwise", "round", 0.0, 0.0),
+               ("eltwise", "clip", -3.0, 40.0), ("eltwise", "linear", 0.125, 0.0),
                ("eltwise", "clip_v2", -0.4, 5.0), ("eltwise", "linear", 0.7, -0.25),
                ("eltwise", "hardsigmoid", 0.2, 0.5), ("eltwise", "relu", 0.3, 0.0)]
 

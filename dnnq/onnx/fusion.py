@@ -83,10 +83,11 @@ class Fuser(ChainRules):
             return None
         return u[0]
 
-    def through_qdq(self, name):
-        """(name after a Q -> DQ pair read by nothing else, [Q, DQ]) or (name, []); always
-        the latter when the session rounds at every QuantizeLinear."""
-        if self.p.round_every_quantize:
+    def through_qdq(self, name, rounded=False):
+        """(name after a Q -> DQ pair read by nothing else, [Q, DQ]) or (name, []).  When the
+        session rounds at every QuantizeLinear a pair is passed only by a caller that
+        emulates it (``rounded``: ``_pair_ops``'s post-ops)."""
+        if self.p.round_every_quantize and not rounded:
             return name, []
         q = self.sole_user(name, "QuantizeLinear")
         if q is None or self.p.node_qparams(q) is None:
@@ -254,26 +255,30 @@ class Fuser(ChainRules):
             if step is not None and self._expensive(step) and self._q_after(v):
                 step = None  # rounded here; the activation runs as a lookup table (match_lut)
             if step is None:
-                nxt, skipped = self.through_qdq(v)
+                nxt, skipped = self.through_qdq(v, rounded=True)
                 if skipped:
                     step = self._next(nxt, spec, channels, matmul)
                     if step is not None and self._expensive(step):
                         step = None
+                    every = self.p.round_every_quantize
+                    if step is not None and every and step[2] is not None and \
+                            step[2][0] == "fold":
+                        step = self._unfolded(step)  # a fold would move across the rounding
                     if step is not None:
                         spec.nodes += skipped
-                        sat = self._saturation(skipped[0])
-                        if sat[2] == 0.0:
+                        ops = self._pair_ops(skipped[0])
+                        if ops[0][2] == 0.0 or every:
                             # the range starts at 0: ORT's quantizer dropped a Relu / Clip
                             # here, the clamp stays (and nothing folds across it)
-                            spec.post_ops.append(sat)
+                            spec.post_ops += ops
                             step = self._next(nxt, spec, channels, matmul)
                             if step is None or self._expensive(step):
                                 # nothing fuses after the clamp: end at the quantization
                                 step = None
-                                spec.post_ops.pop()
+                                del spec.post_ops[-len(ops):]
                                 del spec.nodes[-len(skipped):]
                         elif step[2] is None or step[2][0] != "fold":
-                            spec.post_ops.append(sat)
+                            spec.post_ops += ops
                 if step is None:
                     self._end(spec, v)
                     break
@@ -285,6 +290,8 @@ class Fuser(ChainRules):
             if post is not None:
                 if post[0] == "fold":
                     self._fold_affine(spec, post[1], post[2], post[3])
+                elif post[0] == "ops":
+                    spec.post_ops += post[1]
                 else:
                     spec.post_ops.append(post)
             v = new_v
@@ -298,6 +305,22 @@ class Fuser(ChainRules):
             spec.dst_q = None
             self._end(spec, v)
 
+    @staticmethod
+    def _unfolded(step):
+        """A fold step (v * a + b per channel) as post-ops after the layer's value: one
+        linear when a and b are the same on every channel, else binary mul / add."""
+        new_v, nodes, (_, a, b, _), is_sum = step
+        a, b = np.asarray(a, np.float64).reshape(-1), np.asarray(b, np.float64).reshape(-1)
+        if np.all(a == a[0]) and np.all(b == b[0]):
+            return new_v, nodes, ("ops", [("eltwise", "linear", float(a[0]), float(b[0]))]), \
+                is_sum
+        ops = []
+        if np.any(a != 1):
+            ops.append(("binary", "mul", a.astype(F32)))
+        if np.any(b != 0):
+            ops.append(("binary", "add", b.astype(F32)))
+        return new_v, nodes, ("ops", ops), is_sum
+
     def _end(self, spec, v):
         """The layer's destination after ``v``: the QuantizeLinear that alone reads it, or v
         in f32."""
@@ -309,15 +332,22 @@ class Fuser(ChainRules):
         else:
             spec.dst, spec.dst_q = v, None
 
-    def _saturation(self, q):
-        """The clamp a skipped QuantizeLinear applied: ORT's quantizer drops a Relu / Clip
-        whose range the following QuantizeLinear's saturation reproduces, so the clamp must
-        stay when the rounding goes."""
+    def _pair_ops(self, q):
+        """The post-ops standing for a skipped ``QuantizeLinear -> DequantizeLinear`` pair.
+        Rounding once per chain: the clamp its saturation applied (ORT's quantizer drops a
+        Relu / Clip whose range the QuantizeLinear's saturation reproduces, so the clamp
+        must stay when the rounding goes).  Rounding at every QuantizeLinear: the pair
+        itself, ``x / s`` rounded half to even and saturated, times ``s`` (the zero point
+        cancels: it is an integer added before the rounding and taken off after)."""
         from dnnq.onnx.quant import RANGE
         qp = self.p.node_qparams(q)
         lo, hi = RANGE[qp.dt]
         s, z = float(qp.scale[0]), int(qp.zp[0])
-        return ("eltwise", "clip", s * (lo - z), s * (hi - z))
+        if not self.p.round_every_quantize:
+            return [("eltwise", "clip", s * (lo - z), s * (hi - z))]
+        return [("eltwise", "linear", 1.0 / s, 0.0), ("eltwise", "round", 0.0, 0.0),
+                ("eltwise", "clip", float(lo - z), float(hi - z)),
+                ("eltwise", "linear", s, 0.0)]
 
     @staticmethod
     def _expensive(step):
@@ -342,12 +372,12 @@ class Fuser(ChainRules):
         while True:
             step = self._next(v, spec, None, matmul=True)
             if step is None:
-                nxt, skipped = self.through_qdq(v)
+                nxt, skipped = self.through_qdq(v, rounded=True)
                 if skipped:
                     step = self._next(nxt, spec, None, matmul=True)
                     if step is not None and step[2] is not None and step[2][0] == "eltwise":
                         spec.nodes += skipped
-                        spec.post_ops.append(self._saturation(skipped[0]))
+                        spec.post_ops += self._pair_ops(skipped[0])
             if step is None or step[2] is None or step[2][0] != "eltwise":
                 break
             spec.nodes += step[1]

@@ -17,6 +17,7 @@ from dnnq.onnx.fusion import Fuser
 from dnnq.onnx.graph import attrs_of, node_label
 from dnnq.onnx.layers import ConvLayer, MatMulLayer
 from dnnq.onnx.quant import RANGE, qparams_of
+from dnnq.onnx.tables import match_table
 from dnnq.onnx import steps as S
 
 F32 = np.float32
@@ -50,7 +51,10 @@ class Planner:
                 continue
             spec = fuser.match(n)
             if spec is None and n.op_type == "DequantizeLinear":
-                spec = fuser.match_lut(n)
+                if self.round_every_quantize:
+                    spec = match_table(fuser, n)
+                if spec is None:
+                    spec = fuser.match_lut(n)
             if spec is None:
                 continue
             idx = [self._index[id(m)] for m in spec.nodes]

@@ -361,17 +361,23 @@ class LutStep(Step):
         from dnnq.eltwise_math import eltwise_reference
         from dnnq.onnx.quant import dequantize_np, quantize_np
         qs, qd = spec.src_q, spec.dst_q
-        grid = np.arange(256, dtype=np.int64) - (128 if qs.dt == "s8" else 0)
-        v = dequantize_np(grid, qs.scale[0], qs.zp[0])
-        for _, alg, alpha, beta in spec.post_ops:
-            v = eltwise_reference(alg, v, alpha, beta)
-        zp = np.asarray(qd.zp[0], np.uint8 if qd.dt == "u8" else np.int8)
-        table = quantize_np(v, qd.scale[0], zp)
-        if qs.dt == "s8":  # index by the byte: s8 value + 128
-            table = np.roll(table, -128)
+        table = getattr(spec, "table", None)  # tables.match_table's, from the graph's nodes
+        if table is None:
+            grid = np.arange(256, dtype=np.int64) - (128 if qs.dt == "s8" else 0)
+            v = dequantize_np(grid, qs.scale[0], qs.zp[0])
+            for _, alg, alpha, beta in spec.post_ops:
+                v = eltwise_reference(alg, v, alpha, beta)
+            zp = np.asarray(qd.zp[0], np.uint8 if qd.dt == "u8" else np.int8)
+            table = quantize_np(v, qd.scale[0], zp)
+            if qs.dt == "s8":  # index by the byte (the s8 value's two's complement)
+                table = np.roll(table, -128)
+            self.impl_info = "+".join(p[1] for p in spec.post_ops)
+        else:
+            self.impl_info = "graph:" + "+".join(
+                n.op_type for n in spec.nodes
+                if n.op_type not in ("QuantizeLinear", "DequantizeLinear"))
         self.table = np.ascontiguousarray(table.view(np.uint8))
         self.out_dtype = table.dtype
-        self.impl_info = "+".join(p[1] for p in spec.post_ops)
         self.s8 = qs.dt == "s8"
         # the toolkit's table kernel at the level the toolkit list chooses (VBMI's byte
         # lookups where the cap allows them; the same bytes either way)

@@ -44,7 +44,7 @@ def fast_epilogue(post_specs):
 #: fold_lanes kernel, which applies them to blocks of vectors, fuses: the clips and the hard
 #: sigmoid / swish of MobileNetV3
 CHAIN_ELTWISE = frozenset(_plan.ELTWISE_CODE[a] for a in (
-    "clip", "clip_v2", "hardswish", "hardsigmoid"))
+    "clip", "clip_v2", "hardswish", "hardsigmoid", "round"))
 
 
 def dw_fused_epilogue(dst_dt, post_specs, raw_s32, ref_flags, chains=False):

@@ -27,7 +27,7 @@ from dnnq.primitives._kernels._kernels cimport (
 from dnnq.primitives._kernels._codes cimport (
     DNNQ_A_XOR_S8, DNNQ_ISA_AVX512_CORE_AMX, DNNQ_PO_ELTWISE, DNNQ_PO_BINARY, DNNQ_PO_SUM,
     DNNQ_PO_SELECT, DNNQ_ELT_RELU, DNNQ_ELT_LINEAR, DNNQ_ELT_GELU_TANH, DNNQ_ELT_GELU_ERF,
-    DNNQ_ELT_CLIP, DNNQ_ELT_CLIP_V2, DNNQ_ELT_HARDSWISH, DNNQ_ELT_HARDSIGMOID,
+    DNNQ_ELT_CLIP, DNNQ_ELT_CLIP_V2, DNNQ_ELT_HARDSWISH, DNNQ_ELT_HARDSIGMOID, DNNQ_ELT_ROUND,
 )
 
 import numpy as np
@@ -286,11 +286,12 @@ def micro_kernel_rows(int isa):
 # The post-op chains each ISA's fused (intrinsics) epilogue takes, decided here once for every
 # primitive that fills a dnnq_gemm_args_t (GEMM, convolution): the kernels trust the flags.
 # AVX2 / AVX-VNNI: relu and linear.  AVX-512 (epilogue_avx512.h): those, the clips, the hard
-# sigmoid / swish, the GELUs and sum.
+# sigmoid / swish, the GELUs, round (a QuantizeLinear -> DequantizeLinear pair inside a fused
+# ONNX chain is linear, round, clip, linear) and sum.
 _FAST_ELTWISE = frozenset((DNNQ_ELT_RELU, DNNQ_ELT_LINEAR))
 _FAST_ELTWISE_AVX512 = _FAST_ELTWISE | frozenset((
     DNNQ_ELT_GELU_TANH, DNNQ_ELT_GELU_ERF, DNNQ_ELT_CLIP, DNNQ_ELT_CLIP_V2, DNNQ_ELT_HARDSWISH,
-    DNNQ_ELT_HARDSIGMOID))
+    DNNQ_ELT_HARDSIGMOID, DNNQ_ELT_ROUND))
 
 
 def fused_epilogue_flags(post_ops):

@@ -222,6 +222,9 @@ DNNQ_ALWAYS_INLINE void epi_tile_chain(const int DT, const dnnq_gemm_args_t *g,
                 EPI_EACH(_mm512_max_ps(
                     _mm512_min_ps(_mm512_add_ps(_mm512_mul_ps(x, al), be), one), zero))
                 break;
+            case DNNQ_ELT_ROUND: /* half to even, as nearbyintf: a NaN stays NaN */
+                EPI_EACH(_mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC))
+                break;
             case DNNQ_ELT_GELU_ERF: EPI_EACH(ev_gelu_erf(x)) break;
             case DNNQ_ELT_GELU_TANH: {
                 rv_tanh_tab_t tab;

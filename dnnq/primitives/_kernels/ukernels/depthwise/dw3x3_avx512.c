@@ -113,6 +113,7 @@ static float dw9_chain_bound(const dnnq_gemm_args_t *g, const epi_consts_t *k) {
         case DNNQ_ELT_CLIP_V2: b = al > be ? al : be; break;
         case DNNQ_ELT_HARDSWISH: break;
         case DNNQ_ELT_HARDSIGMOID: b = 1.0f; break;
+        case DNNQ_ELT_ROUND: b += 1.0f; break; /* |nearbyint(x)| <= |x| + 0.5 */
         default: return INFINITY;
         }
     }

@@ -131,6 +131,11 @@ static inline int dw9_mode(const dnnq_dw_epi_t *e) {
                 v[i] = _mm##W##_max_ps(                                                        \
                     _mm##W##_min_ps(_mm##W##_add_ps(_mm##W##_mul_ps(v[i], al), be), one), zf); \
             break;                                                                             \
+        case DNNQ_ELT_ROUND: /* half to even: a NaN stays NaN */                               \
+            for (int i = 0; i < NV; ++i)                                                       \
+                v[i] = _mm##W##_roundscale_ps(v[i], _MM_FROUND_TO_NEAREST_INT |                \
+                                                        _MM_FROUND_NO_EXC);                    \
+            break;                                                                             \
         default: /* linear, fused as oneDNN does */                                            \
             for (int i = 0; i < NV; ++i) v[i] = _mm##W##_fmadd_ps(al, v[i], be);               \
             break;                                                                             \

@@ -1,0 +1,138 @@
+"""Element-wise sub-graphs of one int8 input as one 256-entry table.
+
+When a session rounds at every ``QuantizeLinear`` (``rounding="every"``), what follows an
+int8 tensor ``x_q`` up to the next rounding is often a small graph of element-wise ops with
+``QuantizeLinear -> DequantizeLinear`` pairs inside, every one a function of ``x_q`` alone:
+PP-OCR's hard swish ``x * Clip(x + 3, 0, 6) / 6`` with a pair after each op, the learnable
+affine blocks ``x * a + b`` (scalar ``a``, ``b``) around it.  Such a graph maps each of the
+256 values of ``x_q`` to one value of its final ``QuantizeLinear``: the table is made by
+running the graph's own nodes (ops_numpy, the f32 semantics of ONNX) on the 256 values, so it
+rounds wherever the model does, and the graph runs as one lookup pass.
+"""
+import heapq
+
+import numpy as np
+
+from dnnq.onnx import ops_numpy
+from dnnq.onnx.fusion import LayerSpec
+from dnnq.onnx.quant import dequantize_np
+
+#: ops that act on each element alone (with scalar constants)
+ELEMENTWISE = {"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Sqrt", "Exp", "Log", "Abs",
+               "Neg", "Reciprocal", "Floor", "Ceil", "Round", "Sign", "Erf", "Relu",
+               "LeakyRelu", "Elu", "Sigmoid", "Tanh", "HardSigmoid", "HardSwish", "Softplus",
+               "Mish", "Gelu", "Clip", "Identity", "QuantizeLinear", "DequantizeLinear"}
+
+#: the graphs searched are short (PP-OCR's longest is 17 nodes); a bound keeps creation linear
+MAX_NODES = 64
+
+
+def match_table(fuser, dq):
+    """A LayerSpec of kind "lut" (with ``table``) for the largest element-wise graph from
+    ``dq``'s output (a per-tensor u8 / s8 activation dequantized) to a per-tensor u8 / s8
+    ``QuantizeLinear`` whose inner values nothing else reads, or None."""
+    p, g = fuser.p, fuser.g
+    src = p.act_dq(dq.output[0])
+    if src is None:
+        return None
+    index = p._index
+    start = dq.output[0]
+    values = {start}
+    nodes = []
+    heap = [index[id(g.nodes[i])] for i in g.consumers.get(start, [])]
+    heapq.heapify(heap)
+    seen = set(heap)
+    while heap and len(nodes) < MAX_NODES:
+        i = heapq.heappop(heap)
+        n = g.nodes[i]
+        if i in p.claimed or i in p.folded or not _tabulable(fuser, n, values):
+            continue
+        nodes.append(n)
+        values.add(n.output[0])
+        for j in g.consumers.get(n.output[0], []):
+            if j not in seen:
+                seen.add(j)
+                heapq.heappush(heap, j)
+    best = None
+    for q in reversed(nodes):
+        if q.op_type != "QuantizeLinear":
+            continue
+        qp = p.node_qparams(q)
+        if qp is None or not qp.per_tensor or qp.dt not in ("u8", "s8"):
+            continue
+        sub = _closed_ancestors(fuser, q, nodes, start)
+        if sub is not None and len(sub) > 1:
+            best = (sub, q, qp)
+            break
+    if best is None:
+        return None
+    sub, q, qp = best
+    table = _evaluate(fuser, sub, start, src[1], qp)
+    if table is None:
+        return None
+    spec = LayerSpec("lut", sub[0])
+    spec.nodes = sub
+    spec.src, spec.src_q = src
+    spec.dst, spec.dst_q = q.output[0], qp
+    spec.table = table
+    return spec
+
+
+def _tabulable(fuser, n, values):
+    if n.domain not in ("", "ai.onnx") or n.op_type not in ELEMENTWISE:
+        return False
+    if len([o for o in n.output if o]) != 1:
+        return False
+    live = False
+    for x in n.input:
+        if not x:
+            continue
+        if x in values:
+            live = True
+            continue
+        c = fuser.const(x)
+        if c is None or np.asarray(c).size != 1:
+            return False
+    return live
+
+
+def _closed_ancestors(fuser, q, nodes, start):
+    """The nodes of ``nodes`` that ``q`` depends on, in graph order, when every value they
+    make (but q's output) is read by them alone and is not a graph output; else None."""
+    by_out = {n.output[0]: n for n in nodes}
+    keep, todo = set(), [q]
+    while todo:
+        n = todo.pop()
+        if id(n) in keep:
+            continue
+        keep.add(id(n))
+        todo += [by_out[x] for x in n.input if x in by_out]
+    sub = [n for n in nodes if id(n) in keep]
+    inside = {id(n) for n in sub}
+    for n in sub:
+        if n is q:
+            continue
+        v = n.output[0]
+        if v in fuser.g.output_names:
+            return None
+        if any(id(fuser.g.nodes[j]) not in inside for j in fuser.g.consumers.get(v, [])):
+            return None
+    return sub
+
+
+def _evaluate(fuser, sub, start, qs, qd):
+    """The graph on the 256 values of the source, indexed by the source's byte (an s8
+    value's two's complement), or None if it does not end in one byte per value."""
+    grid = np.arange(256, dtype=np.int64) - (128 if qs.dt == "s8" else 0)
+    env = {start: dequantize_np(grid, qs.scale[0], qs.zp[0])}
+    p = fuser.p
+    for n in sub:
+        xs = [None if not x else env[x] if x in env else np.asarray(fuser.const(x))
+              for x in n.input]
+        env[n.output[0]] = np.asarray(
+            ops_numpy.run_op(n.op_type, xs, p.attrs(n), fuser.g.opset_of(n))[0]).reshape(-1)
+    table = env[sub[-1].output[0]]
+    dt = np.uint8 if qd.dt == "u8" else np.int8
+    if table.dtype != dt or table.size != 256:
+        return None
+    return np.roll(table, -128) if qs.dt == "s8" else table
