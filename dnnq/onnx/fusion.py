@@ -263,7 +263,8 @@ class Fuser(ChainRules):
                     every = self.p.round_every_quantize
                     if step is not None and every and step[2] is not None and \
                             step[2][0] == "fold":
-                        step = self._unfolded(step)  # a fold would move across the rounding
+                        # a fold would move across the rounding: post-ops instead
+                        step = step[:2] + (("ops", self._unfolded(*step[2][1:3])),) + step[3:]
                     if step is not None:
                         spec.nodes += skipped
                         ops = self._pair_ops(skipped[0])
@@ -288,7 +289,9 @@ class Fuser(ChainRules):
                 spec.sum_src = post[1]
             spec.nodes += nodes
             if post is not None:
-                if post[0] == "fold":
+                if post[0] == "fold" and spec.post_ops:  # after post-ops: not a fold
+                    spec.post_ops += self._unfolded(post[1], post[2])
+                elif post[0] == "fold":
                     self._fold_affine(spec, post[1], post[2], post[3])
                 elif post[0] == "ops":
                     spec.post_ops += post[1]
@@ -306,20 +309,18 @@ class Fuser(ChainRules):
             self._end(spec, v)
 
     @staticmethod
-    def _unfolded(step):
-        """A fold step (v * a + b per channel) as post-ops after the layer's value: one
-        linear when a and b are the same on every channel, else binary mul / add."""
-        new_v, nodes, (_, a, b, _), is_sum = step
+    def _unfolded(a, b):
+        """A fold (v * a + b per channel) as post-ops on the layer's value: one linear when
+        a and b are the same on every channel, else binary mul / add."""
         a, b = np.asarray(a, np.float64).reshape(-1), np.asarray(b, np.float64).reshape(-1)
         if np.all(a == a[0]) and np.all(b == b[0]):
-            return new_v, nodes, ("ops", [("eltwise", "linear", float(a[0]), float(b[0]))]), \
-                is_sum
+            return [("eltwise", "linear", float(a[0]), float(b[0]))]
         ops = []
         if np.any(a != 1):
             ops.append(("binary", "mul", a.astype(F32)))
         if np.any(b != 0):
             ops.append(("binary", "add", b.astype(F32)))
-        return new_v, nodes, ("ops", ops), is_sum
+        return ops
 
     def _end(self, spec, v):
         """The layer's destination after ``v``: the QuantizeLinear that alone reads it, or v
@@ -413,7 +414,8 @@ class Fuser(ChainRules):
                 if e is None:
                     return None
                 return u.output[0], [u], ("eltwise",) + e, False
-            if op == "BatchNormalization" and not matmul and not spec.post_ops and \
+            if op == "BatchNormalization" and not matmul and \
+                    (not spec.post_ops or self.p.round_every_quantize) and \
                     u.input[0] == v and all(self.const(x) is not None for x in u.input[1:5]) \
                     and len([o for o in u.output if o]) == 1:
                 gamma, beta, mean, var = (np.asarray(self.const(x), np.float64)
