@@ -19,7 +19,9 @@ single-consumer chain after the node, absorbing:
 A ``QuantizeLinear -> DequantizeLinear`` pair inside such a chain (ORT writes one after every
 op) is skipped when nothing else reads it: the chain is then computed in f32 and rounded once,
 at its end, as oneDNN's Graph API and OpenVINO do (ONNX Runtime rounds at every pair, so the
-results differ by a rounding step here and there; they are closer to the f32 model).
+results differ by a rounding step here and there; they are closer to the f32 model).  A
+session made with ``rounding="every"`` keeps each pair's rounding as post-ops instead
+(``_pair_ops``), and what follows an int8 tensor alone becomes a table (tables.py).
 """
 import numpy as np
 

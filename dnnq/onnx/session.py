@@ -41,10 +41,10 @@ class InferenceSession:
     ``QuantizeLinear -> DequantizeLinear`` pairs inside a chain of element-wise ops after a
     layer (the chain runs in f32 inside the layer and is rounded once, at its end: one pass
     over the data); ``"every"`` rounds at every ``QuantizeLinear`` of the model, as ONNX
-    Runtime does (each such op then ends a layer and the ops between run as int8 steps:
-    more steps, the model's own quantization followed exactly). Which one is closer to the
-    f32 model depends on the model and how its calibration fits the input (docs/onnx.md,
-    "Accuracy and speed").
+    Runtime does (a pair inside a layer's chain becomes round post-ops; element-wise graphs
+    of one int8 input become one table). Which one is closer to the f32 model depends on
+    the model and on how its calibration fits the input; over many inputs the default is
+    (docs/onnx.md, "Accuracy and speed").
     """
 
     def __init__(self, model, sess_options=None, providers=None, *, threads=None,
