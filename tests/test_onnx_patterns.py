@@ -314,3 +314,67 @@ def test_rounding_every_tables_one_input_graphs(tmp_path):
     theirs = peer.run(None, {"x": x})[0]
     step = float(np.abs(theirs).max()) / 100
     assert np.abs(ours - theirs).max() <= step
+
+
+def test_large_outputs_kept_across_runs(tmp_path):
+    """Steps whose outputs are large (KEEP_MIN_BYTES) write into their previous run's
+    arrays, except where the array reaches the caller (here through a Reshape view of the
+    last dequantization): arrays a caller holds never change, and threads sharing the
+    session get the results they get alone."""
+    import threading
+    from dnnq.onnx.layers import KEEP_MIN_BYTES
+    b = Builder()
+    y = b.conv("x", 8, 16)
+    y = b.op("Sigmoid", [y])
+    y = b.conv(y, 16, 16, k=1)
+    y = b.op("Add", [y, b.conv(y, 16, 16, k=1)])
+    y = b.op("Reshape", [y, b.const(np.int64([1, -1]))])
+    f32, qdq = str(tmp_path / "f32.onnx"), str(tmp_path / "qdq.onnx")
+    shape = (1, 8, 128, 128)
+    assert 16 * 128 * 128 >= KEEP_MIN_BYTES  # the u8 activations are large enough to keep
+    onnx.save(b.model(shape, y), f32)
+    quantize_qdq(f32, qdq, [{"x": RNG.standard_normal(shape).astype(np.float32)}])
+    xs = [RNG.standard_normal(shape).astype(np.float32) for _ in range(4)]
+    fresh = [donnx.InferenceSession(qdq).run(None, {"x": x})[0] for x in xs]
+    sess = donnx.InferenceSession(qdq)
+    kept = [st for st in sess._steps if st.keeps_output]
+    assert len(kept) >= 3
+    assert not any(st.keeps_output for st in sess._steps if y in st.outputs or
+                   any(o in st.outputs for o in ("t12_DequantizeLinear_Output",)))
+    held = [sess.run(None, {"x": x})[0] for x in xs]
+    for h, f in zip(held, fresh):
+        np.testing.assert_array_equal(h, f)
+    results = {}
+
+    def worker(i):
+        results[i] = [sess.run(None, {"x": xs[i % 4]})[0] for _ in range(6)]
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for i, rs in results.items():
+        for r in rs:
+            np.testing.assert_array_equal(r, fresh[i % 4])
+
+
+def test_kept_output_never_returned_through_a_view():
+    """An int8 convolution with an f32 destination (no QuantizeLinear after it) whose output
+    leaves the model through a Reshape (a view): the convolution writes a fresh array each
+    run, so an output the caller holds stays as it was."""
+    b = Builder()
+    q = b.op("QuantizeLinear", ["x", b.const(np.float32(0.05)), b.const(np.uint8(128))])
+    d = b.op("DequantizeLinear", [q, b.const(np.float32(0.05)), b.const(np.uint8(128))])
+    w = RNG.integers(-127, 128, (16, 8, 1, 1)).astype(np.int8)
+    wd = b.op("DequantizeLinear", [b.const(w), b.const(np.float32(0.01))])
+    y = b.op("Conv", [d, wd], kernel_shape=[1, 1])
+    y = b.op("Reshape", [y, b.const(np.int64([1, -1]))])
+    sess = donnx.InferenceSession(b.model((1, 8, 64, 64), y))
+    conv = [st for st in sess._steps if getattr(st, "primitive_name", "") == "Convolution"]
+    assert conv and not any(st.keeps_output for st in conv)
+    xs = [RNG.standard_normal((1, 8, 64, 64)).astype(np.float32) for _ in range(2)]
+    first = sess.run(None, {"x": xs[0]})[0]
+    ref = first.copy()
+    sess.run(None, {"x": xs[1]})
+    np.testing.assert_array_equal(first, ref)

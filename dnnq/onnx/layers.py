@@ -74,13 +74,33 @@ def _postops(ops, dst_ndims, channels, matmul):
     return po, exec_args, sum_src
 
 
+#: the env key a run sets when its steps may write into the arrays of the session's previous
+#: run (session.py: not in a run overlapping another run of the same session)
+REUSE = "::reuse buffers"
+#: outputs below this size are left to the allocator: its free lists hand back memory still
+#: in cache, where one array per step spreads a small model over more cache lines; above it,
+#: a fresh array is mapped anew and every page faults on first write
+KEEP_MIN_BYTES = 1 << 18
+
+
+def keeps(desc):
+    """Whether an output of ``desc`` is large enough to keep across runs."""
+    n = desc.numpy_dtype.itemsize
+    for d in desc.physical_shape:
+        n *= d
+    return n >= KEEP_MIN_BYTES
+
+
 class WeightedLayer:
     """Common run-time part: a cache of (primitive, packed weights, args) per input shape."""
 
     primitive_name = ""
+    fresh_output = True    # see steps.Step
+    keeps_output = False
 
     def __init__(self, spec):
         self.spec = spec
+        self._kept = {}
         self.inputs = [spec.src] + ([spec.sum_src] if spec.sum_src else []) + \
             ([spec.runtime_weights] if spec.runtime_weights else [])
         self.outputs = [spec.dst]
@@ -102,8 +122,15 @@ class WeightedLayer:
         a[A.DNNL_ARG_SRC] = x
         if self.spec.runtime_weights is not None:
             a[A.DNNL_ARG_WEIGHTS] = self._runtime_weights(env[self.spec.runtime_weights])
+        dst = None
+        if self.keeps_output and env.get(REUSE) and keeps(dst_desc):  # steps.Step
+            dst = self._kept.get(key)
+            if dst is None:
+                dst = self._kept[key] = dst_desc.empty()
+            a[A.DNNL_ARG_DST] = dst
         if self.spec.sum_src is not None:
-            dst = dst_desc.empty()
+            if dst is None:
+                dst = dst_desc.empty()
             prev = env[self.spec.sum_src]
             np.copyto(dst, prev.reshape(dst.shape) if prev.shape != dst.shape else prev)
             a[A.DNNL_ARG_DST] = dst

@@ -1,4 +1,5 @@
 """``dnnq.onnx.InferenceSession``: ONNX Runtime's session interface on dnnq's primitives."""
+import threading
 import time
 
 import numpy as np
@@ -6,6 +7,7 @@ import numpy as np
 import dnnq
 from dnnq.errors import InvalidArguments
 from dnnq.onnx.graph import Graph, load_model
+from dnnq.onnx.layers import REUSE
 from dnnq.onnx.planner import Planner
 from dnnq.onnx.qoperator import rewrite_qoperators
 
@@ -75,6 +77,8 @@ class InferenceSession:
         needed = {x for st in self._steps for x in st.inputs} | \
             {v.name for v in self._graph.outputs}
         self._consts = {k: v for k, v in planner.consts.items() if k in needed}
+        self._keep_outputs()
+        self._running = threading.Lock()
         self._dtypes = {}
         self._thread_plans = {}  # (input shapes, threads) -> per-step thread counts, or None
         self._last_threads = None
@@ -112,6 +116,10 @@ class InferenceSession:
         ``output_names`` (None: all), as C-contiguous numpy arrays."""
         outs = self._output_names(output_names)
         env = self._check_feed(input_feed)
+        # the steps that keep their arrays write into the previous run's: only when no other
+        # run of this session is under way (threads sharing a session allocate afresh)
+        alone = self._running.acquire(blocking=False)
+        env[REUSE] = alone
         record = not self._dtypes
         old = None
         if self._threads is not None:
@@ -143,6 +151,9 @@ class InferenceSession:
                     for st in self._steps:
                         st.run(env)
         finally:
+            env.pop(REUSE, None)
+            if alone:
+                self._running.release()
             if dnnq.get_num_threads() != nthreads:
                 dnnq.set_num_threads(nthreads)
             if old is not None:
@@ -161,6 +172,25 @@ class InferenceSession:
         return result
 
     # --- dnnq's additions ----------------------------------------------------------------
+    def _keep_outputs(self):
+        """Let the steps that write fresh arrays keep them across runs (Step.keeps_output),
+        except where the array can reach the caller: a graph output, or a value that a step
+        may pass on as a view (a reshape, a slice, ...) towards one."""
+        producer = {o: st for st in self._steps for o in st.outputs}
+        reach = {v.name for v in self._graph.outputs}
+        todo = list(reach)
+        while todo:
+            st = producer.get(todo.pop())
+            if st is None or st.fresh_output:
+                continue
+            for x in st.inputs:
+                if x not in reach:
+                    reach.add(x)
+                    todo.append(x)
+        for st in self._steps:
+            if st.fresh_output:
+                st.keeps_output = not any(o in reach for o in st.outputs)
+
     def _choose_threads(self, env, nthreads):
         """Run the steps once, each timed on one thread (twice, the faster kept) and on
         ``nthreads``; a step keeps ``nthreads`` only when that is at least 20 % faster."""

@@ -15,7 +15,7 @@ from dnnq.primitives._kernels import _codes, _toolkit
 from dnnq.errors import InvalidArguments, Unimplemented
 from dnnq.memory import MemoryDesc
 from dnnq.onnx import ops_numpy
-from dnnq.onnx.layers import DATA_TAGS, conv_padding
+from dnnq.onnx.layers import DATA_TAGS, KEEP_MIN_BYTES, REUSE, conv_padding, keeps
 
 F32 = np.float32
 
@@ -27,6 +27,12 @@ def layout_tag(ndim):
 class Step:
     primitive = ""
     impl_info = None
+    #: the step writes a fresh array (never a view of an input): the session may let it
+    #: keep that array across runs (``keeps_output``)
+    fresh_output = False
+    #: set by the session when the output reaches no graph output: the step then writes
+    #: into the array of its previous run (no allocation, no page faults on large tensors)
+    keeps_output = False
 
     def __init__(self, nodes, inputs, outputs):
         self.nodes, self.inputs, self.outputs = list(nodes), list(inputs), list(outputs)
@@ -48,6 +54,11 @@ class PrimStep(Step):
         if key not in self._runners:
             self._runners[key] = plan[0].bind(args, dynamic)
         return self._runners[key]
+
+    def _call(self, run, srcs, env):
+        """The bound runner on ``srcs``, writing into its previous array where the session
+        lets this step keep its output (Step.keeps_output)."""
+        return run(*srcs, reuse=self.keeps_output and bool(env.get(REUSE)) and keeps(run.desc))
 
     def run(self, env):
         key = tuple(env[n].shape for n in self.inputs if n in env)
@@ -74,6 +85,7 @@ class ReorderStep(PrimStep):
     """Quantize (f32 -> int8), dequantize (int8 -> f32) or requantize (int8 -> int8)."""
 
     primitive = "Reorder"
+    fresh_output = True
     #: write a channels-last destination (set by the planner when convolutions read it)
     channels_last_out = False
 
@@ -110,7 +122,7 @@ class ReorderStep(PrimStep):
         args = dict(a)
         args[A.DNNL_ARG_SRC] = x
         run = self._bound(plan, args, (A.DNNL_ARG_SRC,))
-        y = run(x) if run is not None else prim.execute(args)
+        y = self._call(run, (x,), env) if run is not None else prim.execute(args)
         env[self.outputs[0]] = y.reshape(shape)
 
 
@@ -125,6 +137,7 @@ class PoolStep(PrimStep):
     destination type the source's, or f32 for an average requantized by a Reorder) or f32."""
 
     primitive = "Pooling"
+    fresh_output = True
 
     def __init__(self, nodes, src, dst, op, attrs, dt, requant=None, requant_linear=None):
         super().__init__(nodes, [src], [dst])
@@ -182,7 +195,8 @@ class PoolStep(PrimStep):
     def execute(self, plan, env):
         x = env[self.inputs[0]]
         run = self._bound(plan, {A.DNNL_ARG_SRC: x}, (A.DNNL_ARG_SRC,))
-        y = run(x) if run is not None else plan[0].execute({A.DNNL_ARG_SRC: x})
+        y = self._call(run, (x,), env) if run is not None else \
+            plan[0].execute({A.DNNL_ARG_SRC: x})
         if self.requant is not None:
             y = self.requant(y)
         env[self.outputs[0]] = y
@@ -193,6 +207,7 @@ class BinaryStep(PrimStep):
     points and the destination's (int8 or f32)."""
 
     primitive = "Binary"
+    fresh_output = True
 
     def __init__(self, nodes, alg, src0, src1, dst, q0, q1, qd, const1=None):
         ins = [src0] + ([src1] if const1 is None else [])
@@ -234,7 +249,8 @@ class BinaryStep(PrimStep):
             args[A.DNNL_ARG_SRC_1] = env[self.inputs[1]].reshape(s1)
             dynamic += (A.DNNL_ARG_SRC_1,)
         run = self._bound(plan, args, dynamic)
-        y = run(*(args[k] for k in dynamic)) if run is not None else prim.execute(args)
+        y = self._call(run, [args[k] for k in dynamic], env) if run is not None else \
+            prim.execute(args)
         env[self.outputs[0]] = y.reshape(shape)
 
 
@@ -266,7 +282,7 @@ class EltwiseStep(PrimStep):
         args = dict(a)
         args[A.DNNL_ARG_SRC] = x = env[self.inputs[0]].reshape(prim.src_desc.dims)
         run = self._bound(plan, args, (A.DNNL_ARG_SRC,))
-        y = run(x) if run is not None else prim.execute(args)
+        y = self._call(run, (x,), env) if run is not None else prim.execute(args)
         env[self.outputs[0]] = y.reshape(shape)
 
 
@@ -355,9 +371,11 @@ class LutStep(Step):
     """A chain of element-wise ops between two int8 roundings as a 256-entry table."""
 
     primitive = "lookup table"
+    fresh_output = True
 
     def __init__(self, nodes, spec):
         super().__init__(nodes, [spec.src], [spec.dst])
+        self._kept = None
         from dnnq.eltwise_math import eltwise_reference
         from dnnq.onnx.quant import dequantize_np, quantize_np
         qs, qd = spec.src_q, spec.dst_q
@@ -386,16 +404,21 @@ class LutStep(Step):
 
     def run(self, env):
         x = env[self.inputs[0]]
-        src, y, inv = _rows_in_memory_order(x, self.out_dtype)
+        kept = self._kept if self.keeps_output and env.get(REUSE) and \
+            x.size * self.out_dtype.itemsize >= KEEP_MIN_BYTES else None
+        src, y, inv = _rows_in_memory_order(x, self.out_dtype, kept)
+        if kept is not None:
+            self._kept = y
         _toolkit.table_lookup(self._isa_code, self._vbmi, src, self.table,
                               y.reshape(src.shape).view(np.uint8), dnnq.get_num_threads())
         env[self.outputs[0]] = y if inv is None else y.transpose(inv)
 
 
-def _rows_in_memory_order(x, out_dtype):
+def _rows_in_memory_order(x, out_dtype, kept=None):
     """(x's bytes as rows of dense bytes at one row stride -- a view where its memory allows,
     e.g. a channel slice of a channels-last tensor --, an empty array of x's shape in x's
-    memory order, the permutation back to x's axes or None)."""
+    memory order (``kept`` when that is one: the previous run's), the permutation back to
+    x's axes or None)."""
     if not x.ndim:
         return x.reshape(1, 1).view(np.uint8), np.empty((), out_dtype), None
     order = ops_numpy.memory_order(x)
@@ -408,7 +431,9 @@ def _rows_in_memory_order(x, out_dtype):
     if rows.strides[-1] != 1 and rows.size:
         rows = np.ascontiguousarray(rows)
     inv = None if order == tuple(range(x.ndim)) else ops_numpy.inverse_order(order)
-    return rows.view(np.uint8), np.empty(v.shape, out_dtype), inv
+    if kept is None or kept.shape != v.shape or kept.dtype != out_dtype:
+        kept = np.empty(v.shape, out_dtype)
+    return rows.view(np.uint8), kept, inv
 
 
 class ConcatStep(Step):

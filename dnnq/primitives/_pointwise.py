@@ -421,7 +421,9 @@ class ToolkitPrimitive:
         Returns
         -------
         callable or None
-            ``runner(*sources) -> numpy.ndarray`` (a new destination each call); None for a
+            ``runner(*sources, reuse=False) -> numpy.ndarray``: a new destination each call,
+            or with ``reuse=True`` the array of the runner's previous ``reuse=True`` call,
+            overwritten (for a caller that no longer reads it: no allocation); None for a
             primitive without one (Sum, Concat, or a sum post-op, which reads a given
             destination).
 
@@ -480,13 +482,14 @@ def _same_layout(a, b, dims):
 class BoundRun:
     """ToolkitPrimitive.bind's runner."""
 
-    __slots__ = ("prim", "args", "arrays", "slots", "desc", "plan")
+    __slots__ = ("prim", "args", "arrays", "slots", "desc", "plan", "kept")
 
     def __init__(self, prim, args, arrays, slots):
         self.prim, self.args, self.arrays, self.slots = prim, dict(args), arrays, slots
         self.desc, self.plan = prim.dst_desc, prim._plan
+        self.kept = None
 
-    def __call__(self, *srcs):
+    def __call__(self, *srcs, reuse=False):
         arrays = dict(self.arrays)
         for x, (arg, key, dt, dims, strides, order) in zip(srcs, self.slots):
             if type(x) is not np.ndarray or x.dtype != dt or x.shape != dims or \
@@ -495,7 +498,11 @@ class BoundRun:
                 return self._slow(srcs)
             arrays[key] = x if order is None else x.transpose(order)
         desc = self.desc
-        phys = np.empty(desc.physical_shape, desc.numpy_dtype)
+        phys = self.kept if reuse else None
+        if phys is None:
+            phys = np.empty(desc.physical_shape, desc.numpy_dtype)
+            if reuse:
+                self.kept = phys
         arrays["dst"] = phys
         if _verbose._level:
             return self.prim._timed(self._run, arrays, phys)
