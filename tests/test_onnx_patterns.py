@@ -144,6 +144,26 @@ def test_residual_add_is_a_sum_post_op(tmp_path):
     assert len(rows[-1]["inputs"]) == 2  # the residual is the sum post-op's input
 
 
+def test_scale_residual_is_one_binary(tmp_path):
+    """PP-OCRv4's residual squeeze-excitation, x + x * s with s a per-channel gate
+    (GlobalAveragePool -> 1x1 convolutions -> HardSigmoid): one Binary pass x * (1 + s) that
+    covers the Mul, its rounding pair and the Add, within a few steps of ONNX Runtime's."""
+    b = Builder()
+    x = b.conv("x", 8, 16)
+    s = b.op("GlobalAveragePool", [x])
+    s = b.op("Relu", [b.conv(s, 16, 4, k=1)])
+    s = b.op("HardSigmoid", [b.conv(s, 4, 16, k=1)])
+    y = b.op("Add", [x, b.op("Mul", [x, s])])
+    y = b.conv(y, 16, 8, k=1)
+    sess = _run(tmp_path, b.model((1, 8, 20, 24), y), (1, 8, 20, 24))
+    fused = [nodes for nodes in _covered(sess, "Binary")
+             if any(n.startswith("Mul") for n in nodes) and any(n.startswith("Add")
+                                                               for n in nodes)]
+    assert len(fused) == 1, _covered(sess, "Binary")
+    every = donnx.InferenceSession(str(tmp_path / "qdq.onnx"), rounding="every")
+    assert len([r for r in every.plan() if r["primitive"] == "Binary"]) == 2
+
+
 @pytest.mark.parametrize("kind", ["depthwise", "grouped", "strided"])
 def test_conv_geometries(tmp_path, kind):
     b = Builder()

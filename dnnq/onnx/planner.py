@@ -339,6 +339,46 @@ class Planner:
     def _claim(self, node):
         self.claimed.add(self._index[id(node)])
 
+    def _emit_scale_residual(self, mul, nodes, sq):
+        """``Add(x, Mul(x, s))`` on int8 tensors (the residual squeeze-excitation blocks of
+        PP-OCRv4's detector: s a per-channel gate) as one Binary pass, ``x * (1 + s)``,
+        rounded once at the Add's QuantizeLinear: the product's own rounding pair is
+        skipped as inside a fused chain (not when rounding at every QuantizeLinear)."""
+        if self.round_every_quantize:
+            return False
+        x0, x1 = mul.input[:2]
+        q0, q1 = self.act_dq(x0), self.act_dq(x1)
+        if q0 is None or q1 is None or q0[0] == q1[0]:
+            return False
+        cons = self.graph.consumers.get(sq[0].output[0], [])
+        dq = self.graph.nodes[cons[0]] if len(cons) == 1 else None
+        if dq is None or dq.op_type != "DequantizeLinear" or \
+                dq.output[0] in self.graph.output_names or \
+                self.act_dq(dq.output[0]) is None:
+            return False
+        cons = self.graph.consumers.get(dq.output[0], [])
+        add = self.graph.nodes[cons[0]] if len(cons) == 1 else None
+        if add is None or add.op_type != "Add" or cons[0] in self.claimed or \
+                len(add.input) != 2 or dq.output[0] not in add.input:
+            return False
+        other = add.input[1] if add.input[0] == dq.output[0] else add.input[0]
+        qx = self.act_dq(other)
+        if qx is None or qx[0] not in (q0[0], q1[0]) or not qx[1].same_as(
+                q0[1] if qx[0] == q0[0] else q1[1]):
+            return False
+        sq2 = self._sole_q(add.output[0])
+        if sq2 is None:
+            return False
+        x, s = (q0, q1) if qx[0] == q0[0] else (q1, q0)
+        self.ensure_q(x[0])
+        self.ensure_q(s[0])
+        step = S.BinaryStep(nodes + [self.label(m) for m in (dq, add, sq2[0])], "mul", x[0],
+                            s[0], sq2[0].output[0], x[1], None, sq2[1], one_plus=s[1])
+        self._add(step)
+        for m in (sq[0], dq, add, sq2[0]):
+            self._claim(m)
+        return True
+
     def _emit_int8(self, n, label):
         op = n.op_type
         acts = [x for x in n.input if x and x not in self.consts]
@@ -422,6 +462,8 @@ class Planner:
                 self._add(S.PoolStep(nodes, qin[0], out, op, a, qin[1].dt,
                                      requant=_reorder_fn(qin[1], qd)))
             self._claim(sq[0])
+            return True
+        if op == "Mul" and sq and self._emit_scale_residual(n, nodes, sq):
             return True
         if op in BINARY and len(n.input) == 2:
             x0, x1 = n.input

@@ -16,6 +16,7 @@ from dnnq.errors import InvalidArguments, Unimplemented
 from dnnq.memory import MemoryDesc
 from dnnq.onnx import ops_numpy
 from dnnq.onnx.layers import DATA_TAGS, KEEP_MIN_BYTES, REUSE, conv_padding, keeps
+from dnnq.onnx.quant import dequantize_np
 
 F32 = np.float32
 
@@ -209,10 +210,13 @@ class BinaryStep(PrimStep):
     primitive = "Binary"
     fresh_output = True
 
-    def __init__(self, nodes, alg, src0, src1, dst, q0, q1, qd, const1=None):
+    def __init__(self, nodes, alg, src0, src1, dst, q0, q1, qd, const1=None, one_plus=None):
         ins = [src0] + ([src1] if const1 is None else [])
         super().__init__(nodes, ins, [dst])
         self.alg, self.q0, self.q1, self.qd, self.const1 = alg, q0, q1, qd, const1
+        #: QParams of an int8 src1 s: the second operand is 1 + s in f32 (planner's
+        #: _emit_scale_residual: x + x * s as x * (1 + s))
+        self.one_plus = one_plus
 
     def make(self, env):
         x0 = env[self.inputs[0]]
@@ -246,7 +250,11 @@ class BinaryStep(PrimStep):
         args[A.DNNL_ARG_SRC_0] = x0.reshape(prim.src0_desc.dims) if x0.ndim == 0 else x0
         dynamic = (A.DNNL_ARG_SRC_0,)
         if self.const1 is None:
-            args[A.DNNL_ARG_SRC_1] = env[self.inputs[1]].reshape(s1)
+            x1 = env[self.inputs[1]]
+            if self.one_plus is not None:
+                q = self.one_plus
+                x1 = dequantize_np(x1, q.scale[0], q.zp[0]) + F32(1)
+            args[A.DNNL_ARG_SRC_1] = x1.reshape(s1)
             dynamic += (A.DNNL_ARG_SRC_1,)
         run = self._bound(plan, args, dynamic)
         y = self._call(run, [args[k] for k in dynamic], env) if run is not None else \
@@ -377,7 +385,7 @@ class LutStep(Step):
         super().__init__(nodes, [spec.src], [spec.dst])
         self._kept = None
         from dnnq.eltwise_math import eltwise_reference
-        from dnnq.onnx.quant import dequantize_np, quantize_np
+        from dnnq.onnx.quant import quantize_np
         qs, qd = spec.src_q, spec.dst_q
         table = getattr(spec, "table", None)  # tables.match_table's, from the graph's nodes
         if table is None:
