@@ -244,7 +244,7 @@ class MemoryDesc:
     True
     """
 
-    __slots__ = ("_dims", "_dt", "_tag", "_order")
+    __slots__ = ("_dims", "_dt", "_tag", "_order", "_phys", "_cl")
 
     def __init__(self, dims, dt, tag=None):
         dd = _check_dims(dims)
@@ -280,6 +280,9 @@ class MemoryDesc:
         object.__setattr__(self, "_dt", d)
         object.__setattr__(self, "_tag", tag)
         object.__setattr__(self, "_order", order)
+        # asked on every execution: computed once
+        object.__setattr__(self, "_phys", tuple(dd[i] for i in order))
+        object.__setattr__(self, "_cl", order != tuple(range(len(dd))))
 
     @classmethod
     def from_array(cls, arr, tag=None):
@@ -360,12 +363,12 @@ class MemoryDesc:
     @property
     def is_channels_last(self):
         """True for the channels-last tags (nwc, nhwc, ndhwc, wio, hwio, dhwio)."""
-        return self._order != tuple(range(len(self._dims)))
+        return self._cl
 
     @property
     def physical_shape(self):
         """The shape of the memory in physical order: ``dims[physical_order[k]]``."""
-        return tuple(self._dims[i] for i in self._order)
+        return self._phys
 
     @property
     def strides(self):

@@ -123,11 +123,14 @@ class WeightedLayer:
         if self.spec.runtime_weights is not None:
             a[A.DNNL_ARG_WEIGHTS] = self._runtime_weights(env[self.spec.runtime_weights])
         dst = None
-        if self.keeps_output and env.get(REUSE) and keeps(dst_desc):  # steps.Step
+        if self.keeps_output and env.get(REUSE):  # steps.Step
             dst = self._kept.get(key)
-            if dst is None:
-                dst = self._kept[key] = dst_desc.empty()
-            a[A.DNNL_ARG_DST] = dst
+            if dst is None:  # False: too small to keep
+                dst = self._kept[key] = dst_desc.empty() if keeps(dst_desc) else False
+            if dst is False:
+                dst = None
+            else:
+                a[A.DNNL_ARG_DST] = dst
         if self.spec.sum_src is not None:
             if dst is None:
                 dst = dst_desc.empty()

@@ -47,6 +47,7 @@ class PrimStep(Step):
         super().__init__(nodes, inputs, outputs)
         self._plans = {}
         self._runners = {}
+        self._big = {}
 
     def _bound(self, plan, args, dynamic):
         """The primitive's bound runner (ToolkitPrimitive.bind: the static arguments checked
@@ -59,7 +60,12 @@ class PrimStep(Step):
     def _call(self, run, srcs, env):
         """The bound runner on ``srcs``, writing into its previous array where the session
         lets this step keep its output (Step.keeps_output)."""
-        return run(*srcs, reuse=self.keeps_output and bool(env.get(REUSE)) and keeps(run.desc))
+        reuse = self.keeps_output and bool(env.get(REUSE))
+        if reuse:
+            reuse = self._big.get(id(run))
+            if reuse is None:  # runners live as long as the step
+                reuse = self._big[id(run)] = keeps(run.desc)
+        return run(*srcs, reuse=reuse)
 
     def run(self, env):
         key = tuple(env[n].shape for n in self.inputs if n in env)
