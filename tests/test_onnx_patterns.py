@@ -398,3 +398,43 @@ def test_kept_output_never_returned_through_a_view():
     ref = first.copy()
     sess.run(None, {"x": xs[1]})
     np.testing.assert_array_equal(first, ref)
+
+
+def _decomposed_layernorm(b, x, c):
+    mean = b.op("ReduceMean", [x], axes=[-1])
+    d = b.op("Sub", [x, mean])
+    var = b.op("ReduceMean", [b.op("Pow", [d, b.const(np.float32(2.0))])], axes=[-1])
+    y = b.op("Div", [d, b.op("Sqrt", [b.op("Add", [var, b.const(np.float32(1e-5))])])])
+    y = b.op("Mul", [y, b.const(1 + _w(c, scale=0.2))])
+    return b.op("Add", [y, b.const(_w(c, scale=0.2))])
+
+
+def test_decomposed_layernorm_is_one_step(tmp_path):
+    """ReduceMean / Sub / Pow / ReduceMean / Add / Sqrt / Div / Mul / Add (paddle2onnx's layer
+    norm, PP-OCRv4's recognizer) with ORT's rounding pairs between: one LayerNormalization
+    step, close to ONNX Runtime (default rounding); rounding="every" keeps the ops."""
+    b = Builder()
+    w1, w2 = b.const(_w(16, 24)), b.const(_w(24, 8))
+    y = b.op("MatMul", ["x", w1])
+    y = _decomposed_layernorm(b, y, 24)
+    y = b.op("MatMul", [y, w2])
+    sess = _run(tmp_path, b.model((1, 10, 16), y), (1, 10, 16))
+    rows = [r for r in sess.plan() if r["primitive"] == "numpy:LayerNormalization"]
+    assert len(rows) == 1 and len(rows[0]["nodes"]) >= 9
+    assert not any(r["primitive"].startswith("numpy:ReduceMean") for r in sess.plan())
+    every = donnx.InferenceSession(str(tmp_path / "qdq.onnx"), rounding="every")
+    assert not any(r["primitive"] == "numpy:LayerNormalization" for r in every.plan())
+
+
+def test_decomposed_layernorm_f32_matches_onnxruntime():
+    b = Builder()
+    y = _decomposed_layernorm(b, "x", 24)
+    m = b.model((2, 5, 24), y)
+    x = RNG.standard_normal((2, 5, 24)).astype(np.float32) * 3 + 1
+    sess = donnx.InferenceSession(m)
+    assert [r["primitive"] for r in sess.plan()] == ["numpy:LayerNormalization"]
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    ref = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    np.testing.assert_allclose(sess.run(None, {"x": x})[0], ref.run(None, {"x": x})[0],
+                               rtol=1e-5, atol=1e-5)

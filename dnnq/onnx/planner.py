@@ -17,6 +17,7 @@ from dnnq.onnx.fusion import Fuser
 from dnnq.onnx.graph import attrs_of, node_label
 from dnnq.onnx.layers import ConvLayer, MatMulLayer
 from dnnq.onnx.quant import RANGE, qparams_of
+from dnnq.onnx.normalization import match_layernorm
 from dnnq.onnx.tables import match_table
 from dnnq.onnx import steps as S
 
@@ -50,6 +51,8 @@ class Planner:
             if i in self.folded or i in self.claimed:
                 continue
             spec = fuser.match(n)
+            if spec is None and n.op_type == "ReduceMean":
+                spec = match_layernorm(fuser, n)
             if spec is None and n.op_type == "DequantizeLinear":
                 if self.round_every_quantize:
                     spec = match_table(fuser, n)
@@ -218,6 +221,16 @@ class Planner:
             self.ensure(v.name)
 
     def _emit_layer(self, spec):
+        if spec.kind == "layernorm":
+            one = spec.weights or self.const_name(np.float32(1))
+            for x in (spec.src, spec.weights, spec.bias):
+                self.ensure(x)
+            step = S.NumpyStep(self.label(spec.anchor), "LayerNormalization", spec.attrs, 17,
+                               [spec.src, one] + ([spec.bias] if spec.bias else []),
+                               [spec.dst], self.consts)
+            step.nodes = [self.label(m) for m in spec.nodes]
+            self._add(step)
+            return
         if spec.kind == "lut":
             self.ensure_q(spec.src)
             self._add(S.LutStep([self.label(m) for m in spec.nodes], spec))
