@@ -438,3 +438,20 @@ def test_decomposed_layernorm_f32_matches_onnxruntime():
     ref = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
     np.testing.assert_allclose(sess.run(None, {"x": x})[0], ref.run(None, {"x": x})[0],
                                rtol=1e-5, atol=1e-5)
+
+
+def test_reshape_to_a_computed_shape_stays_int8(tmp_path):
+    """A Reshape whose shape is computed at run time (Shape -> Gather -> Concat, as exporters
+    write attention heads) moves the int8 tensor: no dequantize / quantize around it."""
+    b = Builder()
+    y = b.op("MatMul", ["x", b.const(_w(16, 24))])
+    dims = b.op("Shape", [y])
+    n = b.op("Gather", [dims, b.const(np.int64([0, 1]))])
+    shape = b.op("Concat", [n, b.const(np.int64([4, 6]))], axis=0)
+    y = b.op("Reshape", [y, shape])
+    y = b.op("Transpose", [y], perm=[0, 2, 1, 3])
+    y = b.op("MatMul", [y, b.const(_w(6, 5))])
+    sess = _run(tmp_path, b.model((1, 10, 16), y), (1, 10, 16))
+    prims = [r["primitive"] for r in sess.plan()]
+    assert "numpy:Reshape (int8)" in prims, prims
+    assert prims.count("Reorder") == 2, prims  # the model's input and output only

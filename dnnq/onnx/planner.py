@@ -25,6 +25,9 @@ F32 = np.float32
 POOL_OPS = {"MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool"}
 INT8_MOVE = ops_numpy.MOVE_OPS | {"Concat", "Split", "Resize", "Upsample", "MaxPool",
                                    "GlobalMaxPool", "Pad"}
+# movement ops whose inputs after the first are parameters (shape, indices, axes, sizes)
+PARAM_MOVE = {"Reshape", "Slice", "Squeeze", "Unsqueeze", "Expand", "Tile", "Gather", "Split",
+              "Resize", "Upsample"}
 BINARY = {"Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div", "Min": "min", "Max": "max"}
 RNN_OPS = {"LSTM", "GRU", "RNN"}
 
@@ -272,6 +275,13 @@ class Planner:
             step._fixed_range = xr is not None
             self._add(step)
             return
+        if op in ("Shape", "Size") and self.act_dq(n.input[0]) is not None:
+            # the int8 twin has the same (logical) shape: nothing to dequantize
+            q = self.act_dq(n.input[0])[0]
+            self.ensure_q(q)
+            self._add(S.NumpyStep(label, op, self.attrs(n), opset, [q], list(n.output),
+                                  self.consts))
+            return
         if self._emit_int8(n, label):
             return
         if op in POOL_OPS and len([o for o in n.output if o]) == 1:
@@ -395,6 +405,14 @@ class Planner:
     def _emit_int8(self, n, label):
         op = n.op_type
         acts = [x for x in n.input if x and x not in self.consts]
+        params = []
+        if op in PARAM_MOVE and n.input and n.input[0] in acts:
+            # a data-movement op: only its data input is int8; its shape / index / axes
+            # inputs may be int64 values computed at run time (Shape -> Concat)
+            params = [x for x in acts[1:] if x != n.input[0]]
+            if any(self.act_dq(x) for x in params):
+                return False
+            acts = [n.input[0]]
         if not acts or not all(self.act_dq(x) for x in acts):
             return False
         qs = [self.act_dq(x) for x in acts]
@@ -429,7 +447,8 @@ class Planner:
                     return False  # padding with 0.0: the zero point (below)
             if op in ("Gather", "Concat", "Split", "Slice", "Expand", "Tile", "Reshape",
                       "Resize", "Upsample", "Squeeze", "Unsqueeze") and \
-                    any(x and x not in self.consts and x not in acts for x in n.input):
+                    any(x and x not in self.consts and x not in acts and x not in params
+                        for x in n.input):
                 return False
             if op in ("MaxPool",) and len([o for o in n.output if o]) != 1:
                 return False
@@ -438,7 +457,9 @@ class Planner:
             qp = qs[0][1]
             ins = [self.act_dq(x)[0] if x in acts else x for x in n.input]
             for x in ins:
-                if x and x not in self.consts:
+                if x in params:
+                    self.ensure(x)
+                elif x and x not in self.consts:
                     self.ensure_q(x)
             outs = [f"{o}::q" if o else "" for o in n.output]
             if op in ("MaxPool", "GlobalMaxPool"):
