@@ -455,3 +455,17 @@ def test_reshape_to_a_computed_shape_stays_int8(tmp_path):
     prims = [r["primitive"] for r in sess.plan()]
     assert "numpy:Reshape (int8)" in prims, prims
     assert prims.count("Reorder") == 2, prims  # the model's input and output only
+
+
+def test_one_input_graph_is_a_table_by_default(tmp_path):
+    """x * Sigmoid(1.702 x) after a MatMul (PP-OCRv4 rec's MLP) depends on the int8 x alone:
+    one lookup table whose inner pairs only clamp (default rounding), within a few output
+    steps of ONNX Runtime."""
+    b = Builder()
+    y = b.op("MatMul", ["x", b.const(_w(16, 24))])
+    y = b.op("Mul", [y, b.op("Sigmoid", [b.op("Mul", [y, b.const(np.float32(1.702))])])])
+    y = b.op("MatMul", [y, b.const(_w(24, 8))])
+    sess = _run(tmp_path, b.model((1, 10, 16), y), (1, 10, 16))
+    tables = [r for r in sess.plan() if r["primitive"] == "lookup table"]
+    assert [r["impl_info"] for r in tables] == ["graph:Mul+Sigmoid+Mul"]
+    assert not any(r["primitive"] == "Binary" for r in sess.plan())

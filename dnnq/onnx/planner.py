@@ -61,6 +61,8 @@ class Planner:
                     spec = match_table(fuser, n)
                 if spec is None:
                     spec = fuser.match_lut(n)
+                if spec is None:
+                    spec = match_table(fuser, n, round_inner=False)
             if spec is None:
                 continue
             idx = [self._index[id(m)] for m in spec.nodes]

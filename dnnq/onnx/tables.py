@@ -7,7 +7,9 @@ PP-OCR's hard swish ``x * Clip(x + 3, 0, 6) / 6`` with a pair after each op, the
 affine blocks ``x * a + b`` (scalar ``a``, ``b``) around it.  Such a graph maps each of the
 256 values of ``x_q`` to one value of its final ``QuantizeLinear``: the table is made by
 running the graph's own nodes (ops_numpy, the f32 semantics of ONNX) on the 256 values, so it
-rounds wherever the model does, and the graph runs as one lookup pass.
+rounds wherever the model does, and the graph runs as one lookup pass.  A session rounding
+once per chain (the default) makes such tables too, its inner pairs only clamping (as in a
+fused chain): x * Sigmoid(1.702 x) in PP-OCRv4's recognizer, for one.
 """
 import heapq
 
@@ -15,7 +17,7 @@ import numpy as np
 
 from dnnq.onnx import ops_numpy
 from dnnq.onnx.fusion import LayerSpec
-from dnnq.onnx.quant import dequantize_np
+from dnnq.onnx.quant import RANGE, dequantize_np
 
 #: ops that act on each element alone (with scalar constants)
 ELEMENTWISE = {"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Sqrt", "Exp", "Log", "Abs",
@@ -27,10 +29,11 @@ ELEMENTWISE = {"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Sqrt", "Exp", "
 MAX_NODES = 64
 
 
-def match_table(fuser, dq):
+def match_table(fuser, dq, round_inner=True):
     """A LayerSpec of kind "lut" (with ``table``) for the largest element-wise graph from
     ``dq``'s output (a per-tensor u8 / s8 activation dequantized) to a per-tensor u8 / s8
-    ``QuantizeLinear`` whose inner values nothing else reads, or None."""
+    ``QuantizeLinear`` whose inner values nothing else reads, or None.  ``round_inner``:
+    the inner ``QuantizeLinear -> DequantizeLinear`` pairs round (else they only clamp)."""
     p, g = fuser.p, fuser.g
     src = p.act_dq(dq.output[0])
     if src is None:
@@ -67,7 +70,7 @@ def match_table(fuser, dq):
     if best is None:
         return None
     sub, q, qp = best
-    table = _evaluate(fuser, sub, start, src[1], qp)
+    table = _evaluate(fuser, sub, start, src[1], qp, round_inner)
     if table is None:
         return None
     spec = LayerSpec("lut", sub[0])
@@ -120,15 +123,27 @@ def _closed_ancestors(fuser, q, nodes, start):
     return sub
 
 
-def _evaluate(fuser, sub, start, qs, qd):
+def _evaluate(fuser, sub, start, qs, qd, round_inner=True):
     """The graph on the 256 values of the source, indexed by the source's byte (an s8
     value's two's complement), or None if it does not end in one byte per value."""
     grid = np.arange(256, dtype=np.int64) - (128 if qs.dt == "s8" else 0)
     env = {start: dequantize_np(grid, qs.scale[0], qs.zp[0])}
     p = fuser.p
+    last = sub[-1]
     for n in sub:
         xs = [None if not x else env[x] if x in env else np.asarray(fuser.const(x))
               for x in n.input]
+        if not round_inner and n is not last and n.op_type in ("QuantizeLinear",
+                                                               "DequantizeLinear"):
+            if n.op_type == "QuantizeLinear":  # the pair's clamp, in the real domain
+                qp = p.node_qparams(n)
+                if qp is None or not qp.per_tensor:
+                    return None
+                lo, hi = RANGE[qp.dt]
+                s, z = float(qp.scale[0]), int(qp.zp[0])
+                xs[0] = np.clip(xs[0], np.float32(s * (lo - z)), np.float32(s * (hi - z)))
+            env[n.output[0]] = xs[0]
+            continue
         env[n.output[0]] = np.asarray(
             ops_numpy.run_op(n.op_type, xs, p.attrs(n), fuser.g.opset_of(n))[0]).reshape(-1)
     table = env[sub[-1].output[0]]
