@@ -69,6 +69,7 @@ class Planner:
             self.claimed.update(idx)
             self.layer_at[max(idx)] = spec
         self._emit()
+        self._drop_aliases()
         self._channels_last_quantize()
 
     # --- queries used by the fuser -------------------------------------------------------
@@ -339,6 +340,30 @@ class Planner:
         self.ensure(x)
         self._add(S.ReorderStep([label], x, n.output[0], None, qp))
         return True
+
+    def _drop_aliases(self):
+        """An int8 data-movement step followed by the QuantizeLinear that names its result
+        (an alias step): the movement writes that name itself, when nothing else reads its
+        own output."""
+        readers = {}
+        for st in self.steps:
+            for x in st.inputs:
+                readers[x] = readers.get(x, 0) + 1
+        producer = {o: st for st in self.steps for o in st.outputs}
+        outputs = set(self.graph.output_names)
+        keep = []
+        for st in self.steps:
+            if st.primitive == "alias":
+                src, dst = st.inputs[0], st.outputs[0]
+                prod = producer.get(src)
+                if isinstance(prod, S.QuantizedMoveStep) and readers.get(src) == 1 and \
+                        src not in outputs:
+                    prod.outputs = [dst if o == src else o for o in prod.outputs]
+                    prod.nodes = prod.nodes + st.nodes
+                    producer[dst] = prod
+                    continue
+            keep.append(st)
+        self.steps[:] = keep
 
     def _alias(self, src, dst, label):
         step = S.NumpyStep(label, "Identity", {}, 13, [src], [dst], self.consts)
