@@ -77,6 +77,7 @@ def _postops(ops, dst_ndims, channels, matmul):
 #: the env key a run sets when its steps may write into the arrays of the session's previous
 #: run (session.py: not in a run overlapping another run of the same session)
 REUSE = "::reuse buffers"
+_SRC, _DST = A.DNNL_ARG_SRC, A.DNNL_ARG_DST
 #: outputs below this size are left to the allocator: its free lists hand back memory still
 #: in cache, where one array per step spreads a small model over more cache lines; above it,
 #: a fresh array is mapped anew and every page faults on first write
@@ -106,8 +107,35 @@ class WeightedLayer:
         self.outputs = [spec.dst]
         self._plans = {}
         self.impl_info = None
+        # the common case (no sum, no run-time weights, no layout conversion): per source
+        # shape (primitive, args, the kept destination or None, post), so that a run does a
+        # dict copy and one call
+        self._simple = {} if spec.sum_src is None and spec.runtime_weights is None else None
+        self._src, self._dst = spec.src, spec.dst
 
     def run(self, env):
+        x = env[self._src]
+        if self._simple is not None:
+            fast = self._simple.get(x.shape)
+            if fast is not None:
+                prim, args, dst, post = fast
+                a = dict(args)
+                a[_SRC] = x
+                if dst is not None and env.get(REUSE):
+                    a[_DST] = dst
+                y = prim.execute(a)
+                env[self._dst] = y if post is None else post(y)
+                return
+        self._run(env)
+        if self._simple is not None:
+            plan = self._plans[x.shape]
+            prim, args, dst_desc, pre, post = plan
+            if pre is None:
+                kept = self._kept.get(x.shape) if self.keeps_output else None
+                self._simple[x.shape] = (prim, args, kept if isinstance(kept, np.ndarray)
+                                         else None, post)
+
+    def _run(self, env):
         x = env[self.spec.src]
         key = x.shape if self.spec.runtime_weights is None else \
             (x.shape, env[self.spec.runtime_weights].shape)

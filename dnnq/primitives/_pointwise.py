@@ -270,7 +270,9 @@ class BoundPlan:
     def run(self, arrays):
         for tkey, key, off, C, k in self.tiles:
             row = np.asarray(arrays[key]).ravel(order="K")[off:off + C]
-            arrays[tkey] = np.tile(row, k)
+            rows = np.empty((k, C), row.dtype)  # the row k times (np.tile costs 3x this)
+            rows[...] = row
+            arrays[tkey] = rows.reshape(-1)
         self.plan.run([arrays[k] for k in self.keys], self.writable,
                       threads_for(self.n_elems))
         if self.tail is not None:
