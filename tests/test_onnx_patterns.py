@@ -269,6 +269,17 @@ def test_threads_per_step_keep_the_results(tmp_path):
     assert all(r["threads"] == 1 for r in one.plan())
 
 
+def _quantized_and_peer(tmp_path, model, x_shape):
+    """(QDQ file of ``model`` calibrated on 3 random inputs, ONNX Runtime's session on it)."""
+    f32, qdq = str(tmp_path / "f32.onnx"), str(tmp_path / "qdq.onnx")
+    onnx.save(model, f32)
+    xs = [RNG.standard_normal(x_shape).astype(np.float32) for _ in range(3)]
+    quantize_qdq(f32, qdq, [{"x": x} for x in xs])
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    return qdq, ort.InferenceSession(qdq, so, providers=["CPUExecutionProvider"])
+
+
 def test_rounding_every_quantize_follows_onnxruntime(tmp_path):
     """rounding="every": each QuantizeLinear of the model rounds, so the output follows ONNX
     Runtime's within a rounding step where the default fused chain may drift further.  The
@@ -282,13 +293,8 @@ def test_rounding_every_quantize_follows_onnxruntime(tmp_path):
     y = b.op("HardSwish", [y])
     y = b.op("Mul", [y, b.const(np.float32(1.3))])
     y = b.conv(y, 16, 8, k=1)
-    f32, qdq = str(tmp_path / "f32.onnx"), str(tmp_path / "qdq.onnx")
-    onnx.save(b.model((1, 8, 12, 12), y, opset=14), f32)
-    xs = [RNG.standard_normal((1, 8, 12, 12)).astype(np.float32) for _ in range(3)]
-    quantize_qdq(f32, qdq, [{"x": x} for x in xs])
-    so = ort.SessionOptions()
-    so.log_severity_level = 3
-    peer = ort.InferenceSession(qdq, so, providers=["CPUExecutionProvider"])
+    qdq, peer = _quantized_and_peer(tmp_path, b.model((1, 8, 12, 12), y, opset=14),
+                                    (1, 8, 12, 12))
     chain = donnx.InferenceSession(qdq)
     every = donnx.InferenceSession(qdq, rounding="every")
     assert len(every.plan()) == len(chain.plan())
@@ -316,13 +322,8 @@ def test_rounding_every_tables_one_input_graphs(tmp_path):
     y = b.op("Div", [b.op("Mul", [y, t]), b.const(np.float32(6.0))])
     y = b.op("Mul", [y, b.const(np.float32(1.3))])
     y = b.conv(y, 16, 8, k=1)
-    f32, qdq = str(tmp_path / "f32.onnx"), str(tmp_path / "qdq.onnx")
-    onnx.save(b.model((1, 8, 12, 12), y, opset=14), f32)
-    xs = [RNG.standard_normal((1, 8, 12, 12)).astype(np.float32) for _ in range(3)]
-    quantize_qdq(f32, qdq, [{"x": x} for x in xs])
-    so = ort.SessionOptions()
-    so.log_severity_level = 3
-    peer = ort.InferenceSession(qdq, so, providers=["CPUExecutionProvider"])
+    qdq, peer = _quantized_and_peer(tmp_path, b.model((1, 8, 12, 12), y, opset=14),
+                                    (1, 8, 12, 12))
     every = donnx.InferenceSession(qdq, rounding="every")
     x = RNG.standard_normal((1, 8, 12, 12)).astype(np.float32)
     ours = every.run(None, {"x": x})[0]
