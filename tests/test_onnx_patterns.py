@@ -470,3 +470,21 @@ def test_one_input_graph_is_a_table_by_default(tmp_path):
     tables = [r for r in sess.plan() if r["primitive"] == "lookup table"]
     assert [r["impl_info"] for r in tables] == ["graph:Mul+Sigmoid+Mul"]
     assert not any(r["primitive"] == "Binary" for r in sess.plan())
+
+
+@pytest.mark.parametrize("stride", [2, 3])
+def test_resize_into_concat(tmp_path, stride):
+    """A nearest Resize read only by a Concat resizes into the Concat's output (its input
+    requantized first where the scales differ); sizes that do not repeat whole elements
+    (stride 3: 5 -> 14 columns) take the general resize. Both within a few steps of ONNX
+    Runtime."""
+    b = Builder()
+    a = b.op("Relu", [b.conv("x", 8, 8)])
+    small = b.op("Relu", [b.conv(a, 8, 16, stride=stride)])
+    up = b.op("Resize", [small, "", "", b.const(np.int64([1, 16, 12, 14]))], mode="nearest")
+    y = b.op("Concat", [b.conv(a, 8, 4, k=1), up], axis=1)
+    y = b.conv(y, 20, 8, k=1)
+    sess = _run(tmp_path, b.model((1, 8, 12, 14), y), (1, 8, 12, 14))
+    rows = [r for r in sess.plan() if r["primitive"] == "Concat"]
+    assert len(rows) == 1 and rows[0]["impl_info"].startswith("resize into ")
+    assert not any("Resize" in r["primitive"] for r in sess.plan())

@@ -352,14 +352,41 @@ def _repeat_factor(idx, n_in):
 
 def _repeat_each(x, reps):
     """Every element of x repeated reps[a] times along each axis a, laid out in x's memory
-    order (a channels-last tensor stays channels-last): one broadcasting copy instead of a
-    gather per axis."""
+    order (a channels-last tensor stays channels-last)."""
     order = memory_order(x)
-    v = x.transpose(order)
-    kp = [reps[i] for i in order]
-    out = np.empty([d for n, k in zip(v.shape, kp) for d in (n, k)], x.dtype)
-    out[...] = v.reshape([d for n in v.shape for d in (n, 1)])
-    return out.reshape([n * k for n, k in zip(v.shape, kp)]).transpose(inverse_order(order))
+    big = np.empty([x.shape[i] * reps[i] for i in order], x.dtype)
+    out = big.transpose(inverse_order(order))
+    repeat_into(x, reps, out)
+    return out
+
+
+def repeat_into(x, reps, out):
+    """Write x with every element repeated reps[a] times along each axis a into ``out`` (of
+    shape x.shape[a] * reps[a], any strides: a slice of a larger tensor too): one
+    broadcasting copy through a view that splits each axis of out into (element, repeat)."""
+    shape, strides = [], []
+    for n, k, st in zip(x.shape, reps, out.strides):
+        shape += [n, k]
+        strides += [st * k, st]
+    v = np.lib.stride_tricks.as_strided(out, shape, strides, writeable=True)
+    v[...] = x.reshape([d for n in x.shape for d in (n, 1)])
+
+
+def nearest_repeats(data_shape, inputs, attrs, opset):
+    """(output sizes, per-axis repeat factors, per-axis nearest indices) of a nearest Resize /
+    Upsample; the factors are None unless every element repeats a whole number of times
+    along each axis."""
+    sizes, scales = resize_geometry(data_shape, inputs, attrs, opset)
+    ct = attrs.get("coordinate_transformation_mode", "half_pixel" if opset >= 11 else
+                   "asymmetric")
+    nm = attrs.get("nearest_mode", "round_prefer_floor" if opset >= 11 else "floor")
+    if opset < 11:
+        nm = "floor"
+    idxs = [None if sizes[a] == data_shape[a] and scales[a] == 1 else
+            _resize_nearest_index(data_shape[a], sizes[a], scales[a], ct, nm)
+            for a in range(len(data_shape))]
+    reps = [_repeat_factor(i, n) for i, n in zip(idxs, data_shape)]
+    return sizes, (reps if all(k is not None for k in reps) else None), idxs
 
 
 def resize_geometry(x_shape, inputs, attrs, opset):
@@ -385,14 +412,8 @@ def _resize(x, attrs, opset):
     ct = attrs.get("coordinate_transformation_mode", "half_pixel" if opset >= 11 else
                    "asymmetric")
     if mode == "nearest":
-        nm = attrs.get("nearest_mode", "round_prefer_floor" if opset >= 11 else "floor")
-        if opset < 11:
-            nm = "floor"
-        idxs = [None if sizes[a] == data.shape[a] and scales[a] == 1 else
-                _resize_nearest_index(data.shape[a], sizes[a], scales[a], ct, nm)
-                for a in range(data.ndim)]
-        reps = [_repeat_factor(i, n) for i, n in zip(idxs, data.shape)]
-        if all(k is not None for k in reps):
+        _, reps, idxs = nearest_repeats(data.shape, x, attrs, opset)
+        if reps is not None:
             return [_repeat_each(data, reps)]
         r = data
         for a, idx in enumerate(idxs):

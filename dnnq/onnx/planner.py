@@ -70,6 +70,7 @@ class Planner:
             self.layer_at[max(idx)] = spec
         self._emit()
         self._drop_aliases()
+        self._resize_into_concat()
         self._channels_last_quantize()
 
     # --- queries used by the fuser -------------------------------------------------------
@@ -364,6 +365,29 @@ class Planner:
                     continue
             keep.append(st)
         self.steps[:] = keep
+
+    def _resize_into_concat(self):
+        """An int8 nearest Resize read only by an int8 Concat resizes into the Concat's
+        output (ConcatStep.take_resize): PP-OCRv4 det's neck upsamples three maps x2 - x8
+        into one."""
+        readers = {}
+        for st in self.steps:
+            for x in st.inputs:
+                readers[x] = readers.get(x, 0) + 1
+        producer = {o: st for st in self.steps for o in st.outputs}
+        outputs = set(self.graph.output_names)
+        taken = set()
+        for st in self.steps:
+            if not isinstance(st, S.ConcatStep):
+                continue
+            for i, name in enumerate(list(st.inputs[:len(st.qps)])):
+                prod = producer.get(name)
+                if isinstance(prod, S.QuantizedMoveStep) and prod.op in ("Resize", "Upsample") \
+                        and readers.get(name) == 1 and name not in outputs and \
+                        prod.attrs.get("mode", "nearest") == "nearest" and id(prod) not in taken:
+                    st.take_resize(i, prod)
+                    taken.add(id(prod))
+        self.steps[:] = [st for st in self.steps if id(st) not in taken]
 
     def _alias(self, src, dst, label):
         step = S.NumpyStep(label, "Identity", {}, 13, [src], [dst], self.consts)

@@ -461,6 +461,18 @@ class ConcatStep(Step):
         self.axis, self.qps, self.qd = axis, qps, qd
         self._re = {}
         self.impl_info = "copy" if all(q.same_as(qd) for q in qps) else "requantize+copy"
+        #: input i -> the nearest Resize step that made it (planner: take_resize)
+        self._resized = {}
+
+    def take_resize(self, i, step):
+        """Input i is the output of ``step``, an int8 nearest Resize that nothing else reads:
+        the concatenation resizes into its own output instead (requantizing the smaller
+        tensor first), one pass over the large one instead of three."""
+        self._resized[i] = step
+        self.nodes = self.nodes + step.nodes
+        self.inputs = self.inputs + [x for x in step.inputs if x and x not in self.inputs]
+        if not self.impl_info.startswith("resize into "):
+            self.impl_info = "resize into " + self.impl_info
 
     def _requant(self, i, x):
         key = (i, x.shape)
@@ -479,18 +491,37 @@ class ConcatStep(Step):
         return prim[0].execute(args)
 
     def run(self, env):
-        xs = [env[n] for n in self.inputs]
-        nd = xs[0].ndim
+        n = len(self.qps)
+        parts = []  # (tensor, repeat factors or None, its shape in the output)
+        for i, name in enumerate(self.inputs[:n]):
+            rs = self._resized.get(i)
+            if rs is None:
+                x = env[name]
+                parts.append((x, None, x.shape))
+                continue
+            x = env[rs.inputs[0]]
+            params = [None if not p else env[p] for p in rs.inputs]
+            sizes, reps, _ = ops_numpy.nearest_repeats(x.shape, params, rs.attrs, rs.opset)
+            if reps is None:  # not whole repeats: the general resize, then the copy
+                rs.run(env)
+                x = env[rs.outputs[0]]
+                parts.append((x, None, x.shape))
+            else:
+                parts.append((x, reps, tuple(sizes)))
+        nd = parts[0][2].__len__()
         ax = self.axis % nd
-        shape = list(xs[0].shape)
-        shape[ax] = sum(x.shape[ax] for x in xs)
+        shape = list(parts[0][2])
+        shape[ax] = sum(p[2][ax] for p in parts)
         out = MemoryDesc(tuple(shape), self.qd.dt, layout_tag(nd) if ax == 1 else None).empty()
         at = 0
-        for i, x in enumerate(xs):
+        for i, (x, reps, shp) in enumerate(parts):
             if not self.qps[i].same_as(self.qd):
                 x = self._requant(i, x)
             sl = [slice(None)] * nd
-            sl[ax] = slice(at, at + x.shape[ax])
-            out[tuple(sl)] = x
-            at += x.shape[ax]
+            sl[ax] = slice(at, at + shp[ax])
+            if reps is None:
+                out[tuple(sl)] = x
+            else:
+                ops_numpy.repeat_into(x, reps, out[tuple(sl)])
+            at += shp[ax]
         env[self.outputs[0]] = out
