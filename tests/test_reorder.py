@@ -125,10 +125,12 @@ def test_reorder_matches_onednn_every_type_pair(isa, rng_seed):
 
 
 @R.requires_onednn
-@pytest.mark.parametrize("shape", [(3, 8, 5), (2, 16, 5, 7), (2, 4, 3, 5, 6), (1, 3, 13, 37)])
+@pytest.mark.parametrize("shape", [(3, 8, 5), (2, 16, 5, 7), (2, 4, 3, 5, 6), (1, 3, 13, 37),
+                                   (2, 2, 5, 17), (1, 4, 6, 33), (2, 3, 41)])
 def test_reorder_layout_changes_match_onednn(isa, rng_seed, shape):
     """plain -> channels-last, channels-last -> plain and channels-last -> channels-last, with
-    quantization / dequantization on the way."""
+    quantization / dequantization on the way (2 - 4 channels to 8 bits: converted plain, then
+    the planes interleaved)."""
     rng = np.random.default_rng(rng_seed)
     nd = len(shape)
     perm = (0,) + tuple(range(2, nd)) + (1,)

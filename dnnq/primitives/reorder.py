@@ -42,6 +42,7 @@ from dnnq.primitives._cache import CachedPrimitive
 from dnnq.errors import InvalidArguments
 from dnnq.memory import MemoryDesc, as_dt
 from dnnq.primitives import _pointwise as pw
+from dnnq.primitives._kernels import _codes, _conv
 
 _DTS = ("f32", "s32", "s8", "u8")
 
@@ -125,9 +126,14 @@ class Reorder(pw.ToolkitPrimitive, metaclass=CachedPrimitive):
         inner_d, inner_s = dims[order[-1]], dims[src_desc.physical_order[-1]]
         if inner_d < _SHORT_INNER and inner_s > inner_d:
             order = src_desc.physical_order
+        # 2 - 4 planes going channels-last as bytes (an image quantized for the first
+        # convolution): converted in plain order, then interleaved (_PlanesInterleaved)
+        planes = (dst_desc.dt in ("u8", "s8") and dst_desc.is_channels_last and
+                  not src_desc.is_channels_last and 2 <= inner_d <= 4)
+        out_strides = MemoryDesc(dims, dst_desc.dt).strides if planes else dst_desc.strides
         prog = pw.Program(dims, order)
         src_k = prog.operand("src", src_desc.dt, src_desc.strides)
-        dst_k = prog.operand("dst", dst_desc.dt, dst_desc.strides, writable=True)
+        dst_k = prog.operand("dst", dst_desc.dt, out_strides, writable=True)
         sm, zm = qa.scale_mask, qa.zp_mask
         # oneDNN's simple:any (f32 -> f32, same layout, both scales common) folds the scales
         self._combined = (src_desc.dt == dst_desc.dt == "f32"
@@ -152,6 +158,9 @@ class Reorder(pw.ToolkitPrimitive, metaclass=CachedPrimitive):
                 add = prog.operand("dst_zp", "f32", qa.strides(A.DNNL_ARG_DST, "zp", dims))
             prog.affine(0, src_k, sub, mul1, mul2, add, store_k=dst_k)
         self._plan = prog.build(self._isa)
+        if planes:
+            self._plan = _PlanesInterleaved(self._plan, dims, dst_desc.numpy_dtype,
+                                            _codes.ISA[self._isa])
         self._known = frozenset({A.DNNL_ARG_SRC, A.DNNL_ARG_DST} | qa.known_args())
         self.impl_info = f"{pw.kernel_name(self._isa)}:reorder"
         self._created()
@@ -216,6 +225,29 @@ class Reorder(pw.ToolkitPrimitive, metaclass=CachedPrimitive):
         if z is not None:
             arrays["dst_zp"] = z
         return arrays
+
+
+class _PlanesInterleaved:
+    """A plan writing plain (N, C, spatial) bytes into a scratch array, then the C planes
+    interleaved into the channels-last destination: the engine runs rows of the image's
+    width instead of rows of C (a 1x3x736x960 f32 image to u8 channels-last: 1.7 -> 0.7
+    ms)."""
+
+    __slots__ = ("plan", "dims", "np_dt", "isa")
+
+    def __init__(self, plan, dims, np_dt, isa):
+        self.plan, self.dims, self.np_dt, self.isa = plan, dims, np_dt, isa
+
+    def run(self, arrays):
+        dst = arrays["dst"]  # physical (N, spatial..., C)
+        plain = np.empty(self.dims, self.np_dt)
+        a = dict(arrays)
+        a["dst"] = plain
+        self.plan.run(a)
+        if dst.flags.c_contiguous:
+            _conv.transpose_channels(plain, dst, True, self.isa)
+        else:  # pragma: no cover - output() gives dense physical arrays
+            np.copyto(dst, np.moveaxis(plain, 1, -1))
 
 
 # ------------------------------------------------------------------------------------------
