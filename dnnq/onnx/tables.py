@@ -38,11 +38,10 @@ def match_table(fuser, dq, round_inner=True):
     src = p.act_dq(dq.output[0])
     if src is None:
         return None
-    index = p._index
     start = dq.output[0]
     values = {start}
     nodes = []
-    heap = [index[id(g.nodes[i])] for i in g.consumers.get(start, [])]
+    heap = list(g.consumers.get(start, []))  # node indices: graph order is topological
     heapq.heapify(heap)
     seen = set(heap)
     while heap and len(nodes) < MAX_NODES:
