@@ -470,7 +470,9 @@ class ConcatStep(Step):
         tensor first), one pass over the large one instead of three."""
         self._resized[i] = step
         self.nodes = self.nodes + step.nodes
-        self.inputs = self.inputs + [x for x in step.inputs if x and x not in self.inputs]
+        self.inputs = list(self.inputs)
+        self.inputs[i] = step.inputs[0]  # the smaller tensor (run reads it from step)
+        self.inputs += [x for x in step.inputs[1:] if x and x not in self.inputs]
         if not self.impl_info.startswith("resize into "):
             self.impl_info = "resize into " + self.impl_info
 
