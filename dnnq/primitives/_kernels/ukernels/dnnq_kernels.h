@@ -154,8 +154,9 @@ dnnq_gemm_epilogue_fn dnnq_gemm_epilogue_for_isa(int isa);
 
 /* ---- The batch-reduce micro-kernel with the epilogue fused (AVX-512 VNNI): the hot 8-bit
  * case of the fused epilogue (u8 / s8 dst, per-column scales and bias, relu(0) or nothing,
- * dst scale and zero point, no compensation, no clamp needed) applied straight from the
- * accumulator registers, so the s32 tile never goes to memory.
+ * dst scale and zero point, no compensation, no clamp needed; or a chain of eltwise / sum
+ * post-ops without GELU) applied straight from the accumulator registers, so the s32 tile
+ * never goes to memory.
  * prepare, once per (batch b, panel p) block of g: fills st and returns the variant (> 0),
  * or 0 when g's epilogue is not one the fused kernel covers.  Then each call computes the
  * tile of mr (1 .. the ukr's mr) rows as dnnq_brgemm_ukr_fn does and writes dst row m +
@@ -172,10 +173,12 @@ typedef void (*dnnq_brgemm_epi_fn)(int mr, int64_t npairs, const dnnq_br_pair_t 
 /* NULL at levels without them (the pair-saturating numerics included) */
 dnnq_brgemm_epi_fn dnnq_brgemm_epi_for_isa(int isa);
 /* An s8 A (a_xor DNNQ_A_XOR_S8, XOR-ed to u8 as it is read): the kind to pass, the prepared kind
- * with DNNQ_EPI_XOR -- only the kinds that add the block's compensation (9 - 16), which holds
- * the -128 * colsum; 0 (not fused) otherwise. */
+ * with DNNQ_EPI_XOR -- only the kinds that add the block's compensation, which holds
+ * the -128 * colsum (bit 8 of kind - 1); 0 (not fused) otherwise. */
 #define DNNQ_EPI_XOR 64
-static inline int dnnq_epi_kind_xor(int kind) { return kind > 8 ? kind | DNNQ_EPI_XOR : 0; }
+static inline int dnnq_epi_kind_xor(int kind) {
+    return kind > 0 && ((kind - 1) & 8) ? kind | DNNQ_EPI_XOR : 0;
+}
 dnnq_epi_prepare_fn dnnq_epi_prepare_for_isa(int isa);
 int dnnq_epi_prepare_avx512vnni(const dnnq_gemm_args_t *g, int64_t b, int64_t p,
                                 dnnq_epi_state_t *st);

@@ -28,6 +28,9 @@ typedef struct {
     int nc;         /* columns of the block */
     int full, has_zp, flags, post, kind, has_sum;
     int nv;         /* vectors of 16 columns holding columns (the others are skipped) */
+    int chain_regs; /* an EPI_CHAIN of post-ops epilogue_chain_avx512.h applies in registers */
+    int n_post;
+    const dnnq_postop_t *post_ops;
     char *d0;       /* dst of (batch, row 0, column n0) */
     int64_t ldd;    /* its row stride in bytes */
 } epi_consts_t;
@@ -71,8 +74,9 @@ DNNQ_ALWAYS_INLINE __m512 epi_pre(const int F, const epi_consts_t *k, __m512i ai
 /* the steps after them: dst scale and zero point, the clamp of integer dsts */
 DNNQ_ALWAYS_INLINE __m512 epi_tail(const int DT, const int F, const dnnq_gemm_args_t *g,
                                    const epi_consts_t *k, __m512 v, int j) {
+    (void)g;
     if (!(F & EPI_F_SIMPLE)) {
-        v = _mm512_mul_ps(v, _mm512_set1_ps(g->inv_dst_scale));
+        v = _mm512_mul_ps(v, k->inv);
         if (k->has_zp) v = _mm512_add_ps(v, k->zp[j]); /* no "+ 0": -0.0 stays for f32 */
     }
     if ((DT == DNNQ_DT_S8 || DT == DNNQ_DT_U8) && (F & EPI_F_NOCLAMP)) return v;
@@ -161,6 +165,46 @@ DNNQ_ALWAYS_INLINE void epi_tile(const int DT, const int POST, const int F,
     }
 }
 
+/* The post-ops of EPI_CHAIN, one vector each (al, be: alpha and beta broadcast), shared by
+ * epi_tile_chain and the fused micro-kernel's chain (epilogue_chain_avx512.h): oneDNN's JIT
+ * operations in its order. */
+DNNQ_ALWAYS_INLINE __m512 epo_relu0(__m512 x) { /* -0.0, NaN -> +0 */
+    return _mm512_max_ps(x, _mm512_setzero_ps());
+}
+DNNQ_ALWAYS_INLINE __m512 epo_relu(__m512 x, __m512 al) {
+    return _mm512_mask_mov_ps(_mm512_mul_ps(x, al),
+                              _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_GT_OQ), x);
+}
+/* min(be, .) keeps a NaN, as t > be ? be : t */
+DNNQ_ALWAYS_INLINE __m512 epo_clip(__m512 x, __m512 al, __m512 be) {
+    return _mm512_min_ps(be, _mm512_max_ps(x, al));
+}
+/* t < be ? t : be: NaN -> be */
+DNNQ_ALWAYS_INLINE __m512 epo_clip_v2(__m512 x, __m512 al, __m512 be) {
+    return _mm512_min_ps(_mm512_max_ps(x, al), be);
+}
+/* t = min(x al + be, 1) then max(t, 0): two roundings and NaN -> 1, oneDNN's JIT */
+DNNQ_ALWAYS_INLINE __m512 epo_hardsigmoid(__m512 x, __m512 al, __m512 be) {
+    return _mm512_max_ps(_mm512_min_ps(_mm512_add_ps(_mm512_mul_ps(x, al), be),
+                                       _mm512_set1_ps(1.0f)),
+                         _mm512_setzero_ps());
+}
+DNNQ_ALWAYS_INLINE __m512 epo_hardswish(__m512 x, __m512 al, __m512 be) {
+    return _mm512_mul_ps(x, epo_hardsigmoid(x, al, be));
+}
+/* half to even, as nearbyintf: a NaN stays NaN */
+DNNQ_ALWAYS_INLINE __m512 epo_round(__m512 x) {
+    return _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
+/* linear, fused as oneDNN does */
+DNNQ_ALWAYS_INLINE __m512 epo_linear(__m512 x, __m512 al, __m512 be) {
+    return _mm512_fmadd_ps(al, x, be);
+}
+/* sum: fma(scale, prev - zp, x), dnnq_po_sum's */
+DNNQ_ALWAYS_INLINE __m512 epo_sum(__m512 x, __m512 prev, __m512 al, __m512 be) {
+    return _mm512_fmadd_ps(al, _mm512_sub_ps(prev, be), x);
+}
+
 /* EPI_CHAIN: the values of up to EPI_CHAIN_ROWS rows computed first, then the chain applied
  * post-op by post-op to all of them (one decision per post-op and block rather than per
  * vector), then converted and stored.  Every value goes through the operations of
@@ -172,7 +216,6 @@ DNNQ_ALWAYS_INLINE void epi_tile_chain(const int DT, const dnnq_gemm_args_t *g,
                                        char *d0) {
     const int nv = k->nv;
     const int64_t ldd = k->ldd;
-    const __m512 zero = _mm512_setzero_ps(), one = _mm512_set1_ps(1.0f);
     __m512 v[EPI_CHAIN_ROWS][4];
     for (int r0 = 0; r0 < mr; r0 += EPI_CHAIN_ROWS) {
         const int rr = mr - r0 < EPI_CHAIN_ROWS ? mr - r0 : EPI_CHAIN_ROWS;
@@ -191,40 +234,22 @@ DNNQ_ALWAYS_INLINE void epi_tile_chain(const int DT, const dnnq_gemm_args_t *g,
             const __m512 x = v[r][j];                                                           \
             v[r][j] = (EXPR);                                                                   \
         }
-            if (po->kind == DNNQ_PO_SUM) { /* v = fma(scale, prev - zp, v): dnnq_po_sum's */
+            if (po->kind == DNNQ_PO_SUM) {
                 for (int r = 0; r < rr; ++r)
                     for (int j = 0; j < nv; ++j)
-                        v[r][j] = _mm512_fmadd_ps(
-                            al, _mm512_sub_ps(epi_prev(DT, k, o0 + r * ldd, j), be), v[r][j]);
+                        v[r][j] = epo_sum(v[r][j], epi_prev(DT, k, o0 + r * ldd, j), al, be);
                 continue;
             }
             switch (po->alg) {
             case DNNQ_ELT_RELU:
-                if (po->alpha == 0.0f) { EPI_EACH(_mm512_max_ps(x, zero)) }
-                else {
-                    EPI_EACH(_mm512_mask_mov_ps(_mm512_mul_ps(x, al),
-                                                _mm512_cmp_ps_mask(x, zero, _CMP_GT_OQ), x))
-                }
+                if (po->alpha == 0.0f) { EPI_EACH(epo_relu0(x)) }
+                else { EPI_EACH(epo_relu(x, al)) }
                 break;
-            case DNNQ_ELT_CLIP: /* min(be, .) keeps a NaN, as t > be ? be : t */
-                EPI_EACH(_mm512_min_ps(be, _mm512_max_ps(x, al)))
-                break;
-            case DNNQ_ELT_CLIP_V2: /* t < be ? t : be: NaN -> be */
-                EPI_EACH(_mm512_min_ps(_mm512_max_ps(x, al), be))
-                break;
-            /* t = min(x al + be, 1) then max(t, 0): two roundings and NaN -> 1, oneDNN's JIT */
-            case DNNQ_ELT_HARDSWISH:
-                EPI_EACH(_mm512_mul_ps(
-                    x, _mm512_max_ps(_mm512_min_ps(_mm512_add_ps(_mm512_mul_ps(x, al), be), one),
-                                     zero)))
-                break;
-            case DNNQ_ELT_HARDSIGMOID:
-                EPI_EACH(_mm512_max_ps(
-                    _mm512_min_ps(_mm512_add_ps(_mm512_mul_ps(x, al), be), one), zero))
-                break;
-            case DNNQ_ELT_ROUND: /* half to even, as nearbyintf: a NaN stays NaN */
-                EPI_EACH(_mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC))
-                break;
+            case DNNQ_ELT_CLIP: EPI_EACH(epo_clip(x, al, be)) break;
+            case DNNQ_ELT_CLIP_V2: EPI_EACH(epo_clip_v2(x, al, be)) break;
+            case DNNQ_ELT_HARDSWISH: EPI_EACH(epo_hardswish(x, al, be)) break;
+            case DNNQ_ELT_HARDSIGMOID: EPI_EACH(epo_hardsigmoid(x, al, be)) break;
+            case DNNQ_ELT_ROUND: EPI_EACH(epo_round(x)) break;
             case DNNQ_ELT_GELU_ERF: EPI_EACH(ev_gelu_erf(x)) break;
             case DNNQ_ELT_GELU_TANH: {
                 rv_tanh_tab_t tab;
@@ -232,9 +257,7 @@ DNNQ_ALWAYS_INLINE void epi_tile_chain(const int DT, const dnnq_gemm_args_t *g,
                 EPI_EACH(ev_gelu_tanh(x, &tab))
                 break;
             }
-            default: /* linear, fused as oneDNN does */
-                EPI_EACH(_mm512_fmadd_ps(al, x, be))
-                break;
+            default: EPI_EACH(epo_linear(x, al, be)) break;
             }
 #undef EPI_EACH
         }
@@ -291,7 +314,21 @@ static void epi_prepare_avx512(const dnnq_gemm_args_t *g, int64_t b, int64_t n0,
                  g->post[0].alg == DNNQ_ELT_RELU && g->post[0].alpha == 0.0f)
                   ? EPI_RELU0 : EPI_CHAIN;
     k->has_sum = 0;
-    for (int i = 0; i < g->n_post; ++i) k->has_sum |= g->post[i].kind == DNNQ_PO_SUM;
+    k->chain_regs = k->post == EPI_CHAIN;
+    for (int i = 0; i < g->n_post; ++i) {
+        const dnnq_postop_t *po = &g->post[i];
+        k->has_sum |= po->kind == DNNQ_PO_SUM;
+        /* not the GELUs: their polynomials need more registers than the tile leaves */
+        const int a = po->alg;
+        if (po->kind != DNNQ_PO_SUM &&
+            (po->kind != DNNQ_PO_ELTWISE ||
+             !(a == DNNQ_ELT_RELU || a == DNNQ_ELT_LINEAR || a == DNNQ_ELT_CLIP ||
+               a == DNNQ_ELT_CLIP_V2 || a == DNNQ_ELT_HARDSWISH || a == DNNQ_ELT_HARDSIGMOID ||
+               a == DNNQ_ELT_ROUND)))
+            k->chain_regs = 0;
+    }
+    k->n_post = g->n_post;
+    k->post_ops = g->post;
     k->flags = 0;
     if (!k->has_zp && g->inv_dst_scale == 1.0f) k->flags |= EPI_F_SIMPLE;
     __mmask16 ccnz = 0;
@@ -328,12 +365,19 @@ static void epi_prepare_avx512(const dnnq_gemm_args_t *g, int64_t b, int64_t n0,
  * or none, a compensation or none (s8 sources, source zero points).  FUSE = 1 + s8 dst + 2 relu
  * + 4 zero point + 8 compensation (0: not fusable).  The dst scale is always multiplied in: by 1 it is exact, so the SIMPLE
  * blocks take the same variant (epi_value skips it).  Same operations, same order, as
- * epi_value, hence the same bytes. */
-enum { EPI_FUSE_S8 = 1, EPI_FUSE_RELU = 2, EPI_FUSE_ZP = 4, EPI_FUSE_CC = 8 };
+ * epi_value, hence the same bytes.
+ * EPI_FUSE_CHAIN: an 8-bit dst and a chain of eltwise / sum post-ops without GELU
+ * (epilogue_chain_avx512.h), always with the compensation, the zero point and the clamp (a
+ * zero compensation or zero point added, and the clamp of in-range values, are exact no-ops
+ * for an integer dst).  Every chain kind has EPI_FUSE_CC, so dnnq_epi_kind_xor keeps it. */
+enum { EPI_FUSE_S8 = 1, EPI_FUSE_RELU = 2, EPI_FUSE_ZP = 4, EPI_FUSE_CC = 8, EPI_FUSE_CHAIN = 16 };
 static inline int epi_fuse_kind(const epi_consts_t *k) {
-    if ((k->kind != DNNQ_DT_U8 && k->kind != DNNQ_DT_S8) || !(k->flags & EPI_F_NOCLAMP) ||
-        k->post == EPI_CHAIN)
-        return 0;
+    if (k->kind != DNNQ_DT_U8 && k->kind != DNNQ_DT_S8) return 0;
+    if (k->post == EPI_CHAIN)
+        return k->chain_regs ? 1 + EPI_FUSE_CHAIN + EPI_FUSE_CC +
+                                   (k->kind == DNNQ_DT_S8 ? EPI_FUSE_S8 : 0)
+                             : 0;
+    if (!(k->flags & EPI_F_NOCLAMP)) return 0;
     return 1 + (k->kind == DNNQ_DT_S8 ? EPI_FUSE_S8 : 0) + (k->post == EPI_RELU0 ? EPI_FUSE_RELU : 0) +
            (k->has_zp ? EPI_FUSE_ZP : 0) + (k->flags & EPI_F_NOCC ? 0 : EPI_FUSE_CC);
 }

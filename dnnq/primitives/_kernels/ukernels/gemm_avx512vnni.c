@@ -5,6 +5,7 @@
 #include "dnnq_kernels.h"
 #include "ukr_common.h"
 #include "epilogue_avx512.h"
+#include "epilogue_chain_avx512.h"
 
 #define DNNQ_ISA avx512vnni
 #define DNNQ_MR 6
@@ -83,6 +84,10 @@ DNNQ_ALWAYS_INLINE void tile_avx512(const int MR, const int XOR, const int FUSE,
     if (FUSE)
         __asm__("" : "+v"(c30), "+v"(c31), "+v"(c32), "+v"(c33), "+v"(c40), "+v"(c41),
                      "+v"(c42), "+v"(c43), "+v"(c50), "+v"(c51), "+v"(c52), "+v"(c53));
+    if (FUSE && ((FUSE - 1) & EPI_FUSE_CHAIN)) { /* a post-op chain: the whole tile at once */
+        ECH_EPILOGUE();
+        return;
+    }
     ACC_STORE(0) ACC_STORE(1) ACC_STORE(2) ACC_STORE(3) ACC_STORE(4) ACC_STORE(5)
 }
 
@@ -253,9 +258,10 @@ static void fused_tile_avx512(int mr, int fuse, int64_t np, const dnnq_br_pair_t
         }                                                                                         \
         break;
     if (x) {
-        switch (fuse) { /* (the compensation kinds: 9 - 16) */
+        switch (fuse) { /* (the compensation kinds: 9 - 16, and the chains 25 - 26) */
         DNNQ_FCASE(1, 9) DNNQ_FCASE(1, 10) DNNQ_FCASE(1, 11) DNNQ_FCASE(1, 12)
         DNNQ_FCASE(1, 13) DNNQ_FCASE(1, 14) DNNQ_FCASE(1, 15) DNNQ_FCASE(1, 16)
+        DNNQ_FCASE(1, 25) DNNQ_FCASE(1, 26)
         }
         return;
     }
@@ -264,6 +270,7 @@ static void fused_tile_avx512(int mr, int fuse, int64_t np, const dnnq_br_pair_t
     DNNQ_FCASE(0, 5) DNNQ_FCASE(0, 6) DNNQ_FCASE(0, 7) DNNQ_FCASE(0, 8)
     DNNQ_FCASE(0, 9) DNNQ_FCASE(0, 10) DNNQ_FCASE(0, 11) DNNQ_FCASE(0, 12)
     DNNQ_FCASE(0, 13) DNNQ_FCASE(0, 14) DNNQ_FCASE(0, 15) DNNQ_FCASE(0, 16)
+    DNNQ_FCASE(0, 25) DNNQ_FCASE(0, 26) /* the chains (EPI_FUSE_CHAIN) */
     }
 #undef DNNQ_FCASE
 #undef DNNQ_FMR
