@@ -29,6 +29,7 @@ typedef struct {
     int full, has_zp, flags, post, kind, has_sum;
     int nv;         /* vectors of 16 columns holding columns (the others are skipped) */
     int chain_regs; /* an EPI_CHAIN of post-ops epilogue_chain_avx512.h applies in registers */
+    int chain_noclamp; /* and every value it gives an 8-bit dst needs no clamp (NOCLAMP's test) */
     int n_post;
     const dnnq_postop_t *post_ops;
     char *d0;       /* dst of (batch, row 0, column n0) */
@@ -282,6 +283,53 @@ DNNQ_ALWAYS_INLINE void epi_tile_chain(const int DT, const dnnq_gemm_args_t *g,
     }
 }
 
+/* The range [lo, hi] of a chain's values, all finite (no NaN either), where its post-ops
+ * bound them whatever they start from: 1, or 0 when they may not be bounded.  A clip bounds
+ * (a NaN or inf goes to a limit), a hard sigmoid too ([0, 1], a NaN -> 1); hard swish stays
+ * between 0 and its input, relu and round move the bounds as they move values, linear maps
+ * them (a correctly rounded fma is monotone in x); a sum is not bounded here. */
+static int epi_chain_range(const dnnq_postop_t *post, int n_post, float *plo, float *phi) {
+    int ok = 0;
+    float lo = 0.0f, hi = 0.0f;
+    for (int i = 0; i < n_post; ++i) {
+        const dnnq_postop_t *po = &post[i];
+        const float al = po->alpha, be = po->beta;
+        const int fin = isfinite(al) && isfinite(be);
+        if (po->kind != DNNQ_PO_ELTWISE) { ok = 0; continue; }
+        switch (po->alg) {
+        case DNNQ_ELT_CLIP:
+        case DNNQ_ELT_CLIP_V2: /* min(be, max(x, al)): be when al > be */
+            ok = fin;
+            lo = fminf(al, be);
+            hi = be;
+            break;
+        case DNNQ_ELT_HARDSIGMOID: ok = 1, lo = 0.0f, hi = 1.0f; break;
+        case DNNQ_ELT_HARDSWISH: lo = fminf(lo, 0.0f), hi = fmaxf(hi, 0.0f); break;
+        case DNNQ_ELT_RELU:
+            if (al == 0.0f) {
+                lo = fmaxf(lo, 0.0f), hi = fmaxf(hi, 0.0f);
+            } else { /* x > 0 ? x : x al */
+                ok = ok && fin;
+                const float a = lo * al, b = hi * al;
+                lo = fminf(fminf(lo, 0.0f), fminf(a, b));
+                hi = fmaxf(fmaxf(hi, 0.0f), fmaxf(a, b));
+            }
+            break;
+        case DNNQ_ELT_ROUND: lo -= 1.0f, hi += 1.0f; break;
+        case DNNQ_ELT_LINEAR: {
+            ok = ok && fin;
+            const float a = fmaf(al, lo, be), b = fmaf(al, hi, be);
+            lo = fminf(a, b), hi = fmaxf(a, b);
+            break;
+        }
+        default: ok = 0; break;
+        }
+        ok = ok && isfinite(lo) && isfinite(hi);
+    }
+    *plo = lo, *phi = hi;
+    return ok;
+}
+
 /* Once per block (batch b, the 64 columns from n0): the per-column vectors and the variant. */
 static void epi_prepare_avx512(const dnnq_gemm_args_t *g, int64_t b, int64_t n0, int nc,
                                epi_consts_t *k) {
@@ -354,6 +402,21 @@ static void epi_prepare_avx512(const dnnq_gemm_args_t *g, int64_t b, int64_t n0,
                             * fabsf(g->inv_dst_scale) + _mm512_reduce_max_ps(mz);
         if (!nonfinite && bound < 1073741824.0f) k->flags |= EPI_F_NOCLAMP;
     }
+    k->chain_noclamp = 0;
+    float lo, hi;
+    if (k->chain_regs && (dt == DNNQ_DT_U8 || dt == DNNQ_DT_S8) &&
+        epi_chain_range(g->post, g->n_post, &lo, &hi)) {
+        __m512 mz = _mm512_setzero_ps();
+        __mmask16 nonfinite = 0;
+        for (int j = 0; j < 4; ++j) {
+            mz = _mm512_max_ps(mz, _mm512_abs_ps(k->zp[j]));
+            nonfinite |= _mm512_fpclass_ps_mask(k->zp[j], 0x99);
+        }
+        /* (a NaN bound fails the test too) */
+        const float bound = fmaxf(fabsf(lo), fabsf(hi)) * fabsf(g->inv_dst_scale) +
+                            _mm512_reduce_max_ps(mz);
+        k->chain_noclamp = !nonfinite && bound < 1073741824.0f;
+    }
     k->kind = g->raw_s32 ? EPI_RAW : dt;
     const int esz = dt == DNNQ_DT_S8 || dt == DNNQ_DT_U8 ? 1 : 4;
     k->d0 = (char *)g->dst + (b * g->d_sb + n0) * esz;
@@ -367,20 +430,25 @@ static void epi_prepare_avx512(const dnnq_gemm_args_t *g, int64_t b, int64_t n0,
  * blocks take the same variant (epi_value skips it).  Same operations, same order, as
  * epi_value, hence the same bytes.
  * EPI_FUSE_CHAIN: an 8-bit dst and a chain of eltwise / sum post-ops without GELU
- * (epilogue_chain_avx512.h), always with the compensation, the zero point and the clamp (a
- * zero compensation or zero point added, and the clamp of in-range values, are exact no-ops
- * for an integer dst).  Every chain kind has EPI_FUSE_CC, so dnnq_epi_kind_xor keeps it. */
+ * (epilogue_chain_avx512.h), always with the compensation, the dst scale and zero point (a
+ * zero compensation or zero point added, a multiply by 1, are exact no-ops for an integer
+ * dst), and the clamp unless EPI_FUSE_NOCLAMP.  Every chain kind has EPI_FUSE_CC, so
+ * dnnq_epi_kind_xor keeps it: kinds 25 - 28. */
 enum { EPI_FUSE_S8 = 1, EPI_FUSE_RELU = 2, EPI_FUSE_ZP = 4, EPI_FUSE_CC = 8, EPI_FUSE_CHAIN = 16 };
+enum { EPI_FUSE_NOCLAMP = 2 }; /* of a chain kind: no clamp needed (k->chain_noclamp) */
 static inline int epi_fuse_kind(const epi_consts_t *k) {
     if (k->kind != DNNQ_DT_U8 && k->kind != DNNQ_DT_S8) return 0;
     if (k->post == EPI_CHAIN)
         return k->chain_regs ? 1 + EPI_FUSE_CHAIN + EPI_FUSE_CC +
-                                   (k->kind == DNNQ_DT_S8 ? EPI_FUSE_S8 : 0)
+                                   (k->kind == DNNQ_DT_S8 ? EPI_FUSE_S8 : 0) +
+                                   (k->chain_noclamp ? EPI_FUSE_NOCLAMP : 0)
                              : 0;
     if (!(k->flags & EPI_F_NOCLAMP)) return 0;
     return 1 + (k->kind == DNNQ_DT_S8 ? EPI_FUSE_S8 : 0) + (k->post == EPI_RELU0 ? EPI_FUSE_RELU : 0) +
            (k->has_zp ? EPI_FUSE_ZP : 0) + (k->flags & EPI_F_NOCC ? 0 : EPI_FUSE_CC);
 }
+
+#include "epilogue_chain_avx512.h"
 
 DNNQ_ALWAYS_INLINE __m512i epi_fused_vec(const int FUSE, const epi_consts_t *k, __m512i a, int j) {
     if ((FUSE - 1) & EPI_FUSE_CC) a = _mm512_add_epi32(a, k->cc[j]);
@@ -420,6 +488,7 @@ static void fast_epilogue_avx512(const dnnq_gemm_args_t *g, const epi_consts_t *
     case D:                                                                                       \
         if (k->post == EPI_NONE) { EPI_8BIT(D, EPI_NONE) }                                        \
         else if (k->post == EPI_RELU0) { EPI_8BIT(D, EPI_RELU0) }                                 \
+        else if (k->chain_regs) ech_tile_rows(k, tile, mr, d0);                        \
         else epi_tile_chain(D, g, k, tile, mr, d0);                                               \
         break;
 #define EPI_WIDE(D)                                                                               \

@@ -1,15 +1,17 @@
-/* The fused micro-kernel's epilogue for a chain of post-ops (EPI_FUSE_CHAIN kinds,
- * epilogue_avx512.h): the whole tile's accumulators go through the epilogue in registers,
- * post-op by post-op (one decision per post-op and tile), so the s32 tile never goes to
- * memory.  Every value takes epi_tile_chain's operations in its order (epi_pre, the epo_*
- * post-ops, epi_tail's dst scale, zero point and clamp), hence the same bits.
+/* The epilogue of a chain of post-ops to an 8-bit dst in registers (EPI_FUSE_CHAIN kinds,
+ * epilogue_avx512.h): up to 6 rows x 4 vectors go through it together, post-op by post-op
+ * (one decision per post-op and tile).  Every value takes epi_tile_chain's operations in its
+ * order (epi_pre, the epo_* post-ops, epi_tail's dst scale, zero point and clamp), hence the
+ * same bits.
  *
- * Expanded inside gemm_avx512vnni.c's tile_avx512, whose names it uses: the accumulators
- * c<r><j> (row r < MR, vector j of 16 columns < NCB; NCB = 4 covers all four), FUSE, the
- * block's epi_consts_t k, and row r's dst at d0 + r * dstep. */
+ * ECH_EPILOGUE expands where these names are defined: the s32 values c<r><j> (row r < MR,
+ * vector j of 16 columns < NCB; NCB = 4 covers all four), FUSE (its kind), the block's
+ * epi_consts_t k, and row r's dst at d0 + r * dstep.  In gemm_avx512vnni.c's tile_avx512
+ * (the micro-kernel's accumulators: the s32 tile never goes to memory), and ech_tile below
+ * (a stored tile: the depthwise kernels' and the K % 4 tails').  Included by
+ * epilogue_avx512.h. */
 #ifndef DNNQ_EPILOGUE_CHAIN_AVX512_H
 #define DNNQ_EPILOGUE_CHAIN_AVX512_H
-#include "epilogue_avx512.h"
 
 /* OP(x, r, j) on each vector of the tile, in place (f<r><j>: the f32 values) */
 #define ECH_VEC(r, j, OP) f##r##j = OP(f##r##j, r, j);
@@ -36,8 +38,16 @@
 #define ECH_LINEAR(x, r, j) epo_linear(x, al, be)
 #define ECH_SUM(x, r, j) epo_sum(x, epi_prev(ech_dt, k, d0 + (r) * dstep, j), al, be)
 
-/* row r converted (epi_tail: dst scale, zero point, clamp), packed and stored */
-#define ECH_CVT(r, j) _mm512_cvtps_epi32(epi_tail(ech_dt, EPI_F_GENERAL, NULL, k, f##r##j, j))
+/* epi_tail's steps: dst scale and zero point (a zero one too: exact for an integer dst),
+ * the clamp where needed */
+DNNQ_ALWAYS_INLINE __m512 ech_tail(const int DT, const int FUSE, const epi_consts_t *k, __m512 v,
+                                   int j) {
+    v = _mm512_add_ps(_mm512_mul_ps(v, k->inv), k->zp[j]);
+    if ((FUSE - 1) & EPI_FUSE_NOCLAMP) return v;
+    return epi_tail(DT, EPI_F_SIMPLE, NULL, k, v, j);
+}
+/* row r converted, packed and stored */
+#define ECH_CVT(r, j) _mm512_cvtps_epi32(ech_tail(ech_dt, FUSE, k, f##r##j, j))
 #define ECH_STORE(r)                                                                              \
     if (MR > r) {                                                                                 \
         const __m512i z_ = _mm512_setzero_si512();                                                \
@@ -74,4 +84,46 @@
         }                                                                                         \
         ECH_STORE(0) ECH_STORE(1) ECH_STORE(2) ECH_STORE(3) ECH_STORE(4) ECH_STORE(5)             \
     } while (0)
+
+/* MR rows of a stored s32 tile (row stride DNNQ_NR) through the chain epilogue */
+#define ECH_LOAD(r)                                                                               \
+    const __m512i c##r##0 = MR > r ? _mm512_load_si512((const void *)(tile + r * DNNQ_NR))       \
+                                   : _mm512_setzero_si512();                                      \
+    const __m512i c##r##1 = MR > r && NCB > 1                                                     \
+                                ? _mm512_load_si512((const void *)(tile + r * DNNQ_NR + 16))      \
+                                : _mm512_setzero_si512();                                         \
+    const __m512i c##r##2 = MR > r && NCB > 2                                                     \
+                                ? _mm512_load_si512((const void *)(tile + r * DNNQ_NR + 32))      \
+                                : _mm512_setzero_si512();                                         \
+    const __m512i c##r##3 = MR > r && NCB > 2                                                     \
+                                ? _mm512_load_si512((const void *)(tile + r * DNNQ_NR + 48))      \
+                                : _mm512_setzero_si512();
+DNNQ_ALWAYS_INLINE void ech_tile(const int FUSE, const int MR, const int NCB, const epi_consts_t *k,
+                                 const int32_t *tile, char *d0, int64_t dstep) {
+    ECH_LOAD(0) ECH_LOAD(1) ECH_LOAD(2) ECH_LOAD(3) ECH_LOAD(4) ECH_LOAD(5)
+    ECH_EPILOGUE();
+}
+#undef ECH_LOAD
+
+/* mr rows of a stored tile to an 8-bit dst (k->chain_regs: epi_fuse_kind(k) 25 - 28), 6 at a
+ * time */
+static void ech_tile_rows(const epi_consts_t *k, const int32_t *tile, int mr,
+                          char *d0) {
+#define ECH_MR(F, M)                                                                              \
+    case M:                                                                                       \
+        if (k->nv <= 1) ech_tile(F, M, 1, k, tile, d0, k->ldd);                                   \
+        else if (k->nv <= 2) ech_tile(F, M, 2, k, tile, d0, k->ldd);                              \
+        else ech_tile(F, M, 4, k, tile, d0, k->ldd);                                              \
+        break;
+    for (int r0 = 0; r0 < mr; r0 += 6, tile += 6 * DNNQ_NR, d0 += 6 * k->ldd) {
+        const int rows = mr - r0 < 6 ? mr - r0 : 6;
+#define ECH_KIND(F)                                                                               \
+    case F:                                                                                       \
+        switch (rows) { ECH_MR(F, 1) ECH_MR(F, 2) ECH_MR(F, 3) ECH_MR(F, 4) ECH_MR(F, 5) ECH_MR(F, 6) } \
+        break;
+        switch (epi_fuse_kind(k)) { ECH_KIND(25) ECH_KIND(26) ECH_KIND(27) ECH_KIND(28) }
+#undef ECH_KIND
+    }
+#undef ECH_MR
+}
 #endif

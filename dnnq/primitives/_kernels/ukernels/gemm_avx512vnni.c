@@ -5,7 +5,6 @@
 #include "dnnq_kernels.h"
 #include "ukr_common.h"
 #include "epilogue_avx512.h"
-#include "epilogue_chain_avx512.h"
 
 #define DNNQ_ISA avx512vnni
 #define DNNQ_MR 6
@@ -258,10 +257,10 @@ static void fused_tile_avx512(int mr, int fuse, int64_t np, const dnnq_br_pair_t
         }                                                                                         \
         break;
     if (x) {
-        switch (fuse) { /* (the compensation kinds: 9 - 16, and the chains 25 - 26) */
+        switch (fuse) { /* (the compensation kinds: 9 - 16, and the chains 25 - 28) */
         DNNQ_FCASE(1, 9) DNNQ_FCASE(1, 10) DNNQ_FCASE(1, 11) DNNQ_FCASE(1, 12)
         DNNQ_FCASE(1, 13) DNNQ_FCASE(1, 14) DNNQ_FCASE(1, 15) DNNQ_FCASE(1, 16)
-        DNNQ_FCASE(1, 25) DNNQ_FCASE(1, 26)
+        DNNQ_FCASE(1, 25) DNNQ_FCASE(1, 26) DNNQ_FCASE(1, 27) DNNQ_FCASE(1, 28)
         }
         return;
     }
@@ -270,7 +269,7 @@ static void fused_tile_avx512(int mr, int fuse, int64_t np, const dnnq_br_pair_t
     DNNQ_FCASE(0, 5) DNNQ_FCASE(0, 6) DNNQ_FCASE(0, 7) DNNQ_FCASE(0, 8)
     DNNQ_FCASE(0, 9) DNNQ_FCASE(0, 10) DNNQ_FCASE(0, 11) DNNQ_FCASE(0, 12)
     DNNQ_FCASE(0, 13) DNNQ_FCASE(0, 14) DNNQ_FCASE(0, 15) DNNQ_FCASE(0, 16)
-    DNNQ_FCASE(0, 25) DNNQ_FCASE(0, 26) /* the chains (EPI_FUSE_CHAIN) */
+    DNNQ_FCASE(0, 25) DNNQ_FCASE(0, 26) DNNQ_FCASE(0, 27) DNNQ_FCASE(0, 28) /* the chains */
     }
 #undef DNNQ_FCASE
 #undef DNNQ_FMR
