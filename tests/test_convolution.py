@@ -494,6 +494,37 @@ def test_fused_epilogue_chain(isa, dst_dt):
             assert_same(c.run_dnnq()[0], c.run_onednn(), ref_name=f"oneDNN ({name})")
 
 
+# the chains the AVX-512 micro-kernel applies in registers (ukernels/epilogue_chain_avx512.h):
+# one bounded by its clips (no clamp needed) and ones a final linear takes past the dst type
+# (clamped), with a sum and a dst zero point
+BOUNDED_CHAIN = [("eltwise", "clip", -4.96, 4.77), ("eltwise", "hardswish", 0.1666, 0.5),
+                 ("eltwise", "clip", -0.38, 4.75), ("eltwise", "linear", 0.62, 0.0),
+                 ("eltwise", "clip", -0.238, 2.95), ("eltwise", "linear", 30.0, 0.0886)]
+UNBOUNDED_CHAIN = [("eltwise", "clip", -4.0, 4.0), ("eltwise", "hardswish", 1 / 6, 0.5),
+                   ("eltwise", "relu", 0.5, 0.0), ("eltwise", "linear", 90.0, -7.0)]
+
+
+@needs_onednn
+@pytest.mark.parametrize("src_dt", ["u8", "s8"])
+def test_chain_in_registers(isa, src_dt):
+    """u8 and s8 sources (an s8 one XOR-ed to u8 in the kernel), tiles of 1 - 13 rows, panels
+    of 1 - 70 columns, 1x1 and 3x3, K a multiple of 4 (the accumulators in registers) or not
+    (the stored tile)."""
+    rng = np.random.default_rng(31)
+    shapes = ((16, 17, (1, 1), (1, 13)), (12, 70, (1, 1), (2, 7)), (8, 33, (3, 3), (3, 5)),
+              (7, 1, (3, 3), (4, 4)), (5, 48, (1, 1), (5, 3)))
+    chains = ((BOUNDED_CHAIN, "u8", False), (UNBOUNDED_CHAIN, "s8", False),
+              (UNBOUNDED_CHAIN[:2] + [("sum", 1.5, 3)] + UNBOUNDED_CHAIN[2:], "u8", True))
+    for ICg, OCg, k, isp in shapes:
+        for ops, dst_dt, with_sum in chains:
+            c = Case(rng, ICg=ICg, OCg=OCg, isp=isp, k=k, pl=(k[0] // 2, k[1] // 2),
+                     src_dt=src_dt, dst_dt=dst_dt, bias_dt="f32",
+                     q={"wei_scales": [0.002], "dst_scales": [0.5], "dst_zp": [3]},
+                     post_ops=ops, src_tag="nhwc", dst_tag="nhwc", sum_prev=with_sum)
+            assert_same(c.run_dnnq()[0], c.run_onednn(),
+                        ref_name=f"oneDNN ({ICg}x{OCg} {k} {isp} {dst_dt})")
+
+
 def test_fake_quantize_chain(isa):
     """The FakeQuantize chain (with dnnq's checkpoint / select for reversed bounds) fused into
     the epilogue equals the standalone FakeQuantize on the convolution's f32 output."""
