@@ -459,14 +459,15 @@ DNNQ_ALWAYS_INLINE __m512i epi_fused_vec(const int FUSE, const epi_consts_t *k, 
     return _mm512_cvtps_epi32(v);
 }
 
-/* one row: the four accumulator vectors (columns 0-15, ..., 48-63) -> 8-bit dst at o; NCB = 2:
- * only the first two hold columns (a panel of at most 32), the others are not computed */
+/* one row: the four accumulator vectors (columns 0-15, ..., 48-63) -> 8-bit dst at o; only
+ * the first NCB hold columns (a panel of at most 16 NCB), the others are not computed */
 DNNQ_ALWAYS_INLINE void epi_fused_row(const int FUSE, const int NCB, const epi_consts_t *k,
                                       __m512i a0, __m512i a1, __m512i a2, __m512i a3, char *o) {
     const __m512i z = _mm512_setzero_si512();
     epi_pack_store8((FUSE - 1) & EPI_FUSE_S8, k, epi_fused_vec(FUSE, k, a0, 0),
-                    epi_fused_vec(FUSE, k, a1, 1), NCB > 2 ? epi_fused_vec(FUSE, k, a2, 2) : z,
-                    NCB > 2 ? epi_fused_vec(FUSE, k, a3, 3) : z, o);
+                    NCB > 1 ? epi_fused_vec(FUSE, k, a1, 1) : z,
+                    NCB > 2 ? epi_fused_vec(FUSE, k, a2, 2) : z,
+                    NCB > 3 ? epi_fused_vec(FUSE, k, a3, 3) : z, o);
 }
 
 static void fast_epilogue_avx512(const dnnq_gemm_args_t *g, const epi_consts_t *k, int64_t m,

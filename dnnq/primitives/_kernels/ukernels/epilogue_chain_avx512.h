@@ -5,7 +5,7 @@
  * same bits.
  *
  * ECH_EPILOGUE expands where these names are defined: the s32 values c<r><j> (row r < MR,
- * vector j of 16 columns < NCB; NCB = 4 covers all four), FUSE (its kind), the block's
+ * vector j of 16 columns < NCB: a panel of at most 16 NCB columns), FUSE (its kind), the block's
  * epi_consts_t k, and row r's dst at d0 + r * dstep.  In gemm_avx512vnni.c's tile_avx512
  * (the micro-kernel's accumulators: the s32 tile never goes to memory), and ech_tile below
  * (a stored tile: the depthwise kernels' and the K % 4 tails').  Included by
@@ -19,7 +19,8 @@
     if (MR > r) {                                                                                 \
         ECH_VEC(r, 0, OP)                                                                         \
         if (NCB > 1) { ECH_VEC(r, 1, OP) }                                                        \
-        if (NCB > 2) { ECH_VEC(r, 2, OP) ECH_VEC(r, 3, OP) }                                      \
+        if (NCB > 2) { ECH_VEC(r, 2, OP) }                                                        \
+        if (NCB > 3) { ECH_VEC(r, 3, OP) }                                                        \
     }
 #define ECH_ALL(OP) ECH_ROW(0, OP) ECH_ROW(1, OP) ECH_ROW(2, OP) ECH_ROW(3, OP) ECH_ROW(4, OP) ECH_ROW(5, OP)
 #define ECH_DECL(r)                                                                               \
@@ -52,7 +53,7 @@ DNNQ_ALWAYS_INLINE __m512 ech_tail(const int DT, const int FUSE, const epi_const
     if (MR > r) {                                                                                 \
         const __m512i z_ = _mm512_setzero_si512();                                                \
         epi_pack_store8(ech_dt == DNNQ_DT_S8, k, ECH_CVT(r, 0), NCB > 1 ? ECH_CVT(r, 1) : z_,     \
-                        NCB > 2 ? ECH_CVT(r, 2) : z_, NCB > 2 ? ECH_CVT(r, 3) : z_,               \
+                        NCB > 2 ? ECH_CVT(r, 2) : z_, NCB > 3 ? ECH_CVT(r, 3) : z_,               \
                         d0 + (r) * dstep);                                                        \
     }
 
@@ -95,7 +96,7 @@ DNNQ_ALWAYS_INLINE __m512 ech_tail(const int DT, const int FUSE, const epi_const
     const __m512i c##r##2 = MR > r && NCB > 2                                                     \
                                 ? _mm512_load_si512((const void *)(tile + r * DNNQ_NR + 32))      \
                                 : _mm512_setzero_si512();                                         \
-    const __m512i c##r##3 = MR > r && NCB > 2                                                     \
+    const __m512i c##r##3 = MR > r && NCB > 3                                                     \
                                 ? _mm512_load_si512((const void *)(tile + r * DNNQ_NR + 48))      \
                                 : _mm512_setzero_si512();
 DNNQ_ALWAYS_INLINE void ech_tile(const int FUSE, const int MR, const int NCB, const epi_consts_t *k,
@@ -113,6 +114,7 @@ static void ech_tile_rows(const epi_consts_t *k, const int32_t *tile, int mr,
     case M:                                                                                       \
         if (k->nv <= 1) ech_tile(F, M, 1, k, tile, d0, k->ldd);                                   \
         else if (k->nv <= 2) ech_tile(F, M, 2, k, tile, d0, k->ldd);                              \
+        else if (k->nv <= 3) ech_tile(F, M, 3, k, tile, d0, k->ldd);                              \
         else ech_tile(F, M, 4, k, tile, d0, k->ldd);                                              \
         break;
     for (int r0 = 0; r0 < mr; r0 += 6, tile += 6 * DNNQ_NR, d0 += 6 * k->ldd) {

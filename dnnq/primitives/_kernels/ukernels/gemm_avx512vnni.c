@@ -23,10 +23,8 @@
         if (XOR == 1) av = _mm512_xor_si512(av, vx);                                              \
         c##r##0 = DPB(c##r##0, av, b0);                                                           \
         if (NCB > 1) c##r##1 = DPB(c##r##1, av, b1);                                              \
-        if (NCB > 2) {                                                                            \
-            c##r##2 = DPB(c##r##2, av, b2);                                                       \
-            c##r##3 = DPB(c##r##3, av, b3);                                                       \
-        }                                                                                         \
+        if (NCB > 2) c##r##2 = DPB(c##r##2, av, b2);                                              \
+        if (NCB > 3) c##r##3 = DPB(c##r##3, av, b3);                                              \
     }
 #define ACC_STORE(r)                                                                              \
     if (MR > r && FUSE) {                                                                         \
@@ -51,8 +49,8 @@
         c##r##3 = _mm512_loadu_si512((const void *)(c + r * DNNQ_NR + 48));                       \
     }
 
-/* MR rows x 64 columns (NCB = 4; NCB = 2 / 1: the first 32 / 16, for a panel of at most 32 /
- * 16 columns: a half / a quarter of the vpdpbusd), summed over the (A, B) pairs with the accumulators in registers
+/* MR rows x 64 columns (NCB = 4; NCB = 3 / 2 / 1: the first 48 / 32 / 16, for a panel of at
+ * most 48 / 32 / 16 columns: 3/4, a half, a quarter of the vpdpbusd), summed over the (A, B) pairs with the accumulators in registers
  * throughout.  The K % 4 tails are added afterwards by tail_avx512: with them inside the pair
  * loop gcc 12 spills the accumulators.  FUSE = 0 stores the s32 tile to c; otherwise (an
  * epi_fused_row variant, every K a multiple of 4) each row goes from the accumulators through
@@ -242,11 +240,12 @@ static void fused_tile_avx512(int mr, int fuse, int64_t np, const dnnq_br_pair_t
     const int x = (fuse & DNNQ_EPI_XOR) ? 1 : 0;
     fuse &= ~DNNQ_EPI_XOR;
     /* a panel of at most 32 columns (k->nv <= 2): the half-width tile, half the vpdpbusd
-     * (MobileNet's first layer, 32 output channels, ran at 2.2x oneDNN's time) */
+     * (MobileNet's first layer, 32 output channels, ran at 2.2x oneDNN's time); 48: 3/4 */
 #define DNNQ_FMR(X, F, M)                                                                         \
     case M:                                                                                       \
         if (k->nv <= 1) tile_avx512(M, X, F, 1, np, pairs, 0, NULL, k, d0, dstep);                \
         else if (k->nv <= 2) tile_avx512(M, X, F, 2, np, pairs, 0, NULL, k, d0, dstep);           \
+        else if (k->nv <= 3) tile_avx512(M, X, F, 3, np, pairs, 0, NULL, k, d0, dstep);           \
         else tile_avx512(M, X, F, 4, np, pairs, 0, NULL, k, d0, dstep);                           \
         break;
 #define DNNQ_FCASE(X, F)                                                                          \
