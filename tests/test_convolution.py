@@ -509,20 +509,21 @@ UNBOUNDED_CHAIN = [("eltwise", "clip", -4.0, 4.0), ("eltwise", "hardswish", 1 / 
 def test_chain_in_registers(isa, src_dt):
     """u8 and s8 sources (an s8 one XOR-ed to u8 in the kernel), tiles of 1 - 13 rows, panels
     of 1 - 70 columns, 1x1 and 3x3, K a multiple of 4 (the accumulators in registers) or not
-    (the stored tile)."""
+    (the stored tile); 16 depthwise channels (the stored tile by groups of 4 pixels)."""
     rng = np.random.default_rng(31)
-    shapes = ((16, 17, (1, 1), (1, 13)), (12, 70, (1, 1), (2, 7)), (8, 33, (3, 3), (3, 5)),
-              (7, 1, (3, 3), (4, 4)), (5, 48, (1, 1), (5, 3)))
+    shapes = ((1, 16, 17, (1, 1), (1, 13)), (1, 12, 70, (1, 1), (2, 7)),
+              (1, 8, 33, (3, 3), (3, 5)), (1, 7, 1, (3, 3), (4, 4)), (1, 5, 48, (1, 1), (5, 3)),
+              (16, 1, 1, (3, 3), (3, 31)), (16, 1, 1, (3, 3), (2, 6)))
     chains = ((BOUNDED_CHAIN, "u8", False), (UNBOUNDED_CHAIN, "s8", False),
               (UNBOUNDED_CHAIN[:2] + [("sum", 1.5, 3)] + UNBOUNDED_CHAIN[2:], "u8", True))
-    for ICg, OCg, k, isp in shapes:
+    for G, ICg, OCg, k, isp in shapes:
         for ops, dst_dt, with_sum in chains:
-            c = Case(rng, ICg=ICg, OCg=OCg, isp=isp, k=k, pl=(k[0] // 2, k[1] // 2),
+            c = Case(rng, G=G, ICg=ICg, OCg=OCg, isp=isp, k=k, pl=(k[0] // 2, k[1] // 2),
                      src_dt=src_dt, dst_dt=dst_dt, bias_dt="f32",
                      q={"wei_scales": [0.002], "dst_scales": [0.5], "dst_zp": [3]},
                      post_ops=ops, src_tag="nhwc", dst_tag="nhwc", sum_prev=with_sum)
             assert_same(c.run_dnnq()[0], c.run_onednn(),
-                        ref_name=f"oneDNN ({ICg}x{OCg} {k} {isp} {dst_dt})")
+                        ref_name=f"oneDNN ({G}x{ICg}x{OCg} {k} {isp} {dst_dt})")
 
 
 def test_fake_quantize_chain(isa):

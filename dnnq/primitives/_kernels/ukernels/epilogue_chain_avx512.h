@@ -106,10 +106,63 @@ DNNQ_ALWAYS_INLINE void ech_tile(const int FUSE, const int MR, const int NCB, co
 }
 #undef ECH_LOAD
 
+/* MR groups of four rows of a 16-column tile whose dst rows are 16 bytes apart, each group
+ * one 64-byte dst vector: the rows of a 64-column tile (k4: k's constants of the 16 columns
+ * repeated) */
+#define ECH_LOAD4(r)                                                                              \
+    const __m512i c##r##0 = MR > r ? _mm512_load_si512((const void *)(tile + (4 * r) * DNNQ_NR))  \
+                                   : _mm512_setzero_si512();                                      \
+    const __m512i c##r##1 = MR > r                                                                \
+                                ? _mm512_load_si512((const void *)(tile + (4 * r + 1) * DNNQ_NR)) \
+                                : _mm512_setzero_si512();                                         \
+    const __m512i c##r##2 = MR > r                                                                \
+                                ? _mm512_load_si512((const void *)(tile + (4 * r + 2) * DNNQ_NR)) \
+                                : _mm512_setzero_si512();                                         \
+    const __m512i c##r##3 = MR > r                                                                \
+                                ? _mm512_load_si512((const void *)(tile + (4 * r + 3) * DNNQ_NR)) \
+                                : _mm512_setzero_si512();
+DNNQ_ALWAYS_INLINE void ech_tile4(const int FUSE, const int MR, const epi_consts_t *k,
+                                  const int32_t *tile, char *d0) {
+    const int NCB = 4;
+    const int64_t dstep = 64;
+    ECH_LOAD4(0) ECH_LOAD4(1) ECH_LOAD4(2) ECH_LOAD4(3) ECH_LOAD4(4) ECH_LOAD4(5)
+    ECH_EPILOGUE();
+}
+#undef ECH_LOAD4
+
+/* the rows of a 16-column tile with dst rows 16 bytes apart (16 channels, channels-last: a
+ * depthwise convolution's), by groups of four rows (ech_tile4), 24 rows at a time; returns the
+ * rows done (a multiple of 4) */
+static int ech_tile_rows16(const epi_consts_t *k, const int32_t *tile, int mr, char *d0) {
+    epi_consts_t k4 = *k;
+    for (int j = 1; j < 4; ++j) {
+        k4.cc[j] = k->cc[0], k4.sc[j] = k->sc[0], k4.bi[j] = k->bi[0], k4.zp[j] = k->zp[0];
+        k4.km[j] = k->km[0];
+    }
+    k4.nc = 64, k4.nv = 4, k4.full = 1, k4.km8 = ~(__mmask64)0, k4.ldd = 64;
+    const int done = mr & ~3;
+    for (int r0 = 0; r0 < done; r0 += 24, tile += 24 * DNNQ_NR, d0 += 24 * 16) {
+        const int groups = (done - r0) / 4 < 6 ? (done - r0) / 4 : 6;
+#define ECH_G(F, M) case M: ech_tile4(F, M, &k4, tile, d0); break;
+#define ECH_KIND(F)                                                                               \
+    case F:                                                                                       \
+        switch (groups) { ECH_G(F, 1) ECH_G(F, 2) ECH_G(F, 3) ECH_G(F, 4) ECH_G(F, 5) ECH_G(F, 6) } \
+        break;
+        switch (epi_fuse_kind(k)) { ECH_KIND(25) ECH_KIND(26) ECH_KIND(27) ECH_KIND(28) }
+#undef ECH_KIND
+#undef ECH_G
+    }
+    return done;
+}
+
 /* mr rows of a stored tile to an 8-bit dst (k->chain_regs: epi_fuse_kind(k) 25 - 28), 6 at a
  * time */
 static void ech_tile_rows(const epi_consts_t *k, const int32_t *tile, int mr,
                           char *d0) {
+    if (k->nc == 16 && k->ldd == 16) {
+        const int done = ech_tile_rows16(k, tile, mr, d0);
+        tile += done * DNNQ_NR, d0 += done * 16, mr -= done;
+    }
 #define ECH_MR(F, M)                                                                              \
     case M:                                                                                       \
         if (k->nv <= 1) ech_tile(F, M, 1, k, tile, d0, k->ldd);                                   \
