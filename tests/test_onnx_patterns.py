@@ -488,3 +488,16 @@ def test_resize_into_concat(tmp_path, stride):
     rows = [r for r in sess.plan() if r["primitive"] == "Concat"]
     assert len(rows) == 1 and rows[0]["impl_info"].startswith("resize into ")
     assert not any("Resize" in r["primitive"] for r in sess.plan())
+
+
+def test_softmax_writes_its_quantized_output(tmp_path):
+    """Softmax followed by a QuantizeLinear (zero point 0): dnnq's Softmax writes the u8
+    tensor itself (its destination scale), no quantizing Reorder after it."""
+    b = Builder()
+    y = b.op("MatMul", ["x", b.const(_w(16, 24))])
+    y = b.op("Softmax", [y], axis=-1)
+    y = b.op("MatMul", [y, b.const(_w(24, 8))])
+    sess = _run(tmp_path, b.model((1, 10, 16), y, opset=13), (1, 10, 16))
+    rows = [r for r in sess.plan() if r["primitive"] == "Softmax"]
+    assert len(rows) == 1 and any("QuantizeLinear" in n for n in rows[0]["nodes"])
+    assert rows[0]["dtypes_out"] == ["u8"]

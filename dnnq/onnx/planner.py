@@ -297,6 +297,14 @@ class Planner:
             return
         if op == "Softmax" and opset >= 13:
             self.ensure(n.input[0])
+            sq = self._sole_q(n.output[0])
+            if sq is not None and np.all(sq[1].zp == 0):
+                # the QuantizeLinear after it as the primitive's destination scale (dnnq's
+                # Softmax takes no destination zero point)
+                self._add(S.SoftmaxStep([label, self.label(sq[0])], n.input[0],
+                                        sq[0].output[0], self.attrs(n).get("axis", -1), sq[1]))
+                self._claim(sq[0])
+                return
             self._add(S.SoftmaxStep([label], n.input[0], n.output[0],
                                     self.attrs(n).get("axis", -1), None))
             return
