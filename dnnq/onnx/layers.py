@@ -149,7 +149,10 @@ class WeightedLayer:
             x = pre(x)
         a[A.DNNL_ARG_SRC] = x
         if self.spec.runtime_weights is not None:
-            a[A.DNNL_ARG_WEIGHTS] = self._runtime_weights(env[self.spec.runtime_weights])
+            # packed here: execute then takes its C path (plain weights go through the
+            # checked one, 5x the time for attention's small batched products)
+            a[A.DNNL_ARG_WEIGHTS] = prim.prepare_weights(
+                self._runtime_weights(env[self.spec.runtime_weights]))
         dst = None
         if self.keeps_output and env.get(REUSE):  # steps.Step
             dst = self._kept.get(key)
@@ -294,7 +297,9 @@ class MatMulLayer(WeightedLayer):
             wmd = MemoryDesc((K, N), "f32" if s.src_q is None else "s8")
             dst_md = MemoryDesc((rows, N), self.dst_dt)
             out_shape = lead + (N,)
-            pre = (lambda v: v.reshape(rows, K))
+            # dense sources take MatMul's C path (a slice of a transposed tensor, as an
+            # attention head is, would go through the checked one)
+            pre = (lambda v: np.ascontiguousarray(v.reshape(rows, K)))
             post = (lambda v: v.reshape(out_shape))
             nd = 2
         else:
@@ -316,7 +321,7 @@ class MatMulLayer(WeightedLayer):
             wmd = MemoryDesc((B if wb > 1 else 1, K, N), "s8")
             dst_md = MemoryDesc((B, M, N), self.dst_dt)
             out_shape = tuple(batch) + (M, N)
-            pre = (lambda v: v.reshape(src_md.dims))
+            pre = (lambda v: np.ascontiguousarray(v.reshape(src_md.dims)))
             post = (lambda v: v.reshape(out_shape))
             self._wdims = wmd.dims
             nd = 3

@@ -102,11 +102,9 @@ cdef class PackedGemmWeights:
             return
         self.batch_stride = _gemm.packed_size(self.K, self.N)
         packed = aligned_empty(self.batch * self.batch_stride, np.int8)
+        packed[...] = 0
         colsum = np.empty((self.batch, self.N), dtype=np.int32)
-        for b in range(self.batch):
-            p, c = _gemm.pack_weights_vnni(w[b])
-            packed[b * self.batch_stride:(b + 1) * self.batch_stride] = p
-            colsum[b] = c
+        _gemm.pack_weights_vnni_into(w, packed, colsum, self.batch_stride)
         if u8_shifted:  # u8 = w + 128 (padding becomes 128, met by zero source bytes)
             np.bitwise_xor(packed.view(np.uint8), 0x80, out=packed.view(np.uint8))
         packed.flags.writeable = False
