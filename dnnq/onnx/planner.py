@@ -350,16 +350,21 @@ class Planner:
         self._add(S.ReorderStep([label], x, n.output[0], None, qp))
         return True
 
-    def _drop_aliases(self):
-        """An int8 data-movement step followed by the QuantizeLinear that names its result
-        (an alias step): the movement writes that name itself, when nothing else reads its
-        own output."""
+    def _step_links(self):
+        """({value: number of steps reading it}, {value: the step writing it}, graph
+        outputs) of the emitted steps, for the passes that merge steps."""
         readers = {}
         for st in self.steps:
             for x in st.inputs:
                 readers[x] = readers.get(x, 0) + 1
         producer = {o: st for st in self.steps for o in st.outputs}
-        outputs = set(self.graph.output_names)
+        return readers, producer, set(self.graph.output_names)
+
+    def _drop_aliases(self):
+        """An int8 data-movement step followed by the QuantizeLinear that names its result
+        (an alias step): the movement writes that name itself, when nothing else reads its
+        own output."""
+        readers, producer, outputs = self._step_links()
         keep = []
         for st in self.steps:
             if st.primitive == "alias":
@@ -378,12 +383,7 @@ class Planner:
         """An int8 nearest Resize read only by an int8 Concat resizes into the Concat's
         output (ConcatStep.take_resize): PP-OCRv4 det's neck upsamples three maps x2 - x8
         into one."""
-        readers = {}
-        for st in self.steps:
-            for x in st.inputs:
-                readers[x] = readers.get(x, 0) + 1
-        producer = {o: st for st in self.steps for o in st.outputs}
-        outputs = set(self.graph.output_names)
+        readers, producer, outputs = self._step_links()
         taken = set()
         for st in self.steps:
             if not isinstance(st, S.ConcatStep):
