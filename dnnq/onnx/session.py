@@ -14,6 +14,11 @@ from dnnq.onnx.qoperator import rewrite_qoperators
 _NP_OF_ELEM = {1: np.float32, 2: np.uint8, 3: np.int8, 6: np.int32, 7: np.int64, 9: np.bool_}
 
 
+#: what a parallel step must save over one thread besides 20 %: about the cost of waking
+#: the other OpenMP threads after single-threaded steps
+_WAKE_S = 25e-6
+
+
 class InferenceSession:
     """Run an ONNX model on dnnq.
 
@@ -193,7 +198,10 @@ class InferenceSession:
 
     def _choose_threads(self, env, nthreads):
         """Run the steps once, each timed on one thread (twice, the faster kept) and on
-        ``nthreads``; a step keeps ``nthreads`` only when that is at least 20 % faster."""
+        ``nthreads``; a step keeps ``nthreads`` only when that is at least 20 % and 25 us
+        faster: waking the other threads after single-threaded steps costs about that (the
+        PP-OCR classifier, two 10-us steps chosen parallel by the 20 % alone, ran 0.85 ->
+        0.95 ms at two threads)."""
         clock, choice = time.perf_counter, []
         for st in self._steps:
             times = []
@@ -202,7 +210,9 @@ class InferenceSession:
                 t0 = clock()
                 st.run(env)
                 times.append(clock() - t0)
-            choice.append(nthreads if times[1] < 0.8 * min(times[0], times[2]) else 1)
+            one = min(times[0], times[2])
+            choice.append(nthreads if times[1] < 0.8 * one and one - times[1] > _WAKE_S
+                          else 1)
         return choice
 
     def _run_threads(self, env, per_step, nthreads):
