@@ -36,6 +36,7 @@ Binary: add, sub, mul, div, min (a < b ? a : b), max (a > b ? a : b); ge, gt, le
 1.0 where the comparison holds, else 0.0.
 """
 
+import decimal
 import math
 
 import numpy as np
@@ -43,7 +44,8 @@ import numpy as np
 from .errors import invalid
 from .post_ops import canonical_binary_alg, canonical_eltwise_alg
 
-__all__ = ["eltwise_reference", "binary_reference", "fma_f32", "ELTWISE_EXACT"]
+__all__ = ["eltwise_reference", "eltwise_table", "erf_table", "power_table", "binary_reference",
+           "fma_f32", "ELTWISE_EXACT"]
 
 _F = np.float32
 _EXP_OVERFLOW_BOUND = _F(88.72283172607421875)
@@ -108,17 +110,17 @@ def _where_gt(a, b):
     return np.where(a > b, a, b)
 
 
-def _logistic(x):
+def _logistic(x, lib):
     with np.errstate(all="ignore"):
         neg = -x
-        v = _F(1) / (_F(1) + np.exp(neg))
+        v = _F(1) / (_F(1) + lib.exp(neg))
     return np.where(neg < _EXP_OVERFLOW_BOUND, v, _F(0)).astype(_F)
 
 
-def _soft_relu(x, alpha):
+def _soft_relu(x, alpha, lib):
     with np.errstate(all="ignore"):
         t = x * alpha
-        v = np.where(t < _EXP_OVERFLOW_BOUND, np.log1p(np.exp(t)), t).astype(_F)
+        v = np.where(t < _EXP_OVERFLOW_BOUND, lib.log1p(lib.exp(t)), t).astype(_F)
         return (v / alpha).astype(_F)
 
 
@@ -127,6 +129,88 @@ def _erf_f32(x):
     out = np.fromiter((math.erf(v) if not math.isnan(v) else math.nan for v in flat),
                       np.float64, count=flat.size)
     return out.astype(_F).reshape(np.shape(x))
+
+
+class _NumpyLib:
+    """The library functions of the formulas: numpy's f32 ones (fast; their SIMD paths,
+    chosen by the CPU, differ in the last ulp)."""
+    exp, expm1, log, log1p, tanh, power = (staticmethod(f) for f in (
+        np.exp, np.expm1, np.log, np.log1p, np.tanh, np.power))
+    erf = staticmethod(_erf_f32)
+
+
+_DEC = decimal.Context(prec=30, Emax=10 ** 6, Emin=-10 ** 6, traps=[])
+_DEC_ERF = decimal.Context(prec=50, Emax=10 ** 6, Emin=-10 ** 6, traps=[])
+_TWO_OVER_SQRT_PI = _DEC_ERF.divide(2, _DEC_ERF.sqrt(decimal.Decimal(
+    "3.14159265358979323846264338327950288419716939937510582097494")))
+
+
+def _d(v):
+    return _DEC.create_decimal_from_float(v)
+
+
+def _dec_exp(v):
+    return float(_DEC.exp(_d(v)))
+
+
+def _dec_expm1(v):
+    return v if abs(v) < 1e-10 else float(_DEC.subtract(_DEC.exp(_d(v)), 1))
+
+
+def _dec_log(v):
+    return float(_DEC.ln(_d(v)))
+
+
+def _dec_log1p(v):
+    return v if abs(v) < 1e-12 else float(_DEC.ln(_DEC.add(1, _d(v))))
+
+
+def _dec_tanh(v):
+    if v != v or v == 0 or abs(v) < 1e-10:
+        return v
+    if abs(v) > 20:  # tanh(20) is 1 in f32
+        return math.copysign(1.0, v)
+    e = _DEC.exp(_DEC.multiply(2, _d(v)))
+    return float(_DEC.divide(_DEC.subtract(e, 1), _DEC.add(e, 1)))
+
+
+def _dec_erf(v):
+    if v != v or v == 0 or abs(v) < 1e-10:
+        return v * 1.1283791670955126 if v == v else v
+    if abs(v) > 4:  # 1 - erf(4) = 1.5e-8 is below half an f32 ulp of 1
+        return math.copysign(1.0, v)
+    x = _DEC_ERF.create_decimal_from_float(v)
+    x2 = _DEC_ERF.multiply(x, x)
+    term, total, n = x, x, 0  # sum of (-1)^n x^(2n+1) / (n! (2n+1))
+    while True:
+        n += 1
+        term = _DEC_ERF.divide(_DEC_ERF.multiply(-term, x2), n)
+        step = _DEC_ERF.divide(term, 2 * n + 1)
+        if abs(step) < decimal.Decimal("1e-40"):
+            break
+        total = _DEC_ERF.add(total, step)
+    return float(_DEC_ERF.multiply(total, _TWO_OVER_SQRT_PI))
+
+
+def _dec_power(a, b):
+    return float(_DEC.power(_d(a), _d(b)))
+
+
+def _elementwise(fn, *xs):
+    xs = np.broadcast_arrays(*(np.asarray(x, _F) for x in xs))
+    out = np.fromiter((fn(*v) for v in zip(*(x.reshape(-1).tolist() for x in xs))),
+                      np.float64, count=xs[0].size)
+    return out.astype(_F).reshape(xs[0].shape)
+
+
+class _DecimalLib:
+    """The library functions in decimal arithmetic (libmpdec: the same digits on every CPU),
+    rounded to f32: for the few values of a lookup table, whose bytes must not depend on
+    the host."""
+    exp, expm1, log, log1p, tanh, erf = (
+        staticmethod(lambda x, f=f: _elementwise(f, x))
+        for f in (_dec_exp, _dec_expm1, _dec_log, _dec_log1p, _dec_tanh, _dec_erf))
+    power = staticmethod(lambda a, b: _elementwise(_dec_power, a, b))
 
 
 def eltwise_reference(alg, x, alpha=0.0, beta=0.0):
@@ -169,6 +253,28 @@ def eltwise_reference(alg, x, alpha=0.0, beta=0.0):
     >>> eltwise_reference("round", [0.5, 1.5, 2.5])       # half to even
     array([0., 2., 2.], dtype=float32)
     """
+    return _eltwise(alg, x, alpha, beta, _NumpyLib)
+
+
+def eltwise_table(alg, x, alpha=0.0, beta=0.0):
+    """:func:`eltwise_reference`'s formulas with their library functions (exp, expm1, log,
+    log1p, tanh, erf, pow) computed in decimal arithmetic and rounded to f32: the same bits on
+    every CPU, where numpy's f32 functions take CPU-specific SIMD paths that differ in the
+    last ulp.  For the 256 values of a lookup table (slow on large arrays)."""
+    return _eltwise(alg, x, alpha, beta, _DecimalLib)
+
+
+def erf_table(x):
+    """erf in f32 as :func:`eltwise_table` computes it: the same bits on every CPU."""
+    return _DecimalLib.erf(x)
+
+
+def power_table(a, b):
+    """``a ** b`` in f32 (broadcast) as :func:`eltwise_table` computes it."""
+    return _DecimalLib.power(a, b)
+
+
+def _eltwise(alg, x, alpha, beta, lib):
     name = canonical_eltwise_alg(alg)
     s = np.array(x, dtype=_F, copy=True)
     a, b = _F(alpha), _F(beta)
@@ -176,9 +282,9 @@ def eltwise_reference(alg, x, alpha=0.0, beta=0.0):
         if name == "relu":
             r = np.where(s > 0, s, s * a)
         elif name == "tanh":
-            r = np.tanh(s)
+            r = lib.tanh(s)
         elif name == "elu":
-            r = np.where(s > 0, s, a * np.expm1(s))
+            r = np.where(s > 0, s, a * lib.expm1(s))
         elif name == "square":
             r = s * s
         elif name == "abs":
@@ -188,20 +294,20 @@ def eltwise_reference(alg, x, alpha=0.0, beta=0.0):
         elif name == "linear":
             r = fma_f32(a, s, b)
         elif name == "soft_relu":
-            r = _soft_relu(s, a)
+            r = _soft_relu(s, a, lib)
         elif name == "logistic":
-            r = _logistic(s)
+            r = _logistic(s, lib)
         elif name == "exp":
-            r = np.exp(s)
+            r = lib.exp(s)
         elif name == "gelu_tanh":
             g = _SQRT_2_OVER_PI * s * (_F(1) + _GELU_FIT * s * s)
-            r = _F(0.5) * s * (_F(1) + np.tanh(g))
+            r = _F(0.5) * s * (_F(1) + lib.tanh(g))
         elif name == "gelu_erf":
-            r = _F(0.5) * s * (_F(1) + _erf_f32(s * _SQRT_2_OVER_2))
+            r = _F(0.5) * s * (_F(1) + lib.erf(s * _SQRT_2_OVER_2))
         elif name == "swish":
-            r = s * _logistic(a * s)
+            r = s * _logistic(a * s, lib)
         elif name == "log":
-            r = np.log(s)
+            r = lib.log(s)
         elif name == "clip":
             t = _where_gt(s, a)
             r = np.where(t > b, b, t)
@@ -209,11 +315,11 @@ def eltwise_reference(alg, x, alpha=0.0, beta=0.0):
             t = _where_gt(s, a)
             r = np.where(t < b, t, b)
         elif name == "pow":
-            r = a * np.power(s, b)
+            r = a * lib.power(s, b)
         elif name == "round":
             r = np.rint(s)
         elif name == "mish":
-            r = s * np.tanh(_soft_relu(s, _F(1)))
+            r = s * lib.tanh(_soft_relu(s, _F(1), lib))
         elif name in ("hardsigmoid", "hardswish"):  # vminps then vmaxps: NaN -> 1
             t = s * a + b
             t = np.where(t < 1, t, _F(1))

@@ -390,7 +390,7 @@ class LutStep(Step):
     def __init__(self, nodes, spec):
         super().__init__(nodes, [spec.src], [spec.dst])
         self._kept = None
-        from dnnq.eltwise_math import eltwise_reference
+        from dnnq.eltwise_math import eltwise_table
         from dnnq.onnx.quant import quantize_np
         qs, qd = spec.src_q, spec.dst_q
         table = getattr(spec, "table", None)  # tables.match_table's, from the graph's nodes
@@ -398,7 +398,7 @@ class LutStep(Step):
             grid = np.arange(256, dtype=np.int64) - (128 if qs.dt == "s8" else 0)
             v = dequantize_np(grid, qs.scale[0], qs.zp[0])
             for _, alg, alpha, beta in spec.post_ops:
-                v = eltwise_reference(alg, v, alpha, beta)
+                v = eltwise_table(alg, v, alpha, beta)  # the same bytes on every CPU
             zp = np.asarray(qd.zp[0], np.uint8 if qd.dt == "u8" else np.int8)
             table = quantize_np(v, qd.scale[0], zp)
             if qs.dt == "s8":  # index by the byte (the s8 value's two's complement)

@@ -15,6 +15,7 @@ import heapq
 
 import numpy as np
 
+from dnnq.eltwise_math import eltwise_table, erf_table, power_table
 from dnnq.onnx import ops_numpy
 from dnnq.onnx.fusion import LayerSpec
 from dnnq.onnx.quant import RANGE, dequantize_np
@@ -24,6 +25,21 @@ ELEMENTWISE = {"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Sqrt", "Exp", "
                "Neg", "Reciprocal", "Floor", "Ceil", "Round", "Sign", "Erf", "Relu",
                "LeakyRelu", "Elu", "Sigmoid", "Tanh", "HardSigmoid", "HardSwish", "Softplus",
                "Mish", "Gelu", "Clip", "Identity", "QuantizeLinear", "DequantizeLinear"}
+
+#: ONNX ops whose library functions (exp, tanh, ...) numpy computes with CPU-specific SIMD
+#: code, as the eltwise algorithm that eltwise_table computes the same on every CPU:
+#: op -> (attrs -> (alg, alpha, beta))
+_TRANSCENDENTAL = {
+    "Sigmoid": lambda a: ("logistic", 0.0, 0.0),
+    "Tanh": lambda a: ("tanh", 0.0, 0.0),
+    "Exp": lambda a: ("exp", 0.0, 0.0),
+    "Log": lambda a: ("log", 0.0, 0.0),
+    "Softplus": lambda a: ("soft_relu", 1.0, 0.0),
+    "Elu": lambda a: ("elu", float(a.get("alpha", 1.0)), 0.0),
+    "Mish": lambda a: ("mish", 0.0, 0.0),
+    "Gelu": lambda a: ("gelu_tanh" if a.get("approximate", "none") == "tanh" else "gelu_erf",
+                       0.0, 0.0),
+}
 
 #: the graphs searched are short (PP-OCR's longest is 17 nodes); a bound keeps creation linear
 MAX_NODES = 64
@@ -143,10 +159,23 @@ def _evaluate(fuser, sub, start, qs, qd, round_inner=True):
                 xs[0] = np.clip(xs[0], np.float32(s * (lo - z)), np.float32(s * (hi - z)))
             env[n.output[0]] = xs[0]
             continue
-        env[n.output[0]] = np.asarray(
-            ops_numpy.run_op(n.op_type, xs, p.attrs(n), fuser.g.opset_of(n))[0]).reshape(-1)
+        env[n.output[0]] = np.asarray(_run(n.op_type, xs, p.attrs(n),
+                                           fuser.g.opset_of(n))).reshape(-1)
     table = env[sub[-1].output[0]]
     dt = np.uint8 if qd.dt == "u8" else np.int8
     if table.dtype != dt or table.size != 256:
         return None
     return np.roll(table, -128) if qs.dt == "s8" else table
+
+
+def _run(op, xs, attrs, opset):
+    """One node on the table's values: the transcendental ops (and Pow, Erf) the same on
+    every CPU (eltwise_table), the others numpy's (exact IEEE arithmetic)."""
+    if op in _TRANSCENDENTAL:
+        alg, alpha, beta = _TRANSCENDENTAL[op](attrs)
+        return eltwise_table(alg, xs[0], alpha, beta)
+    if op == "Pow":
+        return power_table(xs[0], xs[1])
+    if op == "Erf":
+        return erf_table(xs[0])
+    return ops_numpy.run_op(op, xs, attrs, opset)[0]
