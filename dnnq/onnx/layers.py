@@ -111,10 +111,9 @@ class WeightedLayer:
         # shape (primitive, args, the kept destination or None, post), so that a run does a
         # dict copy and one call
         self._simple = {} if spec.sum_src is None and spec.runtime_weights is None else None
-        self._src, self._dst = spec.src, spec.dst
 
     def run(self, env):
-        x = env[self._src]
+        x = env[self.spec.src]
         if self._simple is not None:
             fast = self._simple.get(x.shape)
             if fast is not None:
@@ -124,7 +123,7 @@ class WeightedLayer:
                 if dst is not None and env.get(REUSE):
                     a[_DST] = dst
                 y = prim.execute(a)
-                env[self._dst] = y if post is None else post(y)
+                env[self.spec.dst] = y if post is None else post(y)
                 return
         self._run(env)
         if self._simple is not None:

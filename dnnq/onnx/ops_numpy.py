@@ -408,9 +408,6 @@ def resize_geometry(x_shape, inputs, attrs, opset):
 def _resize(x, attrs, opset):
     mode = attrs.get("mode", "nearest")
     data = x[0]
-    sizes, scales = resize_geometry(data.shape, x, attrs, opset)
-    ct = attrs.get("coordinate_transformation_mode", "half_pixel" if opset >= 11 else
-                   "asymmetric")
     if mode == "nearest":
         _, reps, idxs = nearest_repeats(data.shape, x, attrs, opset)
         if reps is not None:
@@ -421,6 +418,9 @@ def _resize(x, attrs, opset):
                 r = np.take(r, idx, axis=a)
         return [r]
     if mode == "linear":
+        sizes, scales = resize_geometry(data.shape, x, attrs, opset)
+        ct = attrs.get("coordinate_transformation_mode", "half_pixel" if opset >= 11 else
+                       "asymmetric")
         r = data.astype(F32)
         for a in range(data.ndim):
             n_in, n_out = data.shape[a], sizes[a]

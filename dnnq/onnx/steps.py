@@ -463,6 +463,7 @@ class ConcatStep(Step):
         self.impl_info = "copy" if all(q.same_as(qd) for q in qps) else "requantize+copy"
         #: input i -> the nearest Resize step that made it (planner: take_resize)
         self._resized = {}
+        self._geometry = {}  # (i, shape, parameters) -> (sizes, repeat factors or None)
 
     def take_resize(self, i, step):
         """Input i is the output of ``step``, an int8 nearest Resize that nothing else reads:
@@ -503,14 +504,20 @@ class ConcatStep(Step):
                 continue
             x = env[rs.inputs[0]]
             params = [None if not p else env[p] for p in rs.inputs]
-            sizes, reps, _ = ops_numpy.nearest_repeats(x.shape, params, rs.attrs, rs.opset)
+            key = (i, x.shape) + tuple(None if p is None else tuple(np.ravel(p).tolist())
+                                       for p in params[1:])
+            geometry = self._geometry.get(key)
+            if geometry is None:  # per shape: the nearest indices cost more than the key
+                geometry = self._geometry[key] = ops_numpy.nearest_repeats(
+                    x.shape, params, rs.attrs, rs.opset)[:2]
+            sizes, reps = geometry
             if reps is None:  # not whole repeats: the general resize, then the copy
                 rs.run(env)
                 x = env[rs.outputs[0]]
                 parts.append((x, None, x.shape))
             else:
                 parts.append((x, reps, tuple(sizes)))
-        nd = parts[0][2].__len__()
+        nd = len(parts[0][2])
         ax = self.axis % nd
         shape = list(parts[0][2])
         shape[ax] = sum(p[2][ax] for p in parts)

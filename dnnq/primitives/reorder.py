@@ -244,10 +244,7 @@ class _PlanesInterleaved:
         a = dict(arrays)
         a["dst"] = plain
         self.plan.run(a)
-        if dst.flags.c_contiguous:
-            _conv.transpose_channels(plain, dst, True, self.isa)
-        else:  # pragma: no cover - output() gives dense physical arrays
-            np.copyto(dst, np.moveaxis(plain, 1, -1))
+        _conv.transpose_channels(plain, dst, True, self.isa)
 
 
 # ------------------------------------------------------------------------------------------

@@ -102,7 +102,6 @@ cdef class PackedGemmWeights:
             return
         self.batch_stride = _gemm.packed_size(self.K, self.N)
         packed = aligned_empty(self.batch * self.batch_stride, np.int8)
-        packed[...] = 0
         colsum = np.empty((self.batch, self.N), dtype=np.int32)
         _gemm.pack_weights_vnni_into(w, packed, colsum, self.batch_stride)
         if u8_shifted:  # u8 = w + 128 (padding becomes 128, met by zero source bytes)
