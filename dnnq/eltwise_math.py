@@ -44,8 +44,7 @@ import numpy as np
 from .errors import invalid
 from .post_ops import canonical_binary_alg, canonical_eltwise_alg
 
-__all__ = ["eltwise_reference", "eltwise_table", "erf_table", "power_table", "binary_reference",
-           "fma_f32", "ELTWISE_EXACT"]
+__all__ = ["eltwise_reference", "eltwise_table", "binary_reference", "fma_f32", "ELTWISE_EXACT"]
 
 _F = np.float32
 _EXP_OVERFLOW_BOUND = _F(88.72283172607421875)
@@ -257,19 +256,53 @@ def eltwise_reference(alg, x, alpha=0.0, beta=0.0):
 
 
 def eltwise_table(alg, x, alpha=0.0, beta=0.0):
-    """:func:`eltwise_reference`'s formulas with their library functions (exp, expm1, log,
-    log1p, tanh, erf, pow) computed in decimal arithmetic and rounded to f32: the same bits on
-    every CPU, where numpy's f32 functions take CPU-specific SIMD paths that differ in the
-    last ulp.  For the 256 values of a lookup table (slow on large arrays)."""
+    """Apply eltwise algorithm ``alg`` to ``x`` in f32, the same bits on every CPU.
+
+    :func:`eltwise_reference`'s formulas, with their library functions (exp, expm1, log,
+    log1p, tanh, erf, pow) computed in decimal arithmetic and rounded to f32: numpy's f32
+    functions take CPU-specific SIMD paths that differ in the last ulp, so a value computed
+    with them can round to another int8 step on another machine.  dnnq builds its 256-entry
+    lookup tables with this; it is slow on large arrays.
+
+    Parameters
+    ----------
+    alg : str
+        An eltwise algorithm (see :meth:`PostOps.append_eltwise`), with or without the
+        ``eltwise_`` prefix.
+    x : array_like
+        Converted to an f32 array.
+    alpha, beta : float, optional
+        Converted to f32.
+
+    Returns
+    -------
+    numpy.ndarray of float32
+        A new array of ``x``'s shape.
+
+    Raises
+    ------
+    InvalidArguments
+        For an unknown algorithm.
+
+    See Also
+    --------
+    eltwise_reference
+
+    Examples
+    --------
+    >>> from dnnq.eltwise_math import eltwise_table
+    >>> eltwise_table("logistic", [0.0, 2.0])
+    array([0.5     , 0.880797], dtype=float32)
+    """
     return _eltwise(alg, x, alpha, beta, _DecimalLib)
 
 
-def erf_table(x):
+def _erf_table(x):
     """erf in f32 as :func:`eltwise_table` computes it: the same bits on every CPU."""
     return _DecimalLib.erf(x)
 
 
-def power_table(a, b):
+def _power_table(a, b):
     """``a ** b`` in f32 (broadcast) as :func:`eltwise_table` computes it."""
     return _DecimalLib.power(a, b)
 

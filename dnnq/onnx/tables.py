@@ -15,7 +15,7 @@ import heapq
 
 import numpy as np
 
-from dnnq.eltwise_math import eltwise_table, erf_table, power_table
+from dnnq.eltwise_math import _erf_table, _power_table, eltwise_table
 from dnnq.onnx import ops_numpy
 from dnnq.onnx.fusion import LayerSpec
 from dnnq.onnx.quant import RANGE, dequantize_np
@@ -175,7 +175,7 @@ def _run(op, xs, attrs, opset):
         alg, alpha, beta = _TRANSCENDENTAL[op](attrs)
         return eltwise_table(alg, xs[0], alpha, beta)
     if op == "Pow":
-        return power_table(xs[0], xs[1])
+        return _power_table(xs[0], xs[1])
     if op == "Erf":
-        return erf_table(xs[0])
+        return _erf_table(xs[0])
     return ops_numpy.run_op(op, xs, attrs, opset)[0]
