@@ -420,8 +420,9 @@ def test_decomposed_layernorm_is_one_step(tmp_path):
     y = _decomposed_layernorm(b, y, 24)
     y = b.op("MatMul", [y, w2])
     sess = _run(tmp_path, b.model((1, 10, 16), y), (1, 10, 16))
-    rows = [r for r in sess.plan() if r["primitive"] == "numpy:LayerNormalization"]
+    rows = [r for r in sess.plan() if r["primitive"] == "LayerNormalization (int8 rows)"]
     assert len(rows) == 1 and len(rows[0]["nodes"]) >= 9
+    assert rows[0]["dtypes_in"] == ["u8"] and rows[0]["dtypes_out"] == ["u8"]
     assert not any(r["primitive"].startswith("numpy:ReduceMean") for r in sess.plan())
     every = donnx.InferenceSession(str(tmp_path / "qdq.onnx"), rounding="every")
     assert not any(r["primitive"] == "numpy:LayerNormalization" for r in every.plan())
@@ -491,13 +492,69 @@ def test_resize_into_concat(tmp_path, stride):
 
 
 def test_softmax_writes_its_quantized_output(tmp_path):
-    """Softmax followed by a QuantizeLinear (zero point 0): dnnq's Softmax writes the u8
-    tensor itself (its destination scale), no quantizing Reorder after it."""
+    """DequantizeLinear -> Softmax -> QuantizeLinear: one pass over the int8 rows, no
+    dequantizing or quantizing Reorder around it."""
     b = Builder()
     y = b.op("MatMul", ["x", b.const(_w(16, 24))])
     y = b.op("Softmax", [y], axis=-1)
     y = b.op("MatMul", [y, b.const(_w(24, 8))])
     sess = _run(tmp_path, b.model((1, 10, 16), y, opset=13), (1, 10, 16))
-    rows = [r for r in sess.plan() if r["primitive"] == "Softmax"]
+    rows = [r for r in sess.plan() if r["primitive"] == "Softmax (int8 rows)"]
     assert len(rows) == 1 and any("QuantizeLinear" in n for n in rows[0]["nodes"])
-    assert rows[0]["dtypes_out"] == ["u8"]
+    assert rows[0]["dtypes_in"] == ["u8"] and rows[0]["dtypes_out"] == ["u8"]
+    assert not any(r["primitive"] == "Reorder" for r in sess.plan()[1:-1])
+
+
+@pytest.mark.parametrize("opset,axis,x_shape,tail", [
+    (13, 1, (1, 10, 12), True),   # an axis that is not the last: moved to the rows
+    (11, 1, (2, 6, 4), True),     # opsets 1 - 12: the dims from axis on as one row
+    (13, -1, (1, 10, 16), False),  # the graph's output (quantized by ORT, then dequantized)
+])
+def test_softmax_on_int8_rows(tmp_path, opset, axis, x_shape, tail):
+    """Softmax reading a quantized activation: one int8-rows step at any axis and opset,
+    within a few output steps of ONNX Runtime and at least as close to f32."""
+    b = Builder()
+    if opset >= 13:
+        y = b.op("MatMul", ["x", b.const(_w(x_shape[-1], 24))])
+    else:  # (ORT's per-channel weights need opset 13: a per-tensor product here)
+        y = b.op("Mul", ["x", b.const(np.float32(2.5))])
+    y = b.op("Softmax", [y], axis=axis)
+    if tail and opset >= 13:
+        y = b.op("MatMul", [y, b.const(_w(24, 8))])
+    elif tail:
+        y = b.op("Add", [y, b.const(_w(x_shape[-1]))])
+    sess = _run(tmp_path, b.model(x_shape, y, opset=opset), x_shape)
+    rows = [r for r in sess.plan() if r["primitive"] == "Softmax (int8 rows)"]
+    assert len(rows) == 1 and rows[0]["dtypes_out"] == ["u8"]
+
+
+def test_softmax_on_int8_rows_f32_output():
+    """No QuantizeLinear after the Softmax: the int8-rows step writes f32, within a few
+    ulps of ONNX Runtime on the same model (its exp and sum order differ)."""
+    b = Builder()
+    q = b.op("QuantizeLinear", ["x", b.const(np.float32(0.05)), b.const(np.uint8(120))])
+    y = b.op("DequantizeLinear", [q, b.const(np.float32(0.05)), b.const(np.uint8(120))])
+    y = b.op("Softmax", [y], axis=-1)
+    m = b.model((3, 7, 40), y)
+    x = RNG.standard_normal((3, 7, 40)).astype(np.float32) * 3
+    sess = donnx.InferenceSession(m)
+    rows = [r for r in sess.plan() if r["primitive"] == "Softmax (int8 rows)"]
+    assert len(rows) == 1 and rows[0]["dtypes_out"] == ["f32"]
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    ref = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    np.testing.assert_allclose(sess.run(None, {"x": x})[0], ref.run(None, {"x": x})[0],
+                               rtol=2e-6, atol=1e-7)
+
+
+def test_layernormalization_op_on_int8_rows(tmp_path):
+    """The LayerNormalization op (opset 17) reading a quantized activation: one int8-rows
+    step with the QuantizeLinear after it."""
+    b = Builder()
+    y = b.op("MatMul", ["x", b.const(_w(16, 24))])
+    y = b.op("LayerNormalization", [y, b.const(1 + _w(24, scale=0.2)),
+                                    b.const(_w(24, scale=0.2))], axis=-1, epsilon=1e-5)
+    y = b.op("MatMul", [y, b.const(_w(24, 8))])
+    sess = _run(tmp_path, b.model((1, 10, 16), y, opset=17), (1, 10, 16))
+    rows = [r for r in sess.plan() if r["primitive"] == "LayerNormalization (int8 rows)"]
+    assert len(rows) == 1 and rows[0]["dtypes_out"] == ["u8"]

@@ -18,6 +18,7 @@ from dnnq.onnx.graph import attrs_of, node_label
 from dnnq.onnx.layers import ConvLayer, MatMulLayer
 from dnnq.onnx.quant import RANGE, qparams_of
 from dnnq.onnx.normalization import match_layernorm
+from dnnq.onnx.int8_rows import QuantizedLayerNormStep, QuantizedSoftmaxStep
 from dnnq.onnx.tables import match_table
 from dnnq.onnx import steps as S
 
@@ -228,6 +229,8 @@ class Planner:
             self.ensure(v.name)
 
     def _emit_layer(self, spec):
+        if spec.kind == "layernorm" and self._emit_int8_layernorm(spec):
+            return
         if spec.kind == "layernorm":
             one = spec.weights or self.const_name(np.float32(1))
             for x in (spec.src, spec.weights, spec.bias):
@@ -251,6 +254,42 @@ class Planner:
                 self.ensure_q(name)
         layer.primitive = layer.primitive_name
         self._add(layer)
+
+    def _emit_int8_layernorm(self, spec):
+        """A layer norm of a quantized activation (constant gamma / beta): one int8-rows
+        step, quantized by the QuantizeLinear that alone reads it (else f32)."""
+        info = self.act_dq(spec.src)
+        consts = [None if v is None else self.consts.get(v) for v in (spec.weights, spec.bias)]
+        if info is None or any(v is not None and c is None
+                               for v, c in zip((spec.weights, spec.bias), consts)):
+            return False
+        q, qp = info
+        self.ensure_q(q)
+        sq = self._sole_q(spec.dst)
+        nodes = [self.label(m) for m in spec.nodes]
+        step = QuantizedLayerNormStep(
+            nodes + ([] if sq is None else [self.label(sq[0])]), q,
+            spec.dst if sq is None else sq[0].output[0], -int(spec.attrs["axis"]),
+            spec.attrs["epsilon"], consts[0], consts[1], qp, None if sq is None else sq[1])
+        self._add(step)
+        if sq is not None:
+            self._claim(sq[0])
+        return True
+
+    def _emit_int8_layernorm_op(self, n, label):
+        """The LayerNormalization op (opset 17) on a quantized activation, normalizing the
+        trailing dims (a negative axis), mean / inverse deviation outputs unused."""
+        a = self.attrs(n)
+        axis = int(a.get("axis", -1))
+        if axis >= 0 or any(o for o in n.output[1:]) or len(n.input) < 2:
+            return False
+        from dnnq.onnx.fusion import LayerSpec
+        spec = LayerSpec("layernorm", n)
+        spec.nodes, spec.src, spec.dst = [n], n.input[0], n.output[0]
+        spec.attrs = {"axis": axis, "epsilon": float(a.get("epsilon", 1e-5))}
+        spec.weights = n.input[1]
+        spec.bias = n.input[2] if len(n.input) > 2 and n.input[2] else None
+        return self._emit_int8_layernorm(spec)
 
     def _emit_node(self, n):
         op = n.op_type
@@ -294,6 +333,20 @@ class Planner:
             return
         if op in ("Conv", "ConvTranspose", "MatMul", "Gemm"):
             self._emit_f32_product(n, label)
+            return
+        if op == "LayerNormalization" and self._emit_int8_layernorm_op(n, label):
+            return
+        if op == "Softmax" and self.act_dq(n.input[0]) is not None:
+            q, qp = self.act_dq(n.input[0])
+            self.ensure_q(q)
+            sq = self._sole_q(n.output[0])
+            axis = int(self.attrs(n).get("axis", -1 if opset >= 13 else 1))
+            self._add(QuantizedSoftmaxStep(
+                [label] + ([] if sq is None else [self.label(sq[0])]), q,
+                n.output[0] if sq is None else sq[0].output[0], axis, qp,
+                None if sq is None else sq[1], coerce=opset < 13))
+            if sq is not None:
+                self._claim(sq[0])
             return
         if op == "Softmax" and opset >= 13:
             self.ensure(n.input[0])

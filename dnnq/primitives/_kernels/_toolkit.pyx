@@ -81,6 +81,30 @@ cdef extern from "dnnq_toolkit.h" nogil:
     ctypedef void (*dnnq_table_run_fn)(uint8_t *dst, const uint8_t *src, const uint8_t *table,
                                        int64_t n, int vbmi)
     dnnq_table_run_fn dnnq_table_run_for_isa(int isa)
+
+    ctypedef struct dnnq_qsoftmax_args_t:
+        int64_t rows, len, src_rs, dst_rs
+        int src_dt, dst_dt, dst_zp, vbmi
+        float inv_dst_scale
+        const float *exp_table
+        const uint8_t *src
+        char *dst
+
+    ctypedef struct dnnq_qlayernorm_args_t:
+        int64_t rows, len, src_rs, dst_rs
+        int src_dt, dst_dt, src_zp, dst_zp
+        float src_scale, inv_dst_scale
+        double eps
+        const float *gamma
+        const float *beta
+        const uint8_t *src
+        char *dst
+
+    ctypedef void (*dnnq_qsoftmax_run_fn)(const dnnq_qsoftmax_args_t *a, int64_t r0, int64_t r1)
+    ctypedef void (*dnnq_qlayernorm_run_fn)(const dnnq_qlayernorm_args_t *a, int64_t r0,
+                                            int64_t r1)
+    dnnq_qsoftmax_run_fn dnnq_qsoftmax_run_for_isa(int isa)
+    dnnq_qlayernorm_run_fn dnnq_qlayernorm_run_for_isa(int isa)
     const char *dnnq_toolkit_isa_name(int isa)
     int64_t dnnq_pw_items(const dnnq_pw_plan_t *p)
 
@@ -412,3 +436,73 @@ def table_lookup(int isa, bint vbmi, const uint8_t[:, :] src, const uint8_t[::1]
                 r1 = min((t + 1) * nblocks // nt * per, rows)
                 for r in range(r0, r1):
                     fn(d + r * ds, s + r * ss, tb, n, v)
+
+
+cdef int64_t _row_stride(object a, int64_t rows, int64_t n, str name) except -1:
+    """Element stride between the rows of a 2-D array whose rows are dense."""
+    if a.ndim != 2 or a.shape[0] != rows or a.shape[1] != n:
+        raise ValueError(f"{name}: shape {a.shape}, expected ({rows}, {n})")
+    if n > 1 and a.strides[1] != a.itemsize:
+        raise ValueError(f"{name}: rows must be dense")
+    if rows > 1 and (a.strides[0] < 0 or a.strides[0] % a.itemsize):
+        raise ValueError(f"{name}: rows at a nonnegative whole-element stride expected")
+    return a.strides[0] // a.itemsize if rows > 1 else n
+
+
+def qsoftmax_run(int isa, bint vbmi, src, dst, int src_dt, int dst_dt,
+                 const float[::1] exp_table, float inv_dst_scale, int dst_zp, int nthreads=1):
+    """Softmax of each row of the 8-bit `src` (rows x len, rows dense) into `dst` (u8 / s8 /
+    f32, same shape): tk_rows8.h's definition, `exp_table` its 256 exponentials."""
+    cdef dnnq_qsoftmax_args_t a
+    cdef int64_t t, nt = nthreads
+    memset(&a, 0, sizeof(a))
+    if exp_table.shape[0] != 256:
+        raise ValueError("qsoftmax_run: exp_table of 256 entries expected")
+    a.rows, a.len = src.shape[0], src.shape[1]
+    a.src_rs = _row_stride(src, a.rows, a.len, "qsoftmax_run src")
+    a.dst_rs = _row_stride(dst, a.rows, a.len, "qsoftmax_run dst")
+    a.src_dt, a.dst_dt, a.dst_zp, a.vbmi = src_dt, dst_dt, dst_zp, vbmi
+    a.inv_dst_scale = inv_dst_scale
+    a.exp_table = &exp_table[0]
+    if a.rows == 0 or a.len == 0:
+        return
+    a.src = <const uint8_t*>_addr(src[0:1], False)
+    a.dst = <char*>_addr(dst[0:1], True)
+    cdef dnnq_qsoftmax_run_fn fn = dnnq_qsoftmax_run_for_isa(isa)
+    nt = max(1, min(nt, a.rows))
+    with nogil:
+        if nt == 1:
+            fn(&a, 0, a.rows)
+        else:
+            for t in prange(nt, num_threads=nt, schedule='static'):
+                fn(&a, t * a.rows // nt, (t + 1) * a.rows // nt)
+
+
+def qlayernorm_run(int isa, src, dst, int src_dt, int dst_dt, float src_scale, int src_zp,
+                   const float[::1] gamma, const float[::1] beta, double eps,
+                   float inv_dst_scale, int dst_zp, int nthreads=1):
+    """Layer normalization of each row of the 8-bit `src` (rows x len, rows dense) into `dst`
+    (u8 / s8 / f32, same shape): tk_rows8.h's definition."""
+    cdef dnnq_qlayernorm_args_t a
+    cdef int64_t t, nt = nthreads
+    memset(&a, 0, sizeof(a))
+    a.rows, a.len = src.shape[0], src.shape[1]
+    if gamma.shape[0] != a.len or beta.shape[0] != a.len or a.len >= (1 << 20):
+        raise ValueError("qlayernorm_run: gamma / beta of the row's length (< 2^20) expected")
+    a.src_rs = _row_stride(src, a.rows, a.len, "qlayernorm_run src")
+    a.dst_rs = _row_stride(dst, a.rows, a.len, "qlayernorm_run dst")
+    a.src_dt, a.dst_dt, a.src_zp, a.dst_zp = src_dt, dst_dt, src_zp, dst_zp
+    a.src_scale, a.inv_dst_scale, a.eps = src_scale, inv_dst_scale, eps
+    if a.rows == 0 or a.len == 0:
+        return
+    a.gamma, a.beta = &gamma[0], &beta[0]
+    a.src = <const uint8_t*>_addr(src[0:1], False)
+    a.dst = <char*>_addr(dst[0:1], True)
+    cdef dnnq_qlayernorm_run_fn fn = dnnq_qlayernorm_run_for_isa(isa)
+    nt = max(1, min(nt, a.rows))
+    with nogil:
+        if nt == 1:
+            fn(&a, 0, a.rows)
+        else:
+            for t in prange(nt, num_threads=nt, schedule='static'):
+                fn(&a, t * a.rows // nt, (t + 1) * a.rows // nt)

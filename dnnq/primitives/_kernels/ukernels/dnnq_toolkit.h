@@ -132,6 +132,30 @@ typedef struct {
     char *dst;
 } dnnq_softmax_args_t;
 
+/* Row kernels on quantized 8-bit rows (tk_rows8.h): `rows` rows of `len` dense elements at
+ * row strides src_rs / dst_rs (elements); src u8 or s8, dst u8, s8 (inv_dst_scale, dst_zp,
+ * |dst_zp| <= 255) or f32.  Softmax: exp_table[255 + d] = exp(f32(d) * src_scale) for the
+ * integer d = q - max(row) in [-255, 0]; vbmi: VBMI's byte lookups may be used.  Layer
+ * normalization over the row: src_scale / src_zp dequantize, gamma and beta (len each). */
+typedef struct {
+    int64_t rows, len, src_rs, dst_rs;
+    int src_dt, dst_dt, dst_zp, vbmi;
+    float inv_dst_scale;
+    const float *exp_table;
+    const uint8_t *src;
+    char *dst;
+} dnnq_qsoftmax_args_t;
+
+typedef struct {
+    int64_t rows, len, src_rs, dst_rs;
+    int src_dt, dst_dt, src_zp, dst_zp;
+    float src_scale, inv_dst_scale;
+    double eps;
+    const float *gamma, *beta;
+    const uint8_t *src;
+    char *dst;
+} dnnq_qlayernorm_args_t;
+
 /* The run functions return 0, or DNNQ_TK_ENOMEM when a scratch allocation failed (the
  * driver raises MemoryError: the destination is then incomplete). */
 #define DNNQ_TK_ENOMEM 1
@@ -141,6 +165,9 @@ typedef int (*dnnq_softmax_run_fn)(const dnnq_softmax_args_t *a, int64_t it0, in
 /* dst[i] = table[src[i]] for i < n (vbmi: VBMI's byte lookups may be used) */
 typedef void (*dnnq_table_run_fn)(uint8_t *dst, const uint8_t *src, const uint8_t *table,
                                   int64_t n, int vbmi);
+/* rows r0 .. r1 - 1 */
+typedef void (*dnnq_qsoftmax_run_fn)(const dnnq_qsoftmax_args_t *a, int64_t r0, int64_t r1);
+typedef void (*dnnq_qlayernorm_run_fn)(const dnnq_qlayernorm_args_t *a, int64_t r0, int64_t r1);
 
 #define DNNQ_DECLARE_TOOLKIT(isa)                                                             \
     int dnnq_pw_run_##isa(const dnnq_pw_plan_t *p, int64_t it0, int64_t it1);                 \
@@ -148,7 +175,9 @@ typedef void (*dnnq_table_run_fn)(uint8_t *dst, const uint8_t *src, const uint8_
     int dnnq_softmax_run_##isa(const dnnq_softmax_args_t *a, int64_t it0, int64_t it1,        \
                                float *work);                                            \
     void dnnq_table_run_##isa(uint8_t *dst, const uint8_t *src, const uint8_t *table,        \
-                              int64_t n, int vbmi);
+                              int64_t n, int vbmi);                                       \
+    void dnnq_qsoftmax_run_##isa(const dnnq_qsoftmax_args_t *a, int64_t r0, int64_t r1);      \
+    void dnnq_qlayernorm_run_##isa(const dnnq_qlayernorm_args_t *a, int64_t r0, int64_t r1);
 
 DNNQ_DECLARE_TOOLKIT(portable)
 DNNQ_DECLARE_TOOLKIT(avx2)
@@ -159,6 +188,8 @@ dnnq_pw_run_fn dnnq_pw_run_for_isa(int isa);
 dnnq_pool_run_fn dnnq_pool_run_for_isa(int isa);
 dnnq_softmax_run_fn dnnq_softmax_run_for_isa(int isa);
 dnnq_table_run_fn dnnq_table_run_for_isa(int isa);
+dnnq_qsoftmax_run_fn dnnq_qsoftmax_run_for_isa(int isa);
+dnnq_qlayernorm_run_fn dnnq_qlayernorm_run_for_isa(int isa);
 const char *dnnq_toolkit_isa_name(int isa);
 
 /* Number of work items of a pointwise plan: rows * blocks per row. */

@@ -13,6 +13,7 @@
  *   tk_pool8_fused.h  the int8 average of small windows in registers
  *   tk_softmax.h      softmax / log-softmax
  *   tk_table.h        a 256-entry byte table applied element by element
+ *   tk_rows8.h        softmax / layer normalization of quantized 8-bit rows
  *
  * Plain C written so that gcc -O3 vectorises the remaining loops (contiguous, no aliasing
  * between buffers, no function calls on the exact paths).  -ffp-contract=off (project-wide)
@@ -26,3 +27,4 @@
 #include "tk_pool.h"
 #include "tk_softmax.h"
 #include "tk_table.h"
+#include "tk_rows8.h"

@@ -1,0 +1,131 @@
+"""Softmax and layer normalization that read a quantized activation: one pass over the int8
+rows (ukernels/tk_rows8.h) in place of "dequantize to f32, the f32 op, quantize".
+
+Both are exact where they can be and host-independent everywhere: the softmax's exponentials
+come from a 256-entry table (``exp(f32(d) * scale)`` for the integer ``d = q - max(row)``,
+correctly rounded by :func:`dnnq.eltwise_math.eltwise_table`) summed in a fixed order; the
+layer normalization's mean and variance are integer sums of the quantized values. The output
+is int8 when one QuantizeLinear reads the op (its scale and zero point), f32 otherwise.
+"""
+import numpy as np
+
+import dnnq
+from dnnq.eltwise_math import eltwise_table
+from dnnq.onnx.steps import Step
+from dnnq.primitives import _impls
+from dnnq.primitives._kernels import _codes, _toolkit
+
+F32 = np.float32
+_NP = {"u8": np.uint8, "s8": np.int8}
+
+
+def _kernel_isa():
+    """The toolkit's kernel set under the ISA cap and whether VBMI's byte lookups may be used
+    (the same bytes either way)."""
+    isa = _impls.choose("lookup table", _impls.TOOLKIT).isa
+    return _codes.ISA[isa], _impls.optional_feature("avx512_vbmi", isa)
+
+
+def _threads(n):
+    """Rows split over threads only when there is enough work to pay the wake-up."""
+    return dnnq.get_num_threads() if n >= 1 << 16 else 1
+
+
+class _Int8RowsStep(Step):
+    """Shared: rows of the int8 source along the trailing ``len`` elements, the destination
+    data type and quantization."""
+
+    fresh_output = True
+
+    def __init__(self, nodes, src, dst, qs, qd):
+        super().__init__(nodes, [src], [dst])
+        self.qs, self.qd = qs, qd
+        self.src_dt = _codes.DT[qs.dt]
+        if qd is None:
+            self.dst_dt, self.out_dtype, self.inv, self.zp = _codes.DT["f32"], F32, 1.0, 0
+        else:
+            self.dst_dt, self.out_dtype = _codes.DT[qd.dt], _NP[qd.dt]
+            self.inv = float(F32(1) / F32(qd.scale[0]))
+            self.zp = int(qd.zp[0])
+        self._isa, self._vbmi = _kernel_isa()
+
+    @staticmethod
+    def _rows(x, lead):
+        """x as (rows, len) with dense rows, len = the product of x's dims from ``lead``."""
+        rows = int(np.prod(x.shape[:lead], dtype=np.int64))
+        x2 = x.reshape(rows, -1) if x.size else x.reshape(rows, int(np.prod(x.shape[lead:])))
+        if x2.shape[1] > 1 and x2.strides[1] != 1:
+            x2 = np.ascontiguousarray(x2)
+        return x2
+
+
+class QuantizedSoftmaxStep(_Int8RowsStep):
+    """Softmax over one axis of an int8 activation (opset 13; ``coerce``: opsets 1 - 12, the
+    dims from ``axis`` on as one row)."""
+
+    primitive = "Softmax (int8 rows)"
+
+    def __init__(self, nodes, src, dst, axis, qs, qd, coerce=False):
+        super().__init__(nodes, src, dst, qs, qd)
+        self.axis, self.coerce = axis, coerce
+        d = np.arange(-255, 1, dtype=np.int32).astype(F32)
+        self.exp_table = np.ascontiguousarray(
+            eltwise_table("exp", d * F32(qs.scale[0])), dtype=F32)
+        self.impl_info = "table exp, fixed-order sum" + ("" if qd is None else ", requantize")
+
+    def run(self, env):
+        x = env[self.inputs[0]]
+        nd = max(x.ndim, 1)
+        a = self.axis % nd
+        if self.coerce:
+            xm, back = x, None
+        else:
+            xm = np.moveaxis(x, a, -1) if a != nd - 1 else x
+            back = a if a != nd - 1 else None
+        x2 = self._rows(xm, a if self.coerce else xm.ndim - 1)
+        y = np.empty(xm.shape, self.out_dtype)
+        y2 = y.reshape(x2.shape)
+        _toolkit.qsoftmax_run(self._isa, self._vbmi, x2.view(np.uint8), y2, self.src_dt,
+                              self.dst_dt, self.exp_table, self.inv, self.zp,
+                              _threads(x.size))
+        env[self.outputs[0]] = y if back is None else np.moveaxis(y, -1, back)
+
+
+class QuantizedLayerNormStep(_Int8RowsStep):
+    """Layer normalization over the trailing ``k`` dims of an int8 activation, with
+    constant scale (gamma) and shift (beta)."""
+
+    primitive = "LayerNormalization (int8 rows)"
+
+    def __init__(self, nodes, src, dst, k, eps, gamma, beta, qs, qd):
+        super().__init__(nodes, src, dst, qs, qd)
+        self.k, self.eps = k, float(eps)
+        self.gamma = None if gamma is None else np.asarray(gamma, F32)
+        self.beta = None if beta is None else np.asarray(beta, F32)
+        self._affine = {}
+        self.impl_info = "integer moments" + ("" if qd is None else ", requantize")
+
+    def _gamma_beta(self, trailing):
+        """gamma / beta broadcast to the trailing dims, flattened (once per shape)."""
+        got = self._affine.get(trailing)
+        if got is None:
+            one = [np.ones(trailing, F32) if v is None else
+                   np.ascontiguousarray(np.broadcast_to(v, trailing), F32).reshape(-1)
+                   for v in (self.gamma, self.beta)]
+            if self.beta is None:
+                one[1] = np.zeros(int(np.prod(trailing)), F32)
+            one[0] = one[0].reshape(-1)
+            got = self._affine[trailing] = tuple(one)
+        return got
+
+    def run(self, env):
+        x = env[self.inputs[0]]
+        lead = x.ndim - self.k
+        g, b = self._gamma_beta(tuple(x.shape[lead:]))
+        x2 = self._rows(x, lead)
+        y = np.empty(x.shape, self.out_dtype)
+        _toolkit.qlayernorm_run(self._isa, x2.view(np.uint8), y.reshape(x2.shape),
+                                self.src_dt, self.dst_dt, float(self.qs.scale[0]),
+                                int(self.qs.zp[0]), g, b, self.eps, self.inv, self.zp,
+                                _threads(x.size))
+        env[self.outputs[0]] = y

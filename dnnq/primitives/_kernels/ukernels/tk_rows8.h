@@ -1,0 +1,201 @@
+/* Row kernels on 8-bit quantized rows (see dnnq_toolkit.h): softmax and layer normalization
+ * of a dequantized int8 row, written as int8 (or f32) directly.  An ONNX session runs them in
+ * place of "dequantize to f32, the f32 op, quantize" when the op reads a quantized activation.
+ *
+ * Both are defined by integer and single IEEE operations in a fixed order, written once over
+ * tk_vec.h's lanes (a tail goes through a padded block of the same lanes), so every vector
+ * width gives the same bits. */
+#ifndef DNNQ_TK_ROWS8_H
+#define DNNQ_TK_ROWS8_H
+#include "tk_vec.h"
+
+/* The row's largest element as an int (u8 or s8 bytes). */
+static int tk_row8_max(const uint8_t *s, int64_t n, int s8) {
+    int m = s8 ? -128 : 0;
+    if (s8) {
+        for (int64_t i = 0; i < n; ++i) m = (int8_t)s[i] > m ? (int8_t)s[i] : m;
+    } else {
+        for (int64_t i = 0; i < n; ++i) m = s[i] > m ? s[i] : m;
+    }
+    return m;
+}
+
+/* Quantized y: rne(min(max(y, -1024), 1024)) + zp clamped to the type's range, stored (a
+ * NaN becomes -1024; |zp| <= 255 keeps every intermediate exact). */
+TK_INLINE void tk_row8_store(char *p, int dt, tk_vf y, tk_vi zp) {
+    const tk_vi q = tk_vi_rne(tk_vf_min(tk_vf_max(y, tk_vf_set1(-1024.0f)),
+                                        tk_vf_set1(1024.0f)));
+    const int lo = dt == DNNQ_DT_S8 ? -128 : 0, hi = dt == DNNQ_DT_S8 ? 127 : 255;
+#if TK_VEC
+    const tk_vi v = TK_P(max_epi32)(TK_P(min_epi32)(TK_P(add_epi32)(q, zp),
+                                                    TK_P(set1_epi32)(hi)), TK_P(set1_epi32)(lo));
+#else
+    const tk_vi t = q + zp, v = t < lo ? lo : t > hi ? hi : t;
+#endif
+    if (dt == DNNQ_DT_S8)
+        tk_vi_store_s8(p, v);
+    else
+        tk_vi_store_u8(p, v);
+}
+
+/* ---- softmax --------------------------------------------------------------------------------
+ * d_i = q_i - max_j q_j (an integer in [-255, 0]); e_i = exp_table[255 + d_i] (the caller's
+ * table: exp(f32(d) * scale), correctly rounded); sum = the e_i in 16 partial sums (element i
+ * into sum i mod 16, in order of i) reduced as ((s_k + s_k+8) + ...) like tk_softmax.h;
+ * r = 1 / sum; the output e_i * r as f32, or quantized: e_i * c with c = r * inv_dst_scale
+ * (tk_row8_store).  Long rows go through a per-row table of the 256 byte values (VBMI's byte
+ * lookups), short ones element by element: the same products either way. */
+TK_INLINE int tk_qsm_index(const uint8_t *s, int64_t i, int s8) {
+    return s8 ? (int8_t)s[i] : s[i];
+}
+
+static float tk_qsoftmax_sum(const uint8_t *s, int64_t n, int s8, const float *em) {
+    float part[16] __attribute__((aligned(64))) = {0};
+    int64_t i = 0;
+#if TK_VEC == 512
+    __m512 acc = _mm512_setzero_ps();
+    for (; i + 16 <= n; i += 16) {
+        const __m128i b = _mm_loadu_si128((const __m128i *)(s + i));
+        const __m512i q = s8 ? _mm512_cvtepi8_epi32(b) : _mm512_cvtepu8_epi32(b);
+        acc = _mm512_add_ps(acc, _mm512_i32gather_ps(q, em, 4));
+    }
+    _mm512_store_ps(part, acc);
+#else
+    for (; i + 16 <= n; i += 16)
+        for (int k = 0; k < 16; ++k) part[k] += em[tk_qsm_index(s, i + k, s8)];
+#endif
+    for (int k = 0; i + k < n; ++k) part[k] += em[tk_qsm_index(s, i + k, s8)];
+    for (int k = 0; k < 8; ++k) part[k] += part[k + 8];
+    for (int k = 0; k < 4; ++k) part[k] += part[k + 4];
+    for (int k = 0; k < 2; ++k) part[k] += part[k + 2];
+    return part[0] + part[1];
+}
+
+/* the quantized e * c of the n elements of s, written to d, element by element */
+static void tk_qsoftmax_direct(uint8_t *d, const uint8_t *s, int64_t n, int s8, int dt,
+                               const float *em, float c, int zp) {
+    int64_t i = 0;
+#if TK_VEC == 512
+    const __m512 vc = _mm512_set1_ps(c);
+    const __m512i vzp = _mm512_set1_epi32(zp);
+    for (; i + 16 <= n; i += 16) {
+        const __m128i b = _mm_loadu_si128((const __m128i *)(s + i));
+        const __m512i q = s8 ? _mm512_cvtepi8_epi32(b) : _mm512_cvtepu8_epi32(b);
+        tk_row8_store((char *)d + i, dt, _mm512_mul_ps(_mm512_i32gather_ps(q, em, 4), vc), vzp);
+    }
+#endif
+    for (; i < n; ++i) {
+        const float y = em[tk_qsm_index(s, i, s8)] * c;
+        const int t = (int)nearbyintf(y < -1024.0f ? -1024.0f : y > 1024.0f ? 1024.0f : y) + zp;
+        if (dt == DNNQ_DT_S8)
+            ((int8_t *)d)[i] = (int8_t)(t < -128 ? -128 : t > 127 ? 127 : t);
+        else
+            d[i] = (uint8_t)(t < 0 ? 0 : t > 255 ? 255 : t);
+    }
+}
+
+void DNNQ_TK_FN(dnnq_qsoftmax_run)(const dnnq_qsoftmax_args_t *a, int64_t r0, int64_t r1) {
+    const int s8 = a->src_dt == DNNQ_DT_S8;
+    const int64_t n = a->len;
+    float y[256] __attribute__((aligned(64)));
+    uint8_t table[256] __attribute__((aligned(64)));
+    for (int64_t r = r0; r < r1; ++r) {
+        const uint8_t *s = a->src + r * a->src_rs;
+        const int m = tk_row8_max(s, n, s8);
+        const float *em = a->exp_table + 255 - m; /* em[q] = exp_table[255 + q - m] */
+        const float rcp = 1.0f / tk_qsoftmax_sum(s, n, s8, em);
+        if (a->dst_dt == DNNQ_DT_F32) {
+            float *d = (float *)a->dst + r * a->dst_rs;
+            for (int64_t i = 0; i < n; ++i) d[i] = em[tk_qsm_index(s, i, s8)] * rcp;
+            continue;
+        }
+        const float c = rcp * a->inv_dst_scale;
+        uint8_t *d = (uint8_t *)a->dst + r * a->dst_rs;
+#ifdef TK_HAVE_LUT
+        if (a->vbmi && n >= 1024) {
+            /* the byte k's value v (k, or k - 256 above 127 for s8); bytes above the max are
+             * absent from the row: their entries are never read */
+            for (int k = 0; k < 256; ++k) {
+                const int v = s8 && k > 127 ? k - 256 : k;
+                y[k] = v <= m ? em[v] : 0.0f;
+            }
+            const __m512i vzp = _mm512_set1_epi32(a->dst_zp);
+            for (int k = 0; k < 256; k += 16)
+                tk_row8_store((char *)table + k, a->dst_dt,
+                              _mm512_mul_ps(_mm512_load_ps(y + k), _mm512_set1_ps(c)), vzp);
+            tk_lut_apply(d, s, table, n);
+            continue;
+        }
+#endif
+        (void)y, (void)table;
+        tk_qsoftmax_direct(d, s, n, s8, a->dst_dt, em, c, a->dst_zp);
+    }
+}
+
+/* ---- layer normalization --------------------------------------------------------------------
+ * x_i = q_i - zp (exact integers).  Per row, exactly: S1 = sum x_i, S2 = sum x_i^2 (64-bit),
+ * then in double (correctly rounded operations): mean = S1 / n, var = scale^2 (n S2 - S1^2) /
+ * n^2, r = 1 / sqrt(var + eps), a = f32(scale r), b = f32(-mean scale r).  Per element in
+ * f32: t = f32(x_i) a + b, y = t gamma_i + beta_i (each product and sum rounded once), then
+ * * inv_dst_scale quantized (tk_row8_store), or y as f32. */
+void DNNQ_TK_FN(dnnq_qlayernorm_run)(const dnnq_qlayernorm_args_t *a, int64_t r0,
+                                     int64_t r1) {
+    const int s8 = a->src_dt == DNNQ_DT_S8;
+    const int64_t n = a->len;
+    const int zs = a->src_zp;
+    const int des = a->dst_dt == DNNQ_DT_F32 ? 4 : 1;
+#if TK_VEC
+    const tk_vi zp = TK_P(set1_epi32)(a->dst_zp), vzs = TK_P(set1_epi32)(zs);
+#else
+    const tk_vi zp = a->dst_zp, vzs = zs;
+#endif
+    const tk_vf inv = tk_vf_set1(a->inv_dst_scale);
+    uint8_t tin[TK_VF];
+    char tout[4 * TK_VF];
+    float tg[TK_VF], tb[TK_VF];
+    for (int64_t r = r0; r < r1; ++r) {
+        const uint8_t *s = a->src + r * a->src_rs;
+        char *d = a->dst + r * a->dst_rs * des;
+        int64_t s1 = 0, s2 = 0;
+        for (int64_t i = 0; i < n; ++i) {
+            const int64_t x = (s8 ? (int8_t)s[i] : s[i]) - zs;
+            s1 += x;
+            s2 += x * x;
+        }
+        const double sc = a->src_scale, dn = (double)n;
+        const double var = sc * sc * ((double)(n * s2 - s1 * s1) / (dn * dn));
+        const double rs = 1.0 / sqrt(var + a->eps);
+        const tk_vf va = tk_vf_set1((float)(sc * rs)),
+                    vb = tk_vf_set1((float)(-((double)s1 / dn) * sc * rs));
+        for (int64_t i = 0; i < n; i += TK_VF) {
+            const int full = i + TK_VF <= n;
+            const int rem = full ? TK_VF : (int)(n - i);
+            const uint8_t *ps = s + i;
+            const float *pg = a->gamma + i, *pb = a->beta + i;
+            char *pd = d + i * des;
+            if (!full) {
+                memset(tin, 0, sizeof tin);
+                memcpy(tin, ps, (size_t)rem);
+                memset(tg, 0, sizeof tg);
+                memcpy(tg, pg, sizeof(float) * (size_t)rem);
+                memset(tb, 0, sizeof tb);
+                memcpy(tb, pb, sizeof(float) * (size_t)rem);
+                ps = tin, pg = tg, pb = tb, pd = tout;
+            }
+            const tk_vi q = s8 ? tk_vi_from_s8(ps) : tk_vi_from_u8(ps);
+#if TK_VEC
+            const tk_vf x = tk_vf_from_vi(TK_P(sub_epi32)(q, vzs));
+#else
+            const tk_vf x = tk_vf_from_vi(q - vzs);
+#endif
+            const tk_vf t = tk_vf_add(tk_vf_mul(x, va), vb);
+            const tk_vf y = tk_vf_add(tk_vf_mul(t, tk_vf_loadu(pg)), tk_vf_loadu(pb));
+            if (a->dst_dt == DNNQ_DT_F32)
+                tk_vf_storeu((float *)pd, y);
+            else
+                tk_row8_store(pd, a->dst_dt, tk_vf_mul(y, inv), zp);
+            if (!full) memcpy(d + i * des, tout, (size_t)rem * des);
+        }
+    }
+}
+#endif
