@@ -1,0 +1,121 @@
+"""Shape arithmetic computed once per input shape.
+
+Exporters write the target shapes of Reshape / Expand / Slice as small graphs of Shape,
+Gather, Slice, Cast, Concat, Unsqueeze, ... (PP-OCRv4's recognizer has three of seven steps
+each). Their values depend only on the shapes of the tensors that the Shape / Size nodes read,
+so a run of such steps in the plan becomes one step that looks its outputs up by those shapes
+and runs the steps only for a shape it has not seen.
+"""
+import numpy as np
+
+from dnnq.onnx.steps import NumpyStep, Step
+
+#: numpy ops that are pure functions of their inputs (no randomness, no data-dependent state)
+_PURE = {"Shape", "Size", "Cast", "Slice", "Concat", "Gather", "Unsqueeze", "Squeeze",
+         "Reshape", "Flatten", "Identity", "Mul", "Add", "Sub", "Div", "Neg", "Abs", "Floor",
+         "Ceil", "Min", "Max", "Equal", "Less", "Greater", "Not", "And", "Or", "Where",
+         "Range", "ConstantOfShape", "ReduceProd", "ReduceSum", "Expand", "Tile", "Sqrt",
+         "Transpose"}
+_MAX_SHAPES = 32  # cached shapes per step (a session fed many shapes keeps the latest ones)
+
+
+class ShapeFoldStep(Step):
+    """Consecutive steps computing shape values: their outputs cached per shape of ``roots``
+    (the tensors read by the Shape / Size nodes they depend on)."""
+
+    primitive = "shape values (cached)"
+
+    def __init__(self, steps, roots, external):
+        outputs = [o for st in steps for o in st.outputs if o]
+        super().__init__([n for st in steps for n in st.nodes], list(roots) + list(external),
+                         outputs)
+        self.steps, self.roots = steps, tuple(roots)
+        self.impl_info = "+".join(st.op for st in steps)
+        self._cache = {}
+
+    def run(self, env):
+        key = tuple(env[r].shape for r in self.roots)
+        got = self._cache.get(key)
+        if got is None:
+            for st in self.steps:
+                st.run(env)
+            got = []
+            for o in self.outputs:
+                v = np.asarray(env[o])
+                if v.flags.writeable:
+                    v = v.view()
+                    v.flags.writeable = False  # shared by every run of this shape
+                got.append(v)
+            if len(self._cache) >= _MAX_SHAPES:
+                self._cache.clear()
+            self._cache[key] = got
+        for o, v in zip(self.outputs, got):
+            env[o] = v
+
+
+def fold_shape_steps(steps, consts, graph_outputs):
+    """``steps`` with every run of two or more consecutive shape steps as one ShapeFoldStep.
+    A shape step: a numpy op of ``_PURE`` that is a Shape / Size, or reads only constants and
+    other shape steps' outputs; never one that writes a graph output."""
+    roots_of = {}  # shape value -> the tensors whose shapes determine it
+    member = []
+    for st in steps:
+        ok = type(st) is NumpyStep and st.op in _PURE and \
+            not any(o in graph_outputs for o in st.outputs)
+        roots = set()
+        if ok and st.op in ("Shape", "Size"):
+            roots.add(st.inputs[0])
+        elif ok:
+            for x in st.inputs:
+                if not x or x in consts:
+                    continue
+                if x not in roots_of:
+                    ok = False
+                    break
+                roots |= roots_of[x]
+        if ok and roots:  # (a step of constants alone is folded at planning already)
+            for o in st.outputs:
+                if o:
+                    roots_of[o] = roots
+        member.append(ok and bool(roots))
+    steps, member = _hoist(steps, member)
+    out, i = [], 0
+    while i < len(steps):
+        j = i
+        while j < len(steps) and member[j]:
+            j += 1
+        if j - i >= 2:
+            run = steps[i:j]
+            made = {o for st in run for o in st.outputs}
+            roots = sorted(set().union(*(roots_of[o] for st in run for o in st.outputs if o)))
+            # (constants among the inputs: the session puts only the steps' inputs in a run)
+            external = sorted({x for st in run for x in st.inputs
+                               if x and x not in made and x not in roots})
+            out.append(ShapeFoldStep(run, roots, external))
+            i = j
+        else:
+            out.extend(steps[i:max(j, i + 1)])
+            i = max(j, i + 1)
+    return out
+
+
+def _hoist(steps, member):
+    """Each shape step other than Shape / Size moved up to just after the last step whose
+    output it reads (its inputs are constants and shape values), so that the shape steps an
+    exporter interleaved with other ops form runs."""
+    order, flags = [], []
+    for st, m in zip(steps, member):
+        at = len(order)
+        if m and st.op not in ("Shape", "Size"):
+            want = set(x for x in st.inputs if x)
+            at = 0
+            for k in range(len(order) - 1, -1, -1):
+                if want.intersection(order[k].outputs):
+                    at = k + 1
+                    break
+            # (past the step that made the input, keep behind the shape steps there)
+            while at < len(order) and flags[at]:
+                at += 1
+        order.insert(at, st)
+        flags.insert(at, m)
+    return order, flags

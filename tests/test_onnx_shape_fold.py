@@ -1,0 +1,52 @@
+"""Shape arithmetic (Shape -> Gather / Slice / Cast / Unsqueeze / Concat -> Reshape) computed
+once per input shape (dnnq/onnx/shape_fold.py): one plan step, the right values when the input
+shape changes between runs and back, the shape steps an exporter interleaved with other ops
+moved together; against ONNX Runtime on the same model."""
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+import dnnq.onnx as donnx  # noqa: E402
+
+
+def _model():
+    i64 = lambda name, v: numpy_helper.from_array(np.asarray(v, np.int64), name)  # noqa: E731
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"]),
+        helper.make_node("Gather", ["s", "zs"], ["n"], axis=0),
+        helper.make_node("Relu", ["x"], ["r"]),          # between the shape steps
+        helper.make_node("Slice", ["s", "one", "three"], ["cw"]),
+        helper.make_node("ReduceProd", ["cw"], ["prod"], keepdims=1),
+        helper.make_node("Unsqueeze", ["n", "zero"], ["n1"]),
+        helper.make_node("Concat", ["n1", "prod"], ["shape2"], axis=0),
+        helper.make_node("Reshape", ["r", "shape2"], ["flat"]),
+        helper.make_node("Mul", ["flat", "two"], ["y"]),
+    ]
+    g = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, "W"])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [i64("zero", [0]), i64("zs", 0), i64("one", [1]), i64("three", [3]),
+         numpy_helper.from_array(np.float32(2.0), "two")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    return m
+
+
+def test_shape_steps_cached_per_input_shape():
+    m = _model()
+    sess = donnx.InferenceSession(m)
+    rows = [r for r in sess.plan() if r["primitive"] == "shape values (cached)"]
+    assert len(rows) == 1 and len(rows[0]["nodes"]) >= 5, sess.plan()
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    ref = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(1)
+    for shape in [(2, 3, 4), (1, 3, 7), (2, 3, 4), (5, 3, 1), (1, 3, 7)]:
+        x = rng.standard_normal(shape).astype(np.float32)
+        got = sess.run(None, {"x": x})[0]
+        want = ref.run(None, {"x": x})[0]
+        assert got.shape == want.shape == (shape[0], 3 * shape[2])
+        np.testing.assert_array_equal(got, want)
