@@ -143,3 +143,49 @@ def test_row_kernels_refuse_bad_shapes():
     with pytest.raises(ValueError, match="gamma"):
         _toolkit.qlayernorm_run(0, x, x.copy(), 3, 3, 1.0, 0, np.zeros(7, F32),
                                 np.zeros(8, F32), 1e-5, 1.0, 0)
+
+
+def _q8_model(op, x0, x1, z0, z1, zd, a0, a1, cols, dt):
+    v0 = (x0.astype(np.int64) - z0).astype(F32)
+    if op == "cols":
+        y = v0 * cols
+    else:
+        v1 = (x1.astype(np.int64) - z1).astype(F32)
+        y = v0 * F32(a0) + v1 * F32(a1) if op == "add" else (v0 * v1) * F32(a0)
+    return _quantize(y, 1.0, zd, dt)
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_int8_binary_rows_bit_exact(level):
+    """tk_rows8.h's binary ops: y = x0 a0 + x1 a1, (x0 x1) a0, x0 cols (x = q - z), each
+    product and sum rounded once, then rounded half to even and saturated."""
+    rng = np.random.default_rng(5 + len(level))
+    ops = {"add": _toolkit.Q8_ADD, "mul": _toolkit.Q8_MUL, "cols": _toolkit.Q8_MUL_COLS}
+    for n in [1, 7, 16, 24, 33, 96, 1000]:
+        for op in ops:
+            for d0, d1, dd, z0, z1, zd in [("u8", "u8", "u8", 128, 3, 7), ("s8", "u8", "s8", -5, 0, 0),
+                                           ("u8", "s8", "u8", 0, 9, 250)]:
+                x0, x1 = _values(rng, d0, 5, n), _values(rng, d1, 5, n)
+                a0, a1 = float(F32(0.0123)), float(F32(-0.77))
+                cols = (rng.standard_normal(n) * 0.5).astype(F32)
+                want = _q8_model(op, x0, x1, z0, z1, zd, a0, a1, cols, dd)
+                for threads in (1, 2):
+                    guard = np.full((5, n + 32), 77, NP[dd])
+                    dst = guard[:, :n]
+                    _toolkit.q8_binary_run(_codes.ISA[level], ops[op], x0.view(np.uint8),
+                                           x1.view(np.uint8), dst.view(np.uint8),
+                                           _codes.DT[d0], _codes.DT[d1], _codes.DT[dd], z0, z1,
+                                           zd, a0, a1, cols if op == "cols" else None, threads)
+                    np.testing.assert_array_equal(dst, want, err_msg=f"n={n} {op} {d0}{d1}{dd}")
+                    assert (guard[:, n:] == 77).all(), "written past a row"
+
+
+def test_int8_gate_columns():
+    """c = (f32(g - zp) * scale [+ 1]) * m for each channel, repeated."""
+    g = np.array([0, 5, 200, 255], np.uint8)
+    got = _toolkit.q8_gate_cols(g, _codes.DT["u8"], 0.02, 3, True, 0.5, 2)
+    want = (((g.astype(np.int64) - 3).astype(F32) * F32(0.02)) + F32(1)) * F32(0.5)
+    np.testing.assert_array_equal(got, np.tile(want, 2))
+    s = np.array([-128, -1, 0, 127], np.int8)
+    got = _toolkit.q8_gate_cols(s.view(np.uint8), _codes.DT["s8"], 0.1, -2, False, 2.0)
+    np.testing.assert_array_equal(got, ((s.astype(np.int64) + 2).astype(F32) * F32(0.1)) * F32(2))

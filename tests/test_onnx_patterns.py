@@ -558,3 +558,22 @@ def test_layernormalization_op_on_int8_rows(tmp_path):
     sess = _run(tmp_path, b.model((1, 10, 16), y, opset=17), (1, 10, 16))
     rows = [r for r in sess.plan() if r["primitive"] == "LayerNormalization (int8 rows)"]
     assert len(rows) == 1 and rows[0]["dtypes_out"] == ["u8"]
+
+
+@pytest.mark.parametrize("op,c,hw", [("Mul", 8, 6), ("Sub", 24, 5), ("Add", 16, 7)])
+def test_int8_binary_one_pass(tmp_path, op, c, hw):
+    """Two int8 activations of one shape (Mul / Sub / Add that no layer takes as a sum
+    post-op), and a channel gate on an odd number of pixels: one pass over the int8 data."""
+    b = Builder()
+    a0 = b.op("Relu", [b.conv("x", 4, c)])
+    a1 = b.op("Relu", [b.conv("x", 4, c)])
+    if op == "Add":  # (an Add of a convolution's output would be its sum post-op)
+        a0, a1 = (b.op("MaxPool", [v], kernel_shape=[3, 3], pads=[1] * 4) for v in (a0, a1))
+    y = b.op(op, [a0, a1])
+    g = b.op("Sigmoid", [b.op("GlobalAveragePool", [y])])
+    y = b.op("Mul", [y, g])
+    y = b.op("Tanh", [b.op("Conv", [y, b.const(_w(4, c, 1, 1))], kernel_shape=[1, 1])])
+    sess = _run(tmp_path, b.model((1, 4, hw, hw), y), (1, 4, hw, hw), steps=10)
+    one_pass = [r for r in sess.plan() if r["primitive"] == "Binary" and
+                r["impl_info"] == "int8 one pass"]
+    assert len(one_pass) == 2, sess.plan()

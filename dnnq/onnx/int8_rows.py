@@ -11,7 +11,8 @@ import numpy as np
 
 import dnnq
 from dnnq.eltwise_math import eltwise_table
-from dnnq.onnx.steps import Step
+from dnnq.onnx.layers import KEEP_MIN_BYTES, REUSE
+from dnnq.onnx.steps import BinaryStep, Step, physical
 from dnnq.primitives import _impls
 from dnnq.primitives._kernels import _codes, _toolkit
 
@@ -129,3 +130,103 @@ class QuantizedLayerNormStep(_Int8RowsStep):
                                 int(self.qs.zp[0]), g, b, self.eps, self.inv, self.zp,
                                 _threads(x.size))
         env[self.outputs[0]] = y
+
+
+def _dense_order(x):
+    """x's memory as a C-contiguous array and the permutation back to x (None: x is
+    C-contiguous), or (None, None) when its memory is not a transpose of dense memory."""
+    if x.flags.c_contiguous:
+        return x, None
+    v, inv = physical(x)
+    return (v, inv) if inv is not None else (None, None)
+
+
+class Int8BinaryStep(BinaryStep):
+    """Add / Sub / Mul of two int8 activations into an int8 one in a single pass
+    (tk_rows8.h: the dequantized values' sum or product, rounded once): same-shape sources
+    in the same memory order, or a channels-last source times a per-channel gate (1, C, 1,
+    ...; ``x * (1 + s)`` too). Other shapes and layouts run dnnq.Binary (BinaryStep)."""
+
+    def __init__(self, *a, **k):
+        super().__init__(*a, **k)
+        self._isa = _kernel_isa()[0]
+        self._layouts = {}  # (shapes, strides) -> how to run them, or None: dnnq.Binary
+        self._kept = {}
+        q0, qd = self.q0, self.qd
+        q1 = self.one_plus if self.one_plus is not None else self.q1
+        inv = F32(1) / F32(qd.scale[0])
+        s0, s1 = F32(q0.scale[0]), F32(q1.scale[0])
+        self._dts = (_codes.DT[q0.dt], _codes.DT[q1.dt], _codes.DT[qd.dt])
+        self._zps = (int(q0.zp[0]), int(q1.zp[0]), int(qd.zp[0]))
+        if self.alg == "mul":
+            self._a = (float(s0 * s1 * inv), 0.0)
+        else:
+            self._a = (float(s0 * inv), float((s1 if self.alg == "add" else -s1) * inv))
+        self._gate = (float(s1), self.one_plus is not None, float(s0 * inv))
+        self.out_dtype = _NP[qd.dt]
+        self.impl_info = "int8 one pass"
+
+    def run(self, env):
+        x0 = env[self.inputs[0]]
+        x1 = env[self.inputs[1]]
+        key = (x0.shape, x0.strides, x1.shape, x1.strides)
+        lay = self._layouts.get(key, 0)
+        if lay == 0:
+            lay = self._layouts[key] = self._layout(x0, x1)
+        if lay is None:
+            super().run(env)
+            self.impl_info = "dnnq.Binary: " + str(self.impl_info)
+            return
+        order, inv, rows, rep = lay
+        v0 = x0 if order is None else x0.transpose(order)
+        n = v0.size
+        keep = self.keeps_output and env.get(REUSE) and n >= KEEP_MIN_BYTES
+        y = self._kept.get(key) if keep else None
+        if y is None:
+            y = np.empty(v0.shape, self.out_dtype)
+            if keep:
+                self._kept[key] = y
+        d0, d1, dd = self._dts
+        z0, z1, zd = self._zps
+        if rep == 0:  # same shapes
+            v1 = x1 if order is None else x1.transpose(order)
+            _toolkit.q8_binary_run(self._isa, _toolkit.Q8_MUL if self.alg == "mul" else
+                                   _toolkit.Q8_ADD, v0.reshape(rows, -1), v1.reshape(rows, -1),
+                                   y.reshape(rows, -1), d0, d1, dd, z0, z1, zd, *self._a, None,
+                                   _threads(n))
+        else:
+            scale, one_plus, m = self._gate
+            cols = _toolkit.q8_gate_cols(np.ascontiguousarray(x1).reshape(-1).view(np.uint8),
+                                         d1, scale, z1, one_plus, m, rep)
+            _toolkit.q8_binary_run(self._isa, _toolkit.Q8_MUL_COLS, v0.reshape(rows, -1),
+                                   None, y.reshape(rows, -1), d0, d0, dd, z0, 0, zd, 0.0, 0.0,
+                                   cols, _threads(n))
+        env[self.outputs[0]] = y if inv is None else y.transpose(inv)
+
+    def _layout(self, x0, x1):
+        """(memory order of x0 or None, its inverse, rows, rep) for the one-pass kernel:
+        rep 0 for same-shape sources, else the gate's repeat per row (channels-last rows of
+        rep pixels); None where dnnq.Binary runs instead."""
+        v0, inv = _dense_order(x0)
+        if v0 is None or v0.size == 0:
+            return None
+        order = None if inv is None else tuple(int(i) for i in np.argsort(inv))
+        if x1.shape == x0.shape and self.one_plus is None:
+            v1, _ = _dense_order(x1)
+            if x0.strides != x1.strides or v1 is None:  # (equal: the same memory order)
+                return None
+            k = 0  # rows: the leading dims of the memory order, up to 64 Ki elements a row
+            while k < v0.ndim and v0.size // max(1, int(np.prod(v0.shape[:k]))) > 65536:
+                k += 1
+            return order, inv, int(np.prod(v0.shape[:k])), 0
+        C = x0.shape[1] if x0.ndim >= 2 else 0
+        if self.alg != "mul" or x0.ndim < 2 or x1.size != C or x1.shape not in (
+                (1, C) + (1,) * (x0.ndim - 2), (C,) + (1,) * (x0.ndim - 2)):
+            return None
+        if x0.ndim > 2 and (inv is None or inv[1] != x0.ndim - 1):
+            return None  # the channel dim is not innermost in memory
+        pixels = v0.size // C
+        rep = 16 // int(np.gcd(C, 16))  # whole vectors per row where the pixels allow
+        if pixels % rep:
+            rep = 1
+        return order, inv, pixels // rep, rep

@@ -18,7 +18,7 @@ from dnnq.onnx.graph import attrs_of, node_label
 from dnnq.onnx.layers import ConvLayer, MatMulLayer
 from dnnq.onnx.quant import RANGE, qparams_of
 from dnnq.onnx.normalization import match_layernorm
-from dnnq.onnx.int8_rows import QuantizedLayerNormStep, QuantizedSoftmaxStep
+from dnnq.onnx.int8_rows import Int8BinaryStep, QuantizedLayerNormStep, QuantizedSoftmaxStep
 from dnnq.onnx.shape_fold import fold_shape_steps
 from dnnq.onnx.tables import match_table
 from dnnq.onnx import steps as S
@@ -509,8 +509,8 @@ class Planner:
         x, s = (q0, q1) if qx[0] == q0[0] else (q1, q0)
         self.ensure_q(x[0])
         self.ensure_q(s[0])
-        step = S.BinaryStep(nodes + [self.label(m) for m in (dq, add, sq2[0])], "mul", x[0],
-                            s[0], sq2[0].output[0], x[1], None, sq2[1], one_plus=s[1])
+        step = Int8BinaryStep(nodes + [self.label(m) for m in (dq, add, sq2[0])], "mul", x[0],
+                              s[0], sq2[0].output[0], x[1], None, sq2[1], one_plus=s[1])
         self._add(step)
         for m in (sq[0], dq, add, sq2[0]):
             self._claim(m)
@@ -628,8 +628,10 @@ class Planner:
             self.ensure_q(q0[0])
             if q1 is not None:
                 self.ensure_q(q1[0])
-            step = S.BinaryStep(nodes, BINARY[op], q0[0], q1[0] if q1 else None, out, q0[1],
-                                q1[1] if q1 else None, qd, const1=c)
+            cls = Int8BinaryStep if q1 is not None and qd is not None and \
+                op in ("Add", "Sub", "Mul") else S.BinaryStep
+            step = cls(nodes, BINARY[op], q0[0], q1[0] if q1 else None, out, q0[1],
+                       q1[1] if q1 else None, qd, const1=c)
             step.swappable = op in ("Add", "Mul", "Min", "Max")
             self._add(step)
             if sq:

@@ -197,22 +197,23 @@ class InferenceSession:
                 st.keeps_output = not any(o in reach for o in st.outputs)
 
     def _choose_threads(self, env, nthreads):
-        """Run the steps once, each timed on one thread (twice, the faster kept) and on
-        ``nthreads``; a step keeps ``nthreads`` only when that is at least 20 % and 25 us
+        """Run the steps, each timed on one thread and on ``nthreads`` (the best of three
+        trials each); a step keeps ``nthreads`` only when that is at least 20 % and 25 us
         faster: waking the other threads after single-threaded steps costs about that (the
         PP-OCR classifier, two 10-us steps chosen parallel by the 20 % alone, ran 0.85 ->
         0.95 ms at two threads)."""
         clock, choice = time.perf_counter, []
         for st in self._steps:
-            times = []
-            for t in (1, nthreads, 1):
+            best = {1: np.inf, nthreads: np.inf}
+            # the best of three alternating trials each: one disturbed trial (another
+            # process on a core) does not decide the step's threads for the session's life
+            for t in (1, nthreads) * 3:
                 dnnq.set_num_threads(t)
                 t0 = clock()
                 st.run(env)
-                times.append(clock() - t0)
-            one = min(times[0], times[2])
-            choice.append(nthreads if times[1] < 0.8 * one and one - times[1] > _WAKE_S
-                          else 1)
+                best[t] = min(best[t], clock() - t0)
+            one, many = best[1], best[nthreads]
+            choice.append(nthreads if many < 0.8 * one and one - many > _WAKE_S else 1)
         return choice
 
     def _run_threads(self, env, per_step, nthreads):

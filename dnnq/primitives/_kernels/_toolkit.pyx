@@ -8,7 +8,8 @@ read-only during `run` (operand addresses live in a per-call copy), so several P
 may run one plan at once.
 """
 from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_ANY_CONTIGUOUS, PyBUF_WRITABLE
-from libc.stdint cimport int64_t, uint8_t
+from libc.stdint cimport int64_t, int8_t, uint8_t
+import numpy as np
 from libc.stdlib cimport malloc, free
 from libc.string cimport memset, memcpy
 from cython.parallel cimport prange
@@ -104,6 +105,22 @@ cdef extern from "dnnq_toolkit.h" nogil:
     ctypedef void (*dnnq_qlayernorm_run_fn)(const dnnq_qlayernorm_args_t *a, int64_t r0,
                                             int64_t r1)
     dnnq_qsoftmax_run_fn dnnq_qsoftmax_run_for_isa(int isa)
+
+    enum:
+        DNNQ_Q8_ADD
+        DNNQ_Q8_MUL
+        DNNQ_Q8_MUL_COLS
+    ctypedef struct dnnq_q8_binary_args_t:
+        int64_t rows, len, src0_rs, src1_rs, dst_rs
+        int op, src0_dt, src1_dt, dst_dt, z0, z1, zd
+        float a0, a1
+        const float *cols
+        const uint8_t *src0
+        const uint8_t *src1
+        uint8_t *dst
+    ctypedef void (*dnnq_q8_binary_run_fn)(const dnnq_q8_binary_args_t *a, int64_t r0,
+                                           int64_t r1)
+    dnnq_q8_binary_run_fn dnnq_q8_binary_run_for_isa(int isa)
     dnnq_qlayernorm_run_fn dnnq_qlayernorm_run_for_isa(int isa)
     const char *dnnq_toolkit_isa_name(int isa)
     int64_t dnnq_pw_items(const dnnq_pw_plan_t *p)
@@ -499,6 +516,69 @@ def qlayernorm_run(int isa, src, dst, int src_dt, int dst_dt, float src_scale, i
     a.src = <const uint8_t*>_addr(src[0:1], False)
     a.dst = <char*>_addr(dst[0:1], True)
     cdef dnnq_qlayernorm_run_fn fn = dnnq_qlayernorm_run_for_isa(isa)
+    nt = max(1, min(nt, a.rows))
+    with nogil:
+        if nt == 1:
+            fn(&a, 0, a.rows)
+        else:
+            for t in prange(nt, num_threads=nt, schedule='static'):
+                fn(&a, t * a.rows // nt, (t + 1) * a.rows // nt)
+
+
+Q8_ADD, Q8_MUL, Q8_MUL_COLS = DNNQ_Q8_ADD, DNNQ_Q8_MUL, DNNQ_Q8_MUL_COLS
+
+
+def q8_gate_cols(gate, int gate_dt, float scale, int zp, bint one_plus, float m,
+                 int repeat=1):
+    """Per-column multipliers of a channel gate g (8-bit, C values): c = f32(g - zp) * scale,
+    + 1 when `one_plus`, then * m; the C values repeated `repeat` times (f32 array)."""
+    cdef const uint8_t[::1] g = gate
+    cdef int64_t n = g.shape[0], i, k
+    out = np.empty(n * repeat, np.float32)
+    cdef float[::1] o = out
+    cdef float c
+    cdef int v
+    for i in range(n):
+        if gate_dt == DNNQ_DT_S8:
+            v = <int8_t>g[i]
+        else:
+            v = g[i]
+        c = <float>(v - zp) * scale
+        if one_plus:
+            c = c + <float>1.0
+        c = c * m
+        for k in range(repeat):
+            o[k * n + i] = c
+    return out
+
+
+def q8_binary_run(int isa, int op, src0, src1, dst, int src0_dt, int src1_dt, int dst_dt,
+                  int z0, int z1, int zd, float a0, float a1, cols=None, int nthreads=1):
+    """tk_rows8.h's binary op of 8-bit (rows x len) arrays with dense rows: ADD / MUL of
+    same-shape sources, MUL_COLS of src0 by `cols` (len f32 multipliers; src1 ignored)."""
+    cdef dnnq_q8_binary_args_t a
+    cdef int64_t t, nt = nthreads
+    cdef const float[::1] cv
+    memset(&a, 0, sizeof(a))
+    a.rows, a.len = src0.shape[0], src0.shape[1]
+    a.src0_rs = _row_stride(src0, a.rows, a.len, "q8_binary_run src0")
+    a.dst_rs = _row_stride(dst, a.rows, a.len, "q8_binary_run dst")
+    if op == DNNQ_Q8_MUL_COLS:
+        if cols is None or cols.shape[0] != a.len:
+            raise ValueError("q8_binary_run: cols of the row's length expected")
+        cv = cols
+        a.cols = &cv[0] if a.len else NULL
+    else:
+        a.src1_rs = _row_stride(src1, a.rows, a.len, "q8_binary_run src1")
+    a.op, a.src0_dt, a.src1_dt, a.dst_dt = op, src0_dt, src1_dt, dst_dt
+    a.z0, a.z1, a.zd, a.a0, a.a1 = z0, z1, zd, a0, a1
+    if a.rows == 0 or a.len == 0:
+        return
+    a.src0 = <const uint8_t*>_addr(src0[0:1], False)
+    if op != DNNQ_Q8_MUL_COLS:
+        a.src1 = <const uint8_t*>_addr(src1[0:1], False)
+    a.dst = <uint8_t*>_addr(dst[0:1], True)
+    cdef dnnq_q8_binary_run_fn fn = dnnq_q8_binary_run_for_isa(isa)
     nt = max(1, min(nt, a.rows))
     with nogil:
         if nt == 1:

@@ -156,6 +156,19 @@ typedef struct {
     char *dst;
 } dnnq_qlayernorm_args_t;
 
+/* Binary ops of 8-bit tensors (tk_rows8.h): rows of `len` dense elements; op one of */
+#define DNNQ_Q8_ADD 0      /* same-shape sources: y = x0 a0 + x1 a1 */
+#define DNNQ_Q8_MUL 1      /* same-shape sources: y = (x0 x1) a0 */
+#define DNNQ_Q8_MUL_COLS 2 /* y = x0 cols[i] (per-column multipliers; src1 unused) */
+typedef struct {
+    int64_t rows, len, src0_rs, src1_rs, dst_rs;
+    int op, src0_dt, src1_dt, dst_dt, z0, z1, zd;
+    float a0, a1;
+    const float *cols;
+    const uint8_t *src0, *src1;
+    uint8_t *dst;
+} dnnq_q8_binary_args_t;
+
 /* The run functions return 0, or DNNQ_TK_ENOMEM when a scratch allocation failed (the
  * driver raises MemoryError: the destination is then incomplete). */
 #define DNNQ_TK_ENOMEM 1
@@ -168,6 +181,7 @@ typedef void (*dnnq_table_run_fn)(uint8_t *dst, const uint8_t *src, const uint8_
 /* rows r0 .. r1 - 1 */
 typedef void (*dnnq_qsoftmax_run_fn)(const dnnq_qsoftmax_args_t *a, int64_t r0, int64_t r1);
 typedef void (*dnnq_qlayernorm_run_fn)(const dnnq_qlayernorm_args_t *a, int64_t r0, int64_t r1);
+typedef void (*dnnq_q8_binary_run_fn)(const dnnq_q8_binary_args_t *a, int64_t r0, int64_t r1);
 
 #define DNNQ_DECLARE_TOOLKIT(isa)                                                             \
     int dnnq_pw_run_##isa(const dnnq_pw_plan_t *p, int64_t it0, int64_t it1);                 \
@@ -177,7 +191,8 @@ typedef void (*dnnq_qlayernorm_run_fn)(const dnnq_qlayernorm_args_t *a, int64_t 
     void dnnq_table_run_##isa(uint8_t *dst, const uint8_t *src, const uint8_t *table,        \
                               int64_t n, int vbmi);                                       \
     void dnnq_qsoftmax_run_##isa(const dnnq_qsoftmax_args_t *a, int64_t r0, int64_t r1);      \
-    void dnnq_qlayernorm_run_##isa(const dnnq_qlayernorm_args_t *a, int64_t r0, int64_t r1);
+    void dnnq_qlayernorm_run_##isa(const dnnq_qlayernorm_args_t *a, int64_t r0, int64_t r1);  \
+    void dnnq_q8_binary_run_##isa(const dnnq_q8_binary_args_t *a, int64_t r0, int64_t r1);
 
 DNNQ_DECLARE_TOOLKIT(portable)
 DNNQ_DECLARE_TOOLKIT(avx2)
@@ -190,6 +205,7 @@ dnnq_softmax_run_fn dnnq_softmax_run_for_isa(int isa);
 dnnq_table_run_fn dnnq_table_run_for_isa(int isa);
 dnnq_qsoftmax_run_fn dnnq_qsoftmax_run_for_isa(int isa);
 dnnq_qlayernorm_run_fn dnnq_qlayernorm_run_for_isa(int isa);
+dnnq_q8_binary_run_fn dnnq_q8_binary_run_for_isa(int isa);
 const char *dnnq_toolkit_isa_name(int isa);
 
 /* Number of work items of a pointwise plan: rows * blocks per row. */
