@@ -1,6 +1,8 @@
 """Lookup tables are built with eltwise_table (dnnq/eltwise_math.py): its library functions
 in decimal arithmetic give the same bits whatever SIMD path numpy's own f32 functions take on
-the host (they differ in the last ulp between CPUs with and without AVX2 / AVX-512)."""
+the host (they differ in the last ulp between CPUs with and without AVX2 / AVX-512). The f32
+element-wise ops an ONNX session runs outside int8 chains (Sigmoid, Tanh, Exp, Log, Softmax,
+...) go through dnnq's toolkit for the same reason."""
 import json
 import subprocess
 import sys
@@ -31,13 +33,44 @@ print(json.dumps(out))
 _NO_SIMD = "X86_V3 X86_V4 AVX512_ICL AVX512_SPR"
 
 
-def _probe(env_extra):
+_OPS_PROBE = r"""
+import json, hashlib, numpy as np
+from dnnq.onnx import ops_numpy
+x = np.linspace(-12, 12, 200004).astype(np.float32).reshape(1, 4, -1)
+h = lambda a: hashlib.md5(np.ascontiguousarray(a).tobytes()).hexdigest()
+out = {"numpy exp": h(np.exp(x)), "numpy tanh": h(np.tanh(x))}
+for op, attrs, opset in %s:
+    v = np.abs(x) + np.float32(1e-3) if op == "Log" else x
+    out[op + str(opset)] = h(ops_numpy.run_op(op, [v], attrs, opset)[0])
+print(json.dumps(out))
+""" % repr([("Sigmoid", {}, 13), ("Tanh", {}, 13), ("Exp", {}, 13), ("Log", {}, 13),
+            ("Elu", {"alpha": 0.5}, 13), ("Softplus", {}, 13), ("Mish", {}, 13),
+            ("Gelu", {}, 20), ("Gelu", {"approximate": "tanh"}, 21), ("Softmax", {}, 13),
+            ("Softmax", {"axis": 1}, 11)])
+
+
+def _probe(env_extra, code=None):
     import os
     env = dict(os.environ, **env_extra)
-    r = subprocess.run([sys.executable, "-P", "-c", _PROBE], capture_output=True, text=True,
-                       env=env, timeout=300)
+    r = subprocess.run([sys.executable, "-P", "-c", code or _PROBE], capture_output=True,
+                       text=True, env=env, timeout=300)
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def test_session_f32_ops_do_not_depend_on_numpy_simd_paths():
+    host = _probe({}, _OPS_PROBE)
+    portable = _probe({"DNNQ_MAX_CPU_ISA": "default"}, _OPS_PROBE)
+    plain = _probe({"NPY_DISABLE_CPU_FEATURES": _NO_SIMD}, _OPS_PROBE)
+    for k in host:
+        if not k.startswith("numpy"):
+            assert host[k] == portable[k], k
+    if host["numpy exp"] == plain["numpy exp"] and host["numpy tanh"] == plain["numpy tanh"]:
+        pytest.skip("numpy's f32 exp / tanh take the same path here with and without its "
+                    f"{_NO_SIMD} dispatch")
+    for k in host:
+        if not k.startswith("numpy"):
+            assert host[k] == plain[k], k
 
 
 def test_tables_do_not_depend_on_numpy_simd_paths():

@@ -38,6 +38,24 @@ def _binary(fn):
     return op
 
 
+def _toolkit_eltwise(alg, numpy_fn, alpha=0.0, beta=0.0):
+    """A unary op on f32 tensors through dnnq.Eltwise: numpy's f32 exp / log / tanh take
+    CPU-specific SIMD paths that differ in the last ulp (with NPY_DISABLE_CPU_FEATURES), dnnq's
+    toolkit computes the same bits at every ISA level. Other dtypes (f64 / f16) and empty
+    tensors go to ``numpy_fn(v, attrs)``."""
+    def fn(v, attrs):
+        if v.dtype != F32 or v.size == 0:
+            return numpy_fn(v, attrs)
+        import dnnq
+        from dnnq.memory import MemoryDesc
+        a = float(alpha(attrs)) if callable(alpha) else alpha
+        d = MemoryDesc(v.shape if v.ndim else (1,), "f32")
+        y = dnnq.Eltwise(alg, d, d, a, beta).execute({dnnq.DNNL_ARG_SRC: np.ascontiguousarray(
+            v.reshape(d.dims))})
+        return y.reshape(v.shape)
+    return fn
+
+
 def _sigmoid(x, a=None):
     with np.errstate(over="ignore"):
         return (1.0 / (1.0 + np.exp(-x))).astype(x.dtype, copy=False)
@@ -272,16 +290,24 @@ def _reduce(fn):
 
 
 def _softmax_np(x, attrs, opset):
+    """Softmax over one axis (opset 13) or the dims from ``axis`` on (opsets 1 - 12); f32 on
+    dnnq.Softmax (the same bits on every CPU), other dtypes in numpy."""
     a = attrs.get("axis", -1 if opset >= 13 else 1)
     v = x[0]
+    shp = v.shape
+    a = _axis(a, v.ndim) if v.ndim else 0
     if opset < 13:
-        a = _axis(a, v.ndim)
-        shp = v.shape
         v = v.reshape(int(np.prod(shp[:a])), -1)
-        e = np.exp(v - v.max(axis=1, keepdims=True))
-        return [(e / e.sum(axis=1, keepdims=True)).reshape(shp).astype(F32)]
+        a = 1
+    if v.dtype == F32 and v.size:
+        import dnnq
+        from dnnq.memory import MemoryDesc
+        d = MemoryDesc(v.shape if v.ndim else (1,), "f32")
+        y = dnnq.Softmax("softmax", d, d, a).execute(
+            {dnnq.DNNL_ARG_SRC: np.ascontiguousarray(v.reshape(d.dims))})
+        return [y.reshape(shp)]
     e = np.exp(v - v.max(axis=a, keepdims=True))
-    return [(e / e.sum(axis=a, keepdims=True)).astype(F32)]
+    return [(e / e.sum(axis=a, keepdims=True)).reshape(shp).astype(F32)]
 
 
 def _batchnorm(x, attrs, opset):
@@ -505,22 +531,25 @@ OPS = {
     "And": _binary(np.logical_and), "Or": _binary(np.logical_or),
     "Not": lambda x, a, o: [np.logical_not(x[0])],
     "Mod": _binary(np.fmod),
-    "Sqrt": _unary(lambda v, a: np.sqrt(v)), "Exp": _unary(lambda v, a: np.exp(v)),
-    "Log": _unary(lambda v, a: np.log(v)), "Abs": _unary(lambda v, a: np.abs(v)),
+    "Sqrt": _unary(lambda v, a: np.sqrt(v)), "Exp": _unary(_toolkit_eltwise("exp", lambda v, a: np.exp(v))),
+    "Log": _unary(_toolkit_eltwise("log", lambda v, a: np.log(v))), "Abs": _unary(lambda v, a: np.abs(v)),
     "Neg": _unary(lambda v, a: -v), "Reciprocal": _unary(lambda v, a: 1 / v),
     "Floor": _unary(lambda v, a: np.floor(v)), "Ceil": _unary(lambda v, a: np.ceil(v)),
     "Round": _unary(lambda v, a: np.rint(v)), "Sign": _unary(lambda v, a: np.sign(v)),
     "Erf": _unary(lambda v, a: _erf(v)),
     "Relu": _unary(lambda v, a: np.maximum(v, 0)),
     "LeakyRelu": _unary(lambda v, a: np.where(v >= 0, v, F32(a.get("alpha", 0.01)) * v)),
-    "Elu": _unary(lambda v, a: np.where(v > 0, v, F32(a.get("alpha", 1.0)) * np.expm1(v))),
-    "Sigmoid": _unary(lambda v, a: _sigmoid(v)),
-    "Tanh": _unary(lambda v, a: np.tanh(v)),
+    "Elu": _unary(_toolkit_eltwise(
+        "elu", lambda v, a: np.where(v > 0, v, F32(a.get("alpha", 1.0)) * np.expm1(v)),
+        alpha=lambda a: a.get("alpha", 1.0))),
+    "Sigmoid": _unary(_toolkit_eltwise("logistic", lambda v, a: _sigmoid(v))),
+    "Tanh": _unary(_toolkit_eltwise("tanh", lambda v, a: np.tanh(v))),
     "HardSigmoid": _unary(_hardsigmoid),
     "HardSwish": _unary(_hardswish),
-    "Softplus": _unary(lambda v, a: _softplus(v)),
-    "Mish": _unary(lambda v, a: v * np.tanh(_softplus(v))),
-    "Gelu": _unary(_gelu),
+    "Softplus": _unary(_toolkit_eltwise("soft_relu", lambda v, a: _softplus(v), alpha=1.0)),
+    "Mish": _unary(_toolkit_eltwise("mish", lambda v, a: v * np.tanh(_softplus(v)))),
+    "Gelu": _unary(lambda v, a: _toolkit_eltwise(
+        "gelu_tanh" if a.get("approximate", "none") == "tanh" else "gelu_erf", _gelu)(v, a)),
     "Clip": _clip,
     "Reshape": _reshape, "Flatten": _flatten, "Squeeze": _squeeze, "Unsqueeze": _unsqueeze,
     "Transpose": _transpose, "Concat": _concat, "Slice": _slice, "Gather": _gather,
