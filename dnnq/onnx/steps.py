@@ -455,11 +455,13 @@ class ConcatStep(Step):
     other scales / zero points are requantized first (dnnq.Reorder)."""
 
     primitive = "Concat"
+    fresh_output = True
 
     def __init__(self, nodes, inputs, output, axis, qps, qd):
         super().__init__(nodes, inputs, [output])
         self.axis, self.qps, self.qd = axis, qps, qd
         self._re = {}
+        self._kept = {}  # output shape -> the array of the previous run (keeps_output)
         self.impl_info = "copy" if all(q.same_as(qd) for q in qps) else "requantize+copy"
         #: input i -> the nearest Resize step that made it (planner: take_resize)
         self._resized = {}
@@ -521,7 +523,13 @@ class ConcatStep(Step):
         ax = self.axis % nd
         shape = list(parts[0][2])
         shape[ax] = sum(p[2][ax] for p in parts)
-        out = MemoryDesc(tuple(shape), self.qd.dt, layout_tag(nd) if ax == 1 else None).empty()
+        desc = MemoryDesc(tuple(shape), self.qd.dt, layout_tag(nd) if ax == 1 else None)
+        keep = self.keeps_output and env.get(REUSE) and keeps(desc)
+        out = self._kept.get(desc.dims) if keep else None
+        if out is None:
+            out = desc.empty()
+            if keep:
+                self._kept[desc.dims] = out
         at = 0
         for i, (x, reps, shp) in enumerate(parts):
             if not self.qps[i].same_as(self.qd):
