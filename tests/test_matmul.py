@@ -267,6 +267,30 @@ def test_matmul_weights_zero_point_extension(isa, src_dt, per_n):
     np.testing.assert_array_equal(out, ref)
 
 
+@pytest.mark.parametrize("per_n", [False, True])
+def test_matmul_weights_zero_point_fused_epilogue(isa, per_n):
+    """A weights zero point with the epilogue the fused kernels take (per-N scales, a bias,
+    relu / linear post-ops, u8 destination with scale and zero point, batched): the
+    zero point's per-row term taken out of the tile first; rows and columns below, at and
+    past the tile and panel sizes."""
+    rng = np.random.default_rng(5)
+    post = [("eltwise", "eltwise_relu", 0.0, 0.0), ("eltwise", "eltwise_linear", 0.75, 3.0)]
+    for B, M, K, N in [(1, 1, 8, 16), (2, 7, 15, 60), (3, 33, 64, 65), (1, 61, 17, 130)]:
+        src = rand(rng, "u8", (B, M, K))
+        wei = rand(rng, "s8", (B, K, N))
+        bias = rng.uniform(-50, 50, N).astype(np.float32)
+        wzp = rng.integers(-40, 40, N if per_n else 1).astype(np.int32)
+        q = dict(src_zp=np.array([17], np.int32), wei_zp=wzp,
+                 wei_zp_mask=4 if per_n else 0, src_scales=np.float32([0.5]),
+                 wei_scales=rng.uniform(1e-3, 1e-2, N).astype(np.float32), wei_scale_mask=4,
+                 dst_scales=np.float32([0.25]), dst_zp=np.array([9], np.int32))
+        out, _ = run_dnnq(src, wei, bias.reshape(1, 1, N), "u8", q, post_ops=post)
+        acc = matmul_acc(src, wei, 17, wzp)
+        ref = epilogue(acc, "u8", scale=np.float32(0.5) * q["wei_scales"], bias=bias,
+                       post_ops=post, dst_scale=0.25, dst_zp=9)
+        np.testing.assert_array_equal(out, ref, err_msg=f"{B}x{M}x{K}x{N}")
+
+
 @pytest.mark.parametrize("src_dt", ["u8", "s8"])
 @pytest.mark.parametrize("wzp_kind", ["none", "common", "per_n"])
 def test_matmul_3d_per_k_src_zp_with_weights_zp_extension(isa, src_dt, wzp_kind):

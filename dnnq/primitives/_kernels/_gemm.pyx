@@ -512,8 +512,9 @@ cdef class GemmPlan:
         g.bias = op.bias
         g.bias_sb, g.bias_sm, g.bias_sn = op.bias_sb, op.bias_sm, op.bias_sn
         # the fused epilogues take per-column vectors only: decided here, once per execution
-        # (gemm_impl.h's dnnq_fast_epi_ok trusts the flags)
-        if op.wzp != NULL or (op.bias != NULL and (op.bias_sb != 0 or op.bias_sm != 0)):
+        # (gemm_impl.h's dnnq_fast_epi_ok trusts the flags; a weights zero point's per-row
+        # term is taken out of the tile before them, gemm_impl.h dnnq_tile_sub_wzp)
+        if op.bias != NULL and (op.bias_sb != 0 or op.bias_sm != 0):
             g.fast_epi = g.fast_epi_sum = 0
         # f32 reciprocal, then a multiply in the epilogue: what oneDNN does (not a division)
         g.inv_dst_scale = <float>1.0 / op.dst_scale

@@ -304,7 +304,7 @@ _Static_assert(sizeof(epi_consts_t) <= sizeof(dnnq_epi_state_t), "dnnq_epi_state
 
 int dnnq_epi_prepare_avx512vnni(const dnnq_gemm_args_t *g, int64_t b, int64_t p,
                                 dnnq_epi_state_t *st) {
-    if (!dnnq_fast_epi_ok(g)) return 0;
+    if (!dnnq_fast_epi_ok(g) || g->wzp) return 0;  /* (the fused tile has no wzp term) */
     const int64_t n0 = p * DNNQ_NR;
     const int nc = (int)(g->N - n0 < DNNQ_NR ? g->N - n0 : DNNQ_NR);
     epi_consts_t *k = (epi_consts_t *)st;

@@ -66,6 +66,24 @@ static void dnnq_epilogue_row(const dnnq_gemm_args_t *g, int64_t b, int64_t m, i
     dnnq_epilogue_finish(g, b, m, n0, nc, v, drow);
 }
 
+/* A weights zero point's term, -wzp[n] * rowsum[m] (wrapping s32 as dnnq_epilogue_row: the
+ * same sum in another order), taken out of a tile's rows before a fused epilogue adds the
+ * column compensation. */
+static void dnnq_tile_sub_wzp(const dnnq_gemm_args_t *g, int64_t b, int64_t m, int mr,
+                              int64_t n0, int nc, int32_t *tile) {
+    for (int r = 0; r < mr; ++r) {
+        const uint32_t rs = (uint32_t)g->rowsum[b * g->r_sb + m + r];
+        int32_t *row = tile + r * DNNQ_NR;
+        if (g->wzp_sn) {
+            for (int n = 0; n < nc; ++n)
+                row[n] = (int32_t)((uint32_t)row[n] - (uint32_t)g->wzp[n0 + n] * rs);
+        } else {
+            const uint32_t t = (uint32_t)g->wzp[0] * rs;
+            for (int n = 0; n < nc; ++n) row[n] = (int32_t)((uint32_t)row[n] - t);
+        }
+    }
+}
+
 /* The fused intrinsic epilogue applies: the flags say so (the executors clear both where it
  * does not: a weights zero point, oneDNN's reference-kernel numerics, a bias varying along the
  * rows; _gemm.pyx GemmPlan.execute, _conv.pyx ConvPlan.execute), and this ISA's epilogue
@@ -82,8 +100,14 @@ void DNNQ_FN(dnnq_gemm_epilogue)(const dnnq_gemm_args_t *g, int64_t b, int64_t m
     const int64_t n0 = p * DNNQ_NR;
     const int nc = (int)(g->N - n0 < DNNQ_NR ? g->N - n0 : DNNQ_NR);
 #ifdef DNNQ_FAST_EPILOGUE
-    if (dnnq_fast_epi_ok(g)) {
+    if (dnnq_fast_epi_ok(g) && (!g->wzp || mr <= DNNQ_MR)) {
         dnnq_epi_consts_t epi;
+        int32_t own[DNNQ_MR * DNNQ_NR] __attribute__((aligned(64)));
+        if (g->wzp) {  /* the caller's tile is read-only: the term taken out of a copy */
+            memcpy(own, tile, sizeof(int32_t) * (size_t)mr * DNNQ_NR);
+            dnnq_tile_sub_wzp(g, b, m, mr, n0, nc, own);
+            tile = own;
+        }
         DNNQ_EPI_PREPARE(g, b, n0, nc, &epi);
         DNNQ_FAST_EPILOGUE(g, &epi, m, mr, tile);
         return;
@@ -123,7 +147,7 @@ void DNNQ_FN(dnnq_gemm_block)(const dnnq_gemm_args_t *g, int64_t b, int64_t m0, 
 #if defined(DNNQ_FAST_EPILOGUE) && defined(DNNQ_UKR_PIPELINED)
     /* kernels that can run the previous tile's fused epilogue during the current tile (AMX:
      * the AVX-512 epilogue then overlaps the tile instructions): two tile buffers in turn */
-    if (fast && g->a_xor != DNNQ_A_SWAP) {
+    if (fast && g->a_xor != DNNQ_A_SWAP && !g->wzp) {
         int32_t tiles2[2][DNNQ_MR * DNNQ_NR] __attribute__((aligned(64)));
         int64_t pm = 0;
         int pmr = 0;
@@ -144,7 +168,8 @@ void DNNQ_FN(dnnq_gemm_block)(const dnnq_gemm_args_t *g, int64_t b, int64_t m0, 
 #endif
 #ifdef DNNQ_FUSED_TILE
     /* the micro-kernel that applies the hot 8-bit epilogue from its registers */
-    const int fuse = fast && g->a_xor == DNNQ_A_U8 && !(g->K & 3) ? DNNQ_FUSED_KIND(&epi) : 0;
+    const int fuse = fast && g->a_xor == DNNQ_A_U8 && !(g->K & 3) && !g->wzp ?
+        DNNQ_FUSED_KIND(&epi) : 0;
 #endif
     for (int64_t t = 0; t < ntiles; ++t) {
         const int64_t m = m0 + (mc * t) / ntiles;
@@ -167,6 +192,7 @@ void DNNQ_FN(dnnq_gemm_block)(const dnnq_gemm_args_t *g, int64_t b, int64_t m0, 
 #endif
 #ifdef DNNQ_FAST_EPILOGUE
         if (fast) {
+            if (g->wzp) dnnq_tile_sub_wzp(g, b, m, mr, n0, nc, tile);
             DNNQ_FAST_EPILOGUE(g, &epi, m, mr, tile);
             continue;
         }
