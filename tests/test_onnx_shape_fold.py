@@ -50,3 +50,47 @@ def test_shape_steps_cached_per_input_shape():
         want = ref.run(None, {"x": x})[0]
         assert got.shape == want.shape == (shape[0], 3 * shape[2])
         np.testing.assert_array_equal(got, want)
+
+
+def _views_model():
+    """x -> Q -> DQ -> Reshape -> Transpose -> Slice x 2 -> Squeeze, Shape -> Reshape: int8
+    moves of one tensor (attention's head split), the shape of one of them read back."""
+    i64 = lambda name, v: numpy_helper.from_array(np.asarray(v, np.int64), name)  # noqa: E731
+    f32 = lambda name, v: numpy_helper.from_array(np.asarray(v, np.float32), name)  # noqa: E731
+    nodes = [
+        helper.make_node("QuantizeLinear", ["x", "s", "z"], ["xq"]),
+        helper.make_node("DequantizeLinear", ["xq", "s", "z"], ["xd"]),
+        helper.make_node("Reshape", ["xd", "shp"], ["r"]),              # (N, 6, 2, 4)
+        helper.make_node("Transpose", ["r"], ["t"], perm=[2, 0, 1, 3]),  # (2, N, 6, 4)
+        helper.make_node("Slice", ["t", "s0", "e0", "ax0"], ["a"]),
+        helper.make_node("Slice", ["t", "s1", "e1", "ax0"], ["b"]),
+        helper.make_node("Squeeze", ["a", "ax0"], ["a2"]),
+        helper.make_node("Squeeze", ["b", "ax0"], ["b2"]),
+        helper.make_node("Shape", ["a2"], ["sa"]),
+        helper.make_node("Reshape", ["b2", "sa"], ["b3"]),
+        helper.make_node("Mul", ["a2", "b3"], ["y"]),
+    ]
+    g = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 48])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [f32("s", 0.05), numpy_helper.from_array(np.uint8(128), "z"), i64("shp", [0, 6, 2, 4]),
+         i64("s0", [0]), i64("e0", [1]), i64("s1", [1]), i64("e1", [2]), i64("ax0", [0])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    return m
+
+
+def test_int8_view_moves_cached_per_layout():
+    """The chain of int8 moves is one step; its views are right for every input shape, and
+    when the source arrives in another layout."""
+    m = _views_model()
+    sess = donnx.InferenceSession(m)
+    rows = [r for r in sess.plan() if r["primitive"] == "int8 views (cached)"]
+    assert len(rows) == 1 and len(rows[0]["nodes"]) >= 6, sess.plan()
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    ref = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(2)
+    for n in [3, 1, 3, 5, 1]:
+        x = rng.standard_normal((n, 48)).astype(np.float32) * 3
+        np.testing.assert_array_equal(sess.run(None, {"x": x})[0], ref.run(None, {"x": x})[0])

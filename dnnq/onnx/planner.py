@@ -19,7 +19,7 @@ from dnnq.onnx.layers import ConvLayer, MatMulLayer
 from dnnq.onnx.quant import RANGE, qparams_of
 from dnnq.onnx.normalization import match_layernorm
 from dnnq.onnx.int8_rows import Int8BinaryStep, QuantizedLayerNormStep, QuantizedSoftmaxStep
-from dnnq.onnx.shape_fold import fold_shape_steps
+from dnnq.onnx.shape_fold import fold_shape_steps, fold_view_steps
 from dnnq.onnx.tables import match_table
 from dnnq.onnx import steps as S
 
@@ -75,6 +75,7 @@ class Planner:
         self._resize_into_concat()
         self._channels_last_quantize()
         self.steps = fold_shape_steps(self.steps, self.consts, set(self.graph.output_names))
+        self.steps = fold_view_steps(self.steps, self.consts)
 
     # --- queries used by the fuser -------------------------------------------------------
     def attrs(self, node):

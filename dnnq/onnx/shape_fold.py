@@ -1,10 +1,12 @@
-"""Shape arithmetic computed once per input shape.
+"""Shape arithmetic and int8 views computed once per input shape.
 
 Exporters write the target shapes of Reshape / Expand / Slice as small graphs of Shape,
 Gather, Slice, Cast, Concat, Unsqueeze, ... (PP-OCRv4's recognizer has three of seven steps
 each). Their values depend only on the shapes of the tensors that the Shape / Size nodes read,
 so a run of such steps in the plan becomes one step that looks its outputs up by those shapes
-and runs the steps only for a shape it has not seen.
+and runs the steps only for a shape it has not seen. Likewise a run of int8 moves of one
+tensor (Reshape / Transpose / Slice / Squeeze: attention's head split) becomes one step that
+makes its views from the recorded (shape, strides, offset) of each output.
 """
 import numpy as np
 
@@ -119,3 +121,106 @@ def _hoist(steps, member):
         order.insert(at, st)
         flags.insert(at, m)
     return order, flags
+
+
+#: int8 moves that return a view of their data input when the layout allows it (numpy's
+#: reshape copies when it cannot: then the run is not folded for that input layout)
+_VIEW_OPS = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Identity", "Slice"}
+
+
+def _root(a):
+    while isinstance(a.base, np.ndarray):
+        a = a.base
+    return a
+
+
+class ViewFoldStep(Step):
+    """Consecutive int8 moves (Reshape / Transpose / Slice / Squeeze / ...) of one tensor:
+    the first run of each input layout and parameters runs them and records each output as
+    (shape, strides, offset) into the input's memory; later runs make those views directly
+    (one step instead of several; attention's head split is nine)."""
+
+    primitive = "int8 views (cached)"
+
+    def __init__(self, steps, root, params):
+        outputs = [o for st in steps for o in st.outputs if o]
+        super().__init__([n for st in steps for n in st.nodes], [root] + list(params), outputs)
+        self.steps, self.root, self.params = steps, root, tuple(params)
+        self.impl_info = "+".join(st.op for st in steps)
+        self._views = {}
+
+    def run(self, env):
+        x = env[self.root]
+        key = (x.shape, x.strides, x.dtype.char, x.flags.c_contiguous) + tuple(
+            np.asarray(env[p]).tobytes() for p in self.params)
+        got = self._views.get(key)
+        if got is None:
+            for st in self.steps:
+                st.run(env)
+            got = self._views[key] = self._record(env, x)
+            if len(self._views) > 32:
+                self._views.clear()
+            return
+        if got is False:  # a copy somewhere in the chain for this layout
+            for st in self.steps:
+                st.run(env)
+            return
+        for o, (shape, strides, off) in zip(self.outputs, got):
+            env[o] = np.ndarray(shape, x.dtype, x, off, strides) if strides is not None \
+                else shape  # (a Shape / Size value, read-only)
+
+    def _record(self, env, x):
+        """(shape, strides, byte offset from x's start) per output, or False."""
+        if not x.flags.c_contiguous or x.size == 0:
+            return False
+        base = x.__array_interface__["data"][0]
+        end = base + x.nbytes
+        r = _root(x)
+        out = []
+        values = {o for st in self.steps if st.op in ("Shape", "Size") for o in st.outputs}
+        for o in self.outputs:
+            v = env[o]
+            if o in values:  # a function of the shapes, which the key holds
+                v = np.array(v)
+                v.flags.writeable = False
+                out.append((v, None, None))
+                continue
+            if not isinstance(v, np.ndarray) or v.dtype != x.dtype or _root(v) is not r:
+                return False
+            p = v.__array_interface__["data"][0]
+            if v.size and not base <= p < end:
+                return False
+            out.append((v.shape, v.strides, p - base))
+        return out
+
+
+def fold_view_steps(steps, consts):
+    """``steps`` with each run of two or more consecutive int8 view moves that all descend
+    from one tensor (and Shape / Size steps of them) as one ViewFoldStep."""
+    from dnnq.onnx.steps import QuantizedMoveStep
+    out, i = [], 0
+    while i < len(steps):
+        j, made, root = i, set(), None
+        while j < len(steps):
+            st = steps[j]
+            shape_of = type(st) is NumpyStep and st.op in ("Shape", "Size") and \
+                (root is None or st.inputs[0] in made or st.inputs[0] == root)
+            if not shape_of and (type(st) is not QuantizedMoveStep or st.op not in _VIEW_OPS):
+                break
+            src = st.inputs[0]
+            if src not in made:
+                if root is not None and src != root:
+                    break
+                root = src
+            made.update(o for o in st.outputs if o)
+            j += 1
+        if j - i >= 2:
+            run = steps[i:j]
+            params = sorted({x for st in run for x in st.inputs[1:]
+                             if x and x not in made and x != root})
+            out.append(ViewFoldStep(run, root, params))
+            i = j
+        else:
+            out.append(steps[i])
+            i += 1
+    return out
