@@ -189,3 +189,22 @@ def test_int8_gate_columns():
     s = np.array([-128, -1, 0, 127], np.int8)
     got = _toolkit.q8_gate_cols(s.view(np.uint8), _codes.DT["s8"], 0.1, -2, False, 2.0)
     np.testing.assert_array_equal(got, ((s.astype(np.int64) + 2).astype(F32) * F32(0.1)) * F32(2))
+
+
+def test_repeat_pixels_into_channel_slice():
+    """Nearest upsampling by whole factors into a channel slice of a channels-last tensor
+    (a Concat that resizes its inputs into itself): numpy's repeat, the other channels
+    untouched, on one and two threads."""
+    rng = np.random.default_rng(9)
+    for (n, h, w, c), (rh, rw), ct, at in [((1, 3, 5, 24), (8, 8), 96, 24), ((2, 4, 3, 7), (2, 3), 16, 9),
+                                         ((1, 1, 1, 1), (1, 1), 1, 0), ((1, 5, 4, 16), (1, 2), 16, 0)]:
+        src = rng.integers(0, 256, (n, h, w, c), dtype=np.uint8)
+        for threads in (1, 2):
+            dst = np.full((n, h * rh, w * rw, ct), 0xA5, np.uint8)
+            _toolkit.repeat_pixels_into(src, dst, rh, rw, at, threads)
+            want = np.repeat(np.repeat(src, rh, axis=1), rw, axis=2)
+            np.testing.assert_array_equal(dst[..., at:at + c], want)
+            assert (dst[..., :at] == 0xA5).all() and (dst[..., at + c:] == 0xA5).all()
+    with pytest.raises(ValueError, match="repeat_pixels_into"):
+        _toolkit.repeat_pixels_into(np.zeros((1, 2, 2, 4), np.uint8),
+                                    np.zeros((1, 4, 4, 4), np.uint8), 2, 2, 1)

@@ -495,6 +495,20 @@ class ConcatStep(Step):
         args[A.DNNL_ARG_SRC] = x
         return prim[0].execute(args)
 
+    @staticmethod
+    def _repeat_pixels(x, reps, out, at):
+        """The compiled copy for a channels-last 4-D part upsampled along H and W into the
+        channel slice from ``at``; False where it does not apply."""
+        if x.ndim != 4 or reps[0] != 1 or reps[1] != 1 or x.dtype.itemsize != 1 or \
+                out.dtype.itemsize != 1:
+            return False
+        xs, ds = x.transpose(0, 2, 3, 1), out.transpose(0, 2, 3, 1)
+        if not (xs.flags.c_contiguous and ds.flags.c_contiguous):
+            return False
+        _toolkit.repeat_pixels_into(xs.view(np.uint8), ds.view(np.uint8), reps[2], reps[3],
+                                    at, dnnq.get_num_threads())
+        return True
+
     def run(self, env):
         n = len(self.qps)
         parts = []  # (tensor, repeat factors or None, its shape in the output)
@@ -536,9 +550,9 @@ class ConcatStep(Step):
                 x = self._requant(i, x)
             sl = [slice(None)] * nd
             sl[ax] = slice(at, at + shp[ax])
-            if reps is None:
+            if reps is None and (ax != 1 or not self._repeat_pixels(x, (1,) * nd, out, at)):
                 out[tuple(sl)] = x
-            else:
+            elif reps is not None and (ax != 1 or not self._repeat_pixels(x, reps, out, at)):
                 ops_numpy.repeat_into(x, reps, out[tuple(sl)])
             at += shp[ax]
         env[self.outputs[0]] = out

@@ -586,3 +586,62 @@ def q8_binary_run(int isa, int op, src0, src1, dst, int src0_dt, int src1_dt, in
         else:
             for t in prange(nt, num_threads=nt, schedule='static'):
                 fn(&a, t * a.rows // nt, (t + 1) * a.rows // nt)
+
+
+cdef extern from *:
+    """
+    /* w source pixels of c bytes (contiguous) -> w * rep destination pixels at a stride of
+     * ds bytes: copies of a size the compiler knows for the usual channel counts */
+    #define DNNQ_PX_LOOP(C)                                                        \
+        for (int64_t i = 0; i < w; ++i)                                            \
+            for (int64_t k = 0; k < rep; ++k)                                      \
+                __builtin_memcpy(d + (i * rep + k) * ds, s + i * (C), (C));
+    static void dnnq_repeat_pixel_row(uint8_t *d, int64_t ds, const uint8_t *s, int64_t w,
+                                      int64_t c, int64_t rep) {
+        switch (c) {
+        case 8: DNNQ_PX_LOOP(8) break;
+        case 16: DNNQ_PX_LOOP(16) break;
+        case 24: DNNQ_PX_LOOP(24) break;
+        case 32: DNNQ_PX_LOOP(32) break;
+        case 48: DNNQ_PX_LOOP(48) break;
+        case 64: DNNQ_PX_LOOP(64) break;
+        case 96: DNNQ_PX_LOOP(96) break;
+        case 128: DNNQ_PX_LOOP(128) break;
+        default: DNNQ_PX_LOOP(c)
+        }
+    }
+    """
+    void dnnq_repeat_pixel_row(uint8_t *d, int64_t ds, const uint8_t *s, int64_t w,
+                               int64_t c, int64_t rep) nogil
+
+
+def repeat_pixels_into(src, dst, int64_t rh, int64_t rw, int64_t channel_offset,
+                       int nthreads=1):
+    """Nearest upsampling by whole factors into a channel slice: `src` (N, H, W, C) and
+    `dst` (N, H * rh, W * rw, Ctot), both C-contiguous 8-bit (channels-last memory);
+    dst[n, y, x, channel_offset + c] = src[n, y // rh, x // rw, c]."""
+    cdef const uint8_t[:, :, :, ::1] s = src
+    cdef uint8_t[:, :, :, ::1] d = dst
+    cdef int64_t N = s.shape[0], H = s.shape[1], W = s.shape[2], C = s.shape[3]
+    cdef int64_t Ho = d.shape[1], Wo = d.shape[2], Ct = d.shape[3]
+    cdef int64_t r, n, y, xi, k
+    cdef const uint8_t* sp
+    cdef uint8_t* dp
+    cdef int nt = nthreads
+    if d.shape[0] != N or Ho != H * rh or Wo != W * rw or channel_offset < 0 or \
+            channel_offset + C > Ct or rh < 1 or rw < 1:
+        raise ValueError(f"repeat_pixels_into: src {src.shape} x ({rh}, {rw}) into dst "
+                         f"{dst.shape} at channel {channel_offset}")
+    if N == 0 or Ho == 0 or Wo == 0 or C == 0:
+        return
+    if nt > N * Ho:
+        nt = <int>(N * Ho)
+    if nt < 1:
+        nt = 1
+    with nogil:
+        for r in prange(N * Ho, num_threads=nt, schedule='static'):
+            n = r // Ho
+            y = r % Ho
+            sp = &s[n, y // rh, 0, 0]
+            dp = &d[n, y, 0, channel_offset]
+            dnnq_repeat_pixel_row(dp, Ct, sp, W, C, rw)
