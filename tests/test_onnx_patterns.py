@@ -579,3 +579,23 @@ def test_int8_binary_one_pass(tmp_path, op, c, hw):
     one_pass = [r for r in sess.plan() if r["primitive"] == "Binary" and
                 r["impl_info"] == "int8 one pass"]
     assert len(one_pass) == 2, sess.plan()
+
+
+def test_max_pool_after_an_f32_chain_runs_int8(tmp_path):
+    """Conv -> hard swish left in f32 by the quantizer -> MaxPool -> QuantizeLinear (PP-OCR's
+    classifier): the quantization moves before the pooling (max commutes with a monotone
+    rounding), the convolution writes int8 and the pooling runs on it."""
+    b = Builder()
+    y = b.conv("x", 4, 16)
+    y = b.op("Div", [b.op("Mul", [y, b.op("Clip", [b.op("Add", [y, b.const(np.float32(3))]),
+                                                   b.const(np.float32(0)),
+                                                   b.const(np.float32(6))])]),
+                     b.const(np.float32(6))])
+    y = b.op("MaxPool", [y], kernel_shape=[2, 2], strides=[2, 2])
+    y = b.conv(y, 16, 8, k=1)
+    sess = _run(tmp_path, b.model((1, 4, 12, 10), y), (1, 4, 12, 10),
+                op_types=["Conv", "MaxPool"])
+    rows = sess.plan()
+    pools = [r for r in rows if r["primitive"] == "Pooling"]
+    assert len(pools) == 1 and pools[0]["dtypes_in"] == ["u8"], rows
+    assert rows[1]["primitive"] == "Convolution" and rows[1]["dtypes_out"] == ["u8"], rows

@@ -326,14 +326,30 @@ class Fuser(ChainRules):
 
     def _end(self, spec, v):
         """The layer's destination after ``v``: the QuantizeLinear that alone reads it, or v
-        in f32."""
+        in f32. A max pooling between them (``v -> MaxPool -> QuantizeLinear``, as after a
+        hard swish the quantizer left in f32) swaps with the quantization, which is monotone
+        (the same values): the layer writes int8 and the pooling runs on it
+        (``spec.max_pool_after``)."""
+        spec.max_pool_after = None
         q = self.sole_user(v, "QuantizeLinear")
         qp = self.p.node_qparams(q) if q is not None else None
         if qp is not None and qp.per_tensor and qp.dt in ("u8", "s8"):
             spec.nodes.append(q)
             spec.dst, spec.dst_q = q.output[0], qp
-        else:
-            spec.dst, spec.dst_q = v, None
+            return
+        spec.dst, spec.dst_q = v, None
+        pool = None if v in self.g.output_names else self.sole_user(v)
+        if pool is None or pool.op_type not in ("MaxPool", "GlobalMaxPool") or \
+                len([o for o in pool.output if o]) != 1 or \
+                self.p.attrs(pool).get("storage_order", 0):
+            return
+        q = self.sole_user(pool.output[0], "QuantizeLinear")
+        qp = self.p.node_qparams(q) if q is not None else None
+        if qp is None or not qp.per_tensor or qp.dt not in ("u8", "s8"):
+            return
+        spec.nodes += [pool, q]
+        spec.dst, spec.dst_q = f"{v}::before {pool.op_type}", qp
+        spec.max_pool_after = (pool, q.output[0])
 
     def _pair_ops(self, q):
         """The post-ops standing for a skipped ``QuantizeLinear -> DequantizeLinear`` pair.

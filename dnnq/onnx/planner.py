@@ -249,7 +249,8 @@ class Planner:
             self._add(S.LutStep([self.label(m) for m in spec.nodes], spec))
             return
         layer = MatMulLayer(spec) if spec.kind == "matmul" else ConvLayer(spec)
-        layer.nodes = [self.label(m) for m in spec.nodes]
+        pool = getattr(spec, "max_pool_after", None)
+        layer.nodes = [self.label(m) for m in spec.nodes if pool is None or m is not pool[0]]
         for name in layer.inputs:
             if spec.src_q is None and name == spec.src:
                 self.ensure(name)
@@ -257,6 +258,10 @@ class Planner:
                 self.ensure_q(name)
         layer.primitive = layer.primitive_name
         self._add(layer)
+        if pool is not None:  # fusion.Fuser._end: the quantization moved before the pooling
+            node, out = pool
+            self._add(S.PoolStep([self.label(node)], spec.dst, out, node.op_type,
+                                 self.attrs(node), spec.dst_q.dt))
 
     def _emit_int8_layernorm(self, spec):
         """A layer norm of a quantized activation (constant gamma / beta): one int8-rows
