@@ -599,3 +599,39 @@ def test_max_pool_after_an_f32_chain_runs_int8(tmp_path):
     pools = [r for r in rows if r["primitive"] == "Pooling"]
     assert len(pools) == 1 and pools[0]["dtypes_in"] == ["u8"], rows
     assert rows[1]["primitive"] == "Convolution" and rows[1]["dtypes_out"] == ["u8"], rows
+
+
+def _qdq_model(op_nodes, x_shape, opset=17):
+    """x -> QuantizeLinear -> DequantizeLinear -> ``op_nodes`` (reading "xd", writing "y")."""
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["xq"]),
+             helper.make_node("DequantizeLinear", ["xq", "s", "z"], ["xd"])] + op_nodes
+    g = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x_shape))],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(np.float32(0.05), "s"),
+         numpy_helper.from_array(np.uint8(128), "z"),
+         numpy_helper.from_array(np.ones(5, np.float32), "g"),
+         numpy_helper.from_array(np.zeros(5, np.float32), "b")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 8
+    return m
+
+
+def test_int8_rows_steps_name_bad_axes():
+    """Softmax / LayerNormalization on int8 rows with an axis the input does not have, or a
+    scale that does not broadcast: InvalidArguments naming the node."""
+    x = {"x": np.zeros((2, 5), np.float32)}
+    sm = donnx.InferenceSession(_qdq_model(
+        [helper.make_node("Softmax", ["xd"], ["y"], axis=3, name="sm")], ("N", 5)))
+    with pytest.raises(dnnq.InvalidArguments, match="sm.*axis 3.*rank 2"):
+        sm.run(None, x)
+    ln = donnx.InferenceSession(_qdq_model(
+        [helper.make_node("LayerNormalization", ["xd", "g", "b"], ["y"], axis=-3,
+                          name="ln")], ("N", 5)))
+    with pytest.raises(dnnq.InvalidArguments, match="ln.*last 3 dims.*rank 2"):
+        ln.run(None, x)
+    bad = donnx.InferenceSession(_qdq_model(
+        [helper.make_node("LayerNormalization", ["xd", "g", "b"], ["y"], axis=-1,
+                          name="ln2")], ("N", 4)))
+    with pytest.raises(dnnq.InvalidArguments, match="ln2.*broadcast"):
+        bad.run(None, {"x": np.zeros((2, 4), np.float32)})

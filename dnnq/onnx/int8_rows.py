@@ -11,6 +11,7 @@ import numpy as np
 
 import dnnq
 from dnnq.eltwise_math import eltwise_table
+from dnnq.errors import InvalidArguments
 from dnnq.onnx.layers import KEEP_MIN_BYTES, REUSE
 from dnnq.onnx.steps import BinaryStep, Step, physical
 from dnnq.primitives import _impls
@@ -76,7 +77,13 @@ class QuantizedSoftmaxStep(_Int8RowsStep):
 
     def run(self, env):
         x = env[self.inputs[0]]
-        nd = max(x.ndim, 1)
+        shape0 = x.shape
+        if x.ndim == 0:
+            x = x.reshape(1)
+        nd = x.ndim
+        if not -nd <= self.axis < nd:
+            raise InvalidArguments(f"node {self.nodes[0]!r}: Softmax axis {self.axis} for an "
+                                   f"input of rank {nd}; expected an axis in [{-nd}, {nd - 1}]")
         a = self.axis % nd
         if self.coerce:
             xm, back = x, None
@@ -89,7 +96,8 @@ class QuantizedSoftmaxStep(_Int8RowsStep):
         _toolkit.qsoftmax_run(self._isa, self._vbmi, x2.view(np.uint8), y2, self.src_dt,
                               self.dst_dt, self.exp_table, self.inv, self.zp,
                               _threads(x.size))
-        env[self.outputs[0]] = y if back is None else np.moveaxis(y, -1, back)
+        y = y if back is None else np.moveaxis(y, -1, back)
+        env[self.outputs[0]] = y.reshape(shape0) if not shape0 else y
 
 
 class QuantizedLayerNormStep(_Int8RowsStep):
@@ -110,9 +118,16 @@ class QuantizedLayerNormStep(_Int8RowsStep):
         """gamma / beta broadcast to the trailing dims, flattened (once per shape)."""
         got = self._affine.get(trailing)
         if got is None:
-            one = [np.ones(trailing, F32) if v is None else
-                   np.ascontiguousarray(np.broadcast_to(v, trailing), F32).reshape(-1)
-                   for v in (self.gamma, self.beta)]
+            try:
+                one = [np.ones(trailing, F32) if v is None else
+                       np.ascontiguousarray(np.broadcast_to(v, trailing), F32).reshape(-1)
+                       for v in (self.gamma, self.beta)]
+            except ValueError:
+                raise InvalidArguments(
+                    f"node {self.nodes[0]!r}: layer normalization scale / shift of shapes "
+                    f"{None if self.gamma is None else self.gamma.shape} / "
+                    f"{None if self.beta is None else self.beta.shape} for normalized dims "
+                    f"{trailing}; expected shapes that broadcast to them") from None
             if self.beta is None:
                 one[1] = np.zeros(int(np.prod(trailing)), F32)
             one[0] = one[0].reshape(-1)
@@ -121,6 +136,10 @@ class QuantizedLayerNormStep(_Int8RowsStep):
 
     def run(self, env):
         x = env[self.inputs[0]]
+        if not 1 <= self.k <= x.ndim:
+            raise InvalidArguments(f"node {self.nodes[0]!r}: layer normalization over the last "
+                                   f"{self.k} dims of an input of rank {x.ndim}; expected 1 to "
+                                   f"{x.ndim} dims")
         lead = x.ndim - self.k
         g, b = self._gamma_beta(tuple(x.shape[lead:]))
         x2 = self._rows(x, lead)
