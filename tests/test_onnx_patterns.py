@@ -635,3 +635,19 @@ def test_int8_rows_steps_name_bad_axes():
                           name="ln2")], ("N", 4)))
     with pytest.raises(dnnq.InvalidArguments, match="ln2.*broadcast"):
         bad.run(None, {"x": np.zeros((2, 4), np.float32)})
+
+
+@pytest.mark.parametrize("op", ["Mul", "Add"])
+def test_broadcast_source_first(tmp_path, op):
+    """Mul(gate, x) / Add(bias_row, x) with the smaller int8 tensor first: the sources swap
+    (dnnq.Binary broadcasts its second only; the gate runs the one-pass kernel)."""
+    b = Builder()
+    a = b.op("Relu", [b.conv("x", 4, 8)])
+    g = b.op("Sigmoid", [b.op("GlobalAveragePool", [a])])
+    y = b.op(op, [g, a])
+    y = b.op("Tanh", [b.op("Conv", [y, b.const(_w(4, 8, 1, 1))], kernel_shape=[1, 1])])
+    sess = _run(tmp_path, b.model((1, 4, 6, 6), y), (1, 4, 6, 6), steps=10)
+    rows = [r for r in sess.plan() if r["primitive"] == "Binary"]
+    assert len(rows) == 1
+    if op == "Mul":
+        assert rows[0]["impl_info"] == "int8 one pass"

@@ -182,6 +182,8 @@ class Int8BinaryStep(BinaryStep):
         else:
             self._a = (float(s0 * inv), float((s1 if self.alg == "add" else -s1) * inv))
         self._gate = (float(s1), self.one_plus is not None, float(s0 * inv))
+        # Mul(gate, x): the gate first (its scale and zero point those of source 0)
+        self._gate_first = (float(s0), False, float(s1 * inv))
         self.out_dtype = _NP[qd.dt]
         self.impl_info = "int8 one pass"
 
@@ -196,7 +198,9 @@ class Int8BinaryStep(BinaryStep):
             super().run(env)
             self.impl_info = "dnnq.Binary: " + str(self.impl_info)
             return
-        order, inv, rows, rep = lay
+        order, inv, rows, rep, swap = lay
+        if swap:
+            x0, x1 = x1, x0
         v0 = x0 if order is None else x0.transpose(order)
         n = v0.size
         keep = self.keeps_output and env.get(REUSE) and n >= KEEP_MIN_BYTES
@@ -207,6 +211,8 @@ class Int8BinaryStep(BinaryStep):
                 self._kept[key] = y
         d0, d1, dd = self._dts
         z0, z1, zd = self._zps
+        if swap:
+            d0, d1, z0, z1 = d1, d0, z1, z0
         if rep == 0:  # same shapes
             v1 = x1 if order is None else x1.transpose(order)
             _toolkit.q8_binary_run(self._isa, _toolkit.Q8_MUL if self.alg == "mul" else
@@ -214,7 +220,7 @@ class Int8BinaryStep(BinaryStep):
                                    y.reshape(rows, -1), d0, d1, dd, z0, z1, zd, *self._a, None,
                                    _threads(n))
         else:
-            scale, one_plus, m = self._gate
+            scale, one_plus, m = self._gate_first if swap else self._gate
             cols = _toolkit.q8_gate_cols(np.ascontiguousarray(x1).reshape(-1).view(np.uint8),
                                          d1, scale, z1, one_plus, m, rep)
             _toolkit.q8_binary_run(self._isa, _toolkit.Q8_MUL_COLS, v0.reshape(rows, -1),
@@ -223,9 +229,14 @@ class Int8BinaryStep(BinaryStep):
         env[self.outputs[0]] = y if inv is None else y.transpose(inv)
 
     def _layout(self, x0, x1):
-        """(memory order of x0 or None, its inverse, rows, rep) for the one-pass kernel:
-        rep 0 for same-shape sources, else the gate's repeat per row (channels-last rows of
-        rep pixels); None where dnnq.Binary runs instead."""
+        """(memory order of the large source or None, its inverse, rows, rep, swapped) for
+        the one-pass kernel: rep 0 for same-shape sources, else the gate's repeat per row
+        (channels-last rows of rep pixels), swapped when the gate comes first (Mul(gate,
+        x)); None where dnnq.Binary runs instead."""
+        if self.alg == "mul" and self.one_plus is None and x0.ndim >= 2 and \
+                x1.ndim == x0.ndim and x0.size < x1.size:
+            got = self._layout(x1, x0)
+            return None if got is None else got[:4] + (True,)
         v0, inv = _dense_order(x0)
         if v0 is None or v0.size == 0:
             return None
@@ -237,7 +248,7 @@ class Int8BinaryStep(BinaryStep):
             k = 0  # rows: the leading dims of the memory order, up to 64 Ki elements a row
             while k < v0.ndim and v0.size // max(1, int(np.prod(v0.shape[:k]))) > 65536:
                 k += 1
-            return order, inv, int(np.prod(v0.shape[:k])), 0
+            return order, inv, int(np.prod(v0.shape[:k])), 0, False
         C = x0.shape[1] if x0.ndim >= 2 else 0
         if self.alg != "mul" or x0.ndim < 2 or x1.size != C or x1.shape not in (
                 (1, C) + (1,) * (x0.ndim - 2), (C,) + (1,) * (x0.ndim - 2)):
@@ -248,4 +259,4 @@ class Int8BinaryStep(BinaryStep):
         rep = 16 // int(np.gcd(C, 16))  # whole vectors per row where the pixels allow
         if pixels % rep:
             rep = 1
-        return order, inv, pixels // rep, rep
+        return order, inv, pixels // rep, rep, False

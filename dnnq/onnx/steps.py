@@ -224,39 +224,57 @@ class BinaryStep(PrimStep):
         #: _emit_scale_residual: x + x * s as x * (1 + s))
         self.one_plus = one_plus
 
+    def _swapped(self, x0, x1):
+        """Whether the sources go to dnnq.Binary in the other order: it broadcasts its second
+        source only, so a commutative op whose first input is the smaller one (Mul(gate, x))
+        swaps them."""
+        try:
+            out = np.broadcast_shapes(x0.shape, x1.shape)
+        except ValueError:
+            raise InvalidArguments(f"node {self.nodes[0]!r}: inputs of shapes {x0.shape} and "
+                                   f"{x1.shape} do not broadcast") from None
+        if out == x0.shape:
+            return False
+        if out == x1.shape and self.const1 is None and self.one_plus is None and \
+                self.alg in ("add", "mul", "min", "max"):
+            return True
+        raise Unimplemented(f"node {self.nodes[0]!r}: broadcast of {x1.shape} into "
+                            f"{x0.shape} grows the first input; dnnq.Binary broadcasts "
+                            "the second only")
+
     def make(self, env):
         x0 = env[self.inputs[0]]
         x1 = self.const1 if self.const1 is not None else env[self.inputs[1]]
-        if np.broadcast_shapes(x0.shape, x1.shape) != x0.shape:
-            raise Unimplemented(f"node {self.nodes[0]!r}: broadcast of {x1.shape} into "
-                                f"{x0.shape} grows the first input; dnnq.Binary broadcasts "
-                                "the second only")
+        swap = self._swapped(x0, x1)
+        q0, q1 = (self.q1, self.q0) if swap else (self.q0, self.q1)
+        if swap:
+            x0, x1 = x1, x0
         attr = dnnq.PrimitiveAttr()
         a = {}
-        _qargs(A.DNNL_ARG_SRC_0, self.q0, attr, a)
-        _qargs(A.DNNL_ARG_SRC_1, self.q1, attr, a)
+        _qargs(A.DNNL_ARG_SRC_0, q0, attr, a)
+        _qargs(A.DNNL_ARG_SRC_1, q1, attr, a)
         _qargs(A.DNNL_ARG_DST, self.qd, attr, a)
         shape0 = x0.shape if x0.ndim else (1,)
         s1 = (1,) * (len(shape0) - x1.ndim) + x1.shape
         tag = layout_tag(len(shape0)) if _is_channels_last(x0) else None
-        dt0 = "f32" if self.q0 is None else self.q0.dt
-        dt1 = "f32" if self.q1 is None else self.q1.dt
+        dt0 = "f32" if q0 is None else q0.dt
+        dt1 = "f32" if q1 is None else q1.dt
         ddt = "f32" if self.qd is None else self.qd.dt
         tag1 = tag if s1 == shape0 and _is_channels_last(x1) else None
         prim = dnnq.Binary(self.alg, MemoryDesc(shape0, dt0, tag), MemoryDesc(s1, dt1, tag1),
                            MemoryDesc(shape0, ddt, tag), attr)
         if self.const1 is not None:
             a[A.DNNL_ARG_SRC_1] = np.ascontiguousarray(self.const1.reshape(s1))
-        return prim, a, (s1, x0.shape)
+        return prim, a, (s1, x0.shape, swap)
 
     def execute(self, plan, env):
-        prim, a, (s1, shape) = plan
+        prim, a, (s1, shape, swap) = plan
         args = dict(a)
-        x0 = env[self.inputs[0]]
+        x0 = env[self.inputs[1 if swap else 0]]
         args[A.DNNL_ARG_SRC_0] = x0.reshape(prim.src0_desc.dims) if x0.ndim == 0 else x0
         dynamic = (A.DNNL_ARG_SRC_0,)
         if self.const1 is None:
-            x1 = env[self.inputs[1]]
+            x1 = env[self.inputs[0 if swap else 1]]
             if self.one_plus is not None:
                 q = self.one_plus
                 x1 = dequantize_np(x1, q.scale[0], q.zp[0]) + F32(1)
