@@ -651,3 +651,17 @@ def test_broadcast_source_first(tmp_path, op):
     assert len(rows) == 1
     if op == "Mul":
         assert rows[0]["impl_info"] == "int8 one pass"
+
+
+def test_lookup_table_requantized_for_its_concat(tmp_path):
+    """A lookup table read only by a Concat of another scale: its 256 entries requantized
+    once to the Concat's (the same bytes as requantizing its output on every run)."""
+    b = Builder()
+    a = b.op("Sigmoid", [b.conv("x", 4, 8)])
+    c = b.op("Concat", [a, b.op("Relu", [b.conv("x", 4, 8)])], axis=1)
+    y = b.conv(c, 16, 8, k=1)
+    sess = _run(tmp_path, b.model((1, 4, 9, 7), y), (1, 4, 9, 7))
+    tables = [r for r in sess.plan() if r["primitive"] == "lookup table"]
+    assert tables and tables[0]["impl_info"].endswith("(requantized for the concatenation)"), \
+        sess.plan()
+    assert [r["impl_info"] for r in sess.plan() if r["primitive"] == "Concat"] == ["copy"]

@@ -457,6 +457,26 @@ class Planner:
                     st.take_resize(i, prod)
                     taken.add(id(prod))
         self.steps[:] = [st for st in self.steps if id(st) not in taken]
+        # a lookup table read only by the Concat: its entries requantized to the Concat's
+        # scale and zero point once (the same bytes as requantizing its output each run)
+        for st in self.steps:
+            if not isinstance(st, S.ConcatStep):
+                continue
+            for i, name in enumerate(list(st.inputs[:len(st.qps)])):
+                prod = producer.get(name)
+                if i in st._resized or not isinstance(prod, S.LutStep) or \
+                        readers.get(name) != 1 or name in outputs or \
+                        st.qps[i].same_as(st.qd) or st.qps[i].dt != st.qd.dt:
+                    continue
+                table = prod.table.view(prod.out_dtype)
+                prod.table = np.ascontiguousarray(st._requant(i, table).view(np.uint8))
+                prod.impl_info += " (requantized for the concatenation)"
+                st.qps = list(st.qps)
+                st.qps[i] = st.qd
+        for st in self.steps:
+            if isinstance(st, S.ConcatStep):
+                st.impl_info = ("resize into " if st._resized else "") + (
+                    "copy" if all(q.same_as(st.qd) for q in st.qps) else "requantize+copy")
 
     def _alias(self, src, dst, label):
         step = S.NumpyStep(label, "Identity", {}, 13, [src], [dst], self.consts)
