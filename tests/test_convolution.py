@@ -526,6 +526,30 @@ def test_chain_in_registers(isa, src_dt):
                         ref_name=f"oneDNN ({G}x{ICg}x{OCg} {k} {isp} {dst_dt})")
 
 
+@needs_onednn
+@pytest.mark.parametrize("clip_lo", [-0.38, -0.3749])
+def test_chain_clip_bound_after_hardswish(isa, clip_lo):
+    """A clip after the hard swish whose lower bound lies below the hard swish's minimum
+    (-0.375 at x = -1.5: the quantized ONNX models' chain; the kernel leaves out that max) or
+    just above it (it must stay): the source sweeps x around -1.5 in steps of 0.001, and
+    linear(100) then the dst zero point make -0.3749 and -0.375 different bytes."""
+    rng = np.random.default_rng(41)
+    ops = [("eltwise", "clip", -4.0, 4.0), ("eltwise", "hardswish", 1 / 6, 0.5),
+           ("eltwise", "clip", clip_lo, 4.0), ("eltwise", "linear", 100.0, 0.0)]
+    c = Case(rng, ICg=4, OCg=20, isp=(16, 16), k=(1, 1), pl=(0, 0), dst_dt="u8",
+             bias_dt="f32", q={"wei_scales": [0.001], "dst_zp": [128]}, post_ops=ops,
+             src_tag="nhwc", dst_tag="nhwc")
+    c.src[...] = 0
+    c.src[0, 0] = np.arange(256, dtype=np.uint8).reshape(16, 16)
+    c.wei[...] = 0
+    c.wei[:, 0] = 1
+    c.bias = (-1.62 + 0.003 * np.arange(20)).astype(np.float32)
+    out = c.run_dnnq()[0]
+    assert_same(out, c.run_onednn(), ref_name=f"oneDNN (clip from {clip_lo})")
+    if clip_lo > -0.375:  # the bound applied: no byte below round(100 * clip_lo) + 128
+        assert out.min() == 91
+
+
 def test_fake_quantize_chain(isa):
     """The FakeQuantize chain (with dnnq's checkpoint / select for reversed bounds) fused into
     the epilogue equals the standalone FakeQuantize on the convolution's f32 output."""

@@ -31,6 +31,9 @@ typedef struct {
     int chain_regs; /* an EPI_CHAIN of post-ops epilogue_chain_avx512.h applies in registers */
     int chain_noclamp; /* and every value it gives an 8-bit dst needs no clamp (NOCLAMP's test) */
     int n_post;
+    /* bit 2i: post-op i (a clip or clip_v2) never needs its lower bound, bit 2i + 1: its
+     * upper bound (epi_chain_clip_drop); chain_regs chains only */
+    uint64_t clip_drop;
     const dnnq_postop_t *post_ops;
     char *d0;       /* dst of (batch, row 0, column n0) */
     int64_t ldd;    /* its row stride in bytes */
@@ -330,6 +333,74 @@ static int epi_chain_range(const dnnq_postop_t *post, int n_post, float *plo, fl
     return ok;
 }
 
+/* Which bounds of a chain's clips are exact no-ops (bit 2i: the max with alpha of post-op i,
+ * bit 2i + 1: the min with beta): where the post-ops before it keep every value finite and
+ * strictly inside that bound, the max / min returns its other operand unchanged.  The quantized
+ * ONNX models' chains (clip, hardswish, clip, linear, clip, linear) re-clip the hard swish
+ * to a range whose lower end (-0.38) lies below the hard swish's minimum (-0.375), and
+ * then the linear map of that: two of the chain's 13 f32 steps on the ports the micro-kernel's
+ * vpdpbusd leave free.  The ranges are those of the f32 operations (a correctly rounded
+ * product, sum or fma is monotone in each operand), with a margin where a closed form bounds
+ * the hard swish; before the first clip nothing is known (the scaled accumulators may be
+ * anything, a NaN included). */
+static uint64_t epi_chain_clip_drop(const dnnq_postop_t *post, int n_post) {
+    uint64_t drop = 0;
+    int known = 0; /* every value is finite, not NaN, and in [lo, hi] */
+    float lo = 0.0f, hi = 0.0f;
+    for (int i = 0; i < n_post && i < 32; ++i) {
+        const dnnq_postop_t *po = &post[i];
+        const float al = po->alpha, be = po->beta;
+        const int fin = isfinite(al) && isfinite(be);
+        if (po->kind != DNNQ_PO_ELTWISE) { known = 0; continue; }
+        switch (po->alg) {
+        case DNNQ_ELT_CLIP:
+        case DNNQ_ELT_CLIP_V2:
+            if (!fin || !(al <= be)) { known = 0; break; }
+            if (known && lo > al) drop |= (uint64_t)1 << (2 * i);
+            if (known && hi < be) drop |= (uint64_t)2 << (2 * i);
+            lo = known ? fmaxf(lo, al) : al;
+            hi = known ? fminf(hi, be) : be;
+            known = 1;
+            break;
+        case DNNQ_ELT_HARDSWISH: {
+            /* x * s with s = min(max(x al + be, 0), 1) in [0, 1]: between min(x, 0) and
+             * max(x, 0); for al > 0 and 0 <= be <= 1, s = x al + be or 0 where x < 0, so
+             * x s >= -be^2 / (4 al) (the parabola's vertex), up to the roundings of x al, + be
+             * and the product (a few ulps: the margin is 2^-10 relative) */
+            if (!known || !fin) { known = 0; break; }
+            float nlo = fminf(lo, 0.0f);
+            if (al > 0.0f && be >= 0.0f && be <= 1.0f) {
+                const double v = -(double)be * be / (4.0 * al) * (1.0 + 1.0 / 1024) - 1e-30;
+                if (v > (double)nlo) nlo = (float)v;
+            }
+            lo = nlo;
+            hi = fmaxf(hi, 0.0f);
+            break;
+        }
+        case DNNQ_ELT_LINEAR: {
+            if (!known || !fin) { known = 0; break; }
+            const float a = fmaf(al, lo, be), b = fmaf(al, hi, be);
+            lo = fminf(a, b), hi = fmaxf(a, b);
+            break;
+        }
+        case DNNQ_ELT_RELU:
+            if (!known || !fin) { known = 0; break; }
+            if (al == 0.0f) {
+                lo = fmaxf(lo, 0.0f), hi = fmaxf(hi, 0.0f);
+            } else { /* x > 0 ? x : x al */
+                const float a = lo * al, b = hi * al;
+                lo = fminf(fminf(lo, 0.0f), fminf(a, b));
+                hi = fmaxf(fmaxf(hi, 0.0f), fmaxf(a, b));
+            }
+            break;
+        case DNNQ_ELT_HARDSIGMOID: known = 1, lo = 0.0f, hi = 1.0f; break;
+        default: known = 0; break; /* round and the rest: not followed */
+        }
+        known = known && isfinite(lo) && isfinite(hi);
+    }
+    return drop;
+}
+
 /* Once per block (batch b, the 64 columns from n0): the per-column vectors and the variant. */
 static void epi_prepare_avx512(const dnnq_gemm_args_t *g, int64_t b, int64_t n0, int nc,
                                epi_consts_t *k) {
@@ -377,6 +448,7 @@ static void epi_prepare_avx512(const dnnq_gemm_args_t *g, int64_t b, int64_t n0,
     }
     k->n_post = g->n_post;
     k->post_ops = g->post;
+    k->clip_drop = k->chain_regs ? epi_chain_clip_drop(g->post, g->n_post) : 0;
     k->flags = 0;
     if (!k->has_zp && g->inv_dst_scale == 1.0f) k->flags |= EPI_F_SIMPLE;
     __mmask16 ccnz = 0;
@@ -450,8 +522,10 @@ static inline int epi_fuse_kind(const epi_consts_t *k) {
 
 #include "epilogue_chain_avx512.h"
 
-DNNQ_ALWAYS_INLINE __m512i epi_fused_vec(const int FUSE, const epi_consts_t *k, __m512i a, int j) {
-    if ((FUSE - 1) & EPI_FUSE_CC) a = _mm512_add_epi32(a, k->cc[j]);
+/* CCIN: the compensation is in the accumulators already (they started from it) */
+DNNQ_ALWAYS_INLINE __m512i epi_fused_vec(const int FUSE, const int CCIN, const epi_consts_t *k,
+                                         __m512i a, int j) {
+    if (((FUSE - 1) & EPI_FUSE_CC) && !CCIN) a = _mm512_add_epi32(a, k->cc[j]);
     __m512 v = _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(a), k->sc[j]), k->bi[j]);
     if ((FUSE - 1) & EPI_FUSE_RELU) v = _mm512_max_ps(v, _mm512_setzero_ps());
     v = _mm512_mul_ps(v, k->inv);
@@ -461,13 +535,14 @@ DNNQ_ALWAYS_INLINE __m512i epi_fused_vec(const int FUSE, const epi_consts_t *k, 
 
 /* one row: the four accumulator vectors (columns 0-15, ..., 48-63) -> 8-bit dst at o; only
  * the first NCB hold columns (a panel of at most 16 NCB), the others are not computed */
-DNNQ_ALWAYS_INLINE void epi_fused_row(const int FUSE, const int NCB, const epi_consts_t *k,
-                                      __m512i a0, __m512i a1, __m512i a2, __m512i a3, char *o) {
+DNNQ_ALWAYS_INLINE void epi_fused_row(const int FUSE, const int CCIN, const int NCB,
+                                      const epi_consts_t *k, __m512i a0, __m512i a1, __m512i a2,
+                                      __m512i a3, char *o) {
     const __m512i z = _mm512_setzero_si512();
-    epi_pack_store8((FUSE - 1) & EPI_FUSE_S8, k, epi_fused_vec(FUSE, k, a0, 0),
-                    NCB > 1 ? epi_fused_vec(FUSE, k, a1, 1) : z,
-                    NCB > 2 ? epi_fused_vec(FUSE, k, a2, 2) : z,
-                    NCB > 3 ? epi_fused_vec(FUSE, k, a3, 3) : z, o);
+    epi_pack_store8((FUSE - 1) & EPI_FUSE_S8, k, epi_fused_vec(FUSE, CCIN, k, a0, 0),
+                    NCB > 1 ? epi_fused_vec(FUSE, CCIN, k, a1, 1) : z,
+                    NCB > 2 ? epi_fused_vec(FUSE, CCIN, k, a2, 2) : z,
+                    NCB > 3 ? epi_fused_vec(FUSE, CCIN, k, a3, 3) : z, o);
 }
 
 static void fast_epilogue_avx512(const dnnq_gemm_args_t *g, const epi_consts_t *k, int64_t m,

@@ -6,7 +6,8 @@
  *
  * ECH_EPILOGUE expands where these names are defined: the s32 values c<r><j> (row r < MR,
  * vector j of 16 columns < NCB: a panel of at most 16 NCB columns), FUSE (its kind), the block's
- * epi_consts_t k, and row r's dst at d0 + r * dstep.  In gemm_avx512vnni.c's tile_avx512
+ * epi_consts_t k, row r's dst at d0 + r * dstep, and ech_cc_in (1: the values hold the
+ * compensation already, the micro-kernel's accumulators started from it).  In gemm_avx512vnni.c's tile_avx512
  * (the micro-kernel's accumulators: the s32 tile never goes to memory), and ech_tile below
  * (a stored tile: the depthwise kernels' and the K % 4 tails').  Included by
  * epilogue_avx512.h. */
@@ -28,11 +29,15 @@
            f##r##2 = _mm512_castsi512_ps(c##r##2), f##r##3 = _mm512_castsi512_ps(c##r##3);
 
 /* the steps (x: the s32 accumulator's bits at first) */
-#define ECH_PRE(x, r, j) epi_pre(EPI_F_GENERAL, k, _mm512_castps_si512(x), j)
+#define ECH_PRE(x, r, j)                                                                          \
+    epi_pre(ech_cc_in ? EPI_F_NOCC : EPI_F_GENERAL, k, _mm512_castps_si512(x), j)
 #define ECH_RELU0(x, r, j) epo_relu0(x)
 #define ECH_RELU(x, r, j) epo_relu(x, al)
 #define ECH_CLIP(x, r, j) epo_clip(x, al, be)
 #define ECH_CLIP_V2(x, r, j) epo_clip_v2(x, al, be)
+/* a clip (either kind) one of whose bounds never applies (k->clip_drop) */
+#define ECH_CLIP_HI(x, r, j) _mm512_min_ps(x, be)
+#define ECH_CLIP_LO(x, r, j) _mm512_max_ps(x, al)
 #define ECH_HARDSWISH(x, r, j) epo_hardswish(x, al, be)
 #define ECH_HARDSIGMOID(x, r, j) epo_hardsigmoid(x, al, be)
 #define ECH_ROUND(x, r, j) epo_round(x)
@@ -75,8 +80,17 @@ DNNQ_ALWAYS_INLINE __m512 ech_tail(const int DT, const int FUSE, const epi_const
                 if (po->alpha == 0.0f) { ECH_ALL(ECH_RELU0) }                                     \
                 else { ECH_ALL(ECH_RELU) }                                                        \
                 break;                                                                            \
-            case DNNQ_ELT_CLIP: ECH_ALL(ECH_CLIP) break;                                          \
-            case DNNQ_ELT_CLIP_V2: ECH_ALL(ECH_CLIP_V2) break;                                    \
+            case DNNQ_ELT_CLIP:                                                                    \
+            case DNNQ_ELT_CLIP_V2:                                                                 \
+                switch ((k->clip_drop >> (2 * i_)) & 3) {                                          \
+                case 1: ECH_ALL(ECH_CLIP_HI) break;                                                \
+                case 2: ECH_ALL(ECH_CLIP_LO) break;                                                \
+                case 3: break;                                                                     \
+                default:                                                                           \
+                    if (po->alg == DNNQ_ELT_CLIP) { ECH_ALL(ECH_CLIP) }                            \
+                    else { ECH_ALL(ECH_CLIP_V2) }                                                  \
+                }                                                                                  \
+                break;                                                                             \
             case DNNQ_ELT_HARDSWISH: ECH_ALL(ECH_HARDSWISH) break;                                \
             case DNNQ_ELT_HARDSIGMOID: ECH_ALL(ECH_HARDSIGMOID) break;                            \
             case DNNQ_ELT_ROUND: ECH_ALL(ECH_ROUND) break;                                        \
@@ -101,6 +115,7 @@ DNNQ_ALWAYS_INLINE __m512 ech_tail(const int DT, const int FUSE, const epi_const
                                 : _mm512_setzero_si512();
 DNNQ_ALWAYS_INLINE void ech_tile(const int FUSE, const int MR, const int NCB, const epi_consts_t *k,
                                  const int32_t *tile, char *d0, int64_t dstep) {
+    const int ech_cc_in = 0;
     ECH_LOAD(0) ECH_LOAD(1) ECH_LOAD(2) ECH_LOAD(3) ECH_LOAD(4) ECH_LOAD(5)
     ECH_EPILOGUE();
 }
@@ -125,6 +140,7 @@ DNNQ_ALWAYS_INLINE void ech_tile4(const int FUSE, const int MR, const epi_consts
                                   const int32_t *tile, char *d0) {
     const int NCB = 4;
     const int64_t dstep = 64;
+    const int ech_cc_in = 0;
     ECH_LOAD4(0) ECH_LOAD4(1) ECH_LOAD4(2) ECH_LOAD4(3) ECH_LOAD4(4) ECH_LOAD4(5)
     ECH_EPILOGUE();
 }

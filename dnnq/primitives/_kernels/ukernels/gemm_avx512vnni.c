@@ -16,7 +16,12 @@
  * (DNNQ_A_SWAP): s8 A as the signed operand and B packed as u8 = w + 128, so no per-broadcast
  * XOR: raw = sum a * (w + 128), folded back by dnnq_swap_fold (- 128 * rowsum). */
 #define DPB(acc, av, bv) (XOR == 2 ? _mm512_dpbusd_epi32(acc, bv, av) : _mm512_dpbusd_epi32(acc, av, bv))
-#define ACC_DECL(r) __m512i c##r##0 = _mm512_setzero_si512(), c##r##1 = c##r##0, c##r##2 = c##r##0, c##r##3 = c##r##0;
+/* CCIN: the fused epilogue's compensation is where the accumulators start (the integer sums
+ * are the same, and its add leaves the epilogue) */
+#define ACC_DECL(r)                                                                               \
+    __m512i c##r##0 = CCIN ? k->cc[0] : _mm512_setzero_si512(),                                   \
+            c##r##1 = CCIN ? k->cc[1] : c##r##0, c##r##2 = CCIN ? k->cc[2] : c##r##0,             \
+            c##r##3 = CCIN ? k->cc[3] : c##r##0;
 #define ACC_ROW(r, aword)                                                                         \
     if (MR > r) {                                                                                 \
         __m512i av = _mm512_set1_epi32((int)(aword));                                             \
@@ -28,7 +33,7 @@
     }
 #define ACC_STORE(r)                                                                              \
     if (MR > r && FUSE) {                                                                         \
-        epi_fused_row(FUSE, NCB, k, c##r##0, c##r##1, c##r##2, c##r##3, d0 + r * dstep);          \
+        epi_fused_row(FUSE, CCIN, NCB, k, c##r##0, c##r##1, c##r##2, c##r##3, d0 + r * dstep);    \
     } else if (MR > r) {                                                                          \
         _mm512_storeu_si512((void *)(c + r * DNNQ_NR), c##r##0);                                  \
         _mm512_storeu_si512((void *)(c + r * DNNQ_NR + 16), c##r##1);                             \
@@ -60,6 +65,8 @@ DNNQ_ALWAYS_INLINE void tile_avx512(const int MR, const int XOR, const int FUSE,
                                     const dnnq_br_pair_t *pairs, int accumulate, int32_t *c,
                                     const epi_consts_t *k, char *d0, int64_t dstep) {
     const __m512i vx = _mm512_set1_epi32((int)DNNQ_A_XOR_S8);
+    const int CCIN = FUSE && ((FUSE - 1) & EPI_FUSE_CC) && !accumulate, ech_cc_in = CCIN;
+    (void)ech_cc_in;
     ACC_DECL(0) ACC_DECL(1) ACC_DECL(2) ACC_DECL(3) ACC_DECL(4) ACC_DECL(5)
     if (accumulate) { ACC_LOAD(0) ACC_LOAD(1) ACC_LOAD(2) ACC_LOAD(3) ACC_LOAD(4) ACC_LOAD(5) }
     for (int64_t i = 0; i < np; ++i) {
