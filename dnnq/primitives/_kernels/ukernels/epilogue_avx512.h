@@ -31,12 +31,12 @@ typedef struct {
     int chain_regs; /* an EPI_CHAIN of post-ops epilogue_chain_avx512.h applies in registers */
     int chain_noclamp; /* and every value it gives an 8-bit dst needs no clamp (NOCLAMP's test) */
     int n_post;
-    /* bit 2i: post-op i (a clip or clip_v2) never needs its lower bound, bit 2i + 1: its
-     * upper bound (epi_chain_clip_drop); chain_regs chains only */
-    uint64_t clip_drop;
     const dnnq_postop_t *post_ops;
     char *d0;       /* dst of (batch, row 0, column n0) */
     int64_t ldd;    /* its row stride in bytes */
+    /* bit 2i: post-op i (a clip or clip_v2) never needs its lower bound, bit 2i + 1: its
+     * upper bound (epi_chain_clip_drop); chain_regs chains only */
+    uint64_t clip_drop;
 } epi_consts_t;
 
 enum { EPI_NONE = 0, EPI_RELU0 = 1, EPI_CHAIN = 2 };
@@ -291,6 +291,11 @@ DNNQ_ALWAYS_INLINE void epi_tile_chain(const int DT, const dnnq_gemm_args_t *g,
  * (a NaN or inf goes to a limit), a hard sigmoid too ([0, 1], a NaN -> 1); hard swish stays
  * between 0 and its input, relu and round move the bounds as they move values, linear maps
  * them (a correctly rounded fma is monotone in x); a sum is not bounded here. */
+/* min / max of bounds that are finite wherever they are used (no libm call: the chain's
+ * analyses run at every prepare, per block and work item) */
+static inline float ecd_min(float a, float b) { return a < b ? a : b; }
+static inline float ecd_max(float a, float b) { return a > b ? a : b; }
+
 static int epi_chain_range(const dnnq_postop_t *post, int n_post, float *plo, float *phi) {
     int ok = 0;
     float lo = 0.0f, hi = 0.0f;
@@ -303,26 +308,26 @@ static int epi_chain_range(const dnnq_postop_t *post, int n_post, float *plo, fl
         case DNNQ_ELT_CLIP:
         case DNNQ_ELT_CLIP_V2: /* min(be, max(x, al)): be when al > be */
             ok = fin;
-            lo = fminf(al, be);
+            lo = ecd_min(al, be);
             hi = be;
             break;
         case DNNQ_ELT_HARDSIGMOID: ok = 1, lo = 0.0f, hi = 1.0f; break;
-        case DNNQ_ELT_HARDSWISH: lo = fminf(lo, 0.0f), hi = fmaxf(hi, 0.0f); break;
+        case DNNQ_ELT_HARDSWISH: lo = ecd_min(lo, 0.0f), hi = ecd_max(hi, 0.0f); break;
         case DNNQ_ELT_RELU:
             if (al == 0.0f) {
-                lo = fmaxf(lo, 0.0f), hi = fmaxf(hi, 0.0f);
+                lo = ecd_max(lo, 0.0f), hi = ecd_max(hi, 0.0f);
             } else { /* x > 0 ? x : x al */
                 ok = ok && fin;
                 const float a = lo * al, b = hi * al;
-                lo = fminf(fminf(lo, 0.0f), fminf(a, b));
-                hi = fmaxf(fmaxf(hi, 0.0f), fmaxf(a, b));
+                lo = ecd_min(ecd_min(lo, 0.0f), ecd_min(a, b));
+                hi = ecd_max(ecd_max(hi, 0.0f), ecd_max(a, b));
             }
             break;
         case DNNQ_ELT_ROUND: lo -= 1.0f, hi += 1.0f; break;
         case DNNQ_ELT_LINEAR: {
             ok = ok && fin;
             const float a = fmaf(al, lo, be), b = fmaf(al, hi, be);
-            lo = fminf(a, b), hi = fmaxf(a, b);
+            lo = ecd_min(a, b), hi = ecd_max(a, b);
             break;
         }
         default: ok = 0; break;
@@ -358,8 +363,8 @@ static uint64_t epi_chain_clip_drop(const dnnq_postop_t *post, int n_post) {
             if (!fin || !(al <= be)) { known = 0; break; }
             if (known && lo > al) drop |= (uint64_t)1 << (2 * i);
             if (known && hi < be) drop |= (uint64_t)2 << (2 * i);
-            lo = known ? fmaxf(lo, al) : al;
-            hi = known ? fminf(hi, be) : be;
+            lo = known ? ecd_max(lo, al) : al;
+            hi = known ? ecd_min(hi, be) : be;
             known = 1;
             break;
         case DNNQ_ELT_HARDSWISH: {
@@ -368,29 +373,29 @@ static uint64_t epi_chain_clip_drop(const dnnq_postop_t *post, int n_post) {
              * x s >= -be^2 / (4 al) (the parabola's vertex), up to the roundings of x al, + be
              * and the product (a few ulps: the margin is 2^-10 relative) */
             if (!known || !fin) { known = 0; break; }
-            float nlo = fminf(lo, 0.0f);
+            float nlo = ecd_min(lo, 0.0f);
             if (al > 0.0f && be >= 0.0f && be <= 1.0f) {
                 const double v = -(double)be * be / (4.0 * al) * (1.0 + 1.0 / 1024) - 1e-30;
                 if (v > (double)nlo) nlo = (float)v;
             }
             lo = nlo;
-            hi = fmaxf(hi, 0.0f);
+            hi = ecd_max(hi, 0.0f);
             break;
         }
         case DNNQ_ELT_LINEAR: {
             if (!known || !fin) { known = 0; break; }
             const float a = fmaf(al, lo, be), b = fmaf(al, hi, be);
-            lo = fminf(a, b), hi = fmaxf(a, b);
+            lo = ecd_min(a, b), hi = ecd_max(a, b);
             break;
         }
         case DNNQ_ELT_RELU:
             if (!known || !fin) { known = 0; break; }
             if (al == 0.0f) {
-                lo = fmaxf(lo, 0.0f), hi = fmaxf(hi, 0.0f);
+                lo = ecd_max(lo, 0.0f), hi = ecd_max(hi, 0.0f);
             } else { /* x > 0 ? x : x al */
                 const float a = lo * al, b = hi * al;
-                lo = fminf(fminf(lo, 0.0f), fminf(a, b));
-                hi = fmaxf(fmaxf(hi, 0.0f), fmaxf(a, b));
+                lo = ecd_min(ecd_min(lo, 0.0f), ecd_min(a, b));
+                hi = ecd_max(ecd_max(hi, 0.0f), ecd_max(a, b));
             }
             break;
         case DNNQ_ELT_HARDSIGMOID: known = 1, lo = 0.0f, hi = 1.0f; break;

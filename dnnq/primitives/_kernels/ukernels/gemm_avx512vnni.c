@@ -66,7 +66,8 @@ DNNQ_ALWAYS_INLINE void tile_avx512(const int MR, const int XOR, const int FUSE,
                                     const epi_consts_t *k, char *d0, int64_t dstep) {
     const __m512i vx = _mm512_set1_epi32((int)DNNQ_A_XOR_S8);
     const int CCIN = FUSE && ((FUSE - 1) & EPI_FUSE_CC) && !accumulate, ech_cc_in = CCIN;
-    (void)ech_cc_in;
+    const int ech_drop = 1;
+    (void)ech_cc_in, (void)ech_drop;
     ACC_DECL(0) ACC_DECL(1) ACC_DECL(2) ACC_DECL(3) ACC_DECL(4) ACC_DECL(5)
     if (accumulate) { ACC_LOAD(0) ACC_LOAD(1) ACC_LOAD(2) ACC_LOAD(3) ACC_LOAD(4) ACC_LOAD(5) }
     for (int64_t i = 0; i < np; ++i) {
