@@ -466,12 +466,40 @@ cdef int64_t _row_stride(object a, int64_t rows, int64_t n, str name) except -1:
     return a.strides[0] // a.itemsize if rows > 1 else n
 
 
+cdef enum:
+    _ROWS_SOFTMAX, _ROWS_LAYERNORM, _ROWS_BINARY
+
+
+cdef inline void _rows_call(int kind, void* fn, const void* a, int64_t r0,
+                            int64_t r1) noexcept nogil:
+    if kind == _ROWS_SOFTMAX:
+        (<dnnq_qsoftmax_run_fn>fn)(<const dnnq_qsoftmax_args_t*>a, r0, r1)
+    elif kind == _ROWS_LAYERNORM:
+        (<dnnq_qlayernorm_run_fn>fn)(<const dnnq_qlayernorm_args_t*>a, r0, r1)
+    else:
+        (<dnnq_q8_binary_run_fn>fn)(<const dnnq_q8_binary_args_t*>a, r0, r1)
+
+
+cdef void _split_rows(int kind, void* fn, const void* a, int64_t rows,
+                      int64_t nthreads) noexcept nogil:
+    """tk_rows8.h's kernel `kind` over rows 0 .. rows - 1, in equal static shares of up to
+    `nthreads` threads (each row computed alike on any thread)."""
+    cdef int64_t t, nt = nthreads
+    if nt > rows:
+        nt = rows
+    if nt <= 1:
+        _rows_call(kind, fn, a, 0, rows)
+        return
+    for t in prange(nt, num_threads=nt, schedule='static'):
+        _rows_call(kind, fn, a, t * rows // nt, (t + 1) * rows // nt)
+
+
 def qsoftmax_run(int isa, bint vbmi, src, dst, int src_dt, int dst_dt,
                  const float[::1] exp_table, float inv_dst_scale, int dst_zp, int nthreads=1):
     """Softmax of each row of the 8-bit `src` (rows x len, rows dense) into `dst` (u8 / s8 /
     f32, same shape): tk_rows8.h's definition, `exp_table` its 256 exponentials."""
     cdef dnnq_qsoftmax_args_t a
-    cdef int64_t t, nt = nthreads
+    cdef int64_t nt = nthreads
     memset(&a, 0, sizeof(a))
     if exp_table.shape[0] != 256:
         raise ValueError("qsoftmax_run: exp_table of 256 entries expected")
@@ -485,14 +513,8 @@ def qsoftmax_run(int isa, bint vbmi, src, dst, int src_dt, int dst_dt,
         return
     a.src = <const uint8_t*>_addr(src[0:1], False)
     a.dst = <char*>_addr(dst[0:1], True)
-    cdef dnnq_qsoftmax_run_fn fn = dnnq_qsoftmax_run_for_isa(isa)
-    nt = max(1, min(nt, a.rows))
     with nogil:
-        if nt == 1:
-            fn(&a, 0, a.rows)
-        else:
-            for t in prange(nt, num_threads=nt, schedule='static'):
-                fn(&a, t * a.rows // nt, (t + 1) * a.rows // nt)
+        _split_rows(_ROWS_SOFTMAX, <void*>dnnq_qsoftmax_run_for_isa(isa), &a, a.rows, nt)
 
 
 def qlayernorm_run(int isa, src, dst, int src_dt, int dst_dt, float src_scale, int src_zp,
@@ -501,7 +523,7 @@ def qlayernorm_run(int isa, src, dst, int src_dt, int dst_dt, float src_scale, i
     """Layer normalization of each row of the 8-bit `src` (rows x len, rows dense) into `dst`
     (u8 / s8 / f32, same shape): tk_rows8.h's definition."""
     cdef dnnq_qlayernorm_args_t a
-    cdef int64_t t, nt = nthreads
+    cdef int64_t nt = nthreads
     memset(&a, 0, sizeof(a))
     a.rows, a.len = src.shape[0], src.shape[1]
     if gamma.shape[0] != a.len or beta.shape[0] != a.len or a.len >= (1 << 20):
@@ -515,14 +537,8 @@ def qlayernorm_run(int isa, src, dst, int src_dt, int dst_dt, float src_scale, i
     a.gamma, a.beta = &gamma[0], &beta[0]
     a.src = <const uint8_t*>_addr(src[0:1], False)
     a.dst = <char*>_addr(dst[0:1], True)
-    cdef dnnq_qlayernorm_run_fn fn = dnnq_qlayernorm_run_for_isa(isa)
-    nt = max(1, min(nt, a.rows))
     with nogil:
-        if nt == 1:
-            fn(&a, 0, a.rows)
-        else:
-            for t in prange(nt, num_threads=nt, schedule='static'):
-                fn(&a, t * a.rows // nt, (t + 1) * a.rows // nt)
+        _split_rows(_ROWS_LAYERNORM, <void*>dnnq_qlayernorm_run_for_isa(isa), &a, a.rows, nt)
 
 
 Q8_ADD, Q8_MUL, Q8_MUL_COLS = DNNQ_Q8_ADD, DNNQ_Q8_MUL, DNNQ_Q8_MUL_COLS
@@ -557,7 +573,7 @@ def q8_binary_run(int isa, int op, src0, src1, dst, int src0_dt, int src1_dt, in
     """tk_rows8.h's binary op of 8-bit (rows x len) arrays with dense rows: ADD / MUL of
     same-shape sources, MUL_COLS of src0 by `cols` (len f32 multipliers; src1 ignored)."""
     cdef dnnq_q8_binary_args_t a
-    cdef int64_t t, nt = nthreads
+    cdef int64_t nt = nthreads
     cdef const float[::1] cv
     memset(&a, 0, sizeof(a))
     a.rows, a.len = src0.shape[0], src0.shape[1]
@@ -578,14 +594,8 @@ def q8_binary_run(int isa, int op, src0, src1, dst, int src0_dt, int src1_dt, in
     if op != DNNQ_Q8_MUL_COLS:
         a.src1 = <const uint8_t*>_addr(src1[0:1], False)
     a.dst = <uint8_t*>_addr(dst[0:1], True)
-    cdef dnnq_q8_binary_run_fn fn = dnnq_q8_binary_run_for_isa(isa)
-    nt = max(1, min(nt, a.rows))
     with nogil:
-        if nt == 1:
-            fn(&a, 0, a.rows)
-        else:
-            for t in prange(nt, num_threads=nt, schedule='static'):
-                fn(&a, t * a.rows // nt, (t + 1) * a.rows // nt)
+        _split_rows(_ROWS_BINARY, <void*>dnnq_q8_binary_run_for_isa(isa), &a, a.rows, nt)
 
 
 cdef extern from *:
