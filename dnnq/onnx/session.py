@@ -203,6 +203,13 @@ class InferenceSession:
         PP-OCR classifier, two 10-us steps chosen parallel by the 20 % alone, ran 0.85 ->
         0.95 ms at two threads)."""
         clock, choice = time.perf_counter, []
+        # one whole run on all the threads first: the first parallel regions of a process
+        # start OpenMP's workers and wake an idle core, which made the first session's
+        # early steps look slower on several threads than on one (rec: 14 of 31 steps
+        # chosen parallel, 10.7 instead of 6.3 ms a run)
+        dnnq.set_num_threads(nthreads)
+        for st in self._steps:
+            st.run(env)
         for st in self._steps:
             best = {1: np.inf, nthreads: np.inf}
             # the best of three alternating trials each: one disturbed trial (another
