@@ -197,6 +197,28 @@ def test_transcendental_post_ops_are_invariant():
                           ("conv", alg))
 
 
+def test_matmul_weights_zero_point_epilogues_are_invariant():
+    """A MatMul with a weights zero point takes the fused epilogues where a level has them
+    (its per-row term taken out of the tile first) and the row epilogue elsewhere: the same
+    bits at every level and thread count, with and without transcendental post-ops."""
+    rng = np.random.default_rng(4)
+    for i, alg in enumerate(["relu", "gelu_erf", "gelu_tanh", "hardswish", "tanh"] * 2):
+        ops = dnnq.PostOps()
+        ops.append_eltwise("linear", 0.01, 0.0)
+        ops.append_eltwise(alg, 1.0, 0.0)
+        attr = dnnq.PrimitiveAttr()
+        attr.set_post_ops(ops)
+        per_n = i >= 5
+        attr.set_zero_points_mask(dnnq.DNNL_ARG_WEIGHTS, 2 if per_n else 0)
+        M, K, N = int(rng.integers(1, 40)), int(rng.integers(1, 300)), int(rng.integers(1, 80))
+        a, w = _int8(rng, "u8", (M, K)), _int8(rng, "s8", (K, N))
+        wzp = rng.integers(-60, 60, N if per_n else 1).astype(np.int32)
+        mm = dnnq.MatMul(MD((M, K), "u8"), MD((K, N), "s8"), MD((M, N), "u8"), attr=attr)
+        args = {DNNL_ARG_SRC: a, dnnq.DNNL_ARG_WEIGHTS: w,
+                dnnq.DNNL_ARG_ATTR_ZERO_POINTS | dnnq.DNNL_ARG_WEIGHTS: wzp}
+        _assert_invariant(_runs(lambda: mm.execute(args)), ("matmul wzp", alg, per_n))
+
+
 def test_innermost_softmax_vector_exp_is_invariant():
     """The softmax along the axis innermost in memory (its vector exp and 16-lane sum,
     tk_softmax.h): the same bits at every level and thread count, for rows below, at and past

@@ -13,19 +13,11 @@ import dnnq
 from dnnq.eltwise_math import eltwise_table
 from dnnq.errors import InvalidArguments
 from dnnq.onnx.layers import KEEP_MIN_BYTES, REUSE
-from dnnq.onnx.steps import BinaryStep, Step, physical
-from dnnq.primitives import _impls
+from dnnq.onnx.steps import BinaryStep, Step, physical, toolkit_isa
 from dnnq.primitives._kernels import _codes, _toolkit
 
 F32 = np.float32
 _NP = {"u8": np.uint8, "s8": np.int8}
-
-
-def _kernel_isa():
-    """The toolkit's kernel set under the ISA cap and whether VBMI's byte lookups may be used
-    (the same bytes either way)."""
-    isa = _impls.choose("lookup table", _impls.TOOLKIT).isa
-    return _codes.ISA[isa], _impls.optional_feature("avx512_vbmi", isa)
 
 
 def _threads(n):
@@ -49,7 +41,7 @@ class _Int8RowsStep(Step):
             self.dst_dt, self.out_dtype = _codes.DT[qd.dt], _NP[qd.dt]
             self.inv = float(F32(1) / F32(qd.scale[0]))
             self.zp = int(qd.zp[0])
-        self._isa, self._vbmi = _kernel_isa()
+        self._isa, self._vbmi = toolkit_isa()
 
     @staticmethod
     def _rows(x, lead):
@@ -118,20 +110,18 @@ class QuantizedLayerNormStep(_Int8RowsStep):
         """gamma / beta broadcast to the trailing dims, flattened (once per shape)."""
         got = self._affine.get(trailing)
         if got is None:
+            n = int(np.prod(trailing))
             try:
-                one = [np.ones(trailing, F32) if v is None else
-                       np.ascontiguousarray(np.broadcast_to(v, trailing), F32).reshape(-1)
-                       for v in (self.gamma, self.beta)]
+                got = tuple(np.full(n, fill, F32) if v is None else
+                            np.ascontiguousarray(np.broadcast_to(v, trailing), F32).reshape(-1)
+                            for v, fill in ((self.gamma, 1.0), (self.beta, 0.0)))
             except ValueError:
                 raise InvalidArguments(
                     f"node {self.nodes[0]!r}: layer normalization scale / shift of shapes "
                     f"{None if self.gamma is None else self.gamma.shape} / "
                     f"{None if self.beta is None else self.beta.shape} for normalized dims "
                     f"{trailing}; expected shapes that broadcast to them") from None
-            if self.beta is None:
-                one[1] = np.zeros(int(np.prod(trailing)), F32)
-            one[0] = one[0].reshape(-1)
-            got = self._affine[trailing] = tuple(one)
+            self._affine[trailing] = got
         return got
 
     def run(self, env):
@@ -168,7 +158,7 @@ class Int8BinaryStep(BinaryStep):
 
     def __init__(self, *a, **k):
         super().__init__(*a, **k)
-        self._isa = _kernel_isa()[0]
+        self._isa = toolkit_isa()[0]
         self._layouts = {}  # (shapes, strides) -> how to run them, or None: dnnq.Binary
         self._kept = {}
         q0, qd = self.q0, self.qd

@@ -10,7 +10,6 @@ first run of a new shape otherwise.
 import numpy as np
 
 import dnnq
-from dnnq.primitives import _verbose
 from dnnq import args as A
 from dnnq.errors import InvalidArguments, Unimplemented
 from dnnq.memory import MemoryDesc
@@ -118,16 +117,12 @@ class WeightedLayer:
         if self._simple is not None:
             fast = self._simple.get(x.shape)
             if fast is not None:
-                run, prim, args, dst, post = fast
+                prim, args, dst, post = fast
                 a = dict(args)
                 a[_SRC] = x
                 if dst is not None and env.get(REUSE):
                     a[_DST] = dst
-                # the primitive's C path straight away (None: it refused the arguments,
-                # execute then names why); execute itself when verbose logging is on
-                y = run(a) if run is not None and not _verbose._level else None
-                if y is None:
-                    y = prim.execute(a)
+                y = prim.execute(a)
                 env[self.spec.dst] = y if post is None else post(y)
                 return
         self._run(env)
@@ -136,10 +131,7 @@ class WeightedLayer:
             prim, args, dst_desc, pre, post = plan
             if pre is None:
                 kept = self._kept.get(x.shape) if self.keeps_output else None
-                ex = getattr(prim, "_exec", None)
-                run = ex.run if ex is not None and getattr(prim, "_fused", None) is None \
-                    else None
-                self._simple[x.shape] = (run, prim, args, kept if isinstance(kept, np.ndarray)
+                self._simple[x.shape] = (prim, args, kept if isinstance(kept, np.ndarray)
                                          else None, post)
 
     def _run(self, env):

@@ -75,7 +75,7 @@ class Planner:
         self._resize_into_concat()
         self._channels_last_quantize()
         self.steps = fold_shape_steps(self.steps, self.consts, set(self.graph.output_names))
-        self.steps = fold_view_steps(self.steps, self.consts)
+        self.steps = fold_view_steps(self.steps)
 
     # --- queries used by the fuser -------------------------------------------------------
     def attrs(self, node):
@@ -232,7 +232,9 @@ class Planner:
             self.ensure(v.name)
 
     def _emit_layer(self, spec):
-        if spec.kind == "layernorm" and self._emit_int8_layernorm(spec):
+        if spec.kind == "layernorm" and self._emit_int8_layernorm(
+                spec.nodes, spec.src, spec.dst, -int(spec.attrs["axis"]),
+                spec.attrs["epsilon"], spec.weights, spec.bias):
             return
         if spec.kind == "layernorm":
             one = spec.weights or self.const_name(np.float32(1))
@@ -263,22 +265,22 @@ class Planner:
             self._add(S.PoolStep([self.label(node)], spec.dst, out, node.op_type,
                                  self.attrs(node), spec.dst_q.dt))
 
-    def _emit_int8_layernorm(self, spec):
-        """A layer norm of a quantized activation (constant gamma / beta): one int8-rows
-        step, quantized by the QuantizeLinear that alone reads it (else f32)."""
-        info = self.act_dq(spec.src)
-        consts = [None if v is None else self.consts.get(v) for v in (spec.weights, spec.bias)]
+    def _emit_int8_layernorm(self, nodes, src, dst, k, eps, weights, bias):
+        """A layer norm over the last ``k`` dims of a quantized activation (constant scale
+        ``weights`` / shift ``bias``, names or None): one int8-rows step, quantized by the
+        QuantizeLinear that alone reads it (else f32)."""
+        info = self.act_dq(src)
+        consts = [None if v is None else self.consts.get(v) for v in (weights, bias)]
         if info is None or any(v is not None and c is None
-                               for v, c in zip((spec.weights, spec.bias), consts)):
+                               for v, c in zip((weights, bias), consts)):
             return False
         q, qp = info
         self.ensure_q(q)
-        sq = self._sole_q(spec.dst)
-        nodes = [self.label(m) for m in spec.nodes]
+        sq = self._sole_q(dst)
         step = QuantizedLayerNormStep(
-            nodes + ([] if sq is None else [self.label(sq[0])]), q,
-            spec.dst if sq is None else sq[0].output[0], -int(spec.attrs["axis"]),
-            spec.attrs["epsilon"], consts[0], consts[1], qp, None if sq is None else sq[1])
+            [self.label(m) for m in nodes] + ([] if sq is None else [self.label(sq[0])]), q,
+            dst if sq is None else sq[0].output[0], k, eps, consts[0], consts[1], qp,
+            None if sq is None else sq[1])
         self._add(step)
         if sq is not None:
             self._claim(sq[0])
@@ -291,13 +293,9 @@ class Planner:
         axis = int(a.get("axis", -1))
         if axis >= 0 or any(o for o in n.output[1:]) or len(n.input) < 2:
             return False
-        from dnnq.onnx.fusion import LayerSpec
-        spec = LayerSpec("layernorm", n)
-        spec.nodes, spec.src, spec.dst = [n], n.input[0], n.output[0]
-        spec.attrs = {"axis": axis, "epsilon": float(a.get("epsilon", 1e-5))}
-        spec.weights = n.input[1]
-        spec.bias = n.input[2] if len(n.input) > 2 and n.input[2] else None
-        return self._emit_int8_layernorm(spec)
+        bias = n.input[2] if len(n.input) > 2 and n.input[2] else None
+        return self._emit_int8_layernorm([n], n.input[0], n.output[0], -axis,
+                                         float(a.get("epsilon", 1e-5)), n.input[1], bias)
 
     def _emit_node(self, n):
         op = n.op_type
@@ -473,10 +471,6 @@ class Planner:
                 prod.impl_info += " (requantized for the concatenation)"
                 st.qps = list(st.qps)
                 st.qps[i] = st.qd
-        for st in self.steps:
-            if isinstance(st, S.ConcatStep):
-                st.impl_info = ("resize into " if st._resized else "") + (
-                    "copy" if all(q.same_as(st.qd) for q in st.qps) else "requantize+copy")
 
     def _alias(self, src, dst, label):
         step = S.NumpyStep(label, "Identity", {}, 13, [src], [dst], self.consts)

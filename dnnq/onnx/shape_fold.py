@@ -10,7 +10,7 @@ makes its views from the recorded (shape, strides, offset) of each output.
 """
 import numpy as np
 
-from dnnq.onnx.steps import NumpyStep, Step
+from dnnq.onnx.steps import NumpyStep, QuantizedMoveStep, Step
 
 #: numpy ops that are pure functions of their inputs (no randomness, no data-dependent state)
 _PURE = {"Shape", "Size", "Cast", "Slice", "Concat", "Gather", "Unsqueeze", "Squeeze",
@@ -96,8 +96,8 @@ def fold_shape_steps(steps, consts, graph_outputs):
             out.append(ShapeFoldStep(run, roots, external))
             i = j
         else:
-            out.extend(steps[i:max(j, i + 1)])
-            i = max(j, i + 1)
+            out.append(steps[i])
+            i += 1
     return out
 
 
@@ -194,10 +194,9 @@ class ViewFoldStep(Step):
         return out
 
 
-def fold_view_steps(steps, consts):
+def fold_view_steps(steps):
     """``steps`` with each run of two or more consecutive int8 view moves that all descend
     from one tensor (and Shape / Size steps of them) as one ViewFoldStep."""
-    from dnnq.onnx.steps import QuantizedMoveStep
     out, i = [], 0
     while i < len(steps):
         j, made, root = i, set(), None

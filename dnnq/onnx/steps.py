@@ -21,6 +21,14 @@ from dnnq.onnx.quant import dequantize_np
 F32 = np.float32
 
 
+def toolkit_isa():
+    """(ISA code, VBMI allowed) of the toolkit kernels under the ISA cap: the level the
+    toolkit implementation list chooses, and VBMI's byte lookups where the cap allows them
+    (the same bytes either way)."""
+    isa = _impls.choose("lookup table", _impls.TOOLKIT).isa
+    return _codes.ISA[isa], _impls.optional_feature("avx512_vbmi", isa)
+
+
 def layout_tag(ndim):
     return DATA_TAGS.get(ndim)
 
@@ -431,8 +439,7 @@ class LutStep(Step):
         self.s8 = qs.dt == "s8"
         # the toolkit's table kernel at the level the toolkit list chooses (VBMI's byte
         # lookups where the cap allows them; the same bytes either way)
-        isa = _impls.choose("lookup table", _impls.TOOLKIT).isa
-        self._isa_code, self._vbmi = _codes.ISA[isa], _impls.optional_feature("avx512_vbmi", isa)
+        self._isa_code, self._vbmi = toolkit_isa()
 
     def run(self, env):
         x = env[self.inputs[0]]
@@ -480,7 +487,6 @@ class ConcatStep(Step):
         self.axis, self.qps, self.qd = axis, qps, qd
         self._re = {}
         self._kept = {}  # output shape -> the array of the previous run (keeps_output)
-        self.impl_info = "copy" if all(q.same_as(qd) for q in qps) else "requantize+copy"
         #: input i -> the nearest Resize step that made it (planner: take_resize)
         self._resized = {}
         self._geometry = {}  # (i, shape, parameters) -> (sizes, repeat factors or None)
@@ -494,8 +500,11 @@ class ConcatStep(Step):
         self.inputs = list(self.inputs)
         self.inputs[i] = step.inputs[0]  # the smaller tensor (run reads it from step)
         self.inputs += [x for x in step.inputs[1:] if x and x not in self.inputs]
-        if not self.impl_info.startswith("resize into "):
-            self.impl_info = "resize into " + self.impl_info
+
+    @property
+    def impl_info(self):
+        return ("resize into " if self._resized else "") + (
+            "copy" if all(q.same_as(self.qd) for q in self.qps) else "requantize+copy")
 
     def _requant(self, i, x):
         key = (i, x.shape)
