@@ -338,12 +338,12 @@ def test_rounding_every_tables_one_input_graphs(tmp_path):
 
 
 def test_large_outputs_kept_across_runs(tmp_path):
-    """Steps whose outputs are large (KEEP_MIN_BYTES) write into their previous run's
-    arrays, except where the array reaches the caller (here through a Reshape view of the
-    last dequantization): arrays a caller holds never change, and threads sharing the
-    session get the results they get alone."""
+    """Steps write into arrays kept from their previous run, shared by liveness, except
+    where the array reaches the caller (here through a Reshape view of the last
+    dequantization): arrays a caller holds never change, and threads sharing the session get
+    the results they get alone."""
     import threading
-    from dnnq.onnx.layers import KEEP_MIN_BYTES
+    from dnnq.onnx.buffers import KEEP_MIN_BYTES
     b = Builder()
     y = b.conv("x", 8, 16)
     y = b.op("Sigmoid", [y])
@@ -360,6 +360,8 @@ def test_large_outputs_kept_across_runs(tmp_path):
     sess = donnx.InferenceSession(qdq)
     kept = [st for st in sess._steps if st.keeps_output]
     assert len(kept) >= 3
+    assert all(st.pool is not None for st in kept)
+    assert len({st.pool_slot for st in kept}) < len(kept)  # some share a buffer
     assert not any(st.keeps_output for st in sess._steps if y in st.outputs or
                    any(o in st.outputs for o in ("t12_DequantizeLinear_Output",)))
     held = [sess.run(None, {"x": x})[0] for x in xs]

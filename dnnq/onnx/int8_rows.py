@@ -12,7 +12,6 @@ import numpy as np
 import dnnq
 from dnnq.eltwise_math import eltwise_table
 from dnnq.errors import InvalidArguments
-from dnnq.onnx.layers import KEEP_MIN_BYTES, REUSE
 from dnnq.onnx.steps import BinaryStep, Step, physical, toolkit_isa
 from dnnq.primitives._kernels import _codes, _toolkit
 
@@ -83,7 +82,9 @@ class QuantizedSoftmaxStep(_Int8RowsStep):
             xm = np.moveaxis(x, a, -1) if a != nd - 1 else x
             back = a if a != nd - 1 else None
         x2 = self._rows(xm, a if self.coerce else xm.ndim - 1)
-        y = np.empty(xm.shape, self.out_dtype)
+        y = self.kept_array(env, xm.shape, self.out_dtype)
+        if y is None:
+            y = np.empty(xm.shape, self.out_dtype)
         y2 = y.reshape(x2.shape)
         _toolkit.qsoftmax_run(self._isa, self._vbmi, x2.view(np.uint8), y2, self.src_dt,
                               self.dst_dt, self.exp_table, self.inv, self.zp,
@@ -133,7 +134,9 @@ class QuantizedLayerNormStep(_Int8RowsStep):
         lead = x.ndim - self.k
         g, b = self._gamma_beta(tuple(x.shape[lead:]))
         x2 = self._rows(x, lead)
-        y = np.empty(x.shape, self.out_dtype)
+        y = self.kept_array(env, x.shape, self.out_dtype)
+        if y is None:
+            y = np.empty(x.shape, self.out_dtype)
         _toolkit.qlayernorm_run(self._isa, x2.view(np.uint8), y.reshape(x2.shape),
                                 self.src_dt, self.dst_dt, float(self.qs.scale[0]),
                                 int(self.qs.zp[0]), g, b, self.eps, self.inv, self.zp,
@@ -160,7 +163,6 @@ class Int8BinaryStep(BinaryStep):
         super().__init__(*a, **k)
         self._isa = toolkit_isa()[0]
         self._layouts = {}  # (shapes, strides) -> how to run them, or None: dnnq.Binary
-        self._kept = {}
         q0, qd = self.q0, self.qd
         q1 = self.one_plus if self.one_plus is not None else self.q1
         inv = F32(1) / F32(qd.scale[0])
@@ -193,12 +195,9 @@ class Int8BinaryStep(BinaryStep):
             x0, x1 = x1, x0
         v0 = x0 if order is None else x0.transpose(order)
         n = v0.size
-        keep = self.keeps_output and env.get(REUSE) and n >= KEEP_MIN_BYTES
-        y = self._kept.get(key) if keep else None
+        y = self.kept_array(env, v0.shape, self.out_dtype)
         if y is None:
             y = np.empty(v0.shape, self.out_dtype)
-            if keep:
-                self._kept[key] = y
         d0, d1, dd = self._dts
         z0, z1, zd = self._zps
         if swap:

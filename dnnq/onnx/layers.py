@@ -13,6 +13,7 @@ import dnnq
 from dnnq import args as A
 from dnnq.errors import InvalidArguments, Unimplemented
 from dnnq.memory import MemoryDesc
+from dnnq.onnx.buffers import REUSE, KeptOutput
 
 F32 = np.float32
 DATA_TAGS = {3: "nwc", 4: "nhwc", 5: "ndhwc"}
@@ -74,34 +75,18 @@ def _postops(ops, dst_ndims, channels, matmul):
     return po, exec_args, sum_src
 
 
-#: the env key a run sets when its steps may write into the arrays of the session's previous
-#: run (session.py: not in a run overlapping another run of the same session)
-REUSE = "::reuse buffers"
 _SRC, _DST = A.DNNL_ARG_SRC, A.DNNL_ARG_DST
-#: outputs below this size are left to the allocator: its free lists hand back memory still
-#: in cache, where one array per step spreads a small model over more cache lines; above it,
-#: a fresh array is mapped anew and every page faults on first write
-KEEP_MIN_BYTES = 1 << 18
 
 
-def keeps(desc):
-    """Whether an output of ``desc`` is large enough to keep across runs."""
-    n = desc.numpy_dtype.itemsize
-    for d in desc.physical_shape:
-        n *= d
-    return n >= KEEP_MIN_BYTES
-
-
-class WeightedLayer:
+class WeightedLayer(KeptOutput):
     """Common run-time part: a cache of (primitive, packed weights, args) per input shape."""
 
     primitive_name = ""
     fresh_output = True    # see steps.Step
-    keeps_output = False
 
     def __init__(self, spec):
         self.spec = spec
-        self._kept = {}
+        self._kept = {}  # input shape -> the kept destination, or None
         self.inputs = [spec.src] + ([spec.sum_src] if spec.sum_src else []) + \
             ([spec.runtime_weights] if spec.runtime_weights else [])
         self.outputs = [spec.dst]
@@ -126,13 +111,12 @@ class WeightedLayer:
                 env[self.spec.dst] = y if post is None else post(y)
                 return
         self._run(env)
-        if self._simple is not None:
-            plan = self._plans[x.shape]
-            prim, args, dst_desc, pre, post = plan
+        # cached once the destination is decided: a run that may not reuse (the session's
+        # first, or one overlapping another) leaves it to the next
+        if self._simple is not None and (not self.keeps_output or env.get(REUSE)):
+            prim, args, dst_desc, pre, post = self._plans[x.shape]
             if pre is None:
-                kept = self._kept.get(x.shape) if self.keeps_output else None
-                self._simple[x.shape] = (prim, args, kept if isinstance(kept, np.ndarray)
-                                         else None, post)
+                self._simple[x.shape] = (prim, args, self._kept.get(x.shape), post)
 
     def _run(self, env):
         x = env[self.spec.src]
@@ -152,15 +136,10 @@ class WeightedLayer:
             # checked one, 5x the time for attention's small batched products)
             a[A.DNNL_ARG_WEIGHTS] = prim.prepare_weights(
                 self._runtime_weights(env[self.spec.runtime_weights]))
-        dst = None
-        if self.keeps_output and env.get(REUSE):  # steps.Step
-            dst = self._kept.get(key)
-            if dst is None:  # False: too small to keep
-                dst = self._kept[key] = dst_desc.empty() if keeps(dst_desc) else False
-            if dst is False:
-                dst = None
-            else:
-                a[A.DNNL_ARG_DST] = dst
+        dst = self.kept_desc(env, dst_desc)
+        if dst is not None:
+            self._kept[key] = dst
+            a[A.DNNL_ARG_DST] = dst
         if self.spec.sum_src is not None:
             if dst is None:
                 dst = dst_desc.empty()

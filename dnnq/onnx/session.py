@@ -7,7 +7,7 @@ import numpy as np
 import dnnq
 from dnnq.errors import InvalidArguments
 from dnnq.onnx.graph import Graph, load_model
-from dnnq.onnx.layers import REUSE
+from dnnq.onnx.buffers import REUSE, BufferPool, plan_slots
 from dnnq.onnx.planner import Planner
 from dnnq.onnx.qoperator import rewrite_qoperators
 
@@ -124,8 +124,9 @@ class InferenceSession:
         # the steps that keep their arrays write into the previous run's: only when no other
         # run of this session is under way (threads sharing a session allocate afresh)
         alone = self._running.acquire(blocking=False)
-        env[REUSE] = alone
         record = not self._dtypes
+        # the first run writes fresh arrays: their sizes plan the shared buffers
+        env[REUSE] = alone and not record
         old = None
         if self._threads is not None:
             old = dnnq.get_num_threads()
@@ -166,6 +167,7 @@ class InferenceSession:
         if record:
             for k, v in env.items():
                 self._dtypes.setdefault(k, np.asarray(v).dtype)
+            self._share_buffers(env)
         result = []
         for name in outs:
             v = np.asarray(env[name])
@@ -195,6 +197,20 @@ class InferenceSession:
         for st in self._steps:
             if st.fresh_output:
                 st.keeps_output = not any(o in reach for o in st.outputs)
+
+    def _share_buffers(self, env):
+        """The kept outputs on a pool of buffers shared by liveness (buffers.py), planned
+        from the sizes of the first run's outputs."""
+        sizes = {}
+        for i, st in enumerate(self._steps):
+            if st.keeps_output and len(st.outputs) == 1:
+                y = env.get(st.outputs[0])
+                if isinstance(y, np.ndarray):
+                    sizes[i] = y.nbytes
+        slot_of, nslots = plan_slots(self._steps, sizes)
+        self._pool = BufferPool(nslots)
+        for i, s in slot_of.items():
+            self._steps[i].pool, self._steps[i].pool_slot = self._pool, s
 
     def _choose_threads(self, env, nthreads):
         """Run the steps, each timed on one thread and on ``nthreads`` (the best of three

@@ -15,7 +15,8 @@ from dnnq.primitives._kernels import _codes, _toolkit
 from dnnq.errors import InvalidArguments, Unimplemented
 from dnnq.memory import MemoryDesc
 from dnnq.onnx import ops_numpy
-from dnnq.onnx.layers import DATA_TAGS, KEEP_MIN_BYTES, REUSE, conv_padding, keeps
+from dnnq.onnx.buffers import REUSE, KeptOutput
+from dnnq.onnx.layers import DATA_TAGS, conv_padding
 from dnnq.onnx.quant import dequantize_np
 
 F32 = np.float32
@@ -33,15 +34,13 @@ def layout_tag(ndim):
     return DATA_TAGS.get(ndim)
 
 
-class Step:
+class Step(KeptOutput):
     primitive = ""
     impl_info = None
     #: the step writes a fresh array (never a view of an input): the session may let it
-    #: keep that array across runs (``keeps_output``)
+    #: keep that array across runs (``keeps_output``: set by the session when the output
+    #: reaches no graph output; the array may be shared by liveness, buffers.py)
     fresh_output = False
-    #: set by the session when the output reaches no graph output: the step then writes
-    #: into the array of its previous run (no allocation, no page faults on large tensors)
-    keeps_output = False
 
     def __init__(self, nodes, inputs, outputs):
         self.nodes, self.inputs, self.outputs = list(nodes), list(inputs), list(outputs)
@@ -72,7 +71,9 @@ class PrimStep(Step):
         if reuse:
             reuse = self._big.get(id(run))
             if reuse is None:  # runners live as long as the step
-                reuse = self._big[id(run)] = keeps(run.desc)
+                desc = run.desc
+                run.kept = self.kept_array(env, tuple(desc.physical_shape), desc.numpy_dtype)
+                reuse = self._big[id(run)] = run.kept is not None
         return run(*srcs, reuse=reuse)
 
     def run(self, env):
@@ -415,7 +416,6 @@ class LutStep(Step):
 
     def __init__(self, nodes, spec):
         super().__init__(nodes, [spec.src], [spec.dst])
-        self._kept = None
         from dnnq.eltwise_math import eltwise_table
         from dnnq.onnx.quant import quantize_np
         qs, qd = spec.src_q, spec.dst_q
@@ -443,21 +443,17 @@ class LutStep(Step):
 
     def run(self, env):
         x = env[self.inputs[0]]
-        kept = self._kept if self.keeps_output and env.get(REUSE) and \
-            x.size * self.out_dtype.itemsize >= KEEP_MIN_BYTES else None
-        src, y, inv = _rows_in_memory_order(x, self.out_dtype, kept)
-        if kept is not None:
-            self._kept = y
+        src, y, inv = _rows_in_memory_order(x, self.out_dtype, self, env)
         _toolkit.table_lookup(self._isa_code, self._vbmi, src, self.table,
                               y.reshape(src.shape).view(np.uint8), dnnq.get_num_threads())
         env[self.outputs[0]] = y if inv is None else y.transpose(inv)
 
 
-def _rows_in_memory_order(x, out_dtype, kept=None):
+def _rows_in_memory_order(x, out_dtype, step=None, env=None):
     """(x's bytes as rows of dense bytes at one row stride -- a view where its memory allows,
     e.g. a channel slice of a channels-last tensor --, an empty array of x's shape in x's
-    memory order (``kept`` when that is one: the previous run's), the permutation back to
-    x's axes or None)."""
+    memory order (``step``'s kept array when it keeps one), the permutation back to x's
+    axes or None)."""
     if not x.ndim:
         return x.reshape(1, 1).view(np.uint8), np.empty((), out_dtype), None
     order = ops_numpy.memory_order(x)
@@ -470,9 +466,10 @@ def _rows_in_memory_order(x, out_dtype, kept=None):
     if rows.strides[-1] != 1 and rows.size:
         rows = np.ascontiguousarray(rows)
     inv = None if order == tuple(range(x.ndim)) else ops_numpy.inverse_order(order)
-    if kept is None or kept.shape != v.shape or kept.dtype != out_dtype:
-        kept = np.empty(v.shape, out_dtype)
-    return rows.view(np.uint8), kept, inv
+    y = None if step is None else step.kept_array(env, v.shape, out_dtype)
+    if y is None:
+        y = np.empty(v.shape, out_dtype)
+    return rows.view(np.uint8), y, inv
 
 
 class ConcatStep(Step):
@@ -486,7 +483,6 @@ class ConcatStep(Step):
         super().__init__(nodes, inputs, [output])
         self.axis, self.qps, self.qd = axis, qps, qd
         self._re = {}
-        self._kept = {}  # output shape -> the array of the previous run (keeps_output)
         #: input i -> the nearest Resize step that made it (planner: take_resize)
         self._resized = {}
         self._geometry = {}  # (i, shape, parameters) -> (sizes, repeat factors or None)
@@ -565,12 +561,9 @@ class ConcatStep(Step):
         shape = list(parts[0][2])
         shape[ax] = sum(p[2][ax] for p in parts)
         desc = MemoryDesc(tuple(shape), self.qd.dt, layout_tag(nd) if ax == 1 else None)
-        keep = self.keeps_output and env.get(REUSE) and keeps(desc)
-        out = self._kept.get(desc.dims) if keep else None
+        out = self.kept_desc(env, desc)
         if out is None:
             out = desc.empty()
-            if keep:
-                self._kept[desc.dims] = out
         at = 0
         for i, (x, reps, shp) in enumerate(parts):
             if not self.qps[i].same_as(self.qd):
