@@ -323,4 +323,4 @@ class MatMulLayer(WeightedLayer):
         """An activation as MatMul weights: s8 (u8 shifted by 128, its zero point too)."""
         if b.dtype == np.uint8:
             b = (b.view(np.int8) ^ np.int8(-128))  # u8 - 128 as s8, exactly
-        return np.ascontiguousarray(b).reshape(self._wdims)
+        return b.reshape(self._wdims)  # any strides: the packing reads them

@@ -92,35 +92,6 @@ def pack_weights_vnni(w):
     return packed, colsum
 
 
-def pack_weights_vnni_into(w, packed, colsum, int64_t batch_stride):
-    """pack_weights_vnni for every batch of s8 weights (batch, K, N), any strides, into
-    `packed` (1-D int8 of batch blocks of `batch_stride` bytes; each block's slack after the
-    packed body is zeroed) and `colsum` (int32 (batch, N)): one call for a batch of run-time
-    weights (attention's Q K^T and attention x V) instead of a packing and a copy per batch."""
-    if w.dtype != np.int8 or w.ndim != 3:
-        raise TypeError("pack_weights_vnni_into expects a 3-D int8 array")
-    cdef int64_t B = w.shape[0], K = w.shape[1], N = w.shape[2], b
-    if packed.size < B * batch_stride or batch_stride < packed_size(K, N) or \
-            colsum.shape[0] != B or colsum.shape[1] != N:
-        raise ValueError("pack_weights_vnni_into: packed / colsum too small")
-    if B == 0:
-        return
-    if K == 0 or N == 0:
-        packed[...] = 0
-        colsum[...] = 0
-        return
-    cdef const int8_t[:, :, :] wv = w
-    cdef int8_t[::1] pv = packed
-    cdef int32_t[:, ::1] cv = colsum
-    cdef int64_t body = ((N + DNNQ_NR - 1) // DNNQ_NR) * ((K + 3) // 4) * 4 * DNNQ_NR
-    with nogil:
-        for b in range(B):
-            dnnq_pack_b(&wv[b, 0, 0], wv.strides[1], wv.strides[2], K, N,
-                        &pv[b * batch_stride], &cv[b, 0])  # writes the body
-            if batch_stride > body:
-                memset(&pv[b * batch_stride + body], 0, batch_stride - body)
-
-
 def unpack_weights_vnni(packed, int64_t K, int64_t N):
     """The inverse of pack_weights_vnni: the (K, N) int8 matrix held by `packed` (1-D int8 of
     at least the packed body; pickling of packed weights)."""

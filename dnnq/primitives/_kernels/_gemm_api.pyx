@@ -311,3 +311,43 @@ cdef void _block(GemmPlan plan, const uint8_t *a, int64_t lda, const int8_t *b, 
                 (blk.co == NULL or (co_mode == 0 and co[0] == 0)):
             return  # the GEMM already wrote the final C
         _finish(&blk, M, nthreads)
+
+
+def pack_vnni_batch(w, packed, colsum, int64_t batch_stride, int isa=0):
+    """s8 weights (batch, K, N), any strides, packed into `packed` (1-D int8 of batch blocks
+    of `batch_stride` bytes, dnnq_kernels.h's layout; each block's slack after the packed
+    body zeroed) with their column sums `colsum` (int32 (batch, N)), one 64-column panel at
+    a time by the panel packer (4-byte k runs of a transposed B, 4-row groups of a row-major
+    one):
+    run-time weights are packed on every call (attention's K^T and V: 8 x 15 x 60 bytes in
+    ~10 us element by element). `isa`: the level whose packer runs (DNNQ_ISA_*; every
+    level writes the same bytes)."""
+    if w.dtype != np.int8 or w.ndim != 3:
+        raise TypeError("pack_vnni_batch expects a 3-D int8 array")
+    cdef int64_t B = w.shape[0], K = w.shape[1], N = w.shape[2], b, p, nc
+    cdef int64_t K4 = (K + 3) // 4, npan = (N + DNNQ_NR - 1) // DNNQ_NR
+    cdef int64_t body = npan * K4 * 4 * DNNQ_NR
+    if packed.size < B * batch_stride or batch_stride < body or \
+            colsum.shape[0] != B or colsum.shape[1] != N:
+        raise ValueError("pack_vnni_batch: packed / colsum too small")
+    if B == 0:
+        return
+    if K == 0 or N == 0:
+        packed[...] = 0
+        colsum[...] = 0
+        return
+    cdef const int8_t[:, :, :] wv = w
+    cdef int8_t[::1] pv = packed
+    cdef int32_t[:, ::1] cv = colsum
+    cdef dnnq_gemm_api_pack_fn pack = dnnq_gemm_api_pack_for_isa(isa)
+    with nogil:
+        for b in range(B):
+            for p in range(npan):
+                nc = N - p * DNNQ_NR
+                if nc > DNNQ_NR:
+                    nc = DNNQ_NR
+                pack(&wv[b, 0, p * DNNQ_NR], wv.strides[1], wv.strides[2],
+                                         K, nc, &pv[b * batch_stride + p * K4 * 4 * DNNQ_NR],
+                                         &cv[b, p * DNNQ_NR])
+            if batch_stride > body:
+                memset(&pv[b * batch_stride + body], 0, batch_stride - body)

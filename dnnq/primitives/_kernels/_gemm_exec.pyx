@@ -16,7 +16,7 @@ cimport numpy as cnp
 from cpython.dict cimport PyDict_GetItem, PyDict_Next, PyDict_Size
 from cpython.long cimport PyLong_CheckExact
 from cpython.ref cimport PyObject
-from libc.stdint cimport int8_t, uint8_t, int32_t, uint32_t, int64_t, uintptr_t
+from libc.stdint cimport int8_t, uint8_t, int32_t, uint32_t, int64_t, uint64_t, uintptr_t
 from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy, memset
 
@@ -25,7 +25,7 @@ from dnnq.primitives._kernels._kernels cimport DNNQ_NR, DNNQ_MAX_POST
 from dnnq.primitives._kernels._gemm cimport GemmPlan, gemm_operands_t, gemm_post_input_t
 
 import numpy as np
-from dnnq.primitives._kernels import _gemm
+from dnnq.primitives._kernels import _gemm, _gemm_api
 from dnnq.primitives import _dispatch
 
 cnp.import_array()
@@ -48,6 +48,17 @@ def aligned_empty(Py_ssize_t n, dtype, Py_ssize_t align=64):
     cdef size_t addr = <size_t>cnp.PyArray_DATA(raw)
     cdef Py_ssize_t offset = <Py_ssize_t>((<size_t>align - addr % <size_t>align) % <size_t>align)
     return raw[offset:offset + n * dtype.itemsize].view(dtype)
+
+
+cdef void _wrapping_times(const int32_t[:, ::1] x, int32_t[:, ::1] out, int64_t k) noexcept:
+    """out = k * x as s32, wrapping (uint32 arithmetic: the same bits as the 64-bit product
+    taken modulo 2^32). Run-time weights (attention) get their compensation each call."""
+    cdef Py_ssize_t i, j
+    cdef uint32_t kk = <uint32_t>(<uint64_t>k)
+    with nogil:
+        for i in range(x.shape[0]):
+            for j in range(x.shape[1]):
+                out[i, j] = <int32_t>(kk * <uint32_t>x[i, j])
 
 
 cdef class PackedGemmWeights:
@@ -103,7 +114,10 @@ cdef class PackedGemmWeights:
         self.batch_stride = _gemm.packed_size(self.K, self.N)
         packed = aligned_empty(self.batch * self.batch_stride, np.int8)
         colsum = np.empty((self.batch, self.N), dtype=np.int32)
-        _gemm.pack_weights_vnni_into(w, packed, colsum, self.batch_stride)
+        # the panel packer of the level in force (AVX-512's copies 4-row groups in a few
+        # instructions; every level writes the same bytes)
+        _gemm_api.pack_vnni_batch(w, packed, colsum, self.batch_stride,
+                                  _dispatch.kernel_isa_code(_dispatch.get_effective_cpu_isa()))
         if u8_shifted:  # u8 = w + 128 (padding becomes 128, met by zero source bytes)
             np.bitwise_xor(packed.view(np.uint8), 0x80, out=packed.view(np.uint8))
         packed.flags.writeable = False
@@ -118,8 +132,8 @@ cdef class PackedGemmWeights:
             return self._last_comp
         c = self._comp.get(shift)
         if c is None:
-            c = (-shift * self.colsum.astype(np.int64)).astype(np.uint64).astype(
-                np.uint32).view(np.int32)
+            c = np.empty(self.colsum.shape, np.int32)
+            _wrapping_times(self.colsum, c, -shift)
             if len(self._comp) >= 16:  # zero points that change every call: keep it bounded
                 self._comp.clear()
             self._comp[shift] = c
