@@ -40,9 +40,7 @@ class BufferPool:
         n = _nbytes(shape, dtype)
         buf = self._bufs[slot]
         if buf is None or buf.size < n:
-            raw = np.empty(n + _LINE, np.uint8)
-            off = (-raw.ctypes.data) % _LINE
-            buf = self._bufs[slot] = raw[off:off + max(n, 1)]
+            buf = self._bufs[slot] = _line_aligned_bytes(max(n, 1))
         return buf[:n].view(dtype).reshape(shape)
 
     @property
@@ -121,11 +119,12 @@ class KeptOutput:
             return self.pool.array(self.pool_slot, shape, dtype)
         if _nbytes(shape, dtype) < KEEP_MIN_BYTES:
             return False
-        return _own_array(shape, dtype)
+        n = _nbytes(shape, dtype)
+        return _line_aligned_bytes(n)[:n].view(dtype).reshape(shape)
 
 
-def _own_array(shape, dtype):
-    n = _nbytes(shape, dtype)
+def _line_aligned_bytes(n):
+    """n uninitialised bytes starting on a 64-byte boundary (the kernels store whole lines)."""
     raw = np.empty(n + _LINE, np.uint8)
     off = (-raw.ctypes.data) % _LINE
-    return raw[off:off + n].view(dtype).reshape(shape)
+    return raw[off:off + n]
