@@ -278,20 +278,10 @@ cdef void _zp_times_weights(const int8_t* packed, int64_t batch, int64_t batch_s
             out[b * N + n] += acc
 
 
-cdef void _row_sums(const uint8_t* a, bint s8, int64_t rows, int64_t K,
-                    int32_t* out) noexcept nogil:
-    """out[r] = sum_k src[r, k] (src u8, or s8 when s8) as wrapping s32."""
-    cdef int64_t r, k
-    cdef uint32_t acc
-    for r in range(rows):
-        acc = 0
-        if s8:
-            for k in range(K):
-                acc += <uint32_t><int32_t>(<const int8_t*>a)[r * K + k]
-        else:
-            for k in range(K):
-                acc += a[r * K + k]
-        out[r] = <int32_t>acc
+cdef extern from "gemm_api.h" nogil:
+    # rows' sums of source bytes as wrapping s32 (plain loops built at -O3: vectorised)
+    void dnnq_gemm_api_rowsum(const uint8_t *a, int64_t lda, int64_t K, int is_s8, int64_t m0,
+                              int64_t m1, int32_t *rowsum)
 
 
 cdef class GemmExec:
@@ -560,8 +550,8 @@ cdef class GemmExec:
                 if rowsum_buf == NULL:
                     raise MemoryError()
                 with nogil:
-                    _row_sums(<const uint8_t*>op.a, self.s8_src, self.a_batch * M, K,
-                              rowsum_buf)
+                    dnnq_gemm_api_rowsum(<const uint8_t*>op.a, K, K, self.s8_src, 0,
+                                         self.a_batch * M, rowsum_buf)
                 op.wzp = zw_vec
                 op.wzp_sn = 1 if zw_n > 1 else 0
                 op.rowsum = rowsum_buf
