@@ -148,11 +148,23 @@ class ViewFoldStep(Step):
         self.steps, self.root, self.params = steps, root, tuple(params)
         self.impl_info = "+".join(st.op for st in steps)
         self._views = {}
+        self._last = None  # (input layout, parameter arrays, key) of the last run
 
     def run(self, env):
         x = env[self.root]
-        key = (x.shape, x.strides, x.dtype.char, x.flags.c_contiguous) + tuple(
-            np.asarray(env[p]).tobytes() for p in self.params)
+        head = (x.shape, x.strides, x.dtype.char, x.flags.c_contiguous)
+        ps = tuple(env[p] for p in self.params)
+        last = self._last
+        if last is not None and last[0] == head and \
+                all(a is b for a, b in zip(ps, last[1])):
+            key = last[2]  # the same read-only parameter arrays as the last run
+        else:
+            key = head + tuple(np.asarray(p).tobytes() for p in ps)
+            # parameters that cannot change (the cached shape values are read-only, private
+            # views) are recognised by identity next time: the bytes of attention's sixteen
+            # slice bounds were half the step
+            self._last = (head, ps, key) if all(
+                isinstance(p, np.ndarray) and not p.flags.writeable for p in ps) else None
         got = self._views.get(key)
         if got is None:
             for st in self.steps:

@@ -483,6 +483,8 @@ class ConcatStep(Step):
         super().__init__(nodes, inputs, [output])
         self.axis, self.qps, self.qd = axis, qps, qd
         self._re = {}
+        self._descs = {}  # output shape -> its MemoryDesc
+        self._same = None  # per input: its quantization is the output's (no requantize)
         #: input i -> the nearest Resize step that made it (planner: take_resize)
         self._resized = {}
         self._geometry = {}  # (i, shape, parameters) -> (sizes, repeat factors or None)
@@ -513,10 +515,16 @@ class ConcatStep(Step):
             tag = layout_tag(x.ndim) if _is_channels_last(x) else None
             prim = dnnq.Reorder(MemoryDesc(x.shape, self.qps[i].dt, tag),
                                 MemoryDesc(x.shape, self.qd.dt, tag), attr)
-            self._re[key] = prim = (prim, a)
-        args = dict(prim[1])
-        args[A.DNNL_ARG_SRC] = x
-        return prim[0].execute(args)
+            a[A.DNNL_ARG_SRC] = x
+            # the bound runner: the static arguments checked once (the checked execute
+            # was most of a small concatenation's time)
+            self._re[key] = prim = (prim, a, prim.bind(a, (A.DNNL_ARG_SRC,)))
+        prim, a, run = prim
+        if run is None:
+            args = dict(a)
+            args[A.DNNL_ARG_SRC] = x
+            return prim.execute(args)
+        return run(x, reuse=True)  # read once, by this concatenation's copy
 
     @staticmethod
     def _repeat_pixels(x, reps, out, at):
@@ -560,13 +568,19 @@ class ConcatStep(Step):
         ax = self.axis % nd
         shape = list(parts[0][2])
         shape[ax] = sum(p[2][ax] for p in parts)
-        desc = MemoryDesc(tuple(shape), self.qd.dt, layout_tag(nd) if ax == 1 else None)
+        desc = self._descs.get(tuple(shape))
+        if desc is None:
+            desc = self._descs[tuple(shape)] = MemoryDesc(
+                tuple(shape), self.qd.dt, layout_tag(nd) if ax == 1 else None)
         out = self.kept_desc(env, desc)
         if out is None:
             out = desc.empty()
+        same = self._same
+        if same is None:  # the planner has settled the inputs' quantization by the first run
+            same = self._same = [q.same_as(self.qd) for q in self.qps]
         at = 0
         for i, (x, reps, shp) in enumerate(parts):
-            if not self.qps[i].same_as(self.qd):
+            if not same[i]:
                 x = self._requant(i, x)
             sl = [slice(None)] * nd
             sl[ax] = slice(at, at + shp[ax])
