@@ -667,3 +667,33 @@ def test_lookup_table_requantized_for_its_concat(tmp_path):
     assert tables and tables[0]["impl_info"].endswith("(requantized for the concatenation)"), \
         sess.plan()
     assert [r["impl_info"] for r in sess.plan() if r["primitive"] == "Concat"] == ["copy"]
+
+
+def test_verbose_logs_every_layer_of_a_warm_session(tmp_path, capfd):
+    """The layers of a warm session run their primitives without execute's Python frame
+    (the same arguments as the last run): with DNNQ_VERBOSE on, each still prints its exec
+    line, and the results are the same bits either way."""
+    b = Builder()
+    y = b.conv("x", 8, 16)
+    y = b.conv(y, 16, 16, k=1)
+    y = b.conv(y, 16, 8, k=1)
+    f32, qdq = str(tmp_path / "f32.onnx"), str(tmp_path / "qdq.onnx")
+    shape = (1, 8, 32, 32)
+    onnx.save(b.model(shape, y), f32)
+    quantize_qdq(f32, qdq, [{"x": RNG.standard_normal(shape).astype(np.float32)}])
+    x = RNG.standard_normal(shape).astype(np.float32)
+    sess = donnx.InferenceSession(qdq)
+    convs = [r for r in sess.plan() if r["primitive"] == "Convolution"]
+    assert len(convs) == 3
+    for _ in range(3):
+        quiet = sess.run(None, {"x": x})[0]
+    capfd.readouterr()
+    old = dnnq.set_verbose(1)
+    try:
+        loud = sess.run(None, {"x": x})[0]
+    finally:
+        dnnq.set_verbose(old)
+    lines = [ln for ln in capfd.readouterr().out.splitlines()
+             if ln.startswith("dnnq_verbose,exec") and ",convolution," in ln]
+    assert len(lines) == 3, lines
+    np.testing.assert_array_equal(loud, quiet)

@@ -14,6 +14,7 @@ from dnnq import args as A
 from dnnq.errors import InvalidArguments, Unimplemented
 from dnnq.memory import MemoryDesc
 from dnnq.onnx.buffers import REUSE, KeptOutput
+from dnnq.primitives import _verbose
 
 F32 = np.float32
 DATA_TAGS = {3: "nwc", 4: "nhwc", 5: "ndhwc"}
@@ -78,6 +79,16 @@ def _postops(ops, dst_ndims, channels, matmul):
 _SRC, _DST = A.DNNL_ARG_SRC, A.DNNL_ARG_DST
 
 
+def _direct_execute(prim):
+    """The C-level execute of a convolution or matrix product (``args -> destination``, or
+    None where the arguments need the checked path), when its ``execute`` is only that call
+    (no fused depthwise post-op) and DNNQ_VERBOSE, which execute logs, is off."""
+    if getattr(prim, "_fused", None) is not None:
+        return None
+    ex = getattr(prim, "_exec", None)
+    return None if ex is None else ex.run
+
+
 class WeightedLayer(KeptOutput):
     """Common run-time part: a cache of (primitive, packed weights, args) per input shape."""
 
@@ -96,9 +107,19 @@ class WeightedLayer(KeptOutput):
         # shape (primitive, args, the kept destination or None, post), so that a run does a
         # dict copy and one call
         self._simple = {} if spec.sum_src is None and spec.runtime_weights is None else None
+        self._memo = None  # (source, argument dict, C-level execute) of the last fast run
 
     def run(self, env):
         x = env[self.spec.src]
+        memo = self._memo
+        if memo is not None and memo[0] is x and env.get(REUSE) and not _verbose._level:
+            # the source and kept destination of the last run again (the session's buffers
+            # are the same arrays every run): the same argument dict to the C-level execute,
+            # no copy and no execute frame -- a third of a small layer's time (PP-OCR cls)
+            y = memo[2](memo[1])
+            if y is not None:
+                env[self.spec.dst] = y
+                return
         if self._simple is not None:
             fast = self._simple.get(x.shape)
             if fast is not None:
@@ -107,6 +128,9 @@ class WeightedLayer(KeptOutput):
                 a[_SRC] = x
                 if dst is not None and env.get(REUSE):
                     a[_DST] = dst
+                    direct = _direct_execute(prim) if post is None else None
+                    # (a reference to x: its identity is the test above)
+                    self._memo = None if direct is None else (x, a, direct)
                 y = prim.execute(a)
                 env[self.spec.dst] = y if post is None else post(y)
                 return
