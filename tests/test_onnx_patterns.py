@@ -697,3 +697,42 @@ def test_verbose_logs_every_layer_of_a_warm_session(tmp_path, capfd):
              if ln.startswith("dnnq_verbose,exec") and ",convolution," in ln]
     assert len(lines) == 3, lines
     np.testing.assert_array_equal(loud, quiet)
+
+
+def test_warm_runs_read_the_current_input_values(tmp_path):
+    """Warm runs repeat the last run's kernel calls where the arrays are the same (the
+    session's shared buffers): the input array changed in place between runs, or another
+    array, gives what a fresh session gives, for the quantize, pooling, gating and
+    convolution steps of a small model."""
+    b = Builder()
+    y = b.conv("x", 8, 16)
+    y = b.op("MaxPool", [y], kernel_shape=[2, 2], strides=[2, 2])
+    y = b.conv(y, 16, 16, k=1)
+    y = b.op("AveragePool", [y], kernel_shape=[3, 3], strides=[1, 1], pads=[1, 1, 1, 1])
+    g = b.op("GlobalAveragePool", [y])
+    g = b.conv(g, 16, 16, k=1)
+    g = b.op("Sigmoid", [g])
+    y = b.op("Mul", [y, g])
+    y = b.conv(y, 16, 8, k=1)
+    f32, qdq = str(tmp_path / "f32.onnx"), str(tmp_path / "qdq.onnx")
+    shape = (1, 8, 24, 24)
+    onnx.save(b.model(shape, y), f32)
+    quantize_qdq(f32, qdq, [{"x": RNG.standard_normal(shape).astype(np.float32)}
+                            for _ in range(2)])
+    # inputs of different means: the pooled averages (and so the gates) differ too
+    xs = [(RNG.standard_normal(shape) + 0.7 * i - 1).astype(np.float32) for i in range(4)]
+    # the reference: the first run of one-thread sessions (no earlier run to repeat)
+    fresh = [donnx.InferenceSession(qdq, threads=1).run(None, {"x": x})[0] for x in xs]
+    assert len({f.tobytes() for f in fresh}) == 4
+    sess = donnx.InferenceSession(qdq)
+    kinds = {r["primitive"] for r in sess.plan()}
+    assert {"Reorder", "Pooling", "Convolution"} <= kinds, kinds
+    buf = xs[0].copy()
+    for _ in range(3):
+        for i, x in enumerate(xs):
+            buf[...] = x  # the same array object, new values
+            np.testing.assert_array_equal(sess.run(None, {"x": buf})[0], fresh[i])
+    for _ in range(2):
+        for i, x in enumerate(xs):
+            np.testing.assert_array_equal(sess.run(None, {"x": x.copy()})[0], fresh[i])
+    assert any(getattr(st, "_memo", None) is not None for st in sess._steps)
