@@ -736,3 +736,12 @@ def test_warm_runs_read_the_current_input_values(tmp_path):
         for i, x in enumerate(xs):
             np.testing.assert_array_equal(sess.run(None, {"x": x.copy()})[0], fresh[i])
     assert any(getattr(st, "_memo", None) is not None for st in sess._steps)
+    # the session keeps no caller's array alive
+    import gc
+    import weakref
+    x = xs[0].copy()
+    alive = weakref.ref(x)
+    sess.run(None, {"x": x})
+    del x
+    gc.collect()
+    assert alive() is None

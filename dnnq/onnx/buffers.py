@@ -96,6 +96,10 @@ class KeptOutput:
     keeps_output = False
     pool = None       # the session's BufferPool, when the output has a slot in it
     pool_slot = None
+    #: a warm run may repeat the last run's call when its inputs are the same arrays
+    #: (cleared by the session for steps reading a graph input: a new view every run, which
+    #: the repeat would only keep alive)
+    memo_ok = True
 
     def kept_array(self, env, shape, dtype):
         """The C-contiguous array of ``shape`` to write this run's output into, or None for

@@ -128,7 +128,8 @@ class WeightedLayer(KeptOutput):
                 a[_SRC] = x
                 if dst is not None and env.get(REUSE):
                     a[_DST] = dst
-                    direct = _direct_execute(prim) if post is None else None
+                    direct = _direct_execute(prim) if post is None and self.memo_ok \
+                        else None
                     # (a reference to x: its identity is the test above)
                     self._memo = None if direct is None else (x, a, direct)
                 y = prim.execute(a)

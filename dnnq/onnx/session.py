@@ -200,13 +200,18 @@ class InferenceSession:
 
     def _share_buffers(self, env):
         """The kept outputs on a pool of buffers shared by liveness (buffers.py), planned
-        from the sizes of the first run's outputs."""
+        from the sizes of the first run's outputs; no repeated calls for the steps reading
+        a graph input (KeptOutput.memo_ok)."""
         sizes = {}
         for i, st in enumerate(self._steps):
             if st.keeps_output and len(st.outputs) == 1:
                 y = env.get(st.outputs[0])
                 if isinstance(y, np.ndarray):
                     sizes[i] = y.nbytes
+        inputs = set(self._input_info)
+        for st in self._steps:
+            if any(x in inputs for x in st.inputs):
+                st.memo_ok = False
         slot_of, nslots = plan_slots(self._steps, sizes)
         self._pool = BufferPool(nslots)
         for i, s in slot_of.items():

@@ -82,8 +82,9 @@ class PrimStep(Step):
                 run.kept = self.kept_array(env, tuple(desc.physical_shape), desc.numpy_dtype)
                 reuse = self._big[id(run)] = run.kept is not None
         y = run(*srcs, reuse=reuse)
-        if reuse and self.replayable and run.last is not None:
+        if reuse and self.replayable and self.memo_ok and run.last is not None:
             self._armed = (run._run, run.last)
+        run.last = None  # (the memo has them; a caller's input is not kept alive)
         return y
 
     def run(self, env):
