@@ -113,6 +113,17 @@ class KeptOutput:
             y = kept[key] = self._new_kept(shape, dtype)
         return y if y is not False else None
 
+    def kept_transposed(self, y, order):
+        """``y.transpose(order)`` for a kept array ``y``, the same view object every run: a
+        step reading it then sees the last run's array again and may repeat its call."""
+        if order is None:
+            return y
+        views = self.__dict__.setdefault("_kept_views", {})
+        got = views.get((id(y), order))
+        if got is None or got[0] is not y:  # (y held: its id is not another array's)
+            got = views[(id(y), order)] = (y, y.transpose(order))
+        return got[1]
+
     def kept_desc(self, env, desc):
         """As kept_array, for a memory descriptor (its logical view)."""
         phys = self.kept_array(env, tuple(desc.physical_shape), desc.numpy_dtype)

@@ -196,7 +196,8 @@ class Int8BinaryStep(BinaryStep):
         v0 = x0 if order is None else x0.transpose(order)
         n = v0.size
         y = self.kept_array(env, v0.shape, self.out_dtype)
-        if y is None:
+        kept = y is not None
+        if not kept:
             y = np.empty(v0.shape, self.out_dtype)
         d0, d1, dd = self._dts
         z0, z1, zd = self._zps
@@ -215,7 +216,8 @@ class Int8BinaryStep(BinaryStep):
             _toolkit.q8_binary_run(self._isa, _toolkit.Q8_MUL_COLS, v0.reshape(rows, -1),
                                    None, y.reshape(rows, -1), d0, d0, dd, z0, 0, zd, 0.0, 0.0,
                                    cols, _threads(n))
-        env[self.outputs[0]] = y if inv is None else y.transpose(inv)
+        env[self.outputs[0]] = self.kept_transposed(y, inv) if kept else \
+            y if inv is None else y.transpose(inv)
 
     def _layout(self, x0, x1):
         """(memory order of the large source or None, its inverse, rows, rep, swapped) for

@@ -471,19 +471,20 @@ class LutStep(Step):
 
     def run(self, env):
         x = env[self.inputs[0]]
-        src, y, inv = _rows_in_memory_order(x, self.out_dtype, self, env)
+        src, y, inv, kept = _rows_in_memory_order(x, self.out_dtype, self, env)
         _toolkit.table_lookup(self._isa_code, self._vbmi, src, self.table,
                               y.reshape(src.shape).view(np.uint8), dnnq.get_num_threads())
-        env[self.outputs[0]] = y if inv is None else y.transpose(inv)
+        env[self.outputs[0]] = self.kept_transposed(y, inv) if kept else \
+            y if inv is None else y.transpose(inv)
 
 
 def _rows_in_memory_order(x, out_dtype, step=None, env=None):
     """(x's bytes as rows of dense bytes at one row stride -- a view where its memory allows,
     e.g. a channel slice of a channels-last tensor --, an empty array of x's shape in x's
     memory order (``step``'s kept array when it keeps one), the permutation back to x's
-    axes or None)."""
+    axes or None, whether the array is the kept one)."""
     if not x.ndim:
-        return x.reshape(1, 1).view(np.uint8), np.empty((), out_dtype), None
+        return x.reshape(1, 1).view(np.uint8), np.empty((), out_dtype), None, False
     order = ops_numpy.memory_order(x)
     v = x.transpose(order)
     rows = v.view()
@@ -495,9 +496,10 @@ def _rows_in_memory_order(x, out_dtype, step=None, env=None):
         rows = np.ascontiguousarray(rows)
     inv = None if order == tuple(range(x.ndim)) else ops_numpy.inverse_order(order)
     y = None if step is None else step.kept_array(env, v.shape, out_dtype)
-    if y is None:
+    kept = y is not None
+    if not kept:
         y = np.empty(v.shape, out_dtype)
-    return rows.view(np.uint8), y, inv
+    return rows.view(np.uint8), y, inv, kept
 
 
 class ConcatStep(Step):
