@@ -12,6 +12,7 @@ import numpy as np
 import dnnq
 from dnnq.eltwise_math import eltwise_table
 from dnnq.errors import InvalidArguments
+from dnnq.onnx.buffers import REUSE
 from dnnq.onnx.steps import BinaryStep, Step, physical, toolkit_isa
 from dnnq.primitives._kernels import _codes, _toolkit
 
@@ -163,6 +164,7 @@ class Int8BinaryStep(BinaryStep):
         super().__init__(*a, **k)
         self._isa = toolkit_isa()[0]
         self._layouts = {}  # (shapes, strides) -> how to run them, or None: dnnq.Binary
+        self._memo_rows = None  # (source 0, source 1, the kernel call, output) of the last run
         q0, qd = self.q0, self.qd
         q1 = self.one_plus if self.one_plus is not None else self.q1
         inv = F32(1) / F32(qd.scale[0])
@@ -182,6 +184,14 @@ class Int8BinaryStep(BinaryStep):
     def run(self, env):
         x0 = env[self.inputs[0]]
         x1 = env[self.inputs[1]]
+        memo = self._memo_rows
+        if memo is not None and memo[0] is x0 and memo[1] is x1 and env.get(REUSE):
+            # the last run's arrays (the session's shared buffers): its kernel call again
+            # with the views prepared then (a gate's multipliers recomputed: its values
+            # are this run's)
+            memo[2]()
+            env[self.outputs[0]] = memo[3]
+            return
         key = (x0.shape, x0.strides, x1.shape, x1.strides)
         lay = self._layouts.get(key, 0)
         if lay == 0:
@@ -203,21 +213,34 @@ class Int8BinaryStep(BinaryStep):
         z0, z1, zd = self._zps
         if swap:
             d0, d1, z0, z1 = d1, d0, z1, z0
+        binary, gate_cols = _toolkit.q8_binary_run, _toolkit.q8_gate_cols
         if rep == 0:  # same shapes
             v1 = x1 if order is None else x1.transpose(order)
-            _toolkit.q8_binary_run(self._isa, _toolkit.Q8_MUL if self.alg == "mul" else
-                                   _toolkit.Q8_ADD, v0.reshape(rows, -1), v1.reshape(rows, -1),
-                                   y.reshape(rows, -1), d0, d1, dd, z0, z1, zd, *self._a, None,
-                                   _threads(n))
+            a = (self._isa, _toolkit.Q8_MUL if self.alg == "mul" else _toolkit.Q8_ADD,
+                 v0.reshape(rows, -1), v1.reshape(rows, -1), y.reshape(rows, -1), d0, d1, dd,
+                 z0, z1, zd, *self._a, None)
+
+            def call():
+                binary(*a, _threads(n))
         else:
             scale, one_plus, m = self._gate_first if swap else self._gate
-            cols = _toolkit.q8_gate_cols(np.ascontiguousarray(x1).reshape(-1).view(np.uint8),
-                                         d1, scale, z1, one_plus, m, rep)
-            _toolkit.q8_binary_run(self._isa, _toolkit.Q8_MUL_COLS, v0.reshape(rows, -1),
-                                   None, y.reshape(rows, -1), d0, d0, dd, z0, 0, zd, 0.0, 0.0,
-                                   cols, _threads(n))
-        env[self.outputs[0]] = self.kept_transposed(y, inv) if kept else \
+            g = np.ascontiguousarray(x1).reshape(-1).view(np.uint8)
+            a = (self._isa, _toolkit.Q8_MUL_COLS, v0.reshape(rows, -1), None,
+                 y.reshape(rows, -1), d0, d0, dd, z0, 0, zd, 0.0, 0.0)
+
+            def call():
+                binary(*a, gate_cols(g, d1, scale, z1, one_plus, m, rep), _threads(n))
+        call()
+        out = env[self.outputs[0]] = self.kept_transposed(y, inv) if kept else \
             y if inv is None else y.transpose(inv)
+        # repeatable when the output is the kept array and every prepared view reads its
+        # array in place (a copy made by a reshape would hold this run's values)
+        ins = (a[2], x0) if rep else (a[2], x0, a[3], x1)
+        self._memo_rows = None
+        if kept and self.memo_ok and np.shares_memory(a[4], y) and \
+                all(np.shares_memory(v, w) for v, w in zip(ins[::2], ins[1::2])) and \
+                (rep == 0 or np.shares_memory(g, x1)):
+            self._memo_rows = ((x1, x0) if swap else (x0, x1)) + (call, out)
 
     def _layout(self, x0, x1):
         """(memory order of the large source or None, its inverse, rows, rep, swapped) for
