@@ -745,3 +745,34 @@ def test_warm_runs_read_the_current_input_values(tmp_path):
     del x
     gc.collect()
     assert alive() is None
+
+
+def test_warm_runs_of_int8_softmax_and_layer_norm(tmp_path):
+    """The int8 row steps (softmax, layer normalization) repeat their kernel calls on warm
+    runs too: their results follow the input (against the first run of one-thread
+    sessions)."""
+    b = Builder()
+    y = b.conv("x", 8, 16)
+    y = b.op("Softmax", [y], axis=1)  # over the channels: dense rows of channels-last memory
+    y = b.conv(y, 16, 16, k=1)
+    y = b.op("Transpose", [y], perm=[0, 2, 3, 1])
+    y = b.op("Reshape", [y, b.const(np.int64([1, 144, 16]))])
+    y = b.op("LayerNormalization", [y, b.const(np.linspace(0.5, 1.5, 16).astype(np.float32)),
+                                    b.const(np.linspace(-1, 1, 16).astype(np.float32))],
+             axis=-1, epsilon=1e-5)
+    y = b.op("MatMul", [y, b.const(RNG.standard_normal((16, 8)).astype(np.float32))])
+    f32, qdq = str(tmp_path / "f32.onnx"), str(tmp_path / "qdq.onnx")
+    shape = (1, 8, 12, 12)
+    onnx.save(b.model(shape, y, opset=17), f32)
+    quantize_qdq(f32, qdq, [{"x": RNG.standard_normal(shape).astype(np.float32)}
+                            for _ in range(2)])
+    xs = [(RNG.standard_normal(shape) * (1 + i)).astype(np.float32) for i in range(4)]
+    fresh = [donnx.InferenceSession(qdq, threads=1).run(None, {"x": x})[0] for x in xs]
+    assert len({f.tobytes() for f in fresh}) == 4
+    sess = donnx.InferenceSession(qdq)
+    kinds = {r["primitive"] for r in sess.plan()}
+    assert {"Softmax (int8 rows)", "LayerNormalization (int8 rows)"} <= kinds, kinds
+    for _ in range(3):
+        for i, x in enumerate(xs):
+            np.testing.assert_array_equal(sess.run(None, {"x": x})[0], fresh[i])
+    assert all(st._repeat is not None for st in sess._steps if "int8 rows" in st.primitive)

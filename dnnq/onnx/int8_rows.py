@@ -12,7 +12,6 @@ import numpy as np
 import dnnq
 from dnnq.eltwise_math import eltwise_table
 from dnnq.errors import InvalidArguments
-from dnnq.onnx.buffers import REUSE
 from dnnq.onnx.steps import BinaryStep, Step, physical, toolkit_isa
 from dnnq.primitives._kernels import _codes, _toolkit
 
@@ -68,6 +67,8 @@ class QuantizedSoftmaxStep(_Int8RowsStep):
         self.impl_info = "table exp, fixed-order sum" + ("" if qd is None else ", requantize")
 
     def run(self, env):
+        if self._repeated(env):
+            return
         x = env[self.inputs[0]]
         shape0 = x.shape
         if x.ndim == 0:
@@ -84,14 +85,19 @@ class QuantizedSoftmaxStep(_Int8RowsStep):
             back = a if a != nd - 1 else None
         x2 = self._rows(xm, a if self.coerce else xm.ndim - 1)
         y = self.kept_array(env, xm.shape, self.out_dtype)
-        if y is None:
+        kept = y is not None
+        if not kept:
             y = np.empty(xm.shape, self.out_dtype)
-        y2 = y.reshape(x2.shape)
-        _toolkit.qsoftmax_run(self._isa, self._vbmi, x2.view(np.uint8), y2, self.src_dt,
-                              self.dst_dt, self.exp_table, self.inv, self.zp,
-                              _threads(x.size))
+        softmax, n = _toolkit.qsoftmax_run, x.size
+        args = (self._isa, self._vbmi, x2.view(np.uint8), y.reshape(x2.shape), self.src_dt,
+                self.dst_dt, self.exp_table, self.inv, self.zp)
+
+        def call():
+            softmax(*args, _threads(n))
+        call()
         y = y if back is None else np.moveaxis(y, -1, back)
         env[self.outputs[0]] = y.reshape(shape0) if not shape0 else y
+        self._remember(env, call, kept, ((args[2], x), (args[3], y)))
 
 
 class QuantizedLayerNormStep(_Int8RowsStep):
@@ -127,6 +133,8 @@ class QuantizedLayerNormStep(_Int8RowsStep):
         return got
 
     def run(self, env):
+        if self._repeated(env):
+            return
         x = env[self.inputs[0]]
         if not 1 <= self.k <= x.ndim:
             raise InvalidArguments(f"node {self.nodes[0]!r}: layer normalization over the last "
@@ -136,13 +144,19 @@ class QuantizedLayerNormStep(_Int8RowsStep):
         g, b = self._gamma_beta(tuple(x.shape[lead:]))
         x2 = self._rows(x, lead)
         y = self.kept_array(env, x.shape, self.out_dtype)
-        if y is None:
+        kept = y is not None
+        if not kept:
             y = np.empty(x.shape, self.out_dtype)
-        _toolkit.qlayernorm_run(self._isa, x2.view(np.uint8), y.reshape(x2.shape),
-                                self.src_dt, self.dst_dt, float(self.qs.scale[0]),
-                                int(self.qs.zp[0]), g, b, self.eps, self.inv, self.zp,
-                                _threads(x.size))
+        norm, n = _toolkit.qlayernorm_run, x.size
+        args = (self._isa, x2.view(np.uint8), y.reshape(x2.shape), self.src_dt, self.dst_dt,
+                float(self.qs.scale[0]), int(self.qs.zp[0]), g, b, self.eps, self.inv,
+                self.zp)
+
+        def call():
+            norm(*args, _threads(n))
+        call()
         env[self.outputs[0]] = y
+        self._remember(env, call, kept, ((args[1], x), (args[2], y)))
 
 
 def _dense_order(x):
@@ -164,7 +178,6 @@ class Int8BinaryStep(BinaryStep):
         super().__init__(*a, **k)
         self._isa = toolkit_isa()[0]
         self._layouts = {}  # (shapes, strides) -> how to run them, or None: dnnq.Binary
-        self._memo_rows = None  # (source 0, source 1, the kernel call, output) of the last run
         q0, qd = self.q0, self.qd
         q1 = self.one_plus if self.one_plus is not None else self.q1
         inv = F32(1) / F32(qd.scale[0])
@@ -184,13 +197,7 @@ class Int8BinaryStep(BinaryStep):
     def run(self, env):
         x0 = env[self.inputs[0]]
         x1 = env[self.inputs[1]]
-        memo = self._memo_rows
-        if memo is not None and memo[0] is x0 and memo[1] is x1 and env.get(REUSE):
-            # the last run's arrays (the session's shared buffers): its kernel call again
-            # with the views prepared then (a gate's multipliers recomputed: its values
-            # are this run's)
-            memo[2]()
-            env[self.outputs[0]] = memo[3]
+        if self._repeated(env):  # (a gate's multipliers are recomputed in the call)
             return
         key = (x0.shape, x0.strides, x1.shape, x1.strides)
         lay = self._layouts.get(key, 0)
@@ -231,16 +238,10 @@ class Int8BinaryStep(BinaryStep):
             def call():
                 binary(*a, gate_cols(g, d1, scale, z1, one_plus, m, rep), _threads(n))
         call()
-        out = env[self.outputs[0]] = self.kept_transposed(y, inv) if kept else \
+        env[self.outputs[0]] = self.kept_transposed(y, inv) if kept else \
             y if inv is None else y.transpose(inv)
-        # repeatable when the output is the kept array and every prepared view reads its
-        # array in place (a copy made by a reshape would hold this run's values)
-        ins = (a[2], x0) if rep else (a[2], x0, a[3], x1)
-        self._memo_rows = None
-        if kept and self.memo_ok and np.shares_memory(a[4], y) and \
-                all(np.shares_memory(v, w) for v, w in zip(ins[::2], ins[1::2])) and \
-                (rep == 0 or np.shares_memory(g, x1)):
-            self._memo_rows = ((x1, x0) if swap else (x0, x1)) + (call, out)
+        self._remember(env, call, kept, ((a[2], x0), (a[4], y)) +
+                       (((g, x1),) if rep else ((a[3], x1),)))
 
     def _layout(self, x0, x1):
         """(memory order of the large source or None, its inverse, rows, rep, swapped) for

@@ -42,8 +42,34 @@ class Step(KeptOutput):
     #: reaches no graph output; the array may be shared by liveness, buffers.py)
     fresh_output = False
 
+    _repeat = None  # (input arrays, the kernel call, output) of the last run: _remember
+
     def __init__(self, nodes, inputs, outputs):
         self.nodes, self.inputs, self.outputs = list(nodes), list(inputs), list(outputs)
+
+    def _repeated(self, env):
+        """Whether this run was the last run's kernel call again: its inputs are the same
+        arrays (the session's shared buffers are the same every run), so the views and
+        arguments prepared then read this run's values; only their checks are skipped.
+        Not with DNNQ_VERBOSE on (primitives log in their runners)."""
+        rep = self._repeat
+        if rep is None or not env.get(REUSE) or _verbose._level:
+            return False
+        for n, v in zip(self.inputs, rep[0]):
+            if env.get(n) is not v:
+                return False
+        rep[1]()
+        env[self.outputs[0]] = rep[2]
+        return True
+
+    def _remember(self, env, call, kept, views=()):
+        """Let the next run repeat ``call`` (this run's kernel call, with its prepared
+        arguments) when the output is the kept array (``kept``) and every prepared view
+        reads its array in place (``views``: (view, array) pairs; a copy would hold this
+        run's values)."""
+        ok = kept and self.memo_ok and all(np.may_share_memory(v, a) for v, a in views)
+        self._repeat = (tuple(env.get(n) for n in self.inputs), call,
+                        env[self.outputs[0]]) if ok else None
 
 
 class PrimStep(Step):
@@ -60,8 +86,7 @@ class PrimStep(Step):
         self._plans = {}
         self._runners = {}
         self._big = {}
-        self._memo = None   # (input arrays, the runner's kernel call, its arrays, output)
-        self._armed = None  # set by _call for run to make the memo
+        self._armed = None  # set by _call: the runner's kernel call on the arrays it checked
 
     def _bound(self, plan, args, dynamic):
         """The primitive's bound runner (ToolkitPrimitive.bind: the static arguments checked
@@ -82,20 +107,15 @@ class PrimStep(Step):
                 run.kept = self.kept_array(env, tuple(desc.physical_shape), desc.numpy_dtype)
                 reuse = self._big[id(run)] = run.kept is not None
         y = run(*srcs, reuse=reuse)
-        if reuse and self.replayable and self.memo_ok and run.last is not None:
-            self._armed = (run._run, run.last)
-        run.last = None  # (the memo has them; a caller's input is not kept alive)
+        last = run.last
+        run.last = None  # (held by the repeat alone: a caller's input is not kept alive)
+        if reuse and self.replayable and last is not None:
+            kernel = run._run
+            self._armed = lambda: kernel(last, last["dst"])
         return y
 
     def run(self, env):
-        memo = self._memo
-        if memo is not None and env.get(REUSE) and not _verbose._level and \
-                all(env.get(n) is v for n, v in zip(self.inputs, memo[0])):
-            # the arrays of the last run (the session's shared buffers are the same arrays
-            # every run): its kernel call again, without the checks (a third of a small
-            # pooling's time); not with DNNQ_VERBOSE on, which logs in the runner
-            memo[1](memo[2], memo[2]["dst"])
-            env[self.outputs[0]] = memo[3]
+        if self._repeated(env):  # (a third of a small pooling's time)
             return
         key = tuple(env[n].shape for n in self.inputs if n in env)
         plan = self._plans.get(key)
@@ -105,8 +125,7 @@ class PrimStep(Step):
         self._armed = None
         self.execute(plan, env)
         armed, self._armed = self._armed, None
-        self._memo = None if armed is None else \
-            (tuple(env.get(n) for n in self.inputs),) + armed + (env[self.outputs[0]],)
+        self._remember(env, armed, armed is not None)
 
 
 def _qargs(arg, qp, attr, a):
@@ -471,11 +490,18 @@ class LutStep(Step):
 
     def run(self, env):
         x = env[self.inputs[0]]
+        if self._repeated(env):
+            return
         src, y, inv, kept = _rows_in_memory_order(x, self.out_dtype, self, env)
-        _toolkit.table_lookup(self._isa_code, self._vbmi, src, self.table,
-                              y.reshape(src.shape).view(np.uint8), dnnq.get_num_threads())
+        lookup, a = _toolkit.table_lookup, (self._isa_code, self._vbmi, src, self.table,
+                                            y.reshape(src.shape).view(np.uint8))
+
+        def call():
+            lookup(*a, dnnq.get_num_threads())
+        call()
         env[self.outputs[0]] = self.kept_transposed(y, inv) if kept else \
             y if inv is None else y.transpose(inv)
+        self._remember(env, call, kept, ((src, x), (a[4], y)))
 
 
 def _rows_in_memory_order(x, out_dtype, step=None, env=None):
