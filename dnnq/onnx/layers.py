@@ -107,7 +107,7 @@ class WeightedLayer(KeptOutput):
         # shape (primitive, args, the kept destination or None, post), so that a run does a
         # dict copy and one call
         self._simple = {} if spec.sum_src is None and spec.runtime_weights is None else None
-        self._memo = None  # (source, argument dict, C-level execute) of the last fast run
+        self._memo = None  # (source, argument dict, C-level execute, output) of the last run
 
     def run(self, env):
         x = env[self.spec.src]
@@ -116,9 +116,8 @@ class WeightedLayer(KeptOutput):
             # the source and kept destination of the last run again (the session's buffers
             # are the same arrays every run): the same argument dict to the C-level execute,
             # no copy and no execute frame -- a third of a small layer's time (PP-OCR cls)
-            y = memo[2](memo[1])
-            if y is not None:
-                env[self.spec.dst] = y
+            if memo[2](memo[1]) is not None:
+                env[self.spec.dst] = memo[3]
                 return
         if self._simple is not None:
             fast = self._simple.get(x.shape)
@@ -128,12 +127,9 @@ class WeightedLayer(KeptOutput):
                 a[_SRC] = x
                 if dst is not None and env.get(REUSE):
                     a[_DST] = dst
-                    direct = _direct_execute(prim) if post is None and self.memo_ok \
-                        else None
-                    # (a reference to x: its identity is the test above)
-                    self._memo = None if direct is None else (x, a, direct)
                 y = prim.execute(a)
-                env[self.spec.dst] = y if post is None else post(y)
+                out = env[self.spec.dst] = y if post is None else post(y)
+                self._remember(x, a, prim, out)
                 return
         self._run(env)
         # cached once the destination is decided: a run that may not reuse (the session's
@@ -172,7 +168,17 @@ class WeightedLayer(KeptOutput):
             np.copyto(dst, prev.reshape(dst.shape) if prev.shape != dst.shape else prev)
             a[A.DNNL_ARG_DST] = dst
         y = prim.execute(a)
-        env[self.spec.dst] = y if post is None else post(y)
+        out = env[self.spec.dst] = y if post is None else post(y)
+        if self.spec.sum_src is None and self.spec.runtime_weights is None and \
+                np.may_share_memory(x, env[self.spec.src]):
+            self._remember(env[self.spec.src], a, prim, out)
+
+    def _remember(self, x, a, prim, out):
+        """Let a warm run with the same source array repeat this run's call (``a``, the
+        argument dict, holds the kept destination and a view of ``x``)."""
+        direct = _direct_execute(prim) if _DST in a and self.memo_ok else None
+        # (a reference to x: its identity is the test in run)
+        self._memo = None if direct is None else (x, a, direct, out)
 
     def _qargs(self, attr, wmask):
         """Scales / zero points of an int8 layer into ``attr`` and the execution args."""
