@@ -17,6 +17,12 @@ _NP_OF_ELEM = {1: np.float32, 2: np.uint8, 3: np.int8, 6: np.int32, 7: np.int64,
 #: what a parallel step must save over one thread besides 20 %: about the cost of waking
 #: the other OpenMP threads after single-threaded steps
 _WAKE_S = 25e-6
+#: a step this long on one thread keeps all the threads unless they made it much slower:
+#: its kernels split it well, and a trial on a core another process held for a moment made
+#: it look no faster (ddddocr at two threads kept 1 of its 12 parallel steps: 5.5 instead of
+#: 2.8 ms a run); a core that stays busy makes parallel regions many times slower, which
+#: the 1.5x still catches
+_LARGE_S = 150e-6
 
 
 class InferenceSession:
@@ -223,26 +229,30 @@ class InferenceSession:
         faster: waking the other threads after single-threaded steps costs about that (the
         PP-OCR classifier, two 10-us steps chosen parallel by the 20 % alone, ran 0.85 ->
         0.95 ms at two threads)."""
-        clock, choice = time.perf_counter, []
+        clock, steps = time.perf_counter, self._steps
         # one whole run on all the threads first: the first parallel regions of a process
         # start OpenMP's workers and wake an idle core, which made the first session's
         # early steps look slower on several threads than on one (rec: 14 of 31 steps
         # chosen parallel, 10.7 instead of 6.3 ms a run)
         dnnq.set_num_threads(nthreads)
-        for st in self._steps:
+        for st in steps:
             st.run(env)
-        for st in self._steps:
-            best = {1: np.inf, nthreads: np.inf}
-            # the best of three alternating trials each: one disturbed trial (another
-            # process on a core) does not decide the step's threads for the session's life
-            for t in (1, nthreads) * 3:
-                dnnq.set_num_threads(t)
+        # then whole runs, one thread and all of them in turn, each step timed in each:
+        # a step's trials are a run apart, so one spell of another process on a core (a
+        # few ms) spoils one trial, not all three (trials back to back made a disturbed
+        # session keep 2 of ddddocr's 12 parallel steps: 4.7 instead of 2.8 ms a run),
+        # and each step runs with the caches a run leaves it, as in use
+        best = {1: [np.inf] * len(steps), nthreads: [np.inf] * len(steps)}
+        for t in (1, nthreads) * 3:
+            dnnq.set_num_threads(t)
+            times = best[t]
+            for i, st in enumerate(steps):
                 t0 = clock()
                 st.run(env)
-                best[t] = min(best[t], clock() - t0)
-            one, many = best[1], best[nthreads]
-            choice.append(nthreads if many < 0.8 * one and one - many > _WAKE_S else 1)
-        return choice
+                times[i] = min(times[i], clock() - t0)
+        return [nthreads if (many < 0.8 * one and one - many > _WAKE_S) or
+                (one >= _LARGE_S and many < 1.5 * one) else 1
+                for one, many in zip(best[1], best[nthreads])]
 
     def _run_threads(self, env, per_step, nthreads):
         cur = nthreads

@@ -340,7 +340,7 @@ cdef class ConvPlan:
                         break
         else:
             with nogil:
-                for it in prange(nitems, schedule='static', num_threads=nthreads):
+                for it in prange(nitems, schedule='dynamic', num_threads=nthreads):
                     failed += dnnq_conv_run_item(cv, it) != 0  # a reduction over items
         dnnq_conv_finish_run(&run_cv)
         if failed:
@@ -367,7 +367,7 @@ cdef class ConvPlan:
                         break
         else:
             with nogil:
-                for u in prange(units, schedule='static', num_threads=nthreads):
+                for u in prange(units, schedule='dynamic', num_threads=nthreads):
                     failed += dnnq_conv_run_band_unit(cv, u, isa, src_plain, p_src, dst_plain,
                                                       p_dst, esz) != 0
         if failed:

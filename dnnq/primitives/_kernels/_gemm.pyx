@@ -523,7 +523,7 @@ cdef class GemmPlan:
         if (g.K * g.N * (4 if self.f32 else 1) <= DNNQ_ROWS_OUTER_MAX_WEIGHTS and
                 dnnq_dst_lines_shared(g.dst, g.d_sm, g.dst_dt, g.raw_s32)):
             m_outer = True
-        for it in prange(nitems, schedule='static', num_threads=nthreads):
+        for it in prange(nitems, schedule='dynamic', num_threads=nthreads):
             _run_item(fn, g, it, npan, nmb, mc, M, m_outer)
 
 
