@@ -776,3 +776,18 @@ def test_warm_runs_of_int8_softmax_and_layer_norm(tmp_path):
         for i, x in enumerate(xs):
             np.testing.assert_array_equal(sess.run(None, {"x": x})[0], fresh[i])
     assert all(st._repeat is not None for st in sess._steps if "int8 rows" in st.primitive)
+
+
+@pytest.mark.parametrize("one, many, keeps", [
+    (10e-6, 2e-6, False),      # saves 80 % but only 8 us: the wake-up costs about that
+    (100e-6, 70e-6, True),     # 30 % and 30 us
+    (100e-6, 85e-6, False),    # 15 %
+    (140e-6, 130e-6, False),   # below 150 us: the 20 % rule alone
+    (150e-6, 200e-6, True),    # large: a disturbed trial does not take its threads away
+    (1e-3, 1.45e-3, True),
+    (1e-3, 1.6e-3, False),     # all threads much slower: a core other work holds
+    (5e-3, 60e-3, False),
+])
+def test_per_step_thread_rule(one, many, keeps):
+    from dnnq.onnx.session import parallel_pays
+    assert parallel_pays(one, many) is keeps

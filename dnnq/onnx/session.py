@@ -25,6 +25,13 @@ _WAKE_S = 25e-6
 _LARGE_S = 150e-6
 
 
+def parallel_pays(one, many):
+    """Whether a step timed ``one`` seconds on one thread and ``many`` on all of them keeps
+    all the threads (the rule of InferenceSession's per-step choice)."""
+    return (many < 0.8 * one and one - many > _WAKE_S) or \
+        (one >= _LARGE_S and many < 1.5 * one)
+
+
 class InferenceSession:
     """Run an ONNX model on dnnq.
 
@@ -250,8 +257,7 @@ class InferenceSession:
                 t0 = clock()
                 st.run(env)
                 times[i] = min(times[i], clock() - t0)
-        return [nthreads if (many < 0.8 * one and one - many > _WAKE_S) or
-                (one >= _LARGE_S and many < 1.5 * one) else 1
+        return [nthreads if parallel_pays(one, many) else 1
                 for one, many in zip(best[1], best[nthreads])]
 
     def _run_threads(self, env, per_step, nthreads):
