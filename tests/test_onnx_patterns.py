@@ -791,3 +791,37 @@ def test_warm_runs_of_int8_softmax_and_layer_norm(tmp_path):
 def test_per_step_thread_rule(one, many, keeps):
     from dnnq.onnx.session import parallel_pays
     assert parallel_pays(one, many) is keeps
+
+
+@pytest.mark.parametrize("factors, compiled", [((2, 2), True), ((2, 3), True),
+                                               ((1, 4), True), ((1.5, 2), False)])
+def test_nearest_resize_of_int8_is_a_pixel_repeat(tmp_path, factors, compiled):
+    """A nearest Resize of an int8 convolution output: by whole factors a compiled pixel
+    copy (kept output, repeated on warm runs), else the general resize; either way each
+    output pixel is its source pixel's value (checked against numpy's repeat of the
+    model's own resize input, a second graph output, at several inputs and warm runs)."""
+    b = Builder()
+    c = b.op("Relu", [b.conv("x", 8, 24)])
+    r = b.op("Resize", [c, "", b.const(np.float32([1, 1, *factors]))], mode="nearest")
+    y = b.conv(r, 24, 8, k=1)  # a reader: the resize output stays inside the session
+    g = b.op("Concat", [b.op("GlobalAveragePool", [y]), b.op("GlobalMaxPool", [r])], axis=1)
+    m = b.model((1, 8, 10, 12), g)
+    m.graph.output.extend([helper.make_tensor_value_info(c, TensorProto.FLOAT, None),
+                           helper.make_tensor_value_info(r, TensorProto.FLOAT, None)])
+    f32, qdq = str(tmp_path / "f32.onnx"), str(tmp_path / "qdq.onnx")
+    onnx.save(m, f32)
+    quantize_qdq(f32, qdq, [{"x": RNG.standard_normal((1, 8, 10, 12)).astype(np.float32)}
+                            for _ in range(2)])
+    sess = donnx.InferenceSession(qdq)
+    steps = [st for st in sess._steps if "Resize" in st.primitive]
+    assert len(steps) == 1
+    for i in range(4):
+        x = (RNG.standard_normal((1, 8, 10, 12)) * (1 + i)).astype(np.float32)
+        _, src, up = sess.run(None, {"x": x})
+        h, w = (int(10 * factors[0]), int(12 * factors[1]))
+        assert up.shape == (1, 24, h, w)
+        # ONNX's half_pixel coordinates, round_prefer_floor: ceil(v - 0.5)
+        rows = np.ceil((np.arange(h) + 0.5) / factors[0] - 1).astype(int)
+        cols = np.ceil((np.arange(w) + 0.5) / factors[1] - 1).astype(int)
+        np.testing.assert_array_equal(up, src[:, :, np.clip(rows, 0, 9)][:, :, :, np.clip(cols, 0, 11)])
+    assert (steps[0]._repeat is not None) == compiled or not steps[0].keeps_output

@@ -421,15 +421,38 @@ class NumpyStep(Step):
 
 class QuantizedMoveStep(NumpyStep):
     """A data-movement op on int8 arrays (exact: it commutes with dequantization). Resize
-    works on the channels-last memory of its input and keeps that layout."""
+    works on the channels-last memory of its input and keeps that layout; a nearest resize
+    by whole factors of a channels-last 4-D tensor is a compiled pixel copy into a kept
+    array."""
 
     def __init__(self, *a, **k):
         super().__init__(*a, **k)
         self.primitive = f"numpy:{self.op} (int8)"
+        #: a Resize writes a new array (the other moves may return views of their input)
+        self.fresh_output = self.op in ("Resize", "Upsample")
+        self._geometry = {}  # (shape, parameters) -> (sizes, repeat factors or None)
 
     def run(self, env):
         if self.op not in ("Resize", "Upsample"):
             return super().run(env)
+        if self._repeated(env):
+            return
+        x = env[self.inputs[0]]
+        if x.ndim == 4 and x.dtype.itemsize == 1 and x.shape[1] > 1 and \
+                x.strides[1] == 1 and x.transpose(0, 2, 3, 1).flags.c_contiguous:
+            params = [None if not p else env[p] for p in self.inputs]
+            key = (x.shape,) + tuple(None if p is None else tuple(np.ravel(p).tolist())
+                                     for p in params[1:])
+            geometry = self._geometry.get(key)
+            if geometry is None:
+                geometry = self._geometry[key] = ops_numpy.nearest_repeats(
+                    x.shape, params, self.attrs, self.opset)[:2] \
+                    if self.attrs.get("mode", "nearest") == "nearest" else (None, None)
+            sizes, reps = geometry
+            if reps is not None and reps[0] == 1 and reps[1] == 1:
+                self._repeat_pixels(env, x, tuple(sizes), reps)
+                return
+        self._repeat = None
         x = env[self.inputs[0]]
         phys, inv = physical(x)
         xs = [None if not n else env[n] for n in self.inputs]
@@ -441,6 +464,27 @@ class QuantizedMoveStep(NumpyStep):
                     xs[i] = xs[i][order]
         y = ops_numpy.run_op(self.op, xs, self.attrs, self.opset)[0]
         env[self.outputs[0]] = y if inv is None else y.transpose(inv)
+
+    def _repeat_pixels(self, env, x, sizes, reps):
+        """Nearest upsampling by whole factors (rh, rw) of the channels-last ``x``: each
+        output row a compiled copy of its source row's pixels (the general resize computes
+        index arrays and gathers: det's x2 upsamplings 0.2 - 0.5 ms each)."""
+        n, c, ho, wo = sizes
+        phys = (n, ho, wo, c)
+        y = self.kept_array(env, phys, x.dtype)
+        kept = y is not None
+        if not kept:
+            y = np.empty(phys, x.dtype)
+        xs = x.transpose(0, 2, 3, 1)
+        copy, a = _toolkit.repeat_pixels_into, (xs.view(np.uint8), y.view(np.uint8),
+                                                reps[2], reps[3], 0)
+
+        def call():
+            copy(*a, dnnq.get_num_threads())
+        call()
+        env[self.outputs[0]] = self.kept_transposed(y, (0, 3, 1, 2)) if kept else \
+            y.transpose(0, 3, 1, 2)
+        self._remember(env, call, kept, ((a[0], x), (a[1], y)))
 
 
 def physical(x):
