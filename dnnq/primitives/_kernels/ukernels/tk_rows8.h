@@ -203,61 +203,83 @@ void DNNQ_TK_FN(dnnq_qlayernorm_run)(const dnnq_qlayernorm_args_t *a, int64_t r0
  * (the product of two 8-bit integers is exact); MUL_COLS: y = x0 cols[i] (a per-column
  * multiplier: a channel's gate in a channels-last row); each product and sum rounded once;
  * then tk_row8_store with zd. */
+/* one vector of the op: the sources' TK_VF elements at p0 / p1 (per-column multipliers at
+ * pc), stored at pd */
+TK_INLINE void tk_q8_binary_vec(int op, int s80, int s81, int ddt, const uint8_t *p0,
+                                const uint8_t *p1, const float *pc, uint8_t *pd, tk_vf a0,
+                                tk_vf a1, tk_vi z0, tk_vi z1, tk_vi zd) {
+#if TK_VEC
+#define TK_Q8_SUB(x, z) TK_P(sub_epi32)(x, z)
+#else
+#define TK_Q8_SUB(x, z) ((x) - (z))
+#endif
+    const tk_vf x0 = tk_vf_from_vi(TK_Q8_SUB(s80 ? tk_vi_from_s8(p0) : tk_vi_from_u8(p0), z0));
+    tk_vf y;
+    if (op == DNNQ_Q8_MUL_COLS) {
+        y = tk_vf_mul(x0, tk_vf_loadu(pc));
+    } else {
+        const tk_vf x1 = tk_vf_from_vi(TK_Q8_SUB(s81 ? tk_vi_from_s8(p1) : tk_vi_from_u8(p1),
+                                                 z1));
+        y = op == DNNQ_Q8_ADD ? tk_vf_add(tk_vf_mul(x0, a0), tk_vf_mul(x1, a1))
+                              : tk_vf_mul(tk_vf_mul(x0, x1), a0);
+    }
+    tk_row8_store((char *)pd, ddt, y, zd);
+#undef TK_Q8_SUB
+}
+
 void DNNQ_TK_FN(dnnq_q8_binary_run)(const dnnq_q8_binary_args_t *a, int64_t r0, int64_t r1) {
-    const int64_t n = a->len;
+    /* every field read once into locals: the byte stores may alias the argument struct,
+     * which made the compiler reload them, and keep the op tests, in the inner loop */
+    const int64_t n = a->len, nfull = n - n % TK_VF;
+    const int op = a->op, ddt = a->dst_dt;
     const int s80 = a->src0_dt == DNNQ_DT_S8, s81 = a->src1_dt == DNNQ_DT_S8;
+    const uint8_t *const src0 = a->src0, *const src1 = a->src1;
+    uint8_t *const dst = a->dst;
+    const int64_t rs0 = a->src0_rs, rs1 = a->src1_rs, rsd = a->dst_rs;
+    const float *const cols = a->cols;
     const tk_vf a0 = tk_vf_set1(a->a0), a1 = tk_vf_set1(a->a1);
 #if TK_VEC
     const tk_vi zd = TK_P(set1_epi32)(a->zd), z0 = TK_P(set1_epi32)(a->z0),
                 z1 = TK_P(set1_epi32)(a->z1);
-#define TK_Q8_SUB(x, z) TK_P(sub_epi32)(x, z)
 #else
     const tk_vi zd = a->zd, z0 = a->z0, z1 = a->z1;
-#define TK_Q8_SUB(x, z) ((x) - (z))
 #endif
     uint8_t t0[TK_VF], t1[TK_VF], td[TK_VF];
     float tc[TK_VF];
     for (int64_t r = r0; r < r1; ++r) {
-        const uint8_t *s0 = a->src0 + r * a->src0_rs;
-        const uint8_t *s1 = a->op == DNNQ_Q8_MUL_COLS ? NULL : a->src1 + r * a->src1_rs;
-        uint8_t *d = a->dst + r * a->dst_rs;
-        for (int64_t i = 0; i < n; i += TK_VF) {
-            const int full = i + TK_VF <= n;
-            const int rem = full ? TK_VF : (int)(n - i);
-            const uint8_t *p0 = s0 + i, *p1 = s1 ? s1 + i : NULL;
-            const float *pc = a->cols ? a->cols + i : NULL;
-            uint8_t *pd = d + i;
-            if (!full) {
-                memset(t0, 0, sizeof t0);
-                memcpy(t0, p0, (size_t)rem);
-                p0 = t0;
-                if (p1) {
-                    memset(t1, 0, sizeof t1);
-                    memcpy(t1, p1, (size_t)rem);
-                    p1 = t1;
-                }
-                if (pc) {
-                    memset(tc, 0, sizeof tc);
-                    memcpy(tc, pc, sizeof(float) * (size_t)rem);
-                    pc = tc;
-                }
-                pd = td;
+        const uint8_t *s0 = src0 + r * rs0;
+        const uint8_t *s1 = op == DNNQ_Q8_MUL_COLS ? NULL : src1 + r * rs1;
+        uint8_t *d = dst + r * rsd;
+        /* the whole vectors, one loop per op (the same operations as the tail's) */
+        if (op == DNNQ_Q8_MUL_COLS) {
+            for (int64_t i = 0; i < nfull; i += TK_VF)
+                tk_q8_binary_vec(DNNQ_Q8_MUL_COLS, s80, s81, ddt, s0 + i, NULL, cols + i,
+                                 d + i, a0, a1, z0, z1, zd);
+        } else if (op == DNNQ_Q8_ADD) {
+            for (int64_t i = 0; i < nfull; i += TK_VF)
+                tk_q8_binary_vec(DNNQ_Q8_ADD, s80, s81, ddt, s0 + i, s1 + i, NULL, d + i, a0,
+                                 a1, z0, z1, zd);
+        } else {
+            for (int64_t i = 0; i < nfull; i += TK_VF)
+                tk_q8_binary_vec(op, s80, s81, ddt, s0 + i, s1 + i, NULL, d + i, a0, a1, z0,
+                                 z1, zd);
+        }
+        if (nfull < n) { /* the tail through zero-padded copies */
+            const int rem = (int)(n - nfull);
+            memset(t0, 0, sizeof t0);
+            memcpy(t0, s0 + nfull, (size_t)rem);
+            if (s1) {
+                memset(t1, 0, sizeof t1);
+                memcpy(t1, s1 + nfull, (size_t)rem);
             }
-            const tk_vf x0 = tk_vf_from_vi(TK_Q8_SUB(s80 ? tk_vi_from_s8(p0) : tk_vi_from_u8(p0),
-                                                     z0));
-            tk_vf y;
-            if (a->op == DNNQ_Q8_MUL_COLS) {
-                y = tk_vf_mul(x0, tk_vf_loadu(pc));
-            } else {
-                const tk_vf x1 = tk_vf_from_vi(
-                    TK_Q8_SUB(s81 ? tk_vi_from_s8(p1) : tk_vi_from_u8(p1), z1));
-                y = a->op == DNNQ_Q8_ADD ? tk_vf_add(tk_vf_mul(x0, a0), tk_vf_mul(x1, a1))
-                                         : tk_vf_mul(tk_vf_mul(x0, x1), a0);
+            if (cols) {
+                memset(tc, 0, sizeof tc);
+                memcpy(tc, cols + nfull, sizeof(float) * (size_t)rem);
             }
-            tk_row8_store((char *)pd, a->dst_dt, y, zd);
-            if (!full) memcpy(d + i, td, (size_t)rem);
+            tk_q8_binary_vec(op, s80, s81, ddt, t0, s1 ? t1 : NULL, cols ? tc : NULL, td, a0,
+                             a1, z0, z1, zd);
+            memcpy(d + nfull, td, (size_t)rem);
         }
     }
-#undef TK_Q8_SUB
 }
 #endif
