@@ -140,10 +140,15 @@ void DNNQ_TK_FN(dnnq_qsoftmax_run)(const dnnq_qsoftmax_args_t *a, int64_t r0, in
  * * inv_dst_scale quantized (tk_row8_store), or y as f32. */
 void DNNQ_TK_FN(dnnq_qlayernorm_run)(const dnnq_qlayernorm_args_t *a, int64_t r0,
                                      int64_t r1) {
-    const int s8 = a->src_dt == DNNQ_DT_S8;
-    const int64_t n = a->len;
+    /* the fields read into locals once (byte stores may alias the argument struct) */
+    const int s8 = a->src_dt == DNNQ_DT_S8, ddt = a->dst_dt;
+    const int64_t n = a->len, rs_src = a->src_rs, rs_dst = a->dst_rs;
     const int zs = a->src_zp;
-    const int des = a->dst_dt == DNNQ_DT_F32 ? 4 : 1;
+    const int des = ddt == DNNQ_DT_F32 ? 4 : 1;
+    const uint8_t *const src = a->src;
+    char *const dst = a->dst;
+    const float *const gamma = a->gamma, *const beta = a->beta;
+    const double sc = a->src_scale, eps = a->eps;
 #if TK_VEC
     const tk_vi zp = TK_P(set1_epi32)(a->dst_zp), vzs = TK_P(set1_epi32)(zs);
 #else
@@ -154,24 +159,34 @@ void DNNQ_TK_FN(dnnq_qlayernorm_run)(const dnnq_qlayernorm_args_t *a, int64_t r0
     char tout[4 * TK_VF];
     float tg[TK_VF], tb[TK_VF];
     for (int64_t r = r0; r < r1; ++r) {
-        const uint8_t *s = a->src + r * a->src_rs;
-        char *d = a->dst + r * a->dst_rs * des;
+        const uint8_t *s = src + r * rs_src;
+        char *d = dst + r * rs_dst * des;
+        /* exact integer sums (any order gives them: the loops vectorise) */
         int64_t s1 = 0, s2 = 0;
-        for (int64_t i = 0; i < n; ++i) {
-            const int64_t x = (s8 ? (int8_t)s[i] : s[i]) - zs;
-            s1 += x;
-            s2 += x * x;
+        if (s8) {
+            const int8_t *q = (const int8_t *)s;
+            for (int64_t i = 0; i < n; ++i) {
+                const int32_t x = (int32_t)q[i] - zs;
+                s1 += x;
+                s2 += (int64_t)(x * x);
+            }
+        } else {
+            for (int64_t i = 0; i < n; ++i) {
+                const int32_t x = (int32_t)s[i] - zs;
+                s1 += x;
+                s2 += (int64_t)(x * x);
+            }
         }
-        const double sc = a->src_scale, dn = (double)n;
+        const double dn = (double)n;
         const double var = sc * sc * ((double)(n * s2 - s1 * s1) / (dn * dn));
-        const double rs = 1.0 / sqrt(var + a->eps);
+        const double rs = 1.0 / sqrt(var + eps);
         const tk_vf va = tk_vf_set1((float)(sc * rs)),
                     vb = tk_vf_set1((float)(-((double)s1 / dn) * sc * rs));
         for (int64_t i = 0; i < n; i += TK_VF) {
             const int full = i + TK_VF <= n;
             const int rem = full ? TK_VF : (int)(n - i);
             const uint8_t *ps = s + i;
-            const float *pg = a->gamma + i, *pb = a->beta + i;
+            const float *pg = gamma + i, *pb = beta + i;
             char *pd = d + i * des;
             if (!full) {
                 memset(tin, 0, sizeof tin);
@@ -190,10 +205,10 @@ void DNNQ_TK_FN(dnnq_qlayernorm_run)(const dnnq_qlayernorm_args_t *a, int64_t r0
 #endif
             const tk_vf t = tk_vf_add(tk_vf_mul(x, va), vb);
             const tk_vf y = tk_vf_add(tk_vf_mul(t, tk_vf_loadu(pg)), tk_vf_loadu(pb));
-            if (a->dst_dt == DNNQ_DT_F32)
+            if (ddt == DNNQ_DT_F32)
                 tk_vf_storeu((float *)pd, y);
             else
-                tk_row8_store(pd, a->dst_dt, tk_vf_mul(y, inv), zp);
+                tk_row8_store(pd, ddt, tk_vf_mul(y, inv), zp);
             if (!full) memcpy(d + i * des, tout, (size_t)rem * des);
         }
     }
