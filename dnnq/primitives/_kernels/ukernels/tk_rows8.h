@@ -59,6 +59,13 @@ static float tk_qsoftmax_sum(const uint8_t *s, int64_t n, int s8, const float *e
         const __m512i q = s8 ? _mm512_cvtepi8_epi32(b) : _mm512_cvtepu8_epi32(b);
         acc = _mm512_add_ps(acc, _mm512_i32gather_ps(q, em, 4));
     }
+    if (i < n) { /* the tail's element k into lane k, as the scalar loop below would */
+        const __mmask16 k = (__mmask16)((1u << (n - i)) - 1u);
+        const __m128i b = _mm_maskz_loadu_epi8(k, s + i);
+        const __m512i q = s8 ? _mm512_cvtepi8_epi32(b) : _mm512_cvtepu8_epi32(b);
+        acc = _mm512_mask_add_ps(acc, k, acc, _mm512_mask_i32gather_ps(acc, k, q, em, 4));
+        i = n;
+    }
     _mm512_store_ps(part, acc);
 #else
     for (; i + 16 <= n; i += 16)
@@ -82,6 +89,17 @@ static void tk_qsoftmax_direct(uint8_t *d, const uint8_t *s, int64_t n, int s8, 
         const __m128i b = _mm_loadu_si128((const __m128i *)(s + i));
         const __m512i q = s8 ? _mm512_cvtepi8_epi32(b) : _mm512_cvtepu8_epi32(b);
         tk_row8_store((char *)d + i, dt, _mm512_mul_ps(_mm512_i32gather_ps(q, em, 4), vc), vzp);
+    }
+    if (i < n) { /* the tail in one vector, its bytes stored alone (the same per-lane ops) */
+        const __mmask16 k = (__mmask16)((1u << (n - i)) - 1u);
+        const __m128i b = _mm_maskz_loadu_epi8(k, s + i);
+        const __m512i q = s8 ? _mm512_cvtepi8_epi32(b) : _mm512_cvtepu8_epi32(b);
+        uint8_t t[16];
+        /* masked: a padding lane's index need not lie in the table (an s8 row's max < 0) */
+        const __m512 e = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), k, q, em, 4);
+        tk_row8_store((char *)t, dt, _mm512_mul_ps(e, vc), vzp);
+        memcpy(d + i, t, (size_t)(n - i));
+        i = n;
     }
 #endif
     for (; i < n; ++i) {
