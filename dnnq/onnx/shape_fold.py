@@ -149,12 +149,18 @@ class ViewFoldStep(Step):
         self.impl_info = "+".join(st.op for st in steps)
         self._views = {}
         self._last = None  # (input layout, parameter arrays, key) of the last run
-        self._made = None  # (input array, its recorded views, the view objects made)
+        self._made = None  # (input array, its recorded views, the views made, parameters)
 
     def run(self, env):
         x = env[self.root]
-        head = (x.shape, x.strides, x.dtype.char, x.flags.c_contiguous)
         ps = tuple(env[p] for p in self.params)
+        made = self._made
+        if made is not None and made[0] is x and all(a is b for a, b in zip(ps, made[3])):
+            # the same array and read-only parameter arrays as the last run: its views
+            for o, v in zip(self.outputs, made[2]):
+                env[o] = v
+            return
+        head = (x.shape, x.strides, x.dtype.char, x.flags.c_contiguous)
         last = self._last
         if last is not None and last[0] == head and \
                 all(a is b for a, b in zip(ps, last[1])):
@@ -178,15 +184,13 @@ class ViewFoldStep(Step):
             for st in self.steps:
                 st.run(env)
             return
-        made = self._made
-        if made is not None and made[0] is x and made[1] is got:
-            views = made[2]  # the same views of the same array: the same objects, so the
-            # steps reading them may repeat their last calls (Step._repeated)
-        else:
-            views = [np.ndarray(shape, x.dtype, x, off, strides) if strides is not None
-                     else shape  # (a Shape / Size value, read-only)
-                     for shape, strides, off in got]
-            self._made = (x, got, views) if self.memo_ok else None
+        views = [np.ndarray(shape, x.dtype, x, off, strides) if strides is not None
+                 else shape  # (a Shape / Size value, read-only)
+                 for shape, strides, off in got]
+        # kept for the next run of the same array and parameters (read-only ones, so that
+        # identity means the same values): the same view objects then, so the steps reading
+        # them may repeat their last calls (Step._repeated)
+        self._made = (x, got, views, ps) if self.memo_ok and self._last is not None else None
         for o, v in zip(self.outputs, views):
             env[o] = v
 
