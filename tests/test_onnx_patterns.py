@@ -708,6 +708,7 @@ def test_warm_runs_read_the_current_input_values(tmp_path):
     y = b.conv("x", 8, 16)
     y = b.op("MaxPool", [y], kernel_shape=[2, 2], strides=[2, 2])
     y = b.conv(y, 16, 16, k=1)
+    y = b.op("Add", [b.conv(y, 16, 16, k=1), y])  # a residual: the sum post-op
     y = b.op("AveragePool", [y], kernel_shape=[3, 3], strides=[1, 1], pads=[1, 1, 1, 1])
     g = b.op("GlobalAveragePool", [y])
     g = b.conv(g, 16, 16, k=1)
@@ -736,6 +737,8 @@ def test_warm_runs_read_the_current_input_values(tmp_path):
         for i, x in enumerate(xs):
             np.testing.assert_array_equal(sess.run(None, {"x": x.copy()})[0], fresh[i])
     assert any(getattr(st, "_memo", None) is not None for st in sess._steps)
+    assert any(getattr(st, "_memo", None) is not None and st.spec.sum_src
+               for st in sess._steps if hasattr(st, "spec"))
     # the session keeps no caller's array alive
     import gc
     import weakref

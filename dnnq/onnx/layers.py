@@ -112,10 +112,14 @@ class WeightedLayer(KeptOutput):
     def run(self, env):
         x = env[self.spec.src]
         memo = self._memo
-        if memo is not None and memo[0] is x and env.get(REUSE) and not _verbose._level:
-            # the source and kept destination of the last run again (the session's buffers
-            # are the same arrays every run): the same argument dict to the C-level execute,
-            # no copy and no execute frame -- a third of a small layer's time (PP-OCR cls)
+        if memo is not None and memo[0] is x and env.get(REUSE) and not _verbose._level and \
+                (memo[4] is None or env[self.spec.sum_src] is memo[4][0]):
+            # the source (and summed tensor) and kept destination of the last run again (the
+            # session's buffers are the same arrays every run): the same argument dict to the
+            # C-level execute, no copy and no execute frame -- a third of a small layer's
+            # time (PP-OCR cls)
+            if memo[4] is not None:
+                np.copyto(memo[1][_DST], memo[4][1])  # the sum post-op reads dst
             if memo[2](memo[1]) is not None:
                 env[self.spec.dst] = memo[3]
                 return
@@ -161,24 +165,30 @@ class WeightedLayer(KeptOutput):
         if dst is not None:
             self._kept[key] = dst
             a[A.DNNL_ARG_DST] = dst
+        summed = None
         if self.spec.sum_src is not None:
+            kept = dst is not None
             if dst is None:
                 dst = dst_desc.empty()
             prev = env[self.spec.sum_src]
-            np.copyto(dst, prev.reshape(dst.shape) if prev.shape != dst.shape else prev)
+            pv = prev.reshape(dst.shape) if prev.shape != dst.shape else prev
+            np.copyto(dst, pv)
             a[A.DNNL_ARG_DST] = dst
+            # (the copy repeats on a warm run when the view reads prev in place)
+            summed = (prev, pv) if kept and np.may_share_memory(pv, prev) else False
         y = prim.execute(a)
         out = env[self.spec.dst] = y if post is None else post(y)
-        if self.spec.sum_src is None and self.spec.runtime_weights is None and \
+        if self.spec.runtime_weights is None and summed is not False and \
                 np.may_share_memory(x, env[self.spec.src]):
-            self._remember(env[self.spec.src], a, prim, out)
+            self._remember(env[self.spec.src], a, prim, out, summed)
 
-    def _remember(self, x, a, prim, out):
-        """Let a warm run with the same source array repeat this run's call (``a``, the
-        argument dict, holds the kept destination and a view of ``x``)."""
+    def _remember(self, x, a, prim, out, summed=None):
+        """Let a warm run with the same source array (and summed tensor: ``summed`` is
+        (it, its view copied into dst)) repeat this run's call (``a``, the argument dict,
+        holds the kept destination and a view of ``x``)."""
         direct = _direct_execute(prim) if _DST in a and self.memo_ok else None
-        # (a reference to x: its identity is the test in run)
-        self._memo = None if direct is None else (x, a, direct, out)
+        # (references to x and the summed tensor: their identity is the test in run)
+        self._memo = None if direct is None else (x, a, direct, out, summed)
 
     def _qargs(self, attr, wmask):
         """Scales / zero points of an int8 layer into ``attr`` and the execution args."""

@@ -25,6 +25,15 @@ _WAKE_S = 25e-6
 _LARGE_S = 150e-6
 
 
+def _read_only(v):
+    """A constant as a read-only view (no step may write one; read-only parameter arrays are
+    recognised by identity from run to run, e.g. ViewFoldStep's)."""
+    if isinstance(v, np.ndarray) and v.flags.writeable:
+        v = v.view()
+        v.flags.writeable = False
+    return v
+
+
 def parallel_pays(one, many):
     """Whether a step timed ``one`` seconds on one thread and ``many`` on all of them keeps
     all the threads (the rule of InferenceSession's per-step choice)."""
@@ -94,7 +103,7 @@ class InferenceSession:
         self._steps = planner.steps
         needed = {x for st in self._steps for x in st.inputs} | \
             {v.name for v in self._graph.outputs}
-        self._consts = {k: v for k, v in planner.consts.items() if k in needed}
+        self._consts = {k: _read_only(v) for k, v in planner.consts.items() if k in needed}
         self._keep_outputs()
         self._running = threading.Lock()
         self._dtypes = {}

@@ -431,10 +431,12 @@ class QuantizedMoveStep(NumpyStep):
         #: a Resize writes a new array (the other moves may return views of their input)
         self.fresh_output = self.op in ("Resize", "Upsample")
         self._geometry = {}  # (shape, parameters) -> (sizes, repeat factors or None)
+        self._made = None  # (inputs, outputs) of the last run of a view move: _move
 
     def run(self, env):
         if self.op not in ("Resize", "Upsample"):
-            return super().run(env)
+            self._move(env)
+            return
         if self._repeated(env):
             return
         x = env[self.inputs[0]]
@@ -464,6 +466,27 @@ class QuantizedMoveStep(NumpyStep):
                     xs[i] = xs[i][order]
         y = ops_numpy.run_op(self.op, xs, self.attrs, self.opset)[0]
         env[self.outputs[0]] = y if inv is None else y.transpose(inv)
+
+    def _move(self, env):
+        """The op; its outputs are the last run's objects when its inputs are the last run's
+        arrays, the parameters read-only and every output a view of the data: the steps
+        reading them may then repeat their last calls (Step._repeated)."""
+        xs = [None if not n else env[n] for n in self.inputs]
+        made = self._made
+        if made is not None and all(a is b for a, b in zip(xs, made[0])):
+            ys = made[1]
+        else:
+            ys = ops_numpy.run_op(self.op, xs, self.attrs, self.opset, len(self.outputs))
+            x = xs[0]
+            self._made = (xs, ys) if (
+                self.memo_ok and isinstance(x, np.ndarray) and
+                all(p is None or (isinstance(p, np.ndarray) and not p.flags.writeable)
+                    for p in xs[1:]) and
+                all(isinstance(y, np.ndarray) and np.may_share_memory(y, x) for y in ys)) \
+                else None
+        for n, y in zip(self.outputs, ys):
+            if n:
+                env[n] = y
 
     def _repeat_pixels(self, env, x, sizes, reps):
         """Nearest upsampling by whole factors (rh, rw) of the channels-last ``x``: each
