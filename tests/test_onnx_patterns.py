@@ -763,6 +763,10 @@ def test_warm_runs_of_int8_softmax_and_layer_norm(tmp_path):
     y = b.op("LayerNormalization", [y, b.const(np.linspace(0.5, 1.5, 16).astype(np.float32)),
                                     b.const(np.linspace(-1, 1, 16).astype(np.float32))],
              axis=-1, epsilon=1e-5)
+    # attention: products of two activations (run-time weights, packed every run)
+    att = b.op("Softmax", [b.op("MatMul", [y, b.op("Transpose", [y], perm=[0, 2, 1])])],
+               axis=-1)
+    y = b.op("MatMul", [att, y])
     y = b.op("MatMul", [y, b.const(RNG.standard_normal((16, 8)).astype(np.float32))])
     f32, qdq = str(tmp_path / "f32.onnx"), str(tmp_path / "qdq.onnx")
     shape = (1, 8, 12, 12)
@@ -779,6 +783,8 @@ def test_warm_runs_of_int8_softmax_and_layer_norm(tmp_path):
         for i, x in enumerate(xs):
             np.testing.assert_array_equal(sess.run(None, {"x": x})[0], fresh[i])
     assert all(st._repeat is not None for st in sess._steps if "int8 rows" in st.primitive)
+    assert any(st._memo is not None for st in sess._steps
+               if getattr(st, "spec", None) is not None and st.spec.runtime_weights)
 
 
 @pytest.mark.parametrize("one, many, keeps", [

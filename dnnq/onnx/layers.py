@@ -113,13 +113,13 @@ class WeightedLayer(KeptOutput):
         x = env[self.spec.src]
         memo = self._memo
         if memo is not None and memo[0] is x and env.get(REUSE) and not _verbose._level and \
-                (memo[4] is None or env[self.spec.sum_src] is memo[4][0]):
+                (memo[4] is None or env[memo[4][2]] is memo[4][0]):
             # the source (and summed tensor) and kept destination of the last run again (the
             # session's buffers are the same arrays every run): the same argument dict to the
             # C-level execute, no copy and no execute frame -- a third of a small layer's
             # time (PP-OCR cls)
             if memo[4] is not None:
-                np.copyto(memo[1][_DST], memo[4][1])  # the sum post-op reads dst
+                memo[4][3](memo[1])  # this run's summed values / run-time weights into a
             if memo[2](memo[1]) is not None:
                 env[self.spec.dst] = memo[3]
                 return
@@ -165,7 +165,7 @@ class WeightedLayer(KeptOutput):
         if dst is not None:
             self._kept[key] = dst
             a[A.DNNL_ARG_DST] = dst
-        summed = None
+        extra = None  # (the second input, ..., its name, the per-run update of a)
         if self.spec.sum_src is not None:
             kept = dst is not None
             if dst is None:
@@ -175,20 +175,31 @@ class WeightedLayer(KeptOutput):
             np.copyto(dst, pv)
             a[A.DNNL_ARG_DST] = dst
             # (the copy repeats on a warm run when the view reads prev in place)
-            summed = (prev, pv) if kept and np.may_share_memory(pv, prev) else False
+            extra = (prev, None, self.spec.sum_src,
+                     lambda args: np.copyto(args[_DST], pv)) \
+                if kept and np.may_share_memory(pv, prev) else False
+        elif self.spec.runtime_weights is not None:
+            w, src0, pack = env[self.spec.runtime_weights], env[self.spec.src], \
+                prim.prepare_weights
+
+            def update(args):  # this run's weights (and source, when pre copies it)
+                if pre is not None:
+                    args[_SRC] = pre(src0)
+                args[A.DNNL_ARG_WEIGHTS] = pack(self._runtime_weights(w))
+            extra = (w, None, self.spec.runtime_weights, update)
         y = prim.execute(a)
         out = env[self.spec.dst] = y if post is None else post(y)
-        if self.spec.runtime_weights is None and summed is not False and \
-                np.may_share_memory(x, env[self.spec.src]):
-            self._remember(env[self.spec.src], a, prim, out, summed)
+        if extra is not False and (extra is not None or
+                                   np.may_share_memory(x, env[self.spec.src])):
+            self._remember(env[self.spec.src], a, prim, out, extra)
 
-    def _remember(self, x, a, prim, out, summed=None):
-        """Let a warm run with the same source array (and summed tensor: ``summed`` is
-        (it, its view copied into dst)) repeat this run's call (``a``, the argument dict,
-        holds the kept destination and a view of ``x``)."""
+    def _remember(self, x, a, prim, out, extra=None):
+        """Let a warm run with the same source array (and second input: ``extra`` is (it,
+        -, its name, the update of the arguments it needs each run)) repeat this run's call
+        (``a``, the argument dict, holds the kept destination and a view of ``x``)."""
         direct = _direct_execute(prim) if _DST in a and self.memo_ok else None
-        # (references to x and the summed tensor: their identity is the test in run)
-        self._memo = None if direct is None else (x, a, direct, out, summed)
+        # (references to x and the second input: their identity is the test in run)
+        self._memo = None if direct is None else (x, a, direct, out, extra)
 
     def _qargs(self, attr, wmask):
         """Scales / zero points of an int8 layer into ``attr`` and the execution args."""

@@ -180,9 +180,16 @@ class ViewFoldStep(Step):
             if len(self._views) > 32:
                 self._views.clear()
             return
-        if got is False:  # a copy somewhere in the chain for this layout
+        if got is False:  # not recordable (a copy in the chain, or x not contiguous)
             for st in self.steps:
                 st.run(env)
+            # the moves' outputs again for the same array when all of them are views of it
+            # (a channels-last x: its moves are views, not recordable from x's buffer)
+            outs = [env[o] for o in self.outputs]
+            self._made = (x, got, outs, ps) if self.memo_ok and self._last is not None and \
+                all(isinstance(v, np.ndarray) and (np.may_share_memory(v, x) or
+                                                   not v.flags.writeable) for v in outs) \
+                else None
             return
         views = [np.ndarray(shape, x.dtype, x, off, strides) if strides is not None
                  else shape  # (a Shape / Size value, read-only)
