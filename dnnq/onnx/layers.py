@@ -178,6 +178,8 @@ class WeightedLayer(KeptOutput):
             extra = (prev, None, self.spec.sum_src,
                      lambda args: np.copyto(args[_DST], pv)) \
                 if kept and np.may_share_memory(pv, prev) else False
+        if self.spec.runtime_weights is not None and self.spec.sum_src is not None:
+            extra = False  # (two per-run updates: not repeated)
         elif self.spec.runtime_weights is not None:
             w, src0, pack = env[self.spec.runtime_weights], env[self.spec.src], \
                 prim.prepare_weights
