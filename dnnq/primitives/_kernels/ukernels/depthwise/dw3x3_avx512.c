@@ -147,6 +147,7 @@ void dnnq_dw_epi_prepare_avx512(const dnnq_gemm_args_t *g, int64_t n0, int nc,
     e->has_zp = k.has_zp;
     e->n_post = g->n_post;
     e->po = g->post;
+    e->clip_drop = k.post == EPI_CHAIN && k.chain_regs ? k.clip_drop : 0;
 }
 
 /* The 3x3 column-kernel driver (dnnq_dw3x3_avx512: kernel 3x3, 2-D or kd = 1, stride 1 or 2,
@@ -190,6 +191,8 @@ int dnnq_dw_item_3x3(const dnnq_conv_t *cv, int64_t item) {
     c.zpix = zpix;
     c.epi = fused ? &epi : NULL;
     c.ldd = ge.d_sm * esz;
+    /* 16 channels: four pixels per vector (dw3x3_px16_avx512.c) */
+    const int px16 = fused && nc == 16 && IC == 16 && c.sw == 1 && c.ldd == 16;
     for (int64_t m = m0; m < mend;) {
         int64_t od, oh, ow;
         out_pixel(cv, m, &od, &oh, &ow);
@@ -209,7 +212,8 @@ int dnnq_dw_item_3x3(const dnnq_conv_t *cv, int64_t item) {
             c.dst[1] = c.dst[0] + OW * c.ldd;
             c.o0 = ow;
             c.n = cnt;
-            dw9_call(&c);
+            if (px16) dnnq_dw3x3_px16(&c);
+            else dw9_call(&c);
         } else {
             const int64_t chunk = DNNQ_DW_TILE_ROWS / 2;
             for (int64_t o = ow; o < ow + cnt; o += chunk) {
