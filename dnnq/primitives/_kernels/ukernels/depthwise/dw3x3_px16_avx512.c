@@ -121,37 +121,42 @@ px16_post(const dnnq_postop_t *po, int alg, __m512 *v, const int NV) {
     }
 }
 
-/* the NRO rows' accumulators through the epilogue, four pixels (cnt of them kept) of row r
- * stored at o[r] */
+/* the accumulators of NG groups of four output columns of the NRO rows (s[group][row][k])
+ * through the epilogue, together (one decision per post-op and block); group G of row r
+ * stored at o[r] + 64 G, cnt pixels from o[r] kept */
 static inline __attribute__((always_inline)) void
-px16_finish(const int NRO, const int MODE, const dnnq_dw_epi_t *e, const px16_ctx_t *x,
-            __m512i s[2][4], uint8_t *const o[2], int64_t cnt) {
-    __m512i q[2][4];
+px16_finish(const int NG, const int NRO, const int MODE, const dnnq_dw_epi_t *e,
+            const px16_ctx_t *x, __m512i s[2][2][4], uint8_t *const o[2], int64_t cnt) {
+    __m512i q[2][2][4];
     if (MODE == DW9_HOT) {
         const __m512 inv = _mm512_set1_ps(e->inv_dst_scale);
 #pragma GCC unroll 2
-        for (int r = 0; r < NRO; ++r)
+        for (int G = 0; G < NG; ++G)
+#pragma GCC unroll 2
+            for (int r = 0; r < NRO; ++r)
 #pragma GCC unroll 4
-            for (int k = 0; k < 4; ++k) q[r][k] = dw9_epi_hot_512(inv, s[r][k], x->sc[k], x->bi[k]);
+                for (int k = 0; k < 4; ++k)
+                    q[G][r][k] = dw9_epi_hot_512(inv, s[G][r][k], x->sc[k], x->bi[k]);
     } else {
-        const int NV = 4 * NRO;
+        /* vector i: group i / (4 NRO), row i / 4 % NRO, k = i % 4 */
+        const int NV = 4 * NRO * NG;
         const int F = e->flags;
-        __m512 v[8];
-#pragma GCC unroll 8
+        __m512 v[16];
+#pragma GCC unroll 16
         for (int i = 0; i < NV; ++i) {
-            __m512i a = s[i / 4][i % 4];
+            __m512i a = s[i / (4 * NRO)][i / 4 % NRO][i % 4];
             if (!(F & EPI_F_NOCC)) a = _mm512_add_epi32(a, x->cc[i % 4]);
             v[i] = _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(a), x->sc[i % 4]), x->bi[i % 4]);
         }
         if (e->post == EPI_RELU0) {
-#pragma GCC unroll 8
+#pragma GCC unroll 16
             for (int i = 0; i < NV; ++i) v[i] = epo_relu0(v[i]);
         } else if (e->post == EPI_CHAIN) {
             for (int p = 0; p < e->n_post; ++p)
                 px16_post(&e->po[p], ech_alg(&e->po[p], e->clip_drop, p), v, NV);
         }
         const __m512 inv = _mm512_set1_ps(e->inv_dst_scale);
-#pragma GCC unroll 8
+#pragma GCC unroll 16
         for (int i = 0; i < NV; ++i) {
             if (!(F & EPI_F_SIMPLE)) {
                 v[i] = _mm512_mul_ps(v[i], inv);
@@ -162,19 +167,47 @@ px16_finish(const int NRO, const int MODE, const dnnq_dw_epi_t *e, const px16_ct
                 else v[i] = _mm512_min_ps(_mm512_max_ps(v[i], _mm512_setzero_ps()),
                                           _mm512_set1_ps(255.0f));
             }
-            q[i / 4][i % 4] = _mm512_cvtps_epi32(v[i]);
+            q[i / (4 * NRO)][i / 4 % NRO][i % 4] = _mm512_cvtps_epi32(v[i]);
         }
     }
 #pragma GCC unroll 2
-    for (int r = 0; r < NRO; ++r) {
-        const __m512i w01 = _mm512_packs_epi32(q[r][0], q[r][1]);
-        const __m512i w23 = _mm512_packs_epi32(q[r][2], q[r][3]);
-        const __m512i b = MODE != DW9_HOT && e->dt == DNNQ_DT_S8 ? _mm512_packs_epi16(w01, w23)
-                                                                 : _mm512_packus_epi16(w01, w23);
-        /* a row's last pixels: plain stores of the bytes (a masked store costs tens of
-         * cycles on Zen 4) */
-        if (cnt >= 4) _mm512_storeu_si512((void *)o[r], b);
-        else epi_store_bytes((char *)o[r], b, (int)(16 * cnt));
+    for (int G = 0; G < NG; ++G)
+#pragma GCC unroll 2
+        for (int r = 0; r < NRO; ++r) {
+            const __m512i w01 = _mm512_packs_epi32(q[G][r][0], q[G][r][1]);
+            const __m512i w23 = _mm512_packs_epi32(q[G][r][2], q[G][r][3]);
+            const __m512i b = MODE != DW9_HOT && e->dt == DNNQ_DT_S8
+                                  ? _mm512_packs_epi16(w01, w23) : _mm512_packus_epi16(w01, w23);
+            /* a row's last pixels: plain stores of the bytes (a masked store costs tens of
+             * cycles on Zen 4) */
+            const int64_t left = cnt - 4 * G;
+            if (left >= 4) _mm512_storeu_si512((void *)(o[r] + 64 * G), b);
+            else epi_store_bytes((char *)(o[r] + 64 * G), b, (int)(16 * left));
+        }
+}
+
+/* output columns o0 + g .. + 4 NG - 1 (the groups' accumulators s) from the interleaved
+ * source groups qc (columns xb + g ..), updated to the group after them */
+static inline __attribute__((always_inline)) void
+px16_groups(const int NG, const int NRO, const int SGN, const px16_ctx_t *x, int64_t col,
+            __m512i qc[4], __m512i s[2][2][4]) {
+#pragma GCC unroll 2
+    for (int G = 0; G < NG; ++G) {
+        /* output column L of the group, kw, reads source column col + 4 G + L + kw */
+        __m512i qn[4];
+        px16_group(NRO, SGN, x, col + 4 * G + 4, qn);
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; ++k) {
+            const __m512i q1 = _mm512_alignr_epi32(qn[k], qc[k], 4);
+            const __m512i q2 = _mm512_alignr_epi32(qn[k], qc[k], 8);
+#pragma GCC unroll 2
+            for (int r = 0; r < NRO; ++r) {
+                __m512i a = _mm512_dpbusd_epi32(x->init[k], qc[k], x->w[0][r][k]);
+                a = _mm512_dpbusd_epi32(a, q1, x->w[1][r][k]);
+                s[G][r][k] = _mm512_dpbusd_epi32(a, q2, x->w[2][r][k]);
+            }
+            qc[k] = qn[k];
+        }
     }
 }
 
@@ -184,27 +217,19 @@ px16_run(const int NRO, const int SGN, const int MODE, const dnnq_dw3x3_call_t *
     const dnnq_dw_epi_t *e = c->epi;
     const int64_t n = c->n, xb = c->o0 - c->pw;
     uint8_t *d0 = c->dst[0] + c->o0 * 16, *d1 = c->dst[1] + c->o0 * 16;
-    __m512i qc[4], qn[4];
+    __m512i qc[4], s[2][2][4];
     px16_group(NRO, SGN, x, xb, qc);
-    for (int64_t g = 0; g < n; g += 4) {
-        /* output column o0 + g + L, kw reads source column xb + g + L + kw */
-        px16_group(NRO, SGN, x, xb + g + 4, qn);
-        __m512i s[2][4];
-#pragma GCC unroll 4
-        for (int k = 0; k < 4; ++k) {
-            const __m512i q1 = _mm512_alignr_epi32(qn[k], qc[k], 4);
-            const __m512i q2 = _mm512_alignr_epi32(qn[k], qc[k], 8);
-#pragma GCC unroll 2
-            for (int r = 0; r < NRO; ++r) {
-                __m512i a = _mm512_dpbusd_epi32(x->init[k], qc[k], x->w[0][r][k]);
-                a = _mm512_dpbusd_epi32(a, q1, x->w[1][r][k]);
-                s[r][k] = _mm512_dpbusd_epi32(a, q2, x->w[2][r][k]);
-            }
-        }
+    int64_t g = 0;
+    /* eight columns per epilogue block, the last four on their own */
+    for (; g + 4 < n; g += 8) {
+        px16_groups(2, NRO, SGN, x, xb + g, qc, s);
         uint8_t *const o[2] = {d0 + g * 16, d1 + g * 16};
-        px16_finish(NRO, MODE, e, x, s, o, n - g);
-#pragma GCC unroll 4
-        for (int k = 0; k < 4; ++k) qc[k] = qn[k];
+        px16_finish(2, NRO, MODE, e, x, s, o, n - g);
+    }
+    if (g < n) {
+        px16_groups(1, NRO, SGN, x, xb + g, qc, s);
+        uint8_t *const o[2] = {d0 + g * 16, d1 + g * 16};
+        px16_finish(1, NRO, MODE, e, x, s, o, n - g);
     }
 }
 
