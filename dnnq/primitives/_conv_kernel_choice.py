@@ -139,6 +139,14 @@ class KernelChoice:
         return (dw_flat_span(oh, ow, iw, sh, sw) <= 96 or
                 (sh == 2 and ow <= 64 and 15 * sw + 3 <= 64))
 
+    def _dw3x3_px16(self, impl):
+        """The column kernel runs exactly 16 channels at stride 1 along w four pixels per
+        vector (ukernels/depthwise/dw3x3_px16_avx512.c) with the whole epilogue fused, chains
+        of clip / hardswish / hardsigmoid too (the 64-channel panels' kernels hand those to
+        the driver's epilogue)."""
+        geo = self._geo
+        return impl.kernel == "dw3x3" and geo.G == 16 and geo.strides[2] == 1
+
     def _dw_plain_rows(self, panels, threads):
         """Output rows per work item of the plain kernel: whole planes, each channel's rows
         read and written in sequence (items of a few rows, as channels-last takes them, left

@@ -312,7 +312,8 @@ class _ConvolutionBase(KernelChoice, CheckedExecute, F32Convolution, metaclass=C
         self._dw_kind = _conv.DW_VNNI4 if problem_vnni4 else _conv.DW_S16
         dw_fused = _post_op_spec.dw_fused_epilogue(self.dst_desc.dt, self._post_specs,
                                                    self._raw_s32, self._ref_flags,
-                                                   chains=impl.kernel == "fold_lanes")
+                                                   chains=(impl.kernel == "fold_lanes" or
+                                                           self._dw3x3_px16(impl)))
         return _conv.ConvPlan(isa_code, g, _plan.DT_CODE[self.dst_desc.dt], post_specs,
                               fast, self._ref_flags, self._u8_nan_top,
                               kernel=_codes.CONV_KERNEL[impl.kernel],

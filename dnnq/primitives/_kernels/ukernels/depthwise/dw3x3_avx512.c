@@ -88,19 +88,22 @@ static void dw9_permute(const __m512i v[4], int narrow, int32_t *out) {
  * post-op (a clip bounds it by its limits, hard-swish keeps it, hard-sigmoid by 1), then times
  * |1 / dst scale| plus |dst zero point|; infinite when anything is not finite. */
 static float dw9_chain_bound(const dnnq_gemm_args_t *g, const epi_consts_t *k) {
-    float v[3][64];
+    /* (in vectors: the scalar loop's libm fmaxf calls cost a 16-channel layer's work items
+     * of two rows 3 %) */
+    __m512 vs = _mm512_setzero_ps(), vb = vs, vz = vs;
+    __mmask16 nonfinite = 0;
     for (int j = 0; j < 4; ++j) {
-        _mm512_storeu_ps(v[0] + 16 * j, k->sc[j]);
-        _mm512_storeu_ps(v[1] + 16 * j, k->bi[j]);
-        _mm512_storeu_ps(v[2] + 16 * j, k->zp[j]);
+        vs = _mm512_max_ps(vs, _mm512_abs_ps(k->sc[j]));
+        vb = _mm512_max_ps(vb, _mm512_abs_ps(k->bi[j]));
+        vz = _mm512_max_ps(vz, _mm512_abs_ps(k->zp[j]));
+        /* 0x99: quiet / signalling NaN, +inf, -inf */
+        nonfinite |= _mm512_fpclass_ps_mask(k->sc[j], 0x99) |
+                     _mm512_fpclass_ps_mask(k->bi[j], 0x99) |
+                     _mm512_fpclass_ps_mask(k->zp[j], 0x99);
     }
-    float ms = 0.0f, mb = 0.0f, mz = 0.0f;
-    for (int i = 0; i < 64; ++i) {
-        if (!isfinite(v[0][i]) || !isfinite(v[1][i]) || !isfinite(v[2][i])) return INFINITY;
-        ms = fmaxf(ms, fabsf(v[0][i]));
-        mb = fmaxf(mb, fabsf(v[1][i]));
-        mz = fmaxf(mz, fabsf(v[2][i]));
-    }
+    if (nonfinite) return INFINITY;
+    const float ms = _mm512_reduce_max_ps(vs), mb = _mm512_reduce_max_ps(vb),
+                mz = _mm512_reduce_max_ps(vz);
     float b = ms * 2147483648.0f + mb;
     for (int i = 0; i < g->n_post; ++i) {
         const dnnq_postop_t *po = &g->post[i];
@@ -147,6 +150,7 @@ void dnnq_dw_epi_prepare_avx512(const dnnq_gemm_args_t *g, int64_t n0, int nc,
     e->has_zp = k.has_zp;
     e->n_post = g->n_post;
     e->po = g->post;
+    e->clip_drop = k.post == EPI_CHAIN && k.chain_regs ? k.clip_drop : 0;
 }
 
 /* The 3x3 column-kernel driver (dnnq_dw3x3_avx512: kernel 3x3, 2-D or kd = 1, stride 1 or 2,
@@ -190,6 +194,8 @@ int dnnq_dw_item_3x3(const dnnq_conv_t *cv, int64_t item) {
     c.zpix = zpix;
     c.epi = fused ? &epi : NULL;
     c.ldd = ge.d_sm * esz;
+    /* 16 channels: four pixels per vector (dw3x3_px16_avx512.c) */
+    const int px16 = fused && nc == 16 && IC == 16 && c.sw == 1 && c.ldd == 16;
     for (int64_t m = m0; m < mend;) {
         int64_t od, oh, ow;
         out_pixel(cv, m, &od, &oh, &ow);
@@ -209,7 +215,8 @@ int dnnq_dw_item_3x3(const dnnq_conv_t *cv, int64_t item) {
             c.dst[1] = c.dst[0] + OW * c.ldd;
             c.o0 = ow;
             c.n = cnt;
-            dw9_call(&c);
+            if (px16) dnnq_dw3x3_px16(&c);
+            else dw9_call(&c);
         } else {
             const int64_t chunk = DNNQ_DW_TILE_ROWS / 2;
             for (int64_t o = ow; o < ow + cnt; o += chunk) {

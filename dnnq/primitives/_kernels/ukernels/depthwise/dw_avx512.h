@@ -62,6 +62,7 @@ typedef struct {
     float inv_dst_scale;
     int dt, post, flags, has_zp, n_post; /* post: 0 none, 1 relu(0), 2 chain */
     const dnnq_postop_t *po;
+    uint64_t clip_drop;             /* the chain's clip bounds that never apply (ech_alg) */
 } dnnq_dw_epi_t;
 
 /* e prepared for the panel's columns n0 .. n0 + nc - 1 of g, whose epilogue the creation
@@ -204,6 +205,10 @@ typedef struct {
     int64_t ldd;
     int32_t *acc[2];                /* else: output column o0 + i of row r at acc[r] + 64 i */
 } dnnq_dw3x3_call_t;
+
+/* The call for exactly 16 channels (nc = 16, source pixels 16 bytes apart, ldd = 16, stride 1
+ * along w, the fused epilogue), four pixels per vector: dw3x3_px16_avx512.c */
+void dnnq_dw3x3_px16(const dnnq_dw3x3_call_t *c);
 
 /* ---- the plain (nchw) 3x3 kernels ------------------------------------------------------ */
 
