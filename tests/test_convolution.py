@@ -649,6 +649,15 @@ def test_layout_transpose_vs_numpy(level):
             back = np.empty(shp, dt)
             _conv.transpose_channels(cl, back, False, level)
             assert np.array_equal(back, x)
+    # threads on bands of 64 pixels of a large image (a model's input to channels-last):
+    # pixel counts below, at and past whole bands per thread
+    for dt in (np.uint8, np.float32):
+        for shp in [(1, 3, 736, 960), (2, 3, 129, 65), (1, 4, 1, 16384), (1, 3, 257, 257)]:
+            x = rng.integers(-100, 100, shp).astype(dt)
+            for nthreads in (2, 3):
+                cl = np.full(shp[:1] + shp[2:] + shp[1:2], 7, dt)
+                _conv.transpose_channels(x, cl, True, level, nthreads)
+                assert np.array_equal(cl, np.moveaxis(x, 1, -1)), (shp, nthreads)
 
 
 @pytest.mark.parametrize("level", [0] + ([3] if "avx512_core_vnni" in dnnq.available_isa_levels()

@@ -157,6 +157,26 @@ def test_reorder_layout_changes_match_onednn(isa, rng_seed, shape):
 
 
 @R.requires_onednn
+def test_image_to_channels_last_on_threads_matches_onednn(isa, rng_seed):
+    """A model's input (f32 image, 3 planes) quantized to u8 channels-last: its planes are
+    interleaved over the threads in bands of pixels, into a scratch array kept between
+    calls; the same bytes as oneDNN at 1, 2 and 3 threads, run after run."""
+    rng = np.random.default_rng(rng_seed)
+    shape = (1, 3, 256, 385)  # 98560 pixels: bands of 64 and a partial one
+    prev = dnnq.get_num_threads()
+    try:
+        for nt in (1, 2, 3):
+            dnnq.set_num_threads(nt)
+            for _ in range(2):
+                x = gen(rng, "f32", shape)
+                ref = R.reorder(x, "u8", dst_scales=np.array([0.02], F), dst_tag="acdb")
+                out = run(x, "u8", dst_tag="nhwc", ds=np.array([0.02], F))
+                assert np.array_equal(out, ref), nt
+    finally:
+        dnnq.set_num_threads(prev)
+
+
+@R.requires_onednn
 def test_f32_to_f32_with_both_common_scales_folds_them_like_onednn(isa, rng_seed):
     """oneDNN's simple:any multiplies by f32(ss * f32(1/ds)) once: dnnq matches it, and the
     test can tell the two orders apart (the two-step model differs)."""

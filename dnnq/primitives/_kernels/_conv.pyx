@@ -393,11 +393,13 @@ def set_skip_zero_taps(bint on):
     return old
 
 
-def transpose_channels(src, dst, bint to_channels_last, int isa=0):
+def transpose_channels(src, dst, bint to_channels_last, int isa=0, int nthreads=1):
     """Copy between plain (N, C, P) and channels-last (N, P, C) layouts of 1- or 4-byte
     elements: both arrays C-contiguous, `src` of one layout, `dst` of the other (P = the
     spatial dims flattened; shapes are taken from `dst`, whose last dims say which); `isa`
-    (a DNNQ_ISA_* code) picks the AVX-512 byte transpose at that level."""
+    (a DNNQ_ISA_* code) picks the AVX-512 byte transpose at that level.  With `nthreads` >
+    1, a copy to channels-last of a large image splits its pixels into bands of 64 over the
+    threads (each band a range of the transpose's columns: the same bytes)."""
 
     cdef int64_t esz = src.itemsize
     cdef int64_t N = dst.shape[0]
@@ -406,9 +408,25 @@ def transpose_channels(src, dst, bint to_channels_last, int isa=0):
     cdef int64_t P = total // (N * C) if N * C else 0
     cdef const char* s = <const char*>_ptr(src)
     cdef char* d = <char*>_ptr(dst, True)
-    cdef int64_t n
+    cdef int64_t n, t, nb, c0, c1, bands
+    cdef int nt = nthreads
     if src.size != total or src.itemsize != dst.itemsize or esz not in (1, 4):
         raise ValueError("transpose_channels: mismatched arrays")
+    bands = (P + 63) // 64
+    if nt > 1 and to_channels_last and total * esz >= (1 << 18) and bands > 1:
+        if nt > bands:
+            nt = <int>bands
+        with nogil:
+            for t in prange(N * nt, schedule='static', num_threads=nt):
+                n = t // nt
+                nb = t % nt
+                c0 = (nb * bands // nt) * 64
+                c1 = ((nb + 1) * bands // nt) * 64
+                if c1 > P:
+                    c1 = P
+                dnnq_transpose_for_isa(isa, s + n * C * P * esz, d + n * C * P * esz, C, P,
+                                       c0, c1, <int>esz, C)
+        return
     with nogil:
         for n in range(N):
             if to_channels_last:  # (C, P) -> (P, C)
