@@ -10,6 +10,9 @@ touched an inference ago.
 """
 import numpy as np
 
+from dnnq.primitives import _verbose
+from dnnq.primitives._plan import aligned_empty
+
 #: the env key a run sets when its steps may write into the arrays of the session's previous
 #: run (session.py: not in a run overlapping another run of the same session)
 REUSE = "::reuse buffers"
@@ -17,7 +20,6 @@ REUSE = "::reuse buffers"
 #: back memory still in cache, where one array per step spreads a small model over more cache
 #: lines; above it, a fresh array is mapped anew and every page faults on first write
 KEEP_MIN_BYTES = 1 << 18
-_LINE = 64
 
 
 def _nbytes(shape, dtype):
@@ -40,7 +42,7 @@ class BufferPool:
         n = _nbytes(shape, dtype)
         buf = self._bufs[slot]
         if buf is None or buf.size < n:
-            buf = self._bufs[slot] = _line_aligned_bytes(max(n, 1))
+            buf = self._bufs[slot] = aligned_empty(max(n, 1), np.uint8)
         return buf[:n].view(dtype).reshape(shape)
 
     @property
@@ -91,7 +93,8 @@ def plan_slots(steps, sizes):
 
 class KeptOutput:
     """The kept output arrays of a fresh-output step (steps.Step, layers.WeightedLayer): one
-    per output shape, from the session's pool when it gave the step a slot."""
+    per output shape, from the session's pool when it gave the step a slot; and the repeat
+    of the last run's call on warm runs (``_repeated`` / ``_remember``)."""
 
     keeps_output = False
     pool = None       # the session's BufferPool, when the output has a slot in it
@@ -100,6 +103,7 @@ class KeptOutput:
     #: (cleared by the session for steps reading a graph input: a new view every run, which
     #: the repeat would only keep alive)
     memo_ok = True
+    _repeat = None  # (input arrays, the kernel call, output) of the last run: _remember
 
     def kept_array(self, env, shape, dtype):
         """The C-contiguous array of ``shape`` to write this run's output into, or None for
@@ -113,11 +117,20 @@ class KeptOutput:
             y = kept[key] = self._new_kept(shape, dtype)
         return y if y is not False else None
 
-    def kept_transposed(self, y, order):
-        """``y.transpose(order)`` for a kept array ``y``, the same view object every run: a
-        step reading it then sees the last run's array again and may repeat its call."""
+    def out_array(self, env, shape, dtype):
+        """(the array to write this run's output into, whether it is the kept one): the
+        kept array, or a new one."""
+        y = self.kept_array(env, shape, dtype)
+        return (y, True) if y is not None else (np.empty(shape, dtype), False)
+
+    def transposed(self, y, order, kept):
+        """``y.transpose(order)`` (``y`` itself for None); for a kept ``y`` the same view
+        object every run: a step reading it then sees the last run's array again and may
+        repeat its call."""
         if order is None:
             return y
+        if not kept:
+            return y.transpose(order)
         views = self.__dict__.setdefault("_kept_views", {})
         got = views.get((id(y), order))
         if got is None or got[0] is not y:  # (y held: its id is not another array's)
@@ -134,12 +147,29 @@ class KeptOutput:
             return self.pool.array(self.pool_slot, shape, dtype)
         if _nbytes(shape, dtype) < KEEP_MIN_BYTES:
             return False
-        n = _nbytes(shape, dtype)
-        return _line_aligned_bytes(n)[:n].view(dtype).reshape(shape)
+        return aligned_empty(int(np.prod(shape)), dtype).reshape(shape)
 
+    def _repeated(self, env):
+        """Whether this run was the last run's kernel call again: its inputs are the same
+        arrays (the session's shared buffers are the same every run), so the views and
+        arguments prepared then read this run's values; only their checks are skipped.
+        Not with DNNQ_VERBOSE on (primitives log in their execute and runners)."""
+        rep = self._repeat
+        if rep is None or not env.get(REUSE) or _verbose._level:
+            return False
+        for n, v in zip(self.inputs, rep[0]):
+            if env.get(n) is not v:
+                return False
+        rep[1]()
+        env[self.outputs[0]] = rep[2]
+        return True
 
-def _line_aligned_bytes(n):
-    """n uninitialised bytes starting on a 64-byte boundary (the kernels store whole lines)."""
-    raw = np.empty(n + _LINE, np.uint8)
-    off = (-raw.ctypes.data) % _LINE
-    return raw[off:off + n]
+    def _remember(self, env, call, kept, views=()):
+        """Let the next run repeat ``call`` (this run's kernel call, with its prepared
+        arguments; None: nothing to repeat) when the output is the kept array (``kept``)
+        and every prepared view reads its array in place (``views``: (view, array) pairs;
+        a copy would hold this run's values)."""
+        ok = call is not None and kept and self.memo_ok and \
+            all(np.may_share_memory(v, a) for v, a in views)
+        self._repeat = (tuple(env.get(n) for n in self.inputs), call,
+                        env[self.outputs[0]]) if ok else None

@@ -84,10 +84,7 @@ class QuantizedSoftmaxStep(_Int8RowsStep):
             xm = np.moveaxis(x, a, -1) if a != nd - 1 else x
             back = a if a != nd - 1 else None
         x2 = self._rows(xm, a if self.coerce else xm.ndim - 1)
-        y = self.kept_array(env, xm.shape, self.out_dtype)
-        kept = y is not None
-        if not kept:
-            y = np.empty(xm.shape, self.out_dtype)
+        y, kept = self.out_array(env, xm.shape, self.out_dtype)
         softmax, n = _toolkit.qsoftmax_run, x.size
         args = (self._isa, self._vbmi, x2.view(np.uint8), y.reshape(x2.shape), self.src_dt,
                 self.dst_dt, self.exp_table, self.inv, self.zp)
@@ -143,10 +140,7 @@ class QuantizedLayerNormStep(_Int8RowsStep):
         lead = x.ndim - self.k
         g, b = self._gamma_beta(tuple(x.shape[lead:]))
         x2 = self._rows(x, lead)
-        y = self.kept_array(env, x.shape, self.out_dtype)
-        kept = y is not None
-        if not kept:
-            y = np.empty(x.shape, self.out_dtype)
+        y, kept = self.out_array(env, x.shape, self.out_dtype)
         norm, n = _toolkit.qlayernorm_run, x.size
         args = (self._isa, x2.view(np.uint8), y.reshape(x2.shape), self.src_dt, self.dst_dt,
                 float(self.qs.scale[0]), int(self.qs.zp[0]), g, b, self.eps, self.inv,
@@ -212,10 +206,7 @@ class Int8BinaryStep(BinaryStep):
             x0, x1 = x1, x0
         v0 = x0 if order is None else x0.transpose(order)
         n = v0.size
-        y = self.kept_array(env, v0.shape, self.out_dtype)
-        kept = y is not None
-        if not kept:
-            y = np.empty(v0.shape, self.out_dtype)
+        y, kept = self.out_array(env, v0.shape, self.out_dtype)
         d0, d1, dd = self._dts
         z0, z1, zd = self._zps
         if swap:
@@ -238,8 +229,7 @@ class Int8BinaryStep(BinaryStep):
             def call():
                 binary(*a, gate_cols(g, d1, scale, z1, one_plus, m, rep), _threads(n))
         call()
-        env[self.outputs[0]] = self.kept_transposed(y, inv) if kept else \
-            y if inv is None else y.transpose(inv)
+        env[self.outputs[0]] = self.transposed(y, inv, kept)
         self._remember(env, call, kept, ((a[2], x0), (a[4], y)) +
                        (((g, x1),) if rep else ((a[3], x1),)))
 

@@ -14,7 +14,6 @@ from dnnq import args as A
 from dnnq.errors import InvalidArguments, Unimplemented
 from dnnq.memory import MemoryDesc
 from dnnq.onnx.buffers import REUSE, KeptOutput
-from dnnq.primitives import _verbose
 
 F32 = np.float32
 DATA_TAGS = {3: "nwc", 4: "nhwc", 5: "ndhwc"}
@@ -89,6 +88,22 @@ def _direct_execute(prim):
     return None if ex is None else ex.run
 
 
+def _direct_call(prim, a, update=None):
+    """The repeat of ``prim``'s call on the argument dict ``a`` through its C-level execute
+    (``update(a)`` first: this run's values of arguments made per run), or None where the
+    primitive has none; execute (its checks, its error) where the C path refuses them."""
+    direct = _direct_execute(prim)
+    if direct is None:
+        return None
+
+    def call():
+        if update is not None:
+            update(a)
+        if direct(a) is None:
+            prim.execute(a)
+    return call
+
+
 class WeightedLayer(KeptOutput):
     """Common run-time part: a cache of (primitive, packed weights, args) per input shape."""
 
@@ -107,22 +122,19 @@ class WeightedLayer(KeptOutput):
         # shape (primitive, args, the kept destination or None, post), so that a run does a
         # dict copy and one call
         self._simple = {} if spec.sum_src is None and spec.runtime_weights is None else None
-        self._memo = None  # (source, argument dict, C-level execute, output) of the last run
+
+    @property
+    def _memo(self):
+        """The repeat of the last run's call (KeptOutput._remember), or None."""
+        return self._repeat
 
     def run(self, env):
+        # the inputs and kept destination of the last run again (the session's buffers are
+        # the same arrays every run): the same argument dict to the C-level execute, no copy
+        # and no execute frame -- a third of a small layer's time (PP-OCR cls)
+        if self._repeated(env):
+            return
         x = env[self.spec.src]
-        memo = self._memo
-        if memo is not None and memo[0] is x and env.get(REUSE) and not _verbose._level and \
-                (memo[4] is None or env[memo[4][2]] is memo[4][0]):
-            # the source (and summed tensor) and kept destination of the last run again (the
-            # session's buffers are the same arrays every run): the same argument dict to the
-            # C-level execute, no copy and no execute frame -- a third of a small layer's
-            # time (PP-OCR cls)
-            if memo[4] is not None:
-                memo[4][3](memo[1])  # this run's summed values / run-time weights into a
-            if memo[2](memo[1]) is not None:
-                env[self.spec.dst] = memo[3]
-                return
         if self._simple is not None:
             fast = self._simple.get(x.shape)
             if fast is not None:
@@ -132,8 +144,8 @@ class WeightedLayer(KeptOutput):
                 if dst is not None and env.get(REUSE):
                     a[_DST] = dst
                 y = prim.execute(a)
-                out = env[self.spec.dst] = y if post is None else post(y)
-                self._remember(x, a, prim, out)
+                env[self.spec.dst] = y if post is None else post(y)
+                self._remember(env, _direct_call(prim, a), _DST in a)
                 return
         self._run(env)
         # cached once the destination is decided: a run that may not reuse (the session's
@@ -162,46 +174,34 @@ class WeightedLayer(KeptOutput):
             a[A.DNNL_ARG_WEIGHTS] = prim.prepare_weights(
                 self._runtime_weights(env[self.spec.runtime_weights]))
         dst = self.kept_desc(env, dst_desc)
-        if dst is not None:
+        kept = dst is not None
+        if kept:
             self._kept[key] = dst
             a[A.DNNL_ARG_DST] = dst
-        extra = None  # (the second input, ..., its name, the per-run update of a)
+        update, views = None, [(a[_SRC], env[self.spec.src])]
         if self.spec.sum_src is not None:
-            kept = dst is not None
             if dst is None:
                 dst = dst_desc.empty()
             prev = env[self.spec.sum_src]
             pv = prev.reshape(dst.shape) if prev.shape != dst.shape else prev
             np.copyto(dst, pv)
             a[A.DNNL_ARG_DST] = dst
-            # (the copy repeats on a warm run when the view reads prev in place)
-            extra = (prev, None, self.spec.sum_src,
-                     lambda args: np.copyto(args[_DST], pv)) \
-                if kept and np.may_share_memory(pv, prev) else False
-        if self.spec.runtime_weights is not None and self.spec.sum_src is not None:
-            extra = False  # (two per-run updates: not repeated)
-        elif self.spec.runtime_weights is not None:
+            # the sum post-op reads dst: the copy repeats first (pv reading prev in place)
+            update, views = (lambda args: np.copyto(args[_DST], pv)), views + [(pv, prev)]
+        if self.spec.runtime_weights is not None:
             w, src0, pack = env[self.spec.runtime_weights], env[self.spec.src], \
                 prim.prepare_weights
 
-            def update(args):  # this run's weights (and source, when pre copies it)
+            def weights(args):  # this run's weights (and source, when pre copies it)
                 if pre is not None:
                     args[_SRC] = pre(src0)
                 args[A.DNNL_ARG_WEIGHTS] = pack(self._runtime_weights(w))
-            extra = (w, None, self.spec.runtime_weights, update)
+            # (both a sum and run-time weights: not repeated)
+            update, views = (weights, []) if update is None else (False, views)
         y = prim.execute(a)
-        out = env[self.spec.dst] = y if post is None else post(y)
-        if extra is not False and (extra is not None or
-                                   np.may_share_memory(x, env[self.spec.src])):
-            self._remember(env[self.spec.src], a, prim, out, extra)
-
-    def _remember(self, x, a, prim, out, extra=None):
-        """Let a warm run with the same source array (and second input: ``extra`` is (it,
-        -, its name, the update of the arguments it needs each run)) repeat this run's call
-        (``a``, the argument dict, holds the kept destination and a view of ``x``)."""
-        direct = _direct_execute(prim) if _DST in a and self.memo_ok else None
-        # (references to x and the second input: their identity is the test in run)
-        self._memo = None if direct is None else (x, a, direct, out, extra)
+        env[self.spec.dst] = y if post is None else post(y)
+        self._remember(env, None if update is False else _direct_call(prim, a, update),
+                       kept, views)
 
     def _qargs(self, attr, wmask):
         """Scales / zero points of an int8 layer into ``attr`` and the execution args."""

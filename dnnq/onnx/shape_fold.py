@@ -149,13 +149,13 @@ class ViewFoldStep(Step):
         self.impl_info = "+".join(st.op for st in steps)
         self._views = {}
         self._last = None  # (input layout, parameter arrays, key) of the last run
-        self._made = None  # (input array, its recorded views, the views made, parameters)
+        self._made = None  # (input array, parameter arrays, the views made) of the last run
 
     def run(self, env):
         x = env[self.root]
         ps = tuple(env[p] for p in self.params)
         made = self._made
-        if made is not None and made[0] is x and all(a is b for a, b in zip(ps, made[3])):
+        if made is not None and made[0] is x and all(a is b for a, b in zip(ps, made[1])):
             # the same array and read-only parameter arrays as the last run: its views
             for o, v in zip(self.outputs, made[2]):
                 env[o] = v
@@ -186,7 +186,7 @@ class ViewFoldStep(Step):
             # the moves' outputs again for the same array when all of them are views of it
             # (a channels-last x: its moves are views, not recordable from x's buffer)
             outs = [env[o] for o in self.outputs]
-            self._made = (x, got, outs, ps) if self.memo_ok and self._last is not None and \
+            self._made = (x, ps, outs) if self.memo_ok and self._last is not None and \
                 all(isinstance(v, np.ndarray) and (np.may_share_memory(v, x) or
                                                    not v.flags.writeable) for v in outs) \
                 else None
@@ -197,7 +197,7 @@ class ViewFoldStep(Step):
         # kept for the next run of the same array and parameters (read-only ones, so that
         # identity means the same values): the same view objects then, so the steps reading
         # them may repeat their last calls (Step._repeated)
-        self._made = (x, got, views, ps) if self.memo_ok and self._last is not None else None
+        self._made = (x, ps, views) if self.memo_ok and self._last is not None else None
         for o, v in zip(self.outputs, views):
             env[o] = v
 

@@ -10,7 +10,7 @@ import numpy as np
 
 import dnnq
 from dnnq import args as A
-from dnnq.primitives import _impls, _verbose
+from dnnq.primitives import _impls
 from dnnq.primitives._kernels import _codes, _toolkit
 from dnnq.errors import InvalidArguments, Unimplemented
 from dnnq.memory import MemoryDesc
@@ -42,34 +42,8 @@ class Step(KeptOutput):
     #: reaches no graph output; the array may be shared by liveness, buffers.py)
     fresh_output = False
 
-    _repeat = None  # (input arrays, the kernel call, output) of the last run: _remember
-
     def __init__(self, nodes, inputs, outputs):
         self.nodes, self.inputs, self.outputs = list(nodes), list(inputs), list(outputs)
-
-    def _repeated(self, env):
-        """Whether this run was the last run's kernel call again: its inputs are the same
-        arrays (the session's shared buffers are the same every run), so the views and
-        arguments prepared then read this run's values; only their checks are skipped.
-        Not with DNNQ_VERBOSE on (primitives log in their runners)."""
-        rep = self._repeat
-        if rep is None or not env.get(REUSE) or _verbose._level:
-            return False
-        for n, v in zip(self.inputs, rep[0]):
-            if env.get(n) is not v:
-                return False
-        rep[1]()
-        env[self.outputs[0]] = rep[2]
-        return True
-
-    def _remember(self, env, call, kept, views=()):
-        """Let the next run repeat ``call`` (this run's kernel call, with its prepared
-        arguments) when the output is the kept array (``kept``) and every prepared view
-        reads its array in place (``views``: (view, array) pairs; a copy would hold this
-        run's values)."""
-        ok = kept and self.memo_ok and all(np.may_share_memory(v, a) for v, a in views)
-        self._repeat = (tuple(env.get(n) for n in self.inputs), call,
-                        env[self.outputs[0]]) if ok else None
 
 
 class PrimStep(Step):
@@ -125,7 +99,7 @@ class PrimStep(Step):
         self._armed = None
         self.execute(plan, env)
         armed, self._armed = self._armed, None
-        self._remember(env, armed, armed is not None)
+        self._remember(env, armed, True)  # (armed: None unless the output was kept)
 
 
 def _qargs(arg, qp, attr, a):
@@ -494,10 +468,7 @@ class QuantizedMoveStep(NumpyStep):
         index arrays and gathers: det's x2 upsamplings 0.2 - 0.5 ms each)."""
         n, c, ho, wo = sizes
         phys = (n, ho, wo, c)
-        y = self.kept_array(env, phys, x.dtype)
-        kept = y is not None
-        if not kept:
-            y = np.empty(phys, x.dtype)
+        y, kept = self.out_array(env, phys, x.dtype)
         xs = x.transpose(0, 2, 3, 1)
         copy, a = _toolkit.repeat_pixels_into, (xs.view(np.uint8), y.view(np.uint8),
                                                 reps[2], reps[3], 0)
@@ -505,8 +476,7 @@ class QuantizedMoveStep(NumpyStep):
         def call():
             copy(*a, dnnq.get_num_threads())
         call()
-        env[self.outputs[0]] = self.kept_transposed(y, (0, 3, 1, 2)) if kept else \
-            y.transpose(0, 3, 1, 2)
+        env[self.outputs[0]] = self.transposed(y, (0, 3, 1, 2), kept)
         self._remember(env, call, kept, ((a[0], x), (a[1], y)))
 
 
@@ -566,12 +536,11 @@ class LutStep(Step):
         def call():
             lookup(*a, dnnq.get_num_threads())
         call()
-        env[self.outputs[0]] = self.kept_transposed(y, inv) if kept else \
-            y if inv is None else y.transpose(inv)
+        env[self.outputs[0]] = self.transposed(y, inv, kept)
         self._remember(env, call, kept, ((src, x), (a[4], y)))
 
 
-def _rows_in_memory_order(x, out_dtype, step=None, env=None):
+def _rows_in_memory_order(x, out_dtype, step, env):
     """(x's bytes as rows of dense bytes at one row stride -- a view where its memory allows,
     e.g. a channel slice of a channels-last tensor --, an empty array of x's shape in x's
     memory order (``step``'s kept array when it keeps one), the permutation back to x's
@@ -588,10 +557,7 @@ def _rows_in_memory_order(x, out_dtype, step=None, env=None):
     if rows.strides[-1] != 1 and rows.size:
         rows = np.ascontiguousarray(rows)
     inv = None if order == tuple(range(x.ndim)) else ops_numpy.inverse_order(order)
-    y = None if step is None else step.kept_array(env, v.shape, out_dtype)
-    kept = y is not None
-    if not kept:
-        y = np.empty(v.shape, out_dtype)
+    y, kept = step.out_array(env, v.shape, out_dtype)
     return rows.view(np.uint8), y, inv, kept
 
 
