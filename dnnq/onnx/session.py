@@ -240,11 +240,11 @@ class InferenceSession:
             self._steps[i].pool, self._steps[i].pool_slot = self._pool, s
 
     def _choose_threads(self, env, nthreads):
-        """Run the steps, each timed on one thread and on ``nthreads`` (the best of three
-        trials each); a step keeps ``nthreads`` only when that is at least 20 % and 25 us
-        faster: waking the other threads after single-threaded steps costs about that (the
-        PP-OCR classifier, two 10-us steps chosen parallel by the 20 % alone, ran 0.85 ->
-        0.95 ms at two threads)."""
+        """Each step's threads: the steps timed on one thread and on ``nthreads`` (the best
+        of three trials each) and judged by parallel_pays: all the threads where they save
+        at least 20 % and 25 us (waking the other threads after single-threaded steps costs
+        about that: the PP-OCR classifier, two 10-us steps chosen parallel by the 20 %
+        alone, ran 0.85 -> 0.95 ms at two threads), or a large step they do not slow much."""
         clock, steps = time.perf_counter, self._steps
         # one whole run on all the threads first: the first parallel regions of a process
         # start OpenMP's workers and wake an idle core, which made the first session's

@@ -414,22 +414,11 @@ class QuantizedMoveStep(NumpyStep):
         if self._repeated(env):
             return
         x = env[self.inputs[0]]
-        if x.ndim == 4 and x.dtype.itemsize == 1 and x.shape[1] > 1 and \
-                x.strides[1] == 1 and x.transpose(0, 2, 3, 1).flags.c_contiguous:
-            params = [None if not p else env[p] for p in self.inputs]
-            key = (x.shape,) + tuple(None if p is None else tuple(np.ravel(p).tolist())
-                                     for p in params[1:])
-            geometry = self._geometry.get(key)
-            if geometry is None:
-                geometry = self._geometry[key] = ops_numpy.nearest_repeats(
-                    x.shape, params, self.attrs, self.opset)[:2] \
-                    if self.attrs.get("mode", "nearest") == "nearest" else (None, None)
-            sizes, reps = geometry
-            if reps is not None and reps[0] == 1 and reps[1] == 1:
-                self._repeat_pixels(env, x, tuple(sizes), reps)
-                return
+        sizes, reps = self.nearest_geometry(env)
+        if reps is not None and _pixels(x, reps) is not None:
+            self._repeat_pixels(env, x, tuple(sizes), reps)
+            return
         self._repeat = None
-        x = env[self.inputs[0]]
         phys, inv = physical(x)
         xs = [None if not n else env[n] for n in self.inputs]
         if inv is not None:
@@ -440,6 +429,21 @@ class QuantizedMoveStep(NumpyStep):
                     xs[i] = xs[i][order]
         y = ops_numpy.run_op(self.op, xs, self.attrs, self.opset)[0]
         env[self.outputs[0]] = y if inv is None else y.transpose(inv)
+
+    def nearest_geometry(self, env):
+        """(output sizes, whole repeat factors per axis or None) of this nearest Resize for
+        this run's input, cached per input shape and parameters (the nearest indices cost
+        more than the key); (None, None) for other modes."""
+        x = env[self.inputs[0]]
+        params = [None if not p else env[p] for p in self.inputs]
+        key = (x.shape,) + tuple(None if p is None else tuple(np.ravel(p).tolist())
+                                 for p in params[1:])
+        got = self._geometry.get(key)
+        if got is None:
+            got = self._geometry[key] = ops_numpy.nearest_repeats(
+                x.shape, params, self.attrs, self.opset)[:2] \
+                if self.attrs.get("mode", "nearest") == "nearest" else (None, None)
+        return got
 
     def _move(self, env):
         """The op; its outputs are the last run's objects when its inputs are the last run's
@@ -469,8 +473,7 @@ class QuantizedMoveStep(NumpyStep):
         n, c, ho, wo = sizes
         phys = (n, ho, wo, c)
         y, kept = self.out_array(env, phys, x.dtype)
-        xs = x.transpose(0, 2, 3, 1)
-        copy, a = _toolkit.repeat_pixels_into, (xs.view(np.uint8), y.view(np.uint8),
+        copy, a = _toolkit.repeat_pixels_into, (_pixels(x, reps), y.view(np.uint8),
                                                 reps[2], reps[3], 0)
 
         def call():
@@ -478,6 +481,16 @@ class QuantizedMoveStep(NumpyStep):
         call()
         env[self.outputs[0]] = self.transposed(y, (0, 3, 1, 2), kept)
         self._remember(env, call, kept, ((a[0], x), (a[1], y)))
+
+
+def _pixels(x, reps):
+    """The 8-bit channels-last 4-D ``x`` as C-contiguous (N, H, W, C) bytes for the compiled
+    pixel copy (toolkit repeat_pixels_into) of repeat factors ``reps`` (whole, along H and W
+    only), or None where it does not apply."""
+    if x.ndim != 4 or x.dtype.itemsize != 1 or reps[0] != 1 or reps[1] != 1:
+        return None
+    xs = x.transpose(0, 2, 3, 1)
+    return xs.view(np.uint8) if xs.flags.c_contiguous else None
 
 
 def physical(x):
@@ -576,7 +589,6 @@ class ConcatStep(Step):
         self._same = None  # per input: its quantization is the output's (no requantize)
         #: input i -> the nearest Resize step that made it (planner: take_resize)
         self._resized = {}
-        self._geometry = {}  # (i, shape, parameters) -> (sizes, repeat factors or None)
 
     def take_resize(self, i, step):
         """Input i is the output of ``step``, an int8 nearest Resize that nothing else reads:
@@ -619,14 +631,10 @@ class ConcatStep(Step):
     def _repeat_pixels(x, reps, out, at):
         """The compiled copy for a channels-last 4-D part upsampled along H and W into the
         channel slice from ``at``; False where it does not apply."""
-        if x.ndim != 4 or reps[0] != 1 or reps[1] != 1 or x.dtype.itemsize != 1 or \
-                out.dtype.itemsize != 1:
+        xs, ds = _pixels(x, reps), _pixels(out, (1, 1))
+        if xs is None or ds is None:
             return False
-        xs, ds = x.transpose(0, 2, 3, 1), out.transpose(0, 2, 3, 1)
-        if not (xs.flags.c_contiguous and ds.flags.c_contiguous):
-            return False
-        _toolkit.repeat_pixels_into(xs.view(np.uint8), ds.view(np.uint8), reps[2], reps[3],
-                                    at, dnnq.get_num_threads())
+        _toolkit.repeat_pixels_into(xs, ds, reps[2], reps[3], at, dnnq.get_num_threads())
         return True
 
     def run(self, env):
@@ -639,14 +647,7 @@ class ConcatStep(Step):
                 parts.append((x, None, x.shape))
                 continue
             x = env[rs.inputs[0]]
-            params = [None if not p else env[p] for p in rs.inputs]
-            key = (i, x.shape) + tuple(None if p is None else tuple(np.ravel(p).tolist())
-                                       for p in params[1:])
-            geometry = self._geometry.get(key)
-            if geometry is None:  # per shape: the nearest indices cost more than the key
-                geometry = self._geometry[key] = ops_numpy.nearest_repeats(
-                    x.shape, params, rs.attrs, rs.opset)[:2]
-            sizes, reps = geometry
+            sizes, reps = rs.nearest_geometry(env)
             if reps is None:  # not whole repeats: the general resize, then the copy
                 rs.run(env)
                 x = env[rs.outputs[0]]

@@ -43,6 +43,7 @@ from dnnq.errors import InvalidArguments
 from dnnq.memory import MemoryDesc, as_dt
 from dnnq.primitives import _pointwise as pw
 from dnnq.primitives._kernels import _codes, _conv
+from dnnq.primitives._scratch import Scratch
 
 _DTS = ("f32", "s32", "s8", "u8")
 
@@ -233,27 +234,25 @@ class _PlanesInterleaved:
     width instead of rows of C (a 1x3x736x960 f32 image to u8 channels-last: 1.7 -> 0.7
     ms)."""
 
-    __slots__ = ("plan", "dims", "np_dt", "isa", "spare")
+    __slots__ = ("plan", "dims", "np_dt", "isa", "scratch")
 
     def __init__(self, plan, dims, np_dt, isa):
         self.plan, self.dims, self.np_dt, self.isa = plan, dims, np_dt, isa
-        self.spare = []  # scratch arrays of finished runs (a fresh one faults its pages in)
+        self.scratch = {}  # the plain arrays of finished runs (a fresh one faults its pages)
 
     def run(self, arrays):
         dst = arrays["dst"]  # physical (N, spatial..., C)
-        spare = self.spare
+        scratch = Scratch(self.scratch)
         try:
-            plain = spare.pop()  # (list pop / append: atomic for runs on several threads)
-        except IndexError:
-            plain = np.empty(self.dims, self.np_dt)
-        a = dict(arrays)
-        a["dst"] = plain
-        self.plan.run(a)
-        # the interleave on the threads too (its bands of pixels: the same bytes)
-        _conv.transpose_channels(plain, dst, True, self.isa,
-                                 _dispatch.get_num_threads() if plain.nbytes >= 1 << 18 else 1)
-        if len(spare) < 2:
-            spare.append(plain)
+            plain = scratch.take(self.dims, self.np_dt)
+            a = dict(arrays)
+            a["dst"] = plain
+            self.plan.run(a)
+            # the interleave on the threads too (bands of pixels of a large image: the same
+            # bytes)
+            _conv.transpose_channels(plain, dst, True, self.isa, _dispatch.get_num_threads())
+        finally:
+            scratch.release()
 
 
 # ------------------------------------------------------------------------------------------

@@ -634,7 +634,7 @@ def repeat_pixels_into(src, dst, int64_t rh, int64_t rw, int64_t channel_offset,
     cdef uint8_t[:, :, :, ::1] d = dst
     cdef int64_t N = s.shape[0], H = s.shape[1], W = s.shape[2], C = s.shape[3]
     cdef int64_t Ho = d.shape[1], Wo = d.shape[2], Ct = d.shape[3]
-    cdef int64_t r, n, y, xi, k
+    cdef int64_t r, n, y
     cdef const uint8_t* sp
     cdef uint8_t* dp
     cdef int nt = nthreads
