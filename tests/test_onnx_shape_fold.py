@@ -35,14 +35,18 @@ def _model():
     return m
 
 
+def _ort(m):
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    return ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
+
+
 def test_shape_steps_cached_per_input_shape():
     m = _model()
     sess = donnx.InferenceSession(m)
     rows = [r for r in sess.plan() if r["primitive"] == "shape values (cached)"]
     assert len(rows) == 1 and len(rows[0]["nodes"]) >= 5, sess.plan()
-    so = ort.SessionOptions()
-    so.log_severity_level = 3
-    ref = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    ref = _ort(m)
     rng = np.random.default_rng(1)
     for shape in [(2, 3, 4), (1, 3, 7), (2, 3, 4), (5, 3, 1), (1, 3, 7)]:
         x = rng.standard_normal(shape).astype(np.float32)
@@ -87,9 +91,7 @@ def test_int8_view_moves_cached_per_layout():
     sess = donnx.InferenceSession(m)
     rows = [r for r in sess.plan() if r["primitive"] == "int8 views (cached)"]
     assert len(rows) == 1 and len(rows[0]["nodes"]) >= 6, sess.plan()
-    so = ort.SessionOptions()
-    so.log_severity_level = 3
-    ref = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    ref = _ort(m)
     rng = np.random.default_rng(2)
     for n in [3, 1, 3, 5, 1]:
         x = rng.standard_normal((n, 48)).astype(np.float32) * 3

@@ -81,19 +81,31 @@ def fold_shape_steps(steps, consts, graph_outputs):
                     roots_of[o] = roots
         member.append(ok and bool(roots))
     steps, member = _hoist(steps, member)
-    out, i = [], 0
-    while i < len(steps):
+
+    def extent(i):
         j = i
         while j < len(steps) and member[j]:
             j += 1
+        return j
+
+    def fold(run):
+        made = {o for st in run for o in st.outputs}
+        roots = sorted(set().union(*(roots_of[o] for st in run for o in st.outputs if o)))
+        # (constants among the inputs: the session puts only the steps' inputs in a run)
+        external = sorted({x for st in run for x in st.inputs
+                           if x and x not in made and x not in roots})
+        return ShapeFoldStep(run, roots, external)
+    return _fold_runs(steps, extent, fold)
+
+
+def _fold_runs(steps, extent, fold):
+    """``steps`` with each run steps[i:extent(i)] of two or more steps replaced by
+    ``fold(run)``."""
+    out, i = [], 0
+    while i < len(steps):
+        j = extent(i)
         if j - i >= 2:
-            run = steps[i:j]
-            made = {o for st in run for o in st.outputs}
-            roots = sorted(set().union(*(roots_of[o] for st in run for o in st.outputs if o)))
-            # (constants among the inputs: the session puts only the steps' inputs in a run)
-            external = sorted({x for st in run for x in st.inputs
-                               if x and x not in made and x not in roots})
-            out.append(ShapeFoldStep(run, roots, external))
+            out.append(fold(steps[i:j]))
             i = j
         else:
             out.append(steps[i])
@@ -229,8 +241,7 @@ class ViewFoldStep(Step):
 def fold_view_steps(steps):
     """``steps`` with each run of two or more consecutive int8 view moves that all descend
     from one tensor (and Shape / Size steps of them) as one ViewFoldStep."""
-    out, i = [], 0
-    while i < len(steps):
+    def extent(i):
         j, made, root = i, set(), None
         while j < len(steps):
             st = steps[j]
@@ -245,13 +256,12 @@ def fold_view_steps(steps):
                 root = src
             made.update(o for o in st.outputs if o)
             j += 1
-        if j - i >= 2:
-            run = steps[i:j]
-            params = sorted({x for st in run for x in st.inputs[1:]
-                             if x and x not in made and x != root})
-            out.append(ViewFoldStep(run, root, params))
-            i = j
-        else:
-            out.append(steps[i])
-            i += 1
-    return out
+        return j
+
+    def fold(run):
+        root = run[0].inputs[0]  # (the first step reads the root: extent's first source)
+        made = {o for st in run for o in st.outputs if o}
+        params = sorted({x for st in run for x in st.inputs[1:]
+                         if x and x not in made and x != root})
+        return ViewFoldStep(run, root, params)
+    return _fold_runs(steps, extent, fold)
