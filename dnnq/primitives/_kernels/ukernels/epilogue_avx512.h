@@ -35,7 +35,7 @@ typedef struct {
     char *d0;       /* dst of (batch, row 0, column n0) */
     int64_t ldd;    /* its row stride in bytes */
     /* bit 2i: post-op i (a clip or clip_v2) never needs its lower bound, bit 2i + 1: its
-     * upper bound (epi_chain_clip_drop); chain_regs chains only */
+     * upper bound (epi_chain_walk); chain_regs chains only */
     uint64_t clip_drop;
 } epi_consts_t;
 
@@ -286,83 +286,41 @@ DNNQ_ALWAYS_INLINE void epi_tile_chain(const int DT, const dnnq_gemm_args_t *g,
     }
 }
 
-/* The range [lo, hi] of a chain's values, all finite (no NaN either), where its post-ops
- * bound them whatever they start from: 1, or 0 when they may not be bounded.  A clip bounds
- * (a NaN or inf goes to a limit), a hard sigmoid too ([0, 1], a NaN -> 1); hard swish stays
- * between 0 and its input, relu and round move the bounds as they move values, linear maps
- * them (a correctly rounded fma is monotone in x); a sum is not bounded here. */
 /* min / max of bounds that are finite wherever they are used (no libm call: the chain's
- * analyses run at every prepare, per block and work item) */
+ * analysis runs at every prepare, per block and work item) */
 static inline float ecd_min(float a, float b) { return a < b ? a : b; }
 static inline float ecd_max(float a, float b) { return a > b ? a : b; }
 
-static int epi_chain_range(const dnnq_postop_t *post, int n_post, float *plo, float *phi) {
-    int ok = 0;
-    float lo = 0.0f, hi = 0.0f;
-    for (int i = 0; i < n_post; ++i) {
-        const dnnq_postop_t *po = &post[i];
-        const float al = po->alpha, be = po->beta;
-        const int fin = isfinite(al) && isfinite(be);
-        if (po->kind != DNNQ_PO_ELTWISE) { ok = 0; continue; }
-        switch (po->alg) {
-        case DNNQ_ELT_CLIP:
-        case DNNQ_ELT_CLIP_V2: /* min(be, max(x, al)): be when al > be */
-            ok = fin;
-            lo = ecd_min(al, be);
-            hi = be;
-            break;
-        case DNNQ_ELT_HARDSIGMOID: ok = 1, lo = 0.0f, hi = 1.0f; break;
-        case DNNQ_ELT_HARDSWISH: lo = ecd_min(lo, 0.0f), hi = ecd_max(hi, 0.0f); break;
-        case DNNQ_ELT_RELU:
-            if (al == 0.0f) {
-                lo = ecd_max(lo, 0.0f), hi = ecd_max(hi, 0.0f);
-            } else { /* x > 0 ? x : x al */
-                ok = ok && fin;
-                const float a = lo * al, b = hi * al;
-                lo = ecd_min(ecd_min(lo, 0.0f), ecd_min(a, b));
-                hi = ecd_max(ecd_max(hi, 0.0f), ecd_max(a, b));
-            }
-            break;
-        case DNNQ_ELT_ROUND: lo -= 1.0f, hi += 1.0f; break;
-        case DNNQ_ELT_LINEAR: {
-            ok = ok && fin;
-            const float a = fmaf(al, lo, be), b = fmaf(al, hi, be);
-            lo = ecd_min(a, b), hi = ecd_max(a, b);
-            break;
-        }
-        default: ok = 0; break;
-        }
-        ok = ok && isfinite(lo) && isfinite(hi);
-    }
-    *plo = lo, *phi = hi;
-    return ok;
-}
-
-/* Which bounds of a chain's clips are exact no-ops (bit 2i: the max with alpha of post-op i,
- * bit 2i + 1: the min with beta): where the post-ops before it keep every value finite and
- * strictly inside that bound, the max / min returns its other operand unchanged.  The quantized
- * ONNX models' chains (clip, hardswish, clip, linear, clip, linear) re-clip the hard swish
- * to a range whose lower end (-0.38) lies below the hard swish's minimum (-0.375), and
- * then the linear map of that: two of the chain's 13 f32 steps on the ports the micro-kernel's
- * vpdpbusd leave free.  The ranges are those of the f32 operations (a correctly rounded
- * product, sum or fma is monotone in each operand), with a margin where a closed form bounds
- * the hard swish; before the first clip nothing is known (the scaled accumulators may be
- * anything, a NaN included). */
-static uint64_t epi_chain_clip_drop(const dnnq_postop_t *post, int n_post) {
-    uint64_t drop = 0;
+/* One walk of a chain's post-ops, following the range [lo, hi] of its values: whether at the
+ * end every value is finite (no NaN either) and in [*plo, *phi] (1), or may not be (0), and
+ * in *drop which bounds of its clips are exact no-ops (bit 2i: the max with alpha of post-op
+ * i, bit 2i + 1: the min with beta): where the post-ops before it keep every value finite
+ * and strictly inside that bound, the max / min returns its other operand unchanged.  Before
+ * the first bounding post-op nothing is known (the scaled accumulators may be anything, a
+ * NaN included).  A clip bounds (a NaN or inf goes to a limit), a hard sigmoid too ([0, 1],
+ * a NaN -> 1); hard swish stays between its input and 0, relu and round move the bounds as
+ * they move values, linear maps them (a correctly rounded product, sum or fma is monotone in
+ * each operand); a sum is not followed.  The quantized ONNX models' chains (clip, hardswish,
+ * clip, linear, clip, linear) re-clip the hard swish to a range whose lower end (-0.38) lies
+ * below the hard swish's minimum (-0.375), and then the linear map of that: two of the
+ * chain's 13 f32 steps on the ports the micro-kernel's vpdpbusd leave free (the margin of the
+ * hard swish's closed-form minimum covers its roundings). */
+static int epi_chain_walk(const dnnq_postop_t *post, int n_post, uint64_t *drop, float *plo,
+                          float *phi) {
     int known = 0; /* every value is finite, not NaN, and in [lo, hi] */
     float lo = 0.0f, hi = 0.0f;
-    for (int i = 0; i < n_post && i < 32; ++i) {
+    *drop = 0;
+    for (int i = 0; i < n_post; ++i) {
         const dnnq_postop_t *po = &post[i];
         const float al = po->alpha, be = po->beta;
         const int fin = isfinite(al) && isfinite(be);
         if (po->kind != DNNQ_PO_ELTWISE) { known = 0; continue; }
         switch (po->alg) {
         case DNNQ_ELT_CLIP:
-        case DNNQ_ELT_CLIP_V2:
+        case DNNQ_ELT_CLIP_V2: /* min(be, max(x, al)) */
             if (!fin || !(al <= be)) { known = 0; break; }
-            if (known && lo > al) drop |= (uint64_t)1 << (2 * i);
-            if (known && hi < be) drop |= (uint64_t)2 << (2 * i);
+            if (known && lo > al && i < 32) *drop |= (uint64_t)1 << (2 * i);
+            if (known && hi < be && i < 32) *drop |= (uint64_t)2 << (2 * i);
             lo = known ? ecd_max(lo, al) : al;
             hi = known ? ecd_min(hi, be) : be;
             known = 1;
@@ -399,11 +357,13 @@ static uint64_t epi_chain_clip_drop(const dnnq_postop_t *post, int n_post) {
             }
             break;
         case DNNQ_ELT_HARDSIGMOID: known = 1, lo = 0.0f, hi = 1.0f; break;
-        default: known = 0; break; /* round and the rest: not followed */
+        case DNNQ_ELT_ROUND: lo -= 1.0f, hi += 1.0f; break;
+        default: known = 0; break;
         }
         known = known && isfinite(lo) && isfinite(hi);
     }
-    return drop;
+    *plo = lo, *phi = hi;
+    return known;
 }
 
 /* Once per block (batch b, the 64 columns from n0): the per-column vectors and the variant. */
@@ -453,7 +413,11 @@ static void epi_prepare_avx512(const dnnq_gemm_args_t *g, int64_t b, int64_t n0,
     }
     k->n_post = g->n_post;
     k->post_ops = g->post;
-    k->clip_drop = k->chain_regs ? epi_chain_clip_drop(g->post, g->n_post) : 0;
+    float chain_lo = 0.0f, chain_hi = 0.0f;
+    int chain_bounded = 0;
+    k->clip_drop = 0;
+    if (k->chain_regs)
+        chain_bounded = epi_chain_walk(g->post, g->n_post, &k->clip_drop, &chain_lo, &chain_hi);
     k->flags = 0;
     if (!k->has_zp && g->inv_dst_scale == 1.0f) k->flags |= EPI_F_SIMPLE;
     __mmask16 ccnz = 0;
@@ -480,9 +444,8 @@ static void epi_prepare_avx512(const dnnq_gemm_args_t *g, int64_t b, int64_t n0,
         if (!nonfinite && bound < 1073741824.0f) k->flags |= EPI_F_NOCLAMP;
     }
     k->chain_noclamp = 0;
-    float lo, hi;
-    if (k->chain_regs && (dt == DNNQ_DT_U8 || dt == DNNQ_DT_S8) &&
-        epi_chain_range(g->post, g->n_post, &lo, &hi)) {
+    if (k->chain_regs && (dt == DNNQ_DT_U8 || dt == DNNQ_DT_S8) && chain_bounded) {
+        const float lo = chain_lo, hi = chain_hi;
         __m512 mz = _mm512_setzero_ps();
         __mmask16 nonfinite = 0;
         for (int j = 0; j < 4; ++j) {
