@@ -131,16 +131,24 @@ class KeptOutput:
             return y
         if not kept:
             return y.transpose(order)
+        return self.kept_view(y, order, lambda a: a.transpose(order))
+
+    def kept_view(self, y, how, make):
+        """``make(y)``, a view of the kept array ``y`` described by the hashable ``how``: the
+        same view object every run, so that the steps reading it see the last run's array
+        again and may repeat their calls (a new view each run made every step after it take
+        its checked path)."""
         views = self.__dict__.setdefault("_kept_views", {})
-        got = views.get((id(y), order))
+        got = views.get((id(y), how))
         if got is None or got[0] is not y:  # (y held: its id is not another array's)
-            got = views[(id(y), order)] = (y, y.transpose(order))
+            got = views[(id(y), how)] = (y, make(y))
         return got[1]
 
     def kept_desc(self, env, desc):
-        """As kept_array, for a memory descriptor (its logical view)."""
+        """As kept_array, for a memory descriptor (its logical view: the same object every
+        run)."""
         phys = self.kept_array(env, tuple(desc.physical_shape), desc.numpy_dtype)
-        return None if phys is None else desc.logical_view(phys)
+        return None if phys is None else self.kept_view(phys, desc, desc.logical_view)
 
     def _new_kept(self, shape, dtype):
         if self.pool is not None:

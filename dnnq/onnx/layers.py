@@ -144,7 +144,7 @@ class WeightedLayer(KeptOutput):
                 if dst is not None and env.get(REUSE):
                     a[_DST] = dst
                 y = prim.execute(a)
-                env[self.spec.dst] = y if post is None else post(y)
+                env[self.spec.dst] = self._post(y, post, _DST in a)
                 self._remember(env, _direct_call(prim, a), _DST in a)
                 return
         self._run(env)
@@ -199,9 +199,16 @@ class WeightedLayer(KeptOutput):
             # (both a sum and run-time weights: not repeated)
             update, views = (weights, []) if update is None else (False, views)
         y = prim.execute(a)
-        env[self.spec.dst] = y if post is None else post(y)
+        env[self.spec.dst] = self._post(y, post, kept)
         self._remember(env, None if update is False else _direct_call(prim, a, update),
                        kept, views)
+
+    def _post(self, y, post, kept):
+        """The output: ``post(y)`` (a reshape) or ``y``; for the kept destination the same
+        view object every run (KeptOutput.kept_view)."""
+        if post is None:
+            return y
+        return self.kept_view(y, post, post) if kept else post(y)
 
     def _qargs(self, attr, wmask):
         """Scales / zero points of an int8 layer into ``attr`` and the execution args."""

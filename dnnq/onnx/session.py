@@ -217,8 +217,9 @@ class InferenceSession:
                     reach.add(x)
                     todo.append(x)
         for st in self._steps:
+            st.outputs_private = not any(o in reach for o in st.outputs)
             if st.fresh_output:
-                st.keeps_output = not any(o in reach for o in st.outputs)
+                st.keeps_output = st.outputs_private
 
     def _share_buffers(self, env):
         """The kept outputs on a pool of buffers shared by liveness (buffers.py), planned

@@ -10,6 +10,7 @@ makes its views from the recorded (shape, strides, offset) of each output.
 """
 import numpy as np
 
+from dnnq.onnx.buffers import REUSE
 from dnnq.onnx.steps import NumpyStep, QuantizedMoveStep, Step
 
 #: numpy ops that are pure functions of their inputs (no randomness, no data-dependent state)
@@ -195,6 +196,8 @@ class ViewFoldStep(Step):
         if got is False:  # not recordable (a copy in the chain, or x not contiguous)
             for st in self.steps:
                 st.run(env)
+            if self.outputs_private and env.get(REUSE):
+                self._stable_copies(env, x)
             # the moves' outputs again for the same array when all of them are views of it
             # (a channels-last x: its moves are views, not recordable from x's buffer)
             outs = [env[o] for o in self.outputs]
@@ -212,6 +215,25 @@ class ViewFoldStep(Step):
         self._made = (x, ps, views) if self.memo_ok and self._last is not None else None
         for o, v in zip(self.outputs, views):
             env[o] = v
+
+    def _stable_copies(self, env, x):
+        """The outputs that are copies (a reshape of a transposed tensor), copied again into
+        the arrays handed out last run: the steps reading them see the same arrays every run
+        and may repeat their calls (Step._repeated; attention's head merge before its output
+        projection).  Only for outputs no caller can hold (``outputs_private``)."""
+        kept = self.__dict__.setdefault("_copies", {})
+        for o in self.outputs:
+            v = env[o]
+            if not isinstance(v, np.ndarray) or np.may_share_memory(v, x) or \
+                    not v.flags.writeable:
+                continue
+            k = kept.get(o)
+            if k is None or k.shape != v.shape or k.dtype != v.dtype or \
+                    k.strides != v.strides:
+                kept[o] = v  # this run's copy, kept for the next
+            else:
+                np.copyto(k, v)
+                env[o] = k
 
     def _record(self, env, x):
         """(shape, strides, byte offset from x's start) per output, or False."""

@@ -6,6 +6,8 @@ Every step has ``inputs`` / ``outputs`` (names in the run's environment), ``node
 nodes it covers), ``primitive`` (the dnnq primitive's name or ``numpy:<op>``), ``impl_info``
 and ``run(env)``. Primitives depend on the input shape: each step keeps one per shape.
 """
+import functools
+
 import numpy as np
 
 import dnnq
@@ -41,6 +43,9 @@ class Step(KeptOutput):
     #: keep that array across runs (``keeps_output``: set by the session when the output
     #: reaches no graph output; the array may be shared by liveness, buffers.py)
     fresh_output = False
+    #: no output reaches a graph output, even as a view (set by the session): arrays the
+    #: step hands out are never the caller's
+    outputs_private = False
 
     def __init__(self, nodes, inputs, outputs):
         self.nodes, self.inputs, self.outputs = list(nodes), list(inputs), list(outputs)
@@ -81,6 +86,10 @@ class PrimStep(Step):
                 run.kept = self.kept_array(env, tuple(desc.physical_shape), desc.numpy_dtype)
                 reuse = self._big[id(run)] = run.kept is not None
         y = run(*srcs, reuse=reuse)
+        if reuse:  # the view of the kept array made the first time: the same object each run
+            first = self.kept_view(run.kept, run, lambda k: y)
+            if first.base is y.base and first.shape == y.shape and first.strides == y.strides:
+                y = first
         last = run.last
         run.last = None  # (held by the repeat alone: a caller's input is not kept alive)
         if reuse and self.replayable and last is not None:
@@ -157,7 +166,7 @@ class ReorderStep(PrimStep):
         args[A.DNNL_ARG_SRC] = x
         run = self._bound(plan, args, (A.DNNL_ARG_SRC,))
         y = self._call(run, (x,), env) if run is not None else prim.execute(args)
-        env[self.outputs[0]] = y.reshape(shape)
+        env[self.outputs[0]] = y if y.shape == shape else y.reshape(shape)
 
 
 def _is_channels_last(x):
@@ -345,7 +354,7 @@ class EltwiseStep(PrimStep):
         args[A.DNNL_ARG_SRC] = x = env[self.inputs[0]].reshape(prim.src_desc.dims)
         run = self._bound(plan, args, (A.DNNL_ARG_SRC,))
         y = self._call(run, (x,), env) if run is not None else prim.execute(args)
-        env[self.outputs[0]] = y.reshape(shape)
+        env[self.outputs[0]] = y if y.shape == shape else y.reshape(shape)
 
 
 class SoftmaxStep(PrimStep):
@@ -542,36 +551,45 @@ class LutStep(Step):
         x = env[self.inputs[0]]
         if self._repeated(env):
             return
-        src, y, inv, kept = _rows_in_memory_order(x, self.out_dtype, self, env)
+        src, copy, y, inv, kept = _rows_in_memory_order(x, self.out_dtype, self, env)
         lookup, a = _toolkit.table_lookup, (self._isa_code, self._vbmi, src, self.table,
                                             y.reshape(src.shape).view(np.uint8))
 
         def call():
+            if copy is not None:  # the rows copied from x again (a repeat reads this run's x)
+                copy()
             lookup(*a, dnnq.get_num_threads())
-        call()
+        lookup(*a, dnnq.get_num_threads())
         env[self.outputs[0]] = self.transposed(y, inv, kept)
-        self._remember(env, call, kept, ((src, x), (a[4], y)))
+        self._remember(env, call, kept, ((a[4], y),) if copy is not None else
+                       ((src, x), (a[4], y)))
 
 
 def _rows_in_memory_order(x, out_dtype, step, env):
     """(x's bytes as rows of dense bytes at one row stride -- a view where its memory allows,
-    e.g. a channel slice of a channels-last tensor --, an empty array of x's shape in x's
-    memory order (``step``'s kept array when it keeps one), the permutation back to x's
-    axes or None, whether the array is the kept one)."""
+    e.g. a channel slice of a channels-last tensor, else a copy --, None or the call that
+    copies x into those rows again, an empty array of x's shape in x's memory order
+    (``step``'s kept array when it keeps one), the permutation back to x's axes or None,
+    whether the array is the kept one)."""
     if not x.ndim:
-        return x.reshape(1, 1).view(np.uint8), np.empty((), out_dtype), None, False
+        return x.reshape(1, 1).view(np.uint8), None, np.empty((), out_dtype), None, False
     order = ops_numpy.memory_order(x)
     v = x.transpose(order)
     rows = v.view()
+    copy = None
     try:
         rows.shape = (-1, v.shape[-1]) if v.size else (0, 0)
     except AttributeError:  # not one row stride: copied
-        rows = np.ascontiguousarray(v).reshape(-1, v.shape[-1])
+        dense = np.ascontiguousarray(v)
+        rows = dense.reshape(-1, v.shape[-1])
+        copy = functools.partial(np.copyto, dense, v)
     if rows.strides[-1] != 1 and rows.size:
-        rows = np.ascontiguousarray(rows)
+        strided = rows
+        rows = np.ascontiguousarray(strided)
+        copy = functools.partial(np.copyto, rows, strided)
     inv = None if order == tuple(range(x.ndim)) else ops_numpy.inverse_order(order)
     y, kept = step.out_array(env, v.shape, out_dtype)
-    return rows.view(np.uint8), y, inv, kept
+    return rows.view(np.uint8), copy, y, inv, kept
 
 
 class ConcatStep(Step):
