@@ -594,3 +594,28 @@ def test_misaligned_arrays(prim):
     want = run(lambda a: a)
     got = run(_misaligned)
     assert np.array_equal(got.view(np.int32), want.view(np.int32))
+
+
+@needs_onednn
+@pytest.mark.parametrize("N", [2100, 2113])
+@pytest.mark.parametrize("dst_dt", ["u8", "f32"])
+def test_matmul_large_weights_on_threads_match_onednn(N, dst_dt):
+    """Weights past the rows-outer limit (K * N > 256 KiB) and destination rows that share
+    cache lines between column panels: the threads take runs of neighbouring panels; every
+    thread count writes oneDNN's bytes (a run boundary off by one leaves columns unwritten
+    or written twice)."""
+    rng = np.random.default_rng(5)
+    M, K = 37, 130
+    src, wei = rand(rng, "u8", (M, K)), rand(rng, "s8", (K, N))
+    q = dict(src_scales=np.array([0.02], np.float32),
+             wei_scales=rng.uniform(1e-3, 3e-2, N).astype(np.float32), wei_scale_mask=2,
+             dst_scales=np.array([0.5], np.float32) if dst_dt == "u8" else None)
+    ref = run_ref(src, wei, None, dst_dt, q)
+    before = dnnq.get_num_threads()
+    try:
+        for t in (1, 2, 3):
+            dnnq.set_num_threads(t)
+            out, _ = run_dnnq(src, wei, None, dst_dt, q)
+            assert_same(out, ref)
+    finally:
+        dnnq.set_num_threads(before)
