@@ -405,6 +405,43 @@ def test_softmax_writes_its_quantized_output(tmp_path):
     assert not any(r["primitive"] == "Reorder" for r in sess.plan()[1:-1])
 
 
+@pytest.mark.parametrize("moves", [0, 1, 2])
+@pytest.mark.parametrize("rounding", ["chain", "every"])
+def test_softmax_dequantized_to_the_output(rounding, moves):
+    """Softmax -> QuantizeLinear -> DequantizeLinear (-> Reshape -> QuantizeLinear ->
+    DequantizeLinear ...) -> output, as the recognizer ends: by default one int8-rows step
+    writing f32 (the pairs skipped, the reshapes on f32), equal to the f32 softmax of the
+    dequantized input to a few ulps; rounding="every" keeps the rounding, as ONNX Runtime."""
+    b = Builder()
+    s, z = b.const(np.float32(0.05)), b.const(np.uint8(120))
+    so, zo = b.const(np.float32(1 / 255)), b.const(np.uint8(0))
+    y = b.op("DequantizeLinear", [b.op("QuantizeLinear", ["x", s, z]), s, z])
+    y = b.op("Softmax", [y], axis=-1)
+    y = b.op("DequantizeLinear", [b.op("QuantizeLinear", [y, so, zo]), so, zo])
+    for i in range(moves):
+        y = b.op("Reshape", [y, b.const(np.int64([1, 6, 5, 40] if i == 0 else [30, 40]))])
+        y = b.op("DequantizeLinear", [b.op("QuantizeLinear", [y, so, zo]), so, zo])
+    m = b.model((6, 5, 40), y, opset=13)
+    x = (RNG.standard_normal((6, 5, 40)) * 3).astype(np.float32)
+    sess = donnx.InferenceSession(m, rounding=rounding)
+    got = sess.run(None, {"x": x})[0]
+    plan = sess.plan()
+    soft = [r for r in plan if r["primitive"] == "Softmax (int8 rows)"]
+    assert len(soft) == 1
+    q = np.clip(np.rint(x / np.float32(0.05)) + 120, 0, 255)
+    d = (q - 120) * 0.05
+    e = np.exp(d - d.max(-1, keepdims=True))
+    ref = (e / e.sum(-1, keepdims=True)).reshape(got.shape)
+    if rounding == "chain":
+        assert soft[0]["dtypes_out"] == ["f32"], plan
+        assert not any(r["primitive"] == "Reorder" for r in plan[1:]), plan
+        np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-7)
+    else:  # rounded to the output's grid, as ONNX Runtime
+        assert soft[0]["dtypes_out"] == ["u8"], plan
+        np.testing.assert_allclose(got * 255, np.rint(ref * 255), atol=1.01)
+        assert np.all(np.abs(got * 255 - np.rint(got * 255)) < 1e-3)
+
+
 @pytest.mark.parametrize("opset,axis,x_shape,tail", [
     (13, 1, (1, 10, 12), True),   # an axis that is not the last: moved to the rows
     (11, 1, (2, 6, 4), True),     # opsets 1 - 12: the dims from axis on as one row
@@ -425,7 +462,8 @@ def test_softmax_on_int8_rows(tmp_path, opset, axis, x_shape, tail):
         y = b.op("Add", [y, b.const(_w(x_shape[-1]))])
     sess = _run(tmp_path, b.model(x_shape, y, opset=opset), x_shape)
     rows = [r for r in sess.plan() if r["primitive"] == "Softmax (int8 rows)"]
-    assert len(rows) == 1 and rows[0]["dtypes_out"] == ["u8"]
+    # (the graph's output: its pair skipped, the step writes f32)
+    assert len(rows) == 1 and rows[0]["dtypes_out"] == (["u8"] if tail else ["f32"])
 
 
 def test_softmax_on_int8_rows_f32_output():

@@ -347,6 +347,11 @@ class Planner:
             self.ensure_q(q)
             sq = self._sole_q(n.output[0])
             axis = int(self.attrs(n).get("axis", -1 if opset >= 13 else 1))
+            tail = None if sq is None or self.round_every_quantize else \
+                self._dequantized_tail(sq[0])
+            if tail is not None:
+                self._emit_f32_softmax_tail(n, label, q, qp, axis, opset, sq[0], *tail)
+                return
             self._add(QuantizedSoftmaxStep(
                 [label] + ([] if sq is None else [self.label(sq[0])]), q,
                 n.output[0] if sq is None else sq[0].output[0], axis, qp,
@@ -492,6 +497,54 @@ class Planner:
         if qp is None or not qp.per_tensor or qp.dt not in ("u8", "s8"):
             return None
         return q, qp
+
+    def _dequantized_tail(self, q):
+        """(the moves, every node after ``q``) when ``q``'s output reaches a graph output
+        in f32 through moves (Reshape, Flatten, Squeeze, Unsqueeze) and pairs of
+        DequantizeLinear / QuantizeLinear of q's parameters (ending dequantized), each
+        value read by nothing else; None otherwise."""
+        qq = self.node_qparams(q)
+        moves, nodes, v, f32 = [], [], q.output[0], False
+        while v not in self.graph.output_names:
+            cons = self.graph.consumers.get(v, [])
+            if len(cons) != 1 or cons[0] in self.claimed:
+                return None
+            u = self.graph.nodes[cons[0]]
+            if u.op_type in ("DequantizeLinear", "QuantizeLinear"):
+                up = self.node_qparams(u)
+                if (u.op_type == "DequantizeLinear") == f32 or not up or \
+                        not up.same_as(qq):
+                    return None
+                f32 = not f32
+            elif u.op_type in ("Reshape", "Flatten", "Squeeze", "Unsqueeze") and \
+                    u.input[0] == v:
+                moves.append(u)
+            else:
+                return None
+            nodes.append(u)
+            v = u.output[0]
+        return (moves, nodes) if f32 else None
+
+    def _emit_f32_softmax_tail(self, n, label, q, qp, axis, opset, sq, moves, nodes):
+        """An int8 Softmax whose QuantizeLinear goes back to f32 and out of the model (the
+        recognizer's class probabilities): the int8-rows step writes f32 and the pairs are
+        skipped, as inside a fused chain (the values stay f32 to the end, rounded nowhere);
+        the moves run on the f32 values. Not when rounding at every QuantizeLinear."""
+        final = nodes[-1].output[0]
+        out = final if not moves else n.output[0]
+        self._add(QuantizedSoftmaxStep([label, self.label(sq)] + [
+            self.label(m) for m in nodes if m not in moves], q, out, axis, qp, None,
+            coerce=opset < 13))
+        for i, m in enumerate(moves):
+            for x in m.input[1:]:
+                self.ensure(x)
+            dst = final if i == len(moves) - 1 else m.output[0]
+            self._add(S.NumpyStep(self.label(m), m.op_type, self.attrs(m),
+                                  self.graph.opset_of(m), [out] + list(m.input[1:]), [dst],
+                                  self.consts))
+            out = dst
+        for node in [sq] + nodes:
+            self._claim(node)
 
     def _claim(self, node):
         self.claimed.add(self._index[id(node)])
