@@ -193,6 +193,7 @@ def test_warm_runs_of_int8_softmax_and_layer_norm(tmp_path):
     for _ in range(3):
         for i, x in enumerate(xs):
             np.testing.assert_array_equal(sess.run(None, {"x": x})[0], fresh[i])
+    assert any(r["primitive"] == "Reorder" for r in sess.plan()[1:])
     assert all(st._repeat is not None for st in sess._steps if "int8 rows" in st.primitive)
     assert any(st._memo is not None for st in sess._steps
                if getattr(st, "spec", None) is not None and st.spec.runtime_weights)
@@ -253,6 +254,7 @@ def test_warm_runs_repeat_every_step_after_copies_and_views(tmp_path, monkeypatc
     for _ in range(3):
         for i, x in enumerate(xs):
             np.testing.assert_array_equal(sess.run(None, {"x": x})[0], fresh[i])
+    assert any(r["primitive"] == "Reorder" for r in sess.plan()[1:])
     graph_out = sess.get_outputs()[0].name
     int8 = ("Convolution", "MatMul", "lookup table", "int8 rows")  # (Concat: no repeat)
     missed = [(i, st.primitive or st.primitive_name) for i, st in enumerate(sess._steps)
@@ -275,3 +277,28 @@ def test_warm_runs_repeat_every_step_after_copies_and_views(tmp_path, monkeypatc
         st.run(env)
         assert env[st.outputs[0]] is before, (st.primitive, st.nodes)
         env.update(saved)
+
+
+def test_warm_runs_of_inputs_in_another_layout(tmp_path):
+    """Inputs whose layout is not the one a step's runner was bound with (a Fortran-ordered
+    array after C-ordered ones) take the checked path, which writes a new array: warm runs
+    still give each input's own results (a step handing out the array of an earlier run
+    would repeat that run's values)."""
+    b = Builder()
+    y = b.op("Mul", ["x", b.const(np.float32(1.5))])  # f32 (numpy): x's layout
+    y = b.op("MatMul", [y, b.const(_w(16, 8))])  # its quantize: a bound Reorder
+    f32, qdq = str(tmp_path / "f32.onnx"), str(tmp_path / "qdq.onnx")
+    shape = (1, 8, 10, 16)
+    onnx.save(b.model(shape, y, opset=13), f32)
+    quantize_qdq(f32, qdq, [{"x": RNG.standard_normal(shape).astype(np.float32)}],
+                 op_types=["MatMul"])
+    xs = [RNG.standard_normal(shape).astype(np.float32) for _ in range(4)]
+    fresh = [donnx.InferenceSession(qdq, threads=1).run(None, {"x": x})[0] for x in xs]
+    sess = donnx.InferenceSession(qdq, threads=1)
+    sess.run(None, {"x": xs[0]})
+    for _ in range(2):
+        for i, x in enumerate(xs):
+            fortran = np.asfortranarray(x)
+            np.testing.assert_array_equal(sess.run(None, {"x": fortran})[0], fresh[i])
+            np.testing.assert_array_equal(sess.run(None, {"x": x})[0], fresh[i])
+    assert any(r["primitive"] == "Reorder" for r in sess.plan()[1:])

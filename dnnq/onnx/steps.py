@@ -86,11 +86,11 @@ class PrimStep(Step):
                 run.kept = self.kept_array(env, tuple(desc.physical_shape), desc.numpy_dtype)
                 reuse = self._big[id(run)] = run.kept is not None
         y = run(*srcs, reuse=reuse)
-        if reuse:  # the view of the kept array made the first time: the same object each run
-            first = self.kept_view(run.kept, run, lambda k: y)
-            if first.base is y.base and first.shape == y.shape and first.strides == y.strides:
-                y = first
         last = run.last
+        if reuse and last is not None:
+            # the runner wrote the kept array (run.last: its checked path, not execute's new
+            # array): the same view of it each run
+            y = self.kept_view(run.kept, run, run.desc.logical_view)
         run.last = None  # (held by the repeat alone: a caller's input is not kept alive)
         if reuse and self.replayable and last is not None:
             kernel = run._run
