@@ -12,11 +12,21 @@ import dnnq
 import dnnq.testing as R
 from dnnq import MemoryDesc as MD, PrimitiveAttr, PostOps
 from dnnq import args as A
+from dnnq.primitives._kernels import _toolkit
 from test_pooling import CL, F, NP, _threads, gen, model_cl_average, out_shape, to_cl
 
 CHANNELS = (1, 3, 15, 16, 17, 24, 63, 64, 65, 96, 130, 600)
 AVG = ("avg_include_padding", "avg_exclude_padding")
 LINEAR = ("eltwise", "linear", 7.5, -900.0)  # a folded requantize, as PP-OCR's pools
+
+
+@pytest.fixture(autouse=True)
+def split_small_windows():
+    """Split the rows of any window over the threads (by default only windows of 256 KB or
+    more are), so that the small windows below exercise the split's boundaries."""
+    old = _toolkit.pool_split_min_bytes(1)
+    yield
+    _toolkit.pool_split_min_bytes(old)
 
 
 def _pool(x, alg, geom, post=None, dst_dt=None):

@@ -300,21 +300,39 @@ cdef class PwPlan:
         return &self.plan
 
 
+cdef int64_t _pool_split_min_bytes = 1 << 17
+
+
+def pool_split_min_bytes(n=None):
+    """The smallest share of a window (bytes) worth a thread when a stream8 pooling splits
+    one output's window rows over threads (measured; tests lower it to split small windows);
+    sets it to n (>= 1) when given, returns the previous value."""
+    global _pool_split_min_bytes
+    old = _pool_split_min_bytes
+    if n is not None:
+        _pool_split_min_bytes = max(1, int(n))
+    return old
+
+
 cdef int _run_pool(dnnq_pool_run_fn fn, dnnq_pool_split_fn split, const dnnq_pool_args_t* a,
                    int64_t nitems, int nthreads) noexcept nogil:
-    cdef int64_t t, r, nt = nthreads
+    cdef int64_t t, r, nt = nthreads, parts
     cdef int failed = 0
     cdef uint32_t* sums
     if nitems <= 0:
         return 0
-    if a.stream8 and nt > nitems:  # fewer outputs than threads: split each window's rows
-        sums = <uint32_t*>malloc(sizeof(uint32_t) * nt * a.C)
+    # fewer outputs than threads: each output's window rows split over up to nt threads, with
+    # shares of at least _pool_split_min_bytes (smaller ones gain less than a parallel region
+    # costs)
+    parts = min(nt, a.max_taps * a.C // _pool_split_min_bytes) if a.stream8 else 0
+    if nt > nitems and parts > 1:
+        sums = <uint32_t*>malloc(sizeof(uint32_t) * parts * a.C)
         if sums == NULL:
             return 1
         for r in range(nitems):
-            for t in prange(nt, num_threads=nt, schedule='static'):
-                split(a, r, <int>t, <int>nt, sums)
-            failed += split(a, r, <int>nt, <int>nt, sums) != 0
+            for t in prange(parts, num_threads=parts, schedule='static'):
+                split(a, r, <int>t, <int>parts, sums)
+            failed += split(a, r, <int>parts, <int>parts, sums) != 0
         free(sums)
         return failed
     if nt > nitems:

@@ -1,7 +1,7 @@
 /* Pooling (see dnnq_toolkit.h): the generic kernels (channels-last tap lists with vector
  * channel blocks; plain rows tap-major, or output-major for kernels wider than a chunk) whose
  * f32 values go through the pointwise epilogue (post-ops + store), and the driver choosing
- * them or the direct int8 kernels (tk_pool8*.h). */
+ * them, the direct int8 kernels (tk_pool8*.h) or the byte-stream sums (tk_pool_stream8.h). */
 #ifndef DNNQ_TK_POOL_H
 #define DNNQ_TK_POOL_H
 #include "tk_pointwise.h"
@@ -129,12 +129,6 @@ TK_POOL_ROW(int8_t, int32_t, s8)
 TK_POOL_ROW(int32_t, uint32_t, s32)
 TK_POOL_ROW(float, float, f32)
 
-static void tk_epilogue(const dnnq_pw_plan_t *p, int64_t row, int64_t j, int n,
-                        float (*buf)[TK_CH], float *tmp, int64_t *off) {
-    tk_row_offsets(p, row, off);
-    tk_program(p, off, j, n, buf, tmp);
-}
-
 /* plain layout, one (n, c, od, oh) row, outputs [o0, o0 + no): taps in (d, h, w) order for
  * every output (the f32 sums round as oneDNN's).  KW <= TK_CH: tap-major (each kw over the
  * outputs it reaches, ranges precomputed); a larger kernel: output-major over each output's
@@ -222,52 +216,6 @@ static void tk_pool_plain_chunk(const dnnq_pool_args_t *a, const char *pl, int64
             }
         }
     }
-}
-
-/* The stream8 average of output r from its window's integer sums (mod 2^32, read as s32): the
- * f32 step of the generic path (f32(sum) * f32(1 / count) or f32(sum) / count), then the
- * epilogue, chunk by chunk. */
-static void tk_ps_store(const dnnq_pool_args_t *a, int64_t r, int64_t ntap, const uint32_t *sums,
-                        float (*buf)[TK_CH], float *tmp, int64_t *off) {
-    const float cnt = a->alg == DNNQ_POOL_AVG_INC ? a->count_inc : (float)ntap;
-    for (int64_t c0 = 0; c0 < a->C; c0 += TK_CH) {
-        const int nc = (int)(a->C - c0 < TK_CH ? a->C - c0 : TK_CH);
-        float *v = buf[0];
-        for (int i = 0; i < nc; ++i) v[i] = (float)(int32_t)sums[c0 + i];
-        if (a->avg_rcp) {
-            const float rcp = 1.0f / cnt;
-            for (int i = 0; i < nc; ++i) v[i] = v[i] * rcp;
-        } else {
-            for (int i = 0; i < nc; ++i) v[i] = v[i] / cnt;
-        }
-        tk_epilogue(&a->epi, r, c0, nc, buf, tmp, off);
-    }
-}
-
-/* One stream8 output whose window rows are split over nparts threads: part < nparts sums its
- * share of the rows into sums + part * C; part == nparts (after all of them) adds the shares
- * (integers: exact in any order, so the result does not depend on nparts) and stores. */
-int DNNQ_TK_FN(dnnq_pool_split)(const dnnq_pool_args_t *a, int64_t r, int part, int nparts,
-                                uint32_t *sums) {
-    const int64_t C = a->C;
-    tk_ps_win_t w;
-    tk_ps_window(a, r / (a->OW * a->OH * a->OD), r / (a->OW * a->OH) % a->OD, r / a->OW % a->OH,
-                 r % a->OW, &w);
-    if (part < nparts) {
-        tk_ps_sums(a, &w, w.nrows * part / nparts, w.nrows * (part + 1) / nparts, sums + part * C);
-        return 0;
-    }
-    for (int k = 1; k < nparts; ++k)
-        for (int64_t c = 0; c < C; ++c) sums[c] += sums[k * C + c];
-    float buf[DNNQ_PW_NBUF][TK_CH] __attribute__((aligned(64)));
-    float tmp[TK_CH] __attribute__((aligned(64)));
-    int64_t off_stack[TK_OFF_STACK];
-    int64_t *off = a->epi.n_opnds <= TK_OFF_STACK
-                       ? off_stack : (int64_t *)malloc(sizeof(int64_t) * a->epi.n_opnds);
-    if (!off) return DNNQ_TK_ENOMEM;
-    tk_ps_store(a, r, w.ntap, sums, buf, tmp, off);
-    if (off != off_stack) free(off);
-    return 0;
 }
 
 int DNNQ_TK_FN(dnnq_pool_run)(const dnnq_pool_args_t *a, int64_t it0, int64_t it1) {

@@ -13,7 +13,11 @@
  * Lanes: each vector of bytes widened to two vectors of 16-bit lanes (zero-extended for u8,
  * sign-extended for s8), in byte order; TK_PS_FLUSH = 256 units fit them (256 * 255 < 2^16,
  * 256 * -128 = -2^15), then they are widened again and added into u32 position sums -- mod
- * 2^32, as the generic path's s32 lanes wrap. */
+ * 2^32, as the generic path's s32 lanes wrap.
+ *
+ * The f32 step and the epilogue after the sums are the generic path's (tk_ps_store); an
+ * output's window rows can be split over threads (dnnq_pool_split, driven by _toolkit.pyx
+ * when there are fewer outputs than threads). */
 #ifndef DNNQ_TK_POOL_STREAM8_H
 #define DNNQ_TK_POOL_STREAM8_H
 #include "tk_pool_common.h"
@@ -198,5 +202,51 @@ static void tk_ps_sums(const dnnq_pool_args_t *a, const tk_ps_win_t *w, int64_t 
     }
 }
 #endif
+
+/* The stream8 average of output r from its window's integer sums (mod 2^32, read as s32): the
+ * f32 step of the generic path (f32(sum) * f32(1 / count) or f32(sum) / count), then the
+ * epilogue, chunk by chunk. */
+static void tk_ps_store(const dnnq_pool_args_t *a, int64_t r, int64_t ntap, const uint32_t *sums,
+                        float (*buf)[TK_CH], float *tmp, int64_t *off) {
+    const float cnt = a->alg == DNNQ_POOL_AVG_INC ? a->count_inc : (float)ntap;
+    for (int64_t c0 = 0; c0 < a->C; c0 += TK_CH) {
+        const int nc = (int)(a->C - c0 < TK_CH ? a->C - c0 : TK_CH);
+        float *v = buf[0];
+        for (int i = 0; i < nc; ++i) v[i] = (float)(int32_t)sums[c0 + i];
+        if (a->avg_rcp) {
+            const float rcp = 1.0f / cnt;
+            for (int i = 0; i < nc; ++i) v[i] = v[i] * rcp;
+        } else {
+            for (int i = 0; i < nc; ++i) v[i] = v[i] / cnt;
+        }
+        tk_epilogue(&a->epi, r, c0, nc, buf, tmp, off);
+    }
+}
+
+/* One stream8 output whose window rows are split over nparts threads: part < nparts sums its
+ * share of the rows into sums + part * C; part == nparts (after all of them) adds the shares
+ * (integers: exact in any order, so the result does not depend on nparts) and stores. */
+int DNNQ_TK_FN(dnnq_pool_split)(const dnnq_pool_args_t *a, int64_t r, int part, int nparts,
+                                uint32_t *sums) {
+    const int64_t C = a->C;
+    tk_ps_win_t w;
+    tk_ps_window(a, r / (a->OW * a->OH * a->OD), r / (a->OW * a->OH) % a->OD, r / a->OW % a->OH,
+                 r % a->OW, &w);
+    if (part < nparts) {
+        tk_ps_sums(a, &w, w.nrows * part / nparts, w.nrows * (part + 1) / nparts, sums + part * C);
+        return 0;
+    }
+    for (int k = 1; k < nparts; ++k)
+        for (int64_t c = 0; c < C; ++c) sums[c] += sums[k * C + c];
+    float buf[DNNQ_PW_NBUF][TK_CH] __attribute__((aligned(64)));
+    float tmp[TK_CH] __attribute__((aligned(64)));
+    int64_t off_stack[TK_OFF_STACK];
+    int64_t *off = a->epi.n_opnds <= TK_OFF_STACK
+                       ? off_stack : (int64_t *)malloc(sizeof(int64_t) * a->epi.n_opnds);
+    if (!off) return DNNQ_TK_ENOMEM;
+    tk_ps_store(a, r, w.ntap, sums, buf, tmp, off);
+    if (off != off_stack) free(off);
+    return 0;
+}
 
 #endif
