@@ -468,8 +468,8 @@ def model_cl_average(x, alg, k, s, pl, pr):
 @pytest.mark.parametrize("dt", ["s8", "u8"])
 def test_pooling_few_channels_average_rows_model(isa, rng_seed, dt):
     """Channels-last 8-bit averages of fewer channels than a vector into f32 (the rows of a
-    window summed as runs, tk_pool_cl_rowsum8), padded, strided, and global windows of more
-    taps than the int8 fast path takes (an SE block's pool before its requantization)."""
+    window summed as byte streams, tk_pool_stream8.h), padded, strided, and global windows of
+    more taps than the int8 fast path takes (an SE block's pool before its requantization)."""
     rng = np.random.default_rng(rng_seed)
     for shape, k, s, pl, pr in (((1, 8, 12, 96), (12, 96), (1, 1), (0, 0), (0, 0)),
                                 ((2, 3, 9, 11), (3, 3), (2, 2), (1, 1), (1, 1)),

@@ -215,3 +215,35 @@ class ToolkitSmall:
 
     def time_execute(self, case):
         self.p.execute(self.args)
+
+
+class GlobalAvgPool:
+    """PP-OCRv4's global average pools: u8 nhwc (1, C, H, W) -> (1, C, 1, 1) with the folded
+    requantize as a linear post-op (the window rows summed as byte streams, split over the
+    threads: one output)."""
+
+    params = (["96x184x240", "24x184x240", "480x6x120"], [1, 2])
+    param_names = ["chw", "threads"]
+
+    def setup(self, chw, threads):
+        dnnq.set_num_threads(threads)
+        C, H, W = map(int, chw.split("x"))
+        x = np.random.default_rng(0).integers(0, 256, (1, H, W, C), dtype=np.uint8)
+        ops = dnnq.PostOps()
+        ops.append_eltwise("linear", 13.0, -1800.0)
+        attr = PrimitiveAttr()
+        attr.set_post_ops(ops)
+        self.p = dnnq.Pooling("avg_exclude_padding", MD((1, C, H, W), "u8", "nhwc"),
+                              MD((1, C, 1, 1), "u8", "nhwc"), kernel=(H, W), strides=1,
+                              attr=attr)
+        self.args = {A.DNNL_ARG_SRC: x.transpose(0, 3, 1, 2),
+                     A.DNNL_ARG_DST: np.empty((1, 1, 1, C), np.uint8).transpose(0, 3, 1, 2)}
+        self.nbytes = x.nbytes
+
+    def time_execute(self, chw, threads):
+        self.p.execute(self.args)
+
+    def track_gbps(self, chw, threads):
+        return _gbps(lambda: self.p.execute(self.args), self.nbytes)
+
+    track_gbps.unit = "GB/s"

@@ -66,6 +66,7 @@ _DTS = ("f32", "s32", "s8", "u8")
 # 64-bit index arithmetic adds up to three such values (tap index = o * S - PL + k * (D + 1)).
 GEOMETRY_LIMIT = 2 ** 61
 _INT32_MAX = 2 ** 31 - 1
+_STREAM8_MIN_TAPS, _STREAM8_MIN_TAPS_TAIL = 25, 9  # (tk_pool_stream8.h: measured)
 _F32_MAX = float(np.finfo(np.float32).max)
 
 
@@ -300,10 +301,16 @@ class Pooling(pw.ToolkitPrimitive, metaclass=CachedPrimitive):
         fast8 = (cl and src_desc.dt in ("s8", "u8") and dst_desc.dt == src_desc.dt
                  and not qa.post_ops and dst_desc.physical_order == src_desc.physical_order
                  and window <= 256 and all(s_ <= i_ for s_, i_ in zip(ss, ii)))
+        # the other channels-last 8-bit averages with adjacent taps along w: the window rows
+        # summed as byte streams (tk_pool_stream8.h) when the windows are large enough to
+        # repay its fixed cost per output (measured), smaller ones when the tap loop would
+        # leave channels to scalar code (its vectors hold 16 channels)
+        stream8 = (cl and src_desc.dt in ("s8", "u8") and self.alg != "max" and not fast8
+                   and d[-1] == 0 and (C < 16 or max_taps >= (_STREAM8_MIN_TAPS if C % 16 == 0
+                                                              else _STREAM8_MIN_TAPS_TAIL)))
         self._plan = _tk.PoolPlan(pw.ISA_CODE[self._isa], _ALGS[self.alg],
                                   pw.DT_CODE["f32" if self._s32_via_f32 else src_desc.dt],
-                                  cl, raw, geom, epi.plan, jit_int,
-                                  fast8)
+                                  cl, raw, geom, epi.plan, jit_int, fast8, stream8)
         self._known = frozenset({A.DNNL_ARG_SRC, A.DNNL_ARG_DST} | qa.known_args())
         self.impl_info = f"{pw.kernel_name(self._isa)}:pooling_{'nspc' if cl else 'ncsp'}"
         self._created()

@@ -8,7 +8,7 @@ read-only during `run` (operand addresses live in a per-call copy), so several P
 may run one plan at once.
 """
 from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_ANY_CONTIGUOUS, PyBUF_WRITABLE
-from libc.stdint cimport int64_t, int8_t, uint8_t
+from libc.stdint cimport int64_t, int8_t, uint8_t, uint32_t
 import numpy as np
 from libc.stdlib cimport malloc, free
 from libc.string cimport memset, memcpy
@@ -51,6 +51,7 @@ cdef extern from "dnnq_toolkit.h" nogil:
         int alg, src_dt, channels_last, raw_store
         int avg_rcp
         int fast8
+        int stream8
         int64_t N, C, ID, IH, IW, OD, OH, OW
         int64_t KD, KH, KW, SD, SH, SW, DD, DH, DW
         int64_t PD, PH, PW
@@ -73,11 +74,14 @@ cdef extern from "dnnq_toolkit.h" nogil:
 
     ctypedef int (*dnnq_pw_run_fn)(const dnnq_pw_plan_t *p, int64_t it0, int64_t it1)
     ctypedef int (*dnnq_pool_run_fn)(const dnnq_pool_args_t *a, int64_t it0, int64_t it1)
+    ctypedef int (*dnnq_pool_split_fn)(const dnnq_pool_args_t *a, int64_t item, int part,
+                                       int nparts, uint32_t *sums)
     ctypedef int (*dnnq_softmax_run_fn)(const dnnq_softmax_args_t *a, int64_t it0, int64_t it1,
                                         float *work)
 
     dnnq_pw_run_fn dnnq_pw_run_for_isa(int isa)
     dnnq_pool_run_fn dnnq_pool_run_for_isa(int isa)
+    dnnq_pool_split_fn dnnq_pool_split_for_isa(int isa)
     dnnq_softmax_run_fn dnnq_softmax_run_for_isa(int isa)
     ctypedef void (*dnnq_table_run_fn)(uint8_t *dst, const uint8_t *src, const uint8_t *table,
                                        int64_t n, int vbmi)
@@ -296,12 +300,41 @@ cdef class PwPlan:
         return &self.plan
 
 
-cdef int _run_pool(dnnq_pool_run_fn fn, const dnnq_pool_args_t* a, int64_t nitems,
-                   int nthreads) noexcept nogil:
-    cdef int64_t t, nt = nthreads
+cdef int64_t _pool_split_min_bytes = 1 << 17
+
+
+def pool_split_min_bytes(n=None):
+    """The smallest share of a window (bytes) worth a thread when a stream8 pooling splits
+    one output's window rows over threads (measured; tests lower it to split small windows);
+    sets it to n (>= 1) when given, returns the previous value."""
+    global _pool_split_min_bytes
+    old = _pool_split_min_bytes
+    if n is not None:
+        _pool_split_min_bytes = max(1, int(n))
+    return old
+
+
+cdef int _run_pool(dnnq_pool_run_fn fn, dnnq_pool_split_fn split, const dnnq_pool_args_t* a,
+                   int64_t nitems, int nthreads) noexcept nogil:
+    cdef int64_t t, r, nt = nthreads, parts
     cdef int failed = 0
+    cdef uint32_t* sums
     if nitems <= 0:
         return 0
+    # fewer outputs than threads: each output's window rows split over up to nt threads, with
+    # shares of at least _pool_split_min_bytes (smaller ones gain less than a parallel region
+    # costs)
+    parts = min(nt, a.max_taps * a.C // _pool_split_min_bytes) if a.stream8 else 0
+    if nt > nitems and parts > 1:
+        sums = <uint32_t*>malloc(sizeof(uint32_t) * parts * a.C)
+        if sums == NULL:
+            return 1
+        for r in range(nitems):
+            for t in prange(parts, num_threads=parts, schedule='static'):
+                split(a, r, <int>t, <int>parts, sums)
+            failed += split(a, r, <int>parts, <int>parts, sums) != 0
+        free(sums)
+        return failed
     if nt > nitems:
         nt = nitems
     if nt <= 1:
@@ -319,23 +352,29 @@ cdef class PoolPlan:
     dict with
     N, C, ID, IH, IW, OD, OH, OW, KD, KH, KW, SD, SH, SW, DD, DH, DW, PD, PH, PW; avg_rcp:
     average as sum * f32(1/count); fast8: channels-last s8 / u8 into the same type and layout
-    without post-ops (direct int8 kernels).
+    without post-ops (direct int8 kernels); stream8: a channels-last s8 / u8 average with
+    DW == 1 summed as byte streams, an output's window rows split over threads when there are
+    fewer outputs than threads.
     run(src, epi_arrays, epi_writable, dst, nthreads): epi_arrays are the epilogue operands
     (operand 0 must be dst).
     """
     cdef dnnq_pool_args_t args
     cdef dnnq_pool_run_fn fn
+    cdef dnnq_pool_split_fn split
     cdef PwPlan epi
     cdef public int64_t n_items
 
     def __init__(self, int isa, int alg, int src_dt, bint channels_last, bint raw_store,
-                 dict g, PwPlan epi, bint avg_rcp=False, bint fast8=False):
+                 dict g, PwPlan epi, bint avg_rcp=False, bint fast8=False,
+                 bint stream8=False):
         memset(&self.args, 0, sizeof(dnnq_pool_args_t))
         self.fn = dnnq_pool_run_for_isa(isa)
+        self.split = dnnq_pool_split_for_isa(isa)
         a = &self.args
         a.alg, a.src_dt, a.channels_last, a.raw_store = alg, src_dt, channels_last, raw_store
         a.avg_rcp = avg_rcp
         a.fast8 = fast8
+        a.stream8 = stream8
         a.N, a.C, a.ID, a.IH, a.IW = g["N"], g["C"], g["ID"], g["IH"], g["IW"]
         a.OD, a.OH, a.OW = g["OD"], g["OH"], g["OW"]
         a.KD, a.KH, a.KW = g["KD"], g["KH"], g["KW"]
@@ -359,7 +398,7 @@ cdef class PoolPlan:
         cdef int64_t nitems = self.n_items
         cdef int failed
         with nogil:
-            failed = _run_pool(self.fn, &a, nitems, nthreads)
+            failed = _run_pool(self.fn, self.split, &a, nitems, nthreads)
         free(ops)
         if failed:
             _raise_nomem("Pooling")

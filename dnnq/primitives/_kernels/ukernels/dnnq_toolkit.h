@@ -103,6 +103,9 @@ typedef struct {
                                                       type and layout, no post-ops: the direct
                                                       int8 kernels (max in int8, average in s16 /
                                                       s32 then one f32 step) */
+    int stream8;                                   /* channels-last s8 / u8 average, DW == 1:
+                                                      the window rows summed as byte streams
+                                                      (tk_pool_stream8.h; dnnq_pool_split) */
     int64_t N, C, ID, IH, IW, OD, OH, OW;
     int64_t KD, KH, KW, SD, SH, SW, DD, DH, DW;   /* DD.. = dilation + 1 */
     int64_t PD, PH, PW;                            /* left padding */
@@ -174,6 +177,11 @@ typedef struct {
 #define DNNQ_TK_ENOMEM 1
 typedef int (*dnnq_pw_run_fn)(const dnnq_pw_plan_t *p, int64_t it0, int64_t it1);
 typedef int (*dnnq_pool_run_fn)(const dnnq_pool_args_t *a, int64_t it0, int64_t it1);
+/* One output of a stream8 pooling with its window rows split over nparts threads: part <
+ * nparts sums its share into sums[part * C ..] (u32), part == nparts (after all of them)
+ * adds the shares and stores the output; sums holds nparts * C entries. */
+typedef int (*dnnq_pool_split_fn)(const dnnq_pool_args_t *a, int64_t item, int part, int nparts,
+                                  uint32_t *sums);
 typedef int (*dnnq_softmax_run_fn)(const dnnq_softmax_args_t *a, int64_t it0, int64_t it1, float *work);
 /* dst[i] = table[src[i]] for i < n (vbmi: VBMI's byte lookups may be used) */
 typedef void (*dnnq_table_run_fn)(uint8_t *dst, const uint8_t *src, const uint8_t *table,
@@ -186,6 +194,8 @@ typedef void (*dnnq_q8_binary_run_fn)(const dnnq_q8_binary_args_t *a, int64_t r0
 #define DNNQ_DECLARE_TOOLKIT(isa)                                                             \
     int dnnq_pw_run_##isa(const dnnq_pw_plan_t *p, int64_t it0, int64_t it1);                 \
     int dnnq_pool_run_##isa(const dnnq_pool_args_t *a, int64_t it0, int64_t it1);             \
+    int dnnq_pool_split_##isa(const dnnq_pool_args_t *a, int64_t item, int part, int nparts,  \
+                              uint32_t *sums);                                          \
     int dnnq_softmax_run_##isa(const dnnq_softmax_args_t *a, int64_t it0, int64_t it1,        \
                                float *work);                                            \
     void dnnq_table_run_##isa(uint8_t *dst, const uint8_t *src, const uint8_t *table,        \
@@ -201,6 +211,7 @@ DNNQ_DECLARE_TOOLKIT(avx512)
 /* ISA level (DNNQ_ISA_*) -> kernel; `name` receives "portable", "avx2" or "avx512". */
 dnnq_pw_run_fn dnnq_pw_run_for_isa(int isa);
 dnnq_pool_run_fn dnnq_pool_run_for_isa(int isa);
+dnnq_pool_split_fn dnnq_pool_split_for_isa(int isa);
 dnnq_softmax_run_fn dnnq_softmax_run_for_isa(int isa);
 dnnq_table_run_fn dnnq_table_run_for_isa(int isa);
 dnnq_qsoftmax_run_fn dnnq_qsoftmax_run_for_isa(int isa);

@@ -1,12 +1,13 @@
 /* Pooling (see dnnq_toolkit.h): the generic kernels (channels-last tap lists with vector
  * channel blocks; plain rows tap-major, or output-major for kernels wider than a chunk) whose
  * f32 values go through the pointwise epilogue (post-ops + store), and the driver choosing
- * them or the direct int8 kernels (tk_pool8*.h). */
+ * them, the direct int8 kernels (tk_pool8*.h) or the byte-stream sums (tk_pool_stream8.h). */
 #ifndef DNNQ_TK_POOL_H
 #define DNNQ_TK_POOL_H
 #include "tk_pointwise.h"
 #include "tk_pool_common.h"
 #include "tk_pool8_fused.h"
+#include "tk_pool_stream8.h"
 
 /* channels-last: taps are rows of C elements; acc over the taps for channels [c0, c0+nc).
  * Vector blocks keep the accumulator in a register across the taps; the remaining channels go
@@ -128,12 +129,6 @@ TK_POOL_ROW(int8_t, int32_t, s8)
 TK_POOL_ROW(int32_t, uint32_t, s32)
 TK_POOL_ROW(float, float, f32)
 
-static void tk_epilogue(const dnnq_pw_plan_t *p, int64_t row, int64_t j, int n,
-                        float (*buf)[TK_CH], float *tmp, int64_t *off) {
-    tk_row_offsets(p, row, off);
-    tk_program(p, off, j, n, buf, tmp);
-}
-
 /* plain layout, one (n, c, od, oh) row, outputs [o0, o0 + no): taps in (d, h, w) order for
  * every output (the f32 sums round as oneDNN's).  KW <= TK_CH: tap-major (each kw over the
  * outputs it reaches, ranges precomputed); a larger kernel: output-major over each output's
@@ -223,37 +218,6 @@ static void tk_pool_plain_chunk(const dnnq_pool_args_t *a, const char *pl, int64
     }
 }
 
-/* The sums of an 8-bit channels-last window of few channels (C < TK_VF: the tap loop above
- * would go element by element) whose taps along w are adjacent (no dilation): each window row
- * is one run of nw * C bytes, added into run[] (a vector loop over the run), then run[] is
- * folded into the C channel sums.  Integer sums: the same values as the tap loop. */
-#define TK_ROW_SUM_MAXC TK_VF
-static void tk_pool_cl_rowsum8(const dnnq_pool_args_t *a, int64_t n, int64_t od, int64_t oh,
-                               int64_t iw0, int64_t nw, int64_t dlo, int64_t dhi, int64_t hlo,
-                               int64_t hhi, uint32_t *restrict run, int32_t *restrict acc) {
-    const int64_t C = a->C, L = nw * C;
-    const int s8 = a->src_dt == DNNQ_DT_S8;
-    for (int64_t j = 0; j < L; ++j) run[j] = 0;
-    for (int64_t kd = dlo; kd < dhi; ++kd) {
-        const int64_t id = od * a->SD - a->PD + kd * a->DD;
-        for (int64_t kh = hlo; kh < hhi; ++kh) {
-            const int64_t ih = oh * a->SH - a->PH + kh * a->DH;
-            const int64_t o = (((n * a->ID + id) * a->IH + ih) * a->IW + iw0) * C;
-            if (s8) {
-                const int8_t *restrict r = (const int8_t *)a->src + o;
-                for (int64_t j = 0; j < L; ++j) run[j] += (uint32_t)(int32_t)r[j];
-            } else {
-                const uint8_t *restrict r = (const uint8_t *)a->src + o;
-                for (int64_t j = 0; j < L; ++j) run[j] += r[j];
-            }
-        }
-    }
-    uint32_t sum[TK_ROW_SUM_MAXC] = {0};
-    for (int64_t j = 0; j < L; j += C)
-        for (int64_t c = 0; c < C; ++c) sum[c] += run[j + c];
-    for (int64_t c = 0; c < C; ++c) acc[c] = (int32_t)sum[c];
-}
-
 int DNNQ_TK_FN(dnnq_pool_run)(const dnnq_pool_args_t *a, int64_t it0, int64_t it1) {
     float buf[DNNQ_PW_NBUF][TK_CH] __attribute__((aligned(64)));
     float tmp[TK_CH] __attribute__((aligned(64)));
@@ -274,21 +238,29 @@ int DNNQ_TK_FN(dnnq_pool_run)(const dnnq_pool_args_t *a, int64_t it0, int64_t it
         else
 #endif
         status = tk_pool8_fast(a, it0, it1);
+    } else if (a->stream8) {
+        uint32_t *sums = (uint32_t *)malloc(sizeof(uint32_t) * (size_t)C);
+        if (!sums) { if (off != off_stack) free(off); return DNNQ_TK_ENOMEM; }
+        int64_t ow = it0 % a->OW, oh = it0 / a->OW % a->OH;
+        int64_t od = it0 / (a->OW * a->OH) % a->OD, n = it0 / (a->OW * a->OH * a->OD);
+        for (int64_t r = it0; r < it1; ++r) {
+            if (r != it0 && ++ow == a->OW) { /* advance (n, od, oh, ow) without dividing */
+                ow = 0;
+                if (++oh == a->OH) {
+                    oh = 0;
+                    if (++od == a->OD) { od = 0; ++n; }
+                }
+            }
+            tk_ps_win_t w;
+            tk_ps_window(a, n, od, oh, ow, &w);
+            tk_ps_sums(a, &w, 0, w.nrows, sums);
+            tk_ps_store(a, r, w.ntap, sums, buf, tmp, off);
+        }
+        free(sums);
     } else if (a->channels_last) {
         /* the taps of one window inside the source: at most max_taps (< 2^31) */
         int64_t *tap = (int64_t *)malloc(sizeof(int64_t) * (size_t)(a->max_taps > 0 ? a->max_taps : 1));
         if (!tap) { if (off != off_stack) free(off); return DNNQ_TK_ENOMEM; }
-        const int rowsum = !is_max && a->DW == 1 && C < TK_ROW_SUM_MAXC &&
-                           (dt == DNNQ_DT_U8 || dt == DNNQ_DT_S8);
-        /* a window row holds at most min(KW, IW) taps inside the source (KW may be 2^61) */
-        const int64_t row_taps = a->KW < a->IW ? a->KW : a->IW;
-        uint32_t *run = rowsum ? (uint32_t *)malloc(sizeof(uint32_t) * (size_t)(row_taps * C))
-                               : NULL;
-        if (rowsum && !run) {
-            free(tap);
-            if (off != off_stack) free(off);
-            return DNNQ_TK_ENOMEM;
-        }
         int64_t ow = it0 % a->OW, oh = it0 / a->OW % a->OH;
         int64_t od = it0 / (a->OW * a->OH) % a->OD, n = it0 / (a->OW * a->OH * a->OD);
         for (int64_t r = it0; r < it1; ++r) {
@@ -303,22 +275,6 @@ int DNNQ_TK_FN(dnnq_pool_run)(const dnnq_pool_args_t *a, int64_t it0, int64_t it
             tk_tap_range(od, a->SD, a->PD, a->DD, a->KD, a->ID, &dlo, &dhi);
             tk_tap_range(oh, a->SH, a->PH, a->DH, a->KH, a->IH, &hlo, &hhi);
             tk_tap_range(ow, a->SW, a->PW, a->DW, a->KW, a->IW, &wlo, &whi);
-            if (run) { /* C < TK_CH: one chunk */
-                const int64_t ntw = (dhi - dlo) * (hhi - hlo) * (whi - wlo);
-                const float cnt = a->alg == DNNQ_POOL_AVG_INC ? a->count_inc : (float)ntw;
-                tk_pool_cl_rowsum8(a, n, od, oh, ow * a->SW - a->PW + wlo, whi - wlo, dlo, dhi,
-                                   hlo, hhi, run, acc.i);
-                float *v = buf[0];
-                tk_acc_to_f32(dt, 0, &acc, v, (int)C);
-                if (a->avg_rcp) {
-                    const float rcp = 1.0f / cnt;
-                    for (int i = 0; i < C; ++i) v[i] = v[i] * rcp;
-                } else {
-                    for (int i = 0; i < C; ++i) v[i] = v[i] / cnt;
-                }
-                tk_epilogue(epi, r, 0, (int)C, buf, tmp, off);
-                continue;
-            }
             int ntap = 0;
             for (int64_t kd = dlo; kd < dhi; ++kd) {
                 const int64_t id = od * a->SD - a->PD + kd * a->DD;
@@ -366,7 +322,6 @@ int DNNQ_TK_FN(dnnq_pool_run)(const dnnq_pool_args_t *a, int64_t it0, int64_t it
             }
         }
         free(tap);
-        free(run);
     } else {
         const int64_t OW = a->OW;
         const int64_t plane = a->ID * a->IH * a->IW;

@@ -1,7 +1,9 @@
-/* Shared by the pooling kernels: the valid tap range of a window and the accumulators. */
+/* Shared by the pooling kernels: the valid tap range of a window, the accumulators and the
+ * epilogue of one output row. */
 #ifndef DNNQ_TK_POOL_COMMON_H
 #define DNNQ_TK_POOL_COMMON_H
 #include "tk_convert.h"
+#include "tk_pointwise.h"
 
 #define TK_LOWEST_F32 (-3.402823466e+38f)
 
@@ -52,6 +54,13 @@ static void tk_acc_to_f32(int src_dt, int max, const tk_acc_t *acc, float *restr
 static void tk_raw_store(int dt, void *dst, int64_t elem, const tk_acc_t *acc, int n) {
     const int es = tk_esize(dt);
     memcpy((char *)dst + elem * es, acc->b, (size_t)n * es);
+}
+
+/* the post-ops and the store of values [j, j + n) of output row `row` (in buf[0]) */
+static void tk_epilogue(const dnnq_pw_plan_t *p, int64_t row, int64_t j, int n,
+                        float (*buf)[TK_CH], float *tmp, int64_t *off) {
+    tk_row_offsets(p, row, off);
+    tk_program(p, off, j, n, buf, tmp);
 }
 
 #endif

@@ -187,19 +187,30 @@ TK_INLINE tk_vb tk_vb_unpacklo_16(tk_vb a) { return TK_P(unpacklo_epi16)(a, tk_v
 TK_INLINE tk_vb tk_vb_unpackhi_16(tk_vb a) { return TK_P(unpackhi_epi16)(a, tk_vb_zero()); }
 /* per 128-bit lane: two s32 vectors -> s16 (saturating); inverse of the unpacks above */
 TK_INLINE tk_vb tk_vb_packs_32(tk_vb a, tk_vb b) { return TK_P(packs_epi32)(a, b); }
-/* half-width loads widened: TK_VB / 2 bytes -> 16-bit lanes; TK_VB / 2 u16 -> 32-bit lanes */
+/* half-width loads widened: TK_VB / 2 bytes -> 16-bit lanes; TK_VB / 2 u16 -> 32-bit lanes
+ * (zero-extended; s8 / s16: sign-extended); a vector's low (hi = 0) or high half */
 #if TK_VEC == 512
 TK_INLINE tk_vh tk_vh_loadu(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
 TK_INLINE tk_vh tk_vh_xor(tk_vh a, tk_vh b) { return _mm256_xor_si256(a, b); }
 TK_INLINE tk_vh tk_vh_set1_8(int8_t x) { return _mm256_set1_epi8((char)x); }
 TK_INLINE tk_vb tk_vb_from_u8h(tk_vh x) { return _mm512_cvtepu8_epi16(x); }
+TK_INLINE tk_vb tk_vb_from_s8h(tk_vh x) { return _mm512_cvtepi8_epi16(x); }
 TK_INLINE tk_vb tk_vb_from_u16h(tk_vh x) { return _mm512_cvtepu16_epi32(x); }
+TK_INLINE tk_vb tk_vb_from_s16h(tk_vh x) { return _mm512_cvtepi16_epi32(x); }
+TK_INLINE tk_vh tk_vb_half(tk_vb x, const int hi) {
+    return hi ? _mm512_extracti64x4_epi64(x, 1) : _mm512_castsi512_si256(x);
+}
 #else
 TK_INLINE tk_vh tk_vh_loadu(const void *p) { return _mm_loadu_si128((const __m128i *)p); }
 TK_INLINE tk_vh tk_vh_xor(tk_vh a, tk_vh b) { return _mm_xor_si128(a, b); }
 TK_INLINE tk_vh tk_vh_set1_8(int8_t x) { return _mm_set1_epi8((char)x); }
 TK_INLINE tk_vb tk_vb_from_u8h(tk_vh x) { return _mm256_cvtepu8_epi16(x); }
+TK_INLINE tk_vb tk_vb_from_s8h(tk_vh x) { return _mm256_cvtepi8_epi16(x); }
 TK_INLINE tk_vb tk_vb_from_u16h(tk_vh x) { return _mm256_cvtepu16_epi32(x); }
+TK_INLINE tk_vb tk_vb_from_s16h(tk_vh x) { return _mm256_cvtepi16_epi32(x); }
+TK_INLINE tk_vh tk_vb_half(tk_vb x, const int hi) {
+    return hi ? _mm256_extracti128_si256(x, 1) : _mm256_castsi256_si128(x);
+}
 #endif
 
 /* Two vectors of s16 lanes (elements 0.., TK_VB / 2..) -> TK_VB saturated bytes (u8 or s8)

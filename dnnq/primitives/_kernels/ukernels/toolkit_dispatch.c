@@ -5,6 +5,7 @@
 
 DNNQ_DEFINE_FOR_ISA(dnnq_pw_run_fn, dnnq_pw_run, DNNQ_WIDTH_SETS)
 DNNQ_DEFINE_FOR_ISA(dnnq_pool_run_fn, dnnq_pool_run, DNNQ_WIDTH_SETS)
+DNNQ_DEFINE_FOR_ISA(dnnq_pool_split_fn, dnnq_pool_split, DNNQ_WIDTH_SETS)
 DNNQ_DEFINE_FOR_ISA(dnnq_softmax_run_fn, dnnq_softmax_run, DNNQ_WIDTH_SETS)
 DNNQ_DEFINE_FOR_ISA(dnnq_table_run_fn, dnnq_table_run, DNNQ_WIDTH_SETS)
 DNNQ_DEFINE_FOR_ISA(dnnq_qsoftmax_run_fn, dnnq_qsoftmax_run, DNNQ_WIDTH_SETS)

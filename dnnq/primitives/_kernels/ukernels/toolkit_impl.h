@@ -7,10 +7,12 @@
  *                     with the GEMM epilogue
  *   tk_pointwise.h    the pointwise engine (program stages, row offsets, dnnq_pw_run)
  *   tk_pw_fast.h      its fast paths (fused affine / binary, 8-bit binary, requantization LUT)
- *   tk_pool_common.h  tap ranges and accumulators of pooling
+ *   tk_pool_common.h  tap ranges, accumulators and the epilogue of pooling
  *   tk_pool.h         the generic pooling kernels and dnnq_pool_run
  *   tk_pool8.h        the direct int8 pooling kernels (separable)
  *   tk_pool8_fused.h  the int8 average of small windows in registers
+ *   tk_pool_stream8.h the int8 average of large windows (rows summed as byte streams,
+ *                     dnnq_pool_split)
  *   tk_softmax.h      softmax / log-softmax
  *   tk_table.h        a 256-entry byte table applied element by element
  *   tk_rows8.h        softmax / layer normalization of quantized 8-bit rows
