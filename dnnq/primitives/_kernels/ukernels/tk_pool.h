@@ -241,18 +241,10 @@ int DNNQ_TK_FN(dnnq_pool_run)(const dnnq_pool_args_t *a, int64_t it0, int64_t it
     } else if (a->stream8) {
         uint32_t *sums = (uint32_t *)malloc(sizeof(uint32_t) * (size_t)C);
         if (!sums) { if (off != off_stack) free(off); return DNNQ_TK_ENOMEM; }
-        int64_t ow = it0 % a->OW, oh = it0 / a->OW % a->OH;
-        int64_t od = it0 / (a->OW * a->OH) % a->OD, n = it0 / (a->OW * a->OH * a->OD);
-        for (int64_t r = it0; r < it1; ++r) {
-            if (r != it0 && ++ow == a->OW) { /* advance (n, od, oh, ow) without dividing */
-                ow = 0;
-                if (++oh == a->OH) {
-                    oh = 0;
-                    if (++od == a->OD) { od = 0; ++n; }
-                }
-            }
+        tk_out_pos_t o = tk_out_pos(a, it0);
+        for (int64_t r = it0; r < it1; ++r, tk_out_next(a, &o)) {
             tk_ps_win_t w;
-            tk_ps_window(a, n, od, oh, ow, &w);
+            tk_ps_window(a, o.n, o.od, o.oh, o.ow, &w);
             tk_ps_sums(a, &w, 0, w.nrows, sums);
             tk_ps_store(a, r, w.ntap, sums, buf, tmp, off);
         }
@@ -261,16 +253,9 @@ int DNNQ_TK_FN(dnnq_pool_run)(const dnnq_pool_args_t *a, int64_t it0, int64_t it
         /* the taps of one window inside the source: at most max_taps (< 2^31) */
         int64_t *tap = (int64_t *)malloc(sizeof(int64_t) * (size_t)(a->max_taps > 0 ? a->max_taps : 1));
         if (!tap) { if (off != off_stack) free(off); return DNNQ_TK_ENOMEM; }
-        int64_t ow = it0 % a->OW, oh = it0 / a->OW % a->OH;
-        int64_t od = it0 / (a->OW * a->OH) % a->OD, n = it0 / (a->OW * a->OH * a->OD);
-        for (int64_t r = it0; r < it1; ++r) {
-            if (r != it0 && ++ow == a->OW) { /* advance (n, od, oh, ow) without dividing */
-                ow = 0;
-                if (++oh == a->OH) {
-                    oh = 0;
-                    if (++od == a->OD) { od = 0; ++n; }
-                }
-            }
+        tk_out_pos_t o = tk_out_pos(a, it0);
+        for (int64_t r = it0; r < it1; ++r, tk_out_next(a, &o)) {
+            const int64_t n = o.n, od = o.od, oh = o.oh, ow = o.ow;
             int64_t dlo, dhi, hlo, hhi, wlo, whi;
             tk_tap_range(od, a->SD, a->PD, a->DD, a->KD, a->ID, &dlo, &dhi);
             tk_tap_range(oh, a->SH, a->PH, a->DH, a->KH, a->IH, &hlo, &hhi);

@@ -28,6 +28,29 @@ static inline void tk_tap_range(int64_t o, int64_t S, int64_t P, int64_t Dl, int
 }
 
 
+/* The output position (n, od, oh, ow) of channels-last item `it`, and the next one's without
+ * dividing (the channels-last drivers walk their items in order). */
+typedef struct { int64_t n, od, oh, ow; } tk_out_pos_t;
+
+static inline tk_out_pos_t tk_out_pos(const dnnq_pool_args_t *a, int64_t it) {
+    tk_out_pos_t p;
+    p.ow = it % a->OW;
+    p.oh = it / a->OW % a->OH;
+    p.od = it / (a->OW * a->OH) % a->OD;
+    p.n = it / (a->OW * a->OH * a->OD);
+    return p;
+}
+
+static inline void tk_out_next(const dnnq_pool_args_t *a, tk_out_pos_t *p) {
+    if (++p->ow < a->OW) return;
+    p->ow = 0;
+    if (++p->oh < a->OH) return;
+    p->oh = 0;
+    if (++p->od < a->OD) return;
+    p->od = 0;
+    ++p->n;
+}
+
 typedef union {
     int32_t i[TK_CH];
     uint32_t u[TK_CH];
