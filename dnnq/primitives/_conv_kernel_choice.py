@@ -3,6 +3,8 @@ data (the flat kernel, the column kernel with or without its VBMI stride-2 rows,
 channels-last copies), their work items, and the deconvolution's balanced pixel blocks.
 Mixed into the Convolution / Deconvolution primitives (convolution.py); the module constants
 are the switches the tests and benchmarks set."""
+import math
+
 from dnnq.primitives import _impls
 from dnnq import args as A
 from dnnq.primitives._kernels import _conv
@@ -147,84 +149,135 @@ class KernelChoice:
         geo = self._geo
         return impl.kernel == "dw3x3" and geo.G == 16 and geo.strides[2] == 1
 
-    def _dw_plain_rows(self, panels, threads):
-        """Output rows per work item of the plain kernel: whole planes, each channel's rows
-        read and written in sequence (items of a few rows, as channels-last takes them, left
-        every row to come back from L2 a panel later: 3x slower), cut into as few row blocks
-        as give every thread one item, of an even count of rows at stride 1 along h (row
-        pairs), and, where a few rows fewer allow it, an item count the threads divide.  An
-        item costs about 2 us of set-up per 64 channels (per channel: its constants, the
-        first rows from L2, the staging buffer's copy): dw2 (64 channels, 56 rows) at 2
-        threads took 65 us in 8 items of 7 rows, 36 us in 2 of 28."""
-        geo = self._geo
-        rows = geo.dst[0] * geo.dst[1]
-        blocks = 1 if threads == 1 else max(1, -(-threads // (geo.N * panels)))
-        step = 2 if geo.strides[1] == 1 else 1
-        r0 = -(-rows // blocks)
-        r0 = r0 + 1 if step == 2 and r0 % 2 and r0 < rows else r0
-        for r in range(r0, max(step, r0 // 2) - 1, -step):
-            if (geo.N * panels * -(-rows // r)) % threads == 0:
-                return r
-        return r0
 
-    def _dw_rows_per_item(self, panels, threads):
-        """Output rows per work item of the column kernel: whole rows (it pairs two rows of
-        an item at stride 1 along h), at least 64 pixels, fewer when that leaves threads
-        without work, spread evenly over the blocks of an image."""
-        geo = self._geo
-        oh, ow = geo.dst[1], geo.dst[2]
-        pair = geo.strides[1] == 1
-        rows = min(oh, max(2 if pair else 1, -(-64 // ow)))
-        blocks = geo.N * geo.dst[0] * panels
-        while rows > 1 and blocks * -(-oh // rows) < 4 * threads:
-            rows -= 1
-        nb = -(-oh // rows)
-        rows = -(-oh // nb)
-        if pair and rows % 2 and rows < oh:
-            rows += 1
-        if threads > 1 and blocks * -(-oh // rows) < 16 * threads:
-            rows = self._dw_balanced_rows(rows, panels, threads)
-        return rows
+#: Output pixels per work item of the depthwise kernels without a sizing of their own (dw_rows3,
+#: the general driver): two micro-tiles, one where that leaves threads without work.
+DW_ITEM_TILES = 2
+DW_TILE_ROWS = 32
 
-    def _image_rows_per_item(self, panels, threads):
-        """Output rows per work item of the depthwise row kernel dw_rowsk and the
-        fold_lanes kernel: whole images (an item's set-up -- the epilogue constants, the
-        skipped kernel rows' zero-point sums -- cost PP-OCR's 5x5 layers 7 % in items of 64
-        pixels), cut into as few blocks of rows as give every thread four items."""
-        geo = self._geo
-        rows = geo.dst[0] * geo.dst[1]
-        units = geo.N * panels
-        blocks = 1 if threads == 1 else min(rows, -(-4 * threads // units))
-        return -(-rows // blocks)
 
-    def _dw_balanced_rows(self, rows, panels, threads):
-        """Rows per item that even out the threads' work under the static schedule (each
-        thread runs a contiguous run of items, panels innermost): a short last block of
-        rows otherwise leaves one thread with far less (e.g. 14 rows as 6 + 6 + 2)."""
-        geo = self._geo
-        oh, ow = geo.dst[1], geo.dst[2]
-        pair = geo.strides[1] == 1
-        images = geo.N * geo.dst[0]
+def depthwise_item_pixels(geo, kernel, threads, dst_esz):
+    """Output pixels per work item (the plan's mc) of an int8 depthwise plan running `kernel`
+    (a dnnq.primitives._impls.CONV name) on `threads` threads: ConvPlan asks it again for each
+    thread count it runs on (the primitive is made once, whatever the thread count then).
 
-        def cost(r):
-            # an output row costs ow pixels, a row left unpaired a quarter more, an item
-            # about 16 pixels of set-up
-            blocks = [min(r, oh - b) for b in range(0, oh, r)]
-            items = [(b + 0.25 * (b % 2) if pair else b) * ow + 16
-                     for b in blocks for _ in range(panels)] * images
-            q, extra = divmod(len(items), threads)
-            worst, i = 0.0, 0
-            for t in range(threads):
-                k = q + (t < extra)
-                worst = max(worst, sum(items[i:i + k]))
-                i += k
-            return worst
+    On several threads each thread runs one contiguous share of the items, panels innermost
+    (ConvPlan._launch): a band of output rows of every channel, the same band on every call,
+    so its source and destination stay in its own cache and no destination line is written by
+    two threads.  The items are sized so that the shares are even."""
+    panels = -(-geo.OC // 64)
+    ow = geo.dst[2]
+    if kernel == "dw3x3_plain":
+        return dw_plain_rows(geo, panels, threads) * ow
+    if kernel == "dw3x3":
+        return dw_rows_per_item(geo, panels, threads) * ow
+    if kernel == "dw_rowsk":
+        if threads == 1:
+            return image_rows_per_item(geo, panels, 1) * ow
+        return shared_image_block(geo, panels, threads, dst_esz)
+    mc = DW_TILE_ROWS * DW_ITEM_TILES
+    npix = geo.out_pixels
+    while mc > DW_TILE_ROWS and geo.N * panels * -(-npix // mc) < 4 * threads:
+        mc -= DW_TILE_ROWS
+    return mc
 
-        best, best_cost = rows, cost(rows)
-        for r in range(1, oh + 1):
-            if (r * ow < 16 and r < rows) or images * panels * -(-oh // r) < 4 * threads:
-                continue  # tiny items, or fewer than 4 per thread (dw6 ran 2x slower)
-            c = cost(r)
-            if c < best_cost * 0.97:
-                best, best_cost = r, c
-        return best
+
+def share_bounds(n, threads):
+    """The threads' shares of n items: thread t runs items [b[t], b[t + 1]) first
+    (ukernels/conv_kernels.c dnnq_conv_init_shares, the same split)."""
+    return [t * n // threads for t in range(threads + 1)]
+
+
+def shared_image_block(geo, panels, threads, dst_esz):
+    """Pixels per item of dw_rowsk on several threads: each image cut into equal blocks of
+    pixels (a row may be cut: its kernel takes any run of pixels) so that the images' blocks
+    split evenly over the threads, with at least four items per thread (an item's set-up --
+    the epilogue constants, the skipped kernel rows' zero-point sums -- is worth a few dozen
+    pixels); block boundaries on whole destination cache lines (64 bytes) where the pixel
+    size allows.  480 channels of 3 x 120 on two threads: rows 2 + 1 left one thread 1.3x the
+    other's work; blocks of 180 pixels split it evenly."""
+    npix = geo.out_pixels
+    per_image = threads // math.gcd(geo.N, threads)  # blocks per image: N * B % threads == 0
+    items_per_thread = panels * geo.N * per_image // threads
+    blocks = per_image * max(1, -(-4 // items_per_thread))
+    blocks = max(1, min(blocks, npix))
+    line = 64 // math.gcd(64, geo.OC * dst_esz)  # pixels per whole number of lines
+    mc = -(-(-(-npix // blocks)) // line) * line
+    return max(1, min(mc, npix))
+
+
+def dw_plain_rows(geo, panels, threads):
+    """Output rows per work item of the plain kernel: whole planes, each channel's rows
+    read and written in sequence (items of a few rows, as channels-last takes them, left
+    every row to come back from L2 a panel later: 3x slower), cut into as few row blocks
+    as give every thread one item, of an even count of rows at stride 1 along h (row
+    pairs), and, where a few rows fewer allow it, an item count the threads divide.  An
+    item costs about 2 us of set-up per 64 channels (per channel: its constants, the
+    first rows from L2, the staging buffer's copy): dw2 (64 channels, 56 rows) at 2
+    threads took 65 us in 8 items of 7 rows, 36 us in 2 of 28."""
+    rows = geo.dst[0] * geo.dst[1]
+    blocks = 1 if threads == 1 else max(1, -(-threads // (geo.N * panels)))
+    step = 2 if geo.strides[1] == 1 else 1
+    r0 = -(-rows // blocks)
+    r0 = r0 + 1 if step == 2 and r0 % 2 and r0 < rows else r0
+    for r in range(r0, max(step, r0 // 2) - 1, -step):
+        if (geo.N * panels * -(-rows // r)) % threads == 0:
+            return r
+    return r0
+
+
+def dw_rows_per_item(geo, panels, threads):
+    """Output rows per work item of the column kernel: whole rows (it pairs two rows of
+    an item at stride 1 along h), at least 64 pixels, fewer when that leaves threads
+    without work, spread evenly over the blocks of an image."""
+    oh, ow = geo.dst[1], geo.dst[2]
+    pair = geo.strides[1] == 1
+    rows = min(oh, max(2 if pair else 1, -(-64 // ow)))
+    blocks = geo.N * geo.dst[0] * panels
+    while rows > 1 and blocks * -(-oh // rows) < 4 * threads:
+        rows -= 1
+    nb = -(-oh // rows)
+    rows = -(-oh // nb)
+    if pair and rows % 2 and rows < oh:
+        rows += 1
+    if threads > 1 and blocks * -(-oh // rows) < 16 * threads:
+        rows = dw_balanced_rows(geo, rows, panels, threads)
+    return rows
+
+
+def image_rows_per_item(geo, panels, threads):
+    """Output rows per work item of the depthwise row kernel dw_rowsk on one thread and of
+    the fold_lanes kernel: whole images (an item's set-up -- the epilogue constants, the
+    skipped kernel rows' zero-point sums -- cost PP-OCR's 5x5 layers 7 % in items of 64
+    pixels), cut into as few blocks of rows as give every thread four items."""
+    rows = geo.dst[0] * geo.dst[1]
+    units = geo.N * panels
+    blocks = 1 if threads == 1 else min(rows, -(-4 * threads // units))
+    return -(-rows // blocks)
+
+
+def dw_balanced_rows(geo, rows, panels, threads):
+    """Rows per item that even out the threads' shares (each thread runs a contiguous run of
+    items, panels innermost: share_bounds): a short last block of rows otherwise leaves one
+    thread with far less (e.g. 14 rows as 6 + 6 + 2)."""
+    oh, ow = geo.dst[1], geo.dst[2]
+    pair = geo.strides[1] == 1
+    images = geo.N * geo.dst[0]
+
+    def cost(r):
+        # an output row costs ow pixels, a row left unpaired a quarter more, an item
+        # about 16 pixels of set-up
+        blocks = [min(r, oh - b) for b in range(0, oh, r)]
+        items = [(b + 0.25 * (b % 2) if pair else b) * ow + 16
+                 for b in blocks for _ in range(panels)] * images
+        bounds = share_bounds(len(items), threads)
+        return max(sum(items[bounds[t]:bounds[t + 1]]) for t in range(threads))
+
+    best, best_cost = rows, cost(rows)
+    for r in range(1, oh + 1):
+        if (r * ow < 16 and r < rows) or images * panels * -(-oh // r) < 4 * threads:
+            continue  # tiny items, or fewer than 4 per thread (dw6 ran 2x slower)
+        c = cost(r)
+        if c < best_cost * 0.97:
+            best, best_cost = r, c
+    return best

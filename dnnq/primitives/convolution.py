@@ -43,6 +43,7 @@ Here: descriptors, attributes, the plan and the C-level execute path.  The kerne
 family is in _conv_kernel_choice.py, the checked execute path in _conv_checked_exec.py.
 """
 import copy
+import functools
 import time
 
 import numpy as np
@@ -68,7 +69,8 @@ from dnnq.primitives._gemm_primitive import wrap_s32
 from dnnq.primitives._kernels import _codes, _conv, _conv_exec, _gemm
 from dnnq.primitives._scratch import Scratch as _Scratch
 from dnnq.primitives._conv_checked_exec import CheckedExecute, _RANGE
-from dnnq.primitives._conv_kernel_choice import KernelChoice, _balanced_block
+from dnnq.primitives._conv_kernel_choice import (KernelChoice, _balanced_block,
+                                                  depthwise_item_pixels, image_rows_per_item)
 from dnnq.primitives._conv_f32 import F32Convolution
 from dnnq.primitives._f32 import layer_dtypes, refuse_input_quantization
 
@@ -288,18 +290,20 @@ class _ConvolutionBase(KernelChoice, CheckedExecute, F32Convolution, metaclass=C
         # pixel blocks of a few micro-tiles; smaller when that leaves threads without work
         # (the folded stem: 32 micro-tiles, the per-item setup -- pairs built afresh, border
         # rows gathered -- cost it 3 % at 8)
-        mc = mr * (2 if geo.depthwise else 32 if geo.fold_kw or geo.deconv else 8)
+        mc = mr * (32 if geo.fold_kw or geo.deconv else 8)
         threads = max(1, _dispatch.get_num_threads())
         while mc > mr and geo.N * groups * panels * -(-npix // mc) < 4 * threads:
             mc -= mr
         if geo.deconv and not geo.depthwise and threads > 1:
             mc = _balanced_block(npix, mc, mr, geo.N * groups * panels, threads)
-        if impl.kernel == "dw3x3_plain":
-            mc = self._dw_plain_rows(panels, threads) * geo.dst[2]
-        elif impl.kernel == "dw3x3":
-            mc = self._dw_rows_per_item(panels, threads) * geo.dst[2]
-        elif impl.kernel in ("dw_rowsk", "fold_lanes"):
-            mc = self._image_rows_per_item(panels, threads) * geo.dst[2]
+        if impl.kernel == "fold_lanes":
+            mc = image_rows_per_item(geo, panels, threads) * geo.dst[2]
+        item_pixels = None
+        if geo.depthwise:
+            # the depthwise items are sized for each thread count the plan runs on
+            item_pixels = functools.partial(depthwise_item_pixels, geo, impl.kernel,
+                                            dst_esz=np.dtype(self.dst_desc.numpy_dtype).itemsize)
+            mc = item_pixels(threads)
         fast, fast_sum = _post_op_spec.fused_epilogue_flags(self._post_specs)
         g = dict(N=geo.N, G=geo.G, ICg=geo.ICg, OCg=geo.OCg, src=geo.src, dst=geo.dst,
                  kernel=geo.kernel, strides=geo.strides, steps=geo.steps, pads=geo.pads,
@@ -319,7 +323,7 @@ class _ConvolutionBase(KernelChoice, CheckedExecute, F32Convolution, metaclass=C
                               kernel=_codes.CONV_KERNEL[impl.kernel],
                               s8_src=self.src_desc.dt == "s8", raw_s32=self._raw_s32,
                               dw_kind=self._dw_kind, dw_fused=dw_fused, plain=impl.plain,
-                              fast_epi_sum=fast_sum)
+                              fast_epi_sum=fast_sum, item_pixels=item_pixels)
 
     def _kernel_code(self):
         """The kernels' ISA code, with oneDNN's s16 pair saturation where it applies."""

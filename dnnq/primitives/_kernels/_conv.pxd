@@ -1,7 +1,7 @@
 # cdef interface of the convolution driver (_conv.pyx): the C declarations of dnnq_conv.h and
 # ConvPlan's fields, for the C-level execute path (_conv_exec.pyx), which fills a copy of
 # plan.cv per call and runs it with plan._launch.
-from libc.stdint cimport int8_t, uint8_t, int16_t, int32_t, uint32_t, int64_t
+from libc.stdint cimport int8_t, uint8_t, int16_t, int32_t, uint32_t, int64_t, uint64_t
 from dnnq.primitives._kernels._kernels cimport (
     dnnq_gemm_args_t, dnnq_postop_t, dnnq_brgemm_ukr_fn, dnnq_gemm_epilogue_fn,
     dnnq_brgemm_f32_fn, dnnq_gemm_epilogue_f32_fn, dnnq_dw_f32_fn, dnnq_f32_epi_prepare_fn,
@@ -79,6 +79,8 @@ cdef extern from "dnnq_conv.h" nogil:
     void dnnq_transpose_rows_for_isa(int isa, const void *src, void *dst, int64_t rows,
                                      int64_t cols, int64_t rbegin, int64_t rend, int esz)
     int dnnq_conv_run_item(const dnnq_conv_t *cv, int64_t item)
+    int dnnq_conv_run_share(const dnnq_conv_t *cv, int t, int nthreads, uint64_t *shares)
+    void dnnq_conv_init_shares(uint64_t *shares, int64_t nitems, int nthreads)
     dnnq_conv_item_fn dnnq_conv_item_fn_for(const dnnq_conv_t *cv)
     int dnnq_conv_check_kernel(const dnnq_conv_t *cv, int kernel)
     dnnq_dw_tile_fn dnnq_dw_tile_for_isa(int isa, int kind)
@@ -129,7 +131,12 @@ cdef class ConvPlan:
     cdef public int kernel         # the chosen work-item kernel (_codes.CONV_KERNEL)
     cdef bint s8_src, raw_s32
     cdef int64_t dw_strides[2]
+    # a depthwise plan's item size per thread count: item_pixels(threads) -> mc, asked once
+    # per count (cached in mc_by_threads[threads - 1], 0: not asked yet)
+    cdef object item_pixels
+    cdef int64_t mc_by_threads[64]
 
+    cdef int64_t _item_mc(self, int nthreads) except -1
     cdef int execute(self, const ConvRun* r, int nthreads) except -1
     cdef int _launch(self, const dnnq_conv_t* cv, int nthreads) except -1
     cdef int _launch_bands(self, const dnnq_conv_t* cv, int nthreads, int isa,

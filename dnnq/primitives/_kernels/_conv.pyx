@@ -7,7 +7,7 @@ _conv_exec.pyx (which fills a copy of `cv` and calls `_launch`); `run` takes raw
 C-contiguous arrays that the caller keeps alive.
 """
 from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_C_CONTIGUOUS, PyBUF_WRITABLE
-from libc.stdint cimport int8_t, uint8_t, int16_t, int32_t, uint32_t, int64_t
+from libc.stdint cimport int8_t, uint8_t, int16_t, int32_t, uint32_t, int64_t, uint64_t
 from libc.stdlib cimport malloc, free
 from libc.string cimport memset
 from cython.parallel cimport prange
@@ -80,7 +80,8 @@ cdef class ConvPlan:
     def __init__(self, int isa, dict geom, int dst_dt, list post_ops, bint fast_epi,
                  int ref_numerics=0, bint u8_nan_top=False, bint f32=False, *,
                  int kernel, bint s8_src=False, bint raw_s32=False, int dw_kind=0,
-                 bint dw_fused=False, int plain=0, bint fast_epi_sum=False):
+                 bint dw_fused=False, int plain=0, bint fast_epi_sum=False,
+                 object item_pixels=None):
         """geom: N, G, ICg, OCg, src (id, ih, iw), dst (od, oh, ow), kernel (kd, kh, kw),
         strides, steps (dilation + 1), pads (left), deconv, depthwise, fold_kw, mc, mr.
         post_ops: (kind, alg, alpha, beta) per post-op (kinds of dnnq_kernels.h).
@@ -95,7 +96,9 @@ cdef class ConvPlan:
         the s32 accumulators as they are; dw_kind: the depthwise
         weights' layout (DNNQ_DW_S16 or DNNQ_DW_VNNI4); dw_fused: the depthwise 3x3 kernels'
         fused epilogue applies (_post_op_spec.dw_fused_epilogue); plain: the plain-data
-        variant of the dw3x3_plain kernel (1 - 3)."""
+        variant of the dw3x3_plain kernel (1 - 3); item_pixels: a depthwise plan's
+        output pixels per work item for a thread count (geom's mc is the creation's), asked
+        again for each thread count an execution runs on."""
         cdef int i
         cdef double work
         cdef dnnq_conv_t* cv = &self.cv
@@ -114,6 +117,10 @@ cdef class ConvPlan:
         cols = cv.OC if cv.depthwise else cv.OCg
         cv.n_panels = (cols + DNNQ_NR - 1) // DNNQ_NR
         cv.mc, cv.mr = geom["mc"], geom["mr"]
+        if item_pixels is not None and not cv.depthwise:
+            raise ValueError("ConvPlan: item_pixels is for depthwise plans")
+        self.item_pixels = item_pixels
+        memset(self.mc_by_threads, 0, sizeof(self.mc_by_threads))
         # s16 elements per panel of each depthwise layout (DNNQ_DW_S16, DNNQ_DW_VNNI4)
         self.dw_strides[0], self.dw_strides[1] = geom["dw_strides"]
         if cv.mr < 1 or cv.mr > (DNNQ_CONV_TILE_ROWS if cv.depthwise else DNNQ_MR_MAX):
@@ -299,17 +306,45 @@ cdef class ConvPlan:
         cv.epi.inv_dst_scale = <float>1.0 / r.dst_scale
         cv.epi.dst_zp, cv.epi.dst_zp_sn = r.dst_zp, r.dst_zp_sn
         cv.epi.dst = r.dst
+        # small problems stay on one thread: a fork / join costs more than they do (about
+        # 2M multiply-adds take ~50 us on one VNNI core; a depthwise multiply-add costs far
+        # more than a GEMM one, so it splits from 64K on)
+        if self.work < ((1 << 16) if cv.depthwise else (1 << 21)):
+            nthreads = 1
+        if self.item_pixels is not None:
+            cv.mc = self._item_mc(nthreads)
         if r.band_src != NULL:  # the fused band path (ConvExec._fused_bands)
-            if self.work < (1 << 16):
-                nthreads = 1
             return self._launch_bands(&cv, nthreads, cv.isa, r.band_src, r.band_p_src,
                                       r.band_dst, r.band_p_dst, r.band_esz)
         return self._launch(&cv, nthreads)
 
+    cdef int64_t _item_mc(self, int nthreads) except -1:
+        """Output pixels per work item of a depthwise plan on nthreads threads (item_pixels,
+        asked once per thread count): the items fit the threads an execution runs on, not
+        those at creation (the primitive cache hands one primitive to every thread count)."""
+        cdef int64_t mc
+        if 1 <= nthreads <= 64 and self.mc_by_threads[nthreads - 1]:
+            return self.mc_by_threads[nthreads - 1]
+        mc = self.item_pixels(nthreads)
+        if mc < 1:
+            raise ValueError(f"ConvPlan: item_pixels({nthreads}) gave {mc}")
+        if 1 <= nthreads <= 64:
+            self.mc_by_threads[nthreads - 1] = mc
+        return mc
+
     cdef int _launch(self, const dnnq_conv_t* cv, int nthreads) except -1:
-        """Run every work item of a filled cv (GIL held on entry; released around the loop)."""
-        cdef int64_t nitems = self.n_items, it
-        cdef int failed = 0
+        """Run every work item of a filled cv (GIL held on entry; released around the loop).
+        A depthwise plan on several threads runs thread shares (dnnq_conv_run_share): each
+        thread a contiguous run of the items, panels innermost -- a band of output rows of
+        every channel, the same on every call, so that what a thread writes and reads stays in
+        its own cache and no destination line is written by two threads (items taken as they
+        come sent the lines from core to core: two threads as slow as one on layers whose
+        output the next layer reads); a thread whose core is taken leaves the end of its
+        share to the others.  Other plans take their items as they come (dynamic)."""
+        cdef int64_t nitems = dnnq_conv_n_items(cv), it
+        cdef int failed = 0, t
+        cdef uint64_t shares_stack[64]
+        cdef uint64_t* shares = shares_stack
         cdef dnnq_conv_t run_cv
         if nitems <= 0:
             return 0
@@ -317,31 +352,45 @@ cdef class ConvPlan:
         if dnnq_conv_prepare_run(&run_cv) != 0:
             raise MemoryError("Convolution: a scratch allocation failed")
         cv = &run_cv
-        # small problems stay on one thread: a fork / join costs more than they do (about
-        # 2M multiply-adds take ~50 us on one VNNI core; a depthwise multiply-add costs far
-        # more than a GEMM one, so it splits from 64K on)
-        if self.work < ((1 << 16) if cv.depthwise else (1 << 21)) or nitems == 1:
+        if nitems == 1:
             nthreads = 1
-        # threads on pixels where destination rows share cache lines between panels and the
-        # weights are at most 256 KiB (as in GemmPlan.launch; ResNet-50's 256 -> 128 1x1
-        # stride 2 at 2 threads: 85 against 71 us); the depthwise and deconvolution phase
-        # items keep their own order
-        run_cv.rows_outer = (nthreads > 1 and
-                             cv.epi.K * cv.OC <= DNNQ_ROWS_OUTER_MAX_WEIGHTS and
-                             dnnq_dst_lines_shared(cv.epi.dst, cv.epi.d_sm, cv.epi.dst_dt,
-                                                   cv.epi.raw_s32))
+        cdef bint by_shares = (nthreads > 1 and cv.depthwise and not cv.f32 and
+                               _thread_shares_on and nitems < (<int64_t>1 << 31))
+        if by_shares:
+            run_cv.rows_outer = 1
+        else:
+            # threads on pixels where destination rows share cache lines between panels and
+            # the weights are at most 256 KiB (as in GemmPlan.launch; ResNet-50's 256 -> 128
+            # 1x1 stride 2 at 2 threads: 85 against 71 us); the deconvolution phase items
+            # keep their own order
+            run_cv.rows_outer = (nthreads > 1 and
+                                 cv.epi.K * cv.OC <= DNNQ_ROWS_OUTER_MAX_WEIGHTS and
+                                 dnnq_dst_lines_shared(cv.epi.dst, cv.epi.d_sm,
+                                                       cv.epi.dst_dt, cv.epi.raw_s32))
         if cv.f32:  # pixels outermost while the f32 weights fit in L2 (_gemm.pyx: the same)
             run_cv.rows_outer = cv.epi.K * cv.OC * 4 <= _F32_ROWS_OUTER_MAX_WEIGHTS
+        if by_shares and nthreads > 64:
+            shares = <uint64_t*>malloc(sizeof(uint64_t) * nthreads)
+            if shares == NULL:
+                dnnq_conv_finish_run(&run_cv)
+                raise MemoryError("Convolution: allocating the threads' shares failed")
         if nthreads == 1:
             with nogil:
                 for it in range(nitems):
                     if dnnq_conv_run_item(cv, it) != 0:
                         failed = 1
                         break
+        elif by_shares:
+            dnnq_conv_init_shares(shares, nitems, nthreads)
+            with nogil:
+                for t in prange(nthreads, schedule='static', num_threads=nthreads):
+                    failed += dnnq_conv_run_share(cv, t, nthreads, shares) != 0
         else:
             with nogil:
                 for it in prange(nitems, schedule='dynamic', num_threads=nthreads):
                     failed += dnnq_conv_run_item(cv, it) != 0  # a reduction over items
+        if shares != shares_stack:
+            free(shares)
         dnnq_conv_finish_run(&run_cv)
         if failed:
             raise MemoryError("Convolution: a scratch allocation failed; dst is incomplete")
@@ -376,6 +425,18 @@ cdef class ConvPlan:
 
 
 cdef bint _skip_zero_taps_on = True
+cdef bint _thread_shares_on = True
+
+
+def set_thread_shares(bint on):
+    """Whether depthwise plans on several threads run thread shares (ConvPlan._launch) or
+    take their items as they come; returns the previous setting (tests and A/B timings; on
+    by default)."""
+    global _thread_shares_on
+    old = _thread_shares_on
+    _thread_shares_on = on
+    return old
+
 
 
 def get_skip_zero_taps():

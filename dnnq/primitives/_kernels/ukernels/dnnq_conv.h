@@ -117,9 +117,10 @@ typedef struct dnnq_conv_s {
     /* 1: the column kernel's items run panels outermost within an image (ConvExec's channel-
      * band copies of plain data, several threads) */
     int panel_outer;
-    /* 1: the general driver's and the tiled path's items run panels innermost, so that the
-     * threads split pixels, not panels (set per execution where the destination's rows share
-     * cache lines between panels: dnnq_dst_lines_shared) */
+    /* 1: the general driver's, the tiled path's and the depthwise row kernels' (dw_rows3,
+     * dw_rowsk) items run panels innermost, so that the threads split pixels, not panels (set
+     * per execution: depthwise plans on several threads, others where the destination's rows
+     * share cache lines between panels: dnnq_dst_lines_shared) */
     int rows_outer;
     /* 1: a deconvolution leaves out the taps that read only the zero-point row (the
      * column-phase driver, conv_deconv.c); set at creation (_conv.set_skip_zero_taps) */
@@ -188,6 +189,14 @@ int dnnq_conv_run_band_unit(const dnnq_conv_t *cv, int64_t unit, int isa,
                             const uint8_t *src_plain, int64_t p_src, void *dst_plain,
                             int64_t p_dst, int esz);
 int64_t dnnq_conv_n_items(const dnnq_conv_t *cv);
+/* Thread t's share of a plan's items, for one parallel region of nthreads threads: its own
+ * contiguous run of the items first (shares[t]), then what is left of the others' runs,
+ * taken from their ends (a thread whose core is taken leaves its last items to the others).
+ * shares: nthreads words from dnnq_conv_init_shares, shared by the region's threads; each item
+ * runs exactly once.  0, or -1 as dnnq_conv_run_item (the thread's other items still run). */
+int dnnq_conv_run_share(const dnnq_conv_t *cv, int t, int nthreads, uint64_t *shares);
+/* shares[t] = thread t's run of nitems items (nitems < 2^31), for dnnq_conv_run_share */
+void dnnq_conv_init_shares(uint64_t *shares, int64_t nitems, int nthreads);
 /* 0, or -1 when a scratch allocation failed (dst then incomplete: raise MemoryError):
  * cv->run_item(cv, item) */
 int dnnq_conv_run_item(const dnnq_conv_t *cv, int64_t item);

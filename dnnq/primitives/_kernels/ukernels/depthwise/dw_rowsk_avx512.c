@@ -271,8 +271,10 @@ static void dwk_channel_order(int nc, int32_t *acc, int rows) {
 int dnnq_dw_item_rowsk(const dnnq_conv_t *cv, int64_t item) {
     const int64_t osp = cv->od * cv->oh * cv->ow;
     const int64_t nblk = (osp + cv->mc - 1) / cv->mc;
-    const int64_t blk = item % nblk;
-    const int64_t p = (item / nblk) % cv->n_panels;
+    /* panels outermost within an image, or innermost (rows_outer: the threads' shares are
+     * then bands of output rows of every channel, no destination line written by two) */
+    const int64_t blk = cv->rows_outer ? (item / cv->n_panels) % nblk : item % nblk;
+    const int64_t p = cv->rows_outer ? item % cv->n_panels : (item / nblk) % cv->n_panels;
     const int64_t n = item / nblk / cv->n_panels;
     const int64_t m0 = blk * cv->mc;
     const int64_t mend = m0 + (osp - m0 < cv->mc ? osp - m0 : cv->mc);
