@@ -120,7 +120,7 @@ def test_dw3x3_threads(isa, geometry, threads):
 @pytest.mark.parametrize("geometry", ["s1_14", "s1_7", "s2_14"])
 def test_dw3x3_two_threads_many_channels(isa, geometry, mb):
     """small images with many channel panels on 2 threads: items of whole images' rows
-    split over panels, balanced over the threads (convolution._dw_balanced_rows)"""
+    split over panels, balanced over the threads (_conv_kernel_choice.dw_balanced_rows)"""
     old = dnnq.get_num_threads()
     dnnq.set_num_threads(2)
     try:
