@@ -614,8 +614,42 @@ def test_lookup_table_requantized_for_its_concat(tmp_path):
     (5e-3, 60e-3, False),
 ])
 def test_per_step_thread_rule(one, many, keeps):
-    from dnnq.onnx.session import parallel_pays
+    from dnnq.onnx.session import parallel_doubtful, parallel_pays
     assert parallel_pays(one, many) is keeps
+    # refused although large: the trials met a core another process held
+    assert parallel_doubtful(one, many) is (one >= 150e-6 and not keeps)
+
+
+def test_doubtful_thread_choice_is_made_again(tmp_path, monkeypatch):
+    """A thread choice that tells of a busy core (parallel_doubtful) is made again 8, then
+    32, then 128 runs later, at most three times; a sound one stays; every run gives the
+    one-thread results."""
+    b = Builder()
+    y = b.conv("x", 8, 16)
+    y = b.conv(y, 16, 8, k=1)
+    f32, qdq = str(tmp_path / "f32.onnx"), str(tmp_path / "qdq.onnx")
+    onnx.save(b.model((1, 8, 12, 12), y), f32)
+    x = RNG.standard_normal((1, 8, 12, 12)).astype(np.float32)
+    quantize_qdq(f32, qdq, [{"x": x}])
+    ref = donnx.InferenceSession(qdq, threads=1).run(None, {"x": x})[0]
+    real = donnx.InferenceSession._choose_threads
+    # (run 0: the choice at creation; user runs from 1)
+    for verdicts, runs, choices in (([True] * 5, 200, [0, 9, 42, 171]),
+                                    ([True, False, True], 200, [0, 9]),
+                                    ([False], 50, [0])):
+        made, run_no = [], [0]
+
+        def choose(self, env, n, _v=verdicts):
+            made.append(run_no[0])
+            choice, _ = real(self, env, n)
+            return choice, _v[min(len(made), len(_v)) - 1]
+        monkeypatch.setattr(donnx.InferenceSession, "_choose_threads", choose)
+        sess = donnx.InferenceSession(qdq, threads=2)
+        for i in range(1, runs + 1):
+            run_no[0] = i
+            np.testing.assert_array_equal(sess.run(None, {"x": x})[0], ref)
+        assert made == choices, (verdicts, made)
+        monkeypatch.undo()
 
 
 @pytest.mark.parametrize("factors, compiled", [((2, 2), True), ((2, 3), True),

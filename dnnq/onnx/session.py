@@ -25,6 +25,17 @@ _WAKE_S = 25e-6
 _LARGE_S = 150e-6
 
 
+#: runs after a doubtful choice (parallel_doubtful) before the next one: three retries
+_RECHECK_RUNS = (8, 32, 128)
+
+
+def parallel_doubtful(one, many):
+    """Whether a step timed ``one`` seconds on one thread and ``many`` on all of them tells of
+    a core another process held during the trials: a large step (whose kernels split it
+    well) that all the threads made much slower (parallel_pays refused it)."""
+    return one >= _LARGE_S and many >= 1.5 * one
+
+
 def _read_only(v):
     """A constant as a read-only view (no step may write one; read-only parameter arrays are
     recognised by identity from run to run, e.g. ViewFoldStep's)."""
@@ -63,8 +74,9 @@ class InferenceSession:
     run of each input shape (at creation, for static shapes) times every step on one thread
     and on all of them and keeps the faster (a layer of a few microseconds gains nothing
     from a second thread, and a parallel region waits for its slowest thread when the
-    machine is busy). ``plan()`` gives each row's ``threads``. Results do not depend on the
-    thread count.
+    machine is busy); a choice timed while another process held a core (large steps much
+    slower on all the threads) is made again a few runs later. ``plan()`` gives each row's
+    ``threads``. Results do not depend on the thread count.
 
     ``rounding`` says where a fused chain rounds: ``"chain"`` (default) skips the
     ``QuantizeLinear -> DequantizeLinear`` pairs inside a chain of element-wise ops after a
@@ -108,6 +120,8 @@ class InferenceSession:
         self._running = threading.Lock()
         self._dtypes = {}
         self._thread_plans = {}  # (input shapes, threads) -> per-step thread counts, or None
+        self._recheck = {}  # key -> [runs left before choosing again] (_schedule_recheck)
+        self._rechecks = {}  # key -> the choices made again so far
         self._last_threads = None
         self._input_info = {v.name: v for v in self._graph.inputs}
         if self._graph.inputs and all(isinstance(d, int) and d >= 0
@@ -165,11 +179,17 @@ class InferenceSession:
                             self._dtypes[o] = np.asarray(env[o]).dtype
                 self._thread_plans[key] = None
             elif nthreads > 1 and per_step is None:
-                self._thread_plans[key] = self._last_threads = self._choose_threads(env,
-                                                                                      nthreads)
+                choice, doubtful = self._choose_threads(env, nthreads)
+                self._thread_plans[key] = self._last_threads = choice
+                self._schedule_recheck(key, doubtful)
             elif nthreads > 1 and per_step:
                 self._last_threads = per_step
                 self._run_threads(env, per_step, nthreads)
+                due = self._recheck.get(key)
+                if due is not None:
+                    due[0] -= 1
+                    if due[0] <= 0:  # the next run of this shape chooses again
+                        self._thread_plans[key] = None
             else:
                 if nthreads > 1:  # a new shape: its primitives are planned in this run
                     self._thread_plans[key] = None
@@ -267,8 +287,23 @@ class InferenceSession:
                 t0 = clock()
                 st.run(env)
                 times[i] = min(times[i], clock() - t0)
-        return [nthreads if parallel_pays(one, many) else 1
-                for one, many in zip(best[1], best[nthreads])]
+        choice = [nthreads if parallel_pays(one, many) else 1
+                  for one, many in zip(best[1], best[nthreads])]
+        return choice, any(parallel_doubtful(one, many)
+                           for one, many in zip(best[1], best[nthreads]))
+
+    def _schedule_recheck(self, key, doubtful):
+        """After a doubtful choice (another process held a core while it was timed: large
+        steps looked much slower on all the threads), choose again after a few runs, up to
+        three times (8, 32, 128 runs later); a choice made on a quiet machine stays: a
+        session started during a moment of other work would otherwise run on one thread for
+        good."""
+        done = self._rechecks.get(key, 0)
+        if doubtful and done < len(_RECHECK_RUNS):
+            self._recheck[key] = [_RECHECK_RUNS[done]]
+            self._rechecks[key] = done + 1
+        else:
+            self._recheck.pop(key, None)
 
     def _run_threads(self, env, per_step, nthreads):
         cur = nthreads
