@@ -620,6 +620,17 @@ def test_per_step_thread_rule(one, many, keeps):
     assert parallel_doubtful(one, many) is (one >= 150e-6 and not keeps)
 
 
+def test_doubtful_choice_needs_a_quarter_of_the_large_steps():
+    from dnnq.onnx.session import choice_doubtful
+    ms = 1e-3
+    # one large step of several made slower: no sign of a busy core (det's 1x1 12 -> 96)
+    assert not choice_doubtful([0.7 * ms, 3 * ms, 3 * ms, 10e-6], [1.1 * ms, 1.6 * ms,
+                                                                  1.6 * ms, 50e-6])
+    # most of the large steps' time made slower: a core another process held
+    assert choice_doubtful([0.7 * ms, 3 * ms, 3 * ms], [1.1 * ms, 5 * ms, 1.6 * ms])
+    assert not choice_doubtful([100e-6, 10e-6], [400e-6, 90e-6])  # no large step
+
+
 def test_doubtful_thread_choice_is_made_again(tmp_path, monkeypatch):
     """A thread choice that tells of a busy core (parallel_doubtful) is made again 8, then
     32, then 128 runs later, at most three times; a sound one stays; every run gives the

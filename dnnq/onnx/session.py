@@ -30,10 +30,20 @@ _RECHECK_RUNS = (8, 32, 128)
 
 
 def parallel_doubtful(one, many):
-    """Whether a step timed ``one`` seconds on one thread and ``many`` on all of them tells of
-    a core another process held during the trials: a large step (whose kernels split it
-    well) that all the threads made much slower (parallel_pays refused it)."""
+    """Whether a step timed ``one`` seconds on one thread and ``many`` on all of them is a
+    large step (whose kernels split it well) that all the threads made much slower
+    (parallel_pays refused it)."""
     return one >= _LARGE_S and many >= 1.5 * one
+
+
+def choice_doubtful(ones, manys):
+    """Whether a choice's trials tell of a core another process held while they ran: the
+    large steps all the threads made much slower (parallel_doubtful) are a quarter or more
+    of the large steps' one-thread time. (One such step alone is no sign: PP-OCRv4 det has a
+    0.7 ms 1x1 convolution that two threads make slower on a quiet machine.)"""
+    large = [(one, many) for one, many in zip(ones, manys) if one >= _LARGE_S]
+    refused = sum(one for one, many in large if parallel_doubtful(one, many))
+    return bool(large) and refused >= 0.25 * sum(one for one, _ in large)
 
 
 def _read_only(v):
@@ -289,12 +299,11 @@ class InferenceSession:
                 times[i] = min(times[i], clock() - t0)
         choice = [nthreads if parallel_pays(one, many) else 1
                   for one, many in zip(best[1], best[nthreads])]
-        return choice, any(parallel_doubtful(one, many)
-                           for one, many in zip(best[1], best[nthreads]))
+        return choice, choice_doubtful(best[1], best[nthreads])
 
     def _schedule_recheck(self, key, doubtful):
         """After a doubtful choice (another process held a core while it was timed: large
-        steps looked much slower on all the threads), choose again after a few runs, up to
+        steps looked much slower on all the threads, choice_doubtful), choose again after a few runs, up to
         three times (8, 32, 128 runs later); a choice made on a quiet machine stays: a
         session started during a moment of other work would otherwise run on one thread for
         good."""
