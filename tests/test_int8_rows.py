@@ -2,7 +2,7 @@
 session's steps for those ops on int8 activations): bit for bit against a numpy model of their
 definition (integer moments, the exponential table, the 16-lane sum order, f32 products), at
 every ISA level, with and without VBMI's byte lookups, row lengths below, at and past the
-16-lane vector and the 1024-element table threshold, u8 / s8 in, u8 / s8 / f32 out, on one and
+16-lane vector, the 64-byte maximum and the 1024-element kept-row and table threshold, u8 / s8 in, u8 / s8 / f32 out, on one and
 two threads; and within a quantization step of float64 math."""
 import math
 
@@ -15,7 +15,7 @@ from dnnq.primitives._kernels import _codes, _toolkit
 
 F32 = np.float32
 LEVELS = list(_dispatch.available_isa_levels())
-LENGTHS = [1, 2, 15, 16, 17, 33, 120, 255, 1023, 1024, 1025, 6625]
+LENGTHS = [1, 2, 15, 16, 17, 33, 60, 63, 64, 65, 120, 255, 1023, 1024, 1025, 6625]
 NP = {"u8": np.uint8, "s8": np.int8, "f32": F32}
 
 

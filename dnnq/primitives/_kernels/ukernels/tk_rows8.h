@@ -11,11 +11,42 @@
 
 /* The row's largest element as an int (u8 or s8 bytes). */
 static int tk_row8_max(const uint8_t *s, int64_t n, int s8) {
+    int64_t i = 0;
     int m = s8 ? -128 : 0;
+#if TK_VEC == 512
+    if (n >= 16) { /* 64 bytes at a time, the tail padded with the type's lowest value */
+        const __m512i low = _mm512_set1_epi8(s8 ? (char)-128 : 0);
+        __m512i v = low;
+        for (; i + 64 <= n; i += 64) {
+            const __m512i b = _mm512_loadu_si512((const void *)(s + i));
+            v = s8 ? _mm512_max_epi8(v, b) : _mm512_max_epu8(v, b);
+        }
+        if (i < n) {
+            const __m512i b = _mm512_mask_loadu_epi8(low, (__mmask64)((1ULL << (n - i)) - 1ULL),
+                                                     s + i);
+            v = s8 ? _mm512_max_epi8(v, b) : _mm512_max_epu8(v, b);
+            i = n;
+        }
+        __m256i h = _mm512_castsi512_si256(v), g = _mm512_extracti64x4_epi64(v, 1);
+        h = s8 ? _mm256_max_epi8(h, g) : _mm256_max_epu8(h, g);
+        __m128i q = _mm256_castsi256_si128(h), r = _mm256_extracti128_si256(h, 1);
+        q = s8 ? _mm_max_epi8(q, r) : _mm_max_epu8(q, r);
+        r = _mm_srli_si128(q, 8);
+        q = s8 ? _mm_max_epi8(q, r) : _mm_max_epu8(q, r);
+        r = _mm_srli_si128(q, 4);
+        q = s8 ? _mm_max_epi8(q, r) : _mm_max_epu8(q, r);
+        r = _mm_srli_si128(q, 2);
+        q = s8 ? _mm_max_epi8(q, r) : _mm_max_epu8(q, r);
+        r = _mm_srli_si128(q, 1);
+        q = s8 ? _mm_max_epi8(q, r) : _mm_max_epu8(q, r);
+        const int b0 = _mm_cvtsi128_si32(q) & 0xff;
+        m = s8 ? (int)(int8_t)b0 : b0;
+    }
+#endif
     if (s8) {
-        for (int64_t i = 0; i < n; ++i) m = (int8_t)s[i] > m ? (int8_t)s[i] : m;
+        for (; i < n; ++i) m = (int8_t)s[i] > m ? (int8_t)s[i] : m;
     } else {
-        for (int64_t i = 0; i < n; ++i) m = s[i] > m ? s[i] : m;
+        for (; i < n; ++i) m = s[i] > m ? s[i] : m;
     }
     return m;
 }
@@ -43,13 +74,17 @@ TK_INLINE void tk_row8_store(char *p, int dt, tk_vf y, tk_vi zp) {
  * table: exp(f32(d) * scale), correctly rounded); sum = the e_i in 16 partial sums (element i
  * into sum i mod 16, in order of i) reduced as ((s_k + s_k+8) + ...) like tk_softmax.h;
  * r = 1 / sum; the output e_i * r as f32, or quantized: e_i * c with c = r * inv_dst_scale
- * (tk_row8_store).  Long rows go through a per-row table of the 256 byte values (VBMI's byte
- * lookups), short ones element by element: the same products either way. */
+ * (tk_row8_store).  Rows up to TK_QSM_KEEP long keep their e_i from the sum for the output
+ * pass; longer ones go through a per-row table of the 256 byte values (VBMI's byte lookups) or
+ * look the e_i up again: the same products every way. */
 TK_INLINE int tk_qsm_index(const uint8_t *s, int64_t i, int s8) {
     return s8 ? (int8_t)s[i] : s[i];
 }
 
-static float tk_qsoftmax_sum(const uint8_t *s, int64_t n, int s8, const float *em) {
+/* The row's sum; each e_i also stored at keep[i] when keep is not NULL (the output pass then
+ * reads it back instead of looking it up again). */
+static float tk_qsoftmax_sum(const uint8_t *s, int64_t n, int s8, const float *em,
+                             float *keep) {
     float part[16] __attribute__((aligned(64))) = {0};
     int64_t i = 0;
 #if TK_VEC == 512
@@ -57,90 +92,123 @@ static float tk_qsoftmax_sum(const uint8_t *s, int64_t n, int s8, const float *e
     for (; i + 16 <= n; i += 16) {
         const __m128i b = _mm_loadu_si128((const __m128i *)(s + i));
         const __m512i q = s8 ? _mm512_cvtepi8_epi32(b) : _mm512_cvtepu8_epi32(b);
-        acc = _mm512_add_ps(acc, _mm512_i32gather_ps(q, em, 4));
+        const __m512 e = _mm512_i32gather_ps(q, em, 4);
+        if (keep) _mm512_storeu_ps(keep + i, e);
+        acc = _mm512_add_ps(acc, e);
     }
     if (i < n) { /* the tail's element k into lane k, as the scalar loop below would */
         const __mmask16 k = (__mmask16)((1u << (n - i)) - 1u);
         const __m128i b = _mm_maskz_loadu_epi8(k, s + i);
         const __m512i q = s8 ? _mm512_cvtepi8_epi32(b) : _mm512_cvtepu8_epi32(b);
-        acc = _mm512_mask_add_ps(acc, k, acc, _mm512_mask_i32gather_ps(acc, k, q, em, 4));
+        const __m512 e = _mm512_mask_i32gather_ps(acc, k, q, em, 4);
+        if (keep) _mm512_mask_storeu_ps(keep + i, k, e);
+        acc = _mm512_mask_add_ps(acc, k, acc, e);
         i = n;
     }
     _mm512_store_ps(part, acc);
 #else
     for (; i + 16 <= n; i += 16)
-        for (int k = 0; k < 16; ++k) part[k] += em[tk_qsm_index(s, i + k, s8)];
+        for (int k = 0; k < 16; ++k) {
+            const float e = em[tk_qsm_index(s, i + k, s8)];
+            if (keep) keep[i + k] = e;
+            part[k] += e;
+        }
 #endif
-    for (int k = 0; i + k < n; ++k) part[k] += em[tk_qsm_index(s, i + k, s8)];
+    for (int k = 0; i + k < n; ++k) {
+        const float e = em[tk_qsm_index(s, i + k, s8)];
+        if (keep) keep[i + k] = e;
+        part[k] += e;
+    }
     for (int k = 0; k < 8; ++k) part[k] += part[k + 8];
     for (int k = 0; k < 4; ++k) part[k] += part[k + 4];
     for (int k = 0; k < 2; ++k) part[k] += part[k + 2];
     return part[0] + part[1];
 }
 
-/* the quantized e * c of the n elements of s, written to d, element by element */
-static void tk_qsoftmax_direct(uint8_t *d, const uint8_t *s, int64_t n, int s8, int dt,
-                               const float *em, float c, int zp) {
+/* the quantized e_i * c of the n values e (tk_row8_store), written to d */
+static void tk_qsoftmax_store(uint8_t *d, const float *e, int64_t n, int dt, float c, int zp) {
+    const tk_vf vc = tk_vf_set1(c);
+#if TK_VEC
+    const tk_vi vzp = TK_P(set1_epi32)(zp);
+#else
+    const tk_vi vzp = zp;
+#endif
     int64_t i = 0;
+    for (; i + TK_VF <= n; i += TK_VF)
+        tk_row8_store((char *)d + i, dt, tk_vf_mul(tk_vf_loadu(e + i), vc), vzp);
 #if TK_VEC == 512
-    const __m512 vc = _mm512_set1_ps(c);
-    const __m512i vzp = _mm512_set1_epi32(zp);
-    for (; i + 16 <= n; i += 16) {
-        const __m128i b = _mm_loadu_si128((const __m128i *)(s + i));
-        const __m512i q = s8 ? _mm512_cvtepi8_epi32(b) : _mm512_cvtepu8_epi32(b);
-        tk_row8_store((char *)d + i, dt, _mm512_mul_ps(_mm512_i32gather_ps(q, em, 4), vc), vzp);
-    }
     if (i < n) { /* the tail in one vector, its bytes stored alone (the same per-lane ops) */
         const __mmask16 k = (__mmask16)((1u << (n - i)) - 1u);
-        const __m128i b = _mm_maskz_loadu_epi8(k, s + i);
-        const __m512i q = s8 ? _mm512_cvtepi8_epi32(b) : _mm512_cvtepu8_epi32(b);
-        uint8_t t[16];
-        /* masked: a padding lane's index need not lie in the table (an s8 row's max < 0) */
-        const __m512 e = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), k, q, em, 4);
-        tk_row8_store((char *)t, dt, _mm512_mul_ps(e, vc), vzp);
-        memcpy(d + i, t, (size_t)(n - i));
-        i = n;
+        const __m512 y = _mm512_mul_ps(_mm512_maskz_loadu_ps(k, e + i), vc);
+        const __m512i q = _mm512_add_epi32(tk_vi_rne(tk_vf_min(tk_vf_max(
+            y, tk_vf_set1(-1024.0f)), tk_vf_set1(1024.0f))), vzp);
+        if (dt == DNNQ_DT_S8)
+            _mm512_mask_cvtsepi32_storeu_epi8(d + i, k, q);
+        else /* the unsigned saturation of a negative int32 would give 255: clamp at 0 */
+            _mm512_mask_cvtusepi32_storeu_epi8(d + i, k, _mm512_max_epi32(q, _mm512_setzero_si512()));
+        return;
     }
 #endif
-    for (; i < n; ++i) {
-        const float y = em[tk_qsm_index(s, i, s8)] * c;
-        const int t = (int)nearbyintf(y < -1024.0f ? -1024.0f : y > 1024.0f ? 1024.0f : y) + zp;
-        if (dt == DNNQ_DT_S8)
-            ((int8_t *)d)[i] = (int8_t)(t < -128 ? -128 : t > 127 ? 127 : t);
-        else
-            d[i] = (uint8_t)(t < 0 ? 0 : t > 255 ? 255 : t);
+    if (i < n) { /* the tail through a zero-padded vector (the same per-lane ops) */
+        float t[TK_VF] = {0};
+        uint8_t b[TK_VF];
+        memcpy(t, e + i, sizeof(float) * (size_t)(n - i));
+        tk_row8_store((char *)b, dt, tk_vf_mul(tk_vf_loadu(t), vc), vzp);
+        memcpy(d + i, b, (size_t)(n - i));
     }
 }
+
+/* the quantized e * c of the n elements of s, written to d: rows too long to keep their e_i,
+ * looked up again 256 at a time */
+static void tk_qsoftmax_direct(uint8_t *d, const uint8_t *s, int64_t n, int s8, int dt,
+                               const float *em, float c, int zp) {
+    float e[256];
+    for (int64_t i = 0; i < n; i += 256) {
+        const int64_t w = n - i < 256 ? n - i : 256;
+        for (int64_t k = 0; k < w; ++k) e[k] = em[tk_qsm_index(s, i + k, s8)];
+        tk_qsoftmax_store(d + i, e, w, dt, c, zp);
+    }
+}
+
+#define TK_QSM_KEEP 1024 /* rows up to this long keep their e_i for the output pass */
 
 void DNNQ_TK_FN(dnnq_qsoftmax_run)(const dnnq_qsoftmax_args_t *a, int64_t r0, int64_t r1) {
     const int s8 = a->src_dt == DNNQ_DT_S8;
     const int64_t n = a->len;
     float y[256] __attribute__((aligned(64)));
     uint8_t table[256] __attribute__((aligned(64)));
+    float ev[TK_QSM_KEEP] __attribute__((aligned(64)));
     for (int64_t r = r0; r < r1; ++r) {
         const uint8_t *s = a->src + r * a->src_rs;
         const int m = tk_row8_max(s, n, s8);
         const float *em = a->exp_table + 255 - m; /* em[q] = exp_table[255 + q - m] */
-        const float rcp = 1.0f / tk_qsoftmax_sum(s, n, s8, em);
-        if (a->dst_dt == DNNQ_DT_F32) {
+        if (a->dst_dt == DNNQ_DT_F32) { /* e_i into the destination, then times 1 / sum */
             float *d = (float *)a->dst + r * a->dst_rs;
-            for (int64_t i = 0; i < n; ++i) d[i] = em[tk_qsm_index(s, i, s8)] * rcp;
+            const float rcp = 1.0f / tk_qsoftmax_sum(s, n, s8, em, d);
+            const tk_vf vr = tk_vf_set1(rcp);
+            int64_t i = 0;
+            for (; i + TK_VF <= n; i += TK_VF)
+                tk_vf_storeu(d + i, tk_vf_mul(tk_vf_loadu(d + i), vr));
+            for (; i < n; ++i) d[i] *= rcp;
             continue;
         }
-        const float c = rcp * a->inv_dst_scale;
         uint8_t *d = (uint8_t *)a->dst + r * a->dst_rs;
+        const int kept = n <= TK_QSM_KEEP;
+        const float c = (1.0f / tk_qsoftmax_sum(s, n, s8, em, kept ? ev : NULL)) *
+                        a->inv_dst_scale;
+        if (kept) {
+            tk_qsoftmax_store(d, ev, n, a->dst_dt, c, a->dst_zp);
+            continue;
+        }
 #ifdef TK_HAVE_LUT
-        if (a->vbmi && n >= 1024) {
+        if (a->vbmi) {
             /* the byte k's value v (k, or k - 256 above 127 for s8); bytes above the max are
              * absent from the row: their entries are never read */
             for (int k = 0; k < 256; ++k) {
                 const int v = s8 && k > 127 ? k - 256 : k;
                 y[k] = v <= m ? em[v] : 0.0f;
             }
-            const __m512i vzp = _mm512_set1_epi32(a->dst_zp);
-            for (int k = 0; k < 256; k += 16)
-                tk_row8_store((char *)table + k, a->dst_dt,
-                              _mm512_mul_ps(_mm512_load_ps(y + k), _mm512_set1_ps(c)), vzp);
+            tk_qsoftmax_store(table, y, 256, a->dst_dt, c, a->dst_zp);
             tk_lut_apply(d, s, table, n);
             continue;
         }
