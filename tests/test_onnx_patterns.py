@@ -5,6 +5,8 @@ file, and with the f32 model.
 dnnq rounds once per fused chain where ONNX Runtime rounds after every op, so the outputs may
 differ by a few quantization steps; dnnq's must be at least as close to the f32 output.
 """
+import types
+
 import numpy as np
 import pytest
 
@@ -661,6 +663,57 @@ def test_doubtful_thread_choice_is_made_again(tmp_path, monkeypatch):
             np.testing.assert_array_equal(sess.run(None, {"x": x})[0], ref)
         assert made == choices, (verdicts, made)
         monkeypatch.undo()
+
+
+@pytest.mark.parametrize("costs, want", [
+    # per step (one thread, all threads) in us, and what a step on all the threads costs
+    # more when the step before it ran on one: the per-step rule keeps step 0 parallel and
+    # step 1 on one thread, but whole runs on two threads are faster
+    (([300, 100], [100, 90], 60), [2, 2]),
+    # no penalty: the per-step plan is the fastest whole run
+    (([300, 100], [100, 140], 0), [2, 1]),
+    # both steps slower on two threads: one thread throughout
+    (([100, 100], [300, 300], 0), [1, 1]),
+])
+def test_thread_choice_compares_whole_runs(tmp_path, monkeypatch, costs, want):
+    """The per-step thread choice, every step on one thread and every step on all of them are
+    compared as whole runs, and the fastest whole run is the choice: a step's time depends on
+    the threads of the step that wrote its input, which timing steps apart misses.  A fake
+    clock gives each step a cost by its threads and its predecessor's."""
+    from dnnq.onnx import session as session_mod
+    b = Builder()
+    y = b.conv("x", 8, 16)
+    y = b.conv(y, 16, 8, k=1)
+    f32, qdq = str(tmp_path / "f32.onnx"), str(tmp_path / "qdq.onnx")
+    onnx.save(b.model((1, 8, 12, 12), y), f32)
+    x = RNG.standard_normal((1, 8, 12, 12)).astype(np.float32)
+    quantize_qdq(f32, qdq, [{"x": x}])
+    sess = donnx.InferenceSession(qdq, threads=2)
+    sess.run(None, {"x": x})
+    steps = [st for st in sess._steps if st.primitive == "Convolution"]
+    assert len(steps) == 2, sess.plan()
+    one, many, penalty = costs
+    now, prev = [0.0], [1]
+
+    def timed(st, k, run=None):
+        def run_step(env):
+            run(env)
+            t = dnnq.get_num_threads()
+            us = (many if t > 1 else one)[k] + (penalty if t > 1 and prev[0] == 1 else 0)
+            now[0] += us * 1e-6
+            prev[0] = t
+        return run_step
+    for k, st in enumerate(steps):
+        monkeypatch.setattr(st, "run", timed(st, k, st.run))
+    others = [i for i, st in enumerate(sess._steps) if st not in steps]
+    monkeypatch.setattr(session_mod, "time", types.SimpleNamespace(perf_counter=lambda: now[0]))
+    env = sess._check_feed({"x": x})
+    choice, _ = sess._choose_threads(env, 2)
+    conv_choice = [choice[i] for i, st in enumerate(sess._steps) if st in steps]
+    assert conv_choice == want, choice
+    # the steps that cost nothing on the fake clock follow the plan that won (the per-step
+    # rule gives them one thread)
+    assert all(choice[i] == (2 if want == [2, 2] else 1) for i in others), choice
 
 
 @pytest.mark.parametrize("factors, compiled", [((2, 2), True), ((2, 3), True),

@@ -2,15 +2,17 @@
 destination's rows share cache lines between 64-column panels (its first byte off a 64-byte
 line, as numpy puts large arrays, or rows of a length that is not a multiple of 64 bytes) and
 the weights are at most DNNQ_ROWS_OUTER_MAX_WEIGHTS, two threads split rows (GemmPlan.launch's
-m_outer, the convolution items' rows_outer) instead of panels.  Both splits must give oneDNN's
-bits, with the destination at offsets 0, 16 and 48 bytes from a cache line, at 1 and 2
-threads, on the GEMM driver (1x1), the tiled path (3x3, strided 1x1, the folded stem) and the
+m_outer, the convolution items' rows_outer) instead of panels; with weights that small the
+threads run thread shares (dnnq_shares_init: each thread its own band of rows first, then
+what is left of the others').  Every split must give oneDNN's bits, with the destination at
+offsets 0, 16 and 48 bytes from a cache line, at 1, 2 and 3 threads, with and without shares, on the GEMM driver (1x1), the tiled path (3x3, strided 1x1, the folded stem) and the
 general driver (a 5x5 depthwise)."""
 import numpy as np
 import pytest
 
 import dnnq
 from dnnq.bench.conv import build
+from dnnq.primitives._kernels import _conv, _gemm
 from dnnq.testing import requires_onednn
 import dnnq.testing as onednn
 
@@ -47,13 +49,19 @@ def test_split_by_alignment_matches_onednn(desc, what):
     p, args = b["p"], b["args"]
     before = dnnq.get_num_threads()
     try:
-        for threads in (1, 2):
-            dnnq.set_num_threads(threads)
-            for offset in (0, 16, 48):
-                a, dst = with_dst_offset(args, offset)
-                p.execute(a)
-                got = np.asarray(dst)
-                bad = np.flatnonzero(got != want)
-                assert bad.size == 0, (threads, offset, f"{bad.size} of {got.size} differ")
+        for shares in (True, False):
+            _gemm.set_thread_shares(shares)
+            _conv.set_thread_shares(shares)
+            for threads in (1, 2, 3):
+                dnnq.set_num_threads(threads)
+                for offset in (0, 16, 48):
+                    a, dst = with_dst_offset(args, offset)
+                    p.execute(a)
+                    got = np.asarray(dst)
+                    bad = np.flatnonzero(got != want)
+                    assert bad.size == 0, (shares, threads, offset,
+                                           f"{bad.size} of {got.size} differ")
     finally:
         dnnq.set_num_threads(before)
+        _gemm.set_thread_shares(True)
+        _conv.set_thread_shares(True)

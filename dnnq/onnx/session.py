@@ -80,13 +80,16 @@ class InferenceSession:
     ``reset_profile()``) and ``runs``, as ONNX Runtime's profiler and OpenVINO's performance
     counters do. The timing adds about a microsecond per step.
 
-    With more than one thread, each step runs on the threads that serve it best: the second
-    run of each input shape (at creation, for static shapes) times every step on one thread
-    and on all of them and keeps the faster (a layer of a few microseconds gains nothing
-    from a second thread, and a parallel region waits for its slowest thread when the
-    machine is busy); a choice timed while another process held a core (large steps much
-    slower on all the threads) is made again a few runs later. ``plan()`` gives each row's
-    ``threads``. Results do not depend on the thread count.
+    With more than one thread, the second run of each input shape (at creation, for static
+    shapes) chooses each step's threads: it times every step on one thread and on all of
+    them, and runs the whole model with each step on the faster of the two, with every step
+    on all the threads and with every step on one thread; the fastest of these whole runs
+    is kept (a layer of a few microseconds gains nothing from a second thread, a parallel
+    region waits for its slowest thread when the machine is busy, and a layer on several
+    threads reading what one thread wrote pulls it from another core's cache). A choice
+    timed while another process held a core (large steps much slower on all the threads)
+    is made again a few runs later. ``plan()`` gives each row's ``threads``. Results do not
+    depend on the thread count.
 
     ``rounding`` says where a fused chain rounds: ``"chain"`` (default) skips the
     ``QuantizeLinear -> DequantizeLinear`` pairs inside a chain of element-wise ops after a
@@ -271,11 +274,13 @@ class InferenceSession:
             self._steps[i].pool, self._steps[i].pool_slot = self._pool, s
 
     def _choose_threads(self, env, nthreads):
-        """Each step's threads: the steps timed on one thread and on ``nthreads`` (the best
-        of three trials each) and judged by parallel_pays: all the threads where they save
-        at least 20 % and 25 us (waking the other threads after single-threaded steps costs
-        about that: the PP-OCR classifier, two 10-us steps chosen parallel by the 20 %
-        alone, ran 0.85 -> 0.95 ms at two threads), or a large step they do not slow much."""
+        """Each step's threads, and whether the choice is doubtful (choice_doubtful).  The
+        steps are timed on one thread and on ``nthreads`` (the best of three trials each)
+        and judged by parallel_pays: all the threads where they save at least 20 % and 25 us
+        (waking the other threads after single-threaded steps costs about that), or a large
+        step they do not slow much.  That per-step plan, every step on ``nthreads`` and
+        every step on one thread are then compared as whole runs (best of three): the
+        fastest is the choice."""
         clock, steps = time.perf_counter, self._steps
         # one whole run on all the threads first: the first parallel regions of a process
         # start OpenMP's workers and wake an idle core, which made the first session's
@@ -290,16 +295,34 @@ class InferenceSession:
         # session keep 2 of ddddocr's 12 parallel steps: 4.7 instead of 2.8 ms a run),
         # and each step runs with the caches a run leaves it, as in use
         best = {1: [np.inf] * len(steps), nthreads: [np.inf] * len(steps)}
+        whole = {1: np.inf, nthreads: np.inf}
         for t in (1, nthreads) * 3:
             dnnq.set_num_threads(t)
             times = best[t]
+            t_run = clock()
             for i, st in enumerate(steps):
                 t0 = clock()
                 st.run(env)
                 times[i] = min(times[i], clock() - t0)
+            whole[t] = min(whole[t], clock() - t_run)
         choice = [nthreads if parallel_pays(one, many) else 1
                   for one, many in zip(best[1], best[nthreads])]
-        return choice, choice_doubtful(best[1], best[nthreads])
+        # the per-step choice against all steps on one thread and on all of them, as whole
+        # runs: a step's time depends on where its input was made (a layer on two threads
+        # reading what one thread wrote pulls half of it from the other core's cache, and
+        # the other thread's wake-up comes on top), which timing each step apart misses
+        # (every step on two threads: PP-OCR cls 0.54 -> 0.49 ms, ddddocr 2.54 -> 2.35 ms,
+        # where the per-step choice kept 0 of 81 and 12 of 47 steps parallel)
+        plans = [(whole[nthreads], [nthreads] * len(steps)), (whole[1], [1] * len(steps))]
+        if 1 < len(set(choice)):
+            mixed = np.inf
+            self._run_threads(env, choice, nthreads, timed=False)  # after a run on all
+            for _ in range(3):
+                t_run = clock()
+                self._run_threads(env, choice, nthreads, timed=False)
+                mixed = min(mixed, clock() - t_run)
+            plans.append((mixed, choice))
+        return min(plans, key=lambda p: p[0])[1], choice_doubtful(best[1], best[nthreads])
 
     def _schedule_recheck(self, key, doubtful):
         """After a doubtful choice (another process held a core while it was timed: large
@@ -314,9 +337,10 @@ class InferenceSession:
         else:
             self._recheck.pop(key, None)
 
-    def _run_threads(self, env, per_step, nthreads):
+    def _run_threads(self, env, per_step, nthreads, timed=True):
         cur = nthreads
-        profile, clock, spent = self._profile, time.perf_counter, self._spent
+        profile, clock = self._profile and timed, time.perf_counter
+        spent = self._spent if profile else None
         for i, (st, t) in enumerate(zip(self._steps, per_step)):
             if t != cur:
                 dnnq.set_num_threads(t)

@@ -184,7 +184,7 @@ def depthwise_item_pixels(geo, kernel, threads, dst_esz):
 
 def share_bounds(n, threads):
     """The threads' shares of n items: thread t runs items [b[t], b[t + 1]) first
-    (ukernels/conv_kernels.c dnnq_conv_init_shares, the same split)."""
+    (dnnq_shares_init of ukernels/dnnq_kernels.h, the same split)."""
     return [t * n // threads for t in range(threads + 1)]
 
 

@@ -80,7 +80,6 @@ cdef extern from "dnnq_conv.h" nogil:
                                      int64_t cols, int64_t rbegin, int64_t rend, int esz)
     int dnnq_conv_run_item(const dnnq_conv_t *cv, int64_t item)
     int dnnq_conv_run_share(const dnnq_conv_t *cv, int t, int nthreads, uint64_t *shares)
-    void dnnq_conv_init_shares(uint64_t *shares, int64_t nitems, int nthreads)
     dnnq_conv_item_fn dnnq_conv_item_fn_for(const dnnq_conv_t *cv)
     int dnnq_conv_check_kernel(const dnnq_conv_t *cv, int kernel)
     dnnq_dw_tile_fn dnnq_dw_tile_for_isa(int isa, int kind)

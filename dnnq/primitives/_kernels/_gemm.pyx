@@ -7,7 +7,7 @@ block) work items.  Consecutive items share a column panel, so each thread keeps
 weights panel hot in cache while it walks down the rows.
 """
 from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_ANY_CONTIGUOUS, PyBUF_WRITABLE
-from libc.stdint cimport int8_t, uint8_t, int32_t, uint32_t, int64_t
+from libc.stdint cimport int8_t, uint8_t, int32_t, uint32_t, int64_t, uint64_t
 from libc.stdlib cimport malloc, free
 from libc.string cimport memset
 from cython.parallel cimport prange
@@ -19,7 +19,7 @@ from dnnq.primitives._kernels._kernels cimport (
     dnnq_gemm_block_for_isa, dnnq_gemm_ukr_for_isa, dnnq_gemm_mr_for_isa, dnnq_pack_b,
     dnnq_br_pair_t, dnnq_brgemm_ukr_fn, dnnq_brgemm_ukr_for_isa, dnnq_brgemm_mr_for_isa,
     dnnq_brgemm_ukr_n32_for_isa, dnnq_brgemm_ukr_n16_for_isa,
-    dnnq_dst_lines_shared, DNNQ_ROWS_OUTER_MAX_WEIGHTS,
+    dnnq_dst_lines_shared, dnnq_shares_init, dnnq_share_next, DNNQ_ROWS_OUTER_MAX_WEIGHTS,
     DNNQ_F32_MR, dnnq_br_pair_f32_t, dnnq_brgemm_f32_for_isa, dnnq_gemm_block_f32_for_isa,
     dnnq_pack_b_f32, DNNQ_MAX_POST, DNNQ_A_SWAP, DNNQ_A_SIGNED,
 )
@@ -36,6 +36,17 @@ NR = DNNQ_NR
 #: the largest f32 weights (bytes) for which the f32 GEMM and convolution plans run row blocks
 #: outermost (each block's source rows reused by every column panel from the cache)
 F32_ROWS_OUTER_MAX_WEIGHTS = 1 << 20
+cdef bint _thread_shares_on = True
+
+
+def set_thread_shares(bint on):
+    """Whether plans with small weights on several threads run thread shares
+    (GemmPlan.launch) or take their items as they come; returns the previous setting (tests
+    and A/B timings; on by default)."""
+    global _thread_shares_on
+    old = _thread_shares_on
+    _thread_shares_on = on
+    return old
 
 
 cdef class _Buffers:
@@ -503,6 +514,8 @@ cdef class GemmPlan:
         cdef int64_t it
         cdef dnnq_gemm_block_fn fn = self.block
         cdef bint m_outer = self.m_outer
+        cdef uint64_t shares[64]
+        cdef int t, k
         if nitems <= 0:
             return
         # small problems stay on one thread: a fork/join costs more than they do
@@ -521,12 +534,25 @@ cdef class GemmPlan:
         # 158 us); larger weights keep the panel split (every thread reading all of them
         # cost its 1024 -> 2048 1x1 10 %, where the shared lines cost nothing measurable)
         cdef bint shared = dnnq_dst_lines_shared(g.dst, g.d_sm, g.dst_dt, g.raw_s32)
-        if g.K * g.N * (4 if self.f32 else 1) <= DNNQ_ROWS_OUTER_MAX_WEIGHTS and shared:
+        cdef bint small = g.K * g.N * (4 if self.f32 else 1) <= DNNQ_ROWS_OUTER_MAX_WEIGHTS
+        if small and shared:
             m_outer = True
         # items taken in runs of neighbours (about four runs per thread) where destination
         # rows share lines between panels: one item at a time, the threads took alternate
         # panels and wrote into every line together (PP-OCRv4 rec's 120 -> 6625 head at 2
         # threads: 1.2x its one-thread speed); whole runs keep the dynamic balance
+        if small and _thread_shares_on and nthreads <= 64 and nitems < (<int64_t>1 << 31):
+            # thread shares, rows outermost (dnnq_shares_init): each thread a band of rows,
+            # the same on every call, which the layers before and after it (convolutions run
+            # the same way) keep in its core's cache
+            dnnq_shares_init(shares, nitems, nthreads)
+            for t in prange(nthreads, schedule='static', num_threads=nthreads):
+                k = 0
+                it = dnnq_share_next(shares, t, nthreads, &k)
+                while it >= 0:
+                    _run_item(fn, g, it, npan, nmb, mc, M, True)
+                    it = dnnq_share_next(shares, t, nthreads, &k)
+            return
         cdef int64_t chunk = max(1, nitems // (4 * nthreads)) if shared and not m_outer else 1
         for it in prange(nitems, schedule='dynamic', chunksize=chunk, num_threads=nthreads):
             _run_item(fn, g, it, npan, nmb, mc, M, m_outer)

@@ -1,5 +1,5 @@
 # cdef declarations of the C side of dnnq's kernels (ukernels/dnnq_kernels.h).
-from libc.stdint cimport int8_t, uint8_t, int32_t, uint32_t, int64_t
+from libc.stdint cimport int8_t, uint8_t, int32_t, uint32_t, int64_t, uint64_t
 
 cdef extern from "dnnq_kernels.h" nogil:
     enum:
@@ -16,6 +16,8 @@ cdef extern from "dnnq_kernels.h" nogil:
         int os_ymm, os_zmm, amx_tile, amx_int8, os_amx, avx512_vbmi
 
     int dnnq_dst_lines_shared(const void *dst, int64_t d_sm, int dst_dt, int raw_s32)
+    void dnnq_shares_init(uint64_t *shares, int64_t n, int nthreads)
+    int64_t dnnq_share_next(uint64_t *shares, int t, int nthreads, int *k)
     void dnnq_cpu_detect(dnnq_cpu_features_t *f)
     int dnnq_cpu_best_isa(const dnnq_cpu_features_t *f)
 

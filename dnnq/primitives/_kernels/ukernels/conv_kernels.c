@@ -10,35 +10,10 @@
 
 int dnnq_conv_run_item(const dnnq_conv_t *cv, int64_t item) { return cv->run_item(cv, item); }
 
-/* A share's unclaimed items [front, back) in one word (front low, back high), claimed by
- * compare-and-swap: its owner takes the front, the others the back. */
-void dnnq_conv_init_shares(uint64_t *shares, int64_t nitems, int nthreads) {
-    for (int t = 0; t < nthreads; ++t) {
-        const uint64_t lo = (uint64_t)(t * nitems / nthreads);
-        const uint64_t hi = (uint64_t)((t + 1) * nitems / nthreads);
-        shares[t] = lo | hi << 32;
-    }
-}
-
-/* the next item of share s: its front (own) or its back (taken over); -1 when none is left */
-static int64_t claim_item(uint64_t *s, int own) {
-    uint64_t w = __atomic_load_n(s, __ATOMIC_RELAXED);
-    for (;;) {
-        const uint64_t lo = w & 0xffffffffu, hi = w >> 32;
-        if (lo >= hi) return -1;
-        const uint64_t next = own ? w + 1 : lo | (hi - 1) << 32;
-        if (__atomic_compare_exchange_n(s, &w, next, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-            return (int64_t)(own ? lo : hi - 1);
-    }
-}
-
 int dnnq_conv_run_share(const dnnq_conv_t *cv, int t, int nthreads, uint64_t *shares) {
-    int failed = 0;
-    for (int k = 0; k < nthreads; ++k) {
-        uint64_t *s = &shares[(t + k) % nthreads];
-        for (int64_t it; (it = claim_item(s, k == 0)) >= 0;)
-            failed |= cv->run_item(cv, it) != 0;
-    }
+    int failed = 0, k = 0;
+    for (int64_t it; (it = dnnq_share_next(shares, t, nthreads, &k)) >= 0;)
+        failed |= cv->run_item(cv, it) != 0;
     return failed ? -1 : 0;
 }
 

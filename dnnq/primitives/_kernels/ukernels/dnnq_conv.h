@@ -192,11 +192,10 @@ int64_t dnnq_conv_n_items(const dnnq_conv_t *cv);
 /* Thread t's share of a plan's items, for one parallel region of nthreads threads: its own
  * contiguous run of the items first (shares[t]), then what is left of the others' runs,
  * taken from their ends (a thread whose core is taken leaves its last items to the others).
- * shares: nthreads words from dnnq_conv_init_shares, shared by the region's threads; each item
- * runs exactly once.  0, or -1 as dnnq_conv_run_item (the thread's other items still run). */
+ * shares: nthreads words from dnnq_shares_init (dnnq_kernels.h), shared by the region's
+ * threads; each item runs exactly once.  0, or -1 as dnnq_conv_run_item (the thread's other
+ * items still run). */
 int dnnq_conv_run_share(const dnnq_conv_t *cv, int t, int nthreads, uint64_t *shares);
-/* shares[t] = thread t's run of nitems items (nitems < 2^31), for dnnq_conv_run_share */
-void dnnq_conv_init_shares(uint64_t *shares, int64_t nitems, int nthreads);
 /* 0, or -1 when a scratch allocation failed (dst then incomplete: raise MemoryError):
  * cv->run_item(cv, item) */
 int dnnq_conv_run_item(const dnnq_conv_t *cv, int64_t item);

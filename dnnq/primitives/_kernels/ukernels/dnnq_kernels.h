@@ -103,6 +103,40 @@ static inline int dnnq_dst_lines_shared(const void *dst, int64_t d_sm, int dst_d
     return ((uintptr_t)dst % 64) != 0 || (d_sm * esz) % 64 != 0;
 }
 
+/* Thread shares of a parallel loop's n items (n < 2^31): thread t runs its own contiguous run
+ * [t n / T, (t + 1) n / T) from the front, then what is left of the others' runs from their
+ * backs (a thread whose core is taken leaves its last items to the others).  Where no thread
+ * falls behind, the same items go to the same thread on every call: a band of output rows,
+ * and the next layer's band of the same rows, stay in one core's cache (items taken as they
+ * come moved them from core to core).  One word per share, front low and back high, claimed
+ * by compare-and-swap; each item runs exactly once. */
+static inline void dnnq_shares_init(uint64_t *shares, int64_t n, int nthreads) {
+    for (int t = 0; t < nthreads; ++t)
+        shares[t] = (uint64_t)(t * n / nthreads) | (uint64_t)((t + 1) * n / nthreads) << 32;
+}
+
+/* the next item of share s: its front (own) or its back (taken over); -1 when none is left */
+static inline int64_t dnnq_share_claim(uint64_t *s, int own) {
+    uint64_t w = __atomic_load_n(s, __ATOMIC_RELAXED);
+    for (;;) {
+        const uint64_t lo = w & 0xffffffffu, hi = w >> 32;
+        if (lo >= hi) return -1;
+        const uint64_t next = own ? w + 1 : lo | (hi - 1) << 32;
+        if (__atomic_compare_exchange_n(s, &w, next, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+            return (int64_t)(own ? lo : hi - 1);
+    }
+}
+
+/* thread t's next item, its own share first, then the others' from (t + 1) on (*k: the share
+ * it is on, 0 at the start); -1 when every share is empty */
+static inline int64_t dnnq_share_next(uint64_t *shares, int t, int nthreads, int *k) {
+    for (; *k < nthreads; ++*k) {
+        const int64_t it = dnnq_share_claim(&shares[(t + *k) % nthreads], *k == 0);
+        if (it >= 0) return it;
+    }
+    return -1;
+}
+
 /* Computes the rows [m0, m0 + mc) of batch b for the column panel p, epilogue included. */
 typedef void (*dnnq_gemm_block_fn)(const dnnq_gemm_args_t *g, int64_t b, int64_t m0, int64_t mc,
                                    int64_t p);
