@@ -96,3 +96,53 @@ def test_int8_view_moves_cached_per_layout():
     for n in [3, 1, 3, 5, 1]:
         x = rng.standard_normal((n, 48)).astype(np.float32) * 3
         np.testing.assert_array_equal(sess.run(None, {"x": x})[0], ref.run(None, {"x": x})[0])
+
+
+def _merge_model():
+    """x -> Q -> DQ -> Reshape -> Transpose -> Reshape (a copy: attention's head merge) ->
+    Slice -> Mul: a chain of int8 moves whose reshape of a transposed view copies."""
+    i64 = lambda name, v: numpy_helper.from_array(np.asarray(v, np.int64), name)  # noqa: E731
+    f32 = lambda name, v: numpy_helper.from_array(np.asarray(v, np.float32), name)  # noqa: E731
+    nodes = [
+        helper.make_node("QuantizeLinear", ["x", "s", "z"], ["xq"]),
+        helper.make_node("DequantizeLinear", ["xq", "s", "z"], ["xd"]),
+        helper.make_node("Reshape", ["xd", "shp"], ["r"]),              # (N, 3, 5, 4)
+        helper.make_node("Transpose", ["r"], ["t"], perm=[0, 2, 1, 3]),  # (N, 5, 3, 4)
+        helper.make_node("Reshape", ["t", "merged"], ["m"]),            # (N, 5, 12): a copy
+        helper.make_node("Mul", ["m", "two"], ["y"]),
+    ]
+    g = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 60])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [f32("s", 0.05), numpy_helper.from_array(np.uint8(128), "z"),
+         i64("shp", [0, 3, 5, 4]), i64("merged", [0, 5, 12]), f32("two", 2.0)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    return m
+
+
+def test_int8_view_chain_with_a_copy_is_recorded():
+    """A reshape of a transposed view (a copy) is recorded as that view plus the copy: the
+    chain runs as one strided copy per run, not its moves, and a copy no caller holds goes
+    into the same array every run; the values follow the input, for every input shape."""
+    m = _merge_model()
+    sess = donnx.InferenceSession(m)
+    steps = [st for st in sess._steps if st.primitive == "int8 views (cached)"]
+    assert len(steps) == 1, sess.plan()
+    st = steps[0]
+    ref = _ort(m)
+    rng = np.random.default_rng(5)
+    merged = []
+    for n in [2, 1, 2, 2, 3, 2]:
+        x = rng.standard_normal((n, 60)).astype(np.float32) * 3
+        np.testing.assert_array_equal(sess.run(None, {"x": x})[0], ref.run(None, {"x": x})[0])
+        if n == 2:
+            recorded = [r for r in st._views.values() if r]
+            assert recorded and all(any(c is not None for *_, c in r) for r in recorded), \
+                st._views
+            k = next(i for i, (*_, c) in enumerate(recorded[0]) if c is not None)
+            merged.append(getattr(st, "_copy_arrays", {}).get(k, (None,))[0])
+    # a session keeps its intermediate arrays: from the second run of a shape on, the
+    # merge's copy is the same array every run
+    assert st.outputs_private
+    assert merged[-1] is not None and all(a is merged[-1] for a in merged[1:]), merged

@@ -472,7 +472,7 @@ class Planner:
                         st.qps[i].same_as(st.qd) or st.qps[i].dt != st.qd.dt:
                     continue
                 table = prod.table.view(prod.out_dtype)
-                prod.table = np.ascontiguousarray(st._requant(i, table).view(np.uint8))
+                prod.table = np.ascontiguousarray(st._requant(i, table)[0].view(np.uint8))
                 prod.impl_info += " (requantized for the concatenation)"
                 st.qps = list(st.qps)
                 st.qps[i] = st.qd

@@ -141,6 +141,9 @@ def _hoist(steps, member):
 _VIEW_OPS = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Identity", "Slice"}
 
 
+_RESHAPES = ("Reshape", "Flatten", "Squeeze", "Unsqueeze")
+
+
 def _root(a):
     while isinstance(a.base, np.ndarray):
         a = a.base
@@ -162,14 +165,19 @@ class ViewFoldStep(Step):
         self.impl_info = "+".join(st.op for st in steps)
         self._views = {}
         self._last = None  # (input layout, parameter arrays, key) of the last run
-        self._made = None  # (input array, parameter arrays, the views made) of the last run
+        # (input array, parameter arrays, the views made, (view, array) copies) of the last run
+        self._made = None
 
     def run(self, env):
         x = env[self.root]
         ps = tuple(env[p] for p in self.params)
         made = self._made
-        if made is not None and made[0] is x and all(a is b for a, b in zip(ps, made[1])):
-            # the same array and read-only parameter arrays as the last run: its views
+        if made is not None and made[0] is x and all(a is b for a, b in zip(ps, made[1])) \
+                and (not made[3] or env.get(REUSE)):
+            # the same array and read-only parameter arrays as the last run: its views (and
+            # its copies again, into the arrays it handed out)
+            for src, dst in made[3]:
+                np.copyto(dst, src)
             for o, v in zip(self.outputs, made[2]):
                 env[o] = v
             return
@@ -201,20 +209,50 @@ class ViewFoldStep(Step):
             # the moves' outputs again for the same array when all of them are views of it
             # (a channels-last x: its moves are views, not recordable from x's buffer)
             outs = [env[o] for o in self.outputs]
-            self._made = (x, ps, outs) if self.memo_ok and self._last is not None and \
+            self._made = (x, ps, outs, ()) if self.memo_ok and self._last is not None and \
                 all(isinstance(v, np.ndarray) and (np.may_share_memory(v, x) or
                                                    not v.flags.writeable) for v in outs) \
                 else None
             return
         views = [np.ndarray(shape, x.dtype, x, off, strides) if strides is not None
                  else shape  # (a Shape / Size value, read-only)
-                 for shape, strides, off in got]
+                 for shape, strides, off, _ in got]
+        copies, stable = [], True
+        for k, (_, _, _, copy_shape) in enumerate(got):
+            if copy_shape is not None:  # a reshape that copies: the view into its array
+                src = views[k]
+                views[k], dst, kept = self._copy_out(env, k, src, copy_shape)
+                copies.append((src, dst))
+                stable = stable and kept
         # kept for the next run of the same array and parameters (read-only ones, so that
         # identity means the same values): the same view objects then, so the steps reading
-        # them may repeat their last calls (Step._repeated)
-        self._made = (x, ps, views) if self.memo_ok and self._last is not None else None
+        # them may repeat their last calls (Step._repeated); copies are made again each run,
+        # into the same arrays where they are the step's own
+        self._made = (x, ps, views, copies) if self.memo_ok and self._last is not None and \
+            stable else None
         for o, v in zip(self.outputs, views):
             env[o] = v
+
+    def _copy_out(self, env, k, view, shape):
+        """The C-order copy of ``view`` as an array of ``shape`` (what Reshape of a
+        non-contiguous view gives): (the array, its view of ``view``'s shape, whether it is
+        the step's own).  Into the array handed out last run when no caller can hold it
+        (``outputs_private``), so that the steps reading it see the same array every run,
+        else into a new one."""
+        out = None
+        if self.outputs_private and env.get(REUSE):
+            kept = self.__dict__.setdefault("_copy_arrays", {})
+            got = kept.get(k)
+            if got is None or got[0].shape != shape or got[0].dtype != view.dtype or \
+                    got[1].shape != view.shape:
+                out = np.empty(shape, view.dtype)
+                got = kept[k] = (out, out.reshape(view.shape))
+            np.copyto(got[1], view)
+            return got[0], got[1], True
+        out = np.empty(shape, view.dtype)
+        dst = out.reshape(view.shape)
+        np.copyto(dst, view)
+        return out, dst, False
 
     def _stable_copies(self, env, x):
         """The outputs that are copies (a reshape of a transposed tensor), copied again into
@@ -236,12 +274,24 @@ class ViewFoldStep(Step):
                 env[o] = k
 
     def _record(self, env, x):
-        """(shape, strides, byte offset from x's start) per output, or False."""
+        """(shape, strides, byte offset from x's start, None) per output -- or, for the
+        output of a Reshape / Flatten / Squeeze / Unsqueeze that copied a view of x (a
+        transposed tensor's reshape: attention's head merge), that view's (shape, strides,
+        offset) and the output's shape -- or False."""
         if not x.flags.c_contiguous or x.size == 0:
             return False
         base = x.__array_interface__["data"][0]
         end = base + x.nbytes
         r = _root(x)
+
+        def of_x(v):  # (shape, strides, offset) of a view of x, or None
+            if not isinstance(v, np.ndarray) or v.dtype != x.dtype or _root(v) is not r:
+                return None
+            p = v.__array_interface__["data"][0]
+            if v.size and not base <= p < end:
+                return None
+            return v.shape, v.strides, p - base
+        made_by = {o: st for st in self.steps for o in st.outputs if o}
         out = []
         values = {o for st in self.steps if st.op in ("Shape", "Size") for o in st.outputs}
         for o in self.outputs:
@@ -249,14 +299,17 @@ class ViewFoldStep(Step):
             if o in values:  # a function of the shapes, which the key holds
                 v = np.array(v)
                 v.flags.writeable = False
-                out.append((v, None, None))
+                out.append((v, None, None, None))
                 continue
-            if not isinstance(v, np.ndarray) or v.dtype != x.dtype or _root(v) is not r:
+            got = of_x(v)
+            if got is not None:
+                out.append(got + (None,))
+                continue
+            st = made_by[o]
+            src = of_x(env.get(st.inputs[0])) if st.op in _RESHAPES else None
+            if src is None or not isinstance(v, np.ndarray) or v.size != int(np.prod(src[0])):
                 return False
-            p = v.__array_interface__["data"][0]
-            if v.size and not base <= p < end:
-                return False
-            out.append((v.shape, v.strides, p - base))
+            out.append(src + (v.shape,))
         return out
 
 

@@ -624,6 +624,8 @@ class ConcatStep(Step):
             "copy" if all(q.same_as(self.qd) for q in self.qps) else "requantize+copy")
 
     def _requant(self, i, x):
+        """Input ``i`` requantized to the output's scale and zero point: (the array, the bound
+        runner that wrote it or None); the runner writes the same array on every call."""
         key = (i, x.shape)
         prim = self._re.get(key)
         if prim is None:
@@ -642,8 +644,8 @@ class ConcatStep(Step):
         if run is None:
             args = dict(a)
             args[A.DNNL_ARG_SRC] = x
-            return prim.execute(args)
-        return run(x, reuse=True)  # read once, by this concatenation's copy
+            return prim.execute(args), None
+        return run(x, reuse=True), run  # read once, by this concatenation's copy
 
     @staticmethod
     def _repeat_pixels(x, reps, out, at):
@@ -656,6 +658,8 @@ class ConcatStep(Step):
         return True
 
     def run(self, env):
+        if self._repeated(env):
+            return
         n = len(self.qps)
         parts = []  # (tensor, repeat factors or None, its shape in the output)
         for i, name in enumerate(self.inputs[:n]):
@@ -681,20 +685,46 @@ class ConcatStep(Step):
             desc = self._descs[tuple(shape)] = MemoryDesc(
                 tuple(shape), self.qd.dt, layout_tag(nd) if ax == 1 else None)
         out = self.kept_desc(env, desc)
+        kept = out is not None
         if out is None:
             out = desc.empty()
         same = self._same
         if same is None:  # the planner has settled the inputs' quantization by the first run
             same = self._same = [q.same_as(self.qd) for q in self.qps]
         at = 0
+        # the run's calls, for warm runs to repeat: (the input, its bound requantize or None,
+        # the pixels copied, where); None once a part takes another path
+        calls = [] if not self._resized and ax == 1 else None
         for i, (x, reps, shp) in enumerate(parts):
+            src, requant = x, None
             if not same[i]:
-                x = self._requant(i, x)
+                x, requant = self._requant(i, x)
             sl = [slice(None)] * nd
             sl[ax] = slice(at, at + shp[ax])
             if reps is None and (ax != 1 or not self._repeat_pixels(x, (1,) * nd, out, at)):
                 out[tuple(sl)] = x
+                calls = None
             elif reps is not None and (ax != 1 or not self._repeat_pixels(x, reps, out, at)):
                 ops_numpy.repeat_into(x, reps, out[tuple(sl)])
+                calls = None
+            if calls is not None and (requant is not None or same[i]):
+                calls.append((src, requant, _pixels(x, (1,) * nd), at))
+            else:
+                calls = None
             at += shp[ax]
         env[self.outputs[0]] = out
+        if calls is not None:
+            self._remember_copies(env, calls, out, kept)
+
+    def _remember_copies(self, env, calls, out, kept):
+        """Let warm runs repeat the requantizes (bound runners, writing the same arrays) and
+        the compiled pixel copies of this run into the kept output."""
+        dst, copy = _pixels(out, (1, 1)), _toolkit.repeat_pixels_into
+
+        def call():
+            t = dnnq.get_num_threads()
+            for src, requant, pixels, at in calls:
+                if requant is not None:
+                    requant(src, reuse=True)
+                copy(pixels, dst, 1, 1, at, t)
+        self._remember(env, call, kept, [(p, s) for s, r, p, _ in calls if r is None])
