@@ -302,3 +302,38 @@ def test_warm_runs_of_inputs_in_another_layout(tmp_path):
             np.testing.assert_array_equal(sess.run(None, {"x": fortran})[0], fresh[i])
             np.testing.assert_array_equal(sess.run(None, {"x": x})[0], fresh[i])
     assert any(r["primitive"] == "Reorder" for r in sess.plan()[1:])
+
+
+def test_output_whose_shape_feeds_the_graph_output_is_kept(tmp_path):
+    """A layer whose output only gives its *shape* to the graph output's Reshape (the
+    recognizer's head: MatMul -> Shape + Flatten -> Softmax -> Reshape(softmax, shape)) keeps
+    its array and repeats its call on warm runs: a shape is a new array, not a view of the
+    layer's output.  A graph output that is a view of a step's array is still never that
+    step's kept array."""
+    b = Builder()
+    y = b.conv("x", 4, 16, k=1)
+    y = b.op("Reshape", [b.op("Transpose", [y], perm=[0, 2, 3, 1]),
+                         b.const(np.int64([1, 36, 16]))])
+    h = b.op("MatMul", [y, b.const(_w(16, 40))])              # the head: (1, 36, 40)
+    shp = b.op("Shape", [h])
+    p = b.op("Softmax", [b.op("Flatten", [h], axis=2)], axis=-1)
+    out = b.op("Reshape", [p, shp])
+    f32, qdq = str(tmp_path / "f32.onnx"), str(tmp_path / "qdq.onnx")
+    shape = (1, 4, 6, 6)
+    onnx.save(b.model(shape, out, opset=13), f32)
+    quantize_qdq(f32, qdq, [{"x": RNG.standard_normal(shape).astype(np.float32)}
+                            for _ in range(2)])
+    xs = [(RNG.standard_normal(shape) * (1 + 0.5 * i)).astype(np.float32) for i in range(3)]
+    fresh = [donnx.InferenceSession(qdq, threads=1).run(None, {"x": x})[0] for x in xs]
+    sess = donnx.InferenceSession(qdq)
+    heads = [st for st in sess._steps if getattr(st, "primitive_name", "") == "MatMul"]
+    assert len(heads) == 1 and heads[0].keeps_output, sess.plan()
+    held = []
+    for _ in range(3):
+        for i, x in enumerate(xs):
+            got = sess.run(None, {"x": x})[0]
+            np.testing.assert_array_equal(got, fresh[i])
+            held.append((got, fresh[i]))
+    assert heads[0]._repeat is not None  # the head repeats its call
+    for got, want in held:  # what the caller holds never changes
+        np.testing.assert_array_equal(got, want)

@@ -242,10 +242,11 @@ class InferenceSession:
         reach = {v.name for v in self._graph.outputs}
         todo = list(reach)
         while todo:
-            st = producer.get(todo.pop())
+            o = todo.pop()
+            st = producer.get(o)
             if st is None or st.fresh_output:
                 continue
-            for x in st.inputs:
+            for x in st.aliased_inputs(o):
                 if x not in reach:
                     reach.add(x)
                     todo.append(x)

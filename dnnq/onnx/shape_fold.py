@@ -254,6 +254,12 @@ class ViewFoldStep(Step):
         np.copyto(dst, view)
         return out, dst, False
 
+    def aliased_inputs(self, output):
+        values = {o for st in self.steps if st.op in ("Shape", "Size") for o in st.outputs}
+        if output in values:  # a shape, read-only and cached
+            return ()
+        return [self.root]  # the moves' views (the parameters are shapes and bounds)
+
     def _stable_copies(self, env, x):
         """The outputs that are copies (a reshape of a transposed tensor), copied again into
         the arrays handed out last run: the steps reading them see the same arrays every run

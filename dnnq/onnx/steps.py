@@ -50,6 +50,12 @@ class Step(KeptOutput):
     def __init__(self, nodes, inputs, outputs):
         self.nodes, self.inputs, self.outputs = list(nodes), list(inputs), list(outputs)
 
+    def aliased_inputs(self, output):
+        """The inputs whose memory ``output`` may share (it may be a view of them): all of
+        them unless the step knows better (the session keeps an array only where no graph
+        output can be a view of it)."""
+        return self.inputs
+
 
 class PrimStep(Step):
     """A dnnq primitive created per input shape by ``self.make(env) -> (prim, args, fn)``;
@@ -384,6 +390,12 @@ class SoftmaxStep(PrimStep):
         env[self.outputs[0]] = plan[0].execute(args)
 
 
+#: numpy ops whose output may be a view of their first input only (the others are shapes,
+#: axes, bounds)
+_VIEWS_OF_FIRST = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Identity",
+                   "Slice", "Expand"}
+
+
 class NumpyStep(Step):
     """An ONNX op in numpy (data movement, shapes, cheap element-wise math), on f32 values or
     on int8 arrays where the op only moves data."""
@@ -400,6 +412,11 @@ class NumpyStep(Step):
         for n, y in zip(self.outputs, ys):
             if n:
                 env[n] = y
+
+    def aliased_inputs(self, output):
+        if self.op in ("Shape", "Size"):  # new arrays of the shape
+            return ()
+        return self.inputs[:1] if self.op in _VIEWS_OF_FIRST else self.inputs
 
 
 class QuantizedMoveStep(NumpyStep):
