@@ -633,10 +633,9 @@ def test_doubtful_choice_needs_a_quarter_of_the_large_steps():
     assert not choice_doubtful([100e-6, 10e-6], [400e-6, 90e-6])  # no large step
 
 
-def test_doubtful_thread_choice_is_made_again(tmp_path, monkeypatch):
-    """A thread choice that tells of a busy core (parallel_doubtful) is made again 8, then
-    32, then 128 runs later, at most three times; a sound one stays; every run gives the
-    one-thread results."""
+def _two_conv_model(tmp_path):
+    """(the QDQ file of a 3x3 conv then a 1x1 conv, its input): a model of two layers for
+    the thread-choice tests."""
     b = Builder()
     y = b.conv("x", 8, 16)
     y = b.conv(y, 16, 8, k=1)
@@ -644,6 +643,14 @@ def test_doubtful_thread_choice_is_made_again(tmp_path, monkeypatch):
     onnx.save(b.model((1, 8, 12, 12), y), f32)
     x = RNG.standard_normal((1, 8, 12, 12)).astype(np.float32)
     quantize_qdq(f32, qdq, [{"x": x}])
+    return qdq, x
+
+
+def test_doubtful_thread_choice_is_made_again(tmp_path, monkeypatch):
+    """A thread choice that tells of a busy core (parallel_doubtful) is made again 8, then
+    32, then 128 runs later, at most three times; a sound one stays; every run gives the
+    one-thread results."""
+    qdq, x = _two_conv_model(tmp_path)
     ref = donnx.InferenceSession(qdq, threads=1).run(None, {"x": x})[0]
     real = donnx.InferenceSession._choose_threads
     # (run 0: the choice at creation; user runs from 1)
@@ -681,13 +688,7 @@ def test_thread_choice_compares_whole_runs(tmp_path, monkeypatch, costs, want):
     the threads of the step that wrote its input, which timing steps apart misses.  A fake
     clock gives each step a cost by its threads and its predecessor's."""
     from dnnq.onnx import session as session_mod
-    b = Builder()
-    y = b.conv("x", 8, 16)
-    y = b.conv(y, 16, 8, k=1)
-    f32, qdq = str(tmp_path / "f32.onnx"), str(tmp_path / "qdq.onnx")
-    onnx.save(b.model((1, 8, 12, 12), y), f32)
-    x = RNG.standard_normal((1, 8, 12, 12)).astype(np.float32)
-    quantize_qdq(f32, qdq, [{"x": x}])
+    qdq, x = _two_conv_model(tmp_path)
     sess = donnx.InferenceSession(qdq, threads=2)
     sess.run(None, {"x": x})
     steps = [st for st in sess._steps if st.primitive == "Convolution"]

@@ -56,14 +56,29 @@ def test_shape_steps_cached_per_input_shape():
         np.testing.assert_array_equal(got, want)
 
 
+def _i64(name, v):
+    return numpy_helper.from_array(np.asarray(v, np.int64), name)
+
+
+def _int8_moves_model(moves, inits, width):
+    """x (N, width) -> Q -> DQ (xd) -> the nodes ``moves`` (ending in y), with the
+    initializers ``inits``: int8 moves of one quantized tensor."""
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["xq"]),
+             helper.make_node("DequantizeLinear", ["xq", "s", "z"], ["xd"])] + moves
+    g = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", width])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(np.float32(0.05), "s"),
+         numpy_helper.from_array(np.uint8(128), "z")] + inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    return m
+
+
 def _views_model():
     """x -> Q -> DQ -> Reshape -> Transpose -> Slice x 2 -> Squeeze, Shape -> Reshape: int8
     moves of one tensor (attention's head split), the shape of one of them read back."""
-    i64 = lambda name, v: numpy_helper.from_array(np.asarray(v, np.int64), name)  # noqa: E731
-    f32 = lambda name, v: numpy_helper.from_array(np.asarray(v, np.float32), name)  # noqa: E731
-    nodes = [
-        helper.make_node("QuantizeLinear", ["x", "s", "z"], ["xq"]),
-        helper.make_node("DequantizeLinear", ["xq", "s", "z"], ["xd"]),
+    return _int8_moves_model([
         helper.make_node("Reshape", ["xd", "shp"], ["r"]),              # (N, 6, 2, 4)
         helper.make_node("Transpose", ["r"], ["t"], perm=[2, 0, 1, 3]),  # (2, N, 6, 4)
         helper.make_node("Slice", ["t", "s0", "e0", "ax0"], ["a"]),
@@ -73,15 +88,8 @@ def _views_model():
         helper.make_node("Shape", ["a2"], ["sa"]),
         helper.make_node("Reshape", ["b2", "sa"], ["b3"]),
         helper.make_node("Mul", ["a2", "b3"], ["y"]),
-    ]
-    g = helper.make_graph(
-        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 48])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
-        [f32("s", 0.05), numpy_helper.from_array(np.uint8(128), "z"), i64("shp", [0, 6, 2, 4]),
-         i64("s0", [0]), i64("e0", [1]), i64("s1", [1]), i64("e1", [2]), i64("ax0", [0])])
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
-    m.ir_version = 8
-    return m
+    ], [_i64("shp", [0, 6, 2, 4]), _i64("s0", [0]), _i64("e0", [1]), _i64("s1", [1]),
+        _i64("e1", [2]), _i64("ax0", [0])], 48)
 
 
 def test_int8_view_moves_cached_per_layout():
@@ -100,25 +108,14 @@ def test_int8_view_moves_cached_per_layout():
 
 def _merge_model():
     """x -> Q -> DQ -> Reshape -> Transpose -> Reshape (a copy: attention's head merge) ->
-    Slice -> Mul: a chain of int8 moves whose reshape of a transposed view copies."""
-    i64 = lambda name, v: numpy_helper.from_array(np.asarray(v, np.int64), name)  # noqa: E731
-    f32 = lambda name, v: numpy_helper.from_array(np.asarray(v, np.float32), name)  # noqa: E731
-    nodes = [
-        helper.make_node("QuantizeLinear", ["x", "s", "z"], ["xq"]),
-        helper.make_node("DequantizeLinear", ["xq", "s", "z"], ["xd"]),
+    Mul: a chain of int8 moves whose reshape of a transposed view copies."""
+    return _int8_moves_model([
         helper.make_node("Reshape", ["xd", "shp"], ["r"]),              # (N, 3, 5, 4)
         helper.make_node("Transpose", ["r"], ["t"], perm=[0, 2, 1, 3]),  # (N, 5, 3, 4)
         helper.make_node("Reshape", ["t", "merged"], ["m"]),            # (N, 5, 12): a copy
         helper.make_node("Mul", ["m", "two"], ["y"]),
-    ]
-    g = helper.make_graph(
-        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 60])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
-        [f32("s", 0.05), numpy_helper.from_array(np.uint8(128), "z"),
-         i64("shp", [0, 3, 5, 4]), i64("merged", [0, 5, 12]), f32("two", 2.0)])
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
-    m.ir_version = 8
-    return m
+    ], [_i64("shp", [0, 3, 5, 4]), _i64("merged", [0, 5, 12]),
+        numpy_helper.from_array(np.float32(2.0), "two")], 60)
 
 
 def test_int8_view_chain_with_a_copy_is_recorded():

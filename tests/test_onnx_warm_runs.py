@@ -199,6 +199,18 @@ def test_warm_runs_of_int8_softmax_and_layer_norm(tmp_path):
                if getattr(st, "spec", None) is not None and st.spec.runtime_weights)
 
 
+def _quantized_with_fresh_runs(tmp_path, b, out, shape, opset, n):
+    """(the QDQ file of the Builder's model, n inputs of growing range, each one's output
+    from the first run of a one-thread session: what no repeat has touched)."""
+    f32, qdq = str(tmp_path / "f32.onnx"), str(tmp_path / "qdq.onnx")
+    onnx.save(b.model(shape, out, opset=opset), f32)
+    quantize_qdq(f32, qdq, [{"x": RNG.standard_normal(shape).astype(np.float32)}
+                            for _ in range(2)])
+    xs = [(RNG.standard_normal(shape) * (1 + 0.5 * i)).astype(np.float32) for i in range(n)]
+    fresh = [donnx.InferenceSession(qdq, threads=1).run(None, {"x": x})[0] for x in xs]
+    return qdq, xs, fresh
+
+
 def test_warm_runs_repeat_every_step_after_copies_and_views(tmp_path, monkeypatch):
     """On warm runs every int8 step that reads no graph input repeats its last call, also
     after a step that hands out a new view each run (a channels-last concatenation, a 3-D
@@ -232,13 +244,7 @@ def test_warm_runs_repeat_every_step_after_copies_and_views(tmp_path, monkeypatc
                                     b.const(np.linspace(-1, 1, 16).astype(np.float32))],
              axis=-1, epsilon=1e-5)
     y = b.op("MatMul", [y, b.const(_w(16, 8))])
-    f32, qdq = str(tmp_path / "f32.onnx"), str(tmp_path / "qdq.onnx")
-    shape = (1, 8, 6, 6)
-    onnx.save(b.model(shape, y, opset=17), f32)
-    quantize_qdq(f32, qdq, [{"x": RNG.standard_normal(shape).astype(np.float32)}
-                            for _ in range(2)])
-    xs = [(RNG.standard_normal(shape) * (1 + 0.5 * i)).astype(np.float32) for i in range(4)]
-    fresh = [donnx.InferenceSession(qdq, threads=1).run(None, {"x": x})[0] for x in xs]
+    qdq, xs, fresh = _quantized_with_fresh_runs(tmp_path, b, y, (1, 8, 6, 6), 17, 4)
     assert len({f.tobytes() for f in fresh}) == 4
     sess = donnx.InferenceSession(qdq)
     kinds = {r["primitive"] for r in sess.plan()}
@@ -318,13 +324,7 @@ def test_output_whose_shape_feeds_the_graph_output_is_kept(tmp_path):
     shp = b.op("Shape", [h])
     p = b.op("Softmax", [b.op("Flatten", [h], axis=2)], axis=-1)
     out = b.op("Reshape", [p, shp])
-    f32, qdq = str(tmp_path / "f32.onnx"), str(tmp_path / "qdq.onnx")
-    shape = (1, 4, 6, 6)
-    onnx.save(b.model(shape, out, opset=13), f32)
-    quantize_qdq(f32, qdq, [{"x": RNG.standard_normal(shape).astype(np.float32)}
-                            for _ in range(2)])
-    xs = [(RNG.standard_normal(shape) * (1 + 0.5 * i)).astype(np.float32) for i in range(3)]
-    fresh = [donnx.InferenceSession(qdq, threads=1).run(None, {"x": x})[0] for x in xs]
+    qdq, xs, fresh = _quantized_with_fresh_runs(tmp_path, b, out, (1, 4, 6, 6), 13, 3)
     sess = donnx.InferenceSession(qdq)
     heads = [st for st in sess._steps if getattr(st, "primitive_name", "") == "MatMul"]
     assert len(heads) == 1 and heads[0].keeps_output, sess.plan()
