@@ -162,26 +162,52 @@ static int repeat_consts(const dnnq_gemm_args_t *ge, int64_t OC, int64_t we, ks_
 
 /* the micro-kernel's tile rows (one pixel each, nk columns) into the epilogue's rows of pe
  * pixels, plus the compensation: pixel q of the run at row q / pe, column (q % pe) nk.  Each
- * pixel copies w >= nk columns (a fixed count the compiler vectorizes); the columns past nk
- * are overwritten by the next pixel, or left past we (or in the margin after the last row). */
-#define KS_GATHER(w)                                                                          \
-    for (int r = 0; r < mr; ++r) {                                                            \
-        const int64_t q = q0 + r;                                                             \
-        int32_t *d = flat + (q / pe) * DNNQ_NR + (q % pe) * nk;                               \
-        const int32_t *s = tile + r * DNNQ_NR;                                                \
-        if (comp)                                                                             \
-            for (int c = 0; c < (w); ++c) d[c] = (int32_t)((uint32_t)s[c] + (uint32_t)comp[c]); \
-        else                                                                                  \
-            for (int c = 0; c < (w); ++c) d[c] = s[c];                                        \
+ * pixel copies W >= nk columns, whole 4-lane vectors (GCC vector extensions: SSE2 on x86-64,
+ * any target); the columns past nk are overwritten by the next pixel, or lie past we (or in
+ * the margin after the last row). */
+typedef int32_t ks_v4 __attribute__((vector_size(16)));
+
+static inline ks_v4 ks_load(const int32_t *p) {
+    ks_v4 v;
+    memcpy(&v, p, sizeof(v));
+    return v;
+}
+
+#define KS_GATHER(NV)                                                                         \
+    static void gather_##NV(const int32_t *tile, int mr, int64_t q0, int64_t nk, int64_t pe,  \
+                            const int32_t *comp, int32_t *flat) {                             \
+        ks_v4 cv[NV];                                                                         \
+        for (int v = 0; v < (NV); ++v) cv[v] = comp ? ks_load(comp + 4 * v) : (ks_v4){0};     \
+        int64_t row = q0 / pe, col = (q0 % pe) * nk;                                          \
+        for (int r = 0; r < mr; ++r) {                                                        \
+            int32_t *d = flat + row * DNNQ_NR + col;                                          \
+            for (int v = 0; v < (NV); ++v) {                                                  \
+                const ks_v4 x = ks_load(tile + r * DNNQ_NR + 4 * v) + cv[v];                  \
+                memcpy(d + 4 * v, &x, sizeof(x));                                             \
+            }                                                                                 \
+            col += nk;                                                                        \
+            if (col == pe * nk) {                                                             \
+                col = 0;                                                                      \
+                ++row;                                                                        \
+            }                                                                                 \
+        }                                                                                     \
     }
+KS_GATHER(1)
+KS_GATHER(2)
+KS_GATHER(4)
+KS_GATHER(8)
+#undef KS_GATHER
 
 static void gather_rows(const int32_t *tile, int mr, int64_t q0, int64_t nk, int64_t pe,
                         const int32_t *comp, int32_t *flat) {
-    if (nk <= 16) {
-        KS_GATHER(16)
-    } else {
-        KS_GATHER(32)
-    }
+    if (nk <= 4)
+        gather_1(tile, mr, q0, nk, pe, comp, flat);
+    else if (nk <= 8)
+        gather_2(tile, mr, q0, nk, pe, comp, flat);
+    else if (nk <= 16)
+        gather_4(tile, mr, q0, nk, pe, comp, flat);
+    else
+        gather_8(tile, mr, q0, nk, pe, comp, flat);
 }
 
 enum { KS_FLAT_ROWS = DNNQ_CONV_TILE_ROWS, KS_MARGIN = 32 };
