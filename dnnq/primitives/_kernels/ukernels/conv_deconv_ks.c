@@ -212,6 +212,65 @@ static void gather_rows(const int32_t *tile, int mr, int64_t q0, int64_t nk, int
 
 enum { KS_FLAT_ROWS = DNNQ_CONV_TILE_ROWS, KS_MARGIN = 32 };
 
+/* the AVX-512 kernel with pixels in the lanes takes the plan (its level under the cap) */
+static int ks_lanes_fits(const dnnq_conv_t *cv) {
+#ifdef DNNQ_HAVE_X86_KERNELS
+    const int level = DNNQ_ISA_LEVEL(cv->isa);
+    const int64_t nk = cv->kw * cv->OC;
+    return (level == DNNQ_ISA_AVX512_CORE_VNNI || level == DNNQ_ISA_AVX512_CORE_AMX) &&
+           nk <= 2 && cv->kd * cv->kh * nk <= KS_LANES_MAX_OUT && cv->IC % 4 == 0;
+#else
+    (void)cv;
+    return 0;
+#endif
+}
+
+/* the epilogue of cnt source pixels' outputs of one kernel row, gathered into rows of pe
+ * pixels at flat, to the output row at dst (gr: the item's epilogue) */
+static void ks_finish_run(const dnnq_conv_t *cv, dnnq_gemm_args_t *gr, char *dst, int64_t cnt,
+                          int64_t nk, int64_t pe, const int32_t *flat) {
+    const int64_t full = cnt / pe, rem = cnt % pe;
+    gr->dst = dst;
+    if (full) {
+        gr->N = pe * nk;
+        cv->epilogue(gr, 0, 0, (int)full, 0, flat);
+    }
+    if (rem) {
+        gr->N = rem * nk;
+        cv->epilogue(gr, 0, full, 1, 0, flat + full * DNNQ_NR);
+    }
+}
+
+/* one source row by the lanes kernel: every kernel row's outputs of a run of pixels at once,
+ * then each kernel row's epilogue */
+static void ks_lanes_row(const dnnq_conv_t *cv, const dnnq_gemm_args_t *gs, const uint8_t *srow,
+                         int64_t zd, int64_t y, char *dst_img, int esz, int32_t *flat,
+                         int64_t flat_len) {
+#ifdef DNNQ_HAVE_X86_KERNELS
+    const int64_t nrow = cv->kd * cv->kh, nk = cv->kw * cv->OC, pe = DNNQ_NR / nk;
+    const int64_t chunk = pe * KS_FLAT_ROWS;
+    const int32_t *comp[KS_LANES_MAX_OUT];
+    int32_t *rows[KS_LANES_MAX_OUT];
+    for (int64_t r = 0; r < nrow; ++r) {
+        comp[r] = cv->ks_comp ? cv->ks_comp + r * DNNQ_NR : NULL;
+        rows[r] = flat + r * flat_len;
+    }
+    dnnq_gemm_args_t gr = *gs;
+    for (int64_t x0 = 0; x0 < cv->iw; x0 += chunk) {
+        const int64_t cnt = cv->iw - x0 < chunk ? cv->iw - x0 : chunk;
+        dnnq_deconv_ks_lanes_avx512(cv, srow + x0 * cv->IC, cnt, comp, rows);
+        for (int64_t r = 0; r < nrow; ++r) {
+            const int64_t od = zd * cv->kd + r / cv->kh, oh = y * cv->kh + r % cv->kh;
+            const int64_t m_row = (od * cv->oh + oh) * cv->iw;
+            ks_finish_run(cv, &gr, dst_img + (m_row + x0) * nk * esz, cnt, nk, pe, rows[r]);
+        }
+    }
+#else
+    (void)cv, (void)gs, (void)srow, (void)zd, (void)y, (void)dst_img, (void)esz, (void)flat;
+    (void)flat_len;
+#endif
+}
+
 int dnnq_conv_run_item_deconv_ks(const dnnq_conv_t *cv, int64_t item) {
     const int64_t srows = cv->id * cv->ih, nrow = cv->kd * cv->kh;
     const int64_t per = cv->mc / (nrow * cv->ow); /* source rows per item */
@@ -229,8 +288,11 @@ int dnnq_conv_run_item_deconv_ks(const dnnq_conv_t *cv, int64_t item) {
     /* (pe == 1) the fused micro-kernel's state per kernel row */
     dnnq_epi_state_t *st = (dnnq_epi_state_t *)aligned_alloc(
         64, sizeof(dnnq_epi_state_t) * (size_t)(pe == 1 ? nrow : 1));
-    int32_t *flat = (int32_t *)aligned_alloc(
-        64, sizeof(int32_t) * (KS_FLAT_ROWS * DNNQ_NR + KS_MARGIN));
+    /* AVX-512: one or two columns per kernel row take the kernel with pixels in the lanes,
+     * every kernel row's outputs of a pixel run at once (conv_deconv_ks_lanes_avx512.c) */
+    const int lanes = ks_lanes_fits(cv);
+    const int64_t nflat = lanes ? nrow : 1, flat_len = KS_FLAT_ROWS * DNNQ_NR + KS_MARGIN;
+    int32_t *flat = (int32_t *)aligned_alloc(64, sizeof(int32_t) * (size_t)(nflat * flat_len));
     int *fuse = (int *)malloc(sizeof(int) * (size_t)nrow);
     if (!k || !st || !flat || !fuse || repeat_consts(&ge, OC, we, k, &gs) != 0) {
         const int oom = !k || !st || !flat || !fuse;
@@ -261,6 +323,10 @@ int dnnq_conv_run_item_deconv_ks(const dnnq_conv_t *cv, int64_t item) {
     for (int64_t sr = sr0; sr < sr1; ++sr) {
         const int64_t zd = sr / cv->ih, y = sr % cv->ih;
         const uint8_t *srow = img + sr * iw * IC;
+        if (lanes) {
+            ks_lanes_row(cv, &gs, srow, zd, y, dst_img, esz, flat, flat_len);
+            continue;
+        }
         for (int64_t r = 0; r < nrow; ++r) {
             const int64_t od = zd * cv->kd + r / cv->kh, oh = y * cv->kh + r % cv->kh;
             const int64_t m_row = (od * cv->oh + oh) * iw; /* in rows of nk outputs */
@@ -292,18 +358,9 @@ int dnnq_conv_run_item_deconv_ks(const dnnq_conv_t *cv, int64_t item) {
                     }
                     xr += mr;
                 }
-                if (pe == 1) continue;
                 /* the epilogue rows: pe pixels each, a last one of cnt % pe pixels */
-                gr.dst = dst_img + (m_row + x0) * nk * esz;
-                const int64_t full = cnt / pe, rem = cnt % pe;
-                if (full) {
-                    gr.N = we;
-                    cv->epilogue(&gr, 0, 0, (int)full, 0, flat);
-                }
-                if (rem) {
-                    gr.N = rem * nk;
-                    cv->epilogue(&gr, 0, full, 1, 0, flat + full * DNNQ_NR);
-                }
+                if (pe > 1) ks_finish_run(cv, &gr, dst_img + (m_row + x0) * nk * esz, cnt, nk,
+                                          pe, flat);
             }
         }
     }

@@ -235,6 +235,12 @@ int dnnq_conv_run_item_deconv_phases(const dnnq_conv_t *cv, int64_t item);
 int dnnq_conv_prepare_deconv_ks(dnnq_conv_t *cv);
 void dnnq_conv_finish_deconv_ks(dnnq_conv_t *cv);
 int dnnq_conv_run_item_deconv_ks(const dnnq_conv_t *cv, int64_t item);
+/* its AVX-512 products with 16 source pixels in the lanes, for kw * OC <= 2 and at most this
+ * many outputs per source pixel (conv_deconv_ks_lanes_avx512.c): cnt pixels of a source row
+ * at src, kernel row r's sums (+ comp[r], NULL: 0) to flat[r] in output order */
+#define KS_LANES_MAX_OUT 8
+void dnnq_deconv_ks_lanes_avx512(const dnnq_conv_t *cv, const uint8_t *src, int64_t cnt,
+                                 const int32_t *const *comp, int32_t *const *flat);
 /* few output channels over folded kernel rows, 16 output pixels in the lanes (AVX-512 VNNI
  * with VBMI; conv_fold_lanes_vbmi.c): at most this many output channels, and the bytes a
  * vector's 16 windows span (15 sw IC + 4 K4) at most 128 */
