@@ -52,11 +52,12 @@ def make_case(rng, oc, k, config, isp, mb=1):
     return c
 
 
-def check(c, oc, k):
+def check(c, oc, kw):
+    """bit for bit with oneDNN; the kernel deconv_ks where kw * OC <= 64"""
     want = c.run_onednn()
     got, p = c.run_dnnq()
-    assert p._impl.kernel == ("deconv_ks" if k[1] * oc <= 64 else "deconv_phases"), \
-        (oc, k, p._impl)
+    assert p._impl.kernel == ("deconv_ks" if kw * oc <= 64 else "deconv_phases"), \
+        (oc, kw, p._impl)
     assert_same(got, want, bits=True, ref_name="oneDNN")
 
 
@@ -74,7 +75,7 @@ def test_kernel_stride_vs_onednn(oc, k):
             c = make_case(rng, oc, k, config, (2 + i % 3, iw), mb=1 + i % 2)
             for threads in (1, 2, 3):
                 dnnq.set_num_threads(threads)
-                check(c, oc, k)
+                check(c, oc, k[1])
     finally:
         dnnq.set_num_threads(old)
 
@@ -86,7 +87,7 @@ def test_kernel_stride_every_level(isa, oc, k):
     rng = np.random.default_rng([oc, 5])
     for config in CONFIGS[:3]:
         c = make_case(rng, oc, k, config, (3, 37))
-        check(c, oc, k)
+        check(c, oc, k[1])
 
 
 def test_zero_point_the_source_cannot_hold():
@@ -94,7 +95,7 @@ def test_zero_point_the_source_cannot_hold():
     runs the general driver instead, with oneDNN's bits"""
     rng = np.random.default_rng(3)
     c = make_case(rng, 2, (2, 2), ("u8", 300, "u8", "none"), (3, 9))
-    check(c, 2, (2, 2))
+    check(c, 2, 2)
 
 
 def test_declined_problems_fall_through():
@@ -120,3 +121,20 @@ def test_declined_problems_fall_through():
         why = _impls._kernel_is_stride(p._conv_problem(), _impls.conv_cap(p._isa))
         assert why, name
         assert_same(got, c.run_numpy())
+
+
+@pytest.mark.parametrize("isp,k,tag", [((37,), (4,), "nwc"), ((2, 3, 5), (2, 2, 2), "ndhwc"),
+                                       ((3, 21), (2, 2), None)])
+def test_kernel_stride_1d_3d_plain(isp, k, tag):
+    """1-D and 3-D (every kernel row (kd, kh) its own GEMM), and plain (nchw) data"""
+    rng = np.random.default_rng(len(isp))
+    for oc in (1, 5):
+        for src_dt, zp in (("u8", 0), ("s8", 2)):
+            q = {"src_scales": [0.05], "wei_scales": [0.01], "dst_scales": [0.5]}
+            if zp:
+                q["src_zp"] = [zp]
+            c = Case(rng, ICg=8, OCg=oc, isp=isp, k=k, s=k, pl=(0,) * len(isp),
+                     d=(0,) * len(isp), src_dt=src_dt, dst_dt="u8", deconv=True, src_tag=tag,
+                     dst_tag=tag, bias_dt="f32", q=q,
+                     post_ops=[("eltwise", "relu", 0.0, 0.0)])
+            check(c, oc, k[-1])
