@@ -96,7 +96,7 @@ def test_phase_path_taken():
     for isp, k, s, d, pl, pr in GEOMETRIES:
         c = Case(rng, isp=isp, k=k, s=s, pl=pl, pr=pr, d=d, ICg=4, OCg=4, deconv=True)
         _, p = c.run_dnnq()
-        assert p._plan.phase_deconv(), (isp, k, s)
+        assert p._plan.phase_deconv() or p._impl.kernel == "deconv_ks", (isp, k, s)
 
 
 @pytest.mark.parametrize("tag", [None, "channels_last"])

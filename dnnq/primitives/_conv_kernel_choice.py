@@ -50,6 +50,20 @@ def dw_flat_span(oh, ow, iw, sh, sw):
     return max(15 // ow * d, (n - 1 + 15) // ow * d) + 15 * sw + 3
 
 
+def _per_channel(desc):
+    """A post-op input of one value or one per channel (dims 1 but the channel dim)."""
+    return all(d == 1 for i, d in enumerate(desc.dims) if i != 1)
+
+
+def deconv_ks_rows(geo, threads):
+    """Source rows per work item of the deconv_ks kernel: about 8 items per thread (an
+    item's set-up -- the repeated constants, the fused epilogue's states -- is a few us),
+    as many rows in each."""
+    rows = geo.src[0] * geo.src[1]
+    blocks = max(1, min(rows, -(-8 * threads // geo.N)))
+    return -(-rows // blocks)
+
+
 def _balanced_block(npix, mc, mr, units, threads):
     """Pixels per work item (a multiple of mr, near mc) for which the items, `units` times
     ceil(npix / mc) of them, split into equal contiguous runs over the threads (the items are
@@ -117,7 +131,21 @@ class KernelChoice:
                            geo.dst[2] <= _conv.TILES_MAX_OW),
             skip_zero_taps=_conv.get_skip_zero_taps(),
             # the zero-point row a deconvolution's left-out taps read may be non-zero bytes
-            zp_row_nonzero=(self.src_desc.dt == "s8" or A.DNNL_ARG_SRC in zm))
+            zp_row_nonzero=(self.src_desc.dt == "s8" or A.DNNL_ARG_SRC in zm),
+            # the deconv_ks kernel: every output pixel reached by one tap, one GEMM of
+            # kw * OC columns per (source row, kernel row) (ukernels/conv_deconv_ks.c)
+            kernel_is_stride=(geo.deconv and geo.kernel == geo.strides and
+                              geo.steps == (1, 1, 1) and not any(geo.pads) and
+                              not any(geo.pads_r)),
+            ks_cols=geo.kernel[2] * geo.OC,
+            ks_inputs_ok=(A.DNNL_ARG_WEIGHTS not in zm and
+                          all(_per_channel(d) for d in self._post_input_descs())),
+            ks_exact=not getattr(self, "_pair_sat", False))
+
+    def _post_input_descs(self):
+        """The descriptors of the binary and select post-ops' inputs."""
+        return ([d for _, d in self._binary] +
+                [d for _, c, v in self._selects for d in (c, v)])
 
     def _choose_kernel(self):
         """Walk the implementation list once (dnnq.primitives._impls); the entry chosen."""

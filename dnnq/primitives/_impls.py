@@ -208,6 +208,18 @@ def _phases(p, cap):
          "products are kept for up to 128)"))
 
 
+def _kernel_is_stride(p, cap):
+    return _why(
+        (p["deconv"] and not p["depthwise"] and p["geo"].G == 1,
+         "not an ungrouped deconvolution"),
+        (p["kernel_is_stride"], "the kernel is not the stride along every dim (no padding, no "
+                                "dilation)"),
+        (p["ks_cols"] <= 64, "kernel columns x output channels over 64"),
+        (p["ks_inputs_ok"], "a weights zero point, or a binary / select input that varies "
+                            "along the batch or spatial dims"),
+        (p["ks_exact"], "set_int8_numerics('avx2') (s16 pairs)"))
+
+
 #: int8 convolutions and deconvolutions
 CONV = (
     ConvImpl("fold_lanes", "avx512_core_vnni", "fold_lanes", _fold_lanes),
@@ -232,6 +244,7 @@ CONV = (
     ConvImpl("dw", "default", "general",
              lambda p, cap: _why((p["depthwise"], "not depthwise"))),
     ConvImpl("tiles", "default", "tiles", lambda p, cap: _tiles_fit(p)),
+    ConvImpl("deconv_ks", "default", "deconv_ks", _kernel_is_stride),
     ConvImpl("deconv_phases", "default", "deconv_phases", _phases),
     ConvImpl("general", "default", "general", lambda p, cap: None),
 )

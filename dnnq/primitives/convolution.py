@@ -70,7 +70,8 @@ from dnnq.primitives._kernels import _codes, _conv, _conv_exec, _gemm
 from dnnq.primitives._scratch import Scratch as _Scratch
 from dnnq.primitives._conv_checked_exec import CheckedExecute, _RANGE
 from dnnq.primitives._conv_kernel_choice import (KernelChoice, _balanced_block,
-                                                  depthwise_item_pixels, image_rows_per_item)
+                                                  deconv_ks_rows, depthwise_item_pixels,
+                                                  image_rows_per_item)
 from dnnq.primitives._conv_f32 import F32Convolution
 from dnnq.primitives._f32 import layer_dtypes, refuse_input_quantization
 
@@ -298,6 +299,8 @@ class _ConvolutionBase(KernelChoice, CheckedExecute, F32Convolution, metaclass=C
             mc = _balanced_block(npix, mc, mr, geo.N * groups * panels, threads)
         if impl.kernel == "fold_lanes":
             mc = image_rows_per_item(geo, panels, threads) * geo.dst[2]
+        if impl.kernel == "deconv_ks":  # whole source rows: their output rows' pixels
+            mc = deconv_ks_rows(geo, threads) * geo.kernel[0] * geo.kernel[1] * geo.dst[2]
         item_pixels = None
         if geo.depthwise:
             # the depthwise items are sized for each thread count the plan runs on

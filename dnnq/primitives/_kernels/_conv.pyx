@@ -23,7 +23,7 @@ from dnnq.primitives._kernels._kernels cimport (
 from dnnq.primitives._kernels._codes cimport (
     DNNQ_A_XOR_S8, DNNQ_PO_BINARY, DNNQ_PO_SELECT, DNNQ_CONV_K_GENERAL, DNNQ_CONV_K_DW3X3,
     DNNQ_CONV_K_DW3X3_PLAIN, DNNQ_CONV_K_DW_ROWS3, DNNQ_CONV_K_DW_ROWSK,
-    DNNQ_CONV_K_DECONV_PHASES,
+    DNNQ_CONV_K_DECONV_PHASES, DNNQ_CONV_K_DECONV_KS,
 )
 # dnnq_conv.h's declarations and ConvPlan's fields are in _conv.pxd (the C-level execute path,
 # _conv_exec.pyx, fills a dnnq_conv_t and launches it)
@@ -276,7 +276,8 @@ cdef class ConvPlan:
         if kernel == DNNQ_CONV_K_DW3X3_PLAIN and not r.plain_data:
             kernel = DNNQ_CONV_K_DW3X3
             cv.plain = 0
-        if r.padcorr != NULL and kernel in (DNNQ_CONV_K_DECONV_PHASES, DNNQ_CONV_K_DW_ROWS3,
+        if r.padcorr != NULL and kernel in (DNNQ_CONV_K_DECONV_PHASES, DNNQ_CONV_K_DECONV_KS,
+                                            DNNQ_CONV_K_DW_ROWS3,
                                             DNNQ_CONV_K_DW_ROWSK, DNNQ_CONV_K_DW3X3):
             kernel = DNNQ_CONV_K_GENERAL
         if kernel != self.kernel:

@@ -32,6 +32,9 @@
 
 int dnnq_conv_prepare_run(dnnq_conv_t *cv) {
     cv->deconv_zc = NULL;
+    cv->ks_packed = NULL;
+    cv->ks_comp = NULL;
+    if (cv->kernel == DNNQ_CONV_K_DECONV_KS) return dnnq_conv_prepare_deconv_ks(cv);
     if (cv->kernel != DNNQ_CONV_K_DECONV_PHASES || !cv->zp_rows || !cv->packed) return 0;
     int need = cv->a_xor != DNNQ_A_U8;
     for (int64_t i = 0; i < cv->G * cv->kpair && !need; ++i) need = cv->zp_rows[i] != 0;
@@ -55,6 +58,7 @@ int dnnq_conv_prepare_run(dnnq_conv_t *cv) {
 }
 
 void dnnq_conv_finish_run(dnnq_conv_t *cv) {
+    dnnq_conv_finish_deconv_ks(cv);
     free((void *)cv->deconv_zc);
     cv->deconv_zc = NULL;
 }

@@ -40,6 +40,7 @@ dnnq_conv_item_fn dnnq_conv_item_fn_for(const dnnq_conv_t *cv) {
     case DNNQ_CONV_K_GENERAL: return dnnq_conv_run_item_general;
     case DNNQ_CONV_K_TILES: return dnnq_conv_run_item_tiles;
     case DNNQ_CONV_K_DECONV_PHASES: return dnnq_conv_run_item_deconv_phases;
+    case DNNQ_CONV_K_DECONV_KS: return dnnq_conv_run_item_deconv_ks;
 #ifdef DNNQ_HAVE_X86_KERNELS
     case DNNQ_CONV_K_DW_ROWS3: return dnnq_dw_item_rows3;
     case DNNQ_CONV_K_DW_ROWSK: return dnnq_dw_item_rowsk;
@@ -84,6 +85,14 @@ int dnnq_conv_check_kernel(const dnnq_conv_t *cv, int kernel) {
         ok = cv->deconv && !cv->depthwise && !cv->f32 && cv->kw <= DNNQ_DECONV_PHASES_MAX_KW &&
              cv->npairs <= DNNQ_DECONV_PHASES_MAX_TAPS && cv->pd >= 0 && cv->ph >= 0 &&
              cv->pw >= 0;
+        break;
+    case DNNQ_CONV_K_DECONV_KS:
+        ok = cv->deconv && !cv->depthwise && !cv->f32 && cv->G == 1 && cv->n_panels == 1 &&
+             cv->kd == cv->sd && cv->kh == cv->sh && cv->kw == cv->sw && cv->dd == 1 &&
+             cv->dh == 1 && cv->dw == 1 && !cv->pd && !cv->ph && !cv->pw && !cv->fold_kw &&
+             cv->od == cv->id * cv->sd && cv->oh == cv->ih * cv->sh && cv->ow == cv->iw * cv->sw &&
+             cv->npairs == cv->kd * cv->kh * cv->kw && cv->kw * cv->OC <= DNNQ_DECONV_KS_MAX_COLS &&
+             cv->mc > 0 && cv->mc % (cv->kd * cv->kh * cv->ow) == 0;
         break;
     case DNNQ_CONV_K_DW_ROWS3: ok = rows3; break;
     case DNNQ_CONV_K_DW_ROWSK: ok = rowsk; break;

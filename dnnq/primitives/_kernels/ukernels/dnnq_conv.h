@@ -132,6 +132,10 @@ typedef struct dnnq_conv_s {
      * weights, [g][panel][tap][64] s32, for the column-phase deconvolution driver when that
      * row does not read as zero bytes; NULL otherwise */
     const int32_t *deconv_zc;
+    /* per execution, the deconv_ks kernel's weights regrouped per kernel row ([kd kh][K4 * 4 *
+     * 64]) and its compensation per kernel row ([kd kh][64] s32, NULL: none) (conv_deconv_ks.c) */
+    const int8_t *ks_packed;
+    const int32_t *ks_comp;
     /* the flat depthwise kernel's index vectors (plain = 3; dnnq_conv_build_flat_table at
      * creation, freed by dnnq_conv_free_tiles; NULL: built per item) */
     const void *flat_table;
@@ -224,6 +228,19 @@ int dnnq_conv_run_item_f32_dw(const dnnq_conv_t *cv, int64_t item);
 int dnnq_conv_prepare_run(dnnq_conv_t *cv);
 void dnnq_conv_finish_run(dnnq_conv_t *cv);
 int dnnq_conv_run_item_deconv_phases(const dnnq_conv_t *cv, int64_t item);
+/* kernel = stride, no padding or dilation, no groups, kw * OC <= 64: one GEMM of kw * OC
+ * columns per (source row, kernel row) (conv_deconv_ks.c); its per-execution set-up (by
+ * dnnq_conv_prepare_run) and the items (the plan's mc: whole source rows' output pixels) */
+#define DNNQ_DECONV_KS_MAX_COLS 64
+int dnnq_conv_prepare_deconv_ks(dnnq_conv_t *cv);
+void dnnq_conv_finish_deconv_ks(dnnq_conv_t *cv);
+int dnnq_conv_run_item_deconv_ks(const dnnq_conv_t *cv, int64_t item);
+/* its AVX-512 products with 16 source pixels in the lanes, for kw * OC <= 2 and at most this
+ * many outputs per source pixel (conv_deconv_ks_lanes_avx512.c): cnt pixels of a source row
+ * at src, kernel row r's sums (+ comp[r], NULL: 0) to flat[r] in output order */
+#define KS_LANES_MAX_OUT 8
+void dnnq_deconv_ks_lanes_avx512(const dnnq_conv_t *cv, const uint8_t *src, int64_t cnt,
+                                 const int32_t *const *comp, int32_t *const *flat);
 /* few output channels over folded kernel rows, 16 output pixels in the lanes (AVX-512 VNNI
  * with VBMI; conv_fold_lanes_vbmi.c): at most this many output channels, and the bytes a
  * vector's 16 windows span (15 sw IC + 4 K4) at most 128 */
