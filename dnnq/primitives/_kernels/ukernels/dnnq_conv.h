@@ -246,6 +246,12 @@ void dnnq_deconv_ks_lanes_avx512(const dnnq_conv_t *cv, const uint8_t *src, int6
  * vector's 16 windows span (15 sw IC + 4 K4) at most 128 */
 #define DNNQ_FOLD_LANES_MAX_OC 8
 int dnnq_conv_item_fold_lanes(const dnnq_conv_t *cv, int64_t item);
+/* the whole kernel window of a pixel as one reduction (few input channels, one panel of
+ * output channels, AVX-512 VNNI; conv_stem_avx512.c): at most this many bytes per window
+ * (KD KH KW IC) and kernel rows (KD KH) */
+#define DNNQ_CONV_STEM_MAX_K 256
+#define DNNQ_CONV_STEM_MAX_ROWS 64
+int dnnq_conv_item_stem(const dnnq_conv_t *cv, int64_t item);
 
 /* ---- Depthwise (ukernels/depthwise/, docs/conv_kernels.md) -------------------------------
  * Every depthwise variant is a work item of the plan: one signature, dnnq_conv_item_fn, one
