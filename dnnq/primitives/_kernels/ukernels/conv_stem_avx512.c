@@ -19,10 +19,10 @@
  * source type, which the compensation removes exactly (dnnq_conv.h); a zero point the type
  * cannot hold adds its per-tap correction (padcorr) to the s32 tile.
  *
- * At most 16 output channels with the hot 8-bit epilogue (no post-op chain): a loop of its
- * own, 16 pixels' accumulators in registers, the window's quads broadcast straight from the
- * im2col rows into vpdpbusd, the epilogue per pixel (epi_fused_vec: the GEMM's fused steps
- * in their order) and one 16-byte store; an s8 source is XOR-ed to u8 as the rows are built
+ * At most 32 output channels with the hot 8-bit epilogue (no post-op chain): a loop of its
+ * own, 16 accumulators in registers (16 pixels of 16 channels, or 8 of 32), the window's
+ * quads broadcast straight from the im2col rows into vpdpbusd, the epilogue per pixel
+ * (epi_fused_vec: the GEMM's fused steps in their order) and 16-byte stores; an s8 source is XOR-ed to u8 as the rows are built
  * (the compensation holds the -128 * colsum, as for the micro-kernel's XOR).  The others
  * (chains, wider panels, a zero point the source type cannot hold) run the micro-kernel.
  *
@@ -139,6 +139,7 @@ ST_VBMI static void st_build_vbmi(const st_perm_t *pm, int nkr, const uint8_t *c
                                   int64_t step, __m512i zvec, __m512i flip, int64_t x, int n,
                                   uint8_t *a) {
     const int g = pm->g;
+    const int xr = _mm512_test_epi8_mask(flip, flip) != 0; /* an s8 source */
     for (int i = 0; i < n; i += g, x += g) {
         const __m512i r0 = base[0] ? _mm512_loadu_si512((const void *)(base[0] + x * step)) : zvec;
         const __m512i r1 = nkr < 2 ? zvec : base[1] ? _mm512_loadu_si512((const void *)(base[1] + x * step)) : zvec;
@@ -146,25 +147,36 @@ ST_VBMI static void st_build_vbmi(const st_perm_t *pm, int nkr, const uint8_t *c
         for (int v = 0; v < g / 2; ++v) {
             __m512i o = _mm512_permutex2var_epi8(r0, pm->i01[v], r1);
             o = _mm512_mask_permutexvar_epi8(o, pm->m2[v], pm->i2[v], r2);
-            _mm512_storeu_si512((void *)(a + (i + 2 * v) * 32), _mm512_xor_si512(o, flip));
+            if (xr) o = _mm512_xor_si512(o, flip);
+            _mm512_storeu_si512((void *)(a + (i + 2 * v) * 32), o);
         }
     }
 }
 
-/* 16 pixels' rows at a (lda apart) times the nq quads of the panel bw (16 columns), through
- * the fused epilogue k of kind FUSE (1 - 16: no chain; the accumulators start at the
- * compensation), the first np pixels stored at d (nc <= 16 bytes each, OC apart) */
+/* 16 / NCB pixels' rows at a (lda apart) times the nq quads of the panel bw (16 NCB columns),
+ * through the fused epilogue k of kind FUSE (1 - 16: no chain; the accumulators start at the
+ * compensation), the first np pixels stored at d (nc <= 16 NCB bytes each, ldd apart) */
 ST_TARGET static inline __attribute__((always_inline)) void
-st_px16(const int FUSE, const int LDA, const epi_consts_t *k, const int8_t *bw, int nq,
-        const uint8_t *a, int64_t lda_rt, int np, int nc, int64_t ldd, uint8_t *d) {
+st_px16(const int FUSE, const int LDA, const int NCB, const epi_consts_t *k, const int8_t *bw,
+        int nq, const uint8_t *a, int64_t lda_rt, int np, int nc, int64_t ldd, uint8_t *d) {
     const int64_t lda = LDA ? LDA : lda_rt; /* (a constant: immediate offsets) */
-    const __m512i c0 = ((FUSE - 1) & EPI_FUSE_CC) ? k->cc[0] : _mm512_setzero_si512();
-    __m512i a0 = c0, a1 = c0, a2 = c0, a3 = c0, a4 = c0, a5 = c0, a6 = c0, a7 = c0;
-    __m512i a8 = c0, a9 = c0, a10 = c0, a11 = c0, a12 = c0, a13 = c0, a14 = c0, a15 = c0;
+    const int CC = ((FUSE - 1) & EPI_FUSE_CC) != 0;
+    const __m512i c0 = CC ? k->cc[0] : _mm512_setzero_si512();
+    const __m512i c1 = CC && NCB > 1 ? k->cc[1] : c0;
+#define ST_C(i) ((i) % NCB ? c1 : c0)
+    __m512i a0 = ST_C(0), a1 = ST_C(1), a2 = ST_C(2), a3 = ST_C(3), a4 = ST_C(4);
+    __m512i a5 = ST_C(5), a6 = ST_C(6), a7 = ST_C(7), a8 = ST_C(8), a9 = ST_C(9);
+    __m512i a10 = ST_C(10), a11 = ST_C(11), a12 = ST_C(12), a13 = ST_C(13);
+    __m512i a14 = ST_C(14), a15 = ST_C(15);
+#undef ST_C
     for (int q = 0; q < nq; ++q) {
-        const __m512i w = _mm512_loadu_si512((const void *)(bw + q * 4 * DNNQ_NR));
+        const int8_t *bq = bw + q * 4 * DNNQ_NR;
+        const __m512i w0 = _mm512_loadu_si512((const void *)bq);
+        const __m512i w1 = NCB > 1 ? _mm512_loadu_si512((const void *)(bq + 64)) : w0;
         const uint8_t *aq = a + 4 * q;
-#define ST_DP(r) a##r = _mm512_dpbusd_epi32(a##r, _mm512_set1_epi32(*(const int32_t *)(aq + r * lda)), w);
+#define ST_DP(i)                                                                                  \
+    a##i = _mm512_dpbusd_epi32(                                                                   \
+        a##i, _mm512_set1_epi32(*(const int32_t *)(aq + ((i) / NCB) * lda)), (i) % NCB ? w1 : w0);
         ST_DP(0) ST_DP(1) ST_DP(2) ST_DP(3) ST_DP(4) ST_DP(5) ST_DP(6) ST_DP(7)
         ST_DP(8) ST_DP(9) ST_DP(10) ST_DP(11) ST_DP(12) ST_DP(13) ST_DP(14) ST_DP(15)
 #undef ST_DP
@@ -172,39 +184,45 @@ st_px16(const int FUSE, const int LDA, const epi_consts_t *k, const int8_t *bw, 
     const __m512i acc[16] = {a0, a1, a2, a3, a4, a5, a6, a7,
                              a8, a9, a10, a11, a12, a13, a14, a15};
     for (int r = 0; r < np; ++r) {
-        const __m512i v = epi_fused_vec(FUSE, 1, k, acc[r], 0);
-        const __m128i b = ((FUSE - 1) & EPI_FUSE_S8)
-                              ? _mm512_cvtsepi32_epi8(v)
-                              : _mm512_cvtusepi32_epi8(_mm512_max_epi32(v, _mm512_setzero_si512()));
-        if (nc == 16) {
-            _mm_storeu_si128((__m128i *)(d + r * ldd), b);
+        __m128i b[2];
+        for (int j = 0; j < NCB; ++j) {
+            const __m512i v = epi_fused_vec(FUSE, 1, k, acc[r * NCB + j], j);
+            b[j] = ((FUSE - 1) & EPI_FUSE_S8)
+                       ? _mm512_cvtsepi32_epi8(v)
+                       : _mm512_cvtusepi32_epi8(_mm512_max_epi32(v, _mm512_setzero_si512()));
+        }
+        uint8_t *o = d + r * ldd;
+        const int last = nc - 16 * (NCB - 1); /* bytes of the last vector */
+        if (NCB > 1) _mm_storeu_si128((__m128i *)o, b[0]);
+        if (last == 16) {
+            _mm_storeu_si128((__m128i *)(o + 16 * (NCB - 1)), b[NCB - 1]);
+        } else if (last == 8) {
+            _mm_storel_epi64((__m128i *)(o + 16 * (NCB - 1)), b[NCB - 1]);
         } else {
             uint8_t tmp[16];
-            _mm_storeu_si128((__m128i *)tmp, b);
-            memcpy(d + r * ldd, tmp, (size_t)nc);
+            _mm_storeu_si128((__m128i *)tmp, b[NCB - 1]);
+            memcpy(o + 16 * (NCB - 1), tmp, (size_t)last);
         }
     }
 }
 
-/* the kinds st_px16 takes (no chain), as compile-time constants */
-static void st_px16_kind(int fuse, const epi_consts_t *k, const int8_t *bw, int nq,
+/* the kinds st_px16 takes (no chain), row strides and widths as compile-time constants */
+static void st_px16_kind(int fuse, int ncb, const epi_consts_t *k, const int8_t *bw, int nq,
                          const uint8_t *a, int64_t lda, int np, int nc, int64_t ldd,
                          uint8_t *d) {
-    if (lda == 32) {
-        switch (fuse) {
-#define ST_K(f) case f: st_px16(f, 32, k, bw, nq, a, lda, np, nc, ldd, d); break;
-        ST_K(1) ST_K(2) ST_K(3) ST_K(4) ST_K(5) ST_K(6) ST_K(7) ST_K(8)
-        ST_K(9) ST_K(10) ST_K(11) ST_K(12) ST_K(13) ST_K(14) ST_K(15) ST_K(16)
-#undef ST_K
-        }
-        return;
+#define ST_SWITCH(L, N)                                                                           \
+    switch (fuse) {                                                                               \
+    ST_K(L, N, 1) ST_K(L, N, 2) ST_K(L, N, 3) ST_K(L, N, 4) ST_K(L, N, 5) ST_K(L, N, 6)           \
+    ST_K(L, N, 7) ST_K(L, N, 8) ST_K(L, N, 9) ST_K(L, N, 10) ST_K(L, N, 11) ST_K(L, N, 12)        \
+    ST_K(L, N, 13) ST_K(L, N, 14) ST_K(L, N, 15) ST_K(L, N, 16)                                   \
     }
-    switch (fuse) {
-#define ST_K(f) case f: st_px16(f, 0, k, bw, nq, a, lda, np, nc, ldd, d); break;
-    ST_K(1) ST_K(2) ST_K(3) ST_K(4) ST_K(5) ST_K(6) ST_K(7) ST_K(8)
-    ST_K(9) ST_K(10) ST_K(11) ST_K(12) ST_K(13) ST_K(14) ST_K(15) ST_K(16)
+#define ST_K(L, N, f) case f: st_px16(f, L, N, k, bw, nq, a, lda, np, nc, ldd, d); break;
+    if (lda == 32 && ncb == 1) ST_SWITCH(32, 1)
+    else if (lda == 32) ST_SWITCH(32, 2)
+    else if (ncb == 1) ST_SWITCH(0, 1)
+    else ST_SWITCH(0, 2)
 #undef ST_K
-    }
+#undef ST_SWITCH
 }
 
 /* s32 tile rows (nb pixels from x0) += padcorr of their taps outside the source */
@@ -322,7 +340,8 @@ ST_TARGET int dnnq_conv_item_stem(const dnnq_conv_t *cv, int64_t item) {
     dnnq_epi_state_t fst;
     int fuse = pc ? 0 : dnnq_conv_fuse_kind(cv, &ge, 0, &fst);
     /* the 16-channel loop: the kinds without a chain; an s8 source XOR-ed as rows are built */
-    const int own = nc <= 16 && fuse > 0 && (fuse & ~DNNQ_EPI_XOR) <= 16;
+    const int own = nc <= 32 && fuse > 0 && (fuse & ~DNNQ_EPI_XOR) <= 16;
+    const int ncb = nc > 16 ? 2 : 1, chunk = 16 / ncb; /* vectors and pixels per call */
     const __m512i flip = _mm512_set1_epi8(own && (fuse & DNNQ_EPI_XOR) ? (char)0x80 : 0);
     if (own) fuse &= ~DNNQ_EPI_XOR;
     const epi_consts_t *ek = (const epi_consts_t *)&fst;
@@ -364,10 +383,14 @@ ST_TARGET int dnnq_conv_item_stem(const dnnq_conv_t *cv, int64_t item) {
                            zseg, flip, ablk);
             }
             if (own) {
-                for (int r0 = 0; r0 < nb; r0 += 16)
-                    st_px16_kind(fuse, ek, bw, (int)kq, ablk + r0 * lda, lda,
-                                 nb - r0 < 16 ? nb - r0 : 16, nc, ek->ldd,
+                for (int r0 = 0; r0 < nb; r0 += chunk) {
+                    int np = nb - r0 < chunk ? nb - r0 : chunk;
+                    /* (scalar: gcc made this min a vector op reading back a 4-byte store,
+                     * a store-forwarding stall per call: 11 % of the detector stem) */
+                    __asm__("" : "+r"(np));
+                    st_px16_kind(fuse, ncb, ek, bw, (int)kq, ablk + r0 * lda, lda, np, nc, ek->ldd,
                                  (uint8_t *)ek->d0 + (m + x0 + r0) * ek->ldd);
+                }
                 continue;
             }
             for (int b0 = 0; b0 < nb; b0 += ST_TILE) { /* tiles of up to ST_TILE pixels */
