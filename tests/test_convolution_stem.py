@@ -129,3 +129,17 @@ def test_stem_threads(isa, threads):
         run(rng, 1, 24, (12, 30), (3, 3), (2, 2), (1, 1), "u8_chain", mb=2)
     finally:
         dnnq.set_num_threads(old)
+
+
+def test_stem_weights_zero_point(isa):
+    """a weights zero point (dnnq's extension: oneDNN has none, numpy's model is the
+    reference): the plain micro-kernel and the epilogue's per-pixel window sums"""
+    rng = np.random.default_rng(9)
+    ws = rng.uniform(1e-3, 2e-2, 16).astype(np.float32)
+    q = {"src_scales": [0.0078], "wei_scales": ws, "wei_scale_mask": 1, "dst_scales": [0.06],
+         "src_zp": [128], "dst_zp": [128], "wei_zp": [3]}
+    c = Case(rng, mb=1, G=1, ICg=3, OCg=16, isp=(9, 40), k=(3, 3), s=(2, 2), pl=(1, 1),
+             pr=(1, 1), d=(0, 0), grouped=False, src_dt="u8", dst_dt="u8", src_tag="nhwc",
+             dst_tag="nhwc", q=q)
+    out, _ = c.run_dnnq()
+    assert_same(out, c.run_numpy())

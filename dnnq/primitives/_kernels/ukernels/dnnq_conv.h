@@ -112,7 +112,8 @@ typedef struct dnnq_conv_s {
     /* the plain (nchw) depthwise 3x3 variant of a dw3x3_plain plan (src and dst read and
      * written as they are; the fused epilogue's cases, AVX-512 only): 1 the column kernel
      * (dnnq_dw_item_plain_cols), 2 its VBMI stride-2 kernel (dnnq_dw_item_plain_s2), 3 the
-     * flat kernel (dnnq_dw_item_plain_flat) */
+     * flat kernel (dnnq_dw_item_plain_flat); of a stem plan (dnnq_conv_item_stem), 1: its
+     * AVX512-VBMI row builder may run */
     int plain;
     /* 1: the column kernel's items run panels outermost within an image (ConvExec's channel-
      * band copies of plain data, several threads) */
