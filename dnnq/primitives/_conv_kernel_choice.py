@@ -113,6 +113,12 @@ class KernelChoice:
                         15 * sw * geo.IC + 4 * -(-geo.kpair // 4) <= 128 and
                         geo.out_pixels >= FOLD_LANES_MIN_PIXELS and
                         A.DNNL_ARG_WEIGHTS not in zm),
+            # the whole window folded into one reduction (conv_stem_avx512.c)
+            stem=(geo.fold_kw and geo.G == 1 and geo.OC <= _conv.NR and geo.kpair <= 64 and
+                  geo.npairs * geo.kpair <= _conv.STEM_MAX_K),
+            stem_max_k=_conv.STEM_MAX_K,
+            stem_vbmi=(geo.npairs <= 3 and geo.npairs * geo.kpair <= 32 and
+                       geo.strides[2] * geo.IC + geo.kpair <= 64),
             rowsk=(geo.depthwise and not geo.deconv and
                    _conv.DW_ROWSK_KW[0] <= geo.kernel[2] <= _conv.DW_ROWSK_KW[1] and
                    geo.steps[2] == 1 and sw in (1, 2)),

@@ -143,7 +143,8 @@ class ConvImpl:
     isa: str                    # the lowest ISA level its kernels need
     kernel: str                 # a _kernels._codes.CONV_KERNEL name, or "gemm" (GemmPlan)
     applies: Callable           # (problem, cap) -> None, or the reason it does not apply
-    plain: int = 0              # the depthwise plain-data variant (dnnq_conv_t.plain)
+    plain: int = 0              # the kernel's variant (dnnq_conv_t.plain): the depthwise
+                                # plain-data one, the stem's VBMI row builder
 
 
 def _why(*checks):
@@ -192,6 +193,19 @@ def _fold_lanes(p, cap):
                 (cap["vbmi"], "no AVX512-VBMI under the cap"))
 
 
+def _stem(p, cap):
+    return _why((p["stem"], "not a convolution of at most 64 output channels over folded kernel "
+                            f"rows whose whole window (KD KH KW IC) is at most "
+                            f"{p['stem_max_k']} bytes (few input channels, no groups)"))
+
+
+def _stem_vbmi(p, cap):
+    return _stem(p, cap) or _why(
+        (cap["vbmi"], "no AVX512-VBMI under the cap"),
+        (p["stem_vbmi"], "a window over 32 bytes or 3 kernel rows (its rows are not built "
+                         "by byte permutes)"))
+
+
 def _tiles_fit(p):
     return _why((not p["deconv"] and not p["depthwise"], "a deconvolution or depthwise"),
                 (p["tiles_size_ok"], "a geometry beyond the tile planner's sizes"))
@@ -223,6 +237,8 @@ def _kernel_is_stride(p, cap):
 #: int8 convolutions and deconvolutions
 CONV = (
     ConvImpl("fold_lanes", "avx512_core_vnni", "fold_lanes", _fold_lanes),
+    ConvImpl("stem_vbmi", "avx512_core_vnni", "stem", _stem_vbmi, plain=1),
+    ConvImpl("stem", "avx512_core_vnni", "stem", _stem),
     ConvImpl("brgconv_1x1", "default", "gemm",
              lambda p, cap: _why((p["is_gemm"], "not a 1x1, stride 1, unpadded, ungrouped "
                                                "convolution"))),

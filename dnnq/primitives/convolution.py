@@ -276,7 +276,7 @@ class _ConvolutionBase(KernelChoice, CheckedExecute, F32Convolution, metaclass=C
         post_specs = [(k, _plan.REF_ELTWISE_CODE.get(alg, alg) if ref and k == _plan.PO_ELTWISE
                        else alg, a, b) for k, alg, a, b in self._post_specs]
         impl = self._impl = self._choose_kernel()
-        self._dw_plain = impl.plain
+        self._dw_plain = impl.plain if impl.kernel == "dw3x3_plain" else 0
         if impl.kernel == "gemm":
             # the GEMM driver over (image, pixels, OC); an s8 source XOR-ed to u8 (the
             # compensation is this module's)
@@ -297,7 +297,7 @@ class _ConvolutionBase(KernelChoice, CheckedExecute, F32Convolution, metaclass=C
             mc -= mr
         if geo.deconv and not geo.depthwise and threads > 1:
             mc = _balanced_block(npix, mc, mr, geo.N * groups * panels, threads)
-        if impl.kernel == "fold_lanes":
+        if impl.kernel in ("fold_lanes", "stem"):
             mc = image_rows_per_item(geo, panels, threads) * geo.dst[2]
         if impl.kernel == "deconv_ks":  # whole source rows: their output rows' pixels
             mc = deconv_ks_rows(geo, threads) * geo.kernel[0] * geo.kernel[1] * geo.dst[2]

@@ -75,6 +75,7 @@ cdef extern from "dnnq_codes.h":
         DNNQ_CONV_K_DW_ROWSK
         DNNQ_CONV_K_FOLD_LANES
         DNNQ_CONV_K_DECONV_KS
+        DNNQ_CONV_K_STEM
 
     # (a macro: 0x80808080u, the s8 source's a_xor)
     enum:

@@ -18,6 +18,7 @@ cdef extern from "dnnq_conv.h" nogil:
         DNNQ_DW_ROWSK_MIN_KW
         DNNQ_DW_ROWSK_MAX_KW
         DNNQ_FOLD_LANES_MAX_OC
+        DNNQ_CONV_STEM_MAX_K
     const int64_t DNNQ_CONV_TILES_MAX_ROWS
     const int64_t DNNQ_CONV_TILES_MAX_OW
     ctypedef int (*dnnq_conv_item_fn)(const void *cv, int64_t item)

@@ -40,6 +40,8 @@ TILES_MAX_OW = DNNQ_CONV_TILES_MAX_OW
 DW_ROWSK_KW = (DNNQ_DW_ROWSK_MIN_KW, DNNQ_DW_ROWSK_MAX_KW)
 #: the most output channels of the fold_lanes kernel (16 output pixels in the lanes)
 FOLD_LANES_MAX_OC = DNNQ_FOLD_LANES_MAX_OC
+#: the most bytes of the stem kernel's folded window (KD KH KW IC)
+STEM_MAX_K = DNNQ_CONV_STEM_MAX_K
 
 
 cdef const void* _ptr(object arr, bint writable=False) except NULL:

@@ -45,6 +45,7 @@ dnnq_conv_item_fn dnnq_conv_item_fn_for(const dnnq_conv_t *cv) {
     case DNNQ_CONV_K_DW_ROWS3: return dnnq_dw_item_rows3;
     case DNNQ_CONV_K_DW_ROWSK: return dnnq_dw_item_rowsk;
     case DNNQ_CONV_K_FOLD_LANES: return dnnq_conv_item_fold_lanes;
+    case DNNQ_CONV_K_STEM: return dnnq_conv_item_stem;
     case DNNQ_CONV_K_DW3X3: return dnnq_dw_item_3x3;
     case DNNQ_CONV_K_DW3X3_PLAIN: return dw_plain_item_fn(cv);
 #endif
@@ -76,6 +77,10 @@ int dnnq_conv_check_kernel(const dnnq_conv_t *cv, int kernel) {
                            cv->npairs <= 64 && cv->K4 <= 16 &&
                            15 * cv->sw * cv->IC + 4 * cv->K4 <= 128 && !cv->epi.raw_s32 &&
                            (cv->epi.dst_dt == DNNQ_DT_U8 || cv->epi.dst_dt == DNNQ_DT_S8);
+    const int stem = cv->fold_kw && !cv->f32 && avx512 && cv->G == 1 && cv->OC <= DNNQ_NR &&
+                     cv->dw == 1 && cv->kpair <= 64 && cv->npairs <= DNNQ_CONV_STEM_MAX_ROWS &&
+                     cv->npairs * cv->kpair <= DNNQ_CONV_STEM_MAX_K &&
+                     cv->mc % cv->ow == 0 && cv->brgemm_epi != NULL;
     int ok;
     if (kernel != cv->kernel || !dnnq_conv_item_fn_for(cv)) return -1;
     switch (kernel) {
@@ -97,6 +102,7 @@ int dnnq_conv_check_kernel(const dnnq_conv_t *cv, int kernel) {
     case DNNQ_CONV_K_DW_ROWS3: ok = rows3; break;
     case DNNQ_CONV_K_DW_ROWSK: ok = rowsk; break;
     case DNNQ_CONV_K_FOLD_LANES: ok = fold_lanes; break;
+    case DNNQ_CONV_K_STEM: ok = stem; break;
     case DNNQ_CONV_K_DW3X3: ok = k3x3; break;
     case DNNQ_CONV_K_DW3X3_PLAIN: ok = k3x3 && cv->dw_fused && cv->plain >= 1 && cv->plain <= 3;
         break;

@@ -112,7 +112,8 @@ typedef struct dnnq_conv_s {
     /* the plain (nchw) depthwise 3x3 variant of a dw3x3_plain plan (src and dst read and
      * written as they are; the fused epilogue's cases, AVX-512 only): 1 the column kernel
      * (dnnq_dw_item_plain_cols), 2 its VBMI stride-2 kernel (dnnq_dw_item_plain_s2), 3 the
-     * flat kernel (dnnq_dw_item_plain_flat) */
+     * flat kernel (dnnq_dw_item_plain_flat); of a stem plan (dnnq_conv_item_stem), 1: its
+     * AVX512-VBMI row builder may run */
     int plain;
     /* 1: the column kernel's items run panels outermost within an image (ConvExec's channel-
      * band copies of plain data, several threads) */
@@ -246,6 +247,12 @@ void dnnq_deconv_ks_lanes_avx512(const dnnq_conv_t *cv, const uint8_t *src, int6
  * vector's 16 windows span (15 sw IC + 4 K4) at most 128 */
 #define DNNQ_FOLD_LANES_MAX_OC 8
 int dnnq_conv_item_fold_lanes(const dnnq_conv_t *cv, int64_t item);
+/* the whole kernel window of a pixel as one reduction (few input channels, one panel of
+ * output channels, AVX-512 VNNI; conv_stem_avx512.c): at most this many bytes per window
+ * (KD KH KW IC) and kernel rows (KD KH) */
+#define DNNQ_CONV_STEM_MAX_K 256
+#define DNNQ_CONV_STEM_MAX_ROWS 64
+int dnnq_conv_item_stem(const dnnq_conv_t *cv, int64_t item);
 
 /* ---- Depthwise (ukernels/depthwise/, docs/conv_kernels.md) -------------------------------
  * Every depthwise variant is a work item of the plan: one signature, dnnq_conv_item_fn, one
