@@ -160,12 +160,8 @@ FL_TARGET static void fl_row(const int OC, const fl_ctx_t *x, const dnnq_dw_epi_
 /* The item: whole output rows of one image.  0, or -1 when the row buffers could not be
  * allocated. */
 FL_TARGET int dnnq_conv_item_fold_lanes(const dnnq_conv_t *cv, int64_t item) {
-    const int64_t osp = cv->od * cv->oh * cv->ow;
-    const int64_t nblk = (osp + cv->mc - 1) / cv->mc;
-    const int64_t blk = item % nblk;
-    const int64_t n = item / nblk;
-    const int64_t m0 = blk * cv->mc;
-    const int64_t mend = m0 + (osp - m0 < cv->mc ? osp - m0 : cv->mc);
+    int64_t n, m0, mend;
+    dnnq_conv_item_pixels(cv, item, &n, &m0, &mend);
     const int64_t IC = cv->IC, iw = cv->iw, ow = cv->ow, kpair = cv->kpair;
     const int OC = (int)cv->OC;
     const int nkr = (int)(cv->kd * cv->kh);

@@ -245,12 +245,8 @@ static void st_pad_correction(const dnnq_conv_t *cv, const int32_t *pc, int nkr,
 /* The item: whole output rows of one image.  0, or -1 when the scratch could not be
  * allocated. */
 ST_TARGET int dnnq_conv_item_stem(const dnnq_conv_t *cv, int64_t item) {
-    const int64_t osp = cv->od * cv->oh * cv->ow;
-    const int64_t nblk = (osp + cv->mc - 1) / cv->mc;
-    const int64_t blk = item % nblk;
-    const int64_t n = item / nblk;
-    const int64_t m0 = blk * cv->mc;
-    const int64_t mend = m0 + (osp - m0 < cv->mc ? osp - m0 : cv->mc);
+    int64_t n, m0, mend;
+    dnnq_conv_item_pixels(cv, item, &n, &m0, &mend);
     const int64_t IC = cv->IC, ow = cv->ow;
     const int nkr = (int)(cv->kd * cv->kh);
     const int64_t rowb = cv->kw * IC;                 /* a kernel row's bytes (kpair) */

@@ -194,6 +194,16 @@ int dnnq_conv_run_band_unit(const dnnq_conv_t *cv, int64_t unit, int isa,
                             const uint8_t *src_plain, int64_t p_src, void *dst_plain,
                             int64_t p_dst, int esz);
 int64_t dnnq_conv_n_items(const dnnq_conv_t *cv);
+/* The item of a plan whose items are blocks of mc output pixels of one image (pixel blocks
+ * innermost): its image *n and its pixels [*m0, *mend). */
+static inline void dnnq_conv_item_pixels(const dnnq_conv_t *cv, int64_t item, int64_t *n,
+                                         int64_t *m0, int64_t *mend) {
+    const int64_t osp = cv->od * cv->oh * cv->ow;
+    const int64_t nblk = (osp + cv->mc - 1) / cv->mc;
+    *n = item / nblk;
+    *m0 = item % nblk * cv->mc;
+    *mend = *m0 + (osp - *m0 < cv->mc ? osp - *m0 : cv->mc);
+}
 /* Thread t's share of a plan's items, for one parallel region of nthreads threads: its own
  * contiguous run of the items first (shares[t]), then what is left of the others' runs,
  * taken from their ends (a thread whose core is taken leaves its last items to the others).
