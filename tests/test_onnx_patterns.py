@@ -749,3 +749,29 @@ def test_nearest_resize_of_int8_is_a_pixel_repeat(tmp_path, factors, compiled):
         cols = np.ceil((np.arange(w) + 0.5) / factors[1] - 1).astype(int)
         np.testing.assert_array_equal(up, src[:, :, np.clip(rows, 0, 9)][:, :, :, np.clip(cols, 0, 11)])
     assert (steps[0]._repeat is not None) == compiled or not steps[0].keeps_output
+
+
+def test_run_threads_sets_each_steps_threads_whatever_was_left(tmp_path, monkeypatch):
+    """A run with a per-step plan sets each step's threads even when the run before it left
+    another count set (the thread choice runs plans back to back: a plan on all threads
+    after one that ended on one thread ran on one)."""
+    qdq, x = _two_conv_model(tmp_path)
+    sess = donnx.InferenceSession(qdq, threads=2)
+    sess.run(None, {"x": x})
+    seen = []
+    for st in sess._steps:
+        def run_step(env, _run=st.run):
+            seen.append(dnnq.get_num_threads())
+            _run(env)
+        monkeypatch.setattr(st, "run", run_step)
+    env = sess._check_feed({"x": x})
+    n = len(sess._steps)
+    before = dnnq.get_num_threads()
+    try:
+        dnnq.set_num_threads(2)
+        sess._run_threads(env, [2] * (n - 1) + [1], 2, timed=False)
+        seen.clear()
+        sess._run_threads(env, [2] * n, 2, timed=False)
+        assert seen == [2] * n, seen
+    finally:
+        dnnq.set_num_threads(before)

@@ -280,8 +280,8 @@ class InferenceSession:
         and judged by parallel_pays: all the threads where they save at least 20 % and 25 us
         (waking the other threads after single-threaded steps costs about that), or a large
         step they do not slow much.  That per-step plan, every step on ``nthreads`` and
-        every step on one thread are then compared as whole runs (best of three): the
-        fastest is the choice."""
+        every step on one thread are then compared as whole runs (each plan timed in runs
+        that follow a run of itself): the fastest is the choice."""
         clock, steps = time.perf_counter, self._steps
         # one whole run on all the threads first: the first parallel regions of a process
         # start OpenMP's workers and wake an idle core, which made the first session's
@@ -314,15 +314,21 @@ class InferenceSession:
         # the other thread's wake-up comes on top), which timing each step apart misses
         # (every step on two threads: PP-OCR cls 0.54 -> 0.49 ms, ddddocr 2.54 -> 2.35 ms,
         # where the per-step choice kept 0 of 81 and 12 of 47 steps parallel)
-        plans = [(whole[nthreads], [nthreads] * len(steps)), (whole[1], [1] * len(steps))]
+        every = [nthreads] * len(steps)
+        plans = [(whole[nthreads], every), (whole[1], [1] * len(steps))]
         if 1 < len(set(choice)):
-            mixed = np.inf
-            self._run_threads(env, choice, nthreads, timed=False)  # after a run on all
-            for _ in range(3):
-                t_run = clock()
-                self._run_threads(env, choice, nthreads, timed=False)
-                mixed = min(mixed, clock() - t_run)
-            plans.append((mixed, choice))
+            # the per-step plan and all the threads again, each in runs after a run of
+            # itself (as in use: the runs above on all the threads each followed a run on
+            # one), twice in turn
+            took = {id(every): np.inf, id(choice): np.inf}
+            for _ in range(2):
+                for plan in (every, choice):
+                    self._run_threads(env, plan, nthreads, timed=False)
+                    for _ in range(2):
+                        t_run = clock()
+                        self._run_threads(env, plan, nthreads, timed=False)
+                        took[id(plan)] = min(took[id(plan)], clock() - t_run)
+            plans = [(took[id(every)], every), plans[1], (took[id(choice)], choice)]
         return min(plans, key=lambda p: p[0])[1], choice_doubtful(best[1], best[nthreads])
 
     def _schedule_recheck(self, key, doubtful):
@@ -339,7 +345,7 @@ class InferenceSession:
             self._recheck.pop(key, None)
 
     def _run_threads(self, env, per_step, nthreads, timed=True):
-        cur = nthreads
+        cur = dnnq.get_num_threads()  # (a run before may have left one thread set)
         profile, clock = self._profile and timed, time.perf_counter
         spent = self._spent if profile else None
         for i, (st, t) in enumerate(zip(self._steps, per_step)):
