@@ -320,23 +320,30 @@ class InferenceSession:
             # the per-step plan and all the threads again, each in runs after a run of
             # itself (as in use: the runs above on all the threads each followed a run on
             # one), twice in turn
-            took = {id(every): np.inf, id(choice): np.inf}
+            every_s = mixed_s = np.inf
             for _ in range(2):
-                for plan in (every, choice):
-                    self._run_threads(env, plan, nthreads, timed=False)
-                    for _ in range(2):
-                        t_run = clock()
-                        self._run_threads(env, plan, nthreads, timed=False)
-                        took[id(plan)] = min(took[id(plan)], clock() - t_run)
-            plans = [(took[id(every)], every), plans[1], (took[id(choice)], choice)]
+                every_s = min(every_s, self._time_plan(env, every, nthreads))
+                mixed_s = min(mixed_s, self._time_plan(env, choice, nthreads))
+            plans = [(every_s, every), plans[1], (mixed_s, choice)]
         return min(plans, key=lambda p: p[0])[1], choice_doubtful(best[1], best[nthreads])
+
+    def _time_plan(self, env, plan, nthreads):
+        """The best of two whole runs of the per-step ``plan``, after one untimed run of it."""
+        clock = time.perf_counter
+        self._run_threads(env, plan, nthreads, timed=False)
+        best = np.inf
+        for _ in range(2):
+            t0 = clock()
+            self._run_threads(env, plan, nthreads, timed=False)
+            best = min(best, clock() - t0)
+        return best
 
     def _schedule_recheck(self, key, doubtful):
         """After a doubtful choice (another process held a core while it was timed: large
-        steps looked much slower on all the threads, choice_doubtful), choose again after a few runs, up to
-        three times (8, 32, 128 runs later); a choice made on a quiet machine stays: a
-        session started during a moment of other work would otherwise run on one thread for
-        good."""
+        steps looked much slower on all the threads, choice_doubtful), choose again after a
+        few runs, up to three times (8, 32, 128 runs later); a choice made on a quiet machine
+        stays: a session started during a moment of other work would otherwise run on one
+        thread for good."""
         done = self._rechecks.get(key, 0)
         if doubtful and done < len(_RECHECK_RUNS):
             self._recheck[key] = [_RECHECK_RUNS[done]]

@@ -163,6 +163,10 @@ class ViewFoldStep(Step):
         super().__init__([n for st in steps for n in st.nodes], [root] + list(params), outputs)
         self.steps, self.root, self.params = steps, root, tuple(params)
         self.impl_info = "+".join(st.op for st in steps)
+        #: the outputs that are Shape / Size values (functions of the shapes: cached, read-only)
+        self._shape_values = {o for st in steps if st.op in ("Shape", "Size")
+                              for o in st.outputs}
+        self._copy_arrays = {}  # output -> the array its copy goes into (a copy no caller holds)
         self._views = {}
         self._last = None  # (input layout, parameter arrays, key) of the last run
         # (input array, parameter arrays, the views made, (view, array) copies) of the last run
@@ -239,24 +243,23 @@ class ViewFoldStep(Step):
         the step's own).  Into the array handed out last run when no caller can hold it
         (``outputs_private``), so that the steps reading it see the same array every run,
         else into a new one."""
-        out = None
-        if self.outputs_private and env.get(REUSE):
-            kept = self.__dict__.setdefault("_copy_arrays", {})
-            got = kept.get(k)
-            if got is None or got[0].shape != shape or got[0].dtype != view.dtype or \
-                    got[1].shape != view.shape:
-                out = np.empty(shape, view.dtype)
-                got = kept[k] = (out, out.reshape(view.shape))
-            np.copyto(got[1], view)
-            return got[0], got[1], True
-        out = np.empty(shape, view.dtype)
+        own = bool(self.outputs_private and env.get(REUSE))
+        out = self._own_array(self.outputs[k], shape, view.dtype) if own else \
+            np.empty(shape, view.dtype)
         dst = out.reshape(view.shape)
         np.copyto(dst, view)
-        return out, dst, False
+        return out, dst, own
+
+    def _own_array(self, o, shape, dtype):
+        """The C-contiguous array output ``o``'s copy goes into, the same every run (made
+        anew when the shape or dtype changes)."""
+        a = self._copy_arrays.get(o)
+        if a is None or a.shape != shape or a.dtype != dtype:
+            a = self._copy_arrays[o] = np.empty(shape, dtype)
+        return a
 
     def aliased_inputs(self, output):
-        values = {o for st in self.steps if st.op in ("Shape", "Size") for o in st.outputs}
-        if output in values:  # a shape, read-only and cached
+        if output in self._shape_values:  # a shape, read-only and cached
             return ()
         return [self.root]  # the moves' views (the parameters are shapes and bounds)
 
@@ -265,19 +268,14 @@ class ViewFoldStep(Step):
         the arrays handed out last run: the steps reading them see the same arrays every run
         and may repeat their calls (Step._repeated; attention's head merge before its output
         projection).  Only for outputs no caller can hold (``outputs_private``)."""
-        kept = self.__dict__.setdefault("_copies", {})
         for o in self.outputs:
             v = env[o]
             if not isinstance(v, np.ndarray) or np.may_share_memory(v, x) or \
-                    not v.flags.writeable:
+                    not v.flags.writeable or not v.flags.c_contiguous:
                 continue
-            k = kept.get(o)
-            if k is None or k.shape != v.shape or k.dtype != v.dtype or \
-                    k.strides != v.strides:
-                kept[o] = v  # this run's copy, kept for the next
-            else:
-                np.copyto(k, v)
-                env[o] = k
+            k = self._own_array(o, v.shape, v.dtype)
+            np.copyto(k, v)
+            env[o] = k
 
     def _record(self, env, x):
         """(shape, strides, byte offset from x's start, None) per output -- or, for the
@@ -299,10 +297,9 @@ class ViewFoldStep(Step):
             return v.shape, v.strides, p - base
         made_by = {o: st for st in self.steps for o in st.outputs if o}
         out = []
-        values = {o for st in self.steps if st.op in ("Shape", "Size") for o in st.outputs}
         for o in self.outputs:
             v = env[o]
-            if o in values:  # a function of the shapes, which the key holds
+            if o in self._shape_values:  # a function of the shapes, which the key holds
                 v = np.array(v)
                 v.flags.writeable = False
                 out.append((v, None, None, None))

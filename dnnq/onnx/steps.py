@@ -718,16 +718,15 @@ class ConcatStep(Step):
                 x, requant = self._requant(i, x)
             sl = [slice(None)] * nd
             sl[ax] = slice(at, at + shp[ax])
-            if reps is None and (ax != 1 or not self._repeat_pixels(x, (1,) * nd, out, at)):
+            compiled = ax == 1 and self._repeat_pixels(x, reps or (1,) * nd, out, at)
+            if not compiled and reps is None:
                 out[tuple(sl)] = x
-                calls = None
-            elif reps is not None and (ax != 1 or not self._repeat_pixels(x, reps, out, at)):
+            elif not compiled:
                 ops_numpy.repeat_into(x, reps, out[tuple(sl)])
-                calls = None
-            if calls is not None and (requant is not None or same[i]):
+            # (a requantize without a bound runner is not repeated)
+            calls = calls if compiled and (requant is not None or same[i]) else None
+            if calls is not None:
                 calls.append((src, requant, _pixels(x, (1,) * nd), at))
-            else:
-                calls = None
             at += shp[ax]
         env[self.outputs[0]] = out
         if calls is not None:

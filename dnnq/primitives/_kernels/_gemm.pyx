@@ -537,10 +537,6 @@ cdef class GemmPlan:
         cdef bint small = g.K * g.N * (4 if self.f32 else 1) <= DNNQ_ROWS_OUTER_MAX_WEIGHTS
         if small and shared:
             m_outer = True
-        # items taken in runs of neighbours (about four runs per thread) where destination
-        # rows share lines between panels: one item at a time, the threads took alternate
-        # panels and wrote into every line together (PP-OCRv4 rec's 120 -> 6625 head at 2
-        # threads: 1.2x its one-thread speed); whole runs keep the dynamic balance
         if small and _thread_shares_on and nthreads <= 64 and nitems < (<int64_t>1 << 31):
             # thread shares, rows outermost (dnnq_shares_init): each thread a band of rows,
             # the same on every call, which the layers before and after it (convolutions run
@@ -553,6 +549,10 @@ cdef class GemmPlan:
                     _run_item(fn, g, it, npan, nmb, mc, M, True)
                     it = dnnq_share_next(shares, t, nthreads, &k)
             return
+        # items taken in runs of neighbours (about four runs per thread) where destination
+        # rows share lines between panels: one item at a time, the threads took alternate
+        # panels and wrote into every line together (PP-OCRv4 rec's 120 -> 6625 head at 2
+        # threads: 1.2x its one-thread speed); whole runs keep the dynamic balance
         cdef int64_t chunk = max(1, nitems // (4 * nthreads)) if shared and not m_outer else 1
         for it in prange(nitems, schedule='dynamic', chunksize=chunk, num_threads=nthreads):
             _run_item(fn, g, it, npan, nmb, mc, M, m_outer)

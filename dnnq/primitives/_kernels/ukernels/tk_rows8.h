@@ -51,18 +51,24 @@ static int tk_row8_max(const uint8_t *s, int64_t n, int s8) {
     return m;
 }
 
-/* Quantized y: rne(min(max(y, -1024), 1024)) + zp clamped to the type's range, stored (a
- * NaN becomes -1024; |zp| <= 255 keeps every intermediate exact). */
-TK_INLINE void tk_row8_store(char *p, int dt, tk_vf y, tk_vi zp) {
+/* Quantized y: rne(min(max(y, -1024), 1024)) + zp clamped to the type's range (a NaN becomes
+ * -1024; |zp| <= 255 keeps every intermediate exact). */
+TK_INLINE tk_vi tk_row8_quant(int dt, tk_vf y, tk_vi zp) {
     const tk_vi q = tk_vi_rne(tk_vf_min(tk_vf_max(y, tk_vf_set1(-1024.0f)),
                                         tk_vf_set1(1024.0f)));
     const int lo = dt == DNNQ_DT_S8 ? -128 : 0, hi = dt == DNNQ_DT_S8 ? 127 : 255;
 #if TK_VEC
-    const tk_vi v = TK_P(max_epi32)(TK_P(min_epi32)(TK_P(add_epi32)(q, zp),
-                                                    TK_P(set1_epi32)(hi)), TK_P(set1_epi32)(lo));
+    return TK_P(max_epi32)(TK_P(min_epi32)(TK_P(add_epi32)(q, zp), TK_P(set1_epi32)(hi)),
+                           TK_P(set1_epi32)(lo));
 #else
-    const tk_vi t = q + zp, v = t < lo ? lo : t > hi ? hi : t;
+    const tk_vi t = q + zp;
+    return t < lo ? lo : t > hi ? hi : t;
 #endif
+}
+
+/* tk_row8_quant's values stored as bytes */
+TK_INLINE void tk_row8_store(char *p, int dt, tk_vf y, tk_vi zp) {
+    const tk_vi v = tk_row8_quant(dt, y, zp);
     if (dt == DNNQ_DT_S8)
         tk_vi_store_s8(p, v);
     else
@@ -139,13 +145,12 @@ static void tk_qsoftmax_store(uint8_t *d, const float *e, int64_t n, int dt, flo
 #if TK_VEC == 512
     if (i < n) { /* the tail in one vector, its bytes stored alone (the same per-lane ops) */
         const __mmask16 k = (__mmask16)((1u << (n - i)) - 1u);
-        const __m512 y = _mm512_mul_ps(_mm512_maskz_loadu_ps(k, e + i), vc);
-        const __m512i q = _mm512_add_epi32(tk_vi_rne(tk_vf_min(tk_vf_max(
-            y, tk_vf_set1(-1024.0f)), tk_vf_set1(1024.0f))), vzp);
+        const __m512i q = tk_row8_quant(dt, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, e + i), vc),
+                                        vzp); /* within the type's range: the packs keep it */
         if (dt == DNNQ_DT_S8)
             _mm512_mask_cvtsepi32_storeu_epi8(d + i, k, q);
-        else /* the unsigned saturation of a negative int32 would give 255: clamp at 0 */
-            _mm512_mask_cvtusepi32_storeu_epi8(d + i, k, _mm512_max_epi32(q, _mm512_setzero_si512()));
+        else
+            _mm512_mask_cvtusepi32_storeu_epi8(d + i, k, q);
         return;
     }
 #endif
