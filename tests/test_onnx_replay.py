@@ -1,0 +1,168 @@
+"""Replays of warm runs (dnnq/onnx/replay.py): the steps that repeat their last call run as
+that call alone once two warm runs handed out the same arrays; a step that hands out another
+array than before makes the steps after it run as usual.  Results are compared with the
+first run of one-thread sessions (no earlier run to repeat), so that a call that read a
+stale array fails."""
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+pytest.importorskip("onnxruntime.quantization")
+
+import dnnq  # noqa: E402
+import dnnq.onnx as donnx  # noqa: E402
+from dnnq.onnx.replay import Replay  # noqa: E402
+from _onnx_builder import RNG, Builder  # noqa: E402
+from _onnx_models import quantize_qdq  # noqa: E402
+
+SHAPE = (1, 8, 24, 24)
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory):
+    """(QDQ file, inputs of different means, each one's output from a fresh session): a
+    convolution chain with pooling, a residual sum, a gate and a graph output that is a
+    view (Reshape) of the last dequantization."""
+    tmp = tmp_path_factory.mktemp("replay")
+    b = Builder()
+    y = b.conv("x", 8, 16)
+    y = b.op("MaxPool", [y], kernel_shape=[2, 2], strides=[2, 2])
+    y = b.conv(y, 16, 16, k=1)
+    y = b.op("Add", [b.conv(y, 16, 16, k=1), y])
+    g = b.conv(b.op("GlobalAveragePool", [y]), 16, 16, k=1)
+    y = b.op("Mul", [y, b.op("Sigmoid", [g])])
+    y = b.conv(y, 16, 8, k=1)
+    y = b.op("Reshape", [y, b.const(np.int64([1, -1]))])
+    f32, qdq = str(tmp / "f32.onnx"), str(tmp / "qdq.onnx")
+    onnx.save(b.model(SHAPE, y), f32)
+    quantize_qdq(f32, qdq, [{"x": RNG.standard_normal(SHAPE).astype(np.float32)}
+                            for _ in range(2)])
+    xs = [(RNG.standard_normal(SHAPE) + 0.7 * i - 1).astype(np.float32) for i in range(4)]
+    fresh = [donnx.InferenceSession(qdq, threads=1).run(None, {"x": x})[0] for x in xs]
+    assert len({f.tobytes() for f in fresh}) == 4
+    return qdq, xs, fresh
+
+
+def _replays(sess):
+    return [r for r in sess._replays.values() if isinstance(r, Replay)]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_warm_runs_replay_the_calls(model, threads):
+    """After two warm runs the session runs a replay in which every step that reads no
+    graph input is its call alone; the results follow the input (new arrays, and one array
+    changed in place), and the arrays a caller holds never change."""
+    qdq, xs, fresh = model
+    sess = donnx.InferenceSession(qdq, threads=threads)
+    held = []
+    buf = xs[0].copy()
+    for _ in range(3):
+        for i, x in enumerate(xs):
+            got = sess.run(None, {"x": x})[0]
+            np.testing.assert_array_equal(got, fresh[i])
+            held.append((got, fresh[i]))
+            buf[...] = x
+            np.testing.assert_array_equal(sess.run(None, {"x": buf})[0], fresh[i])
+    (replay,) = _replays(sess)
+    inner = [st for st in sess._steps if "x" not in st.inputs and
+             st.keeps_output and getattr(st, "_repeat", None) is not None]
+    assert len(inner) >= 5
+    assert replay.calls >= len(inner), (replay.calls, len(inner))
+    for got, want in held:
+        np.testing.assert_array_equal(got, want)
+    # neither a replay nor the snapshot it is built from keeps a caller's array alive
+    import gc
+    import weakref
+    sess._replays.clear()
+    for _ in range(3):
+        x = xs[1].copy()
+        y = sess.run(None, {"x": x})[0]
+        alive = weakref.ref(x), weakref.ref(y)
+        del x, y
+        gc.collect()
+        assert alive[0]() is None and alive[1]() is None
+
+
+def test_a_step_handing_out_another_array_ends_the_replay(model, monkeypatch):
+    """A step run as usual in the replay (the input's quantize) that hands out a new array
+    instead of its kept one: the calls after it must not read the kept array (it holds the
+    last run's values); the replay runs the rest of the steps as usual and is built again."""
+    qdq, xs, fresh = model
+    sess = donnx.InferenceSession(qdq, threads=1)
+    for x in xs[:3]:
+        sess.run(None, {"x": x})
+    (replay,) = _replays(sess)
+    first = sess._steps[0]
+    assert "x" in first.inputs and first.keeps_output
+    out = first.outputs[0]
+    real = type(first).run
+
+    def copying(env):
+        real(first, env)
+        env[out] = env[out].copy()  # the same values in another array
+    monkeypatch.setattr(first, "run", copying)
+    for i, x in enumerate(xs):
+        np.testing.assert_array_equal(sess.run(None, {"x": x})[0], fresh[i])
+    assert not _replays(sess) or _replays(sess)[0] is not replay
+    monkeypatch.undo()
+    for _ in range(2):
+        for i, x in enumerate(xs):
+            np.testing.assert_array_equal(sess.run(None, {"x": x})[0], fresh[i])
+    assert _replays(sess)
+
+
+def test_replay_follows_each_steps_threads(model):
+    """A per-step thread plan (here alternating one and two threads) is replayed with each
+    step on its threads, and the thread count set before the run is set again after it."""
+    qdq, xs, fresh = model
+    sess = donnx.InferenceSession(qdq, threads=2)
+    key = next(iter(sess._thread_plans))
+    plan = [1 + i % 2 for i in range(len(sess._steps))]
+    sess._thread_plans[key] = plan
+    sess._replays.clear()
+    for x in xs[:3]:
+        sess.run(None, {"x": x})
+    (replay,) = _replays(sess)
+    assert replay.per_step is plan
+    assert [e[4] for e in replay.entries] == plan
+    seen = []
+    real = dnnq.set_num_threads
+
+    def spy(n):
+        seen.append(n)
+        return real(n)
+    before = dnnq.get_num_threads()
+    try:
+        dnnq.set_num_threads = spy
+        for i, x in enumerate(xs):
+            np.testing.assert_array_equal(sess.run(None, {"x": x})[0], fresh[i])
+    finally:
+        dnnq.set_num_threads = real
+    assert _replays(sess) == [replay]
+    # every switch to one thread, in each of the four replayed runs
+    assert seen.count(1) >= 4 * (len(plan) // 2), seen
+    assert dnnq.get_num_threads() == before
+
+
+def test_no_replay_when_profiling_or_logging(model, monkeypatch, capfd):
+    """profile=True times every step and DNNQ_VERBOSE logs every primitive: both run the
+    steps as usual."""
+    qdq, xs, fresh = model
+    sess = donnx.InferenceSession(qdq, threads=1, profile=True)
+    for _ in range(3):
+        for i, x in enumerate(xs):
+            np.testing.assert_array_equal(sess.run(None, {"x": x})[0], fresh[i])
+    assert not _replays(sess)
+    assert all(r["runs"] == 12 for r in sess.plan())
+    sess = donnx.InferenceSession(qdq, threads=1)
+    for x in xs[:3]:
+        sess.run(None, {"x": x})
+    assert _replays(sess)
+    dnnq.set_verbose(1)
+    try:
+        capfd.readouterr()
+        np.testing.assert_array_equal(sess.run(None, {"x": xs[3]})[0], fresh[3])
+        logged = capfd.readouterr().out
+    finally:
+        dnnq.set_verbose(0)
+    assert logged.count("exec,cpu,convolution") >= 4, logged
