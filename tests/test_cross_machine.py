@@ -36,7 +36,8 @@ def _onednn_caps():
     if FEATURES.get("avx512_vnni"):
         caps.append(("AVX512_CORE_VNNI", "avx512_core_vnni"))
         caps.append(("AVX512_CORE_BF16", None))  # where the CPU has BF16 (else its best)
-    if FEATURES.get("amx_int8") and FEATURES.get("os_grants_amx"):
+    if FEATURES.get("amx_int8") and FEATURES.get("os_grants_amx") and \
+            not FEATURES.get("amx_emulated"):  # (oneDNN runs on the real CPU)
         caps.append(("AVX512_CORE_AMX", "avx512_core_amx"))
     return caps
 

@@ -10,6 +10,9 @@ from dnnq.primitives._kernels._conv import DW_ROWSK_KW
 from dnnq.primitives._plan import aligned_empty
 
 NR = 64
+#: zero bytes after the int8 panels: the AMX GEMM (1x1 convolutions at the AMX level) reads
+#: up to 15 k-group rows of 4 x NR bytes past a panel's end, as _gemm.packed_size allows for
+AMX_SLACK = 16 * 4 * NR
 
 
 def spatial_param(prim, name, value, nsp, lo, default=None):
@@ -176,8 +179,9 @@ def pack_gemm(geo, wc):
     full = np.zeros((G, npairs, K4 * 4, P * NR), np.int8)
     full[:, :, :kpair, :OCg] = wp
     blocks = full.reshape(G, npairs, K4, 4, P, NR).transpose(0, 4, 1, 2, 5, 3)
-    out = aligned_empty(blocks.size, np.int8)
-    out[:] = blocks.reshape(-1)
+    out = aligned_empty(blocks.size + AMX_SLACK, np.int8)
+    out[:blocks.size] = blocks.reshape(-1)
+    out[blocks.size:] = 0
     return out
 
 
@@ -450,7 +454,7 @@ def packed_sizes(geo, dw_layout):
         return (None, P * depthwise_panel_stride(geo, dw_layout), plain, geo.OC)
     K4 = (geo.kpair + 3) // 4
     P = (geo.OCg + NR - 1) // NR
-    return (geo.G * geo.npairs * K4 * 4 * P * NR, None, plain, geo.OC)
+    return (geo.G * geo.npairs * K4 * 4 * P * NR + AMX_SLACK, None, plain, geo.OC)
 
 
 def _repack(origin, w):

@@ -234,14 +234,26 @@ def _kernel_is_stride(p, cap):
         (p["ks_exact"], "set_int8_numerics('avx2') (s16 pairs)"))
 
 
+def _gemm_1x1(p, cap):
+    return _why((p["is_gemm"], "not a 1x1, stride 1, unpadded, ungrouped convolution"))
+
+
+def _gemm_1x1_amx(p, cap):
+    # (the other convolution kernels follow row pointers, which AMX tiles cannot: they run
+    # the AVX512-VNNI kernels at the AMX level)
+    return _gemm_1x1(p, cap) or _why(
+        (p["ks_exact"], "set_int8_numerics('avx2') (s16 pairs)"),
+        (_amx_rows({"M": p["gemm_pixels"]}) is None,
+         "fewer than 8 pixels: the AVX512-VNNI row kernels stream the weights faster"))
+
+
 #: int8 convolutions and deconvolutions
 CONV = (
     ConvImpl("fold_lanes", "avx512_core_vnni", "fold_lanes", _fold_lanes),
     ConvImpl("stem_vbmi", "avx512_core_vnni", "stem", _stem_vbmi, plain=1),
     ConvImpl("stem", "avx512_core_vnni", "stem", _stem),
-    ConvImpl("brgconv_1x1", "default", "gemm",
-             lambda p, cap: _why((p["is_gemm"], "not a 1x1, stride 1, unpadded, ungrouped "
-                                               "convolution"))),
+    ConvImpl("brgconv_1x1_amx", "avx512_core_amx", "gemm", _gemm_1x1_amx),
+    ConvImpl("brgconv_1x1", "default", "gemm", _gemm_1x1),
     ConvImpl("dw3x3_plain_flat", "avx512_core_vnni", "dw3x3_plain", _dw_plain_flat, plain=3),
     ConvImpl("dw3x3_plain_vbmi", "avx512_core_vnni", "dw3x3_plain", _dw_plain_cols(True),
              plain=2),
@@ -267,9 +279,7 @@ CONV = (
 
 #: f32 layers (the level comes from F32)
 CONV_F32 = (
-    ConvImpl("brgconv_1x1_f32", "default", "gemm",
-             lambda p, cap: _why((p["is_gemm"], "not a 1x1, stride 1, unpadded, ungrouped "
-                                               "convolution"))),
+    ConvImpl("brgconv_1x1_f32", "default", "gemm", _gemm_1x1),
     ConvImpl("dw_f32", "default", "f32_dw",
              lambda p, cap: _why((p["depthwise"], "not depthwise"))),
     ConvImpl("tiles_f32", "default", "f32_tiles", lambda p, cap: _tiles_fit(p)),

@@ -164,6 +164,9 @@ class _ConvolutionBase(KernelChoice, CheckedExecute, F32Convolution, metaclass=C
         if self._numerics != "exact":
             self.impl_info += "+avx2_numerics"
         self._plan = self._make_plan()
+        if self._impl.isa == "avx512_core_amx":
+            self.impl_info = self.impl_info.replace(_ISA_NAME.get(self._isa, self._isa),
+                                                    self._impl.isa, 1)
         if self._ref_order:
             self.impl_info += "+gemm_order" if self._deconv else "+ref_order"
         if self._u8_nan_top:
@@ -279,7 +282,9 @@ class _ConvolutionBase(KernelChoice, CheckedExecute, F32Convolution, metaclass=C
         self._dw_plain = impl.plain if impl.kernel == "dw3x3_plain" else 0
         if impl.kernel == "gemm":
             # the GEMM driver over (image, pixels, OC); an s8 source XOR-ed to u8 (the
-            # compensation is this module's)
+            # compensation is this module's); AMX tiles where the list chose them
+            if impl.isa == "avx512_core_amx":
+                isa_code = _plan.ISA_CODE[impl.isa]
             return _gemm.GemmPlan(isa_code, geo.N, geo.out_pixels, geo.OC, geo.IC,
                                   _plan.DT_CODE[self.dst_desc.dt], post_specs, False,
                                   False, self._ref_flags)

@@ -18,6 +18,8 @@ def cpu_features():
         "os_saves_zmm": bool(f.os_zmm), "amx_tile": bool(f.amx_tile),
         "amx_int8": bool(f.amx_int8), "os_grants_amx": bool(f.os_amx),
         "avx512_vbmi": bool(f.avx512_vbmi),
+        # DNNQ_EMULATE_AMX=1: the AMX level's kernels over a software tile unit (tests)
+        "amx_emulated": bool(f.amx_emulated),
     }
 
 

@@ -3,6 +3,7 @@
 /* syscall() is a glibc extension: under -std=c11 unistd.h declares it only when asked */
 #define _DEFAULT_SOURCE
 #include "dnnq_kernels.h"
+#include <stdlib.h>
 #include <string.h>
 
 #if defined(__x86_64__) || defined(_M_X64)
@@ -75,10 +76,28 @@ void dnnq_cpu_detect(dnnq_cpu_features_t *f) {
         f->os_amx = granted;
     }
     if (!f->os_amx) f->amx_tile = f->amx_int8 = 0;
+    /* DNNQ_EMULATE_AMX=1: the AMX level over the tile emulation (amx_emulate.h), on a CPU
+     * with the AVX512-VNNI level (the emulated kernel's other instructions) */
+    if (dnnq_amx_emulation() && f->avx512f && f->avx512bw && f->avx512vl && f->avx512dq &&
+        f->avx512_vnni) {
+        f->amx_tile = f->amx_int8 = f->os_amx = 1;
+        f->amx_emulated = 1;
+    }
 }
 #else
 void dnnq_cpu_detect(dnnq_cpu_features_t *f) { memset(f, 0, sizeof(*f)); }
 #endif
+
+/* Whether the process started with DNNQ_EMULATE_AMX=1 (read once per module: the same in
+ * every module of the process, since the environment is) */
+int dnnq_amx_emulation(void) {
+    static int on = -1;
+    if (on < 0) {
+        const char *v = getenv("DNNQ_EMULATE_AMX");
+        on = v != NULL && strcmp(v, "1") == 0;
+    }
+    return on;
+}
 
 int dnnq_cpu_best_isa(const dnnq_cpu_features_t *f) {
     if (f->avx512f && f->avx512bw && f->avx512vl && f->avx512dq && f->avx512_vnni)

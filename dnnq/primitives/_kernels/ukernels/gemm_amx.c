@@ -1,7 +1,8 @@
 /* AMX-INT8 micro-kernel: up to 32 rows x 64 columns, as two 32-column halves of 2 x 2 tiles of
  * 16 x 16 s32 (tdpbusd for u8 sources, tdpbssd for s8 ones: no +128 shift, no compensation).
  * Compiled with -mamx-tile -mamx-int8 and the AVX-512 flags (for the shared epilogue), called
- * only when the CPU has AMX-INT8 and the OS granted the tile state (cpu_features.c).
+ * only when the CPU has AMX-INT8 and the OS granted the tile state (cpu_features.c); or over
+ * the tile emulation (below).
  *
  * Tiles (over 16 rows; up to 16 rows see amx_wide): 0-3 accumulators (rows 0-15 / 16-31 x
  * columns 0-15 / 16-31 of the half), 4-5 A (the two row blocks, 64 bytes of k), 6-7 B (16 k
@@ -18,7 +19,13 @@
 #include "ukr_common.h"
 #include "epilogue_avx512.h"
 
+/* Compiled a second time with DNNQ_AMX_EMULATE (suffix amxemu, AVX-512 flags only): the same
+ * kernel over the software tile unit of amx_emulate.h, for tests on CPUs without AMX. */
+#ifdef DNNQ_AMX_EMULATE
+#define DNNQ_ISA amxemu
+#else
 #define DNNQ_ISA amx
+#endif
 #define DNNQ_MR 32
 
 /* gcc's tile intrinsics paste their tile argument into the instruction text: it must be a
@@ -32,11 +39,24 @@
 #define T_A1 5
 #define T_B0 6
 #define T_B1 7
+#ifdef DNNQ_AMX_EMULATE
+#include "amx_emulate.h"
+#define TILE_CONFIG(cfg) amx_emu_loadconfig(cfg)
+#define TILE_RELEASE() amx_emu_release()
+#define TILE_ZERO(t) amx_emu_zero(t)
+#define TILE_LOAD(t, p, s) amx_emu_load(t, p, s)
+#define TILE_STORE(t, p, s) amx_emu_store(t, p, s)
+#define TILE_DPBSSD(c, a, b) amx_emu_dp(c, a, b, 1)
+#define TILE_DPBUSD(c, a, b) amx_emu_dp(c, a, b, 0)
+#else
+#define TILE_CONFIG(cfg) _tile_loadconfig(cfg)
+#define TILE_RELEASE() _tile_release()
 #define TILE_ZERO(t) _tile_zero(t)
 #define TILE_LOAD(t, p, s) _tile_loadd(t, p, s)
 #define TILE_STORE(t, p, s) _tile_stored(t, p, s)
 #define TILE_DPBSSD(c, a, b) _tile_dpbssd(c, a, b)
 #define TILE_DPBUSD(c, a, b) _tile_dpbusd(c, a, b)
+#endif
 
 typedef struct {
     uint8_t palette_id, start_row, reserved[14];
@@ -51,7 +71,7 @@ static __thread int amx_loaded_cfg = 0;
 
 static void amx_release(void) {
     if (amx_loaded_cfg) {
-        _tile_release();
+        TILE_RELEASE();
         amx_loaded_cfg = 0;
     }
 }
@@ -69,7 +89,7 @@ static void amx_load_config(int id, const int rows[8]) {
         cfg.rows[t] = (uint8_t)rows[t];
         cfg.colsb[t] = rows[t] ? 64 : 0;
     }
-    _tile_loadconfig(&cfg);
+    TILE_CONFIG(&cfg);
 }
 
 /* Two row blocks (amx_half): rows0 = 16 and rows1 (1..16) rows. */

@@ -1,0 +1,182 @@
+"""The AMX level on any AVX-512 VNNI machine: the AMX GEMM kernel (ukernels/gemm_amx.c) compiled
+over a software tile unit (ukernels/amx_emulate.h), chosen when the process starts with
+DNNQ_EMULATE_AMX=1.  The GEMM family's tests and the 1x1 convolutions (which run the AMX GEMM at
+that level) are run in a subprocess so, against oneDNN, numpy and dnnq's AVX512-VNNI kernels;
+the emulation stops the process where the real tile unit would fault (a tile out of shape or not
+configured).
+
+Run alone (``DNNQ_EMULATE_AMX=1 pytest tests/test_amx_emulated.py``) the tests below the driver
+check the 1x1 convolutions directly."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import dnnq
+from dnnq import MemoryDesc as MD
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+INFO = dnnq.cpu_info()
+EMULATED = INFO.get("amx_emulated", False)
+CAN_EMULATE = INFO.get("avx512_vnni", False) and INFO.get("avx512bw", False)
+
+#: the GEMM family's tests, run at every level including the emulated AMX one
+GEMM_TESTS = ["test_matmul.py", "test_gemm_kernel.py", "test_gemm_api.py",
+              "test_gemm_api_exact.py", "test_thread_split.py", "test_brgemm.py",
+              "test_fused_compensation.py", "test_amx_emulated.py"]
+#: 1x1 convolutions against oneDNN and numpy at every level
+CONV_TESTS = ["test_convolution.py::test_one_by_one_gemm_path",
+              "test_convolution.py::test_conv_random_vs_onednn",
+              "test_convolution.py::test_sum_post_op",
+              "test_convolution.py::test_fused_epilogue_chain"]
+
+
+@pytest.mark.skipif(EMULATED or not CAN_EMULATE,
+                    reason="runs the emulated AMX level in a subprocess (needs AVX512-VNNI)")
+def test_gemm_family_at_the_emulated_amx_level():
+    env = dict(os.environ, DNNQ_EMULATE_AMX="1", OMP_WAIT_POLICY="passive")
+    env.pop("DNNQ_MAX_CPU_ISA", None)
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-rs", "-p",
+                        "no:cacheprovider",
+                        *[os.path.join(HERE, t) for t in GEMM_TESTS + CONV_TESTS]],
+                       capture_output=True, text=True, env=env, cwd=HERE, timeout=900)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out[-6000:]
+    assert " passed" in out and "error" not in out.splitlines()[-1], out[-2000:]
+    # the emulation was on: this file's checks ran instead of skipping, and no AMX test
+    # skipped for want of AMX
+    assert "DNNQ_EMULATE_AMX=1 runs these" not in out and "no AMX" not in out, out[-3000:]
+
+
+emulated_only = pytest.mark.skipif(not EMULATED, reason="DNNQ_EMULATE_AMX=1 runs these")
+
+
+def _conv(cap, shape, OC, sdt, ddt, post_ops=(), src_zp=False, threads=1):
+    """A 1x1 channels-last convolution created under the ISA cap `cap`."""
+    N, IC, H, W = shape
+    old = dnnq.set_max_cpu_isa(cap)
+    try:
+        attr = dnnq.PrimitiveAttr()
+        attr.set_scales_mask(dnnq.DNNL_ARG_SRC, 0)
+        attr.set_scales_mask(dnnq.DNNL_ARG_WEIGHTS, 1)
+        attr.set_scales_mask(dnnq.DNNL_ARG_DST, 0)
+        if src_zp:
+            attr.set_zero_points_mask(dnnq.DNNL_ARG_SRC, 0)
+        if ddt in ("u8", "s8"):
+            attr.set_zero_points_mask(dnnq.DNNL_ARG_DST, 0)
+        po = dnnq.PostOps()
+        for op in post_ops:
+            if op[0] == "sum":
+                po.append_sum(op[1], op[2])
+            else:
+                po.append_eltwise(*op)
+        attr.set_post_ops(po)
+        return dnnq.Convolution(MD(shape, sdt, "nhwc"), MD((OC, IC, 1, 1), "s8"),
+                                MD((N, OC, H, W), ddt, "nhwc"), bias_desc=MD((OC,), "f32"),
+                                strides=1, padding_l=0, padding_r=0, attr=attr)
+    finally:
+        dnnq.set_max_cpu_isa(old)
+
+
+def _run(conv, src, w, bias, ws, prev, src_zp, threads):
+    a = {dnnq.DNNL_ARG_SRC: src, dnnq.DNNL_ARG_WEIGHTS: conv.prepare_weights(w),
+         dnnq.DNNL_ARG_BIAS: bias,
+         dnnq.DNNL_ARG_SCALE | dnnq.DNNL_ARG_SRC: np.float32([0.05]),
+         dnnq.DNNL_ARG_SCALE | dnnq.DNNL_ARG_WEIGHTS: ws,
+         dnnq.DNNL_ARG_SCALE | dnnq.DNNL_ARG_DST: np.float32([2.5])}
+    if src_zp:
+        a[dnnq.DNNL_ARG_ATTR_ZERO_POINTS | dnnq.DNNL_ARG_SRC] = np.int32([9])
+    if conv.dst_desc.dt in ("u8", "s8"):
+        a[dnnq.DNNL_ARG_ATTR_ZERO_POINTS | dnnq.DNNL_ARG_DST] = np.int32([5])
+    if prev is not None:
+        a[dnnq.DNNL_ARG_DST] = prev.copy()
+    old = dnnq.get_num_threads()
+    dnnq.set_num_threads(threads)
+    try:
+        return conv.execute(a)
+    finally:
+        dnnq.set_num_threads(old)
+
+
+_RNG = np.random.default_rng(2024)
+
+
+def _data(shape, OC, sdt, ddt, with_prev):
+    N, IC, H, W = shape
+    lo, hi = (0, 256) if sdt == "u8" else (-128, 128)
+    src = _RNG.integers(lo, hi, shape).astype(np.uint8 if sdt == "u8" else np.int8)
+    w = _RNG.integers(-128, 128, (OC, IC, 1, 1)).astype(np.int8)
+    bias = _RNG.normal(0, 50, OC).astype(np.float32)
+    ws = _RNG.uniform(0.0005, 0.004, OC).astype(np.float32)
+    prev = None
+    if with_prev:
+        prev = _RNG.integers(0, 100, (N, OC, H, W)).astype(
+            {"u8": np.uint8, "s8": np.int8, "f32": np.float32, "s32": np.int32}[ddt])
+    return src, w, bias, ws, prev
+
+
+# sizes below, at and past the AMX tiles: 16 / 32 rows (pixels), 64-byte k blocks (IC),
+# 16-column tiles in 32 / 64-column panels (OC)
+SHAPES = [((1, 16, 2, 4), 16), ((1, 63, 3, 5), 17), ((1, 64, 4, 4), 33), ((1, 65, 1, 17), 64),
+          ((2, 129, 4, 8), 65), ((1, 200, 5, 7), 130), ((1, 3, 11, 3), 5), ((1, 256, 8, 5), 48),
+          ((3, 40, 2, 16), 96), ((1, 480, 3, 12), 120)]
+
+
+@emulated_only
+@pytest.mark.parametrize("shape,OC", SHAPES)
+@pytest.mark.parametrize("sdt,ddt", [("u8", "u8"), ("s8", "s8"), ("u8", "f32"), ("s8", "s32")])
+def test_one_by_one_amx_equals_avx512_vnni(shape, OC, sdt, ddt):
+    """Every 1x1 convolution of 8 pixels or more runs the AMX GEMM and gives the AVX512-VNNI
+    kernels' bits (s8 sources go through the XOR-ed staging copy)."""
+    data = _data(shape, OC, sdt, ddt, False)
+    amx = _conv("avx512_core_amx", shape, OC, sdt, ddt)
+    vnni = _conv("avx512_core_vnni", shape, OC, sdt, ddt)
+    assert amx.impl_info.startswith("avx512_core_amx:brgconv_1x1"), amx.impl_info
+    assert vnni.impl_info.startswith("avx512_core_vnni:"), vnni.impl_info
+    got = _run(amx, *data, False, 1)
+    want = _run(vnni, *data, False, 1)
+    np.testing.assert_array_equal(got, want)
+    if ddt == "s32":  # the integer sums themselves, against numpy
+        src, w, bias, ws, _ = data
+        acc = np.einsum("nchw,oc->nohw", src.astype(np.int64), w[:, :, 0, 0].astype(np.int64))
+        ref = (acc.astype(np.float64) * (0.05 * ws.astype(np.float64))[None, :, None, None]
+               + bias[None, :, None, None]) / 2.5
+        assert np.abs(got.astype(np.float64) - np.rint(ref)).max() <= 1
+
+
+@emulated_only
+@pytest.mark.parametrize("threads", [1, 2, 3])
+@pytest.mark.parametrize("post_ops", [
+    (("relu", 0.0, 0.0),),
+    (("clip", 0.0, 6.0), ("hardswish", 1 / 6, 0.5)),
+    (("sum", 0.75, 3), ("relu", 0.0, 0.0)),
+], ids=["relu", "chain", "sum"])
+def test_one_by_one_amx_post_ops_zero_points_threads(post_ops, threads):
+    """Post-op chains, the sum post-op, a source zero point and 1 - 3 threads: the AMX level
+    equals the AVX512-VNNI one."""
+    for shape, OC in SHAPES[1:6]:
+        with_sum = post_ops[0][0] == "sum"
+        data = _data(shape, OC, "u8", "u8", with_sum)
+        amx = _conv("avx512_core_amx", shape, OC, "u8", "u8", post_ops, src_zp=True)
+        vnni = _conv("avx512_core_vnni", shape, OC, "u8", "u8", post_ops, src_zp=True)
+        assert amx.impl_info.startswith("avx512_core_amx:"), amx.impl_info
+        np.testing.assert_array_equal(_run(amx, *data, True, threads),
+                                      _run(vnni, *data, True, 1))
+
+
+@emulated_only
+def test_amx_keeps_the_vnni_kernels_below_8_pixels_and_for_other_convolutions():
+    """Below 8 pixels (per image) and for convolutions that are not 1x1 GEMMs the AMX level
+    runs the AVX512-VNNI kernels."""
+    assert not _conv("avx512_core_amx", (4, 64, 1, 7), 64, "u8", "u8").impl_info.startswith(
+        "avx512_core_amx")
+    old = dnnq.set_max_cpu_isa("avx512_core_amx")
+    try:
+        c = dnnq.Convolution(MD((1, 32, 9, 9), "u8", "nhwc"), MD((32, 32, 3, 3), "s8"),
+                             MD((1, 32, 9, 9), "s32", "nhwc"), strides=1, padding_l=1,
+                             padding_r=1)
+    finally:
+        dnnq.set_max_cpu_isa(old)
+    assert c.impl_info.startswith("avx512_core_vnni:"), c.impl_info
