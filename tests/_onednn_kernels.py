@@ -51,7 +51,9 @@ def _modelled_host():
     except Exception:  # noqa: BLE001 - no oneDNN: nothing to compare with anyway
         return False, "oneDNN is not available"
     feats = dnnq.cpu_info()
-    extra = [f for f in ("avx_vnni", "amx_int8") if feats.get(f)]
+    # (the CPU's own features: DNNQ_EMULATE_* gives dnnq, not oneDNN, the emulated ones)
+    extra = [f for f, emu in (("avx_vnni", "avx_vnni_emulated"), ("amx_int8", "amx_emulated"))
+             if feats.get(f) and not feats.get(emu)]
     ok = isa in ("avx512_core_vnni", "avx512_core_bf16") and not extra
     why = f"oneDNN runs at {isa}" + (f", the CPU has {', '.join(extra)}" if extra else "")
     return ok, why

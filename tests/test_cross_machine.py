@@ -29,7 +29,7 @@ FEATURES = dnnq.cpu_info()
 def _onednn_caps():
     """oneDNN caps this CPU can run, each with the oneDNN ISA it must then report."""
     caps = [("AVX2", "avx2")]
-    if FEATURES.get("avx_vnni"):
+    if FEATURES.get("avx_vnni") and not FEATURES.get("avx_vnni_emulated"):
         caps.append(("AVX2_VNNI", "avx2_vnni"))
     if FEATURES.get("avx512f") and FEATURES.get("avx512bw"):
         caps.append(("AVX512_CORE", "avx512_core"))

@@ -20,6 +20,8 @@ def cpu_features():
         "avx512_vbmi": bool(f.avx512_vbmi),
         # DNNQ_EMULATE_AMX=1: the AMX level's kernels over a software tile unit (tests)
         "amx_emulated": bool(f.amx_emulated),
+        # DNNQ_EMULATE_AVX_VNNI=1: the avx2_vnni level's kernels on an AVX512-VNNI CPU (tests)
+        "avx_vnni_emulated": bool(f.avx_vnni_emulated),
     }
 
 

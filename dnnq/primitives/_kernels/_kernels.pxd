@@ -13,7 +13,8 @@ cdef extern from "dnnq_kernels.h" nogil:
 
     ctypedef struct dnnq_cpu_features_t:
         int sse41, avx, avx2, fma, avx512f, avx512bw, avx512vl, avx512dq, avx512_vnni, avx_vnni
-        int os_ymm, os_zmm, amx_tile, amx_int8, os_amx, avx512_vbmi, amx_emulated
+        int os_ymm, os_zmm, amx_tile, amx_int8, os_amx, avx512_vbmi, amx_emulated,
+        int avx_vnni_emulated
 
     int dnnq_dst_lines_shared(const void *dst, int64_t d_sm, int dst_dt, int raw_s32)
     void dnnq_shares_init(uint64_t *shares, int64_t n, int nthreads)

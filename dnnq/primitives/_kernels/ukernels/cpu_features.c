@@ -83,19 +83,34 @@ void dnnq_cpu_detect(dnnq_cpu_features_t *f) {
         f->amx_tile = f->amx_int8 = f->os_amx = 1;
         f->amx_emulated = 1;
     }
+    /* DNNQ_EMULATE_AVX_VNNI=1: the avx2_vnni level's kernels with the EVEX-encoded ymm
+     * vpdpbusd (gemm_avxvnni.c), on a CPU with AVX512-VNNI and AVX512-VL */
+    if (dnnq_avx_vnni_emulation() && !f->avx_vnni && f->avx2 && f->fma && f->avx512vl &&
+        f->avx512_vnni) {
+        f->avx_vnni = 1;
+        f->avx_vnni_emulated = 1;
+    }
 }
 #else
 void dnnq_cpu_detect(dnnq_cpu_features_t *f) { memset(f, 0, sizeof(*f)); }
 #endif
 
-/* Whether the process started with DNNQ_EMULATE_AMX=1 (read once per module: the same in
- * every module of the process, since the environment is) */
+/* Whether the process started with DNNQ_EMULATE_AMX=1 / DNNQ_EMULATE_AVX_VNNI=1 (read once
+ * per module: the same in every module of the process, since the environment is) */
+static int env_is_one(const char *name) {
+    const char *v = getenv(name);
+    return v != NULL && strcmp(v, "1") == 0;
+}
+
 int dnnq_amx_emulation(void) {
     static int on = -1;
-    if (on < 0) {
-        const char *v = getenv("DNNQ_EMULATE_AMX");
-        on = v != NULL && strcmp(v, "1") == 0;
-    }
+    if (on < 0) on = env_is_one("DNNQ_EMULATE_AMX");
+    return on;
+}
+
+int dnnq_avx_vnni_emulation(void) {
+    static int on = -1;
+    if (on < 0) on = env_is_one("DNNQ_EMULATE_AVX_VNNI");
     return on;
 }
 

@@ -12,20 +12,26 @@
 #define DNNQ_PAIR_SAT(fn, call) fn##_portablesat call
 #endif
 
-/* The AMX level's GEMM kernels over the tile emulation (DNNQ_EMULATE_AMX=1, amx_emulate.h):
- * the kernel set amxemu in place of amx */
+/* The emulated kernel sets (tests on CPUs without the instructions): the AMX level's GEMM
+ * kernels over the tile emulation (DNNQ_EMULATE_AMX=1, amx_emulate.h: set amxemu), the
+ * avx2_vnni level's with the EVEX vpdpbusd (DNNQ_EMULATE_AVX_VNNI=1: set avxvnniemu) */
 #ifdef DNNQ_HAVE_X86_KERNELS
-#define DNNQ_AMX_EMULATED(fn, call)                                                            \
+#define DNNQ_AVX_VNNI_EMULATED(fn, call)                                                       \
+    if (DNNQ_ISA_LEVEL(isa) == DNNQ_ISA_AVX2_VNNI && dnnq_avx_vnni_emulation())                \
+        return fn##_avxvnniemu call;
+#define DNNQ_EMULATED(fn, call)                                                                \
     if (DNNQ_ISA_LEVEL(isa) == DNNQ_ISA_AVX512_CORE_AMX && dnnq_amx_emulation())               \
-        return fn##_amxemu call;
+        return fn##_amxemu call;                                                               \
+    DNNQ_AVX_VNNI_EMULATED(fn, call)
 #else
-#define DNNQ_AMX_EMULATED(fn, call)
+#define DNNQ_AVX_VNNI_EMULATED(fn, call)
+#define DNNQ_EMULATED(fn, call)
 #endif
-#define DNNQ_NOT_EMULATED(fn, call)
 
 /* `ret fn_for_isa(int isa)` of an int8 family with pair-saturating variants: those with
- * DNNQ_NUMERICS_AVX2, else the level's kernel from SETS (EMU: DNNQ_AMX_EMULATED for the
- * families of the amx set), else the portable one; CASE picks the function
+ * DNNQ_NUMERICS_AVX2, else the emulated set where one is on (EMU: DNNQ_EMULATED for the
+ * families of the amx set, DNNQ_AVX_VNNI_EMULATED for the batch-reduce ones), else the
+ * level's kernel from SETS, else the portable one; CASE picks the function
  * (DNNQ_PICK_CASE) or calls it (DNNQ_PICK_CALL_CASE, the mr queries) */
 #define DNNQ_DEFINE_INT8_FOR_ISA(ret, fn, SETS, CASE, call, EMU)                               \
     ret fn##_for_isa(int isa) {                                                                \
@@ -36,17 +42,17 @@
     }
 
 DNNQ_DEFINE_INT8_FOR_ISA(dnnq_gemm_block_fn, dnnq_gemm_block, DNNQ_GEMM_SETS, DNNQ_PICK_CASE, ,
-                         DNNQ_AMX_EMULATED)
+                         DNNQ_EMULATED)
 DNNQ_DEFINE_INT8_FOR_ISA(dnnq_gemm_ukr_fn, dnnq_gemm_ukr, DNNQ_GEMM_SETS, DNNQ_PICK_CASE, ,
-                         DNNQ_AMX_EMULATED)
+                         DNNQ_EMULATED)
 DNNQ_DEFINE_INT8_FOR_ISA(int, dnnq_gemm_mr, DNNQ_GEMM_SETS, DNNQ_PICK_CALL_CASE, (),
-                         DNNQ_AMX_EMULATED)
+                         DNNQ_EMULATED)
 DNNQ_DEFINE_INT8_FOR_ISA(dnnq_gemm_epilogue_fn, dnnq_gemm_epilogue, DNNQ_GEMM_SETS,
-                         DNNQ_PICK_CASE, , DNNQ_AMX_EMULATED)
+                         DNNQ_PICK_CASE, , DNNQ_EMULATED)
 DNNQ_DEFINE_INT8_FOR_ISA(dnnq_brgemm_ukr_fn, dnnq_brgemm_ukr, DNNQ_BRGEMM_SETS, DNNQ_PICK_CASE, ,
-                         DNNQ_NOT_EMULATED)
+                         DNNQ_AVX_VNNI_EMULATED)
 DNNQ_DEFINE_INT8_FOR_ISA(int, dnnq_brgemm_mr, DNNQ_BRGEMM_SETS, DNNQ_PICK_CALL_CASE, (),
-                         DNNQ_NOT_EMULATED)
+                         DNNQ_AVX_VNNI_EMULATED)
 
 /* AVX-512 only, and none for the pair-saturating numerics (NULL: the caller's generic path) */
 #define DNNQ_DEFINE_AVX512_INT8_FOR_ISA(ret, name, fn)                                         \

@@ -31,11 +31,13 @@ typedef struct {
     int sse41, avx, avx2, fma, avx512f, avx512bw, avx512vl, avx512dq, avx512_vnni, avx_vnni,
         os_ymm, os_zmm, amx_tile, amx_int8, os_amx,   /* os_amx: XTILEDATA saved and granted */
         avx512_vbmi,                                  /* optional: byte permutes (toolkit) */
-        amx_emulated;                                 /* DNNQ_EMULATE_AMX=1 (amx_emulate.h) */
+        amx_emulated,                                 /* DNNQ_EMULATE_AMX=1 (amx_emulate.h) */
+        avx_vnni_emulated;                            /* DNNQ_EMULATE_AVX_VNNI=1 */
 } dnnq_cpu_features_t;
 
 void dnnq_cpu_detect(dnnq_cpu_features_t *f);
 int dnnq_amx_emulation(void);
+int dnnq_avx_vnni_emulation(void);
 int dnnq_cpu_best_isa(const dnnq_cpu_features_t *f);
 
 typedef struct {
@@ -241,6 +243,7 @@ DNNQ_DECLARE_ISA(avxvnni)
 DNNQ_DECLARE_ISA(avx512vnni)
 DNNQ_DECLARE_ISA(amx)
 DNNQ_DECLARE_ISA(amxemu)
+DNNQ_DECLARE_ISA(avxvnniemu)
 
 dnnq_gemm_block_fn dnnq_gemm_block_for_isa(int isa);
 dnnq_gemm_ukr_fn dnnq_gemm_ukr_for_isa(int isa);

@@ -5,7 +5,16 @@
 #include "dnnq_kernels.h"
 #include "ukr_common.h"
 
+/* Compiled a second time with DNNQ_AVX_VNNI_EMULATE (suffix avxvnniemu) for CPUs with
+ * AVX512-VNNI and without AVX-VNNI (DNNQ_EMULATE_AVX_VNNI=1, cpu_features.c): the same ymm
+ * product through its EVEX encoding (AVX512-VL), which computes the same sums, so the
+ * avx2_vnni level's kernels are tested there. */
+#ifdef DNNQ_AVX_VNNI_EMULATE
+#define DNNQ_ISA avxvnniemu
+#define _mm256_dpbusd_avx_epi32 _mm256_dpbusd_epi32
+#else
 #define DNNQ_ISA avxvnni
+#endif
 #define DNNQ_MR 6
 
 /* Named locals, not an array, and the K % 4 tail outside the loop: otherwise gcc 12 keeps the

@@ -1,12 +1,15 @@
-"""The AMX level on any AVX-512 VNNI machine: the AMX GEMM kernel (ukernels/gemm_amx.c) compiled
-over a software tile unit (ukernels/amx_emulate.h), chosen when the process starts with
-DNNQ_EMULATE_AMX=1.  The GEMM family's tests and the 1x1 convolutions (which run the AMX GEMM at
-that level) are run in a subprocess so, against oneDNN, numpy and dnnq's AVX512-VNNI kernels;
-the emulation stops the process where the real tile unit would fault (a tile out of shape or not
-configured).
+"""ISA levels this CPU lacks, run over emulated kernel sets (ukernels/dispatch.c):
 
-Run alone (``DNNQ_EMULATE_AMX=1 pytest tests/test_amx_emulated.py``) the tests below the driver
-check the 1x1 convolutions directly."""
+* the AMX level: the AMX GEMM kernel (ukernels/gemm_amx.c) compiled over a software tile unit
+  (ukernels/amx_emulate.h), chosen when the process starts with DNNQ_EMULATE_AMX=1; the
+  emulation stops the process where the real tile unit would fault (a tile out of shape or
+  not configured);
+* the avx2_vnni level: the AVX-VNNI kernel (ukernels/gemm_avxvnni.c) with the EVEX encoding of
+  the same ymm vpdpbusd, chosen with DNNQ_EMULATE_AVX_VNNI=1 on an AVX512-VNNI CPU.
+
+The GEMM family's tests, the convolutions that run those kernels and (AVX-VNNI) the RNN cells
+are run in subprocesses so, against oneDNN, numpy and the other levels.  Run alone under
+``DNNQ_EMULATE_AMX=1`` the tests below the drivers check the AMX 1x1 convolutions directly."""
 import os
 import subprocess
 import sys
@@ -20,34 +23,58 @@ from dnnq import MemoryDesc as MD
 HERE = os.path.dirname(os.path.abspath(__file__))
 INFO = dnnq.cpu_info()
 EMULATED = INFO.get("amx_emulated", False)
-CAN_EMULATE = INFO.get("avx512_vnni", False) and INFO.get("avx512bw", False)
+CAN_EMULATE = INFO.get("avx512_vnni", False) and INFO.get("avx512bw", False) and \
+    INFO.get("avx512vl", False)
 
-#: the GEMM family's tests, run at every level including the emulated AMX one
+#: the GEMM family's tests, run at every level including the emulated one
 GEMM_TESTS = ["test_matmul.py", "test_gemm_kernel.py", "test_gemm_api.py",
               "test_gemm_api_exact.py", "test_thread_split.py", "test_brgemm.py",
-              "test_fused_compensation.py", "test_amx_emulated.py"]
-#: 1x1 convolutions against oneDNN and numpy at every level
-CONV_TESTS = ["test_convolution.py::test_one_by_one_gemm_path",
-              "test_convolution.py::test_conv_random_vs_onednn",
-              "test_convolution.py::test_sum_post_op",
-              "test_convolution.py::test_fused_epilogue_chain"]
+              "test_fused_compensation.py"]
+#: 1x1 convolutions (the AMX level's only convolutions on AMX) against oneDNN and numpy
+CONV_1X1_TESTS = ["test_convolution.py::test_one_by_one_gemm_path",
+                  "test_convolution.py::test_conv_random_vs_onednn",
+                  "test_convolution.py::test_sum_post_op",
+                  "test_convolution.py::test_fused_epilogue_chain"]
+#: convolutions and RNN cells on the batch-reduce micro-kernel of the avx2_vnni level
+AVX_VNNI_TESTS = ["test_convolution.py", "test_convolution_tiles.py", "test_rnn.py"]
 
 
-@pytest.mark.skipif(EMULATED or not CAN_EMULATE,
-                    reason="runs the emulated AMX level in a subprocess (needs AVX512-VNNI)")
-def test_gemm_family_at_the_emulated_amx_level():
-    env = dict(os.environ, DNNQ_EMULATE_AMX="1", OMP_WAIT_POLICY="passive")
+def _run_emulated(var, tests, skip_reasons):
+    """pytest on ``tests`` in a process started with ``var``=1; no test may skip for one of
+    ``skip_reasons`` (the emulation must have been on)."""
+    env = dict(os.environ, OMP_WAIT_POLICY="passive")
+    env[var] = "1"
     env.pop("DNNQ_MAX_CPU_ISA", None)
     r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-rs", "-p",
-                        "no:cacheprovider",
-                        *[os.path.join(HERE, t) for t in GEMM_TESTS + CONV_TESTS]],
-                       capture_output=True, text=True, env=env, cwd=HERE, timeout=900)
+                        "no:cacheprovider", *[os.path.join(HERE, t) for t in tests]],
+                       capture_output=True, text=True, env=env, cwd=HERE, timeout=1200)
     out = r.stdout + r.stderr
     assert r.returncode == 0, out[-6000:]
     assert " passed" in out and "error" not in out.splitlines()[-1], out[-2000:]
-    # the emulation was on: this file's checks ran instead of skipping, and no AMX test
-    # skipped for want of AMX
-    assert "DNNQ_EMULATE_AMX=1 runs these" not in out and "no AMX" not in out, out[-3000:]
+    for reason in skip_reasons:
+        assert reason not in out, out[-3000:]
+
+
+needs_avx512_vnni = pytest.mark.skipif(
+    not CAN_EMULATE or EMULATED or INFO.get("avx_vnni_emulated", False),
+    reason="runs an emulated level in a subprocess (needs AVX512-VNNI with AVX512-VL)")
+
+
+@needs_avx512_vnni
+def test_gemm_family_at_the_emulated_amx_level():
+    # (this file's AMX checks run instead of skipping; no AMX test skips for want of AMX)
+    _run_emulated("DNNQ_EMULATE_AMX", GEMM_TESTS + ["test_emulated_levels.py"] +
+                  CONV_1X1_TESTS, ["DNNQ_EMULATE_AMX=1 runs these", "no AMX"])
+
+
+@needs_avx512_vnni
+@pytest.mark.skipif(INFO.get("avx_vnni", False), reason="the CPU has AVX-VNNI itself")
+def test_gemm_convolutions_and_rnn_at_the_emulated_avx2_vnni_level():
+    out = subprocess.run([sys.executable, "-c", "import dnnq; "
+                          "print(dnnq.available_isa_levels())"], capture_output=True,
+                         text=True, env=dict(os.environ, DNNQ_EMULATE_AVX_VNNI="1")).stdout
+    assert "avx2_vnni" in out, out
+    _run_emulated("DNNQ_EMULATE_AVX_VNNI", GEMM_TESTS + AVX_VNNI_TESTS, [])
 
 
 emulated_only = pytest.mark.skipif(not EMULATED, reason="DNNQ_EMULATE_AMX=1 runs these")
