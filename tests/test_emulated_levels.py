@@ -70,10 +70,11 @@ def test_gemm_family_at_the_emulated_amx_level():
 @needs_avx512_vnni
 @pytest.mark.skipif(INFO.get("avx_vnni", False), reason="the CPU has AVX-VNNI itself")
 def test_gemm_convolutions_and_rnn_at_the_emulated_avx2_vnni_level():
-    out = subprocess.run([sys.executable, "-c", "import dnnq; "
-                          "print(dnnq.available_isa_levels())"], capture_output=True,
-                         text=True, env=dict(os.environ, DNNQ_EMULATE_AVX_VNNI="1")).stdout
-    assert "avx2_vnni" in out, out
+    # (from the tests' folder, as the run below: a checkout's root would import its sources)
+    r = subprocess.run([sys.executable, "-c", "import dnnq; "
+                        "print(dnnq.available_isa_levels())"], capture_output=True, text=True,
+                       env=dict(os.environ, DNNQ_EMULATE_AVX_VNNI="1"), cwd=HERE)
+    assert "avx2_vnni" in r.stdout, r.stdout + r.stderr
     _run_emulated("DNNQ_EMULATE_AVX_VNNI", GEMM_TESTS + AVX_VNNI_TESTS, [])
 
 
