@@ -661,8 +661,8 @@ def test_doubtful_thread_choice_is_made_again(tmp_path, monkeypatch):
 
         def choose(self, env, n, _v=verdicts):
             made.append(run_no[0])
-            choice, _ = real(self, env, n)
-            return choice, _v[min(len(made), len(_v)) - 1]
+            choice, _, one_s = real(self, env, n)
+            return choice, _v[min(len(made), len(_v)) - 1], one_s
         monkeypatch.setattr(donnx.InferenceSession, "_choose_threads", choose)
         sess = donnx.InferenceSession(qdq, threads=2)
         for i in range(1, runs + 1):
@@ -709,7 +709,7 @@ def test_thread_choice_compares_whole_runs(tmp_path, monkeypatch, costs, want):
     others = [i for i, st in enumerate(sess._steps) if st not in steps]
     monkeypatch.setattr(session_mod, "time", types.SimpleNamespace(perf_counter=lambda: now[0]))
     env = sess._check_feed({"x": x})
-    choice, _ = sess._choose_threads(env, 2)
+    choice, _, _ = sess._choose_threads(env, 2)
     conv_choice = [choice[i] for i, st in enumerate(sess._steps) if st in steps]
     assert conv_choice == want, choice
     # the steps that cost nothing on the fake clock follow the plan that won (the per-step

@@ -63,11 +63,11 @@ def test_warm_runs_replay_the_calls(model, threads):
             held.append((got, fresh[i]))
             buf[...] = x
             np.testing.assert_array_equal(sess.run(None, {"x": buf})[0], fresh[i])
-    (replay,) = _replays(sess)
+    replays = _replays(sess)  # (two threads: one per plan where busy cores sent runs to one)
     inner = [st for st in sess._steps if "x" not in st.inputs and
              st.keeps_output and getattr(st, "_repeat", None) is not None]
-    assert len(inner) >= 5
-    assert replay.calls >= len(inner), (replay.calls, len(inner))
+    assert len(inner) >= 5 and replays
+    assert all(r.calls >= len(inner) for r in replays), ([r.calls for r in replays], len(inner))
     for got, want in held:
         np.testing.assert_array_equal(got, want)
     # neither a replay nor the snapshot it is built from keeps a caller's array alive
@@ -119,6 +119,7 @@ def test_replay_follows_each_steps_threads(model):
     key = next(iter(sess._thread_plans))
     plan = [1 + i % 2 for i in range(len(sess._steps))]
     sess._thread_plans[key] = plan
+    sess._guards[key] = None  # (this plan whatever the run times)
     sess._replays.clear()
     for x in xs[:3]:
         sess.run(None, {"x": x})

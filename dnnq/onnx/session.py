@@ -8,6 +8,7 @@ import dnnq
 from dnnq.errors import InvalidArguments
 from dnnq.onnx.graph import Graph, load_model
 from dnnq.onnx.buffers import REUSE, BufferPool, plan_slots
+from dnnq.onnx.busy_cores import BusyCoreGuard
 from dnnq.onnx.planner import Planner
 from dnnq.onnx.qoperator import rewrite_qoperators
 from dnnq.onnx.replay import Replay, snapshot
@@ -90,8 +91,10 @@ class InferenceSession:
     region waits for its slowest thread when the machine is busy, and a layer on several
     threads reading what one thread wrote pulls it from another core's cache). A choice
     timed while another process held a core (large steps much slower on all the threads)
-    is made again a few runs later. ``plan()`` gives each row's ``threads``. Results do not
-    depend on the thread count.
+    is made again a few runs later; while the chosen plan runs clearly slower than one
+    thread (another program busy on a core), runs go on one thread and the plan is tried
+    again now and then (busy_cores.py). ``plan()`` gives each row's ``threads``. Results do
+    not depend on the thread count.
 
     ``rounding`` says where a fused chain rounds: ``"chain"`` (default) skips the
     ``QuantizeLinear -> DequantizeLinear`` pairs inside a chain of element-wise ops after a
@@ -138,9 +141,10 @@ class InferenceSession:
         self._recheck = {}  # key -> [runs left before choosing again] (_schedule_recheck)
         self._rechecks = {}  # key -> the choices made again so far
         self._last_threads = None
-        # key -> Replay, or (a snapshot of the last warm run's values, its per-step threads)
-        # to build one from
+        # (key, id of the per-step threads) -> Replay, or (a snapshot of the last warm run's
+        # values, its per-step threads) to build one from
         self._replays = {}
+        self._guards = {}  # key -> BusyCoreGuard of the thread choice, or None
         self._input_info = {v.name: v for v in self._graph.inputs}
         if self._graph.inputs and all(isinstance(d, int) and d >= 0
                                       for v in self._graph.inputs for d in v.shape):
@@ -197,12 +201,21 @@ class InferenceSession:
                             self._dtypes[o] = np.asarray(env[o]).dtype
                 self._thread_plans[key] = None
             elif nthreads > 1 and per_step is None:
-                choice, doubtful = self._choose_threads(env, nthreads)
+                choice, doubtful, one_s = self._choose_threads(env, nthreads)
                 self._thread_plans[key] = self._last_threads = choice
                 self._schedule_recheck(key, doubtful)
+                self._guards[key] = BusyCoreGuard(choice, [1] * len(choice), one_s) \
+                    if any(t > 1 for t in choice) else None
+                for k in [k for k in self._replays if k[0] == key]:
+                    del self._replays[k]
             elif nthreads > 1 and per_step:
-                self._last_threads = per_step
-                self._run_warm(env, key, per_step, nthreads)
+                guard = self._guards.get(key)
+                plan = per_step if guard is None else guard.next_plan()
+                self._last_threads = plan
+                t0 = time.perf_counter()
+                self._run_warm(env, key, plan, nthreads)
+                if guard is not None:
+                    guard.record(plan, time.perf_counter() - t0)
                 due = self._recheck.get(key)
                 if due is not None:
                     due[0] -= 1
@@ -282,7 +295,8 @@ class InferenceSession:
             self._steps[i].pool, self._steps[i].pool_slot = self._pool, s
 
     def _choose_threads(self, env, nthreads):
-        """Each step's threads, and whether the choice is doubtful (choice_doubtful).  The
+        """Each step's threads, whether the choice is doubtful (choice_doubtful) and the
+        time of a run with every step on one thread (BusyCoreGuard's reference).  The
         steps are timed on one thread and on ``nthreads`` (the best of three trials each)
         and judged by parallel_pays: all the threads where they save at least 20 % and 25 us
         (waking the other threads after single-threaded steps costs about that), or a large
@@ -332,7 +346,8 @@ class InferenceSession:
                 every_s = min(every_s, self._time_plan(env, every, nthreads))
                 mixed_s = min(mixed_s, self._time_plan(env, choice, nthreads))
             plans = [(every_s, every), plans[1], (mixed_s, choice)]
-        return min(plans, key=lambda p: p[0])[1], choice_doubtful(best[1], best[nthreads])
+        return (min(plans, key=lambda p: p[0])[1], choice_doubtful(best[1], best[nthreads]),
+                whole[1])
 
     def _time_plan(self, env, plan, nthreads):
         """The best of two whole runs of the per-step ``plan``, after one untimed run of it."""
@@ -364,11 +379,12 @@ class InferenceSession:
         usual; two warm runs in a row that handed out the same arrays make the replay."""
         steps = self._steps
         plain = not env.get(REUSE) or _verbose._level or self._profile
-        got = None if plain else self._replays.get(key)
+        slot = (key, id(per_step))
+        got = None if plain else self._replays.get(slot)
         if isinstance(got, Replay):
             if got.per_step is per_step:
                 if not got.run(env, steps, dnnq.set_num_threads, dnnq.get_num_threads()):
-                    self._replays.pop(key)  # built again from the next two runs
+                    self._replays.pop(slot)  # built again from the next two runs
                 return
             got = None
         if per_step:
@@ -379,10 +395,10 @@ class InferenceSession:
         if plain:
             return
         if got is not None and got[1] is per_step:
-            self._replays[key] = Replay.build(steps, env, got[0], per_step,
-                                              self._input_info)
+            self._replays[slot] = Replay.build(steps, env, got[0], per_step,
+                                               self._input_info)
         else:
-            self._replays[key] = (snapshot(env), per_step)
+            self._replays[slot] = (snapshot(env), per_step)
 
     def _run_threads(self, env, per_step, nthreads, timed=True):
         cur = dnnq.get_num_threads()  # (a run before may have left one thread set)
