@@ -167,3 +167,47 @@ def test_no_replay_when_profiling_or_logging(model, monkeypatch, capfd):
     finally:
         dnnq.set_verbose(0)
     assert logged.count("exec,cpu,convolution") >= 4, logged
+
+
+def test_views_and_shape_values_are_set_without_running_their_steps(tmp_path):
+    """The steps that only hand out views or shape values of the same arrays (cached int8
+    views, cached shape values) are replay entries that set their outputs, and the results
+    follow the input."""
+    from _onnx_builder import weights as _w
+    from dnnq.onnx import replay as replay_mod
+    b = Builder()
+    y = b.conv("x", 4, 16, k=1)
+    shp = b.op("Shape", [y])
+    y = b.op("Reshape", [b.op("Transpose", [y], perm=[0, 2, 3, 1]),
+                         b.const(np.int64([1, 36, 16]))])
+    y = b.op("MatMul", [y, b.const(_w(16, 24))])
+    y = b.op("MatMul", [y, b.const(_w(24, 16))])
+    y = b.op("Reshape", [b.op("Transpose", [y], perm=[0, 2, 1]),
+                         b.op("Concat", [b.op("Slice", [shp, b.const(np.int64([0])),
+                                                        b.const(np.int64([2])),
+                                                        b.const(np.int64([0]))]),
+                                         b.const(np.int64([6, 6]))], axis=0)])
+    y = b.conv(y, 16, 8, k=1)
+    shape = (1, 4, 6, 6)
+    f32, qdq = str(tmp_path / "f32.onnx"), str(tmp_path / "qdq.onnx")
+    onnx.save(b.model(shape, y, opset=13), f32)
+    quantize_qdq(f32, qdq, [{"x": RNG.standard_normal(shape).astype(np.float32)}
+                            for _ in range(2)])
+    xs = [(RNG.standard_normal(shape) * (1 + 0.5 * i)).astype(np.float32) for i in range(4)]
+    fresh = [donnx.InferenceSession(qdq, threads=1).run(None, {"x": x})[0] for x in xs]
+    assert len({f.tobytes() for f in fresh}) == 4
+
+    def check(sess):
+        for _ in range(3):
+            for i, x in enumerate(xs):
+                np.testing.assert_array_equal(sess.run(None, {"x": x})[0], fresh[i])
+        (replay,) = _replays(sess)
+        return [e[1] for e in replay.entries if e[0] == replay_mod._SET]
+
+    sess = donnx.InferenceSession(qdq, threads=1)
+    set_steps = check(sess)
+    assert {st.primitive for st in set_steps} >= {"int8 views (cached)"}, \
+        [st.primitive for st in set_steps]
+    # only steps with no call of their own (a chain of moves that copies, such as the head
+    # merge here, repeats its copy as a call)
+    assert all(st.outputs_follow_inputs() and st._repeat is None for st in set_steps)

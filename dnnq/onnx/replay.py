@@ -6,9 +6,10 @@ in a row handed out the same arrays, that holds for the next run too, by inducti
 the steps: each repeated call writes its kept array again, and the steps that are not calls
 (views, shapes, the steps reading the caller's arrays) run as usual and are checked to hand
 out the arrays they handed out before.  So ``Replay`` runs each such step's call directly,
-runs the other steps as usual, and where one of those hands out another array than before,
-runs the rest of the steps as usual (their own checks then decide) and reports it: the
-session builds a new replay from its next runs.
+sets the outputs of the steps that only hand out views or shape values of the same arrays
+(``Step.outputs_follow_inputs``), runs the other steps as usual, and where one of those
+hands out another array than before, runs the rest of the steps as usual (their own checks
+then decide) and reports it: the session builds a new replay from its next runs.
 
 What this saves is the Python work of each step around its kernel call (about a
 microsecond a step: the step's ``run``, its input checks, the environment's look-ups),
@@ -19,8 +20,9 @@ import weakref
 
 import numpy as np
 
-#: entry kinds
-_CALL, _STEP = 0, 1
+#: entry kinds: a step's call alone, a step run as usual, a step's outputs set (views and
+#: shape values that follow their inputs: Step.outputs_follow_inputs)
+_CALL, _STEP, _SET = 0, 1, 2
 
 
 def snapshot(env):
@@ -43,8 +45,9 @@ def _stable_names(env, previous):
 
 class Replay:
     """The steps of a warm run as entries ``(kind, what, name, value, threads)``: a call
-    with the name and array it hands out (``_CALL``), or a step with the arrays it must hand
-    out again (``_STEP``: ``value`` a tuple of (name, array) pairs)."""
+    with the name and array it hands out (``_CALL``), a step with the arrays it must hand
+    out again (``_STEP``: ``value`` a tuple of (name, array) pairs), or a step whose outputs,
+    those pairs, are set without running it (``_SET``)."""
 
     __slots__ = ("entries", "per_step")
 
@@ -66,6 +69,11 @@ class Replay:
                     all(n in stable and n not in feed_names and env.get(n) is v
                         for n, v in zip(st.inputs, rep[0]))):
                 entries.append((_CALL, rep[1], st.outputs[0], rep[2], threads))
+            elif (st.outputs_follow_inputs() and
+                  all(n in stable and n not in feed_names for n in st.inputs) and
+                  all(o in stable for o in st.outputs)):
+                entries.append((_SET, st, None, tuple((o, env[o]) for o in st.outputs),
+                                threads))
             else:
                 kept = tuple((o, env[o]) for o in st.outputs if o in stable)
                 entries.append((_STEP, st, None, kept, threads))
@@ -87,6 +95,10 @@ class Replay:
             if kind == _CALL:
                 what()
                 env[name] = value
+                continue
+            if kind == _SET:
+                for o, v in value:
+                    env[o] = v
                 continue
             what.run(env)
             for o, v in value:
