@@ -33,7 +33,7 @@ static uint64_t read_xcr0(void) {
     return ((uint64_t)edx << 32) | eax;
 }
 
-void dnnq_cpu_detect(dnnq_cpu_features_t *f) {
+static void detect_hardware(dnnq_cpu_features_t *f) {
     unsigned a, b, c, d;
     memset(f, 0, sizeof(*f));
     if (!__get_cpuid(1, &a, &b, &c, &d)) return;
@@ -76,43 +76,59 @@ void dnnq_cpu_detect(dnnq_cpu_features_t *f) {
         f->os_amx = granted;
     }
     if (!f->os_amx) f->amx_tile = f->amx_int8 = 0;
-    /* DNNQ_EMULATE_AMX=1: the AMX level over the tile emulation (amx_emulate.h), on a CPU
-     * with the AVX512-VNNI level (the emulated kernel's other instructions) */
-    if (dnnq_amx_emulation() && f->avx512f && f->avx512bw && f->avx512vl && f->avx512dq &&
-        f->avx512_vnni) {
+}
+
+static int env_is_one(const char *name) {
+    const char *v = getenv(name);
+    return v != NULL && strcmp(v, "1") == 0;
+}
+
+static int avx512_vnni_level(const dnnq_cpu_features_t *f) {
+    return f->avx512f && f->avx512bw && f->avx512vl && f->avx512dq && f->avx512_vnni;
+}
+
+/* Whether the emulated kernel sets run (dispatch.c picks them, dnnq_cpu_detect reports their
+ * level): the process started with DNNQ_EMULATE_AMX=1 / DNNQ_EMULATE_AVX_VNNI=1 on a CPU that
+ * runs the emulated kernels' instructions (AVX512-VNNI; AVX-VNNI: one without AVX-VNNI of its
+ * own), so a variable set on another CPU changes nothing.  Read once per module: the same in
+ * every module of the process, since the environment and the CPU are. */
+int dnnq_amx_emulation(void) {
+    static int on = -1;
+    if (on < 0) {
+        dnnq_cpu_features_t f;
+        detect_hardware(&f);
+        on = env_is_one("DNNQ_EMULATE_AMX") && avx512_vnni_level(&f);
+    }
+    return on;
+}
+
+int dnnq_avx_vnni_emulation(void) {
+    static int on = -1;
+    if (on < 0) {
+        dnnq_cpu_features_t f;
+        detect_hardware(&f);
+        on = env_is_one("DNNQ_EMULATE_AVX_VNNI") && !f.avx_vnni && f.avx2 && f.fma &&
+             f.avx512vl && f.avx512_vnni;
+    }
+    return on;
+}
+
+void dnnq_cpu_detect(dnnq_cpu_features_t *f) {
+    detect_hardware(f);
+    if (dnnq_amx_emulation()) {  /* the AMX level over the tile emulation (amx_emulate.h) */
         f->amx_tile = f->amx_int8 = f->os_amx = 1;
         f->amx_emulated = 1;
     }
-    /* DNNQ_EMULATE_AVX_VNNI=1: the avx2_vnni level's kernels with the EVEX-encoded ymm
-     * vpdpbusd (gemm_avxvnni.c), on a CPU with AVX512-VNNI and AVX512-VL */
-    if (dnnq_avx_vnni_emulation() && !f->avx_vnni && f->avx2 && f->fma && f->avx512vl &&
-        f->avx512_vnni) {
+    if (dnnq_avx_vnni_emulation()) {  /* the EVEX-encoded ymm vpdpbusd (gemm_avxvnni.c) */
         f->avx_vnni = 1;
         f->avx_vnni_emulated = 1;
     }
 }
 #else
 void dnnq_cpu_detect(dnnq_cpu_features_t *f) { memset(f, 0, sizeof(*f)); }
+int dnnq_amx_emulation(void) { return 0; }
+int dnnq_avx_vnni_emulation(void) { return 0; }
 #endif
-
-/* Whether the process started with DNNQ_EMULATE_AMX=1 / DNNQ_EMULATE_AVX_VNNI=1 (read once
- * per module: the same in every module of the process, since the environment is) */
-static int env_is_one(const char *name) {
-    const char *v = getenv(name);
-    return v != NULL && strcmp(v, "1") == 0;
-}
-
-int dnnq_amx_emulation(void) {
-    static int on = -1;
-    if (on < 0) on = env_is_one("DNNQ_EMULATE_AMX");
-    return on;
-}
-
-int dnnq_avx_vnni_emulation(void) {
-    static int on = -1;
-    if (on < 0) on = env_is_one("DNNQ_EMULATE_AVX_VNNI");
-    return on;
-}
 
 int dnnq_cpu_best_isa(const dnnq_cpu_features_t *f) {
     if (f->avx512f && f->avx512bw && f->avx512vl && f->avx512dq && f->avx512_vnni)
