@@ -14,6 +14,7 @@ import dnnq.onnx as donnx  # noqa: E402
 from dnnq.onnx.replay import Replay  # noqa: E402
 from _onnx_builder import RNG, Builder  # noqa: E402
 from _onnx_models import quantize_qdq  # noqa: E402
+from test_onnx_warm_runs import _quantized_with_fresh_runs  # noqa: E402
 
 SHAPE = (1, 8, 24, 24)
 
@@ -188,13 +189,7 @@ def test_views_and_shape_values_are_set_without_running_their_steps(tmp_path):
                                                         b.const(np.int64([0]))]),
                                          b.const(np.int64([6, 6]))], axis=0)])
     y = b.conv(y, 16, 8, k=1)
-    shape = (1, 4, 6, 6)
-    f32, qdq = str(tmp_path / "f32.onnx"), str(tmp_path / "qdq.onnx")
-    onnx.save(b.model(shape, y, opset=13), f32)
-    quantize_qdq(f32, qdq, [{"x": RNG.standard_normal(shape).astype(np.float32)}
-                            for _ in range(2)])
-    xs = [(RNG.standard_normal(shape) * (1 + 0.5 * i)).astype(np.float32) for i in range(4)]
-    fresh = [donnx.InferenceSession(qdq, threads=1).run(None, {"x": x})[0] for x in xs]
+    qdq, xs, fresh = _quantized_with_fresh_runs(tmp_path, b, y, (1, 4, 6, 6), 13, 4)
     assert len({f.tobytes() for f in fresh}) == 4
 
     def check(sess):

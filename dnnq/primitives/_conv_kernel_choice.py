@@ -146,7 +146,9 @@ class KernelChoice:
             ks_cols=geo.kernel[2] * geo.OC,
             ks_inputs_ok=(A.DNNL_ARG_WEIGHTS not in zm and
                           all(_per_channel(d) for d in self._post_input_descs())),
-            ks_exact=not getattr(self, "_pair_sat", False),
+            # exact integer sums (not set_int8_numerics("avx2")'s s16 pairs): the deconv_ks
+            # and AMX kernels have no pair-saturating variant
+            exact_sums=not getattr(self, "_pair_sat", False),
             # the AMX GEMM under a 1x1 convolution: rows (pixels) of a whole image in tiles
             gemm_pixels=geo.out_pixels)
 

@@ -231,7 +231,7 @@ def _kernel_is_stride(p, cap):
         (p["ks_cols"] <= 64, "kernel columns x output channels over 64"),
         (p["ks_inputs_ok"], "a weights zero point, or a binary / select input that varies "
                             "along the batch or spatial dims"),
-        (p["ks_exact"], "set_int8_numerics('avx2') (s16 pairs)"))
+        (p["exact_sums"], "set_int8_numerics('avx2') (s16 pairs)"))
 
 
 def _gemm_1x1(p, cap):
@@ -242,7 +242,7 @@ def _gemm_1x1_amx(p, cap):
     # (the other convolution kernels follow row pointers, which AMX tiles cannot: they run
     # the AVX512-VNNI kernels at the AMX level)
     return _gemm_1x1(p, cap) or _why(
-        (p["ks_exact"], "set_int8_numerics('avx2') (s16 pairs)"),
+        (p["exact_sums"], "set_int8_numerics('avx2') (s16 pairs)"),
         (_amx_rows({"M": p["gemm_pixels"]}) is None,
          "fewer than 8 pixels: the AVX512-VNNI row kernels stream the weights faster"))
 

@@ -160,13 +160,12 @@ class _ConvolutionBase(KernelChoice, CheckedExecute, F32Convolution, metaclass=C
         self._packed_sizes = packed_sizes(geo, self._dw_layout)
         kernel = ("dw" if geo.depthwise else "brgconv_1x1" if geo.is_gemm else
                   "brgconv_fold" if geo.fold_kw else "brgconv")
-        self.impl_info = f"{_ISA_NAME.get(self._isa, self._isa)}:{kernel}"
+        self._plan = self._make_plan()
+        # (the kernels' level, or AMX where the list chose its tiles)
+        isa = self._impl.isa if self._impl.isa == "avx512_core_amx" else self._isa
+        self.impl_info = f"{_ISA_NAME.get(isa, isa)}:{kernel}"
         if self._numerics != "exact":
             self.impl_info += "+avx2_numerics"
-        self._plan = self._make_plan()
-        if self._impl.isa == "avx512_core_amx":
-            self.impl_info = self.impl_info.replace(_ISA_NAME.get(self._isa, self._isa),
-                                                    self._impl.isa, 1)
         if self._ref_order:
             self.impl_info += "+gemm_order" if self._deconv else "+ref_order"
         if self._u8_nan_top:
