@@ -9,7 +9,8 @@
 
 The GEMM family's tests, the convolutions that run those kernels and (AVX-VNNI) the RNN cells
 are run in subprocesses so, against oneDNN, numpy and the other levels.  Run alone under
-``DNNQ_EMULATE_AMX=1`` the tests below the drivers check the AMX 1x1 convolutions directly."""
+``DNNQ_EMULATE_AMX=1`` the tests below the drivers check the AMX convolutions (1x1 GEMMs and
+the tiled path's k x k micro-tiles) directly."""
 import os
 import subprocess
 import sys
@@ -30,11 +31,10 @@ CAN_EMULATE = INFO.get("avx512_vnni", False) and INFO.get("avx512bw", False) and
 GEMM_TESTS = ["test_matmul.py", "test_gemm_kernel.py", "test_gemm_api.py",
               "test_gemm_api_exact.py", "test_thread_split.py", "test_brgemm.py",
               "test_fused_compensation.py"]
-#: 1x1 convolutions (the AMX level's only convolutions on AMX) against oneDNN and numpy
-CONV_1X1_TESTS = ["test_convolution.py::test_one_by_one_gemm_path",
-                  "test_convolution.py::test_conv_random_vs_onednn",
-                  "test_convolution.py::test_sum_post_op",
-                  "test_convolution.py::test_fused_epilogue_chain"]
+#: the convolutions (1x1 GEMMs and the tiled path run AMX tiles at that level) against
+#: oneDNN and numpy
+CONV_AMX_TESTS = ["test_convolution.py", "test_convolution_tiles.py",
+                  "test_convolution_exec.py", "test_convolution_layers.py"]
 #: convolutions and RNN cells on the batch-reduce micro-kernel of the avx2_vnni level
 AVX_VNNI_TESTS = ["test_convolution.py", "test_convolution_tiles.py", "test_rnn.py"]
 
@@ -64,7 +64,7 @@ needs_avx512_vnni = pytest.mark.skipif(
 def test_gemm_family_at_the_emulated_amx_level():
     # (this file's AMX checks run instead of skipping; no AMX test skips for want of AMX)
     _run_emulated("DNNQ_EMULATE_AMX", GEMM_TESTS + ["test_emulated_levels.py"] +
-                  CONV_1X1_TESTS, ["DNNQ_EMULATE_AMX=1 runs these", "no AMX"])
+                  CONV_AMX_TESTS, ["DNNQ_EMULATE_AMX=1 runs these", "no AMX"])
 
 
 @needs_avx512_vnni
@@ -196,15 +196,177 @@ def test_one_by_one_amx_post_ops_zero_points_threads(post_ops, threads):
 
 @emulated_only
 def test_amx_keeps_the_vnni_kernels_below_8_pixels_and_for_other_convolutions():
-    """Below 8 pixels (per image) and for convolutions that are not 1x1 GEMMs the AMX level
-    runs the AVX512-VNNI kernels."""
+    """Below 8 pixels (per image), for fewer than 16 bytes of K per tap and for depthwise
+    convolutions the AMX level runs the AVX512-VNNI kernels; a 3x3 convolution of 32 input
+    channels runs AMX tiles."""
     assert not _conv("avx512_core_amx", (4, 64, 1, 7), 64, "u8", "u8").impl_info.startswith(
         "avx512_core_amx")
-    old = dnnq.set_max_cpu_isa("avx512_core_amx")
+    amx = "avx512_core_amx"
+    assert _kxk(amx, (1, 32, 9, 9), 32, 3, 1, 1, "u8", "s32").impl_info == \
+        "avx512_core_amx:brgconv"
+    assert _kxk(amx, (1, 32, 2, 3), 32, 3, 1, 1, "u8", "s32").impl_info.startswith(
+        "avx512_core_vnni:")  # 6 pixels
+    # 8 input channels per group: 8 bytes of K per tap (16: AMX)
+    assert _kxk(amx, (1, 32, 9, 9), 32, 3, 1, 1, "u8", "s32", groups=4).impl_info.startswith(
+        "avx512_core_vnni:")
+    assert _kxk(amx, (1, 32, 9, 9), 32, 3, 1, 1, "u8", "s32", groups=2).impl_info.startswith(
+        "avx512_core_amx:")
+    assert _kxk(amx, (1, 32, 9, 9), 32, 3, 1, 1, "u8", "s32", groups=32).impl_info.startswith(
+        "avx512_core_vnni:dw")
+
+
+def _kxk(cap, shape, OC, k, stride, pad, sdt, ddt, post_ops=(), src_zp=None, groups=1,
+         dilation=0):
+    """A k x k channels-last convolution created under the ISA cap `cap` (src_zp: a source
+    zero point given at execution, mask 0)."""
+    N, IC, H, W = shape
+    OH = (H + 2 * pad - (k - 1) * (dilation + 1) - 1) // stride + 1
+    OW = (W + 2 * pad - (k - 1) * (dilation + 1) - 1) // stride + 1
+    wdims = (OC, IC, k, k) if groups == 1 else (groups, OC // groups, IC // groups, k, k)
+    old = dnnq.set_max_cpu_isa(cap)
     try:
-        c = dnnq.Convolution(MD((1, 32, 9, 9), "u8", "nhwc"), MD((32, 32, 3, 3), "s8"),
-                             MD((1, 32, 9, 9), "s32", "nhwc"), strides=1, padding_l=1,
-                             padding_r=1)
+        attr = dnnq.PrimitiveAttr()
+        attr.set_scales_mask(dnnq.DNNL_ARG_SRC, 0)
+        attr.set_scales_mask(dnnq.DNNL_ARG_WEIGHTS, 3 if groups > 1 else 1)  # per OC
+        attr.set_scales_mask(dnnq.DNNL_ARG_DST, 0)
+        if src_zp is not None:
+            attr.set_zero_points_mask(dnnq.DNNL_ARG_SRC, 0)
+        po = dnnq.PostOps()
+        for op in post_ops:
+            if op[0] == "sum":
+                po.append_sum(op[1], op[2])
+            else:
+                po.append_eltwise(*op)
+        attr.set_post_ops(po)
+        return dnnq.Convolution(MD(shape, sdt, "nhwc"), MD(wdims, "s8"),
+                                MD((N, OC, OH, OW), ddt, "nhwc"), bias_desc=MD((OC,), "f32"),
+                                strides=stride, padding_l=pad, padding_r=pad,
+                                dilates=dilation, attr=attr)
     finally:
         dnnq.set_max_cpu_isa(old)
-    assert c.impl_info.startswith("avx512_core_vnni:"), c.impl_info
+
+
+def _run_kxk(conv, src, w, bias, ws, src_zp, prev, threads):
+    a = {dnnq.DNNL_ARG_SRC: src, dnnq.DNNL_ARG_WEIGHTS: conv.prepare_weights(w),
+         dnnq.DNNL_ARG_BIAS: bias,
+         dnnq.DNNL_ARG_SCALE | dnnq.DNNL_ARG_SRC: np.float32([0.05]),
+         dnnq.DNNL_ARG_SCALE | dnnq.DNNL_ARG_WEIGHTS: ws,
+         dnnq.DNNL_ARG_SCALE | dnnq.DNNL_ARG_DST: np.float32([6.5])}
+    if src_zp is not None:
+        a[dnnq.DNNL_ARG_ATTR_ZERO_POINTS | dnnq.DNNL_ARG_SRC] = np.int32([src_zp])
+    if prev is not None:
+        a[dnnq.DNNL_ARG_DST] = prev.copy()
+    old = dnnq.get_num_threads()
+    dnnq.set_num_threads(threads)
+    try:
+        return conv.execute(a)
+    finally:
+        dnnq.set_num_threads(old)
+
+
+def _sums_numpy(src, w, stride, pad, dilation, groups, src_zp):
+    """The exact integer sums of a grouped 2-D convolution (N, OC, OH, OW), int64."""
+    x = src.astype(np.int64) - (src_zp or 0)
+    x = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    G = groups
+    wg = w.reshape((G, -1) + w.shape[-3:]).astype(np.int64)  # (G, OCg, ICg, k, k)
+    k, d = w.shape[-1], dilation + 1
+    N, IC, H, W = x.shape
+    OH = (H - (k - 1) * d - 1) // stride + 1
+    OW = (W - (k - 1) * d - 1) // stride + 1
+    out = np.zeros((N, G, wg.shape[1], OH, OW), np.int64)
+    xg = x.reshape(N, G, IC // G, H, W)
+    for i in range(k):
+        for j in range(k):
+            win = xg[:, :, :, i * d:i * d + stride * (OH - 1) + 1:stride,
+                     j * d:j * d + stride * (OW - 1) + 1:stride]
+            out += np.einsum("ngchw,goc->ngohw", win, wg[:, :, :, i, j])
+    return out.reshape(N, -1, OH, OW)
+
+
+# k x k convolutions on AMX tiles (the tiled path): pixels per output row below, at and past
+# 16 / 32 (a micro-tile's rows), bytes of K per tap at and around 32 / 64 / 128 (k blocks and
+# their tails), output channels within and past 16 / 32 / 64-column panels; padded borders
+# (zero-point rows), strides, dilation, groups of 32 or more channels, folded kernel rows
+KXK = [
+    # (shape, OC, k, stride, pad, groups, dilation)
+    ((1, 32, 5, 17), 16, 3, 1, 1, 1, 0),
+    ((1, 96, 12, 40), 24, 3, 1, 1, 1, 0),
+    ((2, 64, 9, 9), 64, 3, 2, 1, 1, 0),
+    ((1, 130, 6, 33), 70, 3, 1, 1, 1, 0),
+    ((1, 48, 20, 20), 33, 5, 1, 2, 1, 0),
+    ((1, 40, 3, 50), 130, 3, 1, 0, 1, 0),
+    ((1, 256, 7, 7), 40, 3, 1, 1, 1, 0),
+    ((1, 33, 4, 64), 17, 1, 2, 0, 1, 0),
+    ((1, 64, 10, 31), 32, 3, 1, 2, 1, 1),
+    ((1, 128, 6, 16), 96, 3, 1, 1, 2, 0),
+    ((1, 16, 12, 40), 80, 3, 1, 1, 1, 0),     # 16 channels: kernel rows folded (K = 48)
+    ((3, 63, 4, 15), 65, 3, 1, 1, 1, 0),
+    ((1, 24, 8, 48), 24, 3, 1, 1, 1, 0),      # 24 bytes of K per tap: one staged block
+    ((1, 64, 5, 20), 64, 3, 1, 1, 4, 0),      # 16 channels per group
+]
+
+
+def _kxk_data(shape, OC, k, groups, sdt, ddt, with_prev, dst_shape):
+    N, IC, H, W = shape
+    lo, hi = (0, 256) if sdt == "u8" else (-128, 128)
+    src = _RNG.integers(lo, hi, shape).astype(np.uint8 if sdt == "u8" else np.int8)
+    wdims = (OC, IC, k, k) if groups == 1 else (groups, OC // groups, IC // groups, k, k)
+    w = _RNG.integers(-128, 128, wdims).astype(np.int8)
+    bias = _RNG.normal(0, 50, OC).astype(np.float32)
+    ws = _RNG.uniform(0.0005, 0.004, OC).astype(np.float32)
+    prev = None
+    if with_prev:
+        prev = _RNG.integers(0, 100, dst_shape).astype(
+            {"u8": np.uint8, "s8": np.int8, "f32": np.float32, "s32": np.int32}[ddt])
+    return src, w, bias, ws, prev
+
+
+@emulated_only
+@pytest.mark.parametrize("case", KXK, ids=[f"{c[0]}x{c[1]}k{c[2]}s{c[3]}" for c in KXK])
+@pytest.mark.parametrize("sdt,ddt", [("u8", "u8"), ("s8", "f32"), ("u8", "s32"), ("s8", "s32")])
+def test_kxk_amx_tiles_equal_avx512_vnni_and_numpy(case, sdt, ddt):
+    """k x k convolutions of 16 bytes of K per tap or more run AMX tiles and give the
+    AVX512-VNNI kernels' bits; their integer sums equal numpy's."""
+    shape, OC, k, stride, pad, groups, dil = case
+    amx = _kxk("avx512_core_amx", shape, OC, k, stride, pad, sdt, ddt, groups=groups,
+               dilation=dil)
+    vnni = _kxk("avx512_core_vnni", shape, OC, k, stride, pad, sdt, ddt, groups=groups,
+                dilation=dil)
+    assert amx.impl_info.startswith("avx512_core_amx:brgconv"), amx.impl_info
+    assert vnni.impl_info.startswith("avx512_core_vnni:"), vnni.impl_info
+    src, w, bias, ws, _ = _kxk_data(shape, OC, k, groups, sdt, ddt, False, None)
+    got = _run_kxk(amx, src, w, bias, ws, None, None, 1)
+    np.testing.assert_array_equal(got, _run_kxk(vnni, src, w, bias, ws, None, None, 1))
+    if ddt == "s32":  # the sums themselves: s32 = rne(acc * 0.05 * ws + bias) / 6.5 ...
+        acc = _sums_numpy(src, w, stride, pad, dil, groups, None).astype(np.float64)
+        ref = (acc * (0.05 * ws.astype(np.float64))[None, :, None, None] +
+               bias[None, :, None, None]) / 6.5
+        assert np.abs(got.astype(np.float64) - ref).max() <= 1
+
+
+@emulated_only
+@pytest.mark.parametrize("threads", [1, 2, 3])
+@pytest.mark.parametrize("post_ops,src_zp", [
+    ((("relu", 0.0, 0.0),), None),
+    ((("clip", 0.0, 6.0), ("hardswish", 1 / 6, 0.5)), 7),
+    ((("sum", 0.75, 3), ("relu", 0.0, 0.0)), 300),   # a zero point u8 cannot hold
+], ids=["relu", "chain-zp", "sum-zp300"])
+def test_kxk_amx_post_ops_zero_points_threads(post_ops, src_zp, threads):
+    """Post-op chains, the sum post-op, source zero points (one the source type cannot hold:
+    per-tap corrections at the borders) and 1 - 3 threads: the AMX level equals the
+    AVX512-VNNI one."""
+    for shape, OC, k, stride, pad, groups, dil in KXK[:7]:
+        N, _, H, W = shape
+        OH = (H + 2 * pad - (k - 1) * (dil + 1) - 1) // stride + 1
+        OW = (W + 2 * pad - (k - 1) * (dil + 1) - 1) // stride + 1
+        with_sum = post_ops[0][0] == "sum"
+        data = _kxk_data(shape, OC, k, groups, "u8", "u8", with_sum, (N, OC, OH, OW))
+        src, w, bias, ws, prev = data
+        amx = _kxk("avx512_core_amx", shape, OC, k, stride, pad, "u8", "u8", post_ops,
+                   src_zp, groups, dil)
+        vnni = _kxk("avx512_core_vnni", shape, OC, k, stride, pad, "u8", "u8", post_ops,
+                    src_zp, groups, dil)
+        assert amx.impl_info.startswith("avx512_core_amx:"), amx.impl_info
+        np.testing.assert_array_equal(_run_kxk(amx, src, w, bias, ws, src_zp, prev, threads),
+                                      _run_kxk(vnni, src, w, bias, ws, src_zp, prev, 1))

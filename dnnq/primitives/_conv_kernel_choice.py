@@ -99,6 +99,7 @@ class KernelChoice:
         return dict(
             geo=geo, is_gemm=geo.is_gemm, deconv=geo.deconv, depthwise=geo.depthwise,
             kernel=tuple(geo.kernel), pads=tuple(geo.pads), npairs=geo.npairs,
+            kpair=geo.kpair,
             dst=tuple(geo.dst),
             # the AVX-512 depthwise kernels' s8 weights taps by four (a weights zero point
             # folds into s16 weights instead)

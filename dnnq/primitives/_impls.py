@@ -239,10 +239,30 @@ def _gemm_1x1(p, cap):
 
 
 def _gemm_1x1_amx(p, cap):
-    # (the other convolution kernels follow row pointers, which AMX tiles cannot: they run
-    # the AVX512-VNNI kernels at the AMX level)
+    # (the tiled path has AMX tiles too, tiles_amx; depthwise, deconvolution and the
+    # general driver run the AVX512-VNNI kernels at the AMX level)
     return _gemm_1x1(p, cap) or _why(
         (p["exact_sums"], "set_int8_numerics('avx2') (s16 pairs)"),
+        (_amx_rows({"M": p["gemm_pixels"]}) is None,
+         "fewer than 8 pixels: the AVX512-VNNI row kernels stream the weights faster"))
+
+
+#: the fewest bytes of K per tap (IC, or KW * IC for folded kernel rows) the AMX tiled path
+#: takes: a tap's products fill at least a quarter of a 64-byte tile row, the rest padding
+#: (a tile does about 8x the multiply-adds of AVX512-VNNI a cycle; fewer bytes: the VNNI
+#: kernels, whose 4-byte k steps waste nothing)
+AMX_MIN_KPAIR = 16
+
+
+def _tiles_amx(p, cap):
+    # the tiled path's micro-tiles of up to 32 pixels on AMX tiles (ukernels/gemm_amx.c's
+    # batch-reduce kernel: dense rows straight into the tiles, rows by pointer and K tails
+    # through a zero-padded copy)
+    return _tiles_fit(p) or _why(
+        (p["exact_sums"], "set_int8_numerics('avx2') (s16 pairs)"),
+        (p["kpair"] >= AMX_MIN_KPAIR,
+         f"fewer than {AMX_MIN_KPAIR} bytes of K per tap (IC, or KW * IC folded): a 64-byte "
+         "tile row would be mostly padding"),
         (_amx_rows({"M": p["gemm_pixels"]}) is None,
          "fewer than 8 pixels: the AVX512-VNNI row kernels stream the weights faster"))
 
@@ -271,6 +291,7 @@ CONV = (
                                               "stride 1 or 2 along w"))),
     ConvImpl("dw", "default", "general",
              lambda p, cap: _why((p["depthwise"], "not depthwise"))),
+    ConvImpl("tiles_amx", "avx512_core_amx", "tiles", _tiles_amx),
     ConvImpl("tiles", "default", "tiles", lambda p, cap: _tiles_fit(p)),
     ConvImpl("deconv_ks", "default", "deconv_ks", _kernel_is_stride),
     ConvImpl("deconv_phases", "default", "deconv_phases", _phases),

@@ -287,7 +287,10 @@ class _ConvolutionBase(KernelChoice, CheckedExecute, F32Convolution, metaclass=C
             return _gemm.GemmPlan(isa_code, geo.N, geo.out_pixels, geo.OC, geo.IC,
                                   _plan.DT_CODE[self.dst_desc.dt], post_specs, False,
                                   False, self._ref_flags)
-        mr = 32 if geo.depthwise else _conv.brgemm_rows(isa_code)
+        # AMX tiles hold up to 32 pixels (tiles_amx: the tiled path's micro-tiles on them)
+        amx = impl.isa == "avx512_core_amx"
+        mr = (32 if geo.depthwise else _conv.AMX_ROWS if amx else
+              _conv.brgemm_rows(isa_code))
         npix = geo.out_pixels
         cols = geo.OC if geo.depthwise else geo.OCg
         panels = (cols + 63) // 64
@@ -330,7 +333,7 @@ class _ConvolutionBase(KernelChoice, CheckedExecute, F32Convolution, metaclass=C
                               kernel=_codes.CONV_KERNEL[impl.kernel],
                               s8_src=self.src_desc.dt == "s8", raw_s32=self._raw_s32,
                               dw_kind=self._dw_kind, dw_fused=dw_fused, plain=impl.plain,
-                              fast_epi_sum=fast_sum, item_pixels=item_pixels)
+                              fast_epi_sum=fast_sum, item_pixels=item_pixels, amx=amx)
 
     def _kernel_code(self):
         """The kernels' ISA code, with oneDNN's s16 pair saturation where it applies."""

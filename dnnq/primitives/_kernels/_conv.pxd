@@ -13,6 +13,7 @@ cdef extern from "dnnq_conv.h" nogil:
         DNNQ_CONV_MAX_POST
         DNNQ_MR_MAX
         DNNQ_CONV_TILE_ROWS
+        DNNQ_AMX_BR_MR
         DNNQ_DW_S16
         DNNQ_DW_VNNI4
         DNNQ_DW_ROWSK_MIN_KW
@@ -37,6 +38,7 @@ cdef extern from "dnnq_conv.h" nogil:
         int64_t dd, dh, dw
         int64_t pd, ph, pw
         int deconv, depthwise, fold_kw
+        int amx
         int64_t kpair, npairs, K4, n_panels, mc
         int mr
         const uint8_t *src

@@ -23,7 +23,7 @@ from dnnq.primitives._kernels._kernels cimport (
 from dnnq.primitives._kernels._codes cimport (
     DNNQ_A_XOR_S8, DNNQ_PO_BINARY, DNNQ_PO_SELECT, DNNQ_CONV_K_GENERAL, DNNQ_CONV_K_DW3X3,
     DNNQ_CONV_K_DW3X3_PLAIN, DNNQ_CONV_K_DW_ROWS3, DNNQ_CONV_K_DW_ROWSK,
-    DNNQ_CONV_K_DECONV_PHASES, DNNQ_CONV_K_DECONV_KS,
+    DNNQ_CONV_K_DECONV_PHASES, DNNQ_CONV_K_DECONV_KS, DNNQ_CONV_K_TILES,
 )
 # dnnq_conv.h's declarations and ConvPlan's fields are in _conv.pxd (the C-level execute path,
 # _conv_exec.pyx, fills a dnnq_conv_t and launches it)
@@ -63,6 +63,10 @@ def brgemm_rows(int isa):
     return min(mr, DNNQ_MR_MAX)
 
 
+#: pixels of one micro-tile of the tiled path on AMX tiles (tiles_amx)
+AMX_ROWS = DNNQ_AMX_BR_MR
+
+
 #: rows of one f32 micro-kernel call, the same at every level (ukernels/dnnq_f32.h)
 F32_ROWS = DNNQ_F32_MR
 # the largest f32 weights (bytes) for which f32 plans run pixels outermost (_gemm.pyx's
@@ -84,7 +88,7 @@ cdef class ConvPlan:
                  int ref_numerics=0, bint u8_nan_top=False, bint f32=False, *,
                  int kernel, bint s8_src=False, bint raw_s32=False, int dw_kind=0,
                  bint dw_fused=False, int plain=0, bint fast_epi_sum=False,
-                 object item_pixels=None):
+                 object item_pixels=None, bint amx=False):
         """geom: N, G, ICg, OCg, src (id, ih, iw), dst (od, oh, ow), kernel (kd, kh, kw),
         strides, steps (dilation + 1), pads (left), deconv, depthwise, fold_kw, mc, mr.
         post_ops: (kind, alg, alpha, beta) per post-op (kinds of dnnq_kernels.h).
@@ -101,7 +105,9 @@ cdef class ConvPlan:
         fused epilogue applies (_post_op_spec.dw_fused_epilogue); plain: the plain-data
         variant of the dw3x3_plain kernel (1 - 3); item_pixels: a depthwise plan's
         output pixels per work item for a thread count (geom's mc is the creation's), asked
-        again for each thread count an execution runs on."""
+        again for each thread count an execution runs on; amx: the tiled path runs the AMX
+        batch-reduce kernel on micro-tiles of up to mr <= AMX_ROWS pixels (the caller chose
+        the AMX level)."""
         cdef int i
         cdef double work
         cdef dnnq_conv_t* cv = &self.cv
@@ -126,8 +132,12 @@ cdef class ConvPlan:
         memset(self.mc_by_threads, 0, sizeof(self.mc_by_threads))
         # s16 elements per panel of each depthwise layout (DNNQ_DW_S16, DNNQ_DW_VNNI4)
         self.dw_strides[0], self.dw_strides[1] = geom["dw_strides"]
-        if cv.mr < 1 or cv.mr > (DNNQ_CONV_TILE_ROWS if cv.depthwise else DNNQ_MR_MAX):
+        if cv.mr < 1 or cv.mr > (DNNQ_CONV_TILE_ROWS if cv.depthwise else
+                                 DNNQ_AMX_BR_MR if amx else DNNQ_MR_MAX):
             raise ValueError("ConvPlan: mr out of range")
+        if amx and (f32 or kernel != DNNQ_CONV_K_TILES):
+            raise ValueError("ConvPlan: AMX tiles are for the int8 tiled path")
+        cv.amx = amx
         if dw_kind not in (DNNQ_DW_S16, DNNQ_DW_VNNI4):
             raise ValueError("ConvPlan: dw_kind must be DNNQ_DW_S16 or DNNQ_DW_VNNI4")
         cv.isa = isa

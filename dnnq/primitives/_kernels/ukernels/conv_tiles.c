@@ -158,6 +158,13 @@ int dnnq_conv_build_tiles(dnnq_conv_t *cv) {
     cv->brgemm_epi = dnnq_brgemm_epi_for_isa(cv->isa);
     cv->brgemm_n32 = dnnq_brgemm_ukr_n32_for_isa(cv->isa);
     cv->brgemm_n16 = dnnq_brgemm_ukr_n16_for_isa(cv->isa);
+    if (cv->amx) { /* AMX tiles: no fused-epilogue kernel at this level */
+        cv->brgemm = dnnq_brgemm_amx_for(DNNQ_NR);
+        cv->brgemm_n32 = dnnq_brgemm_amx_for(32);
+        cv->brgemm_n16 = dnnq_brgemm_amx_for(16);
+        cv->brgemm_epi = NULL;
+        if (!cv->brgemm) return -1;
+    }
     cv->epi_prepare = dnnq_epi_prepare_for_isa(cv->isa);
     if (dnnq_conv_build_coords(cv) != 0) return -1;
     /* only for the kernels that run them (the implementation list chose the tiles within
@@ -165,7 +172,8 @@ int dnnq_conv_build_tiles(dnnq_conv_t *cv) {
     if (cv->kernel != DNNQ_CONV_K_TILES && cv->kernel != DNNQ_CONV_K_F32_TILES) return 0;
     if (cv->deconv || cv->depthwise) return 0;
     if (cv->od * cv->oh > DNNQ_CONV_TILES_MAX_ROWS || cv->ow > DNNQ_CONV_TILES_MAX_OW) return 0;
-    const int mr = cv->mr < DNNQ_MR_MAX ? cv->mr : DNNQ_MR_MAX;
+    const int mr_cap = cv->amx ? DNNQ_AMX_BR_MR : DNNQ_MR_MAX;
+    const int mr = cv->mr < mr_cap ? cv->mr : mr_cap;
     int64_t nt = image_tiles(cv, mr, NULL);
     dnnq_conv_tile_t *tiles = (dnnq_conv_tile_t *)malloc(sizeof(dnnq_conv_tile_t) * (size_t)nt);
     if (!tiles) return -1;
@@ -264,13 +272,14 @@ int dnnq_conv_run_item_tiles(const dnnq_conv_t *cv, int64_t item) {
     /* the pairs, the row pointers of raster tiles (mr per pair) and, for fold_kw, the gathered
      * kernel rows of a border pixel (kb bytes per pair) */
     const int64_t np_max = cv->npairs;
+    const int64_t rcap = cv->amx ? DNNQ_CONV_MR_MAX : DNNQ_MR_MAX; /* pixels of a tile */
     dnnq_br_pair_t *pairs = (dnnq_br_pair_t *)malloc(
-        (sizeof(dnnq_br_pair_t) + sizeof(uint8_t *) * DNNQ_MR_MAX) * (size_t)np_max +
-        (fold ? (size_t)(np_max * DNNQ_MR_MAX * kb) : 0));
+        (sizeof(dnnq_br_pair_t) + sizeof(uint8_t *) * (size_t)rcap) * (size_t)np_max +
+        (fold ? (size_t)(np_max * rcap * kb) : 0));
     if (!pairs) return -1;
     const uint8_t **rows = (const uint8_t **)(pairs + np_max);
-    uint8_t *grows = (uint8_t *)(rows + np_max * DNNQ_MR_MAX);
-    int64_t off[DNNQ_MR_MAX]; /* each pixel's source offset (raster and gathered tiles) */
+    uint8_t *grows = (uint8_t *)(rows + np_max * rcap);
+    int64_t off[DNNQ_CONV_MR_MAX]; /* each pixel's source offset (raster and gathered tiles) */
 
     const uint8_t *img = cv->src + n * cv->id * cv->ih * cv->iw * cv->IC + g * cv->ICg;
     const uint8_t *src_end = cv->src + cv->N * cv->id * cv->ih * cv->iw * cv->IC;
@@ -285,7 +294,7 @@ int dnnq_conv_run_item_tiles(const dnnq_conv_t *cv, int64_t item) {
     dnnq_epi_state_t fst;
     const int fuse = pc ? 0 : dnnq_conv_fuse_kind(cv, &ge, p, &fst);
     int32_t tile[DNNQ_CONV_TILE_ROWS * DNNQ_NR] __attribute__((aligned(64)));
-    int32_t col[DNNQ_MR_MAX * DNNQ_NR] __attribute__((aligned(64)));
+    int32_t col[DNNQ_CONV_MR_MAX * DNNQ_NR] __attribute__((aligned(64)));
     int64_t tm = 0; /* first pixel of the pending tile (consecutive pixels) */
     int trows = 0;
     const dnnq_conv_tile_t *prev = NULL; /* the tile whose pairs are in `pairs` */
@@ -312,7 +321,7 @@ int dnnq_conv_run_item_tiles(const dnnq_conv_t *cv, int64_t item) {
          * range of taps inside, along w) */
         const int full_w = !fold || (q->k0[2] == 0 && q->k1[2] == cv->kw);
         /* each pixel's taps inside the source (d, h, w), where they may differ */
-        int32_t pk0[DNNQ_MR_MAX][3], pk1[DNNQ_MR_MAX][3];
+        int32_t pk0[DNNQ_CONV_MR_MAX][3], pk1[DNNQ_CONV_MR_MAX][3];
         for (int r = 0; r < mr && (!full_w || pc || q->mixed); ++r) {
             for (int k = 0; k < 3; ++k) pk0[r][k] = q->k0[k], pk1[r][k] = q->k1[k];
             if (q->k0[2] < 0) /* fold: a run of mixed ranges (mstep 1) */
@@ -365,7 +374,7 @@ int dnnq_conv_run_item_tiles(const dnnq_conv_t *cv, int64_t item) {
                     const int64_t delta =
                         ((kd * cv->dd * cv->ih + kh * cv->dh) * cv->iw + kw * cv->dw) * cv->IC;
                     if (!full_w) { /* pixels at a border along w: kernel rows gathered */
-                        uint8_t *gr = grows + (np - 1) * DNNQ_MR_MAX * kb;
+                        uint8_t *gr = grows + (np - 1) * rcap * kb;
                         for (int r = 0; r < mr; ++r)
                             gather_row(cv, img + off[r] + delta, zrow, pk0[r][2], pk1[r][2],
                                        kb, gr + r * kb);
@@ -375,7 +384,7 @@ int dnnq_conv_run_item_tiles(const dnnq_conv_t *cv, int64_t item) {
                         continue;
                     }
                     if (q->mixed) { /* a row pointer per pixel, the zero-point row outside */
-                        const uint8_t **rp = rows + (np - 1) * DNNQ_MR_MAX;
+                        const uint8_t **rp = rows + (np - 1) * rcap;
                         for (int r = 0; r < mr; ++r)
                             rp[r] = kd >= pk0[r][0] && kd < pk1[r][0] && kh >= pk0[r][1] &&
                                             kh < pk1[r][1] && kw >= pk0[r][2] && kw < pk1[r][2]
@@ -386,7 +395,7 @@ int dnnq_conv_run_item_tiles(const dnnq_conv_t *cv, int64_t item) {
                         continue;
                     }
                     if (q->mstep == 0) { /* raster: a row pointer per pixel, K as it is */
-                        const uint8_t **rp = rows + (np - 1) * DNNQ_MR_MAX;
+                        const uint8_t **rp = rows + (np - 1) * rcap;
                         for (int r = 0; r < mr; ++r) {
                             /* one scalar load per pixel: gcc vectorises this loop into 16-byte
                              * loads of the 8-byte stores just made (a store-forwarding stall:
@@ -445,6 +454,7 @@ int dnnq_conv_run_item_tiles(const dnnq_conv_t *cv, int64_t item) {
         }
     }
     if (trows) cv->epilogue(&ge, 0, tm, trows, p, tile);
+    if (cv->amx) dnnq_amx_release(); /* the tile state ends with the item, on its thread */
     free(pairs);
     return 0;
 }

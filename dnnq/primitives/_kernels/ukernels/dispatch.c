@@ -68,3 +68,27 @@ DNNQ_DEFINE_AVX512_INT8_FOR_ISA(dnnq_brgemm_ukr_fn, dnnq_brgemm_ukr_n16_for_isa,
                                 dnnq_brgemm_ukr_n16)
 DNNQ_DEFINE_AVX512_INT8_FOR_ISA(dnnq_brgemm_epi_fn, dnnq_brgemm_epi_for_isa, dnnq_brgemm_epi)
 DNNQ_DEFINE_AVX512_INT8_FOR_ISA(dnnq_epi_prepare_fn, dnnq_epi_prepare_for_isa, dnnq_epi_prepare)
+
+/* the AMX batch-reduce kernel for a panel of ncols columns: the emulated set where the
+ * emulation is on, else the tiles' own (the caller chose the AMX level) */
+dnnq_brgemm_ukr_fn dnnq_brgemm_amx_for(int64_t ncols) {
+#ifdef DNNQ_HAVE_X86_KERNELS
+    const int emu = dnnq_amx_emulation();
+    if (ncols <= 16) return emu ? dnnq_brgemm_amx_n16_amxemu : dnnq_brgemm_amx_n16_amx;
+    if (ncols <= 32) return emu ? dnnq_brgemm_amx_n32_amxemu : dnnq_brgemm_amx_n32_amx;
+    return emu ? dnnq_brgemm_amx_n64_amxemu : dnnq_brgemm_amx_n64_amx;
+#else
+    (void)ncols;
+    return NULL;
+#endif
+}
+
+/* each set keeps its own loaded configuration (a thread-local flag): releasing the set that
+ * loaded none does nothing, so no tile instruction runs on a CPU without AMX */
+void dnnq_amx_release(void) {
+#ifdef DNNQ_HAVE_X86_KERNELS
+    dnnq_amx_release_amxemu();
+    dnnq_amx_release_amx();
+#endif
+}
+

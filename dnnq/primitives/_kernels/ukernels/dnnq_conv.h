@@ -28,6 +28,8 @@
 /* rows of one accumulator tile: the batch-reduce kernel's mr (<= DNNQ_MR_MAX), or for the
  * depthwise kernel up to this many (fewer epilogue calls: its per-call setup is amortised) */
 #define DNNQ_CONV_TILE_ROWS 32
+/* the most pixels of one micro-tile of the tiled path (AMX tiles; DNNQ_MR_MAX otherwise) */
+#define DNNQ_CONV_MR_MAX DNNQ_AMX_BR_MR
 /* rows of the depthwise row driver's tile (one epilogue call per output row of up to this) */
 #define DNNQ_DW_TILE_ROWS 64
 
@@ -79,6 +81,10 @@ typedef struct dnnq_conv_s {
     int deconv;                      /* 1: the source pixel of a tap is (o + p - k*d) / s */
     int depthwise;                   /* 1: ICg = OCg = 1, the dedicated kernel */
     int fold_kw;                     /* pairs of K = KW * IC (G == 1, dense along w) */
+    /* 1: the tiled path runs the AMX batch-reduce kernel (dnnq_brgemm_amx_for) on micro-tiles
+     * of up to mr <= DNNQ_AMX_BR_MR pixels, without the fused-epilogue kernel (chosen at
+     * creation: dnnq.primitives._impls.CONV tiles_amx) */
+    int amx;
     int64_t kpair, npairs, K4, n_panels;
     int64_t mc;                      /* output pixels per work item */
     int mr;                          /* rows per micro-kernel call */

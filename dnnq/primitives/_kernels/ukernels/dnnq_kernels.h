@@ -182,6 +182,28 @@ void dnnq_brgemm_ukr_n32_avx512vnni(int mr, int64_t npairs, const dnnq_br_pair_t
                                     uint32_t a_xor, int accumulate, int32_t *c);
 int dnnq_brgemm_mr_for_isa(int isa);  /* the largest mr one call takes */
 
+/* The AMX batch-reduce kernel (gemm_amx.c), for the tiled convolution path where the
+ * implementation list chose it (tiles_amx): dnnq_brgemm_ukr_fn's contract for up to
+ * DNNQ_AMX_BR_MR rows; the variant for a panel of ncols (<= 16, <= 32, else 64) columns (the
+ * columns past them in c hold anything).  Only at the AMX level (the real tiles, or their
+ * emulation with DNNQ_EMULATE_AMX=1); NULL where the build has no x86 kernels.  It leaves its
+ * tile configuration loaded between calls: the caller ends it with dnnq_amx_release() on the
+ * same thread before it returns. */
+#define DNNQ_AMX_BR_MR 32
+dnnq_brgemm_ukr_fn dnnq_brgemm_amx_for(int64_t ncols);
+void dnnq_amx_release(void);
+#define DNNQ_DECLARE_AMX_BR(isa)                                                               \
+    void dnnq_brgemm_amx_n64_##isa(int mr, int64_t npairs, const dnnq_br_pair_t *pairs,        \
+                                   uint32_t a_xor, int accumulate, int32_t *c);                \
+    void dnnq_brgemm_amx_n32_##isa(int mr, int64_t npairs, const dnnq_br_pair_t *pairs,        \
+                                   uint32_t a_xor, int accumulate, int32_t *c);                \
+    void dnnq_brgemm_amx_n16_##isa(int mr, int64_t npairs, const dnnq_br_pair_t *pairs,        \
+                                   uint32_t a_xor, int accumulate, int32_t *c);                \
+    void dnnq_amx_release_##isa(void);
+DNNQ_DECLARE_AMX_BR(amx)
+DNNQ_DECLARE_AMX_BR(amxemu)
+#undef DNNQ_DECLARE_AMX_BR
+
 /* The fused epilogue of one accumulator tile: rows m .. m + mr - 1 of batch b, columns of
  * panel p -> dst, exactly as the GEMM primitives finish (compensation col_comp / wzp * rowsum,
  * scales, bias, post-ops, dst scale and zero point, round-half-even, saturation).  g describes

@@ -252,8 +252,180 @@ static void amx_ukr_pipelined(int mr, int64_t K, const uint8_t *a, int64_t lda, 
 }
 #define DNNQ_UKR_PIPELINED amx_ukr_pipelined
 
-/* AMX tiles load A as a strided 2-D block, so the dense micro-kernel stays AMX's own, and the
- * batch-reduce kernel (indirect rows) of this level is the AVX512-VNNI one (dispatch.c). */
+/* The dense micro-kernel is AMX's own (above).  The level's general batch-reduce kernel
+ * (dnnq_brgemm_ukr_fn at mr <= DNNQ_MR_MAX, under the RNN cells, the general and deconvolution
+ * drivers) is the AVX512-VNNI one (dispatch.c); the tiled convolution path takes the AMX one
+ * below when the implementation list chose it (tiles_amx). */
 #define DNNQ_DENSE_UKR
 #define DNNQ_BR_EXTERNAL
 #include "gemm_impl.h"
+
+/* ---- The AMX batch-reduce kernel (dnnq_brgemm_amx_for, dnnq_kernels.h) -------------------
+ * c[r][n] (+)= sum over pairs of sum_k A_pair[r][k] * B_pair[k][n] for mr <= 32 rows and the
+ * NCB 16-column tiles of the panel (1, 2 or 4).  The accumulators stay in tiles across every
+ * pair and k block; each pair's 64-byte k blocks load A straight from the source where the
+ * rows are dense, u8 and the block is whole, and from a zero-padded (and XOR-ed) copy
+ * otherwise: rows by pointer, the block holding the K tail, an s8 source.  The zero padding
+ * meets the B rows a tile reads past the pair's K (the next pair's, or the packed weights'
+ * AMX_SLACK after the last), so they add nothing.  The tile configuration stays loaded across
+ * calls: the driver ends it with dnnq_amx_release (once per work item).  The products are
+ * tdpbusd (u8 x s8): an s8 source is XOR-ed to u8 in the copy, the driver compensates. */
+
+/* rows [0, mr) of the pair's A, bytes k0 .. k0 + kn - 1 (kn <= 64), XOR-ed with x, zero-padded
+ * to 64 bytes a row */
+static void amx_stage_pair(uint8_t *buf, const dnnq_br_pair_t *q, int mr, int64_t k0,
+                           int64_t kn, uint8_t x) {
+    const __mmask64 km = kn >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << kn) - 1);
+    const __m512i vx = _mm512_set1_epi8((char)x);
+    for (int r = 0; r < mr; ++r) {
+        const uint8_t *row = q->rows ? q->rows[r] : q->a + r * q->lda;
+        const __m512i v = _mm512_maskz_loadu_epi8(km, row + k0);
+        _mm512_store_si512((void *)(buf + 64 * r), _mm512_maskz_mov_epi8(km, _mm512_xor_si512(v, vx)));
+    }
+}
+
+/* A of k block k0 for rows [r0, r0 + 16): straight from the source (*stride = lda), or from the
+ * staged copy (stride 64; staged once per block, by the call for r0 = 0) */
+DNNQ_ALWAYS_INLINE const uint8_t *amx_br_a(const dnnq_br_pair_t *q, int mr, int64_t k0, uint8_t x,
+                                           int direct, int r0, int stage, uint8_t *abuf,
+                                           int64_t *stride) {
+    if (direct) {
+        *stride = q->lda;
+        return q->a + r0 * q->lda + k0;
+    }
+    if (stage) amx_stage_pair(abuf, q, mr, k0, q->K - k0 < 64 ? q->K - k0 : 64, x);
+    *stride = 64;
+    return abuf + 64 * r0;
+}
+
+/* Up to 16 rows: accumulators 0 .. NCB - 1 (columns 16j ..), A in tile 4, B in tiles 5 - 7 */
+DNNQ_ALWAYS_INLINE void amx_br_wide(const int NCB, int mr, int64_t npairs,
+                                    const dnnq_br_pair_t *pairs, uint8_t x, int accumulate,
+                                    int32_t *c, uint8_t *abuf) {
+    /* (tile numbers are literals: see TILE_LOAD) */
+#define AMX_BR_START(t)                                                                        \
+    do {                                                                                       \
+        if (NCB > t) {                                                                         \
+            if (accumulate) TILE_LOAD(t, c + 16 * t, 4 * DNNQ_NR);                             \
+            else TILE_ZERO(t);                                                                 \
+        }                                                                                      \
+    } while (0)
+    AMX_BR_START(0);
+    AMX_BR_START(1);
+    AMX_BR_START(2);
+    AMX_BR_START(3);
+#undef AMX_BR_START
+    for (int64_t i = 0; i < npairs; ++i) {
+        const dnnq_br_pair_t *q = pairs + i;
+        const int64_t nkb = (q->K + 63) / 64;
+        const int64_t ndirect = x || q->rows ? 0 : q->K / 64;
+        for (int64_t kb = 0; kb < nkb; ++kb) {
+            const int64_t k0 = kb * 64;
+            int64_t sa;
+            const uint8_t *a = amx_br_a(q, mr, k0, x, kb < ndirect, 0, 1, abuf, &sa);
+            const int8_t *bk = q->b + k0 * DNNQ_NR;
+            TILE_LOAD(4, a, sa);
+            TILE_LOAD(5, bk, 4 * DNNQ_NR);
+            TILE_DPBUSD(0, 4, 5);
+            if (NCB > 1) {
+                TILE_LOAD(6, bk + 64, 4 * DNNQ_NR);
+                TILE_DPBUSD(1, 4, 6);
+            }
+            if (NCB > 2) {
+                TILE_LOAD(7, bk + 128, 4 * DNNQ_NR);
+                TILE_DPBUSD(2, 4, 7);
+                TILE_LOAD(5, bk + 192, 4 * DNNQ_NR);
+                TILE_DPBUSD(3, 4, 5);
+            }
+        }
+    }
+    TILE_STORE(0, c, 4 * DNNQ_NR);
+    if (NCB > 1) TILE_STORE(1, c + 16, 4 * DNNQ_NR);
+    if (NCB > 2) {
+        TILE_STORE(2, c + 32, 4 * DNNQ_NR);
+        TILE_STORE(3, c + 48, 4 * DNNQ_NR);
+    }
+}
+
+/* 17 to 32 rows, columns 32h .. 32h + 16 NCB - 1 (NCB 1 or 2): accumulators 0 - 3 (rows 0-15 /
+ * 16-31 x the two 16-column tiles), A 4 - 5, B 6 - 7 */
+DNNQ_ALWAYS_INLINE void amx_br_half(const int NCB, int mr, int64_t npairs,
+                                    const dnnq_br_pair_t *pairs, uint8_t x, int accumulate,
+                                    int h, int32_t *c, uint8_t *abuf) {
+    int32_t *c0 = c + 32 * h, *c1 = c + 16 * DNNQ_NR + 32 * h;
+    if (accumulate) {
+        TILE_LOAD(T_C00, c0, 4 * DNNQ_NR);
+        TILE_LOAD(T_C10, c1, 4 * DNNQ_NR);
+        if (NCB > 1) {
+            TILE_LOAD(T_C01, c0 + 16, 4 * DNNQ_NR);
+            TILE_LOAD(T_C11, c1 + 16, 4 * DNNQ_NR);
+        }
+    } else {
+        TILE_ZERO(T_C00);
+        TILE_ZERO(T_C10);
+        if (NCB > 1) {
+            TILE_ZERO(T_C01);
+            TILE_ZERO(T_C11);
+        }
+    }
+    for (int64_t i = 0; i < npairs; ++i) {
+        const dnnq_br_pair_t *q = pairs + i;
+        const int64_t nkb = (q->K + 63) / 64;
+        const int64_t ndirect = x || q->rows ? 0 : q->K / 64;
+        for (int64_t kb = 0; kb < nkb; ++kb) {
+            const int64_t k0 = kb * 64;
+            const int direct = kb < ndirect;
+            int64_t s0, s1;
+            const uint8_t *a0 = amx_br_a(q, mr, k0, x, direct, 0, 1, abuf, &s0);
+            const uint8_t *a1 = amx_br_a(q, mr, k0, x, direct, 16, 0, abuf, &s1);
+            const int8_t *bk = q->b + k0 * DNNQ_NR + 128 * h;
+            TILE_LOAD(T_A0, a0, s0);
+            TILE_LOAD(T_B0, bk, 4 * DNNQ_NR);
+            TILE_DPBUSD(T_C00, T_A0, T_B0);
+            if (NCB > 1) {
+                TILE_LOAD(T_B1, bk + 64, 4 * DNNQ_NR);
+                TILE_DPBUSD(T_C01, T_A0, T_B1);
+            }
+            TILE_LOAD(T_A1, a1, s1);
+            TILE_DPBUSD(T_C10, T_A1, T_B0);
+            if (NCB > 1) TILE_DPBUSD(T_C11, T_A1, T_B1);
+        }
+    }
+    TILE_STORE(T_C00, c0, 4 * DNNQ_NR);
+    TILE_STORE(T_C10, c1, 4 * DNNQ_NR);
+    if (NCB > 1) {
+        TILE_STORE(T_C01, c0 + 16, 4 * DNNQ_NR);
+        TILE_STORE(T_C11, c1 + 16, 4 * DNNQ_NR);
+    }
+}
+
+DNNQ_ALWAYS_INLINE void amx_br(const int NCB, int mr, int64_t npairs, const dnnq_br_pair_t *pairs,
+                               uint32_t a_xor, int accumulate, int32_t *c) {
+    uint8_t abuf[DNNQ_AMX_BR_MR * 64] __attribute__((aligned(64)));
+    const uint8_t x = a_xor == DNNQ_A_XOR_S8 ? 0x80 : 0;
+    if (mr <= 16) {
+        amx_configure_wide(mr);
+        amx_br_wide(NCB, mr, npairs, pairs, x, accumulate, c, abuf);
+        return;
+    }
+    amx_configure(16, mr - 16);
+    if (NCB == 1) {
+        amx_br_half(1, mr, npairs, pairs, x, accumulate, 0, c, abuf);
+        return;
+    }
+    for (int h = 0; h < NCB / 2; ++h) amx_br_half(2, mr, npairs, pairs, x, accumulate, h, c, abuf);
+}
+
+void DNNQ_CAT(dnnq_brgemm_amx_n64, DNNQ_ISA)(int mr, int64_t npairs, const dnnq_br_pair_t *pairs,
+                                            uint32_t a_xor, int accumulate, int32_t *c) {
+    amx_br(4, mr, npairs, pairs, a_xor, accumulate, c);
+}
+void DNNQ_CAT(dnnq_brgemm_amx_n32, DNNQ_ISA)(int mr, int64_t npairs, const dnnq_br_pair_t *pairs,
+                                            uint32_t a_xor, int accumulate, int32_t *c) {
+    amx_br(2, mr, npairs, pairs, a_xor, accumulate, c);
+}
+void DNNQ_CAT(dnnq_brgemm_amx_n16, DNNQ_ISA)(int mr, int64_t npairs, const dnnq_br_pair_t *pairs,
+                                            uint32_t a_xor, int accumulate, int32_t *c) {
+    amx_br(1, mr, npairs, pairs, a_xor, accumulate, c);
+}
+void DNNQ_CAT(dnnq_amx_release, DNNQ_ISA)(void) { amx_release(); }
