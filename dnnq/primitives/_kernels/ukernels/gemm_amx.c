@@ -264,8 +264,9 @@ static void amx_ukr_pipelined(int mr, int64_t K, const uint8_t *a, int64_t lda, 
  * c[r][n] (+)= sum over pairs of sum_k A_pair[r][k] * B_pair[k][n] for mr <= 32 rows and the
  * NCB 16-column tiles of the panel (1, 2 or 4).  The accumulators stay in tiles across every
  * pair and k block; each pair's 64-byte k blocks load A straight from the source where the
- * rows are dense, u8 and the block is whole, and from a zero-padded (and XOR-ed) copy
- * otherwise: rows by pointer, the block holding the K tail, an s8 source.  The zero padding
+ * rows are dense (a row stride other than 0), u8 and the block is whole, and from a
+ * zero-padded (and XOR-ed) copy otherwise: rows by pointer, the zero-point row of padded
+ * taps (stride 0), the block holding the K tail, an s8 source.  The zero padding
  * meets the B rows a tile reads past the pair's K (the next pair's, or the packed weights'
  * AMX_SLACK after the last), so they add nothing.  The tile configuration stays loaded across
  * calls: the driver ends it with dnnq_amx_release (once per work item).  The products are
@@ -318,7 +319,7 @@ DNNQ_ALWAYS_INLINE void amx_br_wide(const int NCB, int mr, int64_t npairs,
     for (int64_t i = 0; i < npairs; ++i) {
         const dnnq_br_pair_t *q = pairs + i;
         const int64_t nkb = (q->K + 63) / 64;
-        const int64_t ndirect = x || q->rows ? 0 : q->K / 64;
+        const int64_t ndirect = x || q->rows || !q->lda ? 0 : q->K / 64;
         for (int64_t kb = 0; kb < nkb; ++kb) {
             const int64_t k0 = kb * 64;
             int64_t sa;
@@ -371,7 +372,7 @@ DNNQ_ALWAYS_INLINE void amx_br_half(const int NCB, int mr, int64_t npairs,
     for (int64_t i = 0; i < npairs; ++i) {
         const dnnq_br_pair_t *q = pairs + i;
         const int64_t nkb = (q->K + 63) / 64;
-        const int64_t ndirect = x || q->rows ? 0 : q->K / 64;
+        const int64_t ndirect = x || q->rows || !q->lda ? 0 : q->K / 64;
         for (int64_t kb = 0; kb < nkb; ++kb) {
             const int64_t k0 = kb * 64;
             const int direct = kb < ndirect;
