@@ -12,6 +12,7 @@ from dnnq.errors import InvalidArguments, Unimplemented
 from dnnq.post_ops import PostOps
 from dnnq.primitives import _plan
 from dnnq.primitives._conv_geometry import packed_sizes
+from dnnq.primitives._conv_kernel_choice import deconv_ks_rows
 from dnnq.primitives._kernels import _codes, _conv, _gemm
 
 _ONE = np.ones(1, np.float32)
@@ -69,6 +70,8 @@ class F32Convolution:
         threads = max(1, _dispatch.get_num_threads())
         while mc > mr and geo.N * groups * panels * -(-npix // mc) < 4 * threads:
             mc -= mr
+        if self._impl.kernel == "f32_deconv_ks":  # whole source rows: their output rows
+            mc = deconv_ks_rows(geo, threads) * geo.kernel[0] * geo.kernel[1] * geo.dst[2]
         stride = geo.ntaps * 64
         g = dict(N=geo.N, G=geo.G, ICg=geo.ICg, OCg=geo.OCg, src=geo.src, dst=geo.dst,
                  kernel=geo.kernel, strides=geo.strides, steps=geo.steps, pads=geo.pads,

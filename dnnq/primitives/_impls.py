@@ -304,6 +304,7 @@ CONV_F32 = (
     ConvImpl("dw_f32", "default", "f32_dw",
              lambda p, cap: _why((p["depthwise"], "not depthwise"))),
     ConvImpl("tiles_f32", "default", "f32_tiles", lambda p, cap: _tiles_fit(p)),
+    ConvImpl("deconv_ks_f32", "default", "f32_deconv_ks", _kernel_is_stride),
     ConvImpl("deconv_f32", "default", "f32_deconv",
              lambda p, cap: _why((p["deconv"], "not a deconvolution"),
                                  (p["kernel"][2] <= 64, "kernels over 64 columns"))),

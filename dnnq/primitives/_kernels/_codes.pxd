@@ -76,6 +76,7 @@ cdef extern from "dnnq_codes.h":
         DNNQ_CONV_K_FOLD_LANES
         DNNQ_CONV_K_DECONV_KS
         DNNQ_CONV_K_STEM
+        DNNQ_CONV_K_F32_DECONV_KS
 
     # (a macro: 0x80808080u, the s8 source's a_xor)
     enum:

@@ -35,6 +35,7 @@ int dnnq_conv_prepare_run(dnnq_conv_t *cv) {
     cv->ks_packed = NULL;
     cv->ks_comp = NULL;
     if (cv->kernel == DNNQ_CONV_K_DECONV_KS) return dnnq_conv_prepare_deconv_ks(cv);
+    if (cv->kernel == DNNQ_CONV_K_F32_DECONV_KS) return dnnq_conv_prepare_f32_deconv_ks(cv);
     if (cv->kernel != DNNQ_CONV_K_DECONV_PHASES || !cv->zp_rows || !cv->packed) return 0;
     int need = cv->a_xor != DNNQ_A_U8;
     for (int64_t i = 0; i < cv->G * cv->kpair && !need; ++i) need = cv->zp_rows[i] != 0;

@@ -370,3 +370,114 @@ int dnnq_conv_run_item_deconv_ks(const dnnq_conv_t *cv, int64_t item) {
     free(fuse);
     return 0;
 }
+
+/* ---- f32 layers (kernel f32_deconv_ks) ---------------------------------------------------
+ * The same decomposition on the f32 kernels (dnnq_f32.h): per (source row, kernel row) one
+ * f32 GEMM of nk = kw * OC columns, its rows gathered into epilogue rows of pe pixels (the
+ * gather moves 4-byte values: the f32 tile goes through it as it is, no compensation), the
+ * constants repeated to 64 columns.  Every output is reached by one tap: its chain of FMAs is
+ * that tap's products in k order, as the column driver computes it (the same bits). */
+
+/* the per-tap panels (kpair rows of 64 f32) regrouped into one panel per kernel row, column
+ * j * OC + oc for tap (r, j) */
+int dnnq_conv_prepare_f32_deconv_ks(dnnq_conv_t *cv) {
+    cv->ks_packed = NULL;
+    cv->ks_comp = NULL;
+    if (!cv->packed) return 0;
+    const int64_t nrow = cv->kd * cv->kh, kw = cv->kw, OC = cv->OC, K = cv->kpair;
+    const float *taps = (const float *)(const void *)cv->packed;
+    float *pk = (float *)aligned_alloc(64, sizeof(float) * (size_t)(nrow * K * DNNQ_NR));
+    if (!pk) return -1;
+    memset(pk, 0, sizeof(float) * (size_t)(nrow * K * DNNQ_NR));
+    for (int64_t r = 0; r < nrow; ++r)
+        for (int64_t j = 0; j < kw; ++j) {
+            const float *tp = taps + (r * kw + j) * K * DNNQ_NR;
+            for (int64_t k = 0; k < K; ++k)
+                memcpy(pk + (r * K + k) * DNNQ_NR + j * OC, tp + k * DNNQ_NR,
+                       sizeof(float) * (size_t)OC);
+        }
+    cv->ks_packed = (const int8_t *)(const void *)pk;
+    return 0;
+}
+
+/* the f32 epilogue of cnt source pixels' outputs gathered at flat (rows of pe pixels) */
+static void ks_finish_run_f32(const dnnq_conv_t *cv, dnnq_gemm_args_t *gr, char *dst, int64_t cnt,
+                              int64_t nk, int64_t pe, const float *flat) {
+    const int64_t full = cnt / pe, rem = cnt % pe;
+    gr->dst = dst;
+    if (full) {
+        gr->N = pe * nk;
+        cv->epilogue_f32(gr, 0, 0, (int)full, 0, flat);
+    }
+    if (rem) {
+        gr->N = rem * nk;
+        cv->epilogue_f32(gr, 0, full, 1, 0, flat + full * DNNQ_NR);
+    }
+}
+
+int dnnq_conv_run_item_f32_deconv_ks(const dnnq_conv_t *cv, int64_t item) {
+    const int64_t srows = cv->id * cv->ih, nrow = cv->kd * cv->kh;
+    const int64_t per = cv->mc / (nrow * cv->ow); /* source rows per item */
+    const int64_t nblk = (srows + per - 1) / per;
+    const int64_t n = item / nblk, sr0 = (item % nblk) * per;
+    const int64_t sr1 = sr0 + per < srows ? sr0 + per : srows;
+    const int64_t OC = cv->OC, nk = cv->kw * OC, iw = cv->iw, IC = cv->IC, K = cv->kpair;
+    const int64_t pe = nk <= DNNQ_NR ? DNNQ_NR / nk : 1, we = pe * nk;
+
+    dnnq_gemm_args_t ge, gs;
+    dnnq_postop_t post[DNNQ_CONV_MAX_POST];
+    dnnq_conv_item_epilogue_args(cv, n, 0, &ge, post);
+    ks_consts_t *k = (ks_consts_t *)aligned_alloc(64, (sizeof(ks_consts_t) + 63) / 64 * 64);
+    const int64_t flat_len = KS_FLAT_ROWS * DNNQ_NR + KS_MARGIN;
+    float *flat = (float *)aligned_alloc(64, sizeof(float) * (size_t)flat_len);
+    if (!k || !flat || repeat_consts(&ge, OC, we, k, &gs) != 0) {
+        const int oom = !k || !flat;
+        free(k);
+        free(flat);
+        return oom ? -1 : -2;
+    }
+    const int esz = gs.dst_dt == DNNQ_DT_S8 || gs.dst_dt == DNNQ_DT_U8 ? 1 : 4;
+    char *const dst_img = (char *)gs.dst;
+    const float *img = (const float *)(const void *)cv->src + n * srows * iw * IC;
+    const float *pk = (const float *)(const void *)cv->ks_packed;
+    const int mr_max = cv->mr < DNNQ_MR_MAX ? cv->mr : DNNQ_MR_MAX;
+    float tile[DNNQ_MR_MAX * DNNQ_NR] __attribute__((aligned(64)));
+    const int64_t chunk = pe * KS_FLAT_ROWS; /* source pixels per epilogue call */
+
+    for (int64_t sr = sr0; sr < sr1; ++sr) {
+        const int64_t zd = sr / cv->ih, y = sr % cv->ih;
+        const float *srow = img + sr * iw * IC;
+        for (int64_t r = 0; r < nrow; ++r) {
+            const int64_t od = zd * cv->kd + r / cv->kh, oh = y * cv->kh + r % cv->kh;
+            const int64_t m_row = (od * cv->oh + oh) * iw; /* in rows of nk outputs */
+            dnnq_br_pair_f32_t pair;
+            pair.lda = IC;
+            pair.rows = NULL;
+            pair.b = pk + r * K * DNNQ_NR;
+            pair.K = K;
+            dnnq_gemm_args_t gr = gs;
+            for (int64_t x0 = 0; x0 < iw; x0 += chunk) {
+                const int64_t cnt = iw - x0 < chunk ? iw - x0 : chunk;
+                for (int64_t xr = 0; xr < cnt;) {
+                    const int mr = (int)(cnt - xr < mr_max ? cnt - xr : mr_max);
+                    pair.a = srow + (x0 + xr) * IC;
+                    cv->brgemm_f32(mr, (int)nk, 1, &pair, 0, tile);
+                    if (pe == 1) {
+                        gr.N = nk;
+                        gr.dst = dst_img;
+                        cv->epilogue_f32(&gr, 0, m_row + x0 + xr, mr, 0, tile);
+                    } else {
+                        gather_rows((const int32_t *)(const void *)tile, mr, xr, nk, pe, NULL,
+                                    (int32_t *)(void *)flat);
+                    }
+                    xr += mr;
+                }
+                if (pe > 1) ks_finish_run_f32(cv, &gr, dst_img + (m_row + x0) * nk * esz, cnt,
+                                              nk, pe, flat);
+            }
+        }
+    }
+    free(k);
+    free(flat);
+    return 0;
+}

@@ -53,6 +53,7 @@ dnnq_conv_item_fn dnnq_conv_item_fn_for(const dnnq_conv_t *cv) {
     case DNNQ_CONV_K_F32_TILES: return dnnq_conv_run_item_f32_tiles;
     case DNNQ_CONV_K_F32_DECONV: return dnnq_conv_run_item_f32_deconv;
     case DNNQ_CONV_K_F32_DW: return dnnq_conv_run_item_f32_dw;
+    case DNNQ_CONV_K_F32_DECONV_KS: return dnnq_conv_run_item_f32_deconv_ks;
     default: return NULL;
     }
 }
@@ -92,7 +93,9 @@ int dnnq_conv_check_kernel(const dnnq_conv_t *cv, int kernel) {
              cv->pw >= 0;
         break;
     case DNNQ_CONV_K_DECONV_KS:
-        ok = cv->deconv && !cv->depthwise && !cv->f32 && cv->G == 1 && cv->n_panels == 1 &&
+    case DNNQ_CONV_K_F32_DECONV_KS:
+        ok = cv->deconv && !cv->depthwise && cv->f32 == (kernel == DNNQ_CONV_K_F32_DECONV_KS) &&
+             cv->G == 1 && cv->n_panels == 1 &&
              cv->kd == cv->sd && cv->kh == cv->sh && cv->kw == cv->sw && cv->dd == 1 &&
              cv->dh == 1 && cv->dw == 1 && !cv->pd && !cv->ph && !cv->pw && !cv->fold_kw &&
              cv->od == cv->id * cv->sd && cv->oh == cv->ih * cv->sh && cv->ow == cv->iw * cv->sw &&

@@ -51,7 +51,8 @@ typedef enum dnnq_conv_kernel_t {
     DNNQ_CONV_K_DW_ROWS3 = 3, DNNQ_CONV_K_DW3X3 = 4, DNNQ_CONV_K_DW3X3_PLAIN = 5,
     DNNQ_CONV_K_F32_GENERAL = 6, DNNQ_CONV_K_F32_TILES = 7, DNNQ_CONV_K_F32_DECONV = 8,
     DNNQ_CONV_K_F32_DW = 9, DNNQ_CONV_K_DW_ROWSK = 10,
-    DNNQ_CONV_K_FOLD_LANES = 11, DNNQ_CONV_K_DECONV_KS = 12, DNNQ_CONV_K_STEM = 13
+    DNNQ_CONV_K_FOLD_LANES = 11, DNNQ_CONV_K_DECONV_KS = 12, DNNQ_CONV_K_STEM = 13,
+    DNNQ_CONV_K_F32_DECONV_KS = 14
 } dnnq_conv_kernel_t;
 
 /* the batch-reduce kernels' a_xor of an s8 source: XOR-ed to u8 = s8 + 128 as it is read */

@@ -252,6 +252,10 @@ int dnnq_conv_run_item_deconv_phases(const dnnq_conv_t *cv, int64_t item);
 int dnnq_conv_prepare_deconv_ks(dnnq_conv_t *cv);
 void dnnq_conv_finish_deconv_ks(dnnq_conv_t *cv);
 int dnnq_conv_run_item_deconv_ks(const dnnq_conv_t *cv, int64_t item);
+/* the same for f32 layers (f32_deconv_ks): per execution the f32 panels regrouped per kernel
+ * row (into ks_packed, as f32), then f32 GEMMs of kw * OC columns per (source row, kernel row) */
+int dnnq_conv_prepare_f32_deconv_ks(dnnq_conv_t *cv);
+int dnnq_conv_run_item_f32_deconv_ks(const dnnq_conv_t *cv, int64_t item);
 /* its AVX-512 products with 16 source pixels in the lanes, for kw * OC <= 2 and at most this
  * many outputs per source pixel (conv_deconv_ks_lanes_avx512.c): cnt pixels of a source row
  * at src, kernel row r's sums (+ comp[r], NULL: 0) to flat[r] in output order */

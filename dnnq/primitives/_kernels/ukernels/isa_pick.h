@@ -16,8 +16,9 @@
     X(DNNQ_ISA_AVX512_CORE_AMX, amx, fn) X(DNNQ_ISA_AVX512_CORE_VNNI, avx512vnni, fn)         \
     X(DNNQ_ISA_AVX2_VNNI, avxvnni, fn) X(DNNQ_ISA_AVX2, avx2, fn)
 
-/* the batch-reduce micro-kernel: AMX tiles load A as a strided block and cannot follow row
- * pointers, so the AVX512-VNNI kernel serves the AMX level */
+/* the batch-reduce micro-kernel of up to DNNQ_MR_MAX rows: the AVX512-VNNI one serves the AMX
+ * level (the tiled convolution path takes the AMX kernel of gemm_amx.c instead:
+ * dnnq_brgemm_amx_for) */
 #define DNNQ_BRGEMM_SETS(X, fn)                                                                \
     X(DNNQ_ISA_AVX512_CORE_AMX, avx512vnni, fn) X(DNNQ_ISA_AVX512_CORE_VNNI, avx512vnni, fn)  \
     X(DNNQ_ISA_AVX2_VNNI, avxvnni, fn) X(DNNQ_ISA_AVX2, avx2, fn)
