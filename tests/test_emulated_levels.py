@@ -34,7 +34,8 @@ GEMM_TESTS = ["test_matmul.py", "test_gemm_kernel.py", "test_gemm_api.py",
 #: the convolutions (1x1 GEMMs and the tiled path run AMX tiles at that level) against
 #: oneDNN and numpy
 CONV_AMX_TESTS = ["test_convolution.py", "test_convolution_tiles.py",
-                  "test_convolution_exec.py", "test_convolution_layers.py"]
+                  "test_convolution_exec.py", "test_convolution_layers.py",
+                  "test_deconv_kernel_stride.py"]
 #: convolutions and RNN cells on the batch-reduce micro-kernel of the avx2_vnni level
 AVX_VNNI_TESTS = ["test_convolution.py", "test_convolution_tiles.py", "test_rnn.py"]
 
@@ -370,3 +371,50 @@ def test_kxk_amx_post_ops_zero_points_threads(post_ops, src_zp, threads):
         assert amx.impl_info.startswith("avx512_core_amx:"), amx.impl_info
         np.testing.assert_array_equal(_run_kxk(amx, src, w, bias, ws, src_zp, prev, threads),
                                       _run_kxk(vnni, src, w, bias, ws, src_zp, prev, 1))
+
+
+def _deconv_ks(cap, shape, OC, k, sdt, ddt, src_zp):
+    """A kernel = stride deconvolution (the deconv_ks kernel) created under the cap `cap`."""
+    N, IC, H, W = shape
+    old = dnnq.set_max_cpu_isa(cap)
+    try:
+        attr = dnnq.PrimitiveAttr()
+        attr.set_scales_mask(dnnq.DNNL_ARG_SRC, 0)
+        attr.set_scales_mask(dnnq.DNNL_ARG_WEIGHTS, 1)
+        attr.set_scales_mask(dnnq.DNNL_ARG_DST, 0)
+        if src_zp is not None:
+            attr.set_zero_points_mask(dnnq.DNNL_ARG_SRC, 0)
+        po = dnnq.PostOps()
+        po.append_eltwise("relu", 0.0, 0.0)
+        attr.set_post_ops(po)
+        return dnnq.Deconvolution(MD(shape, sdt, "nhwc"), MD((OC, IC, k, k), "s8"),
+                                  MD((N, OC, H * k, W * k), ddt, "nhwc"),
+                                  bias_desc=MD((OC,), "f32"), strides=k, padding_l=0,
+                                  padding_r=0, attr=attr)
+    finally:
+        dnnq.set_max_cpu_isa(old)
+
+
+@emulated_only
+@pytest.mark.parametrize("shape,OC,k", [((1, 24, 5, 40), 24, 2), ((2, 64, 3, 9), 8, 2),
+                                        ((1, 33, 4, 17), 21, 3), ((1, 130, 2, 33), 2, 2),
+                                        ((1, 16, 6, 70), 32, 2)])
+@pytest.mark.parametrize("sdt,ddt,src_zp", [("u8", "u8", None), ("s8", "f32", 5),
+                                             ("u8", "s32", 3)])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_deconv_kernel_stride_amx_equals_avx512_vnni(shape, OC, k, sdt, ddt, src_zp, threads):
+    """Deconvolutions whose kernel is the stride (deconv_ks) run their GEMMs on AMX tiles of
+    up to 32 source pixels and give the AVX512-VNNI kernels' bits (s8 sources and zero
+    points: the left-out taps' products computed on AMX tiles too)."""
+    N, IC, H, W = shape
+    lo, hi = (0, 256) if sdt == "u8" else (-128, 128)
+    src = _RNG.integers(lo, hi, shape).astype(np.uint8 if sdt == "u8" else np.int8)
+    w = _RNG.integers(-128, 128, (OC, IC, k, k)).astype(np.int8)
+    bias = _RNG.normal(0, 50, OC).astype(np.float32)
+    ws = _RNG.uniform(0.0005, 0.004, OC).astype(np.float32)
+    amx = _deconv_ks("avx512_core_amx", shape, OC, k, sdt, ddt, src_zp)
+    vnni = _deconv_ks("avx512_core_vnni", shape, OC, k, sdt, ddt, src_zp)
+    assert amx._impl.name == "deconv_ks_amx", amx._impl.name
+    assert vnni._impl.name == "deconv_ks", vnni._impl.name
+    np.testing.assert_array_equal(_run_kxk(amx, src, w, bias, ws, src_zp, None, threads),
+                                  _run_kxk(vnni, src, w, bias, ws, src_zp, None, 1))

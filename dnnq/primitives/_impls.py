@@ -267,6 +267,17 @@ def _tiles_amx(p, cap):
          "fewer than 8 pixels: the AVX512-VNNI row kernels stream the weights faster"))
 
 
+def _deconv_ks_amx(p, cap):
+    # the deconv_ks GEMMs (M = a source row's pixels) on AMX tiles of up to 32 rows
+    return _kernel_is_stride(p, cap) or _why(
+        (p["ks_cols"] > 2, "kernel columns x output channels of 2 or fewer (the AVX-512 "
+                           "kernel with pixels in the lanes)"),
+        (p["kpair"] >= AMX_MIN_KPAIR,
+         f"fewer than {AMX_MIN_KPAIR} input channels: a 64-byte tile row would be mostly "
+         "padding"),
+        (p["geo"].src[2] >= 8, "source rows of fewer than 8 pixels (the rows of a GEMM)"))
+
+
 #: int8 convolutions and deconvolutions
 CONV = (
     ConvImpl("fold_lanes", "avx512_core_vnni", "fold_lanes", _fold_lanes),
@@ -293,6 +304,7 @@ CONV = (
              lambda p, cap: _why((p["depthwise"], "not depthwise"))),
     ConvImpl("tiles_amx", "avx512_core_amx", "tiles", _tiles_amx),
     ConvImpl("tiles", "default", "tiles", lambda p, cap: _tiles_fit(p)),
+    ConvImpl("deconv_ks_amx", "avx512_core_amx", "deconv_ks", _deconv_ks_amx),
     ConvImpl("deconv_ks", "default", "deconv_ks", _kernel_is_stride),
     ConvImpl("deconv_phases", "default", "deconv_phases", _phases),
     ConvImpl("general", "default", "general", lambda p, cap: None),

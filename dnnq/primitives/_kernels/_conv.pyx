@@ -105,9 +105,9 @@ cdef class ConvPlan:
         fused epilogue applies (_post_op_spec.dw_fused_epilogue); plain: the plain-data
         variant of the dw3x3_plain kernel (1 - 3); item_pixels: a depthwise plan's
         output pixels per work item for a thread count (geom's mc is the creation's), asked
-        again for each thread count an execution runs on; amx: the tiled path runs the AMX
-        batch-reduce kernel on micro-tiles of up to mr <= AMX_ROWS pixels (the caller chose
-        the AMX level)."""
+        again for each thread count an execution runs on; amx: the tiled path (or the
+        deconv_ks kernel) runs the AMX batch-reduce kernel on micro-tiles of up to
+        mr <= AMX_ROWS pixels (the caller chose the AMX level)."""
         cdef int i
         cdef double work
         cdef dnnq_conv_t* cv = &self.cv
@@ -135,8 +135,8 @@ cdef class ConvPlan:
         if cv.mr < 1 or cv.mr > (DNNQ_CONV_TILE_ROWS if cv.depthwise else
                                  DNNQ_AMX_BR_MR if amx else DNNQ_MR_MAX):
             raise ValueError("ConvPlan: mr out of range")
-        if amx and (f32 or kernel != DNNQ_CONV_K_TILES):
-            raise ValueError("ConvPlan: AMX tiles are for the int8 tiled path")
+        if amx and (f32 or kernel not in (DNNQ_CONV_K_TILES, DNNQ_CONV_K_DECONV_KS)):
+            raise ValueError("ConvPlan: AMX tiles are for the int8 tiled path and deconv_ks")
         cv.amx = amx
         if dw_kind not in (DNNQ_DW_S16, DNNQ_DW_VNNI4):
             raise ValueError("ConvPlan: dw_kind must be DNNQ_DW_S16 or DNNQ_DW_VNNI4")

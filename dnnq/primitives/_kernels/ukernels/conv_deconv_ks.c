@@ -72,6 +72,7 @@ int dnnq_conv_prepare_deconv_ks(dnnq_conv_t *cv) {
             for (int64_t oc = 0; oc < OC; ++oc)
                 total[oc] = (int32_t)((uint32_t)total[oc] + (uint32_t)zc[t * DNNQ_NR + oc]);
         }
+    if (need && cv->amx) dnnq_amx_release();
     int any = 0;
     for (int64_t r = 0; r < nrow; ++r) {
         int32_t *row = comp + r * DNNQ_NR;
@@ -313,11 +314,14 @@ int dnnq_conv_run_item_deconv_ks(const dnnq_conv_t *cv, int64_t item) {
         if (cv->ks_comp) gr.col_comp = cv->ks_comp + r * DNNQ_NR;
         fuse[r] = dnnq_conv_fuse_kind(cv, &gr, 0, st + r);
     }
+    /* (AMX plans: the AMX batch-reduce kernel, tiles of up to 32 source pixels, no fused
+     * micro-kernel: dnnq_conv_build_tiles set the pointers) */
     const dnnq_brgemm_ukr_fn brg = dnnq_conv_brgemm_for(cv, nk);
-    const int mr_max = cv->mr < DNNQ_MR_MAX ? cv->mr : DNNQ_MR_MAX;
+    const int mr_cap = cv->amx ? DNNQ_AMX_BR_MR : DNNQ_MR_MAX;
+    const int mr_max = cv->mr < mr_cap ? cv->mr : mr_cap;
     const uint8_t *img = cv->src + n * srows * iw * IC;
     const uint8_t *src_end = cv->src + cv->N * srows * iw * IC;
-    int32_t tile[DNNQ_MR_MAX * DNNQ_NR] __attribute__((aligned(64)));
+    int32_t tile[DNNQ_AMX_BR_MR * DNNQ_NR] __attribute__((aligned(64)));
     const int64_t chunk = pe * KS_FLAT_ROWS; /* source pixels per epilogue call */
 
     for (int64_t sr = sr0; sr < sr1; ++sr) {
@@ -364,6 +368,7 @@ int dnnq_conv_run_item_deconv_ks(const dnnq_conv_t *cv, int64_t item) {
             }
         }
     }
+    if (cv->amx) dnnq_amx_release(); /* the tile state ends with the item, on its thread */
     free(k);
     free(st);
     free(flat);
