@@ -1,8 +1,23 @@
 """Run a function in several Python threads and re-raise, in the calling (test) thread, the
 first exception any worker raised: an assertion or error inside a worker fails the test
 instead of being printed and lost.  (pyproject's filterwarnings also turns pytest's
-unhandled-thread-exception warning into an error, for threads started elsewhere.)"""
+unhandled-thread-exception warning into an error, for threads started elsewhere.)
+``dnnq_threads(n)``: dnnq's thread count set to n for a block."""
+import contextlib
 import threading
+
+import dnnq
+
+
+@contextlib.contextmanager
+def dnnq_threads(n):
+    """dnnq.set_num_threads(n) for the block, the previous count restored after it."""
+    old = dnnq.get_num_threads()
+    dnnq.set_num_threads(n)
+    try:
+        yield
+    finally:
+        dnnq.set_num_threads(old)
 
 
 def run_in_threads(target, arg_tuples):

@@ -41,6 +41,17 @@ def isa(request):
         dnnq.set_max_cpu_isa(previous)
 
 
+@pytest.fixture
+def no_primitive_cache():
+    """The primitive cache off for the test: each creation walks the implementation list
+    (a cached primitive keeps the kernel it chose)."""
+    old = dnnq.set_primitive_cache_capacity(0)
+    try:
+        yield
+    finally:
+        dnnq.set_primitive_cache_capacity(old)
+
+
 @pytest.fixture(scope="session")
 def rng_seed():
     return int(os.environ.get("DNNQ_TEST_SEED", "20261122"))

@@ -16,11 +16,7 @@ from dnnq.primitives import _impls
 from test_convolution import Case, assert_same
 
 
-@pytest.fixture(autouse=True)
-def no_cache():
-    old = dnnq.set_primitive_cache_capacity(0)
-    yield
-    dnnq.set_primitive_cache_capacity(old)
+pytestmark = pytest.mark.usefixtures("no_primitive_cache")
 
 
 def reference(c):

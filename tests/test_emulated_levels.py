@@ -20,6 +20,7 @@ import pytest
 
 import dnnq
 from dnnq import MemoryDesc as MD
+from _threads import dnnq_threads
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 INFO = dnnq.cpu_info()
@@ -82,26 +83,33 @@ def test_gemm_convolutions_and_rnn_at_the_emulated_avx2_vnni_level():
 emulated_only = pytest.mark.skipif(not EMULATED, reason="DNNQ_EMULATE_AMX=1 runs these")
 
 
+def _attr(weights_mask, src_zp, dst_zp, post_ops):
+    """Common source and dst scales, weights scales by `weights_mask`, zero points (masks 0)
+    where asked, eltwise / sum post-ops (("sum", scale, zero point) or eltwise arguments)."""
+    attr = dnnq.PrimitiveAttr()
+    attr.set_scales_mask(dnnq.DNNL_ARG_SRC, 0)
+    attr.set_scales_mask(dnnq.DNNL_ARG_WEIGHTS, weights_mask)
+    attr.set_scales_mask(dnnq.DNNL_ARG_DST, 0)
+    if src_zp:
+        attr.set_zero_points_mask(dnnq.DNNL_ARG_SRC, 0)
+    if dst_zp:
+        attr.set_zero_points_mask(dnnq.DNNL_ARG_DST, 0)
+    po = dnnq.PostOps()
+    for op in post_ops:
+        if op[0] == "sum":
+            po.append_sum(op[1], op[2])
+        else:
+            po.append_eltwise(*op)
+    attr.set_post_ops(po)
+    return attr
+
+
 def _conv(cap, shape, OC, sdt, ddt, post_ops=(), src_zp=False, threads=1):
     """A 1x1 channels-last convolution created under the ISA cap `cap`."""
     N, IC, H, W = shape
     old = dnnq.set_max_cpu_isa(cap)
     try:
-        attr = dnnq.PrimitiveAttr()
-        attr.set_scales_mask(dnnq.DNNL_ARG_SRC, 0)
-        attr.set_scales_mask(dnnq.DNNL_ARG_WEIGHTS, 1)
-        attr.set_scales_mask(dnnq.DNNL_ARG_DST, 0)
-        if src_zp:
-            attr.set_zero_points_mask(dnnq.DNNL_ARG_SRC, 0)
-        if ddt in ("u8", "s8"):
-            attr.set_zero_points_mask(dnnq.DNNL_ARG_DST, 0)
-        po = dnnq.PostOps()
-        for op in post_ops:
-            if op[0] == "sum":
-                po.append_sum(op[1], op[2])
-            else:
-                po.append_eltwise(*op)
-        attr.set_post_ops(po)
+        attr = _attr(1, src_zp, ddt in ("u8", "s8"), post_ops)
         return dnnq.Convolution(MD(shape, sdt, "nhwc"), MD((OC, IC, 1, 1), "s8"),
                                 MD((N, OC, H, W), ddt, "nhwc"), bias_desc=MD((OC,), "f32"),
                                 strides=1, padding_l=0, padding_r=0, attr=attr)
@@ -109,24 +117,29 @@ def _conv(cap, shape, OC, sdt, ddt, post_ops=(), src_zp=False, threads=1):
         dnnq.set_max_cpu_isa(old)
 
 
-def _run(conv, src, w, bias, ws, prev, src_zp, threads):
+def _run(conv, src, w, bias, ws, prev, src_zp, threads, dst_scale=2.5, dst_zp=None):
+    """One execution: source scale 0.05, weights scales ws, the dst scale, zero points where
+    given (None: none), the dst's previous values for a sum where given."""
     a = {dnnq.DNNL_ARG_SRC: src, dnnq.DNNL_ARG_WEIGHTS: conv.prepare_weights(w),
          dnnq.DNNL_ARG_BIAS: bias,
          dnnq.DNNL_ARG_SCALE | dnnq.DNNL_ARG_SRC: np.float32([0.05]),
          dnnq.DNNL_ARG_SCALE | dnnq.DNNL_ARG_WEIGHTS: ws,
-         dnnq.DNNL_ARG_SCALE | dnnq.DNNL_ARG_DST: np.float32([2.5])}
-    if src_zp:
-        a[dnnq.DNNL_ARG_ATTR_ZERO_POINTS | dnnq.DNNL_ARG_SRC] = np.int32([9])
-    if conv.dst_desc.dt in ("u8", "s8"):
-        a[dnnq.DNNL_ARG_ATTR_ZERO_POINTS | dnnq.DNNL_ARG_DST] = np.int32([5])
+         dnnq.DNNL_ARG_SCALE | dnnq.DNNL_ARG_DST: np.float32([dst_scale])}
+    if src_zp is not None:
+        a[dnnq.DNNL_ARG_ATTR_ZERO_POINTS | dnnq.DNNL_ARG_SRC] = np.int32([src_zp])
+    if dst_zp is not None:
+        a[dnnq.DNNL_ARG_ATTR_ZERO_POINTS | dnnq.DNNL_ARG_DST] = np.int32([dst_zp])
     if prev is not None:
         a[dnnq.DNNL_ARG_DST] = prev.copy()
-    old = dnnq.get_num_threads()
-    dnnq.set_num_threads(threads)
-    try:
+    with dnnq_threads(threads):
         return conv.execute(a)
-    finally:
-        dnnq.set_num_threads(old)
+
+
+def _run_1x1(conv, src, w, bias, ws, prev, src_zp, threads):
+    """_run as the 1x1 tests take it: source zero point 9 where asked, dst zero point 5 for
+    an 8-bit dst (the attribute _conv sets)."""
+    return _run(conv, src, w, bias, ws, prev, 9 if src_zp else None, threads,
+                dst_zp=5 if conv.dst_desc.dt in ("u8", "s8") else None)
 
 
 _RNG = np.random.default_rng(2024)
@@ -164,8 +177,8 @@ def test_one_by_one_amx_equals_avx512_vnni(shape, OC, sdt, ddt):
     vnni = _conv("avx512_core_vnni", shape, OC, sdt, ddt)
     assert amx.impl_info.startswith("avx512_core_amx:brgconv_1x1"), amx.impl_info
     assert vnni.impl_info.startswith("avx512_core_vnni:"), vnni.impl_info
-    got = _run(amx, *data, False, 1)
-    want = _run(vnni, *data, False, 1)
+    got = _run_1x1(amx, *data, False, 1)
+    want = _run_1x1(vnni, *data, False, 1)
     np.testing.assert_array_equal(got, want)
     if ddt == "s32":  # the integer sums themselves, against numpy
         src, w, bias, ws, _ = data
@@ -191,8 +204,8 @@ def test_one_by_one_amx_post_ops_zero_points_threads(post_ops, threads):
         amx = _conv("avx512_core_amx", shape, OC, "u8", "u8", post_ops, src_zp=True)
         vnni = _conv("avx512_core_vnni", shape, OC, "u8", "u8", post_ops, src_zp=True)
         assert amx.impl_info.startswith("avx512_core_amx:"), amx.impl_info
-        np.testing.assert_array_equal(_run(amx, *data, True, threads),
-                                      _run(vnni, *data, True, 1))
+        np.testing.assert_array_equal(_run_1x1(amx, *data, True, threads),
+                                      _run_1x1(vnni, *data, True, 1))
 
 
 @emulated_only
@@ -226,19 +239,7 @@ def _kxk(cap, shape, OC, k, stride, pad, sdt, ddt, post_ops=(), src_zp=None, gro
     wdims = (OC, IC, k, k) if groups == 1 else (groups, OC // groups, IC // groups, k, k)
     old = dnnq.set_max_cpu_isa(cap)
     try:
-        attr = dnnq.PrimitiveAttr()
-        attr.set_scales_mask(dnnq.DNNL_ARG_SRC, 0)
-        attr.set_scales_mask(dnnq.DNNL_ARG_WEIGHTS, 3 if groups > 1 else 1)  # per OC
-        attr.set_scales_mask(dnnq.DNNL_ARG_DST, 0)
-        if src_zp is not None:
-            attr.set_zero_points_mask(dnnq.DNNL_ARG_SRC, 0)
-        po = dnnq.PostOps()
-        for op in post_ops:
-            if op[0] == "sum":
-                po.append_sum(op[1], op[2])
-            else:
-                po.append_eltwise(*op)
-        attr.set_post_ops(po)
+        attr = _attr(3 if groups > 1 else 1, src_zp is not None, False, post_ops)  # per OC
         return dnnq.Convolution(MD(shape, sdt, "nhwc"), MD(wdims, "s8"),
                                 MD((N, OC, OH, OW), ddt, "nhwc"), bias_desc=MD((OC,), "f32"),
                                 strides=stride, padding_l=pad, padding_r=pad,
@@ -248,21 +249,7 @@ def _kxk(cap, shape, OC, k, stride, pad, sdt, ddt, post_ops=(), src_zp=None, gro
 
 
 def _run_kxk(conv, src, w, bias, ws, src_zp, prev, threads):
-    a = {dnnq.DNNL_ARG_SRC: src, dnnq.DNNL_ARG_WEIGHTS: conv.prepare_weights(w),
-         dnnq.DNNL_ARG_BIAS: bias,
-         dnnq.DNNL_ARG_SCALE | dnnq.DNNL_ARG_SRC: np.float32([0.05]),
-         dnnq.DNNL_ARG_SCALE | dnnq.DNNL_ARG_WEIGHTS: ws,
-         dnnq.DNNL_ARG_SCALE | dnnq.DNNL_ARG_DST: np.float32([6.5])}
-    if src_zp is not None:
-        a[dnnq.DNNL_ARG_ATTR_ZERO_POINTS | dnnq.DNNL_ARG_SRC] = np.int32([src_zp])
-    if prev is not None:
-        a[dnnq.DNNL_ARG_DST] = prev.copy()
-    old = dnnq.get_num_threads()
-    dnnq.set_num_threads(threads)
-    try:
-        return conv.execute(a)
-    finally:
-        dnnq.set_num_threads(old)
+    return _run(conv, src, w, bias, ws, prev, src_zp, threads, dst_scale=6.5)
 
 
 def _sums_numpy(src, w, stride, pad, dilation, groups, src_zp):
@@ -378,15 +365,7 @@ def _deconv_ks(cap, shape, OC, k, sdt, ddt, src_zp):
     N, IC, H, W = shape
     old = dnnq.set_max_cpu_isa(cap)
     try:
-        attr = dnnq.PrimitiveAttr()
-        attr.set_scales_mask(dnnq.DNNL_ARG_SRC, 0)
-        attr.set_scales_mask(dnnq.DNNL_ARG_WEIGHTS, 1)
-        attr.set_scales_mask(dnnq.DNNL_ARG_DST, 0)
-        if src_zp is not None:
-            attr.set_zero_points_mask(dnnq.DNNL_ARG_SRC, 0)
-        po = dnnq.PostOps()
-        po.append_eltwise("relu", 0.0, 0.0)
-        attr.set_post_ops(po)
+        attr = _attr(1, src_zp is not None, False, (("relu", 0.0, 0.0),))
         return dnnq.Deconvolution(MD(shape, sdt, "nhwc"), MD((OC, IC, k, k), "s8"),
                                   MD((N, OC, H * k, W * k), ddt, "nhwc"),
                                   bias_desc=MD((OC,), "f32"), strides=k, padding_l=0,

@@ -14,6 +14,7 @@ from dnnq import (MemoryDesc as MD, PrimitiveAttr, PostOps, DNNL_ARG_SRC, DNNL_A
 from dnnq.primitives import _impls
 import dnnq.testing as onednn
 from _f32_ref import deconv_f64, sum_bound
+from _threads import dnnq_threads
 
 F32 = np.float32
 
@@ -27,12 +28,8 @@ def _deconv(x_shape, w_shape, k, dst_dt="f32", attr=None, bias=True, tag=None):
                               padding_l=(0,) * nsp, padding_r=(0,) * nsp, attr=attr)
 
 
-@pytest.fixture(autouse=True)
-def _no_primitive_cache():
-    """Each creation walks the implementation list (a cached primitive keeps its kernel)."""
-    old = dnnq.set_primitive_cache_capacity(0)
-    yield
-    dnnq.set_primitive_cache_capacity(old)
+# each creation walks the implementation list (a cached primitive keeps its kernel)
+pytestmark = pytest.mark.usefixtures("no_primitive_cache")
 
 
 def _column_kernel(monkeypatch):
@@ -50,12 +47,8 @@ def _run(p, x, w, b, extra=None, threads=1):
     if b is not None:
         a[DNNL_ARG_BIAS] = b
     a.update(extra or {})
-    old = dnnq.get_num_threads()
-    dnnq.set_num_threads(threads)
-    try:
+    with dnnq_threads(threads):
         return p.execute(a)
-    finally:
-        dnnq.set_num_threads(old)
 
 
 # (source shape, OC, kernel = stride): kw * OC below, at and past 16 / 32 / 64 columns (past

@@ -227,18 +227,20 @@ static int ks_lanes_fits(const dnnq_conv_t *cv) {
 }
 
 /* the epilogue of cnt source pixels' outputs of one kernel row, gathered into rows of pe
- * pixels at flat, to the output row at dst (gr: the item's epilogue) */
+ * pixels at flat (s32, or f32 for an f32 plan), to the output row at dst (gr: the item's
+ * epilogue) */
 static void ks_finish_run(const dnnq_conv_t *cv, dnnq_gemm_args_t *gr, char *dst, int64_t cnt,
-                          int64_t nk, int64_t pe, const int32_t *flat) {
+                          int64_t nk, int64_t pe, const void *flat) {
     const int64_t full = cnt / pe, rem = cnt % pe;
     gr->dst = dst;
-    if (full) {
-        gr->N = pe * nk;
-        cv->epilogue(gr, 0, 0, (int)full, 0, flat);
-    }
-    if (rem) {
-        gr->N = rem * nk;
-        cv->epilogue(gr, 0, full, 1, 0, flat + full * DNNQ_NR);
+    for (int part = 0; part < 2; ++part) {
+        const int64_t m = part ? full : 0, rows = part ? 1 : full;
+        if (!(part ? rem : full)) continue;
+        gr->N = (part ? rem : pe) * nk;
+        if (cv->f32)
+            cv->epilogue_f32(gr, 0, m, (int)rows, 0, (const float *)flat + m * DNNQ_NR);
+        else
+            cv->epilogue(gr, 0, m, (int)rows, 0, (const int32_t *)flat + m * DNNQ_NR);
     }
 }
 
@@ -272,12 +274,22 @@ static void ks_lanes_row(const dnnq_conv_t *cv, const dnnq_gemm_args_t *gs, cons
 #endif
 }
 
+/* the item's image n and its source rows [sr0, sr1) (the plan's mc: whole source rows'
+ * output pixels) */
+static void ks_item_rows(const dnnq_conv_t *cv, int64_t item, int64_t *n, int64_t *sr0,
+                         int64_t *sr1) {
+    const int64_t srows = cv->id * cv->ih;
+    const int64_t per = cv->mc / (cv->kd * cv->kh * cv->ow); /* source rows per item */
+    const int64_t nblk = (srows + per - 1) / per;
+    *n = item / nblk;
+    *sr0 = (item % nblk) * per;
+    *sr1 = *sr0 + per < srows ? *sr0 + per : srows;
+}
+
 int dnnq_conv_run_item_deconv_ks(const dnnq_conv_t *cv, int64_t item) {
     const int64_t srows = cv->id * cv->ih, nrow = cv->kd * cv->kh;
-    const int64_t per = cv->mc / (nrow * cv->ow); /* source rows per item */
-    const int64_t nblk = (srows + per - 1) / per;
-    const int64_t n = item / nblk, sr0 = (item % nblk) * per;
-    const int64_t sr1 = sr0 + per < srows ? sr0 + per : srows;
+    int64_t n, sr0, sr1;
+    ks_item_rows(cv, item, &n, &sr0, &sr1);
     const int64_t OC = cv->OC, nk = cv->kw * OC, iw = cv->iw, IC = cv->IC;
     const int64_t pe = nk <= DNNQ_NR ? DNNQ_NR / nk : 1, we = pe * nk;
     const int64_t bstep = cv->K4 * 4 * DNNQ_NR;
@@ -405,27 +417,10 @@ int dnnq_conv_prepare_f32_deconv_ks(dnnq_conv_t *cv) {
     return 0;
 }
 
-/* the f32 epilogue of cnt source pixels' outputs gathered at flat (rows of pe pixels) */
-static void ks_finish_run_f32(const dnnq_conv_t *cv, dnnq_gemm_args_t *gr, char *dst, int64_t cnt,
-                              int64_t nk, int64_t pe, const float *flat) {
-    const int64_t full = cnt / pe, rem = cnt % pe;
-    gr->dst = dst;
-    if (full) {
-        gr->N = pe * nk;
-        cv->epilogue_f32(gr, 0, 0, (int)full, 0, flat);
-    }
-    if (rem) {
-        gr->N = rem * nk;
-        cv->epilogue_f32(gr, 0, full, 1, 0, flat + full * DNNQ_NR);
-    }
-}
-
 int dnnq_conv_run_item_f32_deconv_ks(const dnnq_conv_t *cv, int64_t item) {
     const int64_t srows = cv->id * cv->ih, nrow = cv->kd * cv->kh;
-    const int64_t per = cv->mc / (nrow * cv->ow); /* source rows per item */
-    const int64_t nblk = (srows + per - 1) / per;
-    const int64_t n = item / nblk, sr0 = (item % nblk) * per;
-    const int64_t sr1 = sr0 + per < srows ? sr0 + per : srows;
+    int64_t n, sr0, sr1;
+    ks_item_rows(cv, item, &n, &sr0, &sr1);
     const int64_t OC = cv->OC, nk = cv->kw * OC, iw = cv->iw, IC = cv->IC, K = cv->kpair;
     const int64_t pe = nk <= DNNQ_NR ? DNNQ_NR / nk : 1, we = pe * nk;
 
@@ -477,8 +472,8 @@ int dnnq_conv_run_item_f32_deconv_ks(const dnnq_conv_t *cv, int64_t item) {
                     }
                     xr += mr;
                 }
-                if (pe > 1) ks_finish_run_f32(cv, &gr, dst_img + (m_row + x0) * nk * esz, cnt,
-                                              nk, pe, flat);
+                if (pe > 1) ks_finish_run(cv, &gr, dst_img + (m_row + x0) * nk * esz, cnt, nk,
+                                          pe, flat);
             }
         }
     }

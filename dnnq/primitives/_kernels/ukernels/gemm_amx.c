@@ -285,6 +285,12 @@ static void amx_stage_pair(uint8_t *buf, const dnnq_br_pair_t *q, int mr, int64_
     }
 }
 
+/* the pair's k blocks loaded straight from the source: the whole 64-byte blocks of dense u8
+ * rows with a row stride (the others are staged) */
+DNNQ_ALWAYS_INLINE int64_t amx_br_direct_blocks(const dnnq_br_pair_t *q, uint8_t x) {
+    return x || q->rows || !q->lda ? 0 : q->K / 64;
+}
+
 /* A of k block k0 for rows [r0, r0 + 16): straight from the source (*stride = lda), or from the
  * staged copy (stride 64; staged once per block, by the call for r0 = 0) */
 DNNQ_ALWAYS_INLINE const uint8_t *amx_br_a(const dnnq_br_pair_t *q, int mr, int64_t k0, uint8_t x,
@@ -318,8 +324,7 @@ DNNQ_ALWAYS_INLINE void amx_br_wide(const int NCB, int mr, int64_t npairs,
 #undef AMX_BR_START
     for (int64_t i = 0; i < npairs; ++i) {
         const dnnq_br_pair_t *q = pairs + i;
-        const int64_t nkb = (q->K + 63) / 64;
-        const int64_t ndirect = x || q->rows || !q->lda ? 0 : q->K / 64;
+        const int64_t nkb = (q->K + 63) / 64, ndirect = amx_br_direct_blocks(q, x);
         for (int64_t kb = 0; kb < nkb; ++kb) {
             const int64_t k0 = kb * 64;
             int64_t sa;
@@ -371,8 +376,7 @@ DNNQ_ALWAYS_INLINE void amx_br_half(const int NCB, int mr, int64_t npairs,
     }
     for (int64_t i = 0; i < npairs; ++i) {
         const dnnq_br_pair_t *q = pairs + i;
-        const int64_t nkb = (q->K + 63) / 64;
-        const int64_t ndirect = x || q->rows || !q->lda ? 0 : q->K / 64;
+        const int64_t nkb = (q->K + 63) / 64, ndirect = amx_br_direct_blocks(q, x);
         for (int64_t kb = 0; kb < nkb; ++kb) {
             const int64_t k0 = kb * 64;
             const int direct = kb < ndirect;
