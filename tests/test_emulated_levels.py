@@ -20,6 +20,8 @@ import pytest
 
 import dnnq
 from dnnq import MemoryDesc as MD
+from dnnq.primitives import _plan
+from dnnq.primitives._kernels import _gemm
 from _threads import dnnq_threads
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -397,3 +399,61 @@ def test_deconv_kernel_stride_amx_equals_avx512_vnni(shape, OC, k, sdt, ddt, src
     assert vnni._impl.name == "deconv_ks", vnni._impl.name
     np.testing.assert_array_equal(_run_kxk(amx, src, w, bias, ws, src_zp, None, threads),
                                   _run_kxk(vnni, src, w, bias, ws, src_zp, None, 1))
+
+
+def _amx_case(rng, mr, Ks, modes, s8, accumulate, width):
+    """One call of the AMX batch-reduce kernel against numpy int64 (wrapping s32): pairs of
+    dense A (a row stride of 0 too: the zero-point row of padded taps), A by row pointers, or
+    pointers with rows at a shared padding row; each panel followed by non-zero bytes up to
+    its last whole k block, which the zero-padded A must cancel."""
+    base_len = 8192
+    src_dt = np.int8 if s8 else np.uint8
+    lo, hi = (-128, 128) if s8 else (0, 256)
+    vals = rng.integers(lo, hi, base_len).astype(src_dt)
+    pad_off = base_len - 700
+    vals[pad_off:pad_off + 600] = src_dt(rng.integers(lo, hi))
+    pairs, ref = [], np.zeros((mr, 64), np.int64)
+    for K, mode in zip(Ks, modes):
+        w = rng.integers(-128, 128, (K, 64)).astype(np.int8)
+        packed, _ = _gemm.pack_weights_vnni(w)
+        K4 = (K + 3) // 4
+        panel = rng.integers(-128, 128, -(-K // 64) * 64 * 64).astype(np.int8)
+        panel[:K4 * 256] = packed[:K4 * 256]
+        if mode in ("dense", "stride0"):
+            lda = 0 if mode == "stride0" else K + int(rng.integers(0, 70))
+            off = int(rng.integers(0, 300))
+            offs = off + lda * np.arange(mr)
+            pairs.append((None, (off, lda), panel, K))
+        else:
+            offs = rng.integers(0, pad_off - K, mr).astype(np.int64)
+            if mode == "padded":
+                offs[rng.random(mr) < 0.5] = pad_off
+            pairs.append((offs, None, panel, K))
+        a = np.stack([vals[o:o + K] for o in offs]).astype(np.int64) + (128 if s8 else 0)
+        ref += a @ w.astype(np.int64)
+    c0 = rng.integers(-2**20, 2**20, (mr, 64)).astype(np.int32)
+    c = c0.copy()
+    assert _gemm.brgemm_micro_kernel(_plan.ISA_CODE["avx512_core_amx"], vals.view(np.uint8),
+                                     pairs, s8, accumulate, c, width, amx=True)
+    expect = ref + (c0 if accumulate else 0)
+    expect = (expect.astype(np.uint64) & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
+    np.testing.assert_array_equal(c[:, :width], expect[:, :width])
+
+
+@emulated_only
+@pytest.mark.parametrize("width", [64, 32, 16])
+@pytest.mark.parametrize("s8", [False, True])
+def test_amx_batch_reduce_kernel_against_numpy(width, s8):
+    """Every row count up to 32 (one and two 16-row A tiles), K below / at / past 64-byte k
+    blocks, every A mode, overwrite and accumulate, several pairs a call."""
+    rng = np.random.default_rng(31 + width + s8)
+    for mr in range(1, _gemm.AMX_BR_ROWS + 1):
+        for K in (1, 3, 4, 17, 63, 64, 65, 128, 130):
+            mode = ("dense", "stride0", "indirect", "padded")[(mr + K) % 4]
+            _amx_case(rng, mr, [K], [mode], s8, bool((mr * K) % 2), width)
+    for _ in range(20):
+        mr = int(rng.integers(1, _gemm.AMX_BR_ROWS + 1))
+        n = int(rng.integers(1, 10))
+        _amx_case(rng, mr, [int(k) for k in rng.integers(1, 200, n)],
+                  [str(m) for m in rng.choice(["dense", "stride0", "indirect", "padded"], n)],
+                  s8, bool(rng.integers(0, 2)), width)

@@ -18,7 +18,8 @@ from dnnq.primitives._kernels._kernels cimport (
     dnnq_gemm_ukr_fn,
     dnnq_gemm_block_for_isa, dnnq_gemm_ukr_for_isa, dnnq_gemm_mr_for_isa, dnnq_pack_b,
     dnnq_br_pair_t, dnnq_brgemm_ukr_fn, dnnq_brgemm_ukr_for_isa, dnnq_brgemm_mr_for_isa,
-    dnnq_brgemm_ukr_n32_for_isa, dnnq_brgemm_ukr_n16_for_isa,
+    dnnq_brgemm_ukr_n32_for_isa, dnnq_brgemm_ukr_n16_for_isa, DNNQ_AMX_BR_MR,
+    dnnq_brgemm_amx_for, dnnq_amx_release,
     dnnq_dst_lines_shared, dnnq_shares_init, dnnq_share_next, DNNQ_ROWS_OUTER_MAX_WEIGHTS,
     DNNQ_F32_MR, dnnq_br_pair_f32_t, dnnq_brgemm_f32_for_isa, dnnq_gemm_block_f32_for_isa,
     dnnq_pack_b_f32, DNNQ_MAX_POST, DNNQ_A_SWAP, DNNQ_A_SIGNED,
@@ -223,7 +224,7 @@ def brgemm_rows(int isa):
 
 
 def brgemm_micro_kernel(int isa, const uint8_t[::1] base, list pairs, bint s8_src,
-                        bint accumulate, int32_t[:, ::1] c, int width=64):
+                        bint accumulate, int32_t[:, ::1] c, int width=64, bint amx=False):
     """Run the batch-reduce micro-kernel once (tests): c (mr, 64) (+)= sum over the pairs.
 
     width 32 / 16: the narrow-panel kernel (dnnq_brgemm_ukr_n32 / _n16: only the first 32 /
@@ -234,13 +235,26 @@ def brgemm_micro_kernel(int isa, const uint8_t[::1] base, list pairs, bint s8_sr
     ignored), dense A when row_offsets is None and dense = (offset, lda); packed_panel is one
     packed 64-column panel (int8, 1-D).  Every row read is checked to lie inside base here
     (the kernel itself trusts its pointers).
+
+    amx: the AMX batch-reduce kernel of the tiled convolution path (dnnq_brgemm_amx_for; up to
+    AMX_BR_ROWS rows; only where the CPU runs AMX tiles or their emulation is on): its B tiles
+    read whole 64-byte k blocks, so the panel must hold ceil(K / 64) * 16 k groups.
     """
     cdef int mr = c.shape[0]
     cdef int64_t npairs = len(pairs), i, r, off, lda, K
-    if c.shape[1] != 64 or mr < 1 or mr > dnnq_brgemm_mr_for_isa(isa):
-        raise ValueError("c must be (mr, 64) with 1 <= mr <= brgemm_rows(isa)")
+    cdef int mr_cap = DNNQ_AMX_BR_MR if amx else dnnq_brgemm_mr_for_isa(isa)
+    if c.shape[1] != 64 or mr < 1 or mr > mr_cap:
+        raise ValueError("c must be (mr, 64) with 1 <= mr <= brgemm_rows(isa) (AMX_BR_ROWS)")
     cdef dnnq_brgemm_ukr_fn ukr = dnnq_brgemm_ukr_for_isa(isa)
-    if width == 32:
+    if amx:
+        from dnnq.primitives._dispatch import cpu_info
+        info = cpu_info()
+        if not (info["amx_emulated"] or (info["amx_int8"] and info["os_grants_amx"])):
+            raise ValueError("amx: the CPU runs no AMX tiles (nor their emulation)")
+        if width not in (16, 32, 64):
+            raise ValueError("width must be 64, 32 or 16")
+        ukr = dnnq_brgemm_amx_for(width)
+    elif width == 32:
         ukr = dnnq_brgemm_ukr_n32_for_isa(isa)
     elif width == 16:
         ukr = dnnq_brgemm_ukr_n16_for_isa(isa)
@@ -261,7 +275,7 @@ def brgemm_micro_kernel(int isa, const uint8_t[::1] base, list pairs, bint s8_sr
             offsets, dense, packed, K = pairs[i]
             panel = packed
             keep.append(packed)
-            if panel.shape[0] < ((K + 3) // 4) * 256:
+            if panel.shape[0] < (((K + 63) // 64) * 16 if amx else (K + 3) // 4) * 256:
                 raise ValueError("packed panel too short for K")
             q[i].K = K
             q[i].b = &panel[0] if panel.shape[0] else NULL
@@ -285,9 +299,15 @@ def brgemm_micro_kernel(int isa, const uint8_t[::1] base, list pairs, bint s8_sr
                 q[i].rows = rows + i * mr
         ukr(mr, npairs, q, DNNQ_A_XOR_S8 if s8_src else 0, accumulate, &c[0, 0])
     finally:
+        if amx:
+            dnnq_amx_release()
         free(q)
         free(rows)
     return True
+
+
+#: the most rows of one AMX batch-reduce call
+AMX_BR_ROWS = DNNQ_AMX_BR_MR
 
 
 def micro_kernel_rows(int isa):
