@@ -7,12 +7,14 @@ import numpy as np
 
 from dnnq.errors import InvalidArguments
 from dnnq.primitives._kernels._conv import DW_ROWSK_KW
+from dnnq.primitives._kernels._gemm import AMX_B_SLACK
 from dnnq.primitives._plan import aligned_empty
 
 NR = 64
-#: zero bytes after the int8 panels: the AMX GEMM (1x1 convolutions at the AMX level) reads
-#: up to 15 k-group rows of 4 x NR bytes past a panel's end, as _gemm.packed_size allows for
-AMX_SLACK = 16 * 4 * NR
+#: zero bytes after the int8 panels: the AMX kernels (1x1 GEMMs, the tiled path) read up to
+#: 15 k-group rows of 4 x NR bytes past a panel's end (ukernels/dnnq_kernels.h), as
+#: _gemm.packed_size allows for
+AMX_SLACK = AMX_B_SLACK
 
 
 def spatial_param(prim, name, value, nsp, lo, default=None):

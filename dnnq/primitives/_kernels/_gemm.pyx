@@ -19,7 +19,7 @@ from dnnq.primitives._kernels._kernels cimport (
     dnnq_gemm_block_for_isa, dnnq_gemm_ukr_for_isa, dnnq_gemm_mr_for_isa, dnnq_pack_b,
     dnnq_br_pair_t, dnnq_brgemm_ukr_fn, dnnq_brgemm_ukr_for_isa, dnnq_brgemm_mr_for_isa,
     dnnq_brgemm_ukr_n32_for_isa, dnnq_brgemm_ukr_n16_for_isa, DNNQ_AMX_BR_MR,
-    dnnq_brgemm_amx_for, dnnq_amx_release,
+    dnnq_brgemm_amx_for, dnnq_amx_release, DNNQ_AMX_B_SLACK,
     dnnq_dst_lines_shared, dnnq_shares_init, dnnq_share_next, DNNQ_ROWS_OUTER_MAX_WEIGHTS,
     DNNQ_F32_MR, dnnq_br_pair_f32_t, dnnq_brgemm_f32_for_isa, dnnq_gemm_block_f32_for_isa,
     dnnq_pack_b_f32, DNNQ_MAX_POST, DNNQ_A_SWAP, DNNQ_A_SIGNED,
@@ -76,9 +76,9 @@ cdef class _Buffers:
 
 def packed_size(int64_t K, int64_t N):
     """Bytes of the packed layout of a (K, N) s8 matrix."""
-    # + 16 k-group rows of slack: the AMX kernel's last B tile of a panel reads up to 15 rows
-    # past it (they meet zero source bytes)
-    return ((N + DNNQ_NR - 1) // DNNQ_NR) * ((K + 3) // 4) * 4 * DNNQ_NR + 16 * 4 * DNNQ_NR
+    # + the AMX kernels' slack: their last B tile of a panel reads up to 15 k-group rows past
+    # it (they meet zero source bytes)
+    return ((N + DNNQ_NR - 1) // DNNQ_NR) * ((K + 3) // 4) * 4 * DNNQ_NR + DNNQ_AMX_B_SLACK
 
 
 def pack_weights_vnni(w):
@@ -306,8 +306,10 @@ def brgemm_micro_kernel(int isa, const uint8_t[::1] base, list pairs, bint s8_sr
     return True
 
 
-#: the most rows of one AMX batch-reduce call
+#: the most rows of one AMX batch-reduce call, and the bytes a B operand of the AMX kernels
+#: must have readable past its last k group (ukernels/dnnq_kernels.h)
 AMX_BR_ROWS = DNNQ_AMX_BR_MR
+AMX_B_SLACK = DNNQ_AMX_B_SLACK
 
 
 def micro_kernel_rows(int isa):

@@ -88,6 +88,7 @@ cdef extern from "dnnq_kernels.h" nogil:
     dnnq_brgemm_ukr_fn dnnq_brgemm_ukr_n16_for_isa(int isa)
     int dnnq_brgemm_mr_for_isa(int isa)
     int DNNQ_AMX_BR_MR
+    int DNNQ_AMX_B_SLACK
     dnnq_brgemm_ukr_fn dnnq_brgemm_amx_for(int64_t ncols)
     void dnnq_amx_release()
     dnnq_gemm_epilogue_fn dnnq_gemm_epilogue_for_isa(int isa)

@@ -37,7 +37,9 @@ int dnnq_conv_prepare_deconv_ks(dnnq_conv_t *cv) {
     if (!cv->packed) return 0;
     const int64_t nrow = cv->kd * cv->kh, kw = cv->kw, OC = cv->OC, ntap = cv->npairs;
     const int64_t bstep = cv->K4 * 4 * DNNQ_NR;
-    int8_t *pk = (int8_t *)aligned_alloc(64, (size_t)(nrow * bstep));
+    /* (+ the AMX kernels' slack past the last panel: deconv_ks_amx plans read it) */
+    const int64_t pk_bytes = nrow * bstep + DNNQ_AMX_B_SLACK;
+    int8_t *pk = (int8_t *)aligned_alloc(64, (size_t)pk_bytes);
     int32_t *comp = (int32_t *)aligned_alloc(64, sizeof(int32_t) * DNNQ_NR * (size_t)nrow);
     int32_t *zc = (int32_t *)aligned_alloc(64, sizeof(int32_t) * DNNQ_NR * (size_t)(ntap + 1));
     if (!pk || !comp || !zc) {
@@ -46,7 +48,7 @@ int dnnq_conv_prepare_deconv_ks(dnnq_conv_t *cv) {
         free(zc);
         return -1;
     }
-    memset(pk, 0, (size_t)(nrow * bstep));
+    memset(pk, 0, (size_t)pk_bytes);
     for (int64_t r = 0; r < nrow; ++r)
         for (int64_t j = 0; j < kw; ++j) {
             const int8_t *tp = cv->packed + (r * kw + j) * bstep; /* tap (r, j), [K4][64][4] */

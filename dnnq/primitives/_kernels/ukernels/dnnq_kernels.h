@@ -190,6 +190,9 @@ int dnnq_brgemm_mr_for_isa(int isa);  /* the largest mr one call takes */
  * tile configuration loaded between calls: the caller ends it with dnnq_amx_release() on the
  * same thread before it returns. */
 #define DNNQ_AMX_BR_MR 32
+/* bytes a B operand must have readable past its last k group for the AMX kernels: their last
+ * B tile reads up to 15 k-group rows of 256 bytes past a panel (zero A columns meet them) */
+#define DNNQ_AMX_B_SLACK (16 * 4 * DNNQ_NR)
 dnnq_brgemm_ukr_fn dnnq_brgemm_amx_for(int64_t ncols);
 void dnnq_amx_release(void);
 #define DNNQ_DECLARE_AMX_BR(isa)                                                               \
