@@ -18,15 +18,20 @@ def _panel(w):
     return packed[: max(K4, 1) * 256].copy()
 
 
-def _run_case(isa, rng, mr, Ks, modes, s8, accumulate, ncols=64, width=64):
-    code = _plan.ISA_CODE[isa]
-    base_len = 4096
+def source_bytes(rng, base_len, pad_off, pad_len, s8):
+    """Random u8 / s8 source bytes whose [pad_off, pad_off + pad_len) is a padding row: one
+    zero-point value repeated (what an implicit-GEMM convolution points padded taps at)."""
     src_dt = np.int8 if s8 else np.uint8
     lo, hi = (-128, 128) if s8 else (0, 256)
-    base_vals = rng.integers(lo, hi, base_len).astype(src_dt)
-    # the padding row: a zero point value repeated (what an implicit-GEMM conv points at)
-    pad_off = base_len - 600
-    base_vals[pad_off:pad_off + 512] = src_dt(rng.integers(lo, hi))
+    vals = rng.integers(lo, hi, base_len).astype(src_dt)
+    vals[pad_off:pad_off + pad_len] = src_dt(rng.integers(lo, hi))
+    return vals
+
+
+def _run_case(isa, rng, mr, Ks, modes, s8, accumulate, ncols=64, width=64):
+    code = _plan.ISA_CODE[isa]
+    base_len, pad_off = 4096, 4096 - 600
+    base_vals = source_bytes(rng, base_len, pad_off, 512, s8)
     base = base_vals.view(np.uint8)
     pairs, ref = [], np.zeros((mr, 64), np.int64)
     for K, mode in zip(Ks, modes):

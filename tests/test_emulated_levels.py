@@ -23,6 +23,7 @@ from dnnq import MemoryDesc as MD
 from dnnq.primitives import _plan
 from dnnq.primitives._kernels import _gemm
 from _threads import dnnq_threads
+from test_brgemm import source_bytes
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 INFO = dnnq.cpu_info()
@@ -406,12 +407,8 @@ def _amx_case(rng, mr, Ks, modes, s8, accumulate, width):
     dense A (a row stride of 0 too: the zero-point row of padded taps), A by row pointers, or
     pointers with rows at a shared padding row; each panel followed by non-zero bytes up to
     its last whole k block, which the zero-padded A must cancel."""
-    base_len = 8192
-    src_dt = np.int8 if s8 else np.uint8
-    lo, hi = (-128, 128) if s8 else (0, 256)
-    vals = rng.integers(lo, hi, base_len).astype(src_dt)
-    pad_off = base_len - 700
-    vals[pad_off:pad_off + 600] = src_dt(rng.integers(lo, hi))
+    pad_off = 8192 - 700
+    vals = source_bytes(rng, 8192, pad_off, 600, s8)
     pairs, ref = [], np.zeros((mr, 64), np.int64)
     for K, mode in zip(Ks, modes):
         w = rng.integers(-128, 128, (K, 64)).astype(np.int8)
