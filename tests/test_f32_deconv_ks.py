@@ -82,7 +82,7 @@ def test_kernel_is_stride_same_bits_as_column_kernel_and_float64(case, tag, monk
     xx = _channels_last(x) if tag else x
     p = _deconv(x_shape, w.shape, k, tag=tg)
     wide = k[-1] * OC > 64
-    assert p.impl_info == "avx512_core_vnni:brgconv_f32" or "brgconv_f32" in p.impl_info
+    assert "brgconv_f32" in p.impl_info, p.impl_info
     got = _run(p, xx, w, b)
     exact, mag = deconv_f64(x, w, k, (0,) * nsp, (0,) * nsp, (0,) * nsp)
     exact = exact + b.reshape((1, -1) + (1,) * nsp)

@@ -239,8 +239,9 @@ def _gemm_1x1(p, cap):
 
 
 def _gemm_1x1_amx(p, cap):
-    # (the tiled path has AMX tiles too, tiles_amx; depthwise, deconvolution and the
-    # general driver run the AVX512-VNNI kernels at the AMX level)
+    # (the tiled path and deconv_ks have AMX entries too, tiles_amx and deconv_ks_amx;
+    # depthwise, the column-phase deconvolution and the general driver run the AVX512-VNNI
+    # kernels at the AMX level)
     return _gemm_1x1(p, cap) or _why(
         (p["exact_sums"], "set_int8_numerics('avx2') (s16 pairs)"),
         (_amx_rows({"M": p["gemm_pixels"]}) is None,

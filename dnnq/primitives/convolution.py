@@ -287,9 +287,9 @@ class _ConvolutionBase(KernelChoice, CheckedExecute, F32Convolution, metaclass=C
             return _gemm.GemmPlan(isa_code, geo.N, geo.out_pixels, geo.OC, geo.IC,
                                   _plan.DT_CODE[self.dst_desc.dt], post_specs, False,
                                   False, self._ref_flags)
-        # AMX tiles hold up to 32 pixels (tiles_amx: the tiled path's micro-tiles on them)
+        # AMX tiles hold up to 32 pixels (tiles_amx, deconv_ks_amx: micro-tiles on them)
         amx = impl.isa == "avx512_core_amx"
-        mr = (32 if geo.depthwise else _conv.AMX_ROWS if amx else
+        mr = (32 if geo.depthwise else _gemm.AMX_BR_ROWS if amx else
               _conv.brgemm_rows(isa_code))
         npix = geo.out_pixels
         cols = geo.OC if geo.depthwise else geo.OCg

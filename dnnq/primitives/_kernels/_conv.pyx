@@ -63,10 +63,6 @@ def brgemm_rows(int isa):
     return min(mr, DNNQ_MR_MAX)
 
 
-#: pixels of one micro-tile of the tiled path on AMX tiles (tiles_amx)
-AMX_ROWS = DNNQ_AMX_BR_MR
-
-
 #: rows of one f32 micro-kernel call, the same at every level (ukernels/dnnq_f32.h)
 F32_ROWS = DNNQ_F32_MR
 # the largest f32 weights (bytes) for which f32 plans run pixels outermost (_gemm.pyx's
@@ -107,7 +103,7 @@ cdef class ConvPlan:
         output pixels per work item for a thread count (geom's mc is the creation's), asked
         again for each thread count an execution runs on; amx: the tiled path (or the
         deconv_ks kernel) runs the AMX batch-reduce kernel on micro-tiles of up to
-        mr <= AMX_ROWS pixels (the caller chose the AMX level)."""
+        mr <= _gemm.AMX_BR_ROWS pixels (the caller chose the AMX level)."""
         cdef int i
         cdef double work
         cdef dnnq_conv_t* cv = &self.cv

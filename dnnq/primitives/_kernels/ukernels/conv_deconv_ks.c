@@ -331,8 +331,7 @@ int dnnq_conv_run_item_deconv_ks(const dnnq_conv_t *cv, int64_t item) {
     /* (AMX plans: the AMX batch-reduce kernel, tiles of up to 32 source pixels, no fused
      * micro-kernel: dnnq_conv_build_tiles set the pointers) */
     const dnnq_brgemm_ukr_fn brg = dnnq_conv_brgemm_for(cv, nk);
-    const int mr_cap = cv->amx ? DNNQ_AMX_BR_MR : DNNQ_MR_MAX;
-    const int mr_max = cv->mr < mr_cap ? cv->mr : mr_cap;
+    const int mr_max = dnnq_conv_call_rows(cv);
     const uint8_t *img = cv->src + n * srows * iw * IC;
     const uint8_t *src_end = cv->src + cv->N * srows * iw * IC;
     int32_t tile[DNNQ_AMX_BR_MR * DNNQ_NR] __attribute__((aligned(64)));
@@ -442,7 +441,7 @@ int dnnq_conv_run_item_f32_deconv_ks(const dnnq_conv_t *cv, int64_t item) {
     char *const dst_img = (char *)gs.dst;
     const float *img = (const float *)(const void *)cv->src + n * srows * iw * IC;
     const float *pk = (const float *)(const void *)cv->ks_packed;
-    const int mr_max = cv->mr < DNNQ_MR_MAX ? cv->mr : DNNQ_MR_MAX;
+    const int mr_max = dnnq_conv_call_rows(cv);
     float tile[DNNQ_MR_MAX * DNNQ_NR] __attribute__((aligned(64)));
     const int64_t chunk = pe * KS_FLAT_ROWS; /* source pixels per epilogue call */
 
@@ -464,9 +463,7 @@ int dnnq_conv_run_item_f32_deconv_ks(const dnnq_conv_t *cv, int64_t item) {
                     const int mr = (int)(cnt - xr < mr_max ? cnt - xr : mr_max);
                     pair.a = srow + (x0 + xr) * IC;
                     cv->brgemm_f32(mr, (int)nk, 1, &pair, 0, tile);
-                    if (pe == 1) {
-                        gr.N = nk;
-                        gr.dst = dst_img;
+                    if (pe == 1) { /* (gr is gs: rows of nk outputs from the image's dst) */
                         cv->epilogue_f32(&gr, 0, m_row + x0 + xr, mr, 0, tile);
                     } else {
                         gather_rows((const int32_t *)(const void *)tile, mr, xr, nk, pe, NULL,

@@ -172,8 +172,7 @@ int dnnq_conv_build_tiles(dnnq_conv_t *cv) {
     if (cv->kernel != DNNQ_CONV_K_TILES && cv->kernel != DNNQ_CONV_K_F32_TILES) return 0;
     if (cv->deconv || cv->depthwise) return 0;
     if (cv->od * cv->oh > DNNQ_CONV_TILES_MAX_ROWS || cv->ow > DNNQ_CONV_TILES_MAX_OW) return 0;
-    const int mr_cap = cv->amx ? DNNQ_AMX_BR_MR : DNNQ_MR_MAX;
-    const int mr = cv->mr < mr_cap ? cv->mr : mr_cap;
+    const int mr = dnnq_conv_call_rows(cv);
     int64_t nt = image_tiles(cv, mr, NULL);
     dnnq_conv_tile_t *tiles = (dnnq_conv_tile_t *)malloc(sizeof(dnnq_conv_tile_t) * (size_t)nt);
     if (!tiles) return -1;
@@ -272,7 +271,7 @@ int dnnq_conv_run_item_tiles(const dnnq_conv_t *cv, int64_t item) {
     /* the pairs, the row pointers of raster tiles (mr per pair) and, for fold_kw, the gathered
      * kernel rows of a border pixel (kb bytes per pair) */
     const int64_t np_max = cv->npairs;
-    const int64_t rcap = cv->amx ? DNNQ_CONV_MR_MAX : DNNQ_MR_MAX; /* pixels of a tile */
+    const int64_t rcap = dnnq_conv_call_rows(cv); /* the most pixels of a tile */
     dnnq_br_pair_t *pairs = (dnnq_br_pair_t *)malloc(
         (sizeof(dnnq_br_pair_t) + sizeof(uint8_t *) * (size_t)rcap) * (size_t)np_max +
         (fold ? (size_t)(np_max * rcap * kb) : 0));

@@ -91,4 +91,3 @@ void dnnq_amx_release(void) {
     dnnq_amx_release_amx();
 #endif
 }
-

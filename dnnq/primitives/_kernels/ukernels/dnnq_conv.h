@@ -81,9 +81,10 @@ typedef struct dnnq_conv_s {
     int deconv;                      /* 1: the source pixel of a tap is (o + p - k*d) / s */
     int depthwise;                   /* 1: ICg = OCg = 1, the dedicated kernel */
     int fold_kw;                     /* pairs of K = KW * IC (G == 1, dense along w) */
-    /* 1: the tiled path runs the AMX batch-reduce kernel (dnnq_brgemm_amx_for) on micro-tiles
-     * of up to mr <= DNNQ_AMX_BR_MR pixels, without the fused-epilogue kernel (chosen at
-     * creation: dnnq.primitives._impls.CONV tiles_amx) */
+    /* 1: the tiled path or the deconv_ks kernel runs the AMX batch-reduce kernel
+     * (dnnq_brgemm_amx_for) on micro-tiles of up to mr <= DNNQ_AMX_BR_MR pixels, without the
+     * fused-epilogue kernel (chosen at creation: dnnq.primitives._impls.CONV tiles_amx,
+     * deconv_ks_amx) */
     int amx;
     int64_t kpair, npairs, K4, n_panels;
     int64_t mc;                      /* output pixels per work item */
@@ -164,6 +165,13 @@ static inline int dnnq_conv_fuse_kind(const dnnq_conv_t *cv, const dnnq_gemm_arg
     if (!cv->brgemm_epi || (cv->a_xor != DNNQ_A_U8 && cv->a_xor != DNNQ_A_XOR_S8)) return 0;
     const int kind = cv->epi_prepare(ge, 0, p, st);
     return kind && cv->a_xor ? dnnq_epi_kind_xor(kind) : kind;
+}
+
+/* Rows of one batch-reduce call of the plan (the pixels of a micro-tile): its mr, at most
+ * what the kernel takes (DNNQ_AMX_BR_MR on AMX tiles, else DNNQ_MR_MAX). */
+static inline int dnnq_conv_call_rows(const dnnq_conv_t *cv) {
+    const int cap = cv->amx ? DNNQ_AMX_BR_MR : DNNQ_MR_MAX;
+    return cv->mr < cap ? cv->mr : cap;
 }
 
 /* The batch-reduce micro-kernel for a panel of nc columns: the quarter / half-width one where

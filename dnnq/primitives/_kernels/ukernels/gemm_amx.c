@@ -104,15 +104,24 @@ static void amx_configure_wide(int rows) {
     amx_load_config(1 + 32 * 32 + rows, r); /* ids distinct from every amx_configure one */
 }
 
-/* rows [0, mr) of A, bytes k0 .. k0 + kn - 1 (kn <= 64), XOR-ed with x, zero-padded to 64 */
-static void amx_stage_a(uint8_t *buf, const uint8_t *a, int64_t lda, int mr, int64_t k0,
-                        int64_t kn, uint8_t x) {
+/* rows [0, mr) of A, bytes k0 .. k0 + kn - 1 (kn <= 64), XOR-ed with x, zero-padded to 64 bytes
+ * a row: dense rows (row r at q->a + r * q->lda) or rows by pointer (q->rows) */
+static void amx_stage_rows(uint8_t *buf, const dnnq_br_pair_t *q, int mr, int64_t k0,
+                           int64_t kn, uint8_t x) {
     const __mmask64 km = kn >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << kn) - 1);
     const __m512i vx = _mm512_set1_epi8((char)x);
     for (int r = 0; r < mr; ++r) {
-        const __m512i v = _mm512_maskz_loadu_epi8(km, a + r * lda + k0);
+        const uint8_t *row = q->rows ? q->rows[r] : q->a + r * q->lda;
+        const __m512i v = _mm512_maskz_loadu_epi8(km, row + k0);
         _mm512_store_si512((void *)(buf + 64 * r), _mm512_maskz_mov_epi8(km, _mm512_xor_si512(v, vx)));
     }
+}
+
+/* the dense GEMM's rows (a, lda) staged */
+static void amx_stage_a(uint8_t *buf, const uint8_t *a, int64_t lda, int mr, int64_t k0,
+                        int64_t kn, uint8_t x) {
+    const dnnq_br_pair_t q = {a, lda, NULL, NULL, 0};
+    amx_stage_rows(buf, &q, mr, k0, kn, x);
 }
 
 #define AMX_DP(c, a, b)                                                                           \
@@ -253,9 +262,10 @@ static void amx_ukr_pipelined(int mr, int64_t K, const uint8_t *a, int64_t lda, 
 #define DNNQ_UKR_PIPELINED amx_ukr_pipelined
 
 /* The dense micro-kernel is AMX's own (above).  The level's general batch-reduce kernel
- * (dnnq_brgemm_ukr_fn at mr <= DNNQ_MR_MAX, under the RNN cells, the general and deconvolution
- * drivers) is the AVX512-VNNI one (dispatch.c); the tiled convolution path takes the AMX one
- * below when the implementation list chose it (tiles_amx). */
+ * (dnnq_brgemm_ukr_fn at mr <= DNNQ_MR_MAX, under the RNN cells, the general and column-phase
+ * deconvolution drivers) is the AVX512-VNNI one (dispatch.c); the tiled convolution path and
+ * the deconv_ks kernel take the AMX one below where the implementation list chose it
+ * (tiles_amx, deconv_ks_amx). */
 #define DNNQ_DENSE_UKR
 #define DNNQ_BR_EXTERNAL
 #include "gemm_impl.h"
@@ -267,23 +277,10 @@ static void amx_ukr_pipelined(int mr, int64_t K, const uint8_t *a, int64_t lda, 
  * rows are dense (a row stride other than 0), u8 and the block is whole, and from a
  * zero-padded (and XOR-ed) copy otherwise: rows by pointer, the zero-point row of padded
  * taps (stride 0), the block holding the K tail, an s8 source.  The zero padding
- * meets the B rows a tile reads past the pair's K (the next pair's, or the packed weights'
- * AMX_SLACK after the last), so they add nothing.  The tile configuration stays loaded across
+ * meets the B rows a tile reads past the pair's K (the next pair's, or the DNNQ_AMX_B_SLACK
+ * bytes after the last panel), so they add nothing.  The tile configuration stays loaded across
  * calls: the driver ends it with dnnq_amx_release (once per work item).  The products are
  * tdpbusd (u8 x s8): an s8 source is XOR-ed to u8 in the copy, the driver compensates. */
-
-/* rows [0, mr) of the pair's A, bytes k0 .. k0 + kn - 1 (kn <= 64), XOR-ed with x, zero-padded
- * to 64 bytes a row */
-static void amx_stage_pair(uint8_t *buf, const dnnq_br_pair_t *q, int mr, int64_t k0,
-                           int64_t kn, uint8_t x) {
-    const __mmask64 km = kn >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << kn) - 1);
-    const __m512i vx = _mm512_set1_epi8((char)x);
-    for (int r = 0; r < mr; ++r) {
-        const uint8_t *row = q->rows ? q->rows[r] : q->a + r * q->lda;
-        const __m512i v = _mm512_maskz_loadu_epi8(km, row + k0);
-        _mm512_store_si512((void *)(buf + 64 * r), _mm512_maskz_mov_epi8(km, _mm512_xor_si512(v, vx)));
-    }
-}
 
 /* the pair's k blocks loaded straight from the source: the whole 64-byte blocks of dense u8
  * rows with a row stride (the others are staged) */
@@ -300,7 +297,7 @@ DNNQ_ALWAYS_INLINE const uint8_t *amx_br_a(const dnnq_br_pair_t *q, int mr, int6
         *stride = q->lda;
         return q->a + r0 * q->lda + k0;
     }
-    if (stage) amx_stage_pair(abuf, q, mr, k0, q->K - k0 < 64 ? q->K - k0 : 64, x);
+    if (stage) amx_stage_rows(abuf, q, mr, k0, q->K - k0 < 64 ? q->K - k0 : 64, x);
     *stride = 64;
     return abuf + 64 * r0;
 }
