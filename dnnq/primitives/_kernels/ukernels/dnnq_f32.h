@@ -55,7 +55,8 @@ typedef void (*dnnq_dw_f32_fn)(int mr, int64_t ntaps, const float *const *rows, 
                                int nc, const float *w, float *acc);
 
 /* The micro-kernel with the epilogue fused (AVX-512): the common epilogue -- a bias per column
- * or common, relu / linear / sum post-ops, the dst scale and zero point, an f32, s8 or u8 dst
+ * or common, eltwise post-ops of exact arithmetic (relu, linear, clip, clip_v2, hardsigmoid,
+ * hardswish, round; postop_avx512.h) and sum, the dst scale and zero point, an f32, s8 or u8 dst
  * -- applied straight from the accumulator registers, the same f32 operations in the same
  * order as the generic epilogue (hence the same bits).
  * prepare, once per (batch b, panel p) of g: fills st and returns 1, or 0 when g's epilogue is

@@ -7,6 +7,7 @@
 #include "dnnq_kernels.h"
 #include "ukr_common.h"
 #include "eltwise_avx512.h"
+#include "postop_avx512.h"
 
 /* The fused epilogue of the common case, in AVX-512 on the stored tile: per-N (or common)
  * compensation, scales, bias and dst zero point, relu / linear / clip / clip_v2 / hardswish /
@@ -167,46 +168,6 @@ DNNQ_ALWAYS_INLINE void epi_tile(const int DT, const int POST, const int F,
                                     _mm512_load_si512((const void *)(t + 16 * j)), j));
         epi_pack_store8(DT == DNNQ_DT_S8, k, q[0], q[1], q[2], q[3], o);
     }
-}
-
-/* The post-ops of EPI_CHAIN, one vector each (al, be: alpha and beta broadcast), shared by
- * epi_tile_chain and the fused micro-kernel's chain (epilogue_chain_avx512.h): oneDNN's JIT
- * operations in its order. */
-DNNQ_ALWAYS_INLINE __m512 epo_relu0(__m512 x) { /* -0.0, NaN -> +0 */
-    return _mm512_max_ps(x, _mm512_setzero_ps());
-}
-DNNQ_ALWAYS_INLINE __m512 epo_relu(__m512 x, __m512 al) {
-    return _mm512_mask_mov_ps(_mm512_mul_ps(x, al),
-                              _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_GT_OQ), x);
-}
-/* min(be, .) keeps a NaN, as t > be ? be : t */
-DNNQ_ALWAYS_INLINE __m512 epo_clip(__m512 x, __m512 al, __m512 be) {
-    return _mm512_min_ps(be, _mm512_max_ps(x, al));
-}
-/* t < be ? t : be: NaN -> be */
-DNNQ_ALWAYS_INLINE __m512 epo_clip_v2(__m512 x, __m512 al, __m512 be) {
-    return _mm512_min_ps(_mm512_max_ps(x, al), be);
-}
-/* t = min(x al + be, 1) then max(t, 0): two roundings and NaN -> 1, oneDNN's JIT */
-DNNQ_ALWAYS_INLINE __m512 epo_hardsigmoid(__m512 x, __m512 al, __m512 be) {
-    return _mm512_max_ps(_mm512_min_ps(_mm512_add_ps(_mm512_mul_ps(x, al), be),
-                                       _mm512_set1_ps(1.0f)),
-                         _mm512_setzero_ps());
-}
-DNNQ_ALWAYS_INLINE __m512 epo_hardswish(__m512 x, __m512 al, __m512 be) {
-    return _mm512_mul_ps(x, epo_hardsigmoid(x, al, be));
-}
-/* half to even, as nearbyintf: a NaN stays NaN */
-DNNQ_ALWAYS_INLINE __m512 epo_round(__m512 x) {
-    return _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-}
-/* linear, fused as oneDNN does */
-DNNQ_ALWAYS_INLINE __m512 epo_linear(__m512 x, __m512 al, __m512 be) {
-    return _mm512_fmadd_ps(al, x, be);
-}
-/* sum: fma(scale, prev - zp, x), dnnq_po_sum's */
-DNNQ_ALWAYS_INLINE __m512 epo_sum(__m512 x, __m512 prev, __m512 al, __m512 be) {
-    return _mm512_fmadd_ps(al, _mm512_sub_ps(prev, be), x);
 }
 
 /* EPI_CHAIN: the values of up to EPI_CHAIN_ROWS rows computed first, then the chain applied

@@ -4,6 +4,7 @@
 #include <immintrin.h>
 #include "dnnq_f32.h"
 #include "ukr_common.h"
+#include "postop_avx512.h"
 
 #define DNNQ_F32_ISA avx512
 
@@ -27,7 +28,10 @@
         if (NV > 3) c##r##3 = _mm512_fmadd_ps(av, b3, c##r##3);                                \
     }
 /* ---- the fused epilogue (dnnq_f32.h: dnnq_brgemm_f32_epi_fn) ------------------------------ */
-enum { F32E_RELU0 = 1, F32E_RELU = 2, F32E_LINEAR = 3, F32E_SUM = 4 };
+enum {
+    F32E_RELU0 = 1, F32E_RELU, F32E_LINEAR, F32E_SUM, F32E_CLIP, F32E_CLIP_V2, F32E_HARDSIGMOID,
+    F32E_HARDSWISH, F32E_ROUND
+};
 #define F32E_MAX_POST 8
 typedef struct {
     __m512 bi[4], zp[4];        /* per-column bias and dst zero point (when present) */
@@ -42,19 +46,21 @@ typedef struct {
 } f32_epi_t;
 _Static_assert(sizeof(f32_epi_t) <= sizeof(dnnq_f32_epi_state_t), "dnnq_f32_epi_state_t too small");
 
-/* the post-op chain of f32e_value, in its general form */
+/* the post-op chain of f32e_value, in its general form: postop_avx512.h's steps */
 DNNQ_ALWAYS_INLINE __m512 f32e_chain(const int DT, const f32_epi_t *e, __m512 v, int j,
                                      const char *o) {
     for (int i = 0; i < e->n_post; ++i) {
-        const int kind = e->kind[i];
-        if (kind == F32E_RELU0) { /* max(x, 0): NaN, -0.0 -> +0 */
-            v = _mm512_max_ps(v, _mm512_setzero_ps());
-        } else if (kind == F32E_RELU) { /* x > 0 ? x : x * alpha */
-            v = _mm512_mask_mov_ps(_mm512_mul_ps(v, _mm512_set1_ps(e->alpha[i])),
-                                   _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_GT_OQ), v);
-        } else if (kind == F32E_LINEAR) { /* fma(alpha, x, beta) */
-            v = _mm512_fmadd_ps(_mm512_set1_ps(e->alpha[i]), v, _mm512_set1_ps(e->beta[i]));
-        } else { /* sum: fma(scale, f32(prev) - zero point, v) */
+        const __m512 al = _mm512_set1_ps(e->alpha[i]), be = _mm512_set1_ps(e->beta[i]);
+        switch (e->kind[i]) {
+        case F32E_RELU0: v = epo_relu0(v); break;
+        case F32E_RELU: v = epo_relu(v, al); break;
+        case F32E_LINEAR: v = epo_linear(v, al, be); break;
+        case F32E_CLIP: v = epo_clip(v, al, be); break;
+        case F32E_CLIP_V2: v = epo_clip_v2(v, al, be); break;
+        case F32E_HARDSIGMOID: v = epo_hardsigmoid(v, al, be); break;
+        case F32E_HARDSWISH: v = epo_hardswish(v, al, be); break;
+        case F32E_ROUND: v = epo_round(v); break;
+        default: { /* sum: the dst's previous value */
             __m512 prev;
             if (DT == DNNQ_DT_S8)
                 prev = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(e->km[j], o + 16 * j)));
@@ -62,8 +68,8 @@ DNNQ_ALWAYS_INLINE __m512 f32e_chain(const int DT, const f32_epi_t *e, __m512 v,
                 prev = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(e->km[j], o + 16 * j)));
             else
                 prev = _mm512_maskz_loadu_ps(e->km[j], o + 64 * j);
-            v = _mm512_fmadd_ps(_mm512_set1_ps(e->alpha[i]),
-                                _mm512_sub_ps(prev, _mm512_set1_ps(e->beta[i])), v);
+            v = epo_sum(v, prev, al, be);
+        }
         }
     }
     return v;
@@ -185,10 +191,15 @@ int dnnq_f32_epi_prepare_avx512(const dnnq_gemm_args_t *g, int64_t b, int64_t p,
     for (int i = 0; i < g->n_post; ++i) {
         const dnnq_postop_t *po = &g->post[i];
         if (po->kind == DNNQ_PO_SUM) e->kind[i] = F32E_SUM;
-        else if (po->kind == DNNQ_PO_ELTWISE && po->alg == DNNQ_ELT_RELU)
-            e->kind[i] = po->alpha == 0.0f ? F32E_RELU0 : F32E_RELU;
-        else if (po->kind == DNNQ_PO_ELTWISE && po->alg == DNNQ_ELT_LINEAR) e->kind[i] = F32E_LINEAR;
-        else return 0;
+        else if (po->kind != DNNQ_PO_ELTWISE) return 0;
+        else if (po->alg == DNNQ_ELT_RELU) e->kind[i] = po->alpha == 0.0f ? F32E_RELU0 : F32E_RELU;
+        else if (po->alg == DNNQ_ELT_LINEAR) e->kind[i] = F32E_LINEAR;
+        else if (po->alg == DNNQ_ELT_CLIP) e->kind[i] = F32E_CLIP;
+        else if (po->alg == DNNQ_ELT_CLIP_V2) e->kind[i] = F32E_CLIP_V2;
+        else if (po->alg == DNNQ_ELT_HARDSIGMOID) e->kind[i] = F32E_HARDSIGMOID;
+        else if (po->alg == DNNQ_ELT_HARDSWISH) e->kind[i] = F32E_HARDSWISH;
+        else if (po->alg == DNNQ_ELT_ROUND) e->kind[i] = F32E_ROUND;
+        else return 0; /* the transcendental ones: libm in the generic epilogue */
         e->alpha[i] = po->alpha;
         e->beta[i] = po->beta;
     }
