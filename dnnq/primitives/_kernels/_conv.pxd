@@ -5,7 +5,7 @@ from libc.stdint cimport int8_t, uint8_t, int16_t, int32_t, uint32_t, int64_t, u
 from dnnq.primitives._kernels._kernels cimport (
     dnnq_gemm_args_t, dnnq_postop_t, dnnq_brgemm_ukr_fn, dnnq_gemm_epilogue_fn,
     dnnq_brgemm_f32_fn, dnnq_gemm_epilogue_f32_fn, dnnq_dw_f32_fn, dnnq_f32_epi_prepare_fn,
-    dnnq_brgemm_f32_epi_fn, dnnq_dw_f32_epi_fn,
+    dnnq_brgemm_f32_epi_fn, dnnq_dw_f32_epi_fn, dnnq_dw_f32_rows_fn,
 )
 
 cdef extern from "dnnq_conv.h" nogil:
@@ -71,6 +71,7 @@ cdef extern from "dnnq_conv.h" nogil:
         dnnq_f32_epi_prepare_fn f32_epi_prepare
         dnnq_brgemm_f32_epi_fn brgemm_f32_epi
         dnnq_dw_f32_epi_fn dw_f32_epi
+        dnnq_dw_f32_rows_fn dw_f32_rows
     int64_t dnnq_conv_n_items(const dnnq_conv_t *cv)
     int dnnq_conv_build_tiles(dnnq_conv_t *cv)
     void dnnq_conv_free_tiles(dnnq_conv_t *cv)

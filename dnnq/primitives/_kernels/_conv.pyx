@@ -19,6 +19,7 @@ from dnnq.primitives._kernels._kernels cimport (
     DNNQ_ROWS_OUTER_MAX_WEIGHTS,
     DNNQ_F32_MR, dnnq_brgemm_f32_for_isa, dnnq_gemm_epilogue_f32_for_isa, dnnq_dw_f32_for_isa,
     dnnq_f32_epi_prepare_for_isa, dnnq_brgemm_f32_epi_for_isa, dnnq_dw_f32_epi_for_isa,
+    dnnq_dw_f32_rows_for_isa,
 )
 from dnnq.primitives._kernels._codes cimport (
     DNNQ_A_XOR_S8, DNNQ_PO_BINARY, DNNQ_PO_SELECT, DNNQ_CONV_K_GENERAL, DNNQ_CONV_K_DW3X3,
@@ -159,6 +160,7 @@ cdef class ConvPlan:
             cv.f32_epi_prepare = dnnq_f32_epi_prepare_for_isa(isa)
             cv.brgemm_f32_epi = dnnq_brgemm_f32_epi_for_isa(isa)
             cv.dw_f32_epi = dnnq_dw_f32_epi_for_isa(isa)
+            cv.dw_f32_rows = dnnq_dw_f32_rows_for_isa(isa)
         cv.dst_img = cv.od * cv.oh * cv.ow * cv.OC
         cv.rowsum_img = cv.od * cv.oh * cv.ow
         cv.epi.N = cols

@@ -129,6 +129,11 @@ cdef extern from "dnnq_f32.h" nogil:
                                         int64_t ps, const float *w,
                                         const dnnq_f32_epi_state_t *st, int64_t m)
     dnnq_dw_f32_epi_fn dnnq_dw_f32_epi_for_isa(int isa)
+    ctypedef void (*dnnq_dw_f32_rows_fn)(int mr, int64_t nkrows, const float *const *krows,
+                                         const float *const *wrows, int64_t ic, int kw, int sw,
+                                         int nc, float *acc, const dnnq_f32_epi_state_t *st,
+                                         int64_t m)
+    dnnq_dw_f32_rows_fn dnnq_dw_f32_rows_for_isa(int isa)
     dnnq_f32_epi_prepare_fn dnnq_f32_epi_prepare_for_isa(int isa)
     dnnq_brgemm_f32_epi_fn dnnq_brgemm_f32_epi_for_isa(int isa)
     dnnq_brgemm_f32_fn dnnq_brgemm_f32_for_isa(int isa)

@@ -161,7 +161,9 @@ int dnnq_conv_run_item_f32_tiles(const dnnq_conv_t *cv, int64_t item) {
  * source, one vector FMA per 16 channels (dnnq_dw_f32_fn), in tap order.  The interior of an
  * output row runs as dense runs of up to DNNQ_CONV_TILE_ROWS pixels (every tap inside, its
  * pixels sw * IC apart: a pointer per tap); its borders pixel by pixel, taps outside left
- * out (a NULL pointer). */
+ * out (a NULL pointer).  Dense runs whose kernel rows the row kernel takes (dnnq_dw_f32_rows_fn:
+ * 3, 5 or 7 taps side by side, stride 1 or 2) go through it, with the fused epilogue or into
+ * the tile. */
 int dnnq_conv_run_item_f32_dw(const dnnq_conv_t *cv, int64_t item) {
     const int64_t osp = cv->od * cv->oh * cv->ow;
     const int64_t nblk = (osp + cv->mc - 1) / cv->mc;
@@ -172,13 +174,18 @@ int dnnq_conv_run_item_f32_dw(const dnnq_conv_t *cv, int64_t item) {
     const int nc = (int)(cv->OC - p * DNNQ_NR < DNNQ_NR ? cv->OC - p * DNNQ_NR : DNNQ_NR);
     const int64_t ntaps = cv->kd * cv->kh * cv->kw, IC = cv->IC;
     const int mr_max = cv->mr, TR = DNNQ_CONV_TILE_ROWS;
+    const int64_t nkrows = cv->kd * cv->kh;
+    const int by_rows = cv->dw_f32_rows && !cv->deconv && cv->dw == 1 &&
+                        (cv->kw == 3 || cv->kw == 5 || cv->kw == 7) && (cv->sw == 1 || cv->sw == 2);
     dnnq_gemm_args_t ge;
     dnnq_postop_t post[DNNQ_CONV_MAX_POST];
     dnnq_conv_item_epilogue_args(cv, n, 0, &ge, post);
-    const float **rows = (const float **)malloc(sizeof(float *) * (size_t)(ntaps * mr_max) +
-                                                sizeof(int64_t) * (size_t)ntaps);
+    const float **rows = (const float **)malloc(
+        sizeof(float *) * (size_t)(ntaps * mr_max + 2 * nkrows) + sizeof(int64_t) * (size_t)ntaps);
     if (!rows) return -1;
-    int64_t *delta = (int64_t *)(void *)(rows + ntaps * mr_max);
+    /* the row kernel's kernel rows inside the source: source and weights of each */
+    const float **krows = rows + ntaps * mr_max, **wrows = krows + nkrows;
+    int64_t *delta = (int64_t *)(void *)(wrows + nkrows);
     {
         int64_t t = 0;
         for (int64_t kd = 0; kd < cv->kd; ++kd)
@@ -203,7 +210,8 @@ int dnnq_conv_run_item_f32_dw(const dnnq_conv_t *cv, int64_t item) {
     for (int64_t m = m0; m < mend;) {
         int64_t od, oh, ow;
         out_pixel(cv, m, &od, &oh, &ow);
-        const int row_in = od >= ilo[0] && od < ihi[0] && oh >= ilo[1] && oh < ihi[1];
+        /* the row kernel takes kernel rows outside the source (left out) too */
+        const int row_in = by_rows || (od >= ilo[0] && od < ihi[0] && oh >= ilo[1] && oh < ihi[1]);
         const int dense = row_in && ow >= ilo[2] && ow < ihi[2];
         int64_t lim = dense ? ihi[2] : row_in && ow < ilo[2] ? ilo[2] : cv->ow;
         int64_t cnt = lim - ow;
@@ -214,12 +222,30 @@ int dnnq_conv_run_item_f32_dw(const dnnq_conv_t *cv, int64_t item) {
             tm = m;
             trows = 0;
         }
-        if (dense) {
+        if (dense && by_rows) {
+            /* the kernel rows inside the source, in order (the others read padding: left
+             * out, as the pointer path leaves out their taps) */
+            int64_t nk = 0;
+            for (int64_t kd = 0; kd < cv->kd; ++kd) {
+                const int64_t xd = src_coord(od, kd, cv->sd, cv->dd, cv->pd, cv->id, 0);
+                for (int64_t kh = 0; kh < cv->kh && xd >= 0; ++kh) {
+                    const int64_t xh = src_coord(oh, kh, cv->sh, cv->dh, cv->ph, cv->ih, 0);
+                    if (xh < 0) continue;
+                    krows[nk] = img + ((xd * cv->ih + xh) * cv->iw + ow * cv->sw - cv->pw) * IC;
+                    wrows[nk++] = w + (kd * cv->kh + kh) * cv->kw * DNNQ_NR;
+                }
+            }
+            cv->dw_f32_rows((int)cnt, nk, krows, wrows, IC, (int)cv->kw, (int)cv->sw, nc,
+                            tile + trows * DNNQ_NR, fuse ? &fst : NULL, m);
+        } else if (dense) {
             const float *base = img + (((od * cv->sd - cv->pd) * cv->ih + oh * cv->sh - cv->ph) *
                                            cv->iw + ow * cv->sw - cv->pw) * IC;
             for (int64_t t = 0; t < ntaps; ++t) rows[t] = base + delta[t];
-            if (fuse) cv->dw_f32_epi((int)cnt, ntaps, rows, cv->sw * IC, w, &fst, m);
-            else cv->dw_f32((int)cnt, ntaps, rows, cv->sw * IC, nc, w, tile + trows * DNNQ_NR);
+            if (fuse) {
+                cv->dw_f32_epi((int)cnt, ntaps, rows, cv->sw * IC, w, &fst, m);
+            } else {
+                cv->dw_f32((int)cnt, ntaps, rows, cv->sw * IC, nc, w, tile + trows * DNNQ_NR);
+            }
         } else {
             for (int r = 0; r < (int)cnt; ++r) {
                 int64_t t = 0;

@@ -15,3 +15,5 @@ DNNQ_DEFINE_PICK(dnnq_brgemm_f32_epi_fn, dnnq_brgemm_f32_epi_for_isa, dnnq_brgem
                  DNNQ_AVX512_SETS, NULL)
 DNNQ_DEFINE_PICK(dnnq_dw_f32_epi_fn, dnnq_dw_f32_epi_for_isa, dnnq_dw_f32_epi,
                  DNNQ_AVX512_SETS, NULL)
+DNNQ_DEFINE_PICK(dnnq_dw_f32_rows_fn, dnnq_dw_f32_rows_for_isa, dnnq_dw_f32_rows,
+                 DNNQ_AVX512_SETS, NULL)

@@ -156,6 +156,7 @@ typedef struct dnnq_conv_s {
     dnnq_f32_epi_prepare_fn f32_epi_prepare;  /* the fused epilogue, or NULL (dnnq_f32.h) */
     dnnq_brgemm_f32_epi_fn brgemm_f32_epi;
     dnnq_dw_f32_epi_fn dw_f32_epi;
+    dnnq_dw_f32_rows_fn dw_f32_rows;  /* NULL below AVX-512 */
 } dnnq_conv_t;
 
 /* The fused micro-kernel's kind for panel p of the item's epilogue ge (its state into st), or

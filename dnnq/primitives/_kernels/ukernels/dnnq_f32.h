@@ -76,6 +76,22 @@ typedef void (*dnnq_brgemm_f32_epi_fn)(int mr, int64_t npairs, const dnnq_br_pai
 typedef void (*dnnq_dw_f32_epi_fn)(int mr, int64_t ntaps, const float *const *rows, int64_t ps,
                                    const float *w, const dnnq_f32_epi_state_t *st, int64_t m);
 dnnq_dw_f32_epi_fn dnnq_dw_f32_epi_for_isa(int isa);
+/* Depthwise by kernel rows (AVX-512): dnnq_dw_f32_fn's sums for a run of mr pixels whose
+ * kernel rows are kw (3, 5 or 7) taps one source pixel apart along w, all inside the source
+ * along w, pixels sw (1 or 2) source pixels apart; kernel row i (of nkrows: those inside the
+ * source) of pixel 0 starts at krows[i], its kw weight vectors (64 floats apart) at wrows[i];
+ * source pixels are ic floats apart.  Each source vector of a kernel row is loaded once and multiplied into every pixel it
+ * reaches; each pixel's products are still added in tap order, hence dnnq_dw_f32_fn's bits.
+ * The caller checks kw and sw.  st NULL: the sums to acc (row stride 64, nc columns), else
+ * pixel r through st's fused epilogue to dst row m + r (its panel's columns; acc unused). */
+typedef void (*dnnq_dw_f32_rows_fn)(int mr, int64_t nkrows, const float *const *krows,
+                                    const float *const *wrows, int64_t ic, int kw, int sw,
+                                    int nc, float *acc, const dnnq_f32_epi_state_t *st,
+                                    int64_t m);
+dnnq_dw_f32_rows_fn dnnq_dw_f32_rows_for_isa(int isa);
+void dnnq_dw_f32_rows_avx512(int mr, int64_t nkrows, const float *const *krows,
+                             const float *const *wrows, int64_t ic, int kw, int sw, int nc,
+                             float *acc, const dnnq_f32_epi_state_t *st, int64_t m);
 void dnnq_dw_f32_epi_avx512(int mr, int64_t ntaps, const float *const *rows, int64_t ps,
                             const float *w, const dnnq_f32_epi_state_t *st, int64_t m);
 /* NULL at levels without them (then the tile and dnnq_gemm_epilogue_f32_fn) */

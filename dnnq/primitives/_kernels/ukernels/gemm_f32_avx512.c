@@ -119,6 +119,13 @@ DNNQ_ALWAYS_INLINE void f32e_row(const int DT, const int NV, const f32_epi_t *e,
     if (NV > 3) f32e_store(DT, e, f32e_value(DT, e, v3, 3, o), o, 3);
 }
 
+/* vector j of a row through the epilogue to o, the dst type switched at run time */
+DNNQ_ALWAYS_INLINE void f32e_finish(const f32_epi_t *e, __m512 v, int j, char *o) {
+    if (e->dt == DNNQ_DT_F32) f32e_store(DNNQ_DT_F32, e, f32e_value(DNNQ_DT_F32, e, v, j, o), o, j);
+    else if (e->dt == DNNQ_DT_U8) f32e_store(DNNQ_DT_U8, e, f32e_value(DNNQ_DT_U8, e, v, j, o), o, j);
+    else f32e_store(DNNQ_DT_S8, e, f32e_value(DNNQ_DT_S8, e, v, j, o), o, j);
+}
+
 /* FUSE: 0 = store the accumulators to c; else the dst type + 1, each row through the
  * epilogue e to d0 + r * dstep */
 #define F_STORE(r)                                                                             \
@@ -341,6 +348,94 @@ void dnnq_dw_f32_avx512(int mr, int64_t ntaps, const float *const *rows, int64_t
         for (int r0 = 0; r0 < mr; r0 += 8) {
             DW_CASES(0, mr, r0, ntaps, rows, ps, c0, km, w, acc, NULL, 0)
         }
+    }
+}
+
+/* ---- depthwise by kernel rows (dnnq_dw_f32_rows_fn) ------------------------------------- */
+#define DWR_DECL(r) __m512 a##r = _mm512_setzero_ps();
+/* source vector i reaches pixel r through tap k when i = r SW + k (constants after unrolling:
+ * one of these survives per (i, k)) */
+#define DWR_UPD(r)                                                                             \
+    if (R > r && i - k == (r) * SW) a##r = _mm512_fmadd_ps(x, wv, a##r);
+/* pixel r to dst row m + r0 + r through the epilogue e (the dst type a run-time switch: one
+ * predictable branch per vector of 9 - 49 FMAs), or to the tile acc */
+#define DWR_STORE(r)                                                                           \
+    if (R > r && e) f32e_finish(e, a##r, c0 / 16, e->d0 + (m + r0 + (r)) * e->ldd);           \
+    else if (R > r) _mm512_storeu_ps(acc + (r0 + (r)) * DNNQ_NR + c0, a##r);
+
+/* R (<= 16) pixels r0 .. r0 + R - 1, channels c0 .. c0 + 15 (those of km): per kernel row its
+ * KW weight vectors in registers, the (R - 1) SW + KW source vectors loaded once each */
+DNNQ_ALWAYS_INLINE void dwr_f32_block(const int R, const int KW, const int SW, const int FULL,
+                                      int r0, int64_t nkrows, const float *const *krows,
+                                      const float *const *wrows, int64_t ic, int c0,
+                                      __mmask16 km, float *acc, const f32_epi_t *e, int64_t m) {
+    DWR_DECL(0) DWR_DECL(1) DWR_DECL(2) DWR_DECL(3) DWR_DECL(4) DWR_DECL(5) DWR_DECL(6)
+    DWR_DECL(7) DWR_DECL(8) DWR_DECL(9) DWR_DECL(10) DWR_DECL(11) DWR_DECL(12) DWR_DECL(13)
+    DWR_DECL(14) DWR_DECL(15)
+    for (int64_t kr = 0; kr < nkrows; ++kr) {
+        const float *xb = krows[kr] + (int64_t)r0 * SW * ic + c0;
+        const float *wr = wrows[kr] + c0;
+        const __m512 w0 = _mm512_loadu_ps(wr), w1 = _mm512_loadu_ps(wr + DNNQ_NR),
+                     w2 = _mm512_loadu_ps(wr + 2 * DNNQ_NR);
+        const __m512 w3 = KW > 3 ? _mm512_loadu_ps(wr + 3 * DNNQ_NR) : w0,
+                     w4 = KW > 3 ? _mm512_loadu_ps(wr + 4 * DNNQ_NR) : w0,
+                     w5 = KW > 5 ? _mm512_loadu_ps(wr + 5 * DNNQ_NR) : w0,
+                     w6 = KW > 5 ? _mm512_loadu_ps(wr + 6 * DNNQ_NR) : w0;
+        /* one pointer stepping by a source pixel: offsets i * ic kept apart took every
+         * general register (gcc then spilled them and re-loaded x into each FMA) */
+        const float *p = xb;
+        _Pragma("GCC unroll 40") for (int i = 0; i < (R - 1) * SW + KW; ++i, p += ic) {
+            __m512 x = FULL ? _mm512_loadu_ps(p) : _mm512_maskz_loadu_ps(km, p);
+            /* x in a register: else gcc folds the load into each FMA that reads it */
+            __asm__("" : "+v"(x));
+            _Pragma("GCC unroll 8") for (int k = 0; k < KW; ++k) {
+                const __m512 wv = k == 0 ? w0 : k == 1 ? w1 : k == 2 ? w2 : k == 3 ? w3
+                                : k == 4 ? w4 : k == 5 ? w5 : w6;
+                DWR_UPD(0) DWR_UPD(1) DWR_UPD(2) DWR_UPD(3) DWR_UPD(4) DWR_UPD(5) DWR_UPD(6)
+                DWR_UPD(7) DWR_UPD(8) DWR_UPD(9) DWR_UPD(10) DWR_UPD(11) DWR_UPD(12)
+                DWR_UPD(13) DWR_UPD(14) DWR_UPD(15)
+            }
+        }
+    }
+    DWR_STORE(0) DWR_STORE(1) DWR_STORE(2) DWR_STORE(3) DWR_STORE(4) DWR_STORE(5) DWR_STORE(6)
+    DWR_STORE(7) DWR_STORE(8) DWR_STORE(9) DWR_STORE(10) DWR_STORE(11) DWR_STORE(12)
+    DWR_STORE(13) DWR_STORE(14) DWR_STORE(15)
+}
+
+#define DWR_R(KW, SW, L)                                                                       \
+    switch (R) {                                                                               \
+    case 16: dwr_f32_block(16, KW, SW, L, r0, nkrows, krows, wrows, ic, c0, km, acc, e, m); break;       \
+    case 8: dwr_f32_block(8, KW, SW, L, r0, nkrows, krows, wrows, ic, c0, km, acc, e, m); break;         \
+    case 4: dwr_f32_block(4, KW, SW, L, r0, nkrows, krows, wrows, ic, c0, km, acc, e, m); break;         \
+    case 2: dwr_f32_block(2, KW, SW, L, r0, nkrows, krows, wrows, ic, c0, km, acc, e, m); break;         \
+    default: dwr_f32_block(1, KW, SW, L, r0, nkrows, krows, wrows, ic, c0, km, acc, e, m); break;        \
+    }
+#define DWR_SW(KW, L)                                                                          \
+    if (sw == 1) { DWR_R(KW, 1, L) }                                                           \
+    else { DWR_R(KW, 2, L) }
+#define DWR_KW(L)                                                                              \
+    if (kw == 3) { DWR_SW(3, L) }                                                              \
+    else if (kw == 5) { DWR_SW(5, L) }                                                         \
+    else { DWR_SW(7, L) }
+
+void dnnq_dw_f32_rows_avx512(int mr, int64_t nkrows, const float *const *krows,
+                             const float *const *wrows, int64_t ic, int kw, int sw, int nc,
+                             float *acc, const dnnq_f32_epi_state_t *st, int64_t m) {
+    const f32_epi_t *e = (const f32_epi_t *)st;
+    if (e) nc = 16 * e->nv; /* the last vector's columns: e->km */
+    /* blocks of 16 pixels, the rest by 8, 4, 2, 1; the channel vectors of a block one after
+     * the other (its source lines, the panel's width, stay in L1 from vector to vector) */
+    for (int r0 = 0; r0 < mr;) {
+        const int n = mr - r0;
+        const int R = n >= 16 ? 16 : n >= 8 ? 8 : n >= 4 ? 4 : n >= 2 ? 2 : 1;
+        for (int c0 = 0; c0 < nc; c0 += 16) {
+            const int left = nc - c0;
+            const __mmask16 km = e ? e->km[c0 / 16]
+                                 : left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);
+            if (km == 0xFFFF) { DWR_KW(1) }
+            else { DWR_KW(0) }
+        }
+        r0 += R;
     }
 }
 #define DNNQ_F32_DW_KERNEL 1
