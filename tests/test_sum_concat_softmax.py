@@ -248,6 +248,27 @@ def test_softmax_model_and_layouts(isa, rng_seed):
     assert np.allclose(run_softmax(x, "softmax", 1, "f32").sum(1), 1.0, atol=1e-5)
 
 
+@pytest.mark.parametrize("L", [1, 2, 15, 16, 17, 31, 33, 100, 6625])
+def test_softmax_row_max_anywhere(isa, L):
+    """The row maximum (taken over 16 running lanes, then the tail) is found wherever it is:
+    one element 100 among zeros, at the first, lane-boundary, tail and last positions.  A
+    missed maximum overflows exp (inf / inf = NaN); logsoftmax's value there is 0."""
+    for pos in sorted({0, 1, 15, 16, L // 2, L - 1} & set(range(L))):
+        x = np.zeros((2, L), np.float32)
+        x[0, pos] = 100.0
+        x[1, pos] = -3.0e38  # and a row whose maximum is every other element
+        for alg in ("softmax", "logsoftmax"):
+            out = run_softmax(x, alg, 1, "f32")
+            assert not np.isnan(out).any(), (L, pos, alg)
+            if alg == "softmax":
+                assert out[0, pos] == 1.0 and np.all(out[0, np.arange(L) != pos] < 1e-40)
+                if L > 1:
+                    assert np.allclose(out[1, np.arange(L) != pos], 1.0 / (L - 1), rtol=1e-5)
+                    assert out[1, pos] == 0.0
+            else:
+                assert out[0, pos] == 0.0
+
+
 # ----------------------------------------------------------------------------- errors
 
 def test_sum_concat_softmax_errors():

@@ -75,6 +75,26 @@ static float tk_softmax_exp_sum(float *restrict w, int64_t L, float m) {
     return part[0] + part[1];
 }
 
+/* max(w[0 .. L)) as `m = w[i] > m ? w[i] : m` from m = w[0] gives it: the largest value that is
+ * not a NaN, or NaN when w[0] is one.  TK_SM_LANES running maxima (maxps is that rule) then
+ * combined by it: the same value (a zero's sign aside, which exp(w - m) does not see), without
+ * a chain of L dependent compares (60 rows of 6625 classes: 0.6 -> 0.1 ms). */
+static float tk_row_max(const float *restrict w, int64_t L) {
+    const tk_vf first = tk_vf_set1(w[0]);
+    tk_vf mx[TK_SM_LANES / TK_VF];
+    float lanes[TK_SM_LANES] __attribute__((aligned(64)));
+    for (int k = 0; k < TK_SM_LANES / TK_VF; ++k) mx[k] = first;
+    int64_t i = 0;
+    for (; i + TK_SM_LANES <= L; i += TK_SM_LANES)
+        for (int k = 0; k < TK_SM_LANES / TK_VF; ++k)
+            mx[k] = tk_vf_max(tk_vf_loadu(w + i + k * TK_VF), mx[k]);
+    for (int k = 0; k < TK_SM_LANES / TK_VF; ++k) tk_vf_storeu(lanes + k * TK_VF, mx[k]);
+    float m = w[0];
+    for (int k = 0; k < TK_SM_LANES; ++k) m = lanes[k] > m ? lanes[k] : m;
+    for (; i < L; ++i) m = w[i] > m ? w[i] : m;
+    return m;
+}
+
 int DNNQ_TK_FN(dnnq_softmax_run)(const dnnq_softmax_args_t *a, int64_t it0, int64_t it1,
                                  float *w) {
     const int64_t L = a->axis_len;
@@ -92,8 +112,7 @@ int DNNQ_TK_FN(dnnq_softmax_run)(const dnnq_softmax_args_t *a, int64_t it0, int6
             const int n = (int)(L - i0 < TK_CH ? L - i0 : TK_CH);
             tk_load(w + i0, s + i0 * a->src_as * ses, a->src_dt, a->src_as, n);
         }
-        float m = w[0];
-        for (int64_t i = 1; i < L; ++i) m = w[i] > m ? w[i] : m;
+        const float m = tk_row_max(w, L);
         float sum = 0.0f;
         if (a->logsoftmax) {
             for (int64_t i = 0; i < L; ++i) {
