@@ -27,7 +27,9 @@ def _has_f32_layers():
 
 
 def _c(arr, name, inits):
-    inits.append(numpy_helper.from_array(np.asarray(arr, np.float32), name))
+    arr = np.asarray(arr)
+    inits.append(numpy_helper.from_array(arr if arr.dtype == np.int64 else
+                                         arr.astype(np.float32), name))
     return name
 
 
@@ -79,3 +81,92 @@ def test_f32_model_matches_onnxruntime_or_is_refused():
     assert "bn" in convs[0]["nodes"] and "relu" in convs[0]["nodes"]  # folded, fused
     assert "swish" in convs[1]["nodes"]
     assert "MatMul" in [r["primitive"] for r in rows]
+
+
+def _elementwise_model():
+    """f32 Add / Mul / Sub / Div between channels-last convolution outputs, a broadcast
+    per-channel scale, and a transposed (channels-first) tensor: the layouts numpy's new
+    arrays take differ from operand to operand."""
+    inits = []
+    w = lambda *s: (RNG.standard_normal(s) * 0.3).astype(np.float32)  # noqa: E731
+    n = [helper.make_node("Conv", ["x", _c(w(16, 16, 1, 1), "w1", inits)], ["c1"], name="c1"),
+         helper.make_node("Conv", ["x", _c(w(16, 1, 3, 3), "w2", inits)], ["c2"], name="c2",
+                          pads=[1, 1, 1, 1], group=16),
+         helper.make_node("Mul", ["c1", _c(w(1, 16, 1, 1), "s", inits)], ["m"], name="mul_s"),
+         helper.make_node("Add", ["c1", "m"], ["a"], name="residual"),
+         helper.make_node("Transpose", ["x"], ["xt"], perm=[0, 1, 3, 2]),
+         helper.make_node("Transpose", ["xt"], ["xc"], perm=[0, 1, 3, 2]),
+         helper.make_node("Mul", ["a", "xc"], ["mx"], name="mul_layouts"),
+         helper.make_node("Sub", ["mx", "c2"], ["d"], name="sub"),
+         helper.make_node("Div", ["d", _c(np.abs(w(1, 16, 1, 1)) + 1, "q", inits)], ["y0"],
+                          name="div"),
+         # a sum over the channels: numpy sums a contiguous axis pairwise, a strided one in
+         # sequence, so its bits follow y0's memory order
+         helper.make_node("ReduceSum", ["y0", _c(np.array([1]), "ax", inits)], ["y"],
+                          keepdims=1)]
+    g = helper.make_graph(n, "f32_elementwise",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16, 33, 40])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1, 33, 40]),
+                           helper.make_tensor_value_info("m", TensorProto.FLOAT, [1, 16, 33, 40])],
+                          inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    return m
+
+
+def test_f32_elementwise_into_kept_buffers():
+    """Add / Sub / Mul / Div of f32 maps write into the session's kept buffers from the second
+    run on: every run gives the first run's bits (the kept arrays take the memory order
+    numpy's new arrays had: the reduction after them sums in the same order), ONNX Runtime's
+    values, and the returned arrays are the caller's (a graph output, m, is never kept)."""
+    if not _has_f32_layers():
+        pytest.skip("no f32 layers")
+    m = _elementwise_model()
+    s = donnx.InferenceSession(m, threads=1)
+    ref = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    kinds = {r["nodes"][0]: r["primitive"] for r in s.plan()}
+    assert kinds["residual"] == "numpy:Add" and kinds["mul_layouts"] == "numpy:Mul"
+    for trial in range(2):
+        x = RNG.standard_normal((1, 16, 33, 40)).astype(np.float32)
+        outs = [s.run(None, {"x": x}) for _ in range(4)]
+        for o in outs[1:]:
+            for a, b in zip(outs[0], o):
+                assert np.array_equal(a, b)
+        assert not np.shares_memory(outs[0][1], outs[1][1])
+        want = ref.run(None, {"x": x})
+        for a, b in zip(outs[-1], want):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("op", ["Add", "Sub", "Mul", "Div"])
+def test_kept_elementwise_output_takes_numpys_layout(op):
+    """The kept array of an f32 Add / Sub / Mul / Div step has the memory order numpy's new
+    array would have (the steps after it read the same layout on the first run, whose
+    arrays are new, and on the later ones), the same values, and is the same array every
+    run; other dtypes take numpy's path."""
+    from dnnq.onnx import ops_numpy
+    from dnnq.onnx.buffers import REUSE
+    from dnnq.onnx.steps import NumpyStep
+    # (338 KB: above the size a step keeps without the session's pool)
+    cl = RNG.standard_normal((1, 66, 80, 16)).astype(np.float32).transpose(0, 3, 1, 2)
+    c = RNG.standard_normal((1, 16, 66, 80)).astype(np.float32) + 3
+    s = (RNG.standard_normal((1, 16, 1, 1)) + 3).astype(np.float32)
+    fn = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": np.divide}[op]
+    for a, b in ((cl, c), (c, cl), (cl, s), (s, c), (cl, cl)):
+        st = NumpyStep("n", op, {}, 13, ["a", "b"], ["y"], {})
+        st.keeps_output = True
+        want = fn(a, b)
+        got = []
+        for _ in range(3):
+            env = {"a": a, "b": b, REUSE: True}
+            st.run(env)
+            got.append(env["y"])
+        assert got[0] is got[1] is got[2]
+        assert ops_numpy.memory_order(got[0]) == ops_numpy.memory_order(want)
+        assert np.array_equal(got[0], want)
+    st = NumpyStep("n", op, {}, 13, ["a", "b"], ["y"], {})
+    st.keeps_output = True
+    env = {"a": np.arange(6.0).reshape(2, 3), "b": np.full((2, 3), 2.0), REUSE: True}
+    st.run(env)
+    assert env["y"].dtype == np.float64
+    np.testing.assert_array_equal(env["y"], fn(env["a"], env["b"]))

@@ -396,22 +396,71 @@ _VIEWS_OF_FIRST = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "I
                    "Slice", "Expand"}
 
 
+#: element-wise ops whose f32 result NumpyStep writes into its kept array (numpy's ufunc with
+#: ``out=``: the same values as a new array)
+_F32_UFUNCS = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": np.divide}
+
+
 class NumpyStep(Step):
     """An ONNX op in numpy (data movement, shapes, cheap element-wise math), on f32 values or
-    on int8 arrays where the op only moves data."""
+    on int8 arrays where the op only moves data.  Add / Sub / Mul / Div of f32 arrays write
+    into the step's kept array (buffers.py), laid out as their full-shape input is in memory
+    (channels-last stays channels-last): no allocation and no page faults on large maps
+    (PP-OCRv4 det's neck, conv-only QDQ file: its Mul / Add rows 3.1 -> 1.6 ms), and the
+    steps reading them find the same array every run, so they may repeat their calls."""
 
     def __init__(self, node, op, attrs, opset, inputs, outputs, consts):
         super().__init__([node], inputs, outputs)
         self.op, self.attrs, self.opset = op, attrs, opset
         self.consts = consts
         self.primitive = f"numpy:{op}"
+        self._ufunc = _F32_UFUNCS.get(op)
+        self.fresh_output = self._ufunc is not None
+        self._orders = {}  # operand shapes and strides -> the output's memory order
 
     def run(self, env):
+        if self._ufunc is not None and (self._repeated(env) or self._run_ufunc(env)):
+            return
         xs = [None if not n else env[n] for n in self.inputs]
         ys = ops_numpy.run_op(self.op, xs, self.attrs, self.opset, len(self.outputs))
         for n, y in zip(self.outputs, ys):
             if n:
                 env[n] = y
+
+    def _run_ufunc(self, env):
+        """The f32 op into the kept array; False (nothing done) for other inputs or without
+        one."""
+        a, b = env[self.inputs[0]], env[self.inputs[1]]
+        if not (isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and
+                a.dtype == np.float32 and b.dtype == np.float32):
+            return False
+        try:
+            shape = np.broadcast_shapes(a.shape, b.shape)
+        except ValueError:
+            return False
+        fn = self._ufunc
+        # the memory order numpy gives a new result of these operands (its 'K' order: the
+        # operands' layouts, the second's where they differ), learnt once per layout, so
+        # the steps reading the output see the layout (and give the bits) they always did
+        key = (a.shape, a.strides, b.shape, b.strides)
+        order = self._orders.get(key)
+        if order is None:
+            with np.errstate(all="ignore"):
+                order = self._orders[key] = ops_numpy.memory_order(fn(a, b))
+        y = self.kept_array(env, tuple(shape[i] for i in order), np.float32)
+        if y is None:
+            return False
+        out = self.kept_view(y, ("order", order),
+                             lambda v: v.transpose(ops_numpy.inverse_order(order)))
+
+        def call():
+            with np.errstate(all="ignore"):
+                fn(a, b, out=out)
+
+        call()
+        env[self.outputs[0]] = out
+        self._remember(env, call, True)
+        return True
 
     def aliased_inputs(self, output):
         if self.op in ("Shape", "Size"):  # new arrays of the shape
