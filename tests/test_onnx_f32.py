@@ -170,3 +170,72 @@ def test_kept_elementwise_output_takes_numpys_layout(op):
     st.run(env)
     assert env["y"].dtype == np.float64
     np.testing.assert_array_equal(env["y"], fn(env["a"], env["b"]))
+
+
+def _cl(shape):
+    n, c, h, w = shape
+    return RNG.standard_normal((n, h, w, c)).astype(np.float32).transpose(0, 3, 1, 2)
+
+
+def _resize_step(scales, mode="nearest"):
+    from dnnq.onnx.steps import NumpyStep
+    consts = {"roi": np.zeros(0, np.float32), "sc": np.asarray(scales, np.float32)}
+    return NumpyStep("resize", "Resize", {"mode": mode}, 13, ["x", "roi", "sc"], ["y"],
+                     consts), consts
+
+
+@pytest.mark.parametrize("case", ["x2", "x4_w3", "nchw", "linear", "channels", "f64"])
+def test_f32_nearest_resize_as_pixel_copies(case):
+    """A nearest Resize by whole factors along H and W of a channels-last f32 map is a
+    compiled pixel copy into the kept (channels-last) array, numpy's values exactly; the
+    other cases take numpy's path, with its values."""
+    from dnnq.onnx import ops_numpy
+    from dnnq.onnx.buffers import REUSE
+    x = {"x2": _cl((1, 24, 40, 60)), "x4_w3": _cl((2, 17, 20, 30)),
+         "nchw": RNG.standard_normal((1, 24, 40, 60)).astype(np.float32),
+         "linear": _cl((1, 24, 40, 60)), "channels": _cl((1, 24, 40, 60)),
+         "f64": _cl((1, 24, 40, 60)).astype(np.float64)}[case]
+    scales = {"x4_w3": [1, 1, 4, 3], "channels": [1, 2, 2, 2]}.get(case, [1, 1, 2, 2])
+    st, consts = _resize_step(scales, "linear" if case == "linear" else "nearest")
+    st.keeps_output = True
+    want = ops_numpy.run_op("Resize", [x, consts["roi"], consts["sc"]], st.attrs, 13)[0]
+    got = []
+    for _ in range(3):
+        env = {"x": x, "roi": consts["roi"], "sc": consts["sc"], REUSE: True}
+        st.run(env)
+        got.append(env["y"])
+    for g in got:
+        np.testing.assert_array_equal(g, want)
+    copied = case in ("x2", "x4_w3")
+    assert (got[0] is got[1] is got[2]) == copied
+    if copied:
+        assert got[0].transpose(0, 2, 3, 1).flags.c_contiguous
+
+
+def test_f32_channel_concat_as_pixel_copies():
+    """A Concat along the channels of channels-last 4-D f32 maps (24, 17, 1, 64 channels)
+    copies each into its channel slice of the kept array: numpy's values, channels-last,
+    the same array every run; other axes and layouts take numpy's path."""
+    from dnnq.onnx.buffers import REUSE
+    from dnnq.onnx.steps import NumpyStep
+    xs = [_cl((2, c, 20, 21)) for c in (24, 17, 1, 64)]  # 356 KB: kept without a pool
+    names = [f"x{i}" for i in range(len(xs))]
+    st = NumpyStep("cat", "Concat", {"axis": 1}, 13, names, ["y"], {})
+    st.keeps_output = True
+    want = np.concatenate(xs, axis=1)
+    got = []
+    for _ in range(3):
+        env = dict(zip(names, xs))
+        env[REUSE] = True
+        st.run(env)
+        got.append(env["y"])
+    assert got[0] is got[1] is got[2] and got[0].transpose(0, 2, 3, 1).flags.c_contiguous
+    np.testing.assert_array_equal(got[0], want)
+    for axis, arrays in ((3, [_cl((1, 8, 5, w)) for w in (3, 4)]),
+                         (1, [RNG.standard_normal((1, c, 5, 6)).astype(np.float32)
+                              for c in (2, 3)])):
+        st = NumpyStep("cat", "Concat", {"axis": axis}, 13, ["a", "b"], ["y"], {})
+        st.keeps_output = True
+        env = {"a": arrays[0], "b": arrays[1], REUSE: True}
+        st.run(env)
+        np.testing.assert_array_equal(env["y"], np.concatenate(arrays, axis=axis))

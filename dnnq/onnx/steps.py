@@ -403,11 +403,15 @@ _F32_UFUNCS = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": np.
 
 class NumpyStep(Step):
     """An ONNX op in numpy (data movement, shapes, cheap element-wise math), on f32 values or
-    on int8 arrays where the op only moves data.  Add / Sub / Mul / Div of f32 arrays write
-    into the step's kept array (buffers.py), laid out as their full-shape input is in memory
-    (channels-last stays channels-last): no allocation and no page faults on large maps
-    (PP-OCRv4 det's neck, conv-only QDQ file: its Mul / Add rows 3.1 -> 1.6 ms), and the
-    steps reading them find the same array every run, so they may repeat their calls."""
+    on int8 arrays where the op only moves data.  Into the step's kept array (buffers.py): no
+    allocation and no page faults on large maps, and the steps reading it find the same array
+    every run, so they may repeat their calls:
+    - Add / Sub / Mul / Div of f32 arrays, laid out as numpy lays out a new result (PP-OCRv4
+      det's neck, conv-only QDQ file: its Mul / Add rows 3.1 -> 1.6 ms);
+    - a nearest Resize by whole factors along H and W of a channels-last 4-D f32 map, and a
+      Concat along the channels of channels-last 4-D f32 maps: compiled pixel copies
+      (toolkit repeat_pixels_into on the f32 bytes) into a channels-last array, where numpy
+      gathered through index arrays and copied 24-channel slices."""
 
     def __init__(self, node, op, attrs, opset, inputs, outputs, consts):
         super().__init__([node], inputs, outputs)
@@ -415,17 +419,82 @@ class NumpyStep(Step):
         self.consts = consts
         self.primitive = f"numpy:{op}"
         self._ufunc = _F32_UFUNCS.get(op)
-        self.fresh_output = self._ufunc is not None
+        self._copies = op in ("Resize", "Upsample", "Concat")  # _run_copies
+        self.fresh_output = self._ufunc is not None or self._copies
         self._orders = {}  # operand shapes and strides -> the output's memory order
+        self._geometry = {}  # (shape, parameters) -> (sizes, repeat factors or None)
 
     def run(self, env):
         if self._ufunc is not None and (self._repeated(env) or self._run_ufunc(env)):
+            return
+        if self._copies and (self._repeated(env) or self._run_copies(env)):
             return
         xs = [None if not n else env[n] for n in self.inputs]
         ys = ops_numpy.run_op(self.op, xs, self.attrs, self.opset, len(self.outputs))
         for n, y in zip(self.outputs, ys):
             if n:
                 env[n] = y
+
+    def nearest_geometry(self, env):
+        """(output sizes, whole repeat factors per axis or None) of this nearest Resize for
+        this run's input, cached per input shape and parameters (the nearest indices cost
+        more than the key); (None, None) for other modes."""
+        x = env[self.inputs[0]]
+        params = [None if not p else env[p] for p in self.inputs]
+        key = (x.shape,) + tuple(None if p is None else tuple(np.ravel(p).tolist())
+                                 for p in params[1:])
+        got = self._geometry.get(key)
+        if got is None:
+            got = self._geometry[key] = ops_numpy.nearest_repeats(
+                x.shape, params, self.attrs, self.opset)[:2] \
+                if self.attrs.get("mode", "nearest") == "nearest" else (None, None)
+        return got
+
+    def _run_copies(self, env):
+        """A Resize / Concat of channels-last 4-D f32 maps as compiled pixel copies into the
+        kept array; False (nothing done) where that does not apply."""
+        if self.op == "Concat":
+            xs = [env[n] for n in self.inputs if n]
+            if len(xs) < 2 or self.attrs.get("axis", 1) % 4 != 1:
+                return False
+            reps = (1, 1, 1, 1)
+        else:
+            xs = [env[self.inputs[0]]]
+        if not all(isinstance(v, np.ndarray) and v.dtype == np.float32 and v.ndim == 4
+                   for v in xs):
+            return False
+        phys = [v.transpose(0, 2, 3, 1) for v in xs]
+        if not all(p.flags.c_contiguous for p in phys):
+            return False
+        if self.op == "Concat":
+            n, _, h, w = xs[0].shape
+            if any(v.shape[0] != n or v.shape[2:] != (h, w) for v in xs[1:]):
+                return False
+            shape = (n, h, w, sum(v.shape[1] for v in xs))
+        else:
+            sizes, reps = self.nearest_geometry(env)
+            if reps is None or reps[0] != 1 or reps[1] != 1:
+                return False
+            shape = (sizes[0], sizes[2], sizes[3], sizes[1])
+        y = self.kept_array(env, shape, np.float32)
+        if y is None:
+            return False
+        dst = y.view(np.uint8)
+        offsets = np.cumsum([0] + [v.shape[1] * 4 for v in xs])
+        copies = [(p.view(np.uint8), dst, reps[2], reps[3], int(off))
+                  for p, off in zip(phys, offsets)]
+        copy = _toolkit.repeat_pixels_into
+
+        def call():
+            nt = dnnq.get_num_threads()
+            for a in copies:
+                copy(*a, nt)
+
+        call()
+        env[self.outputs[0]] = self.transposed(y, (0, 3, 1, 2), True)
+        self._remember(env, call, True, [(a[0], x) for a, x in zip(copies, xs)] +
+                       [(dst, y)])
+        return True
 
     def _run_ufunc(self, env):
         """The f32 op into the kept array; False (nothing done) for other inputs or without
@@ -479,7 +548,6 @@ class QuantizedMoveStep(NumpyStep):
         self.primitive = f"numpy:{self.op} (int8)"
         #: a Resize writes a new array (the other moves may return views of their input)
         self.fresh_output = self.op in ("Resize", "Upsample")
-        self._geometry = {}  # (shape, parameters) -> (sizes, repeat factors or None)
         self._made = None  # (inputs, outputs) of the last run of a view move: _move
 
     def run(self, env):
@@ -504,21 +572,6 @@ class QuantizedMoveStep(NumpyStep):
                     xs[i] = xs[i][order]
         y = ops_numpy.run_op(self.op, xs, self.attrs, self.opset)[0]
         env[self.outputs[0]] = y if inv is None else y.transpose(inv)
-
-    def nearest_geometry(self, env):
-        """(output sizes, whole repeat factors per axis or None) of this nearest Resize for
-        this run's input, cached per input shape and parameters (the nearest indices cost
-        more than the key); (None, None) for other modes."""
-        x = env[self.inputs[0]]
-        params = [None if not p else env[p] for p in self.inputs]
-        key = (x.shape,) + tuple(None if p is None else tuple(np.ravel(p).tolist())
-                                 for p in params[1:])
-        got = self._geometry.get(key)
-        if got is None:
-            got = self._geometry[key] = ops_numpy.nearest_repeats(
-                x.shape, params, self.attrs, self.opset)[:2] \
-                if self.attrs.get("mode", "nearest") == "nearest" else (None, None)
-        return got
 
     def _move(self, env):
         """The op; its outputs are the last run's objects when its inputs are the last run's
