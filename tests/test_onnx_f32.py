@@ -239,3 +239,29 @@ def test_f32_channel_concat_as_pixel_copies():
         env = {"a": arrays[0], "b": arrays[1], REUSE: True}
         st.run(env)
         np.testing.assert_array_equal(env["y"], np.concatenate(arrays, axis=axis))
+
+
+@pytest.mark.parametrize("op", ["Sigmoid", "Tanh", "Exp", "Softplus", "Mish"])
+def test_f32_unary_eltwise_step(op):
+    """F32EltwiseStep gives the numpy step's values bit for bit (both dnnq.Eltwise), C-contiguous
+    from a channels-last source too, into the same kept array every run; other dtypes and
+    layouts (f64, a strided view) take numpy's path."""
+    from dnnq.onnx import ops_numpy
+    from dnnq.onnx.buffers import REUSE
+    from dnnq.onnx.planner import _F32_ELTWISE
+    from dnnq.onnx.steps import F32EltwiseStep
+    base = _cl((1, 32, 48, 60)) * np.float32(3)
+    for x, fast in ((base, True), (np.ascontiguousarray(base), True),
+                    (base.astype(np.float64), False), (base[:, :, ::2], False)):
+        st = F32EltwiseStep("n", op, {}, 13, "x", "y", *_F32_ELTWISE[op])
+        st.keeps_output = True
+        want = ops_numpy.run_op(op, [x], {}, 13)[0]
+        got = []
+        for _ in range(3):
+            env = {"x": x, REUSE: True}
+            st.run(env)
+            got.append(env["y"])
+        for g in got:
+            assert g.dtype == want.dtype and (g.flags.c_contiguous or not fast)
+            np.testing.assert_array_equal(g, want)
+        assert (got[0] is got[1] is got[2]) == fast

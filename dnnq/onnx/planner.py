@@ -25,6 +25,11 @@ from dnnq.onnx import steps as S
 
 F32 = np.float32
 POOL_OPS = {"MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool"}
+#: f32 unary ops ops_numpy runs on dnnq.Eltwise (its _toolkit_eltwise): (algorithm, alpha,
+#: beta) for steps.F32EltwiseStep
+_F32_ELTWISE = {"Sigmoid": ("logistic", 0.0, 0.0), "Tanh": ("tanh", 0.0, 0.0),
+                "Exp": ("exp", 0.0, 0.0), "Log": ("log", 0.0, 0.0),
+                "Softplus": ("soft_relu", 1.0, 0.0), "Mish": ("mish", 0.0, 0.0)}
 INT8_MOVE = ops_numpy.MOVE_OPS | {"Concat", "Split", "Resize", "Upsample", "MaxPool",
                                    "GlobalMaxPool", "Pad"}
 # movement ops whose inputs after the first are parameters (shape, indices, axes, sizes)
@@ -377,6 +382,11 @@ class Planner:
                                 "by dnnq.onnx")
         for x in n.input:
             self.ensure(x)
+        elt = _F32_ELTWISE.get(op)
+        if elt is not None and n.input and n.input[0] not in self.consts:
+            self._add(S.F32EltwiseStep(label, op, self.attrs(n), opset, n.input[0],
+                                       n.output[0], *elt))
+            return
         self._add(S.NumpyStep(label, op, self.attrs(n), opset, list(n.input), list(n.output),
                               self.consts))
 
