@@ -265,3 +265,53 @@ def test_f32_unary_eltwise_step(op):
             assert g.dtype == want.dtype and (g.flags.c_contiguous or not fast)
             np.testing.assert_array_equal(g, want)
         assert (got[0] is got[1] is got[2]) == fast
+
+
+def _se_model(mul_order, add_order, expose_product):
+    """Conv -> GlobalAveragePool -> Sigmoid gate s; y = Add(x, Mul(x, s)) in either operand
+    order; the product also a graph output when ``expose_product``."""
+    inits = []
+    w = lambda *s: (RNG.standard_normal(s) * 0.3).astype(np.float32)  # noqa: E731
+    mul_in = ["c", "s"] if mul_order else ["s", "c"]
+    add_in = ["c", "m"] if add_order else ["m", "c"]
+    n = [helper.make_node("Conv", ["x", _c(w(40, 16, 1, 1), "w1", inits)], ["c"], name="c1"),
+         helper.make_node("GlobalAveragePool", ["c"], ["g"]),
+         helper.make_node("Sigmoid", ["g"], ["s"]),
+         helper.make_node("Mul", mul_in, ["m"], name="gate"),
+         helper.make_node("Add", add_in, ["y"], name="residual")]
+    outs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 40, 30, 44])]
+    if expose_product:
+        outs.append(helper.make_tensor_value_info("m", TensorProto.FLOAT, [1, 40, 30, 44]))
+    g = helper.make_graph(n, "se", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                                  [1, 16, 30, 44])], outs, inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    return m
+
+
+@pytest.mark.parametrize("mul_order,add_order,expose", [(True, True, False), (False, False, False),
+                                                        (True, False, True)])
+def test_f32_scale_residual_one_binary_pass(mul_order, add_order, expose):
+    """Add(x, Mul(x, s)) of f32 maps is one Binary step (x * s, a binary add post-op of x):
+    numpy's bits (x + x * s with its two roundings), run after run; not fused where the
+    product is a graph output."""
+    if not _has_f32_layers():
+        pytest.skip("no f32 layers")
+    m = _se_model(mul_order, add_order, expose)
+    s = donnx.InferenceSession(m, threads=1)
+    rows = {tuple(r["nodes"]): r["primitive"] for r in s.plan()}
+    fused = ("gate", "residual") in rows
+    assert fused == (not expose)
+    if fused:
+        assert rows[("gate", "residual")] == "Binary"
+    probe = m.graph.output.add()
+    probe.CopyFrom(helper.make_tensor_value_info("c", TensorProto.FLOAT, [1, 40, 30, 44]))
+    probe = m.graph.output.add()
+    probe.CopyFrom(helper.make_tensor_value_info("s", TensorProto.FLOAT, [1, 40, 1, 1]))
+    p = donnx.InferenceSession(m, threads=1)  # the same conv and gate, returned
+    x = RNG.standard_normal((1, 16, 30, 44)).astype(np.float32)
+    outs = p.run(None, {"x": x})
+    c, g = outs[-2], outs[-1]
+    want = c + c * g
+    for _ in range(3):
+        np.testing.assert_array_equal(s.run(None, {"x": x})[0], want)

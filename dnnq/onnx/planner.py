@@ -382,6 +382,8 @@ class Planner:
                                 "by dnnq.onnx")
         for x in n.input:
             self.ensure(x)
+        if op == "Mul" and self._emit_f32_scale_residual(n, label):
+            return
         elt = _F32_ELTWISE.get(op)
         if elt is not None and n.input and n.input[0] not in self.consts:
             self._add(S.F32EltwiseStep(label, op, self.attrs(n), opset, n.input[0],
@@ -389,6 +391,25 @@ class Planner:
             return
         self._add(S.NumpyStep(label, op, self.attrs(n), opset, list(n.input), list(n.output),
                               self.consts))
+
+    def _emit_f32_scale_residual(self, mul, label):
+        """``Add(x, Mul(x, s))`` of f32 activations, the product read by the Add alone, as
+        one F32ScaleResidualStep (x the operand both read)."""
+        if len(mul.input) != 2 or mul.output[0] in self.graph.output_names:
+            return False
+        cons = self.graph.consumers.get(mul.output[0], [])
+        add = self.graph.nodes[cons[0]] if len(cons) == 1 else None
+        if add is None or add.op_type != "Add" or cons[0] in self.claimed or \
+                len(add.input) != 2 or add.input[0] == add.input[1]:
+            return False
+        other = add.input[1] if add.input[0] == mul.output[0] else add.input[0]
+        if other not in mul.input or mul.input[0] == mul.input[1] or \
+                any(v in self.consts for v in mul.input):
+            return False
+        s = mul.input[1] if mul.input[0] == other else mul.input[0]
+        self._add(S.F32ScaleResidualStep([label, self.label(add)], other, s, add.output[0]))
+        self._claim(add)
+        return True
 
     def _emit_f32_product(self, n, label):
         """MatMul of two f32 activations (the Conv / MatMul layers with constant weights
