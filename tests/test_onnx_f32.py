@@ -315,3 +315,52 @@ def test_f32_scale_residual_one_binary_pass(mul_order, add_order, expose):
     want = c + c * g
     for _ in range(3):
         np.testing.assert_array_equal(s.run(None, {"x": x})[0], want)
+
+
+def _f32_int8_add_model(order):
+    """y = Q(Add(Tanh(x), DQ(Q(z)))) with a DequantizeLinear after it: an f32 value no layer
+    computes plus a dequantized int8 map (operands in either order)."""
+    inits = []
+    for name, v, dt in (("sz", 0.03, None), ("zz", 120, np.uint8), ("sy", 0.05, None),
+                        ("zy", 131, np.uint8)):
+        inits.append(numpy_helper.from_array(np.asarray(v, dt or np.float32), name))
+    add_in = ["c", "dz"] if order else ["dz", "c"]
+    n = [helper.make_node("Tanh", ["x"], ["c"], name="tanh"),
+         helper.make_node("QuantizeLinear", ["z", "sz", "zz"], ["qz"]),
+         helper.make_node("DequantizeLinear", ["qz", "sz", "zz"], ["dz"]),
+         helper.make_node("Add", add_in, ["a"], name="add"),
+         helper.make_node("QuantizeLinear", ["a", "sy", "zy"], ["qy"], name="qy"),
+         helper.make_node("DequantizeLinear", ["qy", "sy", "zy"], ["y"])]
+    shape = [1, 24, 20, 36]
+    g = helper.make_graph(n, "f32_int8_add",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape),
+                           helper.make_tensor_value_info("z", TensorProto.FLOAT, shape)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    return m
+
+
+@pytest.mark.parametrize("order", [True, False])
+def test_f32_plus_int8_add_into_quantize(order, monkeypatch):
+    """QuantizeLinear(Add(f32 x, DequantizeLinear(int8 r))) is one Binary step reading r as
+    int8 and writing the Add's QuantizeLinear: the bits of the dequantize / numpy add /
+    quantize steps it replaces, and ONNX Runtime's values within one step."""
+    from dnnq.onnx import planner
+    m = _f32_int8_add_model(order)
+    s = donnx.InferenceSession(m, threads=1)
+    rows = {tuple(r["nodes"]): r for r in s.plan()}
+    assert rows[("add", "qy")]["primitive"] == "Binary"
+    assert rows[("add", "qy")]["dtypes_out"] == ["u8"]
+    cls = next(c for c in vars(planner).values()
+               if isinstance(c, type) and hasattr(c, "_emit_f32_int8_add"))
+    monkeypatch.setattr(cls, "_emit_f32_int8_add", lambda self, n, label: False)
+    apart = donnx.InferenceSession(m, threads=1)
+    assert not any(r["primitive"] == "Binary" for r in apart.plan())
+    ref = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    for _ in range(2):
+        feed = {"x": RNG.standard_normal((1, 24, 20, 36)).astype(np.float32) * 2,
+                "z": RNG.standard_normal((1, 24, 20, 36)).astype(np.float32) * 2}
+        y = s.run(None, feed)[0]
+        np.testing.assert_array_equal(y, apart.run(None, feed)[0])
+        np.testing.assert_allclose(y, ref.run(None, feed)[0], atol=0.05 * 1.01)

@@ -380,6 +380,8 @@ class Planner:
         if not ops_numpy.has_op(op):
             raise Unimplemented(f"node {label!r}: op type {op} (opset {opset}) is not supported "
                                 "by dnnq.onnx")
+        if op == "Add" and self._emit_f32_int8_add(n, label):
+            return
         for x in n.input:
             self.ensure(x)
         if op == "Mul" and self._emit_f32_scale_residual(n, label):
@@ -391,6 +393,29 @@ class Planner:
             return
         self._add(S.NumpyStep(label, op, self.attrs(n), opset, list(n.input), list(n.output),
                               self.consts))
+
+    def _emit_f32_int8_add(self, add, label):
+        """``QuantizeLinear(Add(x, DequantizeLinear(r)))``, x f32 and r int8 (the top-down
+        path of PP-OCRv4 det's neck in a conv-only QDQ file: an upsampled int8 map added to
+        a layer's f32 output) as one Binary step reading r as int8 with its scale and zero
+        point and writing the Add's QuantizeLinear: no dequantized copy of r, no f32 sum in
+        memory."""
+        if len(add.input) != 2 or add.input[0] == add.input[1] or self.round_every_quantize:
+            return False
+        q = [self.act_dq(v) for v in add.input]
+        if (q[0] is None) == (q[1] is None) or any(v in self.consts for v in add.input):
+            return False
+        sq = self._sole_q(add.output[0])
+        if sq is None:
+            return False
+        i = 0 if q[0] is not None else 1
+        x, r = add.input[1 - i], q[i]
+        self.ensure(x)
+        self.ensure_q(r[0])
+        self._add(S.BinaryStep([label, self.label(sq[0])], "add", x, r[0], sq[0].output[0],
+                               None, r[1], sq[1]))
+        self._claim(sq[0])
+        return True
 
     def _emit_f32_scale_residual(self, mul, label):
         """``Add(x, Mul(x, s))`` of f32 activations, the product read by the Add alone, as
