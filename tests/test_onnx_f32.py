@@ -353,8 +353,8 @@ def test_f32_plus_int8_add_into_quantize(order, monkeypatch):
     assert rows[("add", "qy")]["primitive"] == "Binary"
     assert rows[("add", "qy")]["dtypes_out"] == ["u8"]
     cls = next(c for c in vars(planner).values()
-               if isinstance(c, type) and hasattr(c, "_emit_f32_int8_add"))
-    monkeypatch.setattr(cls, "_emit_f32_int8_add", lambda self, n, label: False)
+               if isinstance(c, type) and hasattr(c, "_emit_f32_binary_quantized"))
+    monkeypatch.setattr(cls, "_emit_f32_binary_quantized", lambda self, n, label: False)
     apart = donnx.InferenceSession(m, threads=1)
     assert not any(r["primitive"] == "Binary" for r in apart.plan())
     ref = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
@@ -364,3 +364,59 @@ def test_f32_plus_int8_add_into_quantize(order, monkeypatch):
         y = s.run(None, feed)[0]
         np.testing.assert_array_equal(y, apart.run(None, feed)[0])
         np.testing.assert_allclose(y, ref.run(None, feed)[0], atol=0.05 * 1.01)
+
+
+@pytest.mark.parametrize("gate_shape", [[1, 24, 1, 1], [1, 24, 20, 36], [1, 1, 20, 1]])
+def test_f32_product_into_quantize(gate_shape, monkeypatch):
+    """QuantizeLinear(Mul(x, s)) of f32 values (a squeeze-excitation gate before the next
+    layer's QuantizeLinear) is one Binary step: the bits of the numpy product and the
+    quantizing Reorder; a gate of another shape than Binary broadcasts (here (1, 1, 20, 1)
+    fits; see the misfit test below) keeps them."""
+    from dnnq.onnx import planner
+    inits = [numpy_helper.from_array(np.asarray(0.04, np.float32), "sy"),
+             numpy_helper.from_array(np.asarray(7, np.uint8), "zy")]
+    n = [helper.make_node("Tanh", ["x"], ["c"], name="tanh"),
+         helper.make_node("Sigmoid", ["g"], ["s"], name="gate"),
+         helper.make_node("Mul", ["c", "s"], ["m"], name="mul"),
+         helper.make_node("QuantizeLinear", ["m", "sy", "zy"], ["qy"], name="qy"),
+         helper.make_node("DequantizeLinear", ["qy", "sy", "zy"], ["y"])]
+    shape = [1, 24, 20, 36]
+    g = helper.make_graph(n, "gate", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape),
+                                      helper.make_tensor_value_info("g", TensorProto.FLOAT,
+                                                                    gate_shape)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    s = donnx.InferenceSession(m, threads=1)
+    assert {tuple(r["nodes"]): r["primitive"] for r in s.plan()}[("mul", "qy")] == "Binary"
+    cls = next(c for c in vars(planner).values()
+               if isinstance(c, type) and hasattr(c, "_emit_f32_binary_quantized"))
+    monkeypatch.setattr(cls, "_emit_f32_binary_quantized", lambda self, n, label: False)
+    apart = donnx.InferenceSession(m, threads=1)
+    for _ in range(2):
+        feed = {"x": RNG.standard_normal(shape).astype(np.float32) * 2,
+                "g": RNG.standard_normal(gate_shape).astype(np.float32)}
+        for _ in range(2):
+            np.testing.assert_array_equal(s.run(None, feed)[0], apart.run(None, feed)[0])
+
+
+def test_fused_binary_misfit_runs_the_replaced_steps():
+    """Operands dnnq.Binary cannot take (neither of the full shape: (1, C, 1, 1) + (1, 1, H,
+    W)) run as the dequantize / numpy / quantize steps would, with their bits."""
+    from dnnq.onnx.quant import QParams
+    from dnnq.onnx.steps import FusedBinaryStep, ReorderStep
+    qd = QParams(np.array([0.05], np.float32), np.array([131], np.uint8), "u8", 1)
+    qr = QParams(np.array([0.03], np.float32), np.array([120], np.uint8), "u8", 1)
+    a = RNG.standard_normal((1, 24, 1, 1)).astype(np.float32)
+    r = RNG.integers(0, 256, (1, 1, 20, 36)).astype(np.uint8)
+    st = FusedBinaryStep(["add"], "add", "Add", "a", "r", "y", None, qr, qd)
+    env = {"a": a, "r": r}
+    st.run(env)
+    deq = ReorderStep(["d"], "r", "rd", qr, None)
+    quant = ReorderStep(["q"], "s", "y", None, qd)
+    ref = {"r": r}
+    deq.run(ref)
+    ref["s"] = a + ref["rd"]
+    quant.run(ref)
+    np.testing.assert_array_equal(env["y"], ref["y"])
+    assert set(env) == {"a", "r", "y"}

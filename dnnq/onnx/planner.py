@@ -380,7 +380,7 @@ class Planner:
         if not ops_numpy.has_op(op):
             raise Unimplemented(f"node {label!r}: op type {op} (opset {opset}) is not supported "
                                 "by dnnq.onnx")
-        if op == "Add" and self._emit_f32_int8_add(n, label):
+        if op in ("Add", "Mul") and self._emit_f32_binary_quantized(n, label):
             return
         for x in n.input:
             self.ensure(x)
@@ -394,26 +394,33 @@ class Planner:
         self._add(S.NumpyStep(label, op, self.attrs(n), opset, list(n.input), list(n.output),
                               self.consts))
 
-    def _emit_f32_int8_add(self, add, label):
-        """``QuantizeLinear(Add(x, DequantizeLinear(r)))``, x f32 and r int8 (the top-down
-        path of PP-OCRv4 det's neck in a conv-only QDQ file: an upsampled int8 map added to
-        a layer's f32 output) as one Binary step reading r as int8 with its scale and zero
-        point and writing the Add's QuantizeLinear: no dequantized copy of r, no f32 sum in
-        memory."""
-        if len(add.input) != 2 or add.input[0] == add.input[1] or self.round_every_quantize:
+    def _emit_f32_binary_quantized(self, n, label):
+        """``QuantizeLinear(Add / Mul(a, b))``, a and b f32 values or dequantized int8 ones,
+        the result read by the QuantizeLinear alone, as one FusedBinaryStep: int8 operands
+        read as int8 with their scales and zero points, the QuantizeLinear's int8 written,
+        no f32 operand or result in memory.  PP-OCRv4 det's neck in a conv-only QDQ file
+        (an upsampled int8 map added to an f32 map) and its squeeze-excitation gates
+        (``x * s`` before a QuantizeLinear); the same bits as the dequantize / numpy /
+        quantize steps it replaces."""
+        if len(n.input) != 2 or n.input[0] == n.input[1] or self.round_every_quantize or \
+                any(v in self.consts or not v for v in n.input):
             return False
-        q = [self.act_dq(v) for v in add.input]
-        if (q[0] is None) == (q[1] is None) or any(v in self.consts for v in add.input):
-            return False
-        sq = self._sole_q(add.output[0])
+        sq = self._sole_q(n.output[0])
         if sq is None:
             return False
-        i = 0 if q[0] is not None else 1
-        x, r = add.input[1 - i], q[i]
-        self.ensure(x)
-        self.ensure_q(r[0])
-        self._add(S.BinaryStep([label, self.label(sq[0])], "add", x, r[0], sq[0].output[0],
-                               None, r[1], sq[1]))
+        q = [self.act_dq(v) for v in n.input]
+        ins = []
+        for v, qv in zip(n.input, q):
+            if qv is None:
+                self.ensure(v)
+                ins.append(v)
+            else:
+                self.ensure_q(qv[0])
+                ins.append(qv[0])
+        self._add(S.FusedBinaryStep([label, self.label(sq[0])], n.op_type.lower(), n.op_type,
+                                    ins[0], ins[1], sq[0].output[0],
+                                    None if q[0] is None else q[0][1],
+                                    None if q[1] is None else q[1][1], sq[1]))
         self._claim(sq[0])
         return True
 

@@ -330,6 +330,52 @@ class BinaryStep(PrimStep):
         env[self.outputs[0]] = y.reshape(shape)
 
 
+class FusedBinaryStep(BinaryStep):
+    """``QuantizeLinear(op(a, b))`` for op Add / Mul, each operand f32 or the dequantized
+    form of an int8 tensor (read as int8 with its scale and zero point), as one dnnq.Binary
+    pass writing the quantized result (planner: _emit_f32_binary_quantized).  The shapes are
+    known at the first run only: where dnnq.Binary cannot take them (neither operand of the
+    full shape, an operand not f32), the steps it replaces run instead -- a dequantizing
+    Reorder per int8 operand, the op in numpy, the quantizing Reorder -- with their bits."""
+
+    def __init__(self, nodes, alg, op, src0, src1, dst, q0, q1, qd):
+        super().__init__(nodes, alg, src0, src1, dst, q0, q1, qd)
+        self.op = op
+        self._apart = None  # the replaced steps, made on the first misfit
+
+    def _fits(self, x0, x1):
+        for x, q in ((x0, self.q0), (x1, self.q1)):
+            if not isinstance(x, np.ndarray) or x.ndim == 0 or \
+                    (q is None and x.dtype != np.float32):
+                return False
+        try:
+            out = np.broadcast_shapes(x0.shape, x1.shape)
+        except ValueError:
+            return False
+        return out in (x0.shape, x1.shape)
+
+    def run(self, env):
+        if self._fits(env[self.inputs[0]], env[self.inputs[1]]):
+            super().run(env)
+            return
+        self._repeat = None
+        if self._apart is None:
+            names = [f"{self.outputs[0]}::{k}" for k in ("a", "b", "sum")]
+            deq = [ReorderStep([f"{n} (dequantize)"], x, n, q, None)
+                   for x, n, q in zip(self.inputs, names, (self.q0, self.q1)) if q is not None]
+            self._apart = (names, deq, ReorderStep([f"{self.outputs[0]} (quantize)"], names[2],
+                                                   self.outputs[0], None, self.qd))
+        names, deq, quant = self._apart
+        for st in deq:
+            st.run(env)
+        xs = [env[n] if q is not None else env[x]
+              for x, n, q in zip(self.inputs, names, (self.q0, self.q1))]
+        env[names[2]] = ops_numpy.run_op(self.op, xs, {}, 13)[0]
+        quant.run(env)
+        for n in names:
+            env.pop(n, None)
+
+
 class EltwiseStep(PrimStep):
     """A unary activation on dnnq.Eltwise with source / destination scales and zero points."""
 
