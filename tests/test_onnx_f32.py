@@ -420,3 +420,61 @@ def test_fused_binary_misfit_runs_the_replaced_steps():
     quant.run(ref)
     np.testing.assert_array_equal(env["y"], ref["y"])
     assert set(env) == {"a", "r", "y"}
+
+
+def _concat_quantize_model(three_d):
+    """QuantizeLinear(Concat(Resize x4 x2 (Tanh(a)), Resize x2 (Tanh(b)), Tanh(c))) along the
+    channels (4-D), or a plain 3-D concatenation (no resize)."""
+    inits = [numpy_helper.from_array(np.asarray(0.01, np.float32), "sy"),
+             numpy_helper.from_array(np.asarray(128, np.uint8), "zy"),
+             numpy_helper.from_array(np.zeros(0, np.float32), "roi")]
+    if three_d:
+        shapes = [[1, 8, 30], [1, 5, 30], [1, 3, 30]]
+        n = [helper.make_node("Tanh", [v], [f"t{v}"]) for v in "abc"]
+        cat_in = ["ta", "tb", "tc"]
+    else:
+        shapes = [[1, 8, 10, 24], [1, 5, 20, 24], [1, 3, 40, 48]]
+        inits += [numpy_helper.from_array(np.asarray(s, np.float32), f"s{k}")
+                  for k, s in (("4", [1, 1, 4, 2]), ("2", [1, 1, 2, 2]))]
+        n = [helper.make_node("Tanh", [v], [f"t{v}"]) for v in "abc"]
+        n += [helper.make_node("Resize", ["ta", "roi", "s4"], ["ra"], mode="nearest"),
+              helper.make_node("Resize", ["tb", "roi", "s2"], ["rb"], mode="nearest")]
+        cat_in = ["ra", "rb", "tc"]
+    out = [1, 16] + shapes[0][2:] if three_d else [1, 16, 40, 48]
+    n += [helper.make_node("Concat", cat_in, ["cat"], name="cat", axis=1),
+          helper.make_node("QuantizeLinear", ["cat", "sy", "zy"], ["q"], name="q"),
+          helper.make_node("DequantizeLinear", ["q", "sy", "zy"], ["y"])]
+    g = helper.make_graph(n, "concat_q",
+                          [helper.make_tensor_value_info(v, TensorProto.FLOAT, s)
+                           for v, s in zip("abc", shapes)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, out)], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    return m, shapes
+
+
+@pytest.mark.parametrize("three_d", [False, True])
+def test_f32_concat_into_quantize(three_d, monkeypatch):
+    """QuantizeLinear(Concat) of f32 maps, the nearest Resizes read only by it taken in: each
+    input quantized at its own size and repeated into its channel slice: the bytes of the
+    resize / concatenate / quantize steps it replaces (3-D inputs run those steps), and ONNX
+    Runtime's values."""
+    from dnnq.onnx import planner
+    m, shapes = _concat_quantize_model(three_d)
+    s = donnx.InferenceSession(m, threads=1)
+    rows = [r for r in s.plan() if "cat" in r["nodes"]]
+    assert len(rows) == 1 and rows[0]["primitive"] == "Concat" and "q" in rows[0]["nodes"]
+    if not three_d:
+        assert rows[0]["impl_info"] == "resize into, quantize, copy"
+        assert sum("Resize" in str(r["nodes"]) for r in s.plan()) == 1
+    cls = next(c for c in vars(planner).values()
+               if isinstance(c, type) and hasattr(c, "_emit_f32_concat_quantized"))
+    monkeypatch.setattr(cls, "_emit_f32_concat_quantized", lambda self, n, label: False)
+    apart = donnx.InferenceSession(m, threads=1)
+    ref = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    for _ in range(2):
+        feed = {v: RNG.standard_normal(sh).astype(np.float32) for v, sh in zip("abc", shapes)}
+        for _ in range(2):
+            y = s.run(None, feed)[0]
+            np.testing.assert_array_equal(y, apart.run(None, feed)[0])
+        np.testing.assert_allclose(y, ref.run(None, feed)[0], atol=0.0101)

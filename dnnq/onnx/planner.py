@@ -382,6 +382,8 @@ class Planner:
                                 "by dnnq.onnx")
         if op in ("Add", "Mul") and self._emit_f32_binary_quantized(n, label):
             return
+        if op == "Concat" and self._emit_f32_concat_quantized(n, label):
+            return
         for x in n.input:
             self.ensure(x)
         if op == "Mul" and self._emit_f32_scale_residual(n, label):
@@ -421,6 +423,23 @@ class Planner:
                                     ins[0], ins[1], sq[0].output[0],
                                     None if q[0] is None else q[0][1],
                                     None if q[1] is None else q[1][1], sq[1]))
+        self._claim(sq[0])
+        return True
+
+    def _emit_f32_concat_quantized(self, n, label):
+        """``QuantizeLinear(Concat(...))`` along axis 1 of f32 values, the result read by the
+        QuantizeLinear alone, as one F32ConcatQuantizeStep (nearest Resizes that only it
+        reads are taken in later: _resize_into_concat)."""
+        if self.round_every_quantize or len(n.input) < 2 or self.attrs(n).get("axis") != 1 or \
+                any(not v or v in self.consts or self.act_dq(v) is not None for v in n.input):
+            return False
+        sq = self._sole_q(n.output[0])
+        if sq is None:
+            return False
+        for v in n.input:
+            self.ensure(v)
+        self._add(S.F32ConcatQuantizeStep([label, self.label(sq[0])], list(n.input),
+                                          sq[0].output[0], sq[1]))
         self._claim(sq[0])
         return True
 
@@ -520,6 +539,17 @@ class Planner:
                 if isinstance(prod, S.QuantizedMoveStep) and prod.op in ("Resize", "Upsample") \
                         and readers.get(name) == 1 and name not in outputs and \
                         prod.attrs.get("mode", "nearest") == "nearest" and id(prod) not in taken:
+                    st.take_resize(i, prod)
+                    taken.add(id(prod))
+        for st in self.steps:  # the f32 concatenations quantized in one step
+            if not isinstance(st, S.F32ConcatQuantizeStep):
+                continue
+            for i, name in enumerate(list(st.inputs[:st.n_data])):
+                prod = producer.get(name)
+                if type(prod) is S.NumpyStep and prod.op in ("Resize", "Upsample") and \
+                        readers.get(name) == 1 and name not in outputs and \
+                        prod.attrs.get("mode", "nearest") == "nearest" and \
+                        id(prod) not in taken and st.inputs.count(name) == 1:
                     st.take_resize(i, prod)
                     taken.add(id(prod))
         self.steps[:] = [st for st in self.steps if id(st) not in taken]

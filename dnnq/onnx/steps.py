@@ -376,6 +376,94 @@ class FusedBinaryStep(BinaryStep):
             env.pop(n, None)
 
 
+class F32ConcatQuantizeStep(Step):
+    """``QuantizeLinear(Concat(x_0, x_1, ...))`` along the channels of f32 4-D maps, each
+    input maybe a nearest Resize by whole factors along H / W that nothing else reads
+    (take_resize: PP-OCRv4 det's neck in a conv-only QDQ file concatenates three upsampled
+    maps and one): each input quantized at its own size by the quantizing Reorder the
+    QuantizeLinear ran, then copied (repeated) into its channel slice of the channels-last
+    int8 result -- the same bytes (nearest resizing and concatenating move values,
+    quantizing is per value), one pass over the large output instead of a resize, a
+    concatenation and a quantization of it.  Other shapes or dtypes run the replaced steps
+    (numpy's resize and concatenation, the quantizing Reorder)."""
+
+    primitive = "Concat"
+    fresh_output = True
+
+    def __init__(self, nodes, inputs, output, qd):
+        super().__init__(nodes, inputs, [output])
+        self.qd = qd
+        self.n_data = len(inputs)
+        self._resized = {}  # input i -> the nearest Resize step it stands for
+        self._quant = {}    # tag -> ReorderStep quantizing input i into a channels-last temp
+        self._apart = None
+        self.impl_info = "quantize, copy"
+
+    def take_resize(self, i, step):
+        """Input i is the output of ``step``, a nearest Resize nothing else reads: quantize
+        its (smaller) input and repeat it into the output instead."""
+        self._resized[i] = step
+        self.nodes = self.nodes + step.nodes
+        self.inputs = list(self.inputs)
+        self.inputs[i] = step.inputs[0]
+        self.inputs += [x for x in step.inputs[1:] if x and x not in self.inputs]
+        self.impl_info = "resize into, quantize, copy"
+
+    def _reps(self, env, i, x):
+        st = self._resized.get(i)
+        if st is None:
+            return (1, 1, 1, 1), x.shape
+        sizes, reps = st.nearest_geometry(env)
+        return reps, None if reps is None else tuple(sizes)
+
+    def run(self, env):
+        xs = [env[n] for n in self.inputs[:self.n_data]]
+        geo = [self._reps(env, i, x) if isinstance(x, np.ndarray) else (None, None)
+               for i, x in enumerate(xs)]
+        ok = all(isinstance(x, np.ndarray) and x.dtype == np.float32 and x.ndim == 4 and
+                 r is not None and r[0] == 1 and r[1] == 1 for x, (r, _) in zip(xs, geo))
+        if ok:
+            n, _, h, w = geo[0][1]
+            ok = all(sh[0] == n and sh[2:] == (h, w) for _, sh in geo)
+        if not ok:
+            self._run_apart(env, xs)
+            return
+        dtype = np.uint8 if self.qd.dt == "u8" else np.int8
+        shape = (n, h, w, sum(sh[1] for _, sh in geo))
+        y, kept = self.out_array(env, shape, dtype)
+        off = 0
+        for i, (x, (reps, sh)) in enumerate(zip(xs, geo)):
+            st = self._quant.get(i)
+            if st is None:
+                tmp = f"{self.outputs[0]}::q{i}"
+                st = self._quant[i] = ReorderStep([tmp], self.inputs[i], tmp, None, self.qd)
+                st.channels_last_out = True
+            st.run(env)
+            q = env.pop(st.outputs[0]).transpose(0, 2, 3, 1)
+            _toolkit.repeat_pixels_into(np.ascontiguousarray(q).view(np.uint8),
+                                        y.view(np.uint8), reps[2], reps[3], off,
+                                        dnnq.get_num_threads())
+            off += sh[1]
+        env[self.outputs[0]] = self.transposed(y, (0, 3, 1, 2), kept)
+
+    def _run_apart(self, env, xs):
+        """The replaced steps: the resizes and the concatenation in numpy, the quantizing
+        Reorder."""
+        full = []
+        for i, x in enumerate(xs):
+            st = self._resized.get(i)
+            if st is not None:
+                params = [None if not p else env[p] for p in st.inputs]
+                x = ops_numpy.run_op(st.op, params, st.attrs, st.opset)[0]
+            full.append(x)
+        tmp = f"{self.outputs[0]}::f32"
+        env[tmp] = ops_numpy.run_op("Concat", full, {"axis": 1}, 13)[0]
+        if self._apart is None:
+            self._apart = ReorderStep([tmp], tmp, self.outputs[0], None, self.qd)
+        self._apart.run(env)
+        env.pop(tmp, None)
+
+
 class EltwiseStep(PrimStep):
     """A unary activation on dnnq.Eltwise with source / destination scales and zero points."""
 
