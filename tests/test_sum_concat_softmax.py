@@ -269,6 +269,21 @@ def test_softmax_row_max_anywhere(isa, L):
                 assert out[0, pos] == 0.0
 
 
+@pytest.mark.parametrize("L", [7, 16, 45, 6625])
+def test_softmax_f32_rows_read_and_written_in_place(isa, L):
+    """An f32 row along the innermost axis is read where it is and its f32 result written by
+    the division itself (no copies): the same operations as the path through the scratch
+    row, which a destination scale of 2 takes (its factor 1 / 2 is exact above the
+    subnormals: the results agree to the bit after halving)."""
+    rng = np.random.default_rng(L)
+    x = (rng.standard_normal((3, L)) * 4).astype(np.float32)
+    direct = run_softmax(x, "softmax", 1, "f32")
+    scaled = run_softmax(x, "softmax", 1, "f32", ds=2.0)
+    normal = direct >= np.float32(2.0 ** -125)
+    assert normal.any()
+    np.testing.assert_array_equal((direct * np.float32(0.5))[normal], scaled[normal])
+
+
 # ----------------------------------------------------------------------------- errors
 
 def test_sum_concat_softmax_errors():

@@ -40,11 +40,11 @@ TK_INLINE tk_vf tk_exp_le0(tk_vf x) {
     return tk_vf_nan_or(x, e);
 }
 
-/* w[i] = exp(w[i] - m) for i < L, and their sum in a fixed order: 16 partial sums, element i
- * into sum (i mod 16) in order of i, then ((s_k + s_k+8) + (s_k+4 + ...)) as a tree (below);
- * the same order at every width. */
+/* w[i] = exp(x[i] - m) for i < L (x may be w), and their sum in a fixed order: 16 partial
+ * sums, element i into sum (i mod 16) in order of i, then ((s_k + s_k+8) + (s_k+4 + ...)) as a
+ * tree (below); the same order at every width. */
 #define TK_SM_LANES 16
-static float tk_softmax_exp_sum(float *restrict w, int64_t L, float m) {
+static float tk_softmax_exp_sum(const float *x, float *w, int64_t L, float m) {
     float part[TK_SM_LANES] __attribute__((aligned(64))) = {0};
     float tail[TK_SM_LANES] __attribute__((aligned(64)));
     tk_vf acc[TK_SM_LANES / TK_VF];
@@ -53,14 +53,14 @@ static float tk_softmax_exp_sum(float *restrict w, int64_t L, float m) {
     int64_t i = 0;
     for (; i + TK_SM_LANES <= L; i += TK_SM_LANES)
         for (int k = 0; k < TK_SM_LANES / TK_VF; ++k) {
-            const tk_vf e = tk_exp_le0(tk_vf_sub(tk_vf_loadu(w + i + k * TK_VF), vm));
+            const tk_vf e = tk_exp_le0(tk_vf_sub(tk_vf_loadu(x + i + k * TK_VF), vm));
             tk_vf_storeu(w + i + k * TK_VF, e);
             acc[k] = tk_vf_add(acc[k], e);
         }
     for (int k = 0; k < TK_SM_LANES / TK_VF; ++k) tk_vf_storeu(part + k * TK_VF, acc[k]);
     if (i < L) { /* the tail: lanes 0 .. L % 16 - 1, through a padded block */
         const int rem = (int)(L - i);
-        for (int k = 0; k < TK_SM_LANES; ++k) tail[k] = k < rem ? w[i + k] : m;
+        for (int k = 0; k < TK_SM_LANES; ++k) tail[k] = k < rem ? x[i + k] : m;
         for (int k = 0; k < TK_SM_LANES / TK_VF; ++k)
             tk_vf_storeu(tail + k * TK_VF,
                          tk_exp_le0(tk_vf_sub(tk_vf_loadu(tail + k * TK_VF), vm)));
@@ -108,11 +108,20 @@ int DNNQ_TK_FN(dnnq_softmax_run)(const dnnq_softmax_args_t *a, int64_t it0, int6
             dof += idx * a->dst_st[d];
         }
         const char *s = a->src + so * ses;
-        for (int64_t i0 = 0; i0 < L; i0 += TK_CH) {
-            const int n = (int)(L - i0 < TK_CH ? L - i0 : TK_CH);
-            tk_load(w + i0, s + i0 * a->src_as * ses, a->src_dt, a->src_as, n);
-        }
-        const float m = tk_row_max(w, L);
+        char *d = a->dst + dof * des;
+        /* an f32 row in place (no copy into w), and an f32 destination row written by the
+         * division (no store pass): the vector path's common case, the same operations */
+        const int direct = a->vector_exp && !a->logsoftmax && a->src_dt == DNNQ_DT_F32 &&
+                           a->src_as == 1;
+        const int direct_out = a->vector_exp && !a->logsoftmax && a->dst_dt == DNNQ_DT_F32 &&
+                               a->dst_as == 1 && a->scale == 1.0f && a->inv_dst_scale == 1.0f;
+        const float *x = direct ? (const float *)(const void *)s : w;
+        if (!direct)
+            for (int64_t i0 = 0; i0 < L; i0 += TK_CH) {
+                const int n = (int)(L - i0 < TK_CH ? L - i0 : TK_CH);
+                tk_load(w + i0, s + i0 * a->src_as * ses, a->src_dt, a->src_as, n);
+            }
+        const float m = tk_row_max(x, L);
         float sum = 0.0f;
         if (a->logsoftmax) {
             for (int64_t i = 0; i < L; ++i) {
@@ -122,7 +131,12 @@ int DNNQ_TK_FN(dnnq_softmax_run)(const dnnq_softmax_args_t *a, int64_t it0, int6
             const float ls = logf(sum);
             for (int64_t i = 0; i < L; ++i) w[i] = w[i] - ls;
         } else if (a->vector_exp) {
-            sum = tk_softmax_exp_sum(w, L, m);
+            sum = tk_softmax_exp_sum(x, w, L, m);
+            if (direct_out) {
+                float *o = (float *)(void *)d;
+                for (int64_t i = 0; i < L; ++i) o[i] = w[i] / sum;
+                continue;
+            }
             for (int64_t i = 0; i < L; ++i) w[i] = w[i] / sum;
         } else {
             for (int64_t i = 0; i < L; ++i) {
@@ -134,7 +148,6 @@ int DNNQ_TK_FN(dnnq_softmax_run)(const dnnq_softmax_args_t *a, int64_t it0, int6
         const float sc = a->scale, inv = a->inv_dst_scale;
         if (sc != 1.0f) for (int64_t i = 0; i < L; ++i) w[i] = w[i] * sc;
         if (inv != 1.0f) for (int64_t i = 0; i < L; ++i) w[i] = w[i] * inv;
-        char *d = a->dst + dof * des;
         for (int64_t i0 = 0; i0 < L; i0 += TK_CH) {
             const int n = (int)(L - i0 < TK_CH ? L - i0 : TK_CH);
             tk_store(d + i0 * a->dst_as * des, a->dst_dt, a->dst_as, w + i0, n);
