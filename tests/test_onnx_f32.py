@@ -478,3 +478,61 @@ def test_f32_concat_into_quantize(three_d, monkeypatch):
             y = s.run(None, feed)[0]
             np.testing.assert_array_equal(y, apart.run(None, feed)[0])
         np.testing.assert_allclose(y, ref.run(None, feed)[0], atol=0.0101)
+
+
+def _swish_model(form):
+    """QuantizeLinear(Mul(t, Sigmoid(Mul(t, 1.702)))) ("beta"), QuantizeLinear(Mul(Sigmoid(t),
+    t)) ("plain"), or the plain form with the gate also a graph output ("exposed");
+    t = Tanh(x) * 3."""
+    inits = [numpy_helper.from_array(np.asarray(0.02, np.float32), "sy"),
+             numpy_helper.from_array(np.asarray(60, np.uint8), "zy"),
+             numpy_helper.from_array(np.asarray(1.702, np.float32), "beta"),
+             numpy_helper.from_array(np.asarray(3.0, np.float32), "three")]
+    shape = [1, 16, 12, 50]
+    n = [helper.make_node("Tanh", ["x"], ["t0"]),
+         helper.make_node("Mul", ["t0", "three"], ["t"], name="scale")]
+    if form == "beta":
+        n += [helper.make_node("Mul", ["t", "beta"], ["tb"], name="mul_beta"),
+              helper.make_node("Sigmoid", ["tb"], ["g"], name="sig"),
+              helper.make_node("Mul", ["t", "g"], ["m"], name="mul")]
+    else:
+        n += [helper.make_node("Sigmoid", ["t"], ["g"], name="sig"),
+              helper.make_node("Mul", ["g", "t"], ["m"], name="mul")]
+    n += [helper.make_node("QuantizeLinear", ["m", "sy", "zy"], ["q"], name="q"),
+          helper.make_node("DequantizeLinear", ["q", "sy", "zy"], ["y"])]
+    outs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)]
+    if form == "exposed":
+        outs.append(helper.make_tensor_value_info("g", TensorProto.FLOAT, shape))
+    g = helper.make_graph(n, "swish", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                                     shape)], outs, inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    return m, shape
+
+
+@pytest.mark.parametrize("form", ["beta", "plain", "exposed"])
+def test_f32_swish_into_quantize(form, monkeypatch):
+    """x * Sigmoid(beta * x) (or x * Sigmoid(x)) before a QuantizeLinear is one Eltwise swish
+    writing int8: the bits of the Mul / Sigmoid / Mul / QuantizeLinear steps it replaces, and
+    ONNX Runtime's values; not fused where the gate is a graph output."""
+    from dnnq.onnx import planner
+    m, shape = _swish_model(form)
+    s = donnx.InferenceSession(m, threads=1)
+    rows = [r for r in s.plan() if "mul" in r["nodes"]]
+    assert len(rows) == 1
+    fused = rows[0]["primitive"] == "Eltwise"
+    assert fused == (form != "exposed")
+    if fused:
+        assert "sig" in rows[0]["nodes"] and "q" in rows[0]["nodes"]
+        assert rows[0]["dtypes_out"] == ["u8"]
+    cls = next(c for c in vars(planner).values()
+               if isinstance(c, type) and hasattr(c, "_emit_f32_swish"))
+    monkeypatch.setattr(cls, "_emit_f32_swish", lambda self, n, label: False)
+    apart = donnx.InferenceSession(m, threads=1)
+    ref = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    for _ in range(2):
+        feed = {"x": RNG.standard_normal(shape).astype(np.float32)}
+        for _ in range(2):
+            y = s.run(None, feed)[0]
+            np.testing.assert_array_equal(y, apart.run(None, feed)[0])
+        np.testing.assert_allclose(y, ref.run(None, feed)[0], atol=0.0201)

@@ -380,6 +380,8 @@ class Planner:
         if not ops_numpy.has_op(op):
             raise Unimplemented(f"node {label!r}: op type {op} (opset {opset}) is not supported "
                                 "by dnnq.onnx")
+        if op in ("Mul", "Sigmoid") and self._emit_f32_swish(n, label):
+            return
         if op in ("Add", "Mul") and self._emit_f32_binary_quantized(n, label):
             return
         if op == "Concat" and self._emit_f32_concat_quantized(n, label):
@@ -395,6 +397,61 @@ class Planner:
             return
         self._add(S.NumpyStep(label, op, self.attrs(n), opset, list(n.input), list(n.output),
                               self.consts))
+
+    def _sole_reader(self, name):
+        """(index, node) of the one unclaimed node reading ``name`` (not a graph output), or
+        None."""
+        if name in self.graph.output_names:
+            return None
+        cons = self.graph.consumers.get(name, [])
+        if len(cons) != 1 or cons[0] in self.claimed:
+            return None
+        return cons[0], self.graph.nodes[cons[0]]
+
+    def _emit_f32_swish(self, n, label):
+        """``QuantizeLinear(Mul(x, Sigmoid(Mul(x, c))))`` (c an f32 scalar constant) or
+        ``QuantizeLinear(Mul(x, Sigmoid(x)))`` of an f32 x, each value read by the next node
+        alone, as one Eltwise swish (alpha c) writing the QuantizeLinear's int8: dnnq's swish
+        is x * logistic(alpha * x) with the logistic the Sigmoid step runs, so the same bits
+        (PP-OCRv4 rec's SVTR neck in a conv-only QDQ file: three steps and an f32 map each)."""
+        if self.round_every_quantize:
+            return False
+        first, alpha = [], 1.0
+        if n.op_type == "Mul":
+            if len(n.input) != 2:
+                return False
+            c = [v for v in n.input if v in self.consts]
+            xs = [v for v in n.input if v and v not in self.consts]
+            if len(c) != 1 or len(xs) != 1:
+                return False
+            cv = np.asarray(self.consts[c[0]])
+            if cv.size != 1 or cv.dtype != np.float32:
+                return False
+            alpha, x = float(cv.reshape(-1)[0]), xs[0]
+            got = self._sole_reader(n.output[0])
+            if got is None or got[1].op_type != "Sigmoid":
+                return False
+            sig = got[1]
+            first = [sig]
+        else:
+            x, sig = n.input[0], n
+        if not x or x in self.consts or self.act_dq(x) is not None:
+            return False
+        got = self._sole_reader(sig.output[0])
+        if got is None or got[1].op_type != "Mul" or \
+                sorted(got[1].input) != sorted([x, sig.output[0]]):
+            return False
+        mul = got[1]
+        sq = self._sole_q(mul.output[0])
+        if sq is None:
+            return False
+        self.ensure(x)
+        taken = first + [mul, sq[0]]
+        self._add(S.EltwiseStep([label] + [self.label(k) for k in taken], x, sq[0].output[0],
+                                "swish", alpha, 0.0, None, sq[1]))
+        for k in taken:
+            self._claim(k)
+        return True
 
     def _emit_f32_binary_quantized(self, n, label):
         """``QuantizeLinear(Add / Mul(a, b))``, a and b f32 values or dequantized int8 ones,
