@@ -146,7 +146,7 @@ def test_kept_elementwise_output_takes_numpys_layout(op):
     run; other dtypes take numpy's path."""
     from dnnq.onnx import ops_numpy
     from dnnq.onnx.buffers import REUSE
-    from dnnq.onnx.steps import NumpyStep
+    from dnnq.onnx.move_steps import NumpyStep
     # (338 KB: above the size a step keeps without the session's pool)
     cl = RNG.standard_normal((1, 66, 80, 16)).astype(np.float32).transpose(0, 3, 1, 2)
     c = RNG.standard_normal((1, 16, 66, 80)).astype(np.float32) + 3
@@ -178,7 +178,7 @@ def _cl(shape):
 
 
 def _resize_step(scales, mode="nearest"):
-    from dnnq.onnx.steps import NumpyStep
+    from dnnq.onnx.move_steps import NumpyStep
     consts = {"roi": np.zeros(0, np.float32), "sc": np.asarray(scales, np.float32)}
     return NumpyStep("resize", "Resize", {"mode": mode}, 13, ["x", "roi", "sc"], ["y"],
                      consts), consts
@@ -217,7 +217,7 @@ def test_f32_channel_concat_as_pixel_copies():
     copies each into its channel slice of the kept array: numpy's values, channels-last,
     the same array every run; other axes and layouts take numpy's path."""
     from dnnq.onnx.buffers import REUSE
-    from dnnq.onnx.steps import NumpyStep
+    from dnnq.onnx.move_steps import NumpyStep
     xs = [_cl((2, c, 20, 21)) for c in (24, 17, 1, 64)]  # 356 KB: kept without a pool
     names = [f"x{i}" for i in range(len(xs))]
     st = NumpyStep("cat", "Concat", {"axis": 1}, 13, names, ["y"], {})
@@ -248,8 +248,8 @@ def test_f32_unary_eltwise_step(op):
     layouts (f64, a strided view) take numpy's path."""
     from dnnq.onnx import ops_numpy
     from dnnq.onnx.buffers import REUSE
-    from dnnq.onnx.planner import _F32_ELTWISE
-    from dnnq.onnx.steps import F32EltwiseStep
+    from dnnq.onnx.f32_patterns import _F32_ELTWISE
+    from dnnq.onnx.f32_fusion_steps import F32EltwiseStep
     base = _cl((1, 32, 48, 60)) * np.float32(3)
     for x, fast in ((base, True), (np.ascontiguousarray(base), True),
                     (base.astype(np.float64), False), (base[:, :, ::2], False)):
@@ -317,6 +317,14 @@ def test_f32_scale_residual_one_binary_pass(mul_order, add_order, expose):
         np.testing.assert_array_equal(s.run(None, {"x": x})[0], want)
 
 
+def _session_without(model, pattern, monkeypatch):
+    """A session of ``model`` with the planner's f32 pattern ``pattern`` switched off (the
+    steps it replaces run instead): the reference the fused steps are checked against."""
+    from dnnq.onnx.planner import Planner
+    monkeypatch.setattr(Planner, pattern, lambda self, n, label: False)
+    return donnx.InferenceSession(model, threads=1)
+
+
 def _f32_int8_add_model(order):
     """y = Q(Add(Tanh(x), DQ(Q(z)))) with a DequantizeLinear after it: an f32 value no layer
     computes plus a dequantized int8 map (operands in either order)."""
@@ -346,16 +354,12 @@ def test_f32_plus_int8_add_into_quantize(order, monkeypatch):
     """QuantizeLinear(Add(f32 x, DequantizeLinear(int8 r))) is one Binary step reading r as
     int8 and writing the Add's QuantizeLinear: the bits of the dequantize / numpy add /
     quantize steps it replaces, and ONNX Runtime's values within one step."""
-    from dnnq.onnx import planner
     m = _f32_int8_add_model(order)
     s = donnx.InferenceSession(m, threads=1)
     rows = {tuple(r["nodes"]): r for r in s.plan()}
     assert rows[("add", "qy")]["primitive"] == "Binary"
     assert rows[("add", "qy")]["dtypes_out"] == ["u8"]
-    cls = next(c for c in vars(planner).values()
-               if isinstance(c, type) and hasattr(c, "_emit_f32_binary_quantized"))
-    monkeypatch.setattr(cls, "_emit_f32_binary_quantized", lambda self, n, label: False)
-    apart = donnx.InferenceSession(m, threads=1)
+    apart = _session_without(m, "_emit_f32_binary_quantized", monkeypatch)
     assert not any(r["primitive"] == "Binary" for r in apart.plan())
     ref = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
     for _ in range(2):
@@ -372,7 +376,6 @@ def test_f32_product_into_quantize(gate_shape, monkeypatch):
     layer's QuantizeLinear) is one Binary step: the bits of the numpy product and the
     quantizing Reorder; a gate of another shape than Binary broadcasts (here (1, 1, 20, 1)
     fits; see the misfit test below) keeps them."""
-    from dnnq.onnx import planner
     inits = [numpy_helper.from_array(np.asarray(0.04, np.float32), "sy"),
              numpy_helper.from_array(np.asarray(7, np.uint8), "zy")]
     n = [helper.make_node("Tanh", ["x"], ["c"], name="tanh"),
@@ -389,10 +392,7 @@ def test_f32_product_into_quantize(gate_shape, monkeypatch):
     m.ir_version = 8
     s = donnx.InferenceSession(m, threads=1)
     assert {tuple(r["nodes"]): r["primitive"] for r in s.plan()}[("mul", "qy")] == "Binary"
-    cls = next(c for c in vars(planner).values()
-               if isinstance(c, type) and hasattr(c, "_emit_f32_binary_quantized"))
-    monkeypatch.setattr(cls, "_emit_f32_binary_quantized", lambda self, n, label: False)
-    apart = donnx.InferenceSession(m, threads=1)
+    apart = _session_without(m, "_emit_f32_binary_quantized", monkeypatch)
     for _ in range(2):
         feed = {"x": RNG.standard_normal(shape).astype(np.float32) * 2,
                 "g": RNG.standard_normal(gate_shape).astype(np.float32)}
@@ -404,7 +404,8 @@ def test_fused_binary_misfit_runs_the_replaced_steps():
     """Operands dnnq.Binary cannot take (neither of the full shape: (1, C, 1, 1) + (1, 1, H,
     W)) run as the dequantize / numpy / quantize steps would, with their bits."""
     from dnnq.onnx.quant import QParams
-    from dnnq.onnx.steps import FusedBinaryStep, ReorderStep
+    from dnnq.onnx.f32_fusion_steps import FusedBinaryStep
+    from dnnq.onnx.steps import ReorderStep
     qd = QParams(np.array([0.05], np.float32), np.array([131], np.uint8), "u8", 1)
     qr = QParams(np.array([0.03], np.float32), np.array([120], np.uint8), "u8", 1)
     a = RNG.standard_normal((1, 24, 1, 1)).astype(np.float32)
@@ -459,7 +460,6 @@ def test_f32_concat_into_quantize(three_d, monkeypatch):
     input quantized at its own size and repeated into its channel slice: the bytes of the
     resize / concatenate / quantize steps it replaces (3-D inputs run those steps), and ONNX
     Runtime's values."""
-    from dnnq.onnx import planner
     m, shapes = _concat_quantize_model(three_d)
     s = donnx.InferenceSession(m, threads=1)
     rows = [r for r in s.plan() if "cat" in r["nodes"]]
@@ -467,10 +467,7 @@ def test_f32_concat_into_quantize(three_d, monkeypatch):
     if not three_d:
         assert rows[0]["impl_info"] == "resize into, quantize, copy"
         assert sum("Resize" in str(r["nodes"]) for r in s.plan()) == 1
-    cls = next(c for c in vars(planner).values()
-               if isinstance(c, type) and hasattr(c, "_emit_f32_concat_quantized"))
-    monkeypatch.setattr(cls, "_emit_f32_concat_quantized", lambda self, n, label: False)
-    apart = donnx.InferenceSession(m, threads=1)
+    apart = _session_without(m, "_emit_f32_concat_quantized", monkeypatch)
     ref = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
     for _ in range(2):
         feed = {v: RNG.standard_normal(sh).astype(np.float32) for v, sh in zip("abc", shapes)}
@@ -515,7 +512,6 @@ def test_f32_swish_into_quantize(form, monkeypatch):
     """x * Sigmoid(beta * x) (or x * Sigmoid(x)) before a QuantizeLinear is one Eltwise swish
     writing int8: the bits of the Mul / Sigmoid / Mul / QuantizeLinear steps it replaces, and
     ONNX Runtime's values; not fused where the gate is a graph output."""
-    from dnnq.onnx import planner
     m, shape = _swish_model(form)
     s = donnx.InferenceSession(m, threads=1)
     rows = [r for r in s.plan() if "mul" in r["nodes"]]
@@ -525,10 +521,7 @@ def test_f32_swish_into_quantize(form, monkeypatch):
     if fused:
         assert "sig" in rows[0]["nodes"] and "q" in rows[0]["nodes"]
         assert rows[0]["dtypes_out"] == ["u8"]
-    cls = next(c for c in vars(planner).values()
-               if isinstance(c, type) and hasattr(c, "_emit_f32_swish"))
-    monkeypatch.setattr(cls, "_emit_f32_swish", lambda self, n, label: False)
-    apart = donnx.InferenceSession(m, threads=1)
+    apart = _session_without(m, "_emit_f32_swish", monkeypatch)
     ref = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
     for _ in range(2):
         feed = {"x": RNG.standard_normal(shape).astype(np.float32)}

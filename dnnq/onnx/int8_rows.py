@@ -12,7 +12,8 @@ import numpy as np
 import dnnq
 from dnnq.eltwise_math import eltwise_table
 from dnnq.errors import InvalidArguments
-from dnnq.onnx.steps import BinaryStep, Step, physical, toolkit_isa
+from dnnq.onnx.move_steps import physical
+from dnnq.onnx.steps import BinaryStep, Step, toolkit_isa
 from dnnq.primitives._kernels import _codes, _toolkit
 
 F32 = np.float32

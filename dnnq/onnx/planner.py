@@ -12,34 +12,24 @@ import numpy as np
 
 from dnnq.errors import InvalidArguments, Unimplemented
 from dnnq.onnx import ops_numpy
-from dnnq.onnx.chains import UNARY, _eltwise_of
 from dnnq.onnx.fusion import Fuser
 from dnnq.onnx.graph import attrs_of, node_label
 from dnnq.onnx.layers import ConvLayer, MatMulLayer
 from dnnq.onnx.quant import RANGE, qparams_of
 from dnnq.onnx.normalization import match_layernorm
-from dnnq.onnx.int8_rows import Int8BinaryStep, QuantizedLayerNormStep, QuantizedSoftmaxStep
+from dnnq.onnx.int8_rows import QuantizedSoftmaxStep
 from dnnq.onnx.shape_fold import fold_shape_steps, fold_view_steps
 from dnnq.onnx.tables import match_table
-from dnnq.onnx import steps as S
+from dnnq.onnx import f32_fusion_steps as FS, move_steps as MS, steps as S
+from dnnq.onnx.f32_patterns import _F32_ELTWISE, F32Patterns
+from dnnq.onnx.int8_patterns import Int8Patterns
 
 F32 = np.float32
 POOL_OPS = {"MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool"}
-#: f32 unary ops ops_numpy runs on dnnq.Eltwise (its _toolkit_eltwise): (algorithm, alpha,
-#: beta) for steps.F32EltwiseStep
-_F32_ELTWISE = {"Sigmoid": ("logistic", 0.0, 0.0), "Tanh": ("tanh", 0.0, 0.0),
-                "Exp": ("exp", 0.0, 0.0), "Log": ("log", 0.0, 0.0),
-                "Softplus": ("soft_relu", 1.0, 0.0), "Mish": ("mish", 0.0, 0.0)}
-INT8_MOVE = ops_numpy.MOVE_OPS | {"Concat", "Split", "Resize", "Upsample", "MaxPool",
-                                   "GlobalMaxPool", "Pad"}
-# movement ops whose inputs after the first are parameters (shape, indices, axes, sizes)
-PARAM_MOVE = {"Reshape", "Slice", "Squeeze", "Unsqueeze", "Expand", "Tile", "Gather", "Split",
-              "Resize", "Upsample"}
-BINARY = {"Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div", "Min": "min", "Max": "max"}
 RNN_OPS = {"LSTM", "GRU", "RNN"}
 
 
-class Planner:
+class Planner(Int8Patterns, F32Patterns):
     def __init__(self, graph, round_every_quantize=False):
         self.graph = graph
         self.round_every_quantize = round_every_quantize
@@ -245,7 +235,7 @@ class Planner:
             one = spec.weights or self.const_name(np.float32(1))
             for x in (spec.src, spec.weights, spec.bias):
                 self.ensure(x)
-            step = S.NumpyStep(self.label(spec.anchor), "LayerNormalization", spec.attrs, 17,
+            step = MS.NumpyStep(self.label(spec.anchor), "LayerNormalization", spec.attrs, 17,
                                [spec.src, one] + ([spec.bias] if spec.bias else []),
                                [spec.dst], self.consts)
             step.nodes = [self.label(m) for m in spec.nodes]
@@ -253,7 +243,7 @@ class Planner:
             return
         if spec.kind == "lut":
             self.ensure_q(spec.src)
-            self._add(S.LutStep([self.label(m) for m in spec.nodes], spec))
+            self._add(MS.LutStep([self.label(m) for m in spec.nodes], spec))
             return
         layer = MatMulLayer(spec) if spec.kind == "matmul" else ConvLayer(spec)
         pool = getattr(spec, "max_pool_after", None)
@@ -269,38 +259,6 @@ class Planner:
             node, out = pool
             self._add(S.PoolStep([self.label(node)], spec.dst, out, node.op_type,
                                  self.attrs(node), spec.dst_q.dt))
-
-    def _emit_int8_layernorm(self, nodes, src, dst, k, eps, weights, bias):
-        """A layer norm over the last ``k`` dims of a quantized activation (constant scale
-        ``weights`` / shift ``bias``, names or None): one int8-rows step, quantized by the
-        QuantizeLinear that alone reads it (else f32)."""
-        info = self.act_dq(src)
-        consts = [None if v is None else self.consts.get(v) for v in (weights, bias)]
-        if info is None or any(v is not None and c is None
-                               for v, c in zip((weights, bias), consts)):
-            return False
-        q, qp = info
-        self.ensure_q(q)
-        sq = self._sole_q(dst)
-        step = QuantizedLayerNormStep(
-            [self.label(m) for m in nodes] + ([] if sq is None else [self.label(sq[0])]), q,
-            dst if sq is None else sq[0].output[0], k, eps, consts[0], consts[1], qp,
-            None if sq is None else sq[1])
-        self._add(step)
-        if sq is not None:
-            self._claim(sq[0])
-        return True
-
-    def _emit_int8_layernorm_op(self, n, label):
-        """The LayerNormalization op (opset 17) on a quantized activation, normalizing the
-        trailing dims (a negative axis), mean / inverse deviation outputs unused."""
-        a = self.attrs(n)
-        axis = int(a.get("axis", -1))
-        if axis >= 0 or any(o for o in n.output[1:]) or len(n.input) < 2:
-            return False
-        bias = n.input[2] if len(n.input) > 2 and n.input[2] else None
-        return self._emit_int8_layernorm([n], n.input[0], n.output[0], -axis,
-                                         float(a.get("epsilon", 1e-5)), n.input[1], bias)
 
     def _emit_node(self, n):
         op = n.op_type
@@ -333,7 +291,7 @@ class Planner:
             # the int8 twin has the same (logical) shape: nothing to dequantize
             q = self.act_dq(n.input[0])[0]
             self.ensure_q(q)
-            self._add(S.NumpyStep(label, op, self.attrs(n), opset, [q], list(n.output),
+            self._add(MS.NumpyStep(label, op, self.attrs(n), opset, [q], list(n.output),
                                   self.consts))
             return
         if self._emit_int8(n, label):
@@ -392,149 +350,11 @@ class Planner:
             return
         elt = _F32_ELTWISE.get(op)
         if elt is not None and n.input and n.input[0] not in self.consts:
-            self._add(S.F32EltwiseStep(label, op, self.attrs(n), opset, n.input[0],
+            self._add(FS.F32EltwiseStep(label, op, self.attrs(n), opset, n.input[0],
                                        n.output[0], *elt))
             return
-        self._add(S.NumpyStep(label, op, self.attrs(n), opset, list(n.input), list(n.output),
+        self._add(MS.NumpyStep(label, op, self.attrs(n), opset, list(n.input), list(n.output),
                               self.consts))
-
-    def _sole_reader(self, name):
-        """(index, node) of the one unclaimed node reading ``name`` (not a graph output), or
-        None."""
-        if name in self.graph.output_names:
-            return None
-        cons = self.graph.consumers.get(name, [])
-        if len(cons) != 1 or cons[0] in self.claimed:
-            return None
-        return cons[0], self.graph.nodes[cons[0]]
-
-    def _emit_f32_swish(self, n, label):
-        """``QuantizeLinear(Mul(x, Sigmoid(Mul(x, c))))`` (c an f32 scalar constant) or
-        ``QuantizeLinear(Mul(x, Sigmoid(x)))`` of an f32 x, each value read by the next node
-        alone, as one Eltwise swish (alpha c) writing the QuantizeLinear's int8: dnnq's swish
-        is x * logistic(alpha * x) with the logistic the Sigmoid step runs, so the same bits
-        (PP-OCRv4 rec's SVTR neck in a conv-only QDQ file: three steps and an f32 map each)."""
-        if self.round_every_quantize:
-            return False
-        first, alpha = [], 1.0
-        if n.op_type == "Mul":
-            if len(n.input) != 2:
-                return False
-            c = [v for v in n.input if v in self.consts]
-            xs = [v for v in n.input if v and v not in self.consts]
-            if len(c) != 1 or len(xs) != 1:
-                return False
-            cv = np.asarray(self.consts[c[0]])
-            if cv.size != 1 or cv.dtype != np.float32:
-                return False
-            alpha, x = float(cv.reshape(-1)[0]), xs[0]
-            got = self._sole_reader(n.output[0])
-            if got is None or got[1].op_type != "Sigmoid":
-                return False
-            sig = got[1]
-            first = [sig]
-        else:
-            x, sig = n.input[0], n
-        if not x or x in self.consts or self.act_dq(x) is not None:
-            return False
-        got = self._sole_reader(sig.output[0])
-        if got is None or got[1].op_type != "Mul" or \
-                sorted(got[1].input) != sorted([x, sig.output[0]]):
-            return False
-        mul = got[1]
-        sq = self._sole_q(mul.output[0])
-        if sq is None:
-            return False
-        self.ensure(x)
-        taken = first + [mul, sq[0]]
-        self._add(S.EltwiseStep([label] + [self.label(k) for k in taken], x, sq[0].output[0],
-                                "swish", alpha, 0.0, None, sq[1]))
-        for k in taken:
-            self._claim(k)
-        return True
-
-    def _emit_f32_binary_quantized(self, n, label):
-        """``QuantizeLinear(Add / Mul(a, b))``, a and b f32 values or dequantized int8 ones,
-        the result read by the QuantizeLinear alone, as one FusedBinaryStep: int8 operands
-        read as int8 with their scales and zero points, the QuantizeLinear's int8 written,
-        no f32 operand or result in memory.  PP-OCRv4 det's neck in a conv-only QDQ file
-        (an upsampled int8 map added to an f32 map) and its squeeze-excitation gates
-        (``x * s`` before a QuantizeLinear); the same bits as the dequantize / numpy /
-        quantize steps it replaces."""
-        if len(n.input) != 2 or n.input[0] == n.input[1] or self.round_every_quantize or \
-                any(v in self.consts or not v for v in n.input):
-            return False
-        sq = self._sole_q(n.output[0])
-        if sq is None:
-            return False
-        q = [self.act_dq(v) for v in n.input]
-        ins = []
-        for v, qv in zip(n.input, q):
-            if qv is None:
-                self.ensure(v)
-                ins.append(v)
-            else:
-                self.ensure_q(qv[0])
-                ins.append(qv[0])
-        self._add(S.FusedBinaryStep([label, self.label(sq[0])], n.op_type.lower(), n.op_type,
-                                    ins[0], ins[1], sq[0].output[0],
-                                    None if q[0] is None else q[0][1],
-                                    None if q[1] is None else q[1][1], sq[1]))
-        self._claim(sq[0])
-        return True
-
-    def _emit_f32_concat_quantized(self, n, label):
-        """``QuantizeLinear(Concat(...))`` along axis 1 of f32 values, the result read by the
-        QuantizeLinear alone, as one F32ConcatQuantizeStep (nearest Resizes that only it
-        reads are taken in later: _resize_into_concat)."""
-        if self.round_every_quantize or len(n.input) < 2 or self.attrs(n).get("axis") != 1 or \
-                any(not v or v in self.consts or self.act_dq(v) is not None for v in n.input):
-            return False
-        sq = self._sole_q(n.output[0])
-        if sq is None:
-            return False
-        for v in n.input:
-            self.ensure(v)
-        self._add(S.F32ConcatQuantizeStep([label, self.label(sq[0])], list(n.input),
-                                          sq[0].output[0], sq[1]))
-        self._claim(sq[0])
-        return True
-
-    def _emit_f32_scale_residual(self, mul, label):
-        """``Add(x, Mul(x, s))`` of f32 activations, the product read by the Add alone, as
-        one F32ScaleResidualStep (x the operand both read)."""
-        if len(mul.input) != 2 or mul.output[0] in self.graph.output_names:
-            return False
-        cons = self.graph.consumers.get(mul.output[0], [])
-        add = self.graph.nodes[cons[0]] if len(cons) == 1 else None
-        if add is None or add.op_type != "Add" or cons[0] in self.claimed or \
-                len(add.input) != 2 or add.input[0] == add.input[1]:
-            return False
-        other = add.input[1] if add.input[0] == mul.output[0] else add.input[0]
-        if other not in mul.input or mul.input[0] == mul.input[1] or \
-                any(v in self.consts for v in mul.input):
-            return False
-        s = mul.input[1] if mul.input[0] == other else mul.input[0]
-        self._add(S.F32ScaleResidualStep([label, self.label(add)], other, s, add.output[0]))
-        self._claim(add)
-        return True
-
-    def _emit_f32_product(self, n, label):
-        """MatMul of two f32 activations (the Conv / MatMul layers with constant weights
-        are built by the fuser, f32 ones included)."""
-        if n.op_type != "MatMul":
-            raise Unimplemented(f"node {label!r}: op type {n.op_type} with inputs "
-                                f"{list(n.input)} that dnnq.onnx cannot map on a primitive "
-                                "(constant weights expected)")
-        from dnnq.onnx.fusion import LayerSpec
-        spec = LayerSpec("matmul", n)
-        spec.runtime_weights = n.input[1]
-        self.ensure(n.input[0])
-        self.ensure(n.input[1])
-        layer = F32MatMulLayer(spec)
-        layer.nodes = [label]
-        layer.primitive = "MatMul"
-        self._add(layer)
 
     def _emit_quantize(self, n, label):
         qp = self.node_qparams(n)
@@ -573,7 +393,7 @@ class Planner:
             if st.primitive == "alias":
                 src, dst = st.inputs[0], st.outputs[0]
                 prod = producer.get(src)
-                if isinstance(prod, S.QuantizedMoveStep) and readers.get(src) == 1 and \
+                if isinstance(prod, MS.QuantizedMoveStep) and readers.get(src) == 1 and \
                         src not in outputs:
                     prod.outputs = [dst if o == src else o for o in prod.outputs]
                     prod.nodes = prod.nodes + st.nodes
@@ -589,21 +409,21 @@ class Planner:
         readers, producer, outputs = self._step_links()
         taken = set()
         for st in self.steps:
-            if not isinstance(st, S.ConcatStep):
+            if not isinstance(st, MS.ConcatStep):
                 continue
             for i, name in enumerate(list(st.inputs[:len(st.qps)])):
                 prod = producer.get(name)
-                if isinstance(prod, S.QuantizedMoveStep) and prod.op in ("Resize", "Upsample") \
+                if isinstance(prod, MS.QuantizedMoveStep) and prod.op in ("Resize", "Upsample") \
                         and readers.get(name) == 1 and name not in outputs and \
                         prod.attrs.get("mode", "nearest") == "nearest" and id(prod) not in taken:
                     st.take_resize(i, prod)
                     taken.add(id(prod))
         for st in self.steps:  # the f32 concatenations quantized in one step
-            if not isinstance(st, S.F32ConcatQuantizeStep):
+            if not isinstance(st, FS.F32ConcatQuantizeStep):
                 continue
             for i, name in enumerate(list(st.inputs[:st.n_data])):
                 prod = producer.get(name)
-                if type(prod) is S.NumpyStep and prod.op in ("Resize", "Upsample") and \
+                if type(prod) is MS.NumpyStep and prod.op in ("Resize", "Upsample") and \
                         readers.get(name) == 1 and name not in outputs and \
                         prod.attrs.get("mode", "nearest") == "nearest" and \
                         id(prod) not in taken and st.inputs.count(name) == 1:
@@ -613,11 +433,11 @@ class Planner:
         # a lookup table read only by the Concat: its entries requantized to the Concat's
         # scale and zero point once (the same bytes as requantizing its output each run)
         for st in self.steps:
-            if not isinstance(st, S.ConcatStep):
+            if not isinstance(st, MS.ConcatStep):
                 continue
             for i, name in enumerate(list(st.inputs[:len(st.qps)])):
                 prod = producer.get(name)
-                if i in st._resized or not isinstance(prod, S.LutStep) or \
+                if i in st._resized or not isinstance(prod, MS.LutStep) or \
                         readers.get(name) != 1 or name in outputs or \
                         st.qps[i].same_as(st.qd) or st.qps[i].dt != st.qd.dt:
                     continue
@@ -628,19 +448,27 @@ class Planner:
                 st.qps[i] = st.qd
 
     def _alias(self, src, dst, label):
-        step = S.NumpyStep(label, "Identity", {}, 13, [src], [dst], self.consts)
+        step = MS.NumpyStep(label, "Identity", {}, 13, [src], [dst], self.consts)
         step.primitive = "alias"
         self._add(step)
 
     # int8 steps for single nodes on dequantized inputs
-    def _sole_q(self, name):
-        """The QuantizeLinear node that alone reads ``name`` (per-tensor), or None."""
+    def _sole_reader(self, name):
+        """(index, node) of the one unclaimed node reading ``name`` (not a graph output), or
+        None."""
         if name in self.graph.output_names:
             return None
         cons = self.graph.consumers.get(name, [])
         if len(cons) != 1 or cons[0] in self.claimed:
             return None
-        q = self.graph.nodes[cons[0]]
+        return cons[0], self.graph.nodes[cons[0]]
+
+    def _sole_q(self, name):
+        """The QuantizeLinear node that alone reads ``name`` (per-tensor), or None."""
+        got = self._sole_reader(name)
+        if got is None:
+            return None
+        q = got[1]
         if q.op_type != "QuantizeLinear":
             return None
         qp = self.node_qparams(q)
@@ -648,285 +476,5 @@ class Planner:
             return None
         return q, qp
 
-    def _dequantized_tail(self, q):
-        """(the moves, every node after ``q``) when ``q``'s output reaches a graph output
-        in f32 through moves (Reshape, Flatten, Squeeze, Unsqueeze) and pairs of
-        DequantizeLinear / QuantizeLinear of q's parameters (ending dequantized), each
-        value read by nothing else; None otherwise."""
-        qq = self.node_qparams(q)
-        moves, nodes, v, f32 = [], [], q.output[0], False
-        while v not in self.graph.output_names:
-            cons = self.graph.consumers.get(v, [])
-            if len(cons) != 1 or cons[0] in self.claimed:
-                return None
-            u = self.graph.nodes[cons[0]]
-            if u.op_type in ("DequantizeLinear", "QuantizeLinear"):
-                up = self.node_qparams(u)
-                if (u.op_type == "DequantizeLinear") == f32 or not up or \
-                        not up.same_as(qq):
-                    return None
-                f32 = not f32
-            elif u.op_type in ("Reshape", "Flatten", "Squeeze", "Unsqueeze") and \
-                    u.input[0] == v:
-                moves.append(u)
-            else:
-                return None
-            nodes.append(u)
-            v = u.output[0]
-        return (moves, nodes) if f32 else None
-
-    def _emit_f32_softmax_tail(self, n, label, q, qp, axis, opset, sq, moves, nodes):
-        """An int8 Softmax whose QuantizeLinear goes back to f32 and out of the model (the
-        recognizer's class probabilities): the int8-rows step writes f32 and the pairs are
-        skipped, as inside a fused chain (the values stay f32 to the end, rounded nowhere);
-        the moves run on the f32 values. Not when rounding at every QuantizeLinear."""
-        final = nodes[-1].output[0]
-        out = final if not moves else n.output[0]
-        self._add(QuantizedSoftmaxStep([label, self.label(sq)] + [
-            self.label(m) for m in nodes if m not in moves], q, out, axis, qp, None,
-            coerce=opset < 13))
-        for i, m in enumerate(moves):
-            for x in m.input[1:]:
-                self.ensure(x)
-            dst = final if i == len(moves) - 1 else m.output[0]
-            self._add(S.NumpyStep(self.label(m), m.op_type, self.attrs(m),
-                                  self.graph.opset_of(m), [out] + list(m.input[1:]), [dst],
-                                  self.consts))
-            out = dst
-        for node in [sq] + nodes:
-            self._claim(node)
-
     def _claim(self, node):
         self.claimed.add(self._index[id(node)])
-
-    def _emit_scale_residual(self, mul, nodes, sq):
-        """``Add(x, Mul(x, s))`` on int8 tensors (the residual squeeze-excitation blocks of
-        PP-OCRv4's detector: s a per-channel gate) as one Binary pass, ``x * (1 + s)``,
-        rounded once at the Add's QuantizeLinear: the product's own rounding pair is
-        skipped as inside a fused chain (not when rounding at every QuantizeLinear)."""
-        if self.round_every_quantize:
-            return False
-        x0, x1 = mul.input[:2]
-        q0, q1 = self.act_dq(x0), self.act_dq(x1)
-        if q0 is None or q1 is None or q0[0] == q1[0]:
-            return False
-        cons = self.graph.consumers.get(sq[0].output[0], [])
-        dq = self.graph.nodes[cons[0]] if len(cons) == 1 else None
-        if dq is None or dq.op_type != "DequantizeLinear" or \
-                dq.output[0] in self.graph.output_names or \
-                self.act_dq(dq.output[0]) is None:
-            return False
-        cons = self.graph.consumers.get(dq.output[0], [])
-        add = self.graph.nodes[cons[0]] if len(cons) == 1 else None
-        if add is None or add.op_type != "Add" or cons[0] in self.claimed or \
-                len(add.input) != 2 or dq.output[0] not in add.input:
-            return False
-        other = add.input[1] if add.input[0] == dq.output[0] else add.input[0]
-        qx = self.act_dq(other)
-        if qx is None or qx[0] not in (q0[0], q1[0]) or not qx[1].same_as(
-                q0[1] if qx[0] == q0[0] else q1[1]):
-            return False
-        sq2 = self._sole_q(add.output[0])
-        if sq2 is None:
-            return False
-        x, s = (q0, q1) if qx[0] == q0[0] else (q1, q0)
-        self.ensure_q(x[0])
-        self.ensure_q(s[0])
-        step = Int8BinaryStep(nodes + [self.label(m) for m in (dq, add, sq2[0])], "mul", x[0],
-                              s[0], sq2[0].output[0], x[1], None, sq2[1], one_plus=s[1])
-        self._add(step)
-        for m in (sq[0], dq, add, sq2[0]):
-            self._claim(m)
-        return True
-
-    def _emit_int8(self, n, label):
-        op = n.op_type
-        acts = [x for x in n.input if x and x not in self.consts]
-        params = []
-        if op in PARAM_MOVE and n.input and n.input[0] in acts:
-            # a data-movement op: only its data input is int8; its shape / index / axes
-            # inputs may be int64 values computed at run time (Shape -> Concat)
-            params = [x for x in acts[1:] if x != n.input[0]]
-            if any(self.act_dq(x) for x in params):
-                return False
-            acts = [n.input[0]]
-        if not acts or not all(self.act_dq(x) for x in acts):
-            return False
-        qs = [self.act_dq(x) for x in acts]
-        a = self.attrs(n)
-        if op == "Concat" and all(x in acts for x in n.input if x):
-            sq = self._sole_q(n.output[0])
-            same = len({(q[1].dt, float(q[1].scale[0]), int(q[1].zp[0])) for q in qs}) == 1
-            if sq is not None or same:
-                qd = sq[1] if sq is not None else qs[0][1]
-                out = sq[0].output[0] if sq is not None else f"{n.output[0]}::q"
-                for q in qs:
-                    self.ensure_q(q[0])
-                nodes = [label] + ([self.label(sq[0])] if sq is not None else [])
-                self._add(S.ConcatStep(nodes, [q[0] for q in qs], out, a.get("axis", 1),
-                                       [q[1] for q in qs], qd))
-                if sq is not None:
-                    self._claim(sq[0])
-                else:
-                    self.dq_info[n.output[0]] = (out, qd)
-                return True
-        if op in INT8_MOVE:
-            if len({(q[1].dt, float(q[1].scale[0]), int(q[1].zp[0])) for q in qs}) != 1:
-                return False
-            if op in ("Resize", "Upsample") and a.get("mode", "nearest") != "nearest":
-                return False
-            if op == "Pad" and a.get("mode", "constant") == "constant":
-                if self.graph.opset_of(n) < 11:
-                    return False
-                v = n.input[2] if len(n.input) > 2 else ""
-                if (v and (v not in self.consts or np.any(np.asarray(self.consts[v]) != 0))) \
-                        or a.get("value", 0.0) != 0.0:
-                    return False  # padding with 0.0: the zero point (below)
-            if op in ("Gather", "Concat", "Split", "Slice", "Expand", "Tile", "Reshape",
-                      "Resize", "Upsample", "Squeeze", "Unsqueeze") and \
-                    any(x and x not in self.consts and x not in acts and x not in params
-                        for x in n.input):
-                return False
-            if op in ("MaxPool",) and len([o for o in n.output if o]) != 1:
-                return False
-            if op in ("Gather",) and n.input[0] not in acts:
-                return False
-            qp = qs[0][1]
-            ins = [self.act_dq(x)[0] if x in acts else x for x in n.input]
-            for x in ins:
-                if x in params:
-                    self.ensure(x)
-                elif x and x not in self.consts:
-                    self.ensure_q(x)
-            outs = [f"{o}::q" if o else "" for o in n.output]
-            if op in ("MaxPool", "GlobalMaxPool"):
-                self._add(S.PoolStep([label], ins[0], outs[0], op, a, qp.dt))
-            elif op == "Pad" and a.get("mode", "constant") == "constant":
-                zp = self.const_name(np.asarray(qp.zp[0], np.uint8 if qp.dt == "u8"
-                                                else np.int8))
-                ins = (ins + ["", "", ""])[:4]
-                ins[2] = zp
-                self._add(S.QuantizedMoveStep(label, op, a, self.graph.opset_of(n), ins, outs,
-                                              self.consts))
-            else:
-                step = S.QuantizedMoveStep(label, op, a, self.graph.opset_of(n), ins, outs,
-                                           self.consts)
-                self._add(step)
-            for o, oq in zip(n.output, outs):
-                if o:
-                    self.dq_info[o] = (oq, qp)
-            return True
-        sq = self._sole_q(n.output[0]) if len(n.output) == 1 else None
-        qd = sq[1] if sq else None
-        out = sq[0].output[0] if sq else n.output[0]
-        nodes = [label] + ([self.label(sq[0])] if sq else [])
-        if op in ("AveragePool", "GlobalAveragePool") and sq:
-            qin = qs[0]
-            self.ensure_q(qin[0])
-            if qin[1].same_as(qd):
-                self._add(S.PoolStep(nodes, qin[0], out, op, a, qin[1].dt))
-            elif qin[1].scale.size == 1 and qd.scale.size == 1:
-                # the requantization as the pooling's linear post-op: one primitive
-                self._add(S.PoolStep(nodes, qin[0], out, op, a, qin[1].dt,
-                                     requant_linear=(qin[1], qd)))
-            else:
-                self._add(S.PoolStep(nodes, qin[0], out, op, a, qin[1].dt,
-                                     requant=_reorder_fn(qin[1], qd)))
-            self._claim(sq[0])
-            return True
-        if op == "Mul" and sq and self._emit_scale_residual(n, nodes, sq):
-            return True
-        if op in BINARY and len(n.input) == 2:
-            x0, x1 = n.input
-            c = None
-            if x1 in self.consts or x0 in self.consts:
-                if x0 in self.consts:
-                    if op in ("Sub", "Div"):
-                        return False
-                    x0, x1 = x1, x0
-                c = np.asarray(self.consts[x1], F32)
-                q0, q1 = self.act_dq(x0), None
-            else:
-                q0, q1 = self.act_dq(x0), self.act_dq(x1)
-            self.ensure_q(q0[0])
-            if q1 is not None:
-                self.ensure_q(q1[0])
-            cls = Int8BinaryStep if q1 is not None and qd is not None and \
-                op in ("Add", "Sub", "Mul") else S.BinaryStep
-            step = cls(nodes, BINARY[op], q0[0], q1[0] if q1 else None, out, q0[1],
-                       q1[1] if q1 else None, qd, const1=c)
-            step.swappable = op in ("Add", "Mul", "Min", "Max")
-            self._add(step)
-            if sq:
-                self._claim(sq[0])
-            return True
-        if op in UNARY:
-            e = _eltwise_of(op, a, list(n.input), self.consts)
-            if e is None:
-                return False
-            self.ensure_q(qs[0][0])
-            self._add(S.EltwiseStep(nodes, qs[0][0], out, e[0], e[1], e[2], qs[0][1], qd))
-            if sq:
-                self._claim(sq[0])
-            return True
-        return False
-
-
-def _reorder_fn(src_q, dst_q):
-    """f32 average of int8 values -> requantized int8 (one Reorder)."""
-    import dnnq
-    from dnnq import args as A
-    cache = {}
-
-    def fn(y):
-        run = cache.get(y.shape)
-        if run is None:
-            attr = dnnq.PrimitiveAttr()
-            attr.set_scales_mask(A.DNNL_ARG_SRC, 0)
-            attr.set_zero_points_mask(A.DNNL_ARG_SRC, 0)
-            attr.set_scales_mask(A.DNNL_ARG_DST, 0)
-            attr.set_zero_points_mask(A.DNNL_ARG_DST, 0)
-            tag = S.layout_tag(y.ndim) if S._is_channels_last(y) else None
-            prim = dnnq.Reorder(dnnq.MemoryDesc(y.shape, "f32", tag),
-                                dnnq.MemoryDesc(y.shape, dst_q.dt, tag), attr)
-            # the scales and zero points checked once (Reorder.bind)
-            run = cache[y.shape] = prim.bind({
-                A.DNNL_ARG_SRC: y,
-                A.DNNL_ARG_SCALE | A.DNNL_ARG_SRC: src_q.scale,
-                A.DNNL_ARG_ATTR_ZERO_POINTS | A.DNNL_ARG_SRC: src_q.zp,
-                A.DNNL_ARG_SCALE | A.DNNL_ARG_DST: dst_q.scale,
-                A.DNNL_ARG_ATTR_ZERO_POINTS | A.DNNL_ARG_DST: dst_q.zp})
-        return run(y)
-    return fn
-
-
-class F32MatMulLayer(MatMulLayer):
-    """MatMul of two f32 activations (dnnq's f32 MatMul)."""
-
-    def _runtime_weights(self, b):
-        return np.ascontiguousarray(b, F32).reshape(self._wdims)
-
-    def _plan(self, env):
-        import dnnq
-        from dnnq.memory import MemoryDesc
-        s = self.spec
-        x, w = env[s.src], env[s.runtime_weights]
-        if x.ndim < 2 or w.ndim < 2 or x.shape[-1] != w.shape[-2]:
-            raise InvalidArguments(f"{s.label()}: inputs of shapes {x.shape} and {w.shape}; "
-                                   "expected (..., M, K) and (..., K, N)")
-        batch = np.broadcast_shapes(x.shape[:-2], w.shape[:-2])
-        B = int(np.prod(batch)) if batch else 1
-        xb = int(np.prod(x.shape[:-2])) if x.ndim > 2 else 1
-        wb = int(np.prod(w.shape[:-2])) if w.ndim > 2 else 1
-        if xb not in (1, B) or wb not in (1, B):
-            raise Unimplemented(f"{s.label()}: batch dims {x.shape[:-2]} x {w.shape[:-2]}; "
-                                "dnnq.onnx broadcasts a batch of 1 only")
-        M, K, N = x.shape[-2], x.shape[-1], w.shape[-1]
-        src_md = MemoryDesc((xb, M, K), "f32")
-        wmd = MemoryDesc((wb, K, N), "f32")
-        self._wdims = wmd.dims
-        dst_md = MemoryDesc((B, M, N), "f32")
-        prim = self._create(lambda: dnnq.MatMul(src_md, wmd, dst_md), "f32 matmul")
-        out_shape = tuple(batch) + (M, N)
-        return prim, {}, dst_md, (lambda v: np.ascontiguousarray(v, F32).reshape(src_md.dims)), \
-            (lambda v: v.reshape(out_shape))

@@ -11,7 +11,8 @@ makes its views from the recorded (shape, strides, offset) of each output.
 import numpy as np
 
 from dnnq.onnx.buffers import REUSE
-from dnnq.onnx.steps import NumpyStep, QuantizedMoveStep, Step
+from dnnq.onnx.move_steps import NumpyStep, QuantizedMoveStep
+from dnnq.onnx.steps import Step
 
 #: numpy ops that are pure functions of their inputs (no randomness, no data-dependent state)
 _PURE = {"Shape", "Size", "Cast", "Slice", "Concat", "Gather", "Unsqueeze", "Squeeze",

@@ -1,0 +1,232 @@
+"""f32 patterns between a model's layers that run as one dnnq primitive each, with the bits of
+the numpy steps they replace (planner's f32 patterns; docs/onnx.md): a QuantizeLinear after
+an Add / Mul or a Concat, ``x + x * s``, and the f32 unary activations."""
+import numpy as np
+
+import dnnq
+from dnnq import args as A
+from dnnq.primitives._kernels import _toolkit
+from dnnq.memory import MemoryDesc
+from dnnq.onnx import ops_numpy
+from dnnq.onnx.steps import (BinaryStep, EltwiseStep, PrimStep, ReorderStep, Step,
+                             _is_channels_last, layout_tag)
+
+
+class FusedBinaryStep(BinaryStep):
+    """``QuantizeLinear(op(a, b))`` for op Add / Mul, each operand f32 or the dequantized
+    form of an int8 tensor (read as int8 with its scale and zero point), as one dnnq.Binary
+    pass writing the quantized result (planner: _emit_f32_binary_quantized).  The shapes are
+    known at the first run only: where dnnq.Binary cannot take them (neither operand of the
+    full shape, an operand not f32), the steps it replaces run instead -- a dequantizing
+    Reorder per int8 operand, the op in numpy, the quantizing Reorder -- with their bits."""
+
+    def __init__(self, nodes, alg, op, src0, src1, dst, q0, q1, qd):
+        super().__init__(nodes, alg, src0, src1, dst, q0, q1, qd)
+        self.op = op
+        self._apart = None  # the replaced steps, made on the first misfit
+
+    def _fits(self, x0, x1):
+        for x, q in ((x0, self.q0), (x1, self.q1)):
+            if not isinstance(x, np.ndarray) or x.ndim == 0 or \
+                    (q is None and x.dtype != np.float32):
+                return False
+        try:
+            out = np.broadcast_shapes(x0.shape, x1.shape)
+        except ValueError:
+            return False
+        return out in (x0.shape, x1.shape)
+
+    def run(self, env):
+        if self._fits(env[self.inputs[0]], env[self.inputs[1]]):
+            super().run(env)
+            return
+        self._repeat = None
+        if self._apart is None:
+            names = [f"{self.outputs[0]}::{k}" for k in ("a", "b", "sum")]
+            deq = [ReorderStep([f"{n} (dequantize)"], x, n, q, None)
+                   for x, n, q in zip(self.inputs, names, (self.q0, self.q1)) if q is not None]
+            self._apart = (names, deq, ReorderStep([f"{self.outputs[0]} (quantize)"], names[2],
+                                                   self.outputs[0], None, self.qd))
+        names, deq, quant = self._apart
+        for st in deq:
+            st.run(env)
+        xs = [env[n] if q is not None else env[x]
+              for x, n, q in zip(self.inputs, names, (self.q0, self.q1))]
+        env[names[2]] = ops_numpy.run_op(self.op, xs, {}, 13)[0]
+        quant.run(env)
+        for n in names:
+            env.pop(n, None)
+
+
+class F32ConcatQuantizeStep(Step):
+    """``QuantizeLinear(Concat(x_0, x_1, ...))`` along the channels of f32 4-D maps, each
+    input maybe a nearest Resize by whole factors along H / W that nothing else reads
+    (take_resize: PP-OCRv4 det's neck in a conv-only QDQ file concatenates three upsampled
+    maps and one): each input quantized at its own size by the quantizing Reorder the
+    QuantizeLinear ran, then copied (repeated) into its channel slice of the channels-last
+    int8 result -- the same bytes (nearest resizing and concatenating move values,
+    quantizing is per value), one pass over the large output instead of a resize, a
+    concatenation and a quantization of it.  Other shapes or dtypes run the replaced steps
+    (numpy's resize and concatenation, the quantizing Reorder)."""
+
+    primitive = "Concat"
+    fresh_output = True
+
+    def __init__(self, nodes, inputs, output, qd):
+        super().__init__(nodes, inputs, [output])
+        self.qd = qd
+        self.n_data = len(inputs)
+        self._resized = {}  # input i -> the nearest Resize step it stands for
+        self._quant = {}    # tag -> ReorderStep quantizing input i into a channels-last temp
+        self._apart = None
+        self.impl_info = "quantize, copy"
+
+    def take_resize(self, i, step):
+        """Input i is the output of ``step``, a nearest Resize nothing else reads: quantize
+        its (smaller) input and repeat it into the output instead."""
+        self._resized[i] = step
+        self.nodes = self.nodes + step.nodes
+        self.inputs = list(self.inputs)
+        self.inputs[i] = step.inputs[0]
+        self.inputs += [x for x in step.inputs[1:] if x and x not in self.inputs]
+        self.impl_info = "resize into, quantize, copy"
+
+    def _reps(self, env, i, x):
+        st = self._resized.get(i)
+        if st is None:
+            return (1, 1, 1, 1), x.shape
+        sizes, reps = st.nearest_geometry(env)
+        return reps, None if reps is None else tuple(sizes)
+
+    def run(self, env):
+        xs = [env[n] for n in self.inputs[:self.n_data]]
+        geo = [self._reps(env, i, x) if isinstance(x, np.ndarray) else (None, None)
+               for i, x in enumerate(xs)]
+        ok = all(isinstance(x, np.ndarray) and x.dtype == np.float32 and x.ndim == 4 and
+                 r is not None and r[0] == 1 and r[1] == 1 for x, (r, _) in zip(xs, geo))
+        if ok:
+            n, _, h, w = geo[0][1]
+            ok = all(sh[0] == n and sh[2:] == (h, w) for _, sh in geo)
+        if not ok:
+            self._run_apart(env, xs)
+            return
+        dtype = np.uint8 if self.qd.dt == "u8" else np.int8
+        shape = (n, h, w, sum(sh[1] for _, sh in geo))
+        y, kept = self.out_array(env, shape, dtype)
+        off = 0
+        for i, (x, (reps, sh)) in enumerate(zip(xs, geo)):
+            st = self._quant.get(i)
+            if st is None:
+                tmp = f"{self.outputs[0]}::q{i}"
+                st = self._quant[i] = ReorderStep([tmp], self.inputs[i], tmp, None, self.qd)
+                st.channels_last_out = True
+            st.run(env)
+            q = env.pop(st.outputs[0]).transpose(0, 2, 3, 1)
+            _toolkit.repeat_pixels_into(np.ascontiguousarray(q).view(np.uint8),
+                                        y.view(np.uint8), reps[2], reps[3], off,
+                                        dnnq.get_num_threads())
+            off += sh[1]
+        env[self.outputs[0]] = self.transposed(y, (0, 3, 1, 2), kept)
+
+    def _run_apart(self, env, xs):
+        """The replaced steps: the resizes and the concatenation in numpy, the quantizing
+        Reorder."""
+        full = []
+        for i, x in enumerate(xs):
+            st = self._resized.get(i)
+            if st is not None:
+                params = [None if not p else env[p] for p in st.inputs]
+                x = ops_numpy.run_op(st.op, params, st.attrs, st.opset)[0]
+            full.append(x)
+        tmp = f"{self.outputs[0]}::f32"
+        env[tmp] = ops_numpy.run_op("Concat", full, {"axis": 1}, 13)[0]
+        if self._apart is None:
+            self._apart = ReorderStep([tmp], tmp, self.outputs[0], None, self.qd)
+        self._apart.run(env)
+        env.pop(tmp, None)
+
+
+class F32EltwiseStep(EltwiseStep):
+    """An f32 unary op that dnnq.Eltwise computes (Sigmoid, Tanh, Exp, Log, Softplus, Mish:
+    ops_numpy's _toolkit_eltwise runs the same primitive, so the same bits) as a step made
+    once per shape, into its kept array, instead of a primitive made, a contiguous copy and
+    a new array every run (PP-OCRv4 rec's swish gates, conv-only QDQ file: 0.77 -> 0.3 ms).
+    Its output is C-contiguous, as the numpy step's is (a channels-last source is read as
+    it is), so the steps after it read the layout they always did.  Other dtypes and
+    layouts run the numpy step's way."""
+
+    plain_dst = True
+
+    def __init__(self, node, op, attrs, opset, src, dst, alg, alpha, beta):
+        super().__init__([node], src, dst, alg, alpha, beta, None, None)
+        self.op, self.attrs, self.opset = op, attrs, opset
+        self.fresh_output = True
+
+    def run(self, env):
+        x = env[self.inputs[0]]
+        if isinstance(x, np.ndarray) and x.dtype == np.float32 and x.size and \
+                (x.flags.c_contiguous or _is_channels_last(x)):
+            super().run(env)
+            return
+        self._repeat = None
+        env[self.outputs[0]] = ops_numpy.run_op(self.op, [x], self.attrs, self.opset)[0]
+
+
+class F32ScaleResidualStep(PrimStep):
+    """``Add(x, Mul(x, s))`` of f32 tensors (the squeeze-excitation blocks of PP-OCRv4's
+    detector in a conv-only QDQ file: s a per-channel gate) as one pass, dnnq.Binary's
+    ``x * s`` with a binary ``add`` post-op of ``x``: numpy's two roundings in its order,
+    hence its bits, in one pass over x instead of two and a temporary (a 96 x 56 x 240 map:
+    1.1 -> 0.3 ms).  Where x is not the full-shape f32 operand, or not channels-last / C-
+    contiguous, the two ops run in numpy."""
+
+    primitive = "Binary"
+    fresh_output = True
+
+    def __init__(self, nodes, x, s, dst):
+        super().__init__(nodes, [x, s], [dst])
+
+    def make(self, env):
+        x, s = env[self.inputs[0]], env[self.inputs[1]]
+        tag = layout_tag(x.ndim) if _is_channels_last(x) else None
+        s1 = (1,) * (x.ndim - s.ndim) + s.shape
+        tag1 = tag if s1 == x.shape and _is_channels_last(s) else None
+        d = MemoryDesc(x.shape, "f32", tag)
+        po = dnnq.PostOps()
+        po.append_binary("add", d)
+        attr = dnnq.PrimitiveAttr()
+        attr.set_post_ops(po)
+        prim = dnnq.Binary("mul", d, MemoryDesc(s1, "f32", tag1), d, attr)
+        return prim, {}, s1
+
+    def _fits(self, x, s):
+        if not (isinstance(x, np.ndarray) and isinstance(s, np.ndarray) and
+                x.dtype == np.float32 and s.dtype == np.float32 and x.ndim >= 1 and
+                s.ndim <= x.ndim and (x.flags.c_contiguous or _is_channels_last(x))):
+            return False
+        try:
+            return np.broadcast_shapes(x.shape, s.shape) == x.shape
+        except ValueError:
+            return False
+
+    def run(self, env):
+        x, s = env[self.inputs[0]], env[self.inputs[1]]
+        if not self._fits(x, s):
+            self._repeat = None
+            with np.errstate(all="ignore"):
+                env[self.outputs[0]] = x + x * s
+            return
+        super().run(env)
+
+    def execute(self, plan, env):
+        prim, _, s1 = plan
+        x, s = env[self.inputs[0]], env[self.inputs[1]]
+        args = {A.DNNL_ARG_SRC_0: x, A.DNNL_ARG_SRC_1: s.reshape(s1),
+                A.DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | A.DNNL_ARG_SRC_1: x}
+        kept = self.kept_desc(env, prim.dst_desc)
+        if kept is not None:
+            args[A.DNNL_ARG_DST] = kept
+        y = prim.execute(args)
+        if kept is not None:  # the same call again on a warm run with the same inputs
+            self._armed = lambda: prim.execute(args)
+        env[self.outputs[0]] = y
