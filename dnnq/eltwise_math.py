@@ -217,8 +217,8 @@ def eltwise_reference(alg, x, alpha=0.0, beta=0.0):
 
     The reference the kernels are tested against.  relu, linear, clip, clip_v2, abs,
     square, sqrt, round, hardsigmoid and hardswish are bit-identical to oneDNN; the
-    transcendental algorithms use numpy's f32 functions, a few ulp from oneDNN's own
-    approximations.
+    transcendental algorithms use numpy's f32 functions, a few ulp from the kernels' (which
+    compute logistic, swish, tanh and gelu_tanh as oneDNN's JIT kernels do).
 
     Parameters
     ----------

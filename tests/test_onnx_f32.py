@@ -477,17 +477,22 @@ def test_f32_concat_into_quantize(three_d, monkeypatch):
         np.testing.assert_allclose(y, ref.run(None, feed)[0], atol=0.0101)
 
 
-def _swish_model(form):
+def _swish_model(form, quantized=True, channels_last=False):
     """QuantizeLinear(Mul(t, Sigmoid(Mul(t, 1.702)))) ("beta"), QuantizeLinear(Mul(Sigmoid(t),
     t)) ("plain"), or the plain form with the gate also a graph output ("exposed");
-    t = Tanh(x) * 3."""
+    t = Tanh(x) * 3.  ``quantized=False``: the f32 product is the output;
+    ``channels_last``: x given as NHWC and transposed, so t is a channels-last view."""
     inits = [numpy_helper.from_array(np.asarray(0.02, np.float32), "sy"),
              numpy_helper.from_array(np.asarray(60, np.uint8), "zy"),
              numpy_helper.from_array(np.asarray(1.702, np.float32), "beta"),
              numpy_helper.from_array(np.asarray(3.0, np.float32), "three")]
     shape = [1, 16, 12, 50]
-    n = [helper.make_node("Tanh", ["x"], ["t0"]),
-         helper.make_node("Mul", ["t0", "three"], ["t"], name="scale")]
+    x_shape = [1, 12, 50, 16] if channels_last else shape
+    n = [helper.make_node("Tanh", ["x"], ["t0"])]
+    if channels_last:
+        n.append(helper.make_node("Transpose", ["t0"], ["t0t"], perm=[0, 3, 1, 2]))
+    n.append(helper.make_node("Mul", ["t0t" if channels_last else "t0", "three"], ["t"],
+                              name="scale"))
     if form == "beta":
         n += [helper.make_node("Mul", ["t", "beta"], ["tb"], name="mul_beta"),
               helper.make_node("Sigmoid", ["tb"], ["g"], name="sig"),
@@ -495,13 +500,14 @@ def _swish_model(form):
     else:
         n += [helper.make_node("Sigmoid", ["t"], ["g"], name="sig"),
               helper.make_node("Mul", ["g", "t"], ["m"], name="mul")]
-    n += [helper.make_node("QuantizeLinear", ["m", "sy", "zy"], ["q"], name="q"),
-          helper.make_node("DequantizeLinear", ["q", "sy", "zy"], ["y"])]
-    outs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)]
+    if quantized:
+        n += [helper.make_node("QuantizeLinear", ["m", "sy", "zy"], ["q"], name="q"),
+              helper.make_node("DequantizeLinear", ["q", "sy", "zy"], ["y"])]
+    outs = [helper.make_tensor_value_info("y" if quantized else "m", TensorProto.FLOAT, shape)]
     if form == "exposed":
         outs.append(helper.make_tensor_value_info("g", TensorProto.FLOAT, shape))
     g = helper.make_graph(n, "swish", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
-                                                                     shape)], outs, inits)
+                                                                     x_shape)], outs, inits)
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
     m.ir_version = 8
     return m, shape
@@ -529,3 +535,29 @@ def test_f32_swish_into_quantize(form, monkeypatch):
             y = s.run(None, feed)[0]
             np.testing.assert_array_equal(y, apart.run(None, feed)[0])
         np.testing.assert_allclose(y, ref.run(None, feed)[0], atol=0.0201)
+
+
+@pytest.mark.parametrize("channels_last", [False, True])
+@pytest.mark.parametrize("form", ["beta", "plain", "exposed"])
+def test_f32_swish(form, channels_last, monkeypatch):
+    """x * Sigmoid(beta * x) (or x * Sigmoid(x)) of f32 values with an f32 result is one
+    Eltwise swish: the bits and the C-contiguous layout of the Mul / Sigmoid / Mul steps,
+    ONNX Runtime's values; not fused where the gate is a graph output."""
+    m, shape = _swish_model(form, quantized=False, channels_last=channels_last)
+    s = donnx.InferenceSession(m, threads=1)
+    rows = [r for r in s.plan() if "mul" in r["nodes"]]
+    assert len(rows) == 1
+    fused = rows[0]["primitive"] == "Eltwise"
+    assert fused == (form != "exposed")
+    if fused:
+        assert "sig" in rows[0]["nodes"] and rows[0]["dtypes_out"] == ["f32"]
+    apart = _session_without(m, "_emit_f32_swish", monkeypatch)
+    ref = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    x_shape = [shape[0], shape[2], shape[3], shape[1]] if channels_last else shape
+    for _ in range(2):
+        feed = {"x": RNG.standard_normal(x_shape).astype(np.float32)}
+        for _ in range(2):
+            y, want = s.run(None, feed)[0], apart.run(None, feed)[0]
+            assert np.array_equal(y.view(np.uint32), want.view(np.uint32))
+            assert y.strides == want.strides
+        np.testing.assert_allclose(y, ref.run(None, feed)[0], rtol=1e-5, atol=1e-6)

@@ -172,6 +172,30 @@ class F32EltwiseStep(EltwiseStep):
         env[self.outputs[0]] = ops_numpy.run_op(self.op, [x], self.attrs, self.opset)[0]
 
 
+class F32SwishStep(F32EltwiseStep):
+    """``Mul(x, Sigmoid(Mul(x, c)))`` (or ``Mul(x, Sigmoid(x))``, c = 1) of f32 values as one
+    Eltwise swish (alpha c) into a C-contiguous array, the layout numpy gives the last Mul
+    (the Sigmoid's output is C-contiguous): dnnq's swish is x * logistic(f32(c x)) with the
+    logistic the Sigmoid step runs, so the same bits as the three steps.  Other dtypes and
+    layouts run the three ops in numpy."""
+
+    def __init__(self, nodes, src, dst, alpha):
+        super().__init__(nodes[0], "Mul", {}, 13, src, dst, "swish", alpha, 0.0)
+        self.nodes = list(nodes)
+
+    def run(self, env):
+        x = env[self.inputs[0]]
+        if isinstance(x, np.ndarray) and x.dtype == np.float32 and x.size and \
+                (x.flags.c_contiguous or _is_channels_last(x)):
+            EltwiseStep.run(self, env)
+            return
+        self._repeat = None
+        z = x if self.alpha == 1.0 else \
+            ops_numpy.run_op("Mul", [x, np.float32(self.alpha)], {}, 13)[0]
+        sig = ops_numpy.run_op("Sigmoid", [z], {}, 13)[0]
+        env[self.outputs[0]] = ops_numpy.run_op("Mul", [x, sig], {}, 13)[0]
+
+
 class F32ScaleResidualStep(PrimStep):
     """``Add(x, Mul(x, s))`` of f32 tensors (the squeeze-excitation blocks of PP-OCRv4's
     detector in a conv-only QDQ file: s a per-channel gate) as one pass, dnnq.Binary's

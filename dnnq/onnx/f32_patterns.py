@@ -24,7 +24,8 @@ class F32Patterns:
         ``QuantizeLinear(Mul(x, Sigmoid(x)))`` of an f32 x, each value read by the next node
         alone, as one Eltwise swish (alpha c) writing the QuantizeLinear's int8: dnnq's swish
         is x * logistic(alpha * x) with the logistic the Sigmoid step runs, so the same bits
-        (PP-OCRv4 rec's SVTR neck in a conv-only QDQ file: three steps and an f32 map each)."""
+        (PP-OCRv4 rec's SVTR neck in a conv-only QDQ file: three steps and an f32 map each).
+        Without the QuantizeLinear, one F32SwishStep writing the f32 result."""
         if self.round_every_quantize:
             return False
         first, alpha = [], 1.0
@@ -54,9 +55,14 @@ class F32Patterns:
             return False
         mul = got[1]
         sq = self._sole_q(mul.output[0])
-        if sq is None:
-            return False
         self.ensure(x)
+        if sq is None:  # an f32 result (a layer norm reads it in PP-OCRv4 rec's neck)
+            taken = first + [mul]
+            self._add(FS.F32SwishStep([label] + [self.label(k) for k in taken], x,
+                                      mul.output[0], alpha))
+            for k in taken:
+                self._claim(k)
+            return True
         taken = first + [mul, sq[0]]
         self._add(S.EltwiseStep([label] + [self.label(k) for k in taken], x, sq[0].output[0],
                                 "swish", alpha, 0.0, None, sq[1]))

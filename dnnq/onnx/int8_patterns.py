@@ -5,7 +5,8 @@ import numpy as np
 
 from dnnq.onnx import move_steps as MS, steps as S
 from dnnq.onnx.chains import UNARY, _eltwise_of
-from dnnq.onnx.int8_rows import Int8BinaryStep, QuantizedLayerNormStep, QuantizedSoftmaxStep
+from dnnq.onnx.int8_rows import (F32LayerNormStep, Int8BinaryStep, QuantizedLayerNormStep,
+                                 QuantizedSoftmaxStep)
 from dnnq.onnx import ops_numpy
 
 F32 = np.float32
@@ -42,16 +43,36 @@ class Int8Patterns:
             self._claim(sq[0])
         return True
 
-    def _emit_int8_layernorm_op(self, n, label):
-        """The LayerNormalization op (opset 17) on a quantized activation, normalizing the
-        trailing dims (a negative axis), mean / inverse deviation outputs unused."""
+    def _emit_int8_layernorm_op(self, n, label, emit=None):
+        """The LayerNormalization op (opset 17) on a quantized activation (``emit``: on an
+        f32 one, _emit_f32_layernorm), normalizing the trailing dims (a negative axis),
+        mean / inverse deviation outputs unused."""
         a = self.attrs(n)
         axis = int(a.get("axis", -1))
         if axis >= 0 or any(o for o in n.output[1:]) or len(n.input) < 2:
             return False
         bias = n.input[2] if len(n.input) > 2 and n.input[2] else None
-        return self._emit_int8_layernorm([n], n.input[0], n.output[0], -axis,
-                                         float(a.get("epsilon", 1e-5)), n.input[1], bias)
+        return (emit or self._emit_int8_layernorm)(
+            [n], n.input[0], n.output[0], -axis, float(a.get("epsilon", 1e-5)), n.input[1],
+            bias)
+
+    def _emit_f32_layernorm(self, nodes, src, dst, k, eps, weights, bias):
+        """A layer norm over the last ``k`` dims of an f32 value with constant scale /
+        shift: one f32-rows step (F32LayerNormStep), quantized by the QuantizeLinear that
+        alone reads it; False where scale or shift is not a constant."""
+        consts = [None if v is None else self.consts.get(v) for v in (weights, bias)]
+        if any(v is not None and c is None for v, c in zip((weights, bias), consts)):
+            return False
+        self.ensure(src)
+        sq = None if self.round_every_quantize else self._sole_q(dst)
+        step = F32LayerNormStep(
+            [self.label(m) for m in nodes] + ([] if sq is None else [self.label(sq[0])]), src,
+            dst if sq is None else sq[0].output[0], k, eps, consts[0], consts[1],
+            None if sq is None else sq[1])
+        self._add(step)
+        if sq is not None:
+            self._claim(sq[0])
+        return True
 
     def _dequantized_tail(self, q):
         """(the moves, every node after ``q``) when ``q``'s output reaches a graph output

@@ -34,7 +34,7 @@ class _Int8RowsStep(Step):
     def __init__(self, nodes, src, dst, qs, qd):
         super().__init__(nodes, [src], [dst])
         self.qs, self.qd = qs, qd
-        self.src_dt = _codes.DT[qs.dt]
+        self.src_dt = _codes.DT["f32" if qs is None else qs.dt]
         if qd is None:
             self.dst_dt, self.out_dtype, self.inv, self.zp = _codes.DT["f32"], F32, 1.0, 0
         else:
@@ -143,8 +143,9 @@ class QuantizedLayerNormStep(_Int8RowsStep):
         x2 = self._rows(x, lead)
         y, kept = self.out_array(env, x.shape, self.out_dtype)
         norm, n = _toolkit.qlayernorm_run, x.size
-        args = (self._isa, x2.view(np.uint8), y.reshape(x2.shape), self.src_dt, self.dst_dt,
-                float(self.qs.scale[0]), int(self.qs.zp[0]), g, b, self.eps, self.inv,
+        args = (self._isa, x2 if self.qs is None else x2.view(np.uint8), y.reshape(x2.shape),
+                self.src_dt, self.dst_dt, 1.0 if self.qs is None else float(self.qs.scale[0]),
+                0 if self.qs is None else int(self.qs.zp[0]), g, b, self.eps, self.inv,
                 self.zp)
 
         def call():
@@ -152,6 +153,37 @@ class QuantizedLayerNormStep(_Int8RowsStep):
         call()
         env[self.outputs[0]] = y
         self._remember(env, call, kept, ((args[1], x), (args[2], y)))
+
+
+class F32LayerNormStep(QuantizedLayerNormStep):
+    """Layer normalization over the trailing ``k`` dims of an f32 tensor in one pass per row
+    (tk_rows8.h, ``tk_layernorm_f32_row``): mean and variance in double, summed in one fixed
+    order, so the result depends on the values alone -- not on the memory order they come
+    in (numpy's reductions sum a contiguous axis pairwise and a strided one in sequence),
+    the ISA level or the thread count.  f32 output, or int8 where one QuantizeLinear alone
+    reads it (its scale and zero point).  Another dtype runs numpy's formula."""
+
+    primitive = "LayerNormalization (f32 rows)"
+
+    def __init__(self, nodes, src, dst, k, eps, gamma, beta, qd=None):
+        super().__init__(nodes, src, dst, k, eps, gamma, beta, None, qd)
+        self.impl_info = "double moments" + ("" if qd is None else ", quantize")
+
+    def run(self, env):
+        x = env[self.inputs[0]]
+        if isinstance(x, np.ndarray) and x.dtype == F32:
+            super().run(env)
+            return
+        self._repeat = None
+        from dnnq.onnx import ops_numpy
+        ins = [x, np.float32(1) if self.gamma is None else self.gamma]
+        ins += [] if self.beta is None else [self.beta]
+        y = ops_numpy.run_op("LayerNormalization", ins, {"axis": -self.k,
+                                                         "epsilon": self.eps}, 17)[0]
+        if self.qd is not None:
+            from dnnq.onnx.quant import quantize_np
+            y = quantize_np(y, self.qd.scale, np.asarray(self.qd.zp).astype(_NP[self.qd.dt]))
+        env[self.outputs[0]] = y
 
 
 def _dense_order(x):

@@ -231,6 +231,10 @@ class Planner(Int8Patterns, F32Patterns):
                 spec.nodes, spec.src, spec.dst, -int(spec.attrs["axis"]),
                 spec.attrs["epsilon"], spec.weights, spec.bias):
             return
+        if spec.kind == "layernorm" and self._emit_f32_layernorm(
+                spec.nodes, spec.src, spec.dst, -int(spec.attrs["axis"]),
+                spec.attrs["epsilon"], spec.weights, spec.bias):
+            return
         if spec.kind == "layernorm":
             one = spec.weights or self.const_name(np.float32(1))
             for x in (spec.src, spec.weights, spec.bias):
@@ -304,6 +308,9 @@ class Planner(Int8Patterns, F32Patterns):
             self._emit_f32_product(n, label)
             return
         if op == "LayerNormalization" and self._emit_int8_layernorm_op(n, label):
+            return
+        if op == "LayerNormalization" and self._emit_int8_layernorm_op(
+                n, label, self._emit_f32_layernorm):
             return
         if op == "Softmax" and self.act_dq(n.input[0]) is not None:
             q, qp = self.act_dq(n.input[0])

@@ -139,7 +139,8 @@ typedef struct {
  * row strides src_rs / dst_rs (elements); src u8 or s8, dst u8, s8 (inv_dst_scale, dst_zp,
  * |dst_zp| <= 255) or f32.  Softmax: exp_table[255 + d] = exp(f32(d) * src_scale) for the
  * integer d = q - max(row) in [-255, 0]; vbmi: VBMI's byte lookups may be used.  Layer
- * normalization over the row: src_scale / src_zp dequantize, gamma and beta (len each). */
+ * normalization over the row: src_scale / src_zp dequantize, gamma and beta (len each); its
+ * source may also be f32 (src_dt DNNQ_DT_F32: src_rs in f32 elements, scale / zp unused). */
 typedef struct {
     int64_t rows, len, src_rs, dst_rs;
     int src_dt, dst_dt, dst_zp, vbmi;

@@ -1,11 +1,9 @@
 /* Transcendental eltwise post-ops in AVX-512, 16 lanes at a time, for the fused GEMM epilogue
- * (epilogue_avx512.h).  The scalar forms (eltwise_impl.h) call libm once per element; these
- * stay within a few f32 ulp of them (SPEC 5: transcendental post-ops are accurate to a few
- * ulp, not bit-identical), and keep their formulas operation for operation around the
- * transcendental function:
+ * (epilogue_avx512.h): the scalar forms of eltwise_impl.h lane by lane, the same operations in
+ * the same order, so every level gives the same bits:
  *   gelu_erf(x)  = 0.5 x (1 + erf(x / sqrt 2))  with erf from erf_table.h (<= 2.2 ulp);
- *   gelu_tanh(x) = 0.5 x (1 + tanh(g)), g = sqrt(2 / pi) x (1 + 0.044715 x x), with tanh
- *                  oneDNN's approximation (rnn_math_avx512.h, a few ulp).
+ *   gelu_tanh(x) = ((tanh(g) + 1) 0.5) x, g = fma(x x, 0.044715, 1) x sqrt(2 / pi): oneDNN's
+ *                  JIT formula and its tanh (rnn_math_avx512.h), bit for bit.
  * NaN propagates (through the final multiply by x); +-inf give what the scalar formulas give. */
 #ifndef DNNQ_ELTWISE_AVX512_H
 #define DNNQ_ELTWISE_AVX512_H
@@ -35,10 +33,10 @@ static inline __m512 ev_gelu_erf(__m512 x) {
 }
 
 static inline __m512 ev_gelu_tanh(__m512 x, const rv_tanh_tab_t *tab) {
-    const __m512 a = _mm512_mul_ps(_mm512_set1_ps(0.79788456080286535587989211986876f), x);
-    const __m512 b = _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(0.044715f), x), x);
-    const __m512 g = _mm512_mul_ps(a, _mm512_add_ps(_mm512_set1_ps(1.0f), b));
-    return _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(0.5f), x),
-                         _mm512_add_ps(_mm512_set1_ps(1.0f), rv_tanh(g, tab)));
+    __m512 g = _mm512_fmadd_ps(_mm512_mul_ps(x, x), _mm512_set1_ps(0.044715f), _mm512_set1_ps(1.0f));
+    g = _mm512_mul_ps(_mm512_mul_ps(g, x), _mm512_set1_ps(0.79788456080286535587989211986876f));
+    const __m512 h = _mm512_mul_ps(_mm512_add_ps(rv_tanh(g, tab), _mm512_set1_ps(1.0f)),
+                                   _mm512_set1_ps(0.5f));
+    return _mm512_mul_ps(h, x);
 }
 #endif

@@ -223,6 +223,68 @@ void DNNQ_TK_FN(dnnq_qsoftmax_run)(const dnnq_qsoftmax_args_t *a, int64_t r0, in
     }
 }
 
+/* ---- layer normalization of f32 rows ---------------------------------------------------------
+ * In double, in one order at every level: S = sum x_i over 8 lanes (element i into lane i mod
+ * 8, in order of i; then ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7))), mean = S / n;
+ * V the same sum of (x_i - mean)^2, r = 1 / sqrt(V / n + eps); per element
+ * t = f32((x_i - mean) r), then y = t gamma_i + beta_i in f32 (each product and sum rounded
+ * once), stored as f32 or quantized (tk_row8_store).  The bits depend on the row's values
+ * alone, not on the layout it came in nor the ISA level. */
+static double tk_ln_lanes8(const double *l) {
+    return ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]));
+}
+
+static void tk_layernorm_f32_row(const float *x, char *d, int64_t n, const float *gamma,
+                                 const float *beta, double eps, int ddt, float inv_dst_scale,
+                                 int dst_zp) {
+    double l[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; ++k) l[k] += (double)x[i + k];
+    for (int k = 0; i + k < n; ++k) l[k] += (double)x[i + k];
+    const double mean = tk_ln_lanes8(l) / (double)n;
+    for (int k = 0; k < 8; ++k) l[k] = 0.0;
+    for (i = 0; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; ++k) {
+            const double e = (double)x[i + k] - mean;
+            l[k] += e * e;
+        }
+    for (int k = 0; i + k < n; ++k) {
+        const double e = (double)x[i + k] - mean;
+        l[k] += e * e;
+    }
+    const double r = 1.0 / sqrt(tk_ln_lanes8(l) / (double)n + eps);
+    const int des = ddt == DNNQ_DT_F32 ? 4 : 1;
+#if TK_VEC
+    const tk_vi zp = TK_P(set1_epi32)(dst_zp);
+#else
+    const tk_vi zp = dst_zp;
+#endif
+    const tk_vf inv = tk_vf_set1(inv_dst_scale);
+    float t[TK_VF], tg[TK_VF], tb[TK_VF];
+    char tout[4 * TK_VF];
+    for (i = 0; i < n; i += TK_VF) {
+        const int rem = i + TK_VF <= n ? TK_VF : (int)(n - i);
+        for (int k = 0; k < TK_VF; ++k)
+            t[k] = k < rem ? (float)(((double)x[i + k] - mean) * r) : 0.0f;
+        const float *pg = gamma + i, *pb = beta + i;
+        char *pd = d + i * des;
+        if (rem < TK_VF) {
+            memset(tg, 0, sizeof tg);
+            memcpy(tg, pg, sizeof(float) * (size_t)rem);
+            memset(tb, 0, sizeof tb);
+            memcpy(tb, pb, sizeof(float) * (size_t)rem);
+            pg = tg, pb = tb, pd = tout;
+        }
+        const tk_vf y = tk_vf_add(tk_vf_mul(tk_vf_loadu(t), tk_vf_loadu(pg)), tk_vf_loadu(pb));
+        if (ddt == DNNQ_DT_F32)
+            tk_vf_storeu((float *)pd, y);
+        else
+            tk_row8_store(pd, ddt, tk_vf_mul(y, inv), zp);
+        if (rem < TK_VF) memcpy(d + i * des, tout, (size_t)rem * des);
+    }
+}
+
 /* ---- layer normalization --------------------------------------------------------------------
  * x_i = q_i - zp (exact integers).  Per row, exactly: S1 = sum x_i, S2 = sum x_i^2 (64-bit),
  * then in double (correctly rounded operations): mean = S1 / n, var = scale^2 (n S2 - S1^2) /
@@ -249,6 +311,13 @@ void DNNQ_TK_FN(dnnq_qlayernorm_run)(const dnnq_qlayernorm_args_t *a, int64_t r0
     uint8_t tin[TK_VF];
     char tout[4 * TK_VF];
     float tg[TK_VF], tb[TK_VF];
+    if (a->src_dt == DNNQ_DT_F32) { /* f32 rows (row strides in f32 elements) */
+        for (int64_t r = r0; r < r1; ++r)
+            tk_layernorm_f32_row((const float *)(const void *)src + r * rs_src,
+                                 dst + r * rs_dst * des, n, gamma, beta, a->eps, ddt,
+                                 a->inv_dst_scale, a->dst_zp);
+        return;
+    }
     for (int64_t r = r0; r < r1; ++r) {
         const uint8_t *s = src + r * rs_src;
         char *d = dst + r * rs_dst * des;
