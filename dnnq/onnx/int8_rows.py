@@ -48,7 +48,7 @@ class _Int8RowsStep(Step):
         """x as (rows, len) with dense rows, len = the product of x's dims from ``lead``."""
         rows = int(np.prod(x.shape[:lead], dtype=np.int64))
         x2 = x.reshape(rows, -1) if x.size else x.reshape(rows, int(np.prod(x.shape[lead:])))
-        if x2.shape[1] > 1 and x2.strides[1] != 1:
+        if x2.shape[1] > 1 and x2.strides[1] != x2.itemsize:
             x2 = np.ascontiguousarray(x2)
         return x2
 

@@ -234,26 +234,43 @@ static double tk_ln_lanes8(const double *l) {
     return ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]));
 }
 
+/* sum of f(x_i) over 8 lanes (tk_ln_lanes8's order): f(x) = x - c, squared when sq */
+static double tk_ln_sum8(const float *x, int64_t n, double c, int sq) {
+    double l[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    int64_t i = 0;
+    if (sq) {
+        for (; i + 8 <= n; i += 8)
+            for (int k = 0; k < 8; ++k) {
+                const double e = (double)x[i + k] - c;
+                l[k] += e * e;
+            }
+    } else {
+        for (; i + 8 <= n; i += 8)
+            for (int k = 0; k < 8; ++k) l[k] += (double)x[i + k] - c;
+    }
+    for (int k = 0; i + k < n; ++k) {
+        const double e = (double)x[i + k] - c;
+        l[k] += sq ? e * e : e;
+    }
+    return tk_ln_lanes8(l);
+}
+
+/* y[k] = f32(f32((x[k] - mean) r) g[k] + b[k]) for the TK_VF values at x (tk_vf: each product
+ * and sum rounded once) */
+TK_INLINE tk_vf tk_ln_vec(const float *x, const float *g, const float *b, double mean,
+                          double r) {
+    float t[TK_VF] __attribute__((aligned(64)));
+    for (int k = 0; k < TK_VF; ++k) t[k] = (float)(((double)x[k] - mean) * r);
+    return tk_vf_add(tk_vf_mul(tk_vf_loadu(t), tk_vf_loadu(g)), tk_vf_loadu(b));
+}
+
 static void tk_layernorm_f32_row(const float *x, char *d, int64_t n, const float *gamma,
                                  const float *beta, double eps, int ddt, float inv_dst_scale,
                                  int dst_zp) {
-    double l[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int k = 0; k < 8; ++k) l[k] += (double)x[i + k];
-    for (int k = 0; i + k < n; ++k) l[k] += (double)x[i + k];
-    const double mean = tk_ln_lanes8(l) / (double)n;
-    for (int k = 0; k < 8; ++k) l[k] = 0.0;
-    for (i = 0; i + 8 <= n; i += 8)
-        for (int k = 0; k < 8; ++k) {
-            const double e = (double)x[i + k] - mean;
-            l[k] += e * e;
-        }
-    for (int k = 0; i + k < n; ++k) {
-        const double e = (double)x[i + k] - mean;
-        l[k] += e * e;
-    }
-    const double r = 1.0 / sqrt(tk_ln_lanes8(l) / (double)n + eps);
+    /* the sum of x_i in double is exact to 2^-29 relative per term: the lane order fixes
+     * the bits; the variance from (x_i - mean)^2 in a second pass */
+    const double mean = tk_ln_sum8(x, n, 0.0, 0) / (double)n;
+    const double r = 1.0 / sqrt(tk_ln_sum8(x, n, mean, 1) / (double)n + eps);
     const int des = ddt == DNNQ_DT_F32 ? 4 : 1;
 #if TK_VEC
     const tk_vi zp = TK_P(set1_epi32)(dst_zp);
@@ -261,27 +278,27 @@ static void tk_layernorm_f32_row(const float *x, char *d, int64_t n, const float
     const tk_vi zp = dst_zp;
 #endif
     const tk_vf inv = tk_vf_set1(inv_dst_scale);
-    float t[TK_VF], tg[TK_VF], tb[TK_VF];
-    char tout[4 * TK_VF];
-    for (i = 0; i < n; i += TK_VF) {
-        const int rem = i + TK_VF <= n ? TK_VF : (int)(n - i);
-        for (int k = 0; k < TK_VF; ++k)
-            t[k] = k < rem ? (float)(((double)x[i + k] - mean) * r) : 0.0f;
-        const float *pg = gamma + i, *pb = beta + i;
-        char *pd = d + i * des;
-        if (rem < TK_VF) {
-            memset(tg, 0, sizeof tg);
-            memcpy(tg, pg, sizeof(float) * (size_t)rem);
-            memset(tb, 0, sizeof tb);
-            memcpy(tb, pb, sizeof(float) * (size_t)rem);
-            pg = tg, pb = tb, pd = tout;
-        }
-        const tk_vf y = tk_vf_add(tk_vf_mul(tk_vf_loadu(t), tk_vf_loadu(pg)), tk_vf_loadu(pb));
+    int64_t i = 0;
+    for (; i + TK_VF <= n; i += TK_VF) {
+        const tk_vf y = tk_ln_vec(x + i, gamma + i, beta + i, mean, r);
         if (ddt == DNNQ_DT_F32)
-            tk_vf_storeu((float *)pd, y);
+            tk_vf_storeu((float *)(void *)d + i, y);
         else
-            tk_row8_store(pd, ddt, tk_vf_mul(y, inv), zp);
-        if (rem < TK_VF) memcpy(d + i * des, tout, (size_t)rem * des);
+            tk_row8_store(d + i, ddt, tk_vf_mul(y, inv), zp);
+    }
+    if (i < n) { /* the tail through zero-padded blocks (the same per-lane operations) */
+        const int rem = (int)(n - i);
+        float tx[TK_VF] = {0}, tg[TK_VF] = {0}, tb[TK_VF] = {0};
+        char tout[4 * TK_VF];
+        memcpy(tx, x + i, sizeof(float) * (size_t)rem);
+        memcpy(tg, gamma + i, sizeof(float) * (size_t)rem);
+        memcpy(tb, beta + i, sizeof(float) * (size_t)rem);
+        const tk_vf y = tk_ln_vec(tx, tg, tb, mean, r);
+        if (ddt == DNNQ_DT_F32)
+            tk_vf_storeu((float *)(void *)tout, y);
+        else
+            tk_row8_store(tout, ddt, tk_vf_mul(y, inv), zp);
+        memcpy(d + i * des, tout, (size_t)rem * des);
     }
 }
 
