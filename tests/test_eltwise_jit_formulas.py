@@ -74,8 +74,9 @@ print("ok")
 def test_equals_onednn_jit_eltwise_at_each_cap(cap):
     env = dict(os.environ, ONEDNN_MAX_CPU_ISA=cap, DNNL_MAX_CPU_ISA=cap)
     here = os.path.dirname(os.path.abspath(__file__))
-    r = subprocess.run([sys.executable, "-c", _CAPPED.format(here=here)], capture_output=True,
-                       text=True, env=env, timeout=300)
+    # -P: no current directory on sys.path (a checkout's uncompiled sources there)
+    r = subprocess.run([sys.executable, "-P", "-c", _CAPPED.format(here=here)],
+                       capture_output=True, text=True, env=env, timeout=300)
     out = (r.stdout + r.stderr).strip()
     assert r.returncode == 0 and out.endswith("ok"), out[-3000:]
 
