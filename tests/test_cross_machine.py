@@ -21,6 +21,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TOOLS = os.path.join(HERE, "..", "tools")
 sys.path.insert(0, TOOLS)
 import diff_fuzz  # noqa: E402
+from _levels import assert_same_bits, at_every_level  # noqa: E402
 
 LEVELS = list(dnnq.available_isa_levels())
 FEATURES = dnnq.cpu_info()
@@ -61,28 +62,8 @@ def test_equals_onednn_capped_at_each_level(cap, expected):
 
 # -- invariance ------------------------------------------------------------------------------
 
-def _runs(draw):
-    """draw() -> numpy result, run at every level and at 1 and 2 threads."""
-    results = []
-    before = dnnq.get_num_threads()
-    try:
-        for level in LEVELS:
-            dnnq.set_max_cpu_isa(level)
-            for threads in (1, 2):
-                dnnq.set_num_threads(threads)
-                results.append(((level, threads), draw()))
-    finally:
-        dnnq.set_max_cpu_isa("all")
-        dnnq.set_num_threads(before)
-    return results
-
-
-def _assert_invariant(results, what):
-    (k0, r0) = results[0]
-    for k, r in results[1:]:
-        assert r.dtype == r0.dtype and r.shape == r0.shape, (what, k0, k)
-        assert np.array_equal(np.ascontiguousarray(r).view(np.uint8),
-                              np.ascontiguousarray(r0).view(np.uint8)), (what, k0, k)
+_runs = at_every_level  # draw() -> numpy result, run at every level and at 1 and 2 threads
+_assert_invariant = assert_same_bits
 
 
 def _fuzz_family(case_fn, seed, cases):

@@ -19,6 +19,7 @@ import pytest
 import dnnq
 import dnnq.testing as onednn_ref
 from dnnq import MemoryDesc as MD
+from _levels import assert_same_bits, at_every_level
 
 F = np.float32
 JIT_ALGS = [("logistic", 0.0), ("swish", 1.0), ("swish", 1.702), ("swish", -0.5), ("tanh", 0.0),
@@ -123,21 +124,6 @@ def test_specials():
     assert np.isnan(sw[0]) and sw[1] == np.inf
 
 
-def _levels_runs(draw):
-    out = []
-    before = dnnq.get_num_threads()
-    try:
-        for level in dnnq.available_isa_levels():
-            dnnq.set_max_cpu_isa(level)
-            for threads in (1, 2):
-                dnnq.set_num_threads(threads)
-                out.append(((level, threads), draw()))
-    finally:
-        dnnq.set_max_cpu_isa("all")
-        dnnq.set_num_threads(before)
-    return out
-
-
 @pytest.mark.parametrize("dst_dt", ["f32", "u8"])
 @pytest.mark.parametrize("alg", ["gelu_erf", "gelu_tanh", "logistic", "swish", "tanh"])
 def test_transcendental_epilogues_same_at_every_level(alg, dst_dt):
@@ -170,9 +156,7 @@ def test_transcendental_epilogues_same_at_every_level(alg, dst_dt):
         return p.execute({dnnq.DNNL_ARG_SRC: x, dnnq.DNNL_ARG_WEIGHTS: wc})
 
     for draw in (mm, conv):
-        runs = _levels_runs(draw)
-        (k0, r0) = runs[0]
-        spread = np.ptp(r0.astype(np.float64))
+        runs = at_every_level(draw)
+        spread = np.ptp(runs[0][1].astype(np.float64))
         assert spread > (0.5 if dst_dt == "f32" else 20), (alg, spread)  # not all saturated
-        for k, r in runs[1:]:
-            assert np.array_equal(r.view(np.uint8), r0.view(np.uint8)), (alg, draw.__name__, k0, k)
+        assert_same_bits(runs, (alg, draw.__name__))

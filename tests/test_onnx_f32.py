@@ -513,22 +513,30 @@ def _swish_model(form, quantized=True, channels_last=False):
     return m, shape
 
 
-@pytest.mark.parametrize("form", ["beta", "plain", "exposed"])
-def test_f32_swish_into_quantize(form, monkeypatch):
-    """x * Sigmoid(beta * x) (or x * Sigmoid(x)) before a QuantizeLinear is one Eltwise swish
-    writing int8: the bits of the Mul / Sigmoid / Mul / QuantizeLinear steps it replaces, and
-    ONNX Runtime's values; not fused where the gate is a graph output."""
-    m, shape = _swish_model(form)
+def _swish_sessions(m, form, dt_out, monkeypatch):
+    """dnnq's session of a _swish_model (its plan checked: one Eltwise for the swish nodes
+    writing ``dt_out``, none where the gate is exposed), the session with the fusion off
+    and ORT's."""
     s = donnx.InferenceSession(m, threads=1)
     rows = [r for r in s.plan() if "mul" in r["nodes"]]
     assert len(rows) == 1
     fused = rows[0]["primitive"] == "Eltwise"
     assert fused == (form != "exposed")
     if fused:
-        assert "sig" in rows[0]["nodes"] and "q" in rows[0]["nodes"]
-        assert rows[0]["dtypes_out"] == ["u8"]
+        assert "sig" in rows[0]["nodes"] and rows[0]["dtypes_out"] == [dt_out]
+        assert ("q" in rows[0]["nodes"]) == (dt_out == "u8")
     apart = _session_without(m, "_emit_f32_swish", monkeypatch)
-    ref = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    return s, apart, ort.InferenceSession(m.SerializeToString(),
+                                          providers=["CPUExecutionProvider"])
+
+
+@pytest.mark.parametrize("form", ["beta", "plain", "exposed"])
+def test_f32_swish_into_quantize(form, monkeypatch):
+    """x * Sigmoid(beta * x) (or x * Sigmoid(x)) before a QuantizeLinear is one Eltwise swish
+    writing int8: the bits of the Mul / Sigmoid / Mul / QuantizeLinear steps it replaces, and
+    ONNX Runtime's values; not fused where the gate is a graph output."""
+    m, shape = _swish_model(form)
+    s, apart, ref = _swish_sessions(m, form, "u8", monkeypatch)
     for _ in range(2):
         feed = {"x": RNG.standard_normal(shape).astype(np.float32)}
         for _ in range(2):
@@ -544,15 +552,7 @@ def test_f32_swish(form, channels_last, monkeypatch):
     Eltwise swish: the bits and the C-contiguous layout of the Mul / Sigmoid / Mul steps,
     ONNX Runtime's values; not fused where the gate is a graph output."""
     m, shape = _swish_model(form, quantized=False, channels_last=channels_last)
-    s = donnx.InferenceSession(m, threads=1)
-    rows = [r for r in s.plan() if "mul" in r["nodes"]]
-    assert len(rows) == 1
-    fused = rows[0]["primitive"] == "Eltwise"
-    assert fused == (form != "exposed")
-    if fused:
-        assert "sig" in rows[0]["nodes"] and rows[0]["dtypes_out"] == ["f32"]
-    apart = _session_without(m, "_emit_f32_swish", monkeypatch)
-    ref = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    s, apart, ref = _swish_sessions(m, form, "f32", monkeypatch)
     x_shape = [shape[0], shape[2], shape[3], shape[1]] if channels_last else shape
     for _ in range(2):
         feed = {"x": RNG.standard_normal(x_shape).astype(np.float32)}

@@ -15,6 +15,7 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 import dnnq  # noqa: E402
 import dnnq.onnx as donnx  # noqa: E402
 from dnnq.onnx.quant import dequantize_np, quantize_np  # noqa: E402
+from _levels import assert_same_bits, at_every_level  # noqa: E402
 
 F = np.float32
 
@@ -124,21 +125,8 @@ def test_same_bits_at_every_level_and_thread_count():
     shape = (3, 70, 129)  # rows split over threads (>= 2^16 elements), tails past 8 and 16
     m, _, _ = _model(shape, 1)
     x = _x(shape, 4, offset=-20.0)
-    results = []
-    before = dnnq.get_num_threads()
-    try:
-        for level in dnnq.available_isa_levels():
-            dnnq.set_max_cpu_isa(level)
-            for threads in (1, 2):
-                dnnq.set_num_threads(threads)
-                s = donnx.InferenceSession(m, threads=threads)
-                results.append(((level, threads), s.run(None, {"x": x})[0]))
-    finally:
-        dnnq.set_max_cpu_isa("all")
-        dnnq.set_num_threads(before)
-    k0, y0 = results[0]
-    for k, y in results[1:]:
-        assert np.array_equal(y.view(np.uint32), y0.view(np.uint32)), (k0, k)
+    assert_same_bits(at_every_level(lambda: donnx.InferenceSession(
+        m, threads=dnnq.get_num_threads()).run(None, {"x": x})[0]))
 
 
 @pytest.mark.parametrize("op17", [False, True])
