@@ -9,7 +9,8 @@ import pytest
 
 import dnnq
 from dnnq import (MemoryDesc as MD, PrimitiveAttr, PostOps, DNNL_ARG_SRC, DNNL_ARG_WEIGHTS,
-                  DNNL_ARG_BIAS, DNNL_ARG_SRC_1, DNNL_ARG_ATTR_MULTIPLE_POST_OP)
+                  DNNL_ARG_BIAS, DNNL_ARG_DST, DNNL_ARG_SRC_1,
+                  DNNL_ARG_ATTR_MULTIPLE_POST_OP)
 from dnnq.primitives import _dispatch
 from _f32_ref import conv_f64, sum_bound
 from _threads import dnnq_threads
@@ -56,6 +57,13 @@ def _run(x, w, b, exact_shape, tag, s, p, d, chain, dt):
         if op[0] == "binary":
             po.append_binary("add", MD(op[1].shape, "f32"))
             extra[DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | DNNL_ARG_SRC_1] = op[1]
+        elif op[0] == "sum":  # the destination's previous values, in its data type
+            po.append_sum(op[1])
+            prev = op[2] if dt == "f32" else np.clip(np.rint(op[2] * 20), 0 if dt == "u8"
+                                                     else -128, 127 if dt == "s8" else 255)
+            prev = np.asarray(prev, {"f32": F32, "u8": np.uint8, "s8": np.int8}[dt])
+            extra[DNNL_ARG_DST] = np.moveaxis(np.ascontiguousarray(np.moveaxis(prev, 1, -1)),
+                                              -1, 1)
         else:
             po.append_eltwise(*op)
     attr = quant_attr() if dt != "f32" else PrimitiveAttr()
@@ -81,11 +89,14 @@ def test_rows_kernel_bits(geo):
         "none": [],
         "hardswish_affine": [("hardswish", 1 / 6, 0.5), ("linear", 0.5, 0.125)],
         "binary": [("binary", rng.standard_normal(chans).astype(F32)), ("relu", 0.0, 0.0)],
+        # a sum between eltwise steps: each pixel's previous destination value
+        "sum": [("hardswish", 1 / 6, 0.5), ("sum", 0.75, rng.standard_normal(exact.shape)),
+                ("linear", 0.5, 0.125)],
     }
     old = dnnq.set_max_cpu_isa("all")
     try:
         for name, chain in chains.items():
-            for dt in ("f32", "u8", "s8") if name != "binary" else ("f32", "u8"):
+            for dt in ("f32", "u8", "s8") if name not in ("binary", "sum") else ("f32", "u8"):
                 outs = {}
                 for isa in ("all", "avx2"):
                     dnnq.set_max_cpu_isa(isa)

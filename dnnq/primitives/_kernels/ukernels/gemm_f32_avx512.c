@@ -46,6 +46,15 @@ typedef struct {
 } f32_epi_t;
 _Static_assert(sizeof(f32_epi_t) <= sizeof(dnnq_f32_epi_state_t), "dnnq_f32_epi_state_t too small");
 
+/* vector j of the dst row at o as it was (the sum post-op's previous value) */
+DNNQ_ALWAYS_INLINE __m512 f32e_prev(const int DT, const f32_epi_t *e, int j, const char *o) {
+    if (DT == DNNQ_DT_S8)
+        return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(e->km[j], o + 16 * j)));
+    if (DT == DNNQ_DT_U8)
+        return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(e->km[j], o + 16 * j)));
+    return _mm512_maskz_loadu_ps(e->km[j], o + 64 * j);
+}
+
 /* the post-op chain of f32e_value, in its general form: postop_avx512.h's steps */
 DNNQ_ALWAYS_INLINE __m512 f32e_chain(const int DT, const f32_epi_t *e, __m512 v, int j,
                                      const char *o) {
@@ -60,16 +69,7 @@ DNNQ_ALWAYS_INLINE __m512 f32e_chain(const int DT, const f32_epi_t *e, __m512 v,
         case F32E_HARDSIGMOID: v = epo_hardsigmoid(v, al, be); break;
         case F32E_HARDSWISH: v = epo_hardswish(v, al, be); break;
         case F32E_ROUND: v = epo_round(v); break;
-        default: { /* sum: the dst's previous value */
-            __m512 prev;
-            if (DT == DNNQ_DT_S8)
-                prev = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(e->km[j], o + 16 * j)));
-            else if (DT == DNNQ_DT_U8)
-                prev = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(e->km[j], o + 16 * j)));
-            else
-                prev = _mm512_maskz_loadu_ps(e->km[j], o + 64 * j);
-            v = epo_sum(v, prev, al, be);
-        }
+        default: v = epo_sum(v, f32e_prev(DT, e, j, o), al, be); /* sum */
         }
     }
     return v;
@@ -124,6 +124,52 @@ DNNQ_ALWAYS_INLINE void f32e_finish(const f32_epi_t *e, __m512 v, int j, char *o
     if (e->dt == DNNQ_DT_F32) f32e_store(DNNQ_DT_F32, e, f32e_value(DNNQ_DT_F32, e, v, j, o), o, j);
     else if (e->dt == DNNQ_DT_U8) f32e_store(DNNQ_DT_U8, e, f32e_value(DNNQ_DT_U8, e, v, j, o), o, j);
     else f32e_store(DNNQ_DT_S8, e, f32e_value(DNNQ_DT_S8, e, v, j, o), o, j);
+}
+
+/* R (<= 16) rows' vector j (rows o, o + ldd, ...) through the epilogue, post-op by post-op
+ * over the R vectors: one decision per post-op and block instead of per vector (the depthwise
+ * row kernel's blocks of 16 pixels with PP-LCNet's hardswish + affine chains: the chain's
+ * switch per vector cost as much as the layer's FMAs).  Every value goes through f32e_value's
+ * operations in its order, so the same bits as f32e_finish. */
+#define F32E_EACH(EXPR)                                                                        \
+    for (int r = 0; r < R; ++r) {                                                              \
+        const __m512 x = v[r];                                                                 \
+        v[r] = (EXPR);                                                                         \
+    }
+DNNQ_ALWAYS_INLINE void f32e_block_dt(const int DT, const f32_epi_t *e, __m512 *v, const int R,
+                                      int j, char *o, int64_t ldd) {
+    if (e->has_bias) F32E_EACH(_mm512_add_ps(x, e->bi[j]))
+    if (e->chain == 1) {
+        F32E_EACH(_mm512_max_ps(x, _mm512_setzero_ps()))
+    } else if (e->chain == 2) {
+        for (int i = 0; i < e->n_post; ++i) {
+            const __m512 al = _mm512_set1_ps(e->alpha[i]), be = _mm512_set1_ps(e->beta[i]);
+            switch (e->kind[i]) {
+            case F32E_RELU0: F32E_EACH(epo_relu0(x)) break;
+            case F32E_RELU: F32E_EACH(epo_relu(x, al)) break;
+            case F32E_LINEAR: F32E_EACH(epo_linear(x, al, be)) break;
+            case F32E_CLIP: F32E_EACH(epo_clip(x, al, be)) break;
+            case F32E_CLIP_V2: F32E_EACH(epo_clip_v2(x, al, be)) break;
+            case F32E_HARDSIGMOID: F32E_EACH(epo_hardsigmoid(x, al, be)) break;
+            case F32E_HARDSWISH: F32E_EACH(epo_hardswish(x, al, be)) break;
+            case F32E_ROUND: F32E_EACH(epo_round(x)) break;
+            default: /* sum: each row's previous dst value */
+                for (int r = 0; r < R; ++r)
+                    v[r] = epo_sum(v[r], f32e_prev(DT, e, j, o + r * ldd), al, be);
+            }
+        }
+    }
+    if (e->scaled) F32E_EACH(_mm512_mul_ps(x, e->inv))
+    if (e->has_zp) F32E_EACH(_mm512_add_ps(x, e->zp[j]))
+    for (int r = 0; r < R; ++r) f32e_store(DT, e, v[r], o + r * ldd, j);
+}
+#undef F32E_EACH
+
+DNNQ_ALWAYS_INLINE void f32e_block(const f32_epi_t *e, __m512 *v, const int R, int j, char *o,
+                                   int64_t ldd) {
+    if (e->dt == DNNQ_DT_F32) f32e_block_dt(DNNQ_DT_F32, e, v, R, j, o, ldd);
+    else if (e->dt == DNNQ_DT_U8) f32e_block_dt(DNNQ_DT_U8, e, v, R, j, o, ldd);
+    else f32e_block_dt(DNNQ_DT_S8, e, v, R, j, o, ldd);
 }
 
 /* FUSE: 0 = store the accumulators to c; else the dst type + 1, each row through the
@@ -357,11 +403,9 @@ void dnnq_dw_f32_avx512(int mr, int64_t ntaps, const float *const *rows, int64_t
  * one of these survives per (i, k)) */
 #define DWR_UPD(r)                                                                             \
     if (R > r && i - k == (r) * SW) a##r = _mm512_fmadd_ps(x, wv, a##r);
-/* pixel r to dst row m + r0 + r through the epilogue e (the dst type a run-time switch: one
- * predictable branch per vector of 9 - 49 FMAs), or to the tile acc */
+/* pixel r to the tile acc (with an epilogue: the block's pixels through f32e_block) */
 #define DWR_STORE(r)                                                                           \
-    if (R > r && e) f32e_finish(e, a##r, c0 / 16, e->d0 + (m + r0 + (r)) * e->ldd);           \
-    else if (R > r) _mm512_storeu_ps(acc + (r0 + (r)) * DNNQ_NR + c0, a##r);
+    if (R > r) _mm512_storeu_ps(acc + (r0 + (r)) * DNNQ_NR + c0, a##r);
 
 /* R (<= 16) pixels r0 .. r0 + R - 1, channels c0 .. c0 + 15 (those of km): per kernel row its
  * KW weight vectors in registers, the (R - 1) SW + KW source vectors loaded once each */
@@ -396,6 +440,11 @@ DNNQ_ALWAYS_INLINE void dwr_f32_block(const int R, const int KW, const int SW, c
                 DWR_UPD(13) DWR_UPD(14) DWR_UPD(15)
             }
         }
+    }
+    if (e) {
+        __m512 v[16] = {a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15};
+        f32e_block(e, v, R, c0 / 16, e->d0 + (m + r0) * e->ldd, e->ldd);
+        return;
     }
     DWR_STORE(0) DWR_STORE(1) DWR_STORE(2) DWR_STORE(3) DWR_STORE(4) DWR_STORE(5) DWR_STORE(6)
     DWR_STORE(7) DWR_STORE(8) DWR_STORE(9) DWR_STORE(10) DWR_STORE(11) DWR_STORE(12)
