@@ -169,7 +169,11 @@ class F32EltwiseStep(EltwiseStep):
             super().run(env)
             return
         self._repeat = None
-        env[self.outputs[0]] = ops_numpy.run_op(self.op, [x], self.attrs, self.opset)[0]
+        env[self.outputs[0]] = self._numpy(x)
+
+    def _numpy(self, x):
+        """The replaced numpy step, for inputs the primitive does not take."""
+        return ops_numpy.run_op(self.op, [x], self.attrs, self.opset)[0]
 
 
 class F32SwishStep(F32EltwiseStep):
@@ -183,17 +187,11 @@ class F32SwishStep(F32EltwiseStep):
         super().__init__(nodes[0], "Mul", {}, 13, src, dst, "swish", alpha, 0.0)
         self.nodes = list(nodes)
 
-    def run(self, env):
-        x = env[self.inputs[0]]
-        if isinstance(x, np.ndarray) and x.dtype == np.float32 and x.size and \
-                (x.flags.c_contiguous or _is_channels_last(x)):
-            EltwiseStep.run(self, env)
-            return
-        self._repeat = None
+    def _numpy(self, x):
         z = x if self.alpha == 1.0 else \
             ops_numpy.run_op("Mul", [x, np.float32(self.alpha)], {}, 13)[0]
         sig = ops_numpy.run_op("Sigmoid", [z], {}, 13)[0]
-        env[self.outputs[0]] = ops_numpy.run_op("Mul", [x, sig], {}, 13)[0]
+        return ops_numpy.run_op("Mul", [x, sig], {}, 13)[0]
 
 
 class F32ScaleResidualStep(PrimStep):

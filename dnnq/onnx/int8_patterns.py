@@ -43,18 +43,22 @@ class Int8Patterns:
             self._claim(sq[0])
         return True
 
-    def _emit_int8_layernorm_op(self, n, label, emit=None):
-        """The LayerNormalization op (opset 17) on a quantized activation (``emit``: on an
-        f32 one, _emit_f32_layernorm), normalizing the trailing dims (a negative axis),
-        mean / inverse deviation outputs unused."""
+    def _emit_layernorm(self, *spec):
+        """A layer norm (``_emit_int8_layernorm``'s arguments) as one rows step: int8 rows
+        where its input is a quantized activation, else f32 rows; False where neither
+        applies (its scale or shift is not a constant)."""
+        return self._emit_int8_layernorm(*spec) or self._emit_f32_layernorm(*spec)
+
+    def _emit_layernorm_op(self, n):
+        """The LayerNormalization op (opset 17) normalizing the trailing dims (a negative
+        axis), mean / inverse deviation outputs unused, as _emit_layernorm."""
         a = self.attrs(n)
         axis = int(a.get("axis", -1))
         if axis >= 0 or any(o for o in n.output[1:]) or len(n.input) < 2:
             return False
         bias = n.input[2] if len(n.input) > 2 and n.input[2] else None
-        return (emit or self._emit_int8_layernorm)(
-            [n], n.input[0], n.output[0], -axis, float(a.get("epsilon", 1e-5)), n.input[1],
-            bias)
+        return self._emit_layernorm([n], n.input[0], n.output[0], -axis,
+                                    float(a.get("epsilon", 1e-5)), n.input[1], bias)
 
     def _emit_f32_layernorm(self, nodes, src, dst, k, eps, weights, bias):
         """A layer norm over the last ``k`` dims of an f32 value with constant scale /

@@ -12,7 +12,9 @@ import numpy as np
 import dnnq
 from dnnq.eltwise_math import eltwise_table
 from dnnq.errors import InvalidArguments
+from dnnq.onnx import ops_numpy
 from dnnq.onnx.move_steps import physical
+from dnnq.onnx.quant import quantize_np
 from dnnq.onnx.steps import BinaryStep, Step, toolkit_isa
 from dnnq.primitives._kernels import _codes, _toolkit
 
@@ -112,6 +114,10 @@ class QuantizedLayerNormStep(_Int8RowsStep):
         self._affine = {}
         self.impl_info = "integer moments" + ("" if qd is None else ", requantize")
 
+    def _source(self, x2):
+        """The kernel's source rows (bytes) with their scale and zero point."""
+        return x2.view(np.uint8), float(self.qs.scale[0]), int(self.qs.zp[0])
+
     def _gamma_beta(self, trailing):
         """gamma / beta broadcast to the trailing dims, flattened (once per shape)."""
         got = self._affine.get(trailing)
@@ -143,10 +149,9 @@ class QuantizedLayerNormStep(_Int8RowsStep):
         x2 = self._rows(x, lead)
         y, kept = self.out_array(env, x.shape, self.out_dtype)
         norm, n = _toolkit.qlayernorm_run, x.size
-        args = (self._isa, x2 if self.qs is None else x2.view(np.uint8), y.reshape(x2.shape),
-                self.src_dt, self.dst_dt, 1.0 if self.qs is None else float(self.qs.scale[0]),
-                0 if self.qs is None else int(self.qs.zp[0]), g, b, self.eps, self.inv,
-                self.zp)
+        src, scale, zp = self._source(x2)
+        args = (self._isa, src, y.reshape(x2.shape), self.src_dt, self.dst_dt, scale, zp, g, b,
+                self.eps, self.inv, self.zp)
 
         def call():
             norm(*args, _threads(n))
@@ -169,19 +174,21 @@ class F32LayerNormStep(QuantizedLayerNormStep):
         super().__init__(nodes, src, dst, k, eps, gamma, beta, None, qd)
         self.impl_info = "double moments" + ("" if qd is None else ", quantize")
 
+    @staticmethod
+    def _source(x2):
+        return x2, 1.0, 0  # f32 rows: no scale, no zero point
+
     def run(self, env):
         x = env[self.inputs[0]]
         if isinstance(x, np.ndarray) and x.dtype == F32:
             super().run(env)
             return
         self._repeat = None
-        from dnnq.onnx import ops_numpy
         ins = [x, np.float32(1) if self.gamma is None else self.gamma]
         ins += [] if self.beta is None else [self.beta]
         y = ops_numpy.run_op("LayerNormalization", ins, {"axis": -self.k,
                                                          "epsilon": self.eps}, 17)[0]
         if self.qd is not None:
-            from dnnq.onnx.quant import quantize_np
             y = quantize_np(y, self.qd.scale, np.asarray(self.qd.zp).astype(_NP[self.qd.dt]))
         env[self.outputs[0]] = y
 

@@ -227,11 +227,7 @@ class Planner(Int8Patterns, F32Patterns):
             self.ensure(v.name)
 
     def _emit_layer(self, spec):
-        if spec.kind == "layernorm" and self._emit_int8_layernorm(
-                spec.nodes, spec.src, spec.dst, -int(spec.attrs["axis"]),
-                spec.attrs["epsilon"], spec.weights, spec.bias):
-            return
-        if spec.kind == "layernorm" and self._emit_f32_layernorm(
+        if spec.kind == "layernorm" and self._emit_layernorm(
                 spec.nodes, spec.src, spec.dst, -int(spec.attrs["axis"]),
                 spec.attrs["epsilon"], spec.weights, spec.bias):
             return
@@ -307,10 +303,7 @@ class Planner(Int8Patterns, F32Patterns):
         if op in ("Conv", "ConvTranspose", "MatMul", "Gemm"):
             self._emit_f32_product(n, label)
             return
-        if op == "LayerNormalization" and self._emit_int8_layernorm_op(n, label):
-            return
-        if op == "LayerNormalization" and self._emit_int8_layernorm_op(
-                n, label, self._emit_f32_layernorm):
+        if op == "LayerNormalization" and self._emit_layernorm_op(n):
             return
         if op == "Softmax" and self.act_dq(n.input[0]) is not None:
             q, qp = self.act_dq(n.input[0])

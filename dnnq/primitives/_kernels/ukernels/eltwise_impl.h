@@ -17,6 +17,8 @@
  * -87.3, 1 above 16.6; a NaN gives 0 or 1, as in oneDNN's kernels) */
 static inline float dnnq_logistic(float x) { return rnn_logistic(x); }
 
+static inline float dnnq_swish(float x, float alpha) { return x * dnnq_logistic(alpha * x); }
+
 /* oneDNN's tanh (rnn_math.h's polynomials), a NaN passed through as its eltwise kernels do
  * (the RNN cells' rnn_tanh never sees one) */
 static inline float dnnq_tanh(float x) { return x != x ? x : rnn_tanh(x); }
@@ -69,7 +71,7 @@ static inline float dnnq_eltwise(int alg, float x, float alpha, float beta) {
     case DNNQ_ELT_EXP: return expf(x);
     case DNNQ_ELT_GELU_TANH: return dnnq_gelu_tanh(x);
     case DNNQ_ELT_GELU_ERF: return dnnq_gelu_erf(x);
-    case DNNQ_ELT_SWISH: return x * dnnq_logistic(alpha * x);
+    case DNNQ_ELT_SWISH: return dnnq_swish(x, alpha);
     case DNNQ_ELT_LOG: return logf(x);
     case DNNQ_ELT_CLIP: x = x > alpha ? x : alpha; return x > beta ? beta : x;
     case DNNQ_ELT_CLIP_V2: x = x > alpha ? x : alpha; return x < beta ? x : beta;

@@ -55,40 +55,50 @@ DNNQ_ALWAYS_INLINE __m512 f32e_prev(const int DT, const f32_epi_t *e, int j, con
     return _mm512_maskz_loadu_ps(e->km[j], o + 64 * j);
 }
 
-/* the post-op chain of f32e_value, in its general form: postop_avx512.h's steps */
-DNNQ_ALWAYS_INLINE __m512 f32e_chain(const int DT, const f32_epi_t *e, __m512 v, int j,
-                                     const char *o) {
-    for (int i = 0; i < e->n_post; ++i) {
-        const __m512 al = _mm512_set1_ps(e->alpha[i]), be = _mm512_set1_ps(e->beta[i]);
-        switch (e->kind[i]) {
-        case F32E_RELU0: v = epo_relu0(v); break;
-        case F32E_RELU: v = epo_relu(v, al); break;
-        case F32E_LINEAR: v = epo_linear(v, al, be); break;
-        case F32E_CLIP: v = epo_clip(v, al, be); break;
-        case F32E_CLIP_V2: v = epo_clip_v2(v, al, be); break;
-        case F32E_HARDSIGMOID: v = epo_hardsigmoid(v, al, be); break;
-        case F32E_HARDSWISH: v = epo_hardswish(v, al, be); break;
-        case F32E_ROUND: v = epo_round(v); break;
-        default: v = epo_sum(v, f32e_prev(DT, e, j, o), al, be); /* sum */
+/* R (<= 16) rows' vector j (columns 16 j ..; rows o, o + ldd, ...) finished up to the store:
+ * dnnq_epilogue_finish's f32 operations in its order (bias, post-ops, v * (1 / dst scale)
+ * [+ zero point]), post-op by post-op over the R vectors: one decision per post-op and block
+ * (the depthwise row kernel's blocks of 16 pixels with PP-LCNet's hardswish + affine chains:
+ * a switch per vector cost as much as the layer's FMAs).  A dst scale of 1 skips its
+ * multiply (x * 1 == x for every non-signalling value, and no arithmetic result is
+ * signalling). */
+#define F32E_EACH(EXPR)                                                                        \
+    for (int r = 0; r < R; ++r) {                                                              \
+        const __m512 x = v[r];                                                                 \
+        v[r] = (EXPR);                                                                         \
+    }
+DNNQ_ALWAYS_INLINE void f32e_values(const int DT, const f32_epi_t *e, __m512 *v, const int R,
+                                    int j, const char *o, int64_t ldd) {
+    if (e->has_bias) F32E_EACH(_mm512_add_ps(x, e->bi[j]))
+    if (e->chain == 1) { /* relu(0) alone, the common case: one vmaxps */
+        F32E_EACH(_mm512_max_ps(x, _mm512_setzero_ps()))
+    } else if (e->chain == 2) { /* postop_avx512.h's steps */
+        for (int i = 0; i < e->n_post; ++i) {
+            const __m512 al = _mm512_set1_ps(e->alpha[i]), be = _mm512_set1_ps(e->beta[i]);
+            switch (e->kind[i]) {
+            case F32E_RELU0: F32E_EACH(epo_relu0(x)) break;
+            case F32E_RELU: F32E_EACH(epo_relu(x, al)) break;
+            case F32E_LINEAR: F32E_EACH(epo_linear(x, al, be)) break;
+            case F32E_CLIP: F32E_EACH(epo_clip(x, al, be)) break;
+            case F32E_CLIP_V2: F32E_EACH(epo_clip_v2(x, al, be)) break;
+            case F32E_HARDSIGMOID: F32E_EACH(epo_hardsigmoid(x, al, be)) break;
+            case F32E_HARDSWISH: F32E_EACH(epo_hardswish(x, al, be)) break;
+            case F32E_ROUND: F32E_EACH(epo_round(x)) break;
+            default: /* sum: each row's previous dst value */
+                for (int r = 0; r < R; ++r)
+                    v[r] = epo_sum(v[r], f32e_prev(DT, e, j, o + r * ldd), al, be);
+            }
         }
     }
-    return v;
+    if (e->scaled) F32E_EACH(_mm512_mul_ps(x, e->inv))
+    if (e->has_zp) F32E_EACH(_mm512_add_ps(x, e->zp[j]))
 }
+#undef F32E_EACH
 
-/* vector j of a row (columns 16 j ..) finished up to the store: dnnq_epilogue_finish's f32
- * operations in its order (bias, post-ops, v * (1 / dst scale) [+ zero point]); a dst scale of
- * 1 skips its multiply (x * 1 == x for every non-signalling value, and no arithmetic result
- * is signalling) */
+/* vector j of one row: f32e_values' block of one */
 DNNQ_ALWAYS_INLINE __m512 f32e_value(const int DT, const f32_epi_t *e, __m512 v, int j,
                                      const char *o) {
-    if (e->has_bias) v = _mm512_add_ps(v, e->bi[j]);
-    if (e->chain == 1) { /* relu(0) alone, the common case: one vmaxps */
-        v = _mm512_max_ps(v, _mm512_setzero_ps());
-    } else if (e->chain == 2) {
-        v = f32e_chain(DT, e, v, j, o);
-    }
-    if (e->scaled) v = _mm512_mul_ps(v, e->inv);
-    if (e->has_zp) v = _mm512_add_ps(v, e->zp[j]);
+    f32e_values(DT, e, &v, 1, j, o, 0);
     return v;
 }
 
@@ -119,57 +129,17 @@ DNNQ_ALWAYS_INLINE void f32e_row(const int DT, const int NV, const f32_epi_t *e,
     if (NV > 3) f32e_store(DT, e, f32e_value(DT, e, v3, 3, o), o, 3);
 }
 
-/* vector j of a row through the epilogue to o, the dst type switched at run time */
-DNNQ_ALWAYS_INLINE void f32e_finish(const f32_epi_t *e, __m512 v, int j, char *o) {
-    if (e->dt == DNNQ_DT_F32) f32e_store(DNNQ_DT_F32, e, f32e_value(DNNQ_DT_F32, e, v, j, o), o, j);
-    else if (e->dt == DNNQ_DT_U8) f32e_store(DNNQ_DT_U8, e, f32e_value(DNNQ_DT_U8, e, v, j, o), o, j);
-    else f32e_store(DNNQ_DT_S8, e, f32e_value(DNNQ_DT_S8, e, v, j, o), o, j);
-}
-
-/* R (<= 16) rows' vector j (rows o, o + ldd, ...) through the epilogue, post-op by post-op
- * over the R vectors: one decision per post-op and block instead of per vector (the depthwise
- * row kernel's blocks of 16 pixels with PP-LCNet's hardswish + affine chains: the chain's
- * switch per vector cost as much as the layer's FMAs).  Every value goes through f32e_value's
- * operations in its order, so the same bits as f32e_finish. */
-#define F32E_EACH(EXPR)                                                                        \
-    for (int r = 0; r < R; ++r) {                                                              \
-        const __m512 x = v[r];                                                                 \
-        v[r] = (EXPR);                                                                         \
-    }
-DNNQ_ALWAYS_INLINE void f32e_block_dt(const int DT, const f32_epi_t *e, __m512 *v, const int R,
-                                      int j, char *o, int64_t ldd) {
-    if (e->has_bias) F32E_EACH(_mm512_add_ps(x, e->bi[j]))
-    if (e->chain == 1) {
-        F32E_EACH(_mm512_max_ps(x, _mm512_setzero_ps()))
-    } else if (e->chain == 2) {
-        for (int i = 0; i < e->n_post; ++i) {
-            const __m512 al = _mm512_set1_ps(e->alpha[i]), be = _mm512_set1_ps(e->beta[i]);
-            switch (e->kind[i]) {
-            case F32E_RELU0: F32E_EACH(epo_relu0(x)) break;
-            case F32E_RELU: F32E_EACH(epo_relu(x, al)) break;
-            case F32E_LINEAR: F32E_EACH(epo_linear(x, al, be)) break;
-            case F32E_CLIP: F32E_EACH(epo_clip(x, al, be)) break;
-            case F32E_CLIP_V2: F32E_EACH(epo_clip_v2(x, al, be)) break;
-            case F32E_HARDSIGMOID: F32E_EACH(epo_hardsigmoid(x, al, be)) break;
-            case F32E_HARDSWISH: F32E_EACH(epo_hardswish(x, al, be)) break;
-            case F32E_ROUND: F32E_EACH(epo_round(x)) break;
-            default: /* sum: each row's previous dst value */
-                for (int r = 0; r < R; ++r)
-                    v[r] = epo_sum(v[r], f32e_prev(DT, e, j, o + r * ldd), al, be);
-            }
-        }
-    }
-    if (e->scaled) F32E_EACH(_mm512_mul_ps(x, e->inv))
-    if (e->has_zp) F32E_EACH(_mm512_add_ps(x, e->zp[j]))
-    for (int r = 0; r < R; ++r) f32e_store(DT, e, v[r], o + r * ldd, j);
-}
-#undef F32E_EACH
-
+/* R rows' vector j through the epilogue to o, o + ldd, ... (f32e_values, then the stores),
+ * the dst type switched at run time */
 DNNQ_ALWAYS_INLINE void f32e_block(const f32_epi_t *e, __m512 *v, const int R, int j, char *o,
                                    int64_t ldd) {
-    if (e->dt == DNNQ_DT_F32) f32e_block_dt(DNNQ_DT_F32, e, v, R, j, o, ldd);
-    else if (e->dt == DNNQ_DT_U8) f32e_block_dt(DNNQ_DT_U8, e, v, R, j, o, ldd);
-    else f32e_block_dt(DNNQ_DT_S8, e, v, R, j, o, ldd);
+#define F32E_BLOCK(DT)                                                                         \
+    f32e_values(DT, e, v, R, j, o, ldd);                                                       \
+    for (int r = 0; r < R; ++r) f32e_store(DT, e, v[r], o + r * ldd, j);
+    if (e->dt == DNNQ_DT_F32) { F32E_BLOCK(DNNQ_DT_F32) }
+    else if (e->dt == DNNQ_DT_U8) { F32E_BLOCK(DNNQ_DT_U8) }
+    else { F32E_BLOCK(DNNQ_DT_S8) }
+#undef F32E_BLOCK
 }
 
 /* FUSE: 0 = store the accumulators to c; else the dst type + 1, each row through the

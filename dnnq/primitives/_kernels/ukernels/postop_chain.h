@@ -69,10 +69,10 @@ static inline void dnnq_po_eltwise(int alg, float *restrict v, float al, float b
             v[i] = v[i] * t;
         }
         break;
-    /* oneDNN's JIT formulas (eltwise_impl.h), written branch-free: each level vectorises
-     * them with the same operations per lane */
-    case DNNQ_ELT_LOGISTIC: for (int i = 0; i < n; ++i) v[i] = rnn_logistic(v[i]); break;
-    case DNNQ_ELT_SWISH: for (int i = 0; i < n; ++i) v[i] = v[i] * rnn_logistic(al * v[i]); break;
+    /* eltwise_impl.h's polynomial forms, branch-free: each level vectorises them with the
+     * same operations per lane (dnnq_eltwise's switch per element would not) */
+    case DNNQ_ELT_LOGISTIC: for (int i = 0; i < n; ++i) v[i] = dnnq_logistic(v[i]); break;
+    case DNNQ_ELT_SWISH: for (int i = 0; i < n; ++i) v[i] = dnnq_swish(v[i], al); break;
     case DNNQ_ELT_TANH: for (int i = 0; i < n; ++i) v[i] = dnnq_tanh(v[i]); break;
     case DNNQ_ELT_GELU_TANH: for (int i = 0; i < n; ++i) v[i] = dnnq_gelu_tanh(v[i]); break;
     case DNNQ_ELT_GELU_ERF: for (int i = 0; i < n; ++i) v[i] = dnnq_gelu_erf(v[i]); break;
