@@ -206,3 +206,64 @@ def test_views_and_shape_values_are_set_without_running_their_steps(tmp_path):
     # only steps with no call of their own (a chain of moves that copies, such as the head
     # merge here, repeats its copy as a call)
     assert all(st.outputs_follow_inputs() and st._repeat is None for st in set_steps)
+
+
+def test_f32_steps_between_int8_layers_are_replayed(tmp_path):
+    """A conv-only QDQ model's f32 attention between its int8 layers (PP-OCRv4 rec's neck
+    in the file dnnq.onnx.quantize writes): f32 views and shape values, a layer norm over
+    strided rows, quantizes of strided heads, a reshape of a transposed tensor (a copy), a
+    softmax, a concatenation in numpy and one of two layouts into a quantize, a MatMul
+    reading a transposed source (staged copies).  On warm runs every step that reads no
+    graph input and hands out no graph output is a replay entry of its call or of its
+    outputs -- none runs as a step -- and the results follow the input (against the first
+    run of one-thread sessions: a call that skipped its staging copy would read the last
+    run's values)."""
+    from _onnx_builder import weights as _w
+    from dnnq.onnx import replay as replay_mod
+    b = Builder()
+    y = b.conv("x", 8, 16, k=1)                                  # (1, 16, 6, 10)
+    t = b.op("Reshape", [y, b.const(np.int64([1, 16, 60]))])     # rows 16 elements apart
+    t = b.op("LayerNormalization", [t, b.const(1 + _w(60)), b.const(_w(60))], axis=-1)
+    qkv = b.op("MatMul", [t, b.const(_w(60, 48))])
+    h = b.op("Transpose", [b.op("Reshape", [qkv, b.const(np.int64([1, 16, 3, 2, 8]))])],
+             perm=[2, 0, 3, 1, 4])                               # (3, 1, 2, 16, 8)
+    q, k, v = (b.op("Squeeze", [b.op("Slice", [h, b.const(np.int64([i])),
+                                               b.const(np.int64([i + 1])),
+                                               b.const(np.int64([0]))]),
+                                b.const(np.int64([0]))]) for i in range(3))
+    q = b.op("Mul", [q, b.const(np.float32(0.35))])
+    a = b.op("Softmax", [b.op("MatMul", [q, b.op("Transpose", [k], perm=[0, 1, 3, 2])])],
+             axis=-1)
+    o = b.op("MatMul", [a, v])                                   # (1, 2, 16, 8)
+    o = b.op("Reshape", [b.op("Transpose", [o], perm=[0, 2, 1, 3]),
+                         b.const(np.int64([1, 16, 16]))])        # the head merge: a copy
+    o = b.op("Concat", [o, b.op("Sigmoid", [o])], axis=2)        # (1, 16, 32)
+    o = b.op("MatMul", [b.op("Transpose", [o], perm=[0, 2, 1]), b.const(_w(16, 30))])
+    o = b.op("Reshape", [o, b.const(np.int64([1, 16, 6, 10]))])
+    y = b.op("Concat", [b.op("Sigmoid", [y]), o], axis=1)        # channels-last + plain
+    y = b.conv(y, 32, 8, k=1)
+    shape = (1, 8, 6, 10)
+    m = b.model(shape, y, opset=17)
+    m.graph.output[0].type.tensor_type.shape.dim.extend(
+        onnx.TensorShapeProto.Dimension(dim_value=d) for d in shape)
+    qdq = donnx.quantize(m, [{"x": RNG.standard_normal(shape).astype(np.float32)}
+                             for _ in range(2)]).SerializeToString()
+    xs = [(RNG.standard_normal(shape) * (1 + 0.5 * i)).astype(np.float32) for i in range(4)]
+    fresh = [donnx.InferenceSession(qdq, threads=1).run(None, {"x": x})[0] for x in xs]
+    assert len({f.tobytes() for f in fresh}) == 4
+    sess = donnx.InferenceSession(qdq, threads=1)
+    kinds = {r["primitive"] for r in sess.plan()}
+    assert {"Softmax", "LayerNormalization (f32 rows)", "views (cached)", "numpy:Concat",
+            "Concat"} <= kinds, kinds
+    buf = xs[0].copy()
+    for _ in range(3):
+        for i, x in enumerate(xs):
+            np.testing.assert_array_equal(sess.run(None, {"x": x})[0], fresh[i])
+            buf[...] = x
+            np.testing.assert_array_equal(sess.run(None, {"x": buf})[0], fresh[i])
+    (replay,) = _replays(sess)
+    out = sess.get_outputs()[0].name
+    ran = [sess._steps[i] for i, e in enumerate(replay.entries) if e[0] == replay_mod._STEP]
+    assert all("x" in st.inputs or out in st.outputs for st in ran), \
+        [(st.primitive, st.nodes) for st in ran]
+    assert any(e[0] == replay_mod._COPY_SET for e in replay.entries)

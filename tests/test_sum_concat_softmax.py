@@ -321,3 +321,35 @@ def test_sum_concat_softmax_errors():
     p = dnnq.Sum(d, [d, d])
     with pytest.raises(dnnq.InvalidArguments, match="input 1"):
         p.execute({MS: np.ones((2, 3), F)})
+
+
+@pytest.mark.parametrize("dst_dt", ["f32", "u8"])
+def test_softmax_bind_runs_like_execute(dst_dt):
+    """Softmax.bind (ToolkitPrimitive.bind): a source in the described layout takes the
+    bound kernel call, one in another layout goes through execute -- the same values;
+    reuse=True writes the runner's previous array again; the static arguments are checked
+    at bind time and a source of another dtype fails as execute fails."""
+    rng = np.random.default_rng(5)
+    shape = (3, 37, 19)
+    attr = PrimitiveAttr()
+    static = {}
+    if dst_dt != "f32":
+        attr.set_scales_mask(A.DNNL_ARG_DST, 0)
+        static[A.DNNL_ARG_SCALE | A.DNNL_ARG_DST] = np.float32([1 / 256])
+    p = dnnq.Softmax("softmax", MD(shape, "f32"), MD(shape, dst_dt), axis=2, attr=attr)
+    xs = [(rng.standard_normal(shape) * 4).astype(np.float32) for _ in range(3)]
+    run = p.bind({**static, A.DNNL_ARG_SRC: xs[0]})
+    first = run(xs[0], reuse=True)
+    for x in xs:
+        want = p.execute({**static, A.DNNL_ARG_SRC: x})
+        got = run(x, reuse=True)
+        np.testing.assert_array_equal(got, want)
+        assert np.shares_memory(got, first)  # the runner's kept array, written again
+        strided = np.ascontiguousarray(x.transpose(0, 2, 1)).transpose(0, 2, 1)
+        np.testing.assert_array_equal(run(strided), want)  # through execute
+    with pytest.raises(dnnq.InvalidArguments, match="src"):
+        run(xs[0].astype(np.float64))
+    if dst_dt != "f32":
+        with pytest.raises(dnnq.InvalidArguments):
+            p.bind({A.DNNL_ARG_SCALE | A.DNNL_ARG_DST: np.float32([-1.0]),
+                    A.DNNL_ARG_SRC: xs[0]})

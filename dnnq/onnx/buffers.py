@@ -111,6 +111,11 @@ class KeptOutput:
         sets those outputs without running the step (replay.py)."""
         return False
 
+    def follow_call(self):
+        """With ``outputs_follow_inputs``: the copies such a run makes into the step's own
+        output arrays (a reshape of a transposed view), as a call; None when it makes none."""
+        return None
+
     def kept_array(self, env, shape, dtype):
         """The C-contiguous array of ``shape`` to write this run's output into, or None for
         a new one (the output is not kept, or too small to keep without a pool)."""

@@ -8,6 +8,7 @@ from dnnq import args as A
 from dnnq.primitives._kernels import _toolkit
 from dnnq.memory import MemoryDesc
 from dnnq.onnx import ops_numpy
+from dnnq.onnx.buffers import BufferPool
 from dnnq.onnx.steps import (BinaryStep, EltwiseStep, PrimStep, ReorderStep, Step,
                              _is_channels_last, layout_tag)
 
@@ -99,6 +100,8 @@ class F32ConcatQuantizeStep(Step):
         return reps, None if reps is None else tuple(sizes)
 
     def run(self, env):
+        if self._repeated(env):
+            return
         xs = [env[n] for n in self.inputs[:self.n_data]]
         geo = [self._reps(env, i, x) if isinstance(x, np.ndarray) else (None, None)
                for i, x in enumerate(xs)]
@@ -108,25 +111,42 @@ class F32ConcatQuantizeStep(Step):
             n, _, h, w = geo[0][1]
             ok = all(sh[0] == n and sh[2:] == (h, w) for _, sh in geo)
         if not ok:
+            self._repeat = None
             self._run_apart(env, xs)
             return
         dtype = np.uint8 if self.qd.dt == "u8" else np.int8
         shape = (n, h, w, sum(sh[1] for _, sh in geo))
         y, kept = self.out_array(env, shape, dtype)
-        off = 0
+        yb, copy, off, parts = y.view(np.uint8), _toolkit.repeat_pixels_into, 0, []
         for i, (x, (reps, sh)) in enumerate(zip(xs, geo)):
             st = self._quant.get(i)
             if st is None:
                 tmp = f"{self.outputs[0]}::q{i}"
                 st = self._quant[i] = ReorderStep([tmp], self.inputs[i], tmp, None, self.qd)
                 st.channels_last_out = True
+                # the quantized input into an array of its own, the same every run, so that
+                # the step's call can be repeated (the reorder's, then the copy)
+                st.keeps_output = st.outputs_private = True
+                st.pool, st.pool_slot = BufferPool(1), 0
+            st.memo_ok = self.memo_ok
             st.run(env)
             q = env.pop(st.outputs[0]).transpose(0, 2, 3, 1)
-            _toolkit.repeat_pixels_into(np.ascontiguousarray(q).view(np.uint8),
-                                        y.view(np.uint8), reps[2], reps[3], off,
-                                        dnnq.get_num_threads())
+            qb = np.ascontiguousarray(q).view(np.uint8)
+            copy(qb, yb, reps[2], reps[3], off, dnnq.get_num_threads())
+            parts.append((st._repeat, qb, q, reps[2], reps[3], off))
             off += sh[1]
         env[self.outputs[0]] = self.transposed(y, (0, 3, 1, 2), kept)
+        if all(p[0] is not None for p in parts):
+            calls = [(p[0][1], p[1], p[3], p[4], p[5]) for p in parts]
+
+            def call():
+                nt = dnnq.get_num_threads()
+                for quantize, qb, rh, rw, at in calls:
+                    quantize()
+                    copy(qb, yb, rh, rw, at, nt)
+        else:
+            call = None
+        self._remember(env, call, kept, [(p[1], p[2]) for p in parts])
 
     def _run_apart(self, env, xs):
         """The replaced steps: the resizes and the concatenation in numpy, the quantizing

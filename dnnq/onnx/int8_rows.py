@@ -13,6 +13,7 @@ import dnnq
 from dnnq.eltwise_math import eltwise_table
 from dnnq.errors import InvalidArguments
 from dnnq.onnx import ops_numpy
+from dnnq.onnx.buffers import REUSE
 from dnnq.onnx.move_steps import physical
 from dnnq.onnx.quant import quantize_np
 from dnnq.onnx.steps import BinaryStep, Step, toolkit_isa
@@ -20,6 +21,19 @@ from dnnq.primitives._kernels import _codes, _toolkit
 
 F32 = np.float32
 _NP = {"u8": np.uint8, "s8": np.int8}
+
+
+def _staged_call(call, stage):
+    """``call``, after the staging copy ``stage`` ((array, source view) or None)."""
+    if stage is None:
+        return call
+    buf, view = stage
+    copyto = np.copyto
+
+    def staged():
+        copyto(buf, view)
+        call()
+    return staged
 
 
 def _threads(n):
@@ -54,6 +68,27 @@ class _Int8RowsStep(Step):
             x2 = np.ascontiguousarray(x2)
         return x2
 
+    def _staged_rows(self, env, x, lead):
+        """(``_rows(x, lead)``, None), or where those rows are a copy of ``x`` (a transposed
+        source) in a run that may reuse arrays: (the copy in the step's staging array, the
+        same array every run, (that array, the view of ``x`` it copies)), so that the call
+        can be repeated, the copy first."""
+        x2 = self._rows(x, lead)
+        if not (self.keeps_output and env.get(REUSE)) or x2.size == 0 or \
+                np.may_share_memory(x2, x):
+            return x2, None
+        view = x.reshape(x2.shape)
+        if not np.may_share_memory(view, x):
+            return x2, None
+        staging = self.__dict__.setdefault("_staging", {})
+        key = (x2.shape, x2.dtype)
+        buf = staging.get(key)
+        if buf is None:
+            buf = staging[key] = x2
+        else:
+            np.copyto(buf, view)
+        return buf, (buf, view)
+
 
 class QuantizedSoftmaxStep(_Int8RowsStep):
     """Softmax over one axis of an int8 activation (opset 13; ``coerce``: opsets 1 - 12, the
@@ -86,7 +121,7 @@ class QuantizedSoftmaxStep(_Int8RowsStep):
         else:
             xm = np.moveaxis(x, a, -1) if a != nd - 1 else x
             back = a if a != nd - 1 else None
-        x2 = self._rows(xm, a if self.coerce else xm.ndim - 1)
+        x2, stage = self._staged_rows(env, xm, a if self.coerce else xm.ndim - 1)
         y, kept = self.out_array(env, xm.shape, self.out_dtype)
         softmax, n = _toolkit.qsoftmax_run, x.size
         args = (self._isa, self._vbmi, x2.view(np.uint8), y.reshape(x2.shape), self.src_dt,
@@ -97,7 +132,8 @@ class QuantizedSoftmaxStep(_Int8RowsStep):
         call()
         y = y if back is None else np.moveaxis(y, -1, back)
         env[self.outputs[0]] = y.reshape(shape0) if not shape0 else y
-        self._remember(env, call, kept, ((args[2], x), (args[3], y)))
+        self._remember(env, _staged_call(call, stage), kept,
+                       ((args[2] if stage is None else stage[1], x), (args[3], y)))
 
 
 class QuantizedLayerNormStep(_Int8RowsStep):
@@ -146,7 +182,7 @@ class QuantizedLayerNormStep(_Int8RowsStep):
                                    f"{x.ndim} dims")
         lead = x.ndim - self.k
         g, b = self._gamma_beta(tuple(x.shape[lead:]))
-        x2 = self._rows(x, lead)
+        x2, stage = self._staged_rows(env, x, lead)
         y, kept = self.out_array(env, x.shape, self.out_dtype)
         norm, n = _toolkit.qlayernorm_run, x.size
         src, scale, zp = self._source(x2)
@@ -157,7 +193,8 @@ class QuantizedLayerNormStep(_Int8RowsStep):
             norm(*args, _threads(n))
         call()
         env[self.outputs[0]] = y
-        self._remember(env, call, kept, ((args[1], x), (args[2], y)))
+        self._remember(env, _staged_call(call, stage), kept,
+                       ((args[1] if stage is None else stage[1], x), (args[2], y)))
 
 
 class F32LayerNormStep(QuantizedLayerNormStep):

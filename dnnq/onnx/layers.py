@@ -78,6 +78,17 @@ def _postops(ops, dst_ndims, channels, matmul):
 _SRC, _DST = A.DNNL_ARG_SRC, A.DNNL_ARG_DST
 
 
+def _then(first, second):
+    """``second`` after ``first`` (None: nothing) on the same argument dict."""
+    if first is None:
+        return second
+
+    def both(args):
+        first(args)
+        second(args)
+    return both
+
+
 def _direct_execute(prim):
     """The C-level execute of a convolution or matrix product (``args -> destination``, or
     None where the arguments need the checked path), when its ``execute`` is only that call
@@ -165,8 +176,9 @@ class WeightedLayer(KeptOutput):
             self.impl_info = plan[0].impl_info
         prim, args, dst_desc, pre, post = plan
         a = dict(args)
+        stage = None  # (staging array, view of the source): pre's copy, repeated in place
         if pre is not None:
-            x = pre(x)
+            x, stage = self._pre(key, pre, x, env)
         a[A.DNNL_ARG_SRC] = x
         if self.spec.runtime_weights is not None:
             # packed here: execute then takes its C path (plain weights go through the
@@ -179,6 +191,9 @@ class WeightedLayer(KeptOutput):
             self._kept[key] = dst
             a[A.DNNL_ARG_DST] = dst
         update, views = None, [(a[_SRC], env[self.spec.src])]
+        if stage is not None:
+            buf, view = stage
+            update, views = (lambda args: np.copyto(buf, view)), [(view, env[self.spec.src])]
         if self.spec.sum_src is not None:
             if dst is None:
                 dst = dst_desc.empty()
@@ -187,21 +202,44 @@ class WeightedLayer(KeptOutput):
             np.copyto(dst, pv)
             a[A.DNNL_ARG_DST] = dst
             # the sum post-op reads dst: the copy repeats first (pv reading prev in place)
-            update, views = (lambda args: np.copyto(args[_DST], pv)), views + [(pv, prev)]
+            update = _then(update, lambda args: np.copyto(args[_DST], pv))
+            views = views + [(pv, prev)]
         if self.spec.runtime_weights is not None:
             w, src0, pack = env[self.spec.runtime_weights], env[self.spec.src], \
                 prim.prepare_weights
 
             def weights(args):  # this run's weights (and source, when pre copies it)
-                if pre is not None:
+                if pre is not None and stage is None:
                     args[_SRC] = pre(src0)
                 args[A.DNNL_ARG_WEIGHTS] = pack(self._runtime_weights(w))
             # (both a sum and run-time weights: not repeated)
-            update, views = (weights, []) if update is None else (False, views)
+            if self.spec.sum_src is None:
+                update, views = _then(update, weights), views if stage is not None else []
+            else:
+                update = False
         y = prim.execute(a)
         env[self.spec.dst] = self._post(y, post, kept)
         self._remember(env, None if update is False else _direct_call(prim, a, update),
                        kept, views)
+
+    def _pre(self, key, pre, x, env):
+        """(``pre(x)``, None), or where pre copies ``x`` (a transposed source folded into
+        rows) in a run that may reuse arrays: (the copy in this shape's staging array, the
+        same array every run, (that array, the view of ``x`` it copies)), so that the call
+        can be repeated, the copy first."""
+        y = pre(x)
+        if not (self.keeps_output and env.get(REUSE)) or np.may_share_memory(y, x):
+            return y, None
+        view = x.reshape(y.shape)
+        if not np.may_share_memory(view, x):
+            return y, None
+        staging = self.__dict__.setdefault("_staging", {})
+        buf = staging.get(key)
+        if buf is None or buf.shape != y.shape or buf.dtype != y.dtype:
+            buf = staging[key] = y
+        else:
+            np.copyto(buf, view)
+        return buf, (buf, view)
 
     def _post(self, y, post, kept):
         """The output: ``post(y)`` (a reshape) or ``y``; for the kept destination the same

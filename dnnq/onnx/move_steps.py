@@ -80,20 +80,20 @@ class NumpyStep(Step):
         if self.op == "Concat":
             xs = [env[n] for n in self.inputs if n]
             if len(xs) < 2 or self.attrs.get("axis", 1) % 4 != 1:
-                return False
+                return self._run_concat(env, xs)
             reps = (1, 1, 1, 1)
         else:
             xs = [env[self.inputs[0]]]
         if not all(isinstance(v, np.ndarray) and v.dtype == np.float32 and v.ndim == 4
                    for v in xs):
-            return False
+            return self.op == "Concat" and self._run_concat(env, xs)
         phys = [v.transpose(0, 2, 3, 1) for v in xs]
         if not all(p.flags.c_contiguous for p in phys):
-            return False
+            return self.op == "Concat" and self._run_concat(env, xs)
         if self.op == "Concat":
             n, _, h, w = xs[0].shape
             if any(v.shape[0] != n or v.shape[2:] != (h, w) for v in xs[1:]):
-                return False
+                return self._run_concat(env, xs)
             shape = (n, h, w, sum(v.shape[1] for v in xs))
         else:
             sizes, reps = self.nearest_geometry(env)
@@ -118,6 +118,47 @@ class NumpyStep(Step):
         env[self.outputs[0]] = self.transposed(y, (0, 3, 1, 2), True)
         self._remember(env, call, True, [(a[0], x) for a, x in zip(copies, xs)] +
                        [(dst, y)])
+        return True
+
+    def _run_concat(self, env, xs):
+        """Concat as one copy per input into its slice of the kept array, laid out as numpy's
+        Concat step lays out its result (ops_numpy.concat_order); False (nothing done) for
+        inputs of mixed dtypes or ranks, shapes that do not join, or without a kept
+        array."""
+        if not xs or not all(isinstance(v, np.ndarray) and v.dtype == xs[0].dtype and
+                             v.ndim == xs[0].ndim >= 1 for v in xs):
+            return False
+        nd = xs[0].ndim
+        axis = self.attrs.get("axis", 1)
+        if not -nd <= axis < nd:
+            return False
+        axis %= nd
+        if any(v.shape[:axis] != xs[0].shape[:axis] or
+               v.shape[axis + 1:] != xs[0].shape[axis + 1:] for v in xs[1:]):
+            return False
+        shape = list(xs[0].shape)
+        shape[axis] = sum(v.shape[axis] for v in xs)
+        order = ops_numpy.concat_order(xs)
+        y = self.kept_array(env, tuple(shape[i] for i in order), xs[0].dtype)
+        if y is None:
+            return False
+        out = self.kept_view(y, ("order", order),
+                             lambda v: v.transpose(ops_numpy.inverse_order(order)))
+        copies, at = [], 0
+        for v in xs:
+            sl = [slice(None)] * nd
+            sl[axis] = slice(at, at + v.shape[axis])
+            copies.append((out[tuple(sl)], v))
+            at += v.shape[axis]
+        copyto = np.copyto
+
+        def call():
+            for dst, src in copies:
+                copyto(dst, src)
+
+        call()
+        env[self.outputs[0]] = out
+        self._remember(env, call, True)  # (the copies read the inputs themselves)
         return True
 
     def _run_ufunc(self, env):

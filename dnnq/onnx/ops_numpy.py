@@ -142,15 +142,24 @@ def inverse_order(order):
     return _inverse_order(tuple(order))
 
 
+def concat_order(xs):
+    """The memory order of Concat's result: the inputs' own when they share one that is not
+    plain (dnnq's channels-last tensors: joined in that order, so the copy streams and the
+    result keeps the layout its consumers read), else C order."""
+    nd = xs[0].ndim
+    order = memory_order(xs[0])
+    if nd >= 3 and order != tuple(range(nd)) and \
+            all(v.ndim == nd and memory_order(v) == order for v in xs):
+        return order
+    return tuple(range(nd))
+
+
 def _concat(x, attrs, opset):
     xs = [v for v in x if v is not None]
     nd = xs[0].ndim
     axis = attrs["axis"] % nd if nd else 0
-    order = memory_order(xs[0])
-    if nd >= 3 and order != tuple(range(nd)) and \
-            all(v.ndim == nd and memory_order(v) == order for v in xs):
-        # inputs in one memory order (dnnq's channels-last tensors): joined in that order, so
-        # the copy streams and the result keeps the layout its consumers read
+    order = concat_order(xs)
+    if order != tuple(range(nd)):
         out = np.concatenate([v.transpose(order) for v in xs], axis=order.index(axis))
         return [out.transpose(inverse_order(order))]
     return [np.concatenate(xs, axis=axis)]

@@ -21,8 +21,9 @@ import weakref
 import numpy as np
 
 #: entry kinds: a step's call alone, a step run as usual, a step's outputs set (views and
-#: shape values that follow their inputs: Step.outputs_follow_inputs)
-_CALL, _STEP, _SET = 0, 1, 2
+#: shape values that follow their inputs: Step.outputs_follow_inputs), a step's copies into
+#: its own arrays (Step.follow_call) and its outputs set
+_CALL, _STEP, _SET, _COPY_SET = 0, 1, 2, 3
 
 
 def snapshot(env):
@@ -47,7 +48,8 @@ class Replay:
     """The steps of a warm run as entries ``(kind, what, name, value, threads)``: a call
     with the name and array it hands out (``_CALL``), a step with the arrays it must hand
     out again (``_STEP``: ``value`` a tuple of (name, array) pairs), or a step whose outputs,
-    those pairs, are set without running it (``_SET``)."""
+    those pairs, are set without running it (``_SET``), after its copies (``_COPY_SET``:
+    ``what`` the copies' call)."""
 
     __slots__ = ("entries", "per_step")
 
@@ -72,8 +74,10 @@ class Replay:
             elif (st.outputs_follow_inputs() and
                   all(n in stable and n not in feed_names for n in st.inputs) and
                   all(o in stable for o in st.outputs)):
-                entries.append((_SET, st, None, tuple((o, env[o]) for o in st.outputs),
-                                threads))
+                copy = st.follow_call()
+                outs = tuple((o, env[o]) for o in st.outputs)
+                entries.append((_SET, st, None, outs, threads) if copy is None else
+                               (_COPY_SET, copy, None, outs, threads))
             else:
                 kept = tuple((o, env[o]) for o in st.outputs if o in stable)
                 entries.append((_STEP, st, None, kept, threads))
@@ -96,7 +100,9 @@ class Replay:
                 what()
                 env[name] = value
                 continue
-            if kind == _SET:
+            if kind == _SET or kind == _COPY_SET:
+                if kind == _COPY_SET:
+                    what()
                 for o, v in value:
                     env[o] = v
                 continue

@@ -1,12 +1,12 @@
-"""Shape arithmetic and int8 views computed once per input shape.
+"""Shape arithmetic and views computed once per input shape.
 
 Exporters write the target shapes of Reshape / Expand / Slice as small graphs of Shape,
 Gather, Slice, Cast, Concat, Unsqueeze, ... (PP-OCRv4's recognizer has three of seven steps
 each). Their values depend only on the shapes of the tensors that the Shape / Size nodes read,
 so a run of such steps in the plan becomes one step that looks its outputs up by those shapes
-and runs the steps only for a shape it has not seen. Likewise a run of int8 moves of one
-tensor (Reshape / Transpose / Slice / Squeeze: attention's head split) becomes one step that
-makes its views from the recorded (shape, strides, offset) of each output.
+and runs the steps only for a shape it has not seen. Likewise a run of moves of one int8 or
+f32 tensor (Reshape / Transpose / Slice / Squeeze: attention's head split) becomes one step
+that makes its views from the recorded (shape, strides, offset) of each output.
 """
 import numpy as np
 
@@ -103,13 +103,13 @@ def fold_shape_steps(steps, consts, graph_outputs):
     return _fold_runs(steps, extent, fold)
 
 
-def _fold_runs(steps, extent, fold):
-    """``steps`` with each run steps[i:extent(i)] of two or more steps replaced by
+def _fold_runs(steps, extent, fold, least=2):
+    """``steps`` with each run steps[i:extent(i)] of ``least`` or more steps replaced by
     ``fold(run)``."""
     out, i = [], 0
     while i < len(steps):
         j = extent(i)
-        if j - i >= 2:
+        if j - i >= least:
             out.append(fold(steps[i:j]))
             i = j
         else:
@@ -140,7 +140,7 @@ def _hoist(steps, member):
     return order, flags
 
 
-#: int8 moves that return a view of their data input when the layout allows it (numpy's
+#: moves that return a view of their data input when the layout allows it (numpy's
 #: reshape copies when it cannot: then the run is not folded for that input layout)
 _VIEW_OPS = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Identity", "Slice"}
 
@@ -155,7 +155,7 @@ def _root(a):
 
 
 class ViewFoldStep(Step):
-    """Consecutive int8 moves (Reshape / Transpose / Slice / Squeeze / ...) of one tensor:
+    """Consecutive moves (Reshape / Transpose / Slice / Squeeze / ...) of one tensor:
     the first run of each input layout and parameters runs them and records each output as
     (shape, strides, offset) into the input's memory; later runs make those views directly
     (one step instead of several; attention's head split is nine)."""
@@ -165,6 +165,8 @@ class ViewFoldStep(Step):
     def __init__(self, steps, root, params):
         outputs = [o for st in steps for o in st.outputs if o]
         super().__init__([n for st in steps for n in st.nodes], [root] + list(params), outputs)
+        if any(type(st) is NumpyStep and st.op not in ("Shape", "Size") for st in steps):
+            self.primitive = "views (cached)"  # (moves of f32 values)
         self.steps, self.root, self.params = steps, root, tuple(params)
         self.impl_info = "+".join(st.op for st in steps)
         #: the outputs that are Shape / Size values (functions of the shapes: cached, read-only)
@@ -177,8 +179,19 @@ class ViewFoldStep(Step):
         self._made = None
 
     def outputs_follow_inputs(self):
-        # the last run's views again for the same arrays, where that run made no copy
-        return self._made is not None and not self._made[3]
+        # the last run's views and copy arrays again for the same arrays
+        return self._made is not None
+
+    def follow_call(self):
+        copies = self._made[3] if self._made is not None else ()
+        if not copies:
+            return None
+        copyto = np.copyto
+
+        def copy():
+            for src, dst in copies:
+                copyto(dst, src)
+        return copy
 
     def run(self, env):
         x = env[self.root]
@@ -214,16 +227,15 @@ class ViewFoldStep(Step):
                 self._views.clear()
             return
         if got is False:  # not recordable (a copy in the chain, or x not contiguous)
-            for st in self.steps:
-                st.run(env)
-            if self.outputs_private and env.get(REUSE):
-                self._stable_copies(env, x)
+            roots, copies = self._run_stable(env, x)
             # the moves' outputs again for the same array when all of them are views of it
-            # (a channels-last x: its moves are views, not recordable from x's buffer)
+            # or of the step's own copies (a channels-last x: its moves are views, not
+            # recordable from x's buffer; a transposed tensor's reshape, then moves of it)
             outs = [env[o] for o in self.outputs]
-            self._made = (x, ps, outs, ()) if self.memo_ok and self._last is not None and \
-                all(isinstance(v, np.ndarray) and (np.may_share_memory(v, x) or
-                                                   not v.flags.writeable) for v in outs) \
+            self._made = (x, ps, outs, copies) if self.memo_ok and self._last is not None \
+                and all(isinstance(v, np.ndarray) and
+                        (not v.flags.writeable or any(np.may_share_memory(v, r)
+                                                      for r in roots)) for v in outs) \
                 else None
             return
         views = [np.ndarray(shape, x.dtype, x, off, strides) if strides is not None
@@ -271,19 +283,32 @@ class ViewFoldStep(Step):
             return ()
         return [self.root]  # the moves' views (the parameters are shapes and bounds)
 
-    def _stable_copies(self, env, x):
-        """The outputs that are copies (a reshape of a transposed tensor), copied again into
-        the arrays handed out last run: the steps reading them see the same arrays every run
-        and may repeat their calls (Step._repeated; attention's head merge before its output
-        projection).  Only for outputs no caller can hold (``outputs_private``)."""
-        for o in self.outputs:
-            v = env[o]
-            if not isinstance(v, np.ndarray) or np.may_share_memory(v, x) or \
-                    not v.flags.writeable or not v.flags.c_contiguous:
+    def _run_stable(self, env, x):
+        """The moves one by one, each output that is a copy (a reshape of a transposed
+        tensor) copied into the array handed out last run before the moves after it read it,
+        where no caller can hold it (``outputs_private``): the steps reading the outputs see
+        the same arrays every run and may repeat their calls (Step._repeated; attention's
+        head merge before its output projection).  Returns (x and those arrays, the (source,
+        array) copies in order)."""
+        own = bool(self.outputs_private and env.get(REUSE))
+        roots, copies = [x], []
+        for st in self.steps:
+            st.run(env)
+            if not own or st.op not in _RESHAPES:
+                continue
+            src, o = env.get(st.inputs[0]), st.outputs[0]
+            v = env.get(o)
+            if not isinstance(v, np.ndarray) or not isinstance(src, np.ndarray) or \
+                    not v.flags.writeable or not v.flags.c_contiguous or v.size == 0 or \
+                    any(np.may_share_memory(v, r) for r in roots) or \
+                    not any(np.may_share_memory(src, r) for r in roots):
                 continue
             k = self._own_array(o, v.shape, v.dtype)
             np.copyto(k, v)
             env[o] = k
+            copies.append((src, k.reshape(src.shape)))
+            roots.append(k)
+        return roots, tuple(copies)
 
     def _record(self, env, x):
         """(shape, strides, byte offset from x's start, None) per output -- or, for the
@@ -325,15 +350,20 @@ class ViewFoldStep(Step):
 
 
 def fold_view_steps(steps):
-    """``steps`` with each run of two or more consecutive int8 view moves that all descend
-    from one tensor (and Shape / Size steps of them) as one ViewFoldStep."""
+    """``steps`` with each run of consecutive view moves (int8 or f32) that all descend from
+    one tensor, and Shape / Size steps of them, as one ViewFoldStep -- a run of one too: its
+    outputs are then the same objects every run for the same input array, so a warm run's
+    replay sets them without running the step, and the steps reading them repeat their
+    calls (replay.py; PP-OCRv4 rec's f32 attention in a conv-only QDQ file: 40 view and
+    shape steps)."""
     def extent(i):
         j, made, root = i, set(), None
         while j < len(steps):
             st = steps[j]
             shape_of = type(st) is NumpyStep and st.op in ("Shape", "Size") and \
                 (root is None or st.inputs[0] in made or st.inputs[0] == root)
-            if not shape_of and (type(st) is not QuantizedMoveStep or st.op not in _VIEW_OPS):
+            if not shape_of and (type(st) not in (QuantizedMoveStep, NumpyStep) or
+                                 st.op not in _VIEW_OPS):
                 break
             src = st.inputs[0]
             if src not in made:
@@ -350,4 +380,4 @@ def fold_view_steps(steps):
         params = sorted({x for st in run for x in st.inputs[1:]
                          if x and x not in made and x != root})
         return ViewFoldStep(run, root, params)
-    return _fold_runs(steps, extent, fold)
+    return _fold_runs(steps, extent, fold, least=1)

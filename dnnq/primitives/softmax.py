@@ -41,6 +41,16 @@ from dnnq.primitives._kernels import _toolkit as _tk
 _ALGS = {"softmax": False, "softmax_accurate": False, "logsoftmax": True, "softmax_log": True}
 
 
+class _BoundSoftmax(pw.BoundRun):
+    """Softmax.bind's runner: the kernel call on the checked source (no plan program)."""
+
+    __slots__ = ()
+
+    def _run(self, arrays, phys):
+        self.prim._kernel(arrays, phys)
+        return self.desc.logical_view(phys)
+
+
 class Softmax(pw.ToolkitPrimitive, metaclass=CachedPrimitive):
     """Softmax or log-softmax along one axis, with an int8 destination through scales.
 
@@ -159,24 +169,40 @@ class Softmax(pw.ToolkitPrimitive, metaclass=CachedPrimitive):
         """
         return self._timed(self._execute, args)
 
-    def _execute(self, args):
+    #: bind(): the source is the runner's argument (ToolkitPrimitive.bind), the kernel one
+    #: call (no plan program)
+    _dynamic = {A.DNNL_ARG_SRC: ("src", "src_desc")}
+    _plan = None
+    _bound_run = _BoundSoftmax
+
+    def _arrays(self, args):
+        """The kernel's operands but dst, every argument validated: the source and the
+        source / destination scale factors (as Python floats)."""
         p, qa = "Softmax", self._qa
         pw.check_known_args(p, args, self._known)
         src = self.src_desc.check_array(pw.require(p, args, A.DNNL_ARG_SRC, "src"), "src")
         ss = qa.scales(args, A.DNNL_ARG_SRC)
         ds = qa.scales(args, A.DNNL_ARG_DST)
-        scale = float(ss[0]) if ss is not None else 1.0
-        inv = float(pw.reciprocal(ds)[0]) if ds is not None else 1.0
-        user, phys = pw.output(p, self.dst_desc, args)
+        return {"src": src, "scale": float(ss[0]) if ss is not None else 1.0,
+                "inv": float(pw.reciprocal(ds)[0]) if ds is not None else 1.0}
+
+    def _execute(self, args):
+        arrays = self._arrays(args)
+        user, phys = pw.output("Softmax", self.dst_desc, args)
         # in place (src the very memory of dst) is allowed, as in oneDNN; the kernel reads a
         # copy of the source rows then
-        if user is not None and pw.check_overlaps(p, args, in_place={A.DNNL_ARG_DST:
-                                                                     A.DNNL_ARG_SRC}):
-            src = src.copy()
+        if user is not None and pw.check_overlaps("Softmax", args,
+                                                  in_place={A.DNNL_ARG_DST: A.DNNL_ARG_SRC}):
+            arrays["src"] = arrays["src"].copy()
+        self._kernel(arrays, phys)
+        return pw.finish(self.dst_desc, user, phys)
+
+    def _kernel(self, arrays, phys):
+        src = arrays["src"]
         dims, sst, dst_st = self._rows
         L, sa, da = self._axis_st
         _tk.softmax_run(pw.ISA_CODE[self._isa], self.alg == "logsoftmax",
                         pw.DT_CODE[self.src_desc.dt], pw.DT_CODE[self.dst_desc.dt], dims, sst,
-                        dst_st, L, sa, da, scale, inv, src, phys,
+                        dst_st, L, sa, da, arrays["scale"], arrays["inv"], src, phys,
                         pw.threads_for(src.size), self._vector_exp)
-        return pw.finish(self.dst_desc, user, phys)
+
