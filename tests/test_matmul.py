@@ -425,15 +425,16 @@ def test_epilogue_variants_per_panel_vs_onednn(isa, src_dt, dst_dt, dst_scale, r
 
 
 @needs_onednn
-@pytest.mark.parametrize("dst_dt", ["s8", "u8"])
+@pytest.mark.parametrize("dst_dt", ["s8", "u8", "f32"])
 @pytest.mark.parametrize("dst_zp", [None, 5])
 @pytest.mark.parametrize("relu", [False, True])
 @pytest.mark.parametrize("src_zp", [None, 7], ids=["no_src_zp", "src_zp"])
 def test_fused_tile_epilogue_vs_onednn(isa, dst_dt, dst_zp, relu, src_zp):
-    # The AVX-512 micro-kernel that runs the 8-bit epilogue from its accumulator registers
-    # (u8 source, K a multiple of 4): every tile height (M = 2 .. 13: tiles of 2 - 6 rows),
-    # full, 32-column (the half-width tile) and other partial panels, with and without a dst
-    # zero point, and with a source zero point (the kinds that add the compensation).
+    # The AVX-512 micro-kernel that runs the epilogue from its accumulator registers (u8
+    # source, K a multiple of 4; an 8-bit dst, or f32 with relu or nothing): every tile
+    # height (M = 2 .. 13: tiles of 2 - 6 rows), full, 32-column (the half-width tile) and
+    # other partial panels, with and without a dst zero point, and with a source zero point
+    # (the kinds that add the compensation).
     rng = np.random.default_rng(zlib.crc32(repr((dst_dt, dst_zp, relu, isa, src_zp)).encode()))
     ops = [("eltwise", "relu", 0.0, 0.0)] if relu else []
     for M in list(range(2, 14)) + [50]:

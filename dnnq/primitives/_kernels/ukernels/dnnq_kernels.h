@@ -215,11 +215,11 @@ typedef void (*dnnq_gemm_epilogue_fn)(const dnnq_gemm_args_t *g, int64_t b, int6
                                       int64_t p, const int32_t *tile);
 dnnq_gemm_epilogue_fn dnnq_gemm_epilogue_for_isa(int isa);
 
-/* ---- The batch-reduce micro-kernel with the epilogue fused (AVX-512 VNNI): the hot 8-bit
- * case of the fused epilogue (u8 / s8 dst, per-column scales and bias, relu(0) or nothing,
- * dst scale and zero point, no compensation, no clamp needed; or a chain of eltwise / sum
- * post-ops without GELU) applied straight from the accumulator registers, so the s32 tile
- * never goes to memory.
+/* ---- The batch-reduce micro-kernel with the epilogue fused (AVX-512 VNNI): the hot cases
+ * of the fused epilogue (u8 / s8 dst, per-column scales and bias, relu(0) or nothing, dst
+ * scale and zero point, no compensation, no clamp needed; or a chain of eltwise / sum
+ * post-ops without GELU; or an f32 dst with relu(0) or nothing) applied straight from the
+ * accumulator registers, so the s32 tile never goes to memory.
  * prepare, once per (batch b, panel p) block of g: fills st and returns the variant (> 0),
  * or 0 when g's epilogue is not one the fused kernel covers.  Then each call computes the
  * tile of mr (1 .. the ukr's mr) rows as dnnq_brgemm_ukr_fn does and writes dst row m +

@@ -435,9 +435,17 @@ static void epi_prepare_avx512(const dnnq_gemm_args_t *g, int64_t b, int64_t n0,
  * zero compensation or zero point added, a multiply by 1, are exact no-ops for an integer
  * dst), and the clamp unless EPI_FUSE_NOCLAMP.  Every chain kind has EPI_FUSE_CC, so
  * dnnq_epi_kind_xor keeps it: kinds 25 - 28. */
-enum { EPI_FUSE_S8 = 1, EPI_FUSE_RELU = 2, EPI_FUSE_ZP = 4, EPI_FUSE_CC = 8, EPI_FUSE_CHAIN = 16 };
+enum { EPI_FUSE_S8 = 1, EPI_FUSE_RELU = 2, EPI_FUSE_ZP = 4, EPI_FUSE_CC = 8, EPI_FUSE_CHAIN = 16,
+       EPI_FUSE_F32 = 32 };
 enum { EPI_FUSE_NOCLAMP = 2 }; /* of a chain kind: no clamp needed (k->chain_noclamp) */
+/* EPI_FUSE_F32: an f32 dst with no post-op or relu(0) -- epi_value's general f32 steps
+ * (compensation, scale, bias, the relu, dst scale, zero point when there is one) on the
+ * accumulators, stored as they are: kinds 41 (1 + CC + F32) and 43 (+ RELU).  The s32 tile
+ * and its reload cost as much as the multiply-adds where K is small (PP-OCRv4 det's 12 -> 96
+ * 1x1 layers writing an f32 map: twice oneDNN's time). */
 static inline int epi_fuse_kind(const epi_consts_t *k) {
+    if (k->kind == DNNQ_DT_F32 && (k->post == EPI_NONE || k->post == EPI_RELU0))
+        return 1 + EPI_FUSE_F32 + EPI_FUSE_CC + (k->post == EPI_RELU0 ? EPI_FUSE_RELU : 0);
     if (k->kind != DNNQ_DT_U8 && k->kind != DNNQ_DT_S8) return 0;
     if (k->post == EPI_CHAIN)
         return k->chain_regs ? 1 + EPI_FUSE_CHAIN + EPI_FUSE_CC +
@@ -462,11 +470,33 @@ DNNQ_ALWAYS_INLINE __m512i epi_fused_vec(const int FUSE, const int CCIN, const e
     return _mm512_cvtps_epi32(v);
 }
 
-/* one row: the four accumulator vectors (columns 0-15, ..., 48-63) -> 8-bit dst at o; only
- * the first NCB hold columns (a panel of at most 16 NCB), the others are not computed */
+/* the f32 kinds (EPI_FUSE_F32): epi_value(DNNQ_DT_F32, NONE / RELU0, EPI_F_GENERAL) of vector
+ * j, its compensation already in the accumulators when CCIN (the same integer sum) */
+DNNQ_ALWAYS_INLINE void epi_fused_store_f32(const int FUSE, const int CCIN,
+                                            const epi_consts_t *k, __m512i a, int j, char *o) {
+    if (!CCIN) a = _mm512_add_epi32(a, k->cc[j]);
+    __m512 v = _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(a), k->sc[j]), k->bi[j]);
+    if ((FUSE - 1) & EPI_FUSE_RELU) v = _mm512_max_ps(v, _mm512_setzero_ps());
+    v = _mm512_mul_ps(v, k->inv);
+    if (k->has_zp) v = _mm512_add_ps(v, k->zp[j]); /* no "+ 0": -0.0 stays (epi_tail) */
+    /* masked stores are slow on some cores (AMD Zen 4): only a partial last vector */
+    if (k->full || k->km[j] == 0xFFFF) _mm512_storeu_ps(o + 64 * j, v);
+    else _mm512_mask_storeu_ps(o + 64 * j, k->km[j], v);
+}
+
+/* one row: the four accumulator vectors (columns 0-15, ..., 48-63) -> 8-bit dst at o (f32 for
+ * the EPI_FUSE_F32 kinds); only the first NCB hold columns (a panel of at most 16 NCB), the
+ * others are not computed */
 DNNQ_ALWAYS_INLINE void epi_fused_row(const int FUSE, const int CCIN, const int NCB,
                                       const epi_consts_t *k, __m512i a0, __m512i a1, __m512i a2,
                                       __m512i a3, char *o) {
+    if ((FUSE - 1) & EPI_FUSE_F32) {
+        epi_fused_store_f32(FUSE, CCIN, k, a0, 0, o);
+        if (NCB > 1) epi_fused_store_f32(FUSE, CCIN, k, a1, 1, o);
+        if (NCB > 2) epi_fused_store_f32(FUSE, CCIN, k, a2, 2, o);
+        if (NCB > 3) epi_fused_store_f32(FUSE, CCIN, k, a3, 3, o);
+        return;
+    }
     const __m512i z = _mm512_setzero_si512();
     epi_pack_store8((FUSE - 1) & EPI_FUSE_S8, k, epi_fused_vec(FUSE, CCIN, k, a0, 0),
                     NCB > 1 ? epi_fused_vec(FUSE, CCIN, k, a1, 1) : z,

@@ -59,7 +59,7 @@
  * throughout.  The K % 4 tails are added afterwards by tail_avx512: with them inside the pair
  * loop gcc 12 spills the accumulators.  FUSE = 0 stores the s32 tile to c; otherwise (an
  * epi_fused_row variant, every K a multiple of 4) each row goes from the accumulators through
- * the epilogue k straight to its 8-bit dst row at d0 + r * k->ldd: no s32 tile in memory. */
+ * the epilogue k straight to its dst row at d0 + r * k->ldd: no s32 tile in memory. */
 DNNQ_ALWAYS_INLINE void tile_avx512(const int MR, const int XOR, const int FUSE, const int NCB,
                                     int64_t np,
                                     const dnnq_br_pair_t *pairs, int accumulate, int32_t *c,
@@ -264,10 +264,11 @@ static void fused_tile_avx512(int mr, int fuse, int64_t np, const dnnq_br_pair_t
         }                                                                                         \
         break;
     if (x) {
-        switch (fuse) { /* (the compensation kinds: 9 - 16, and the chains 25 - 28) */
+        switch (fuse) { /* (the compensation kinds: 9 - 16, the chains 25 - 28, f32 41, 43) */
         DNNQ_FCASE(1, 9) DNNQ_FCASE(1, 10) DNNQ_FCASE(1, 11) DNNQ_FCASE(1, 12)
         DNNQ_FCASE(1, 13) DNNQ_FCASE(1, 14) DNNQ_FCASE(1, 15) DNNQ_FCASE(1, 16)
         DNNQ_FCASE(1, 25) DNNQ_FCASE(1, 26) DNNQ_FCASE(1, 27) DNNQ_FCASE(1, 28)
+        DNNQ_FCASE(1, 41) DNNQ_FCASE(1, 43) /* f32 dsts */
         }
         return;
     }
@@ -277,6 +278,7 @@ static void fused_tile_avx512(int mr, int fuse, int64_t np, const dnnq_br_pair_t
     DNNQ_FCASE(0, 9) DNNQ_FCASE(0, 10) DNNQ_FCASE(0, 11) DNNQ_FCASE(0, 12)
     DNNQ_FCASE(0, 13) DNNQ_FCASE(0, 14) DNNQ_FCASE(0, 15) DNNQ_FCASE(0, 16)
     DNNQ_FCASE(0, 25) DNNQ_FCASE(0, 26) DNNQ_FCASE(0, 27) DNNQ_FCASE(0, 28) /* the chains */
+    DNNQ_FCASE(0, 41) DNNQ_FCASE(0, 43) /* f32 dsts */
     }
 #undef DNNQ_FCASE
 #undef DNNQ_FMR
