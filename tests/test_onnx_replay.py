@@ -267,3 +267,39 @@ def test_f32_steps_between_int8_layers_are_replayed(tmp_path):
     assert all("x" in st.inputs or out in st.outputs for st in ran), \
         [(st.primitive, st.nodes) for st in ran]
     assert any(e[0] == replay_mod._COPY_SET for e in replay.entries)
+
+
+@pytest.mark.parametrize("quantized", [True, False], ids=["qdq", "f32"])
+def test_attention_over_inputs_of_several_shapes(tmp_path, quantized):
+    """A session fed inputs of alternating widths (a text recognizer's lines) keeps one plan
+    per shape: the products of two activations (attention's q k^T, a v) reshape their
+    run-time weights by the plan of the shape at hand -- the layer kept the last planned
+    shape's dims, and the first width's second run failed.  Results equal fresh sessions'
+    run after run, at one and two threads."""
+    from _onnx_builder import weights as _w
+    b = Builder()
+    y = b.conv("x", 8, 16, k=1)
+    t = b.op("Transpose", [b.op("Reshape", [y, b.const(np.int64([1, 16, -1]))])],
+             perm=[0, 2, 1])                                          # (1, 6 W, 16)
+    q = b.op("MatMul", [t, b.const(_w(16, 16))])
+    k = b.op("MatMul", [t, b.const(_w(16, 16))])
+    a = b.op("Softmax", [b.op("MatMul", [q, b.op("Transpose", [k], perm=[0, 2, 1])])],
+             axis=-1)
+    o = b.op("Transpose", [b.op("MatMul", [a, t])], perm=[0, 2, 1])   # (1, 16, 6 W)
+    y = b.conv(b.op("Reshape", [o, b.op("Shape", [y])]), 16, 8, k=1)
+    m = b.model((1, 8, 6, 10), y)
+    m.graph.input[0].type.tensor_type.shape.dim[3].dim_param = "W"
+    f32 = str(tmp_path / "f32.onnx")
+    onnx.save(m, f32)
+    path = f32
+    if quantized:
+        path = str(tmp_path / "qdq.onnx")
+        quantize_qdq(f32, path, [{"x": RNG.standard_normal((1, 8, 6, w)).astype(np.float32)}
+                                 for w in (10, 14)])
+    xs = [RNG.standard_normal((1, 8, 6, w)).astype(np.float32) for w in (10, 14, 7, 14, 10)]
+    fresh = [donnx.InferenceSession(path, threads=1).run(None, {"x": x})[0] for x in xs]
+    for threads in (1, 2):
+        sess = donnx.InferenceSession(path, threads=threads)
+        for _ in range(3):
+            for x, want in zip(xs, fresh):
+                np.testing.assert_array_equal(sess.run(None, {"x": x})[0], want)

@@ -155,8 +155,8 @@ class F32Patterns:
 class F32MatMulLayer(MatMulLayer):
     """MatMul of two f32 activations (dnnq's f32 MatMul)."""
 
-    def _runtime_weights(self, b):
-        return np.ascontiguousarray(b, F32).reshape(self._wdims)
+    def _runtime_weights(self, b, prim):
+        return np.ascontiguousarray(b, F32).reshape(prim.weights_desc.dims)
 
     def _plan(self, env):
         import dnnq
@@ -176,7 +176,6 @@ class F32MatMulLayer(MatMulLayer):
         M, K, N = x.shape[-2], x.shape[-1], w.shape[-1]
         src_md = MemoryDesc((xb, M, K), "f32")
         wmd = MemoryDesc((wb, K, N), "f32")
-        self._wdims = wmd.dims
         dst_md = MemoryDesc((B, M, N), "f32")
         prim = self._create(lambda: dnnq.MatMul(src_md, wmd, dst_md), "f32 matmul")
         out_shape = tuple(batch) + (M, N)

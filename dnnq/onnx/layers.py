@@ -184,7 +184,7 @@ class WeightedLayer(KeptOutput):
             # packed here: execute then takes its C path (plain weights go through the
             # checked one, 5x the time for attention's small batched products)
             a[A.DNNL_ARG_WEIGHTS] = prim.prepare_weights(
-                self._runtime_weights(env[self.spec.runtime_weights]))
+                self._runtime_weights(env[self.spec.runtime_weights], prim))
         dst = self.kept_desc(env, dst_desc)
         kept = dst is not None
         if kept:
@@ -211,7 +211,7 @@ class WeightedLayer(KeptOutput):
             def weights(args):  # this run's weights (and source, when pre copies it)
                 if pre is not None and stage is None:
                     args[_SRC] = pre(src0)
-                args[A.DNNL_ARG_WEIGHTS] = pack(self._runtime_weights(w))
+                args[A.DNNL_ARG_WEIGHTS] = pack(self._runtime_weights(w, prim))
             # (both a sum and run-time weights: not repeated)
             if self.spec.sum_src is None:
                 update, views = _then(update, weights), views if stage is not None else []
@@ -400,7 +400,6 @@ class MatMulLayer(WeightedLayer):
             out_shape = tuple(batch) + (M, N)
             pre = (lambda v: np.ascontiguousarray(v.reshape(src_md.dims)))
             post = (lambda v: v.reshape(out_shape))
-            self._wdims = wmd.dims
             nd = 3
         attr = dnnq.PrimitiveAttr()
         args = self._qargs(attr, 2 if nd == 2 else 4)
@@ -418,8 +417,10 @@ class MatMulLayer(WeightedLayer):
             args[A.DNNL_ARG_BIAS] = s.bias.reshape(bmd.dims)
         return prim, args, dst_md, pre, post
 
-    def _runtime_weights(self, b):
+    def _runtime_weights(self, b, prim):
         """An activation as MatMul weights: s8 (u8 shifted by 128, its zero point too)."""
         if b.dtype == np.uint8:
             b = (b.view(np.int8) ^ np.int8(-128))  # u8 - 128 as s8, exactly
-        return b.reshape(self._wdims)  # any strides: the packing reads them
+        # (the dims of this input shape's plan: a session fed several shapes has one
+        # plan per shape)
+        return b.reshape(prim.weights_desc.dims)  # any strides: the packing reads them
