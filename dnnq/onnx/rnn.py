@@ -16,6 +16,8 @@ Gate orders: ONNX LSTM i, o, f, c -> oneDNN i, f, c, o; GRU z, r, h -> u, r, o; 
 ``(D, G*H, I)`` -> ``ldigo (1, D, I, G, H)``; the two ONNX biases are summed (LBR-GRU keeps
 the recurrent one of the candidate gate as its 4th row).
 """
+import math
+
 import numpy as np
 
 import dnnq
@@ -106,9 +108,9 @@ class RnnStep(Step):
         q = lambda w: np.clip(np.rint(w / scale), -127, 127).astype(np.int8)
         return q(wl), q(self.r_f32), (1.0 / scale).astype(F32).reshape(-1)
 
-    def _make(self, T, N):
+    def _make(self, T, N, k):
         D, H, G, I = self.D, self.H, self.G, self.I
-        wl, wi, wscales = self._quantize_weights(self.k)
+        wl, wi, wscales = self._quantize_weights(k)
         attr = dnnq.PrimitiveAttr()
         attr.set_rnn_data_qparams(127.5, 127.5)
         attr.set_rnn_weights_qparams(24, wscales)
@@ -148,16 +150,15 @@ class RnnStep(Step):
             if np.any(lens != T):
                 raise Unimplemented(f"node {self.label!r}: sequence_lens {lens[:4]} shorter "
                                     f"than the {T} steps; dnnq runs whole sequences")
-        xmax = float(np.abs(x).max()) if x.size else 0.0
-        if self.k is None or xmax > self.k * 1.0001 and not self._fixed_range:
-            self.k = max(2.0 * xmax, 1e-3)
-            self._plans.clear()
-        plan = self._plans.get((T, N))
+        k = self.k if self._fixed_range else _input_scale(x)
+        plan = self._plans.get((T, N, k))
         if plan is None:
-            plan = self._plans[(T, N)] = self._make(T, N)
+            if len(self._plans) >= _MAX_PLANS:
+                self._plans.clear()
+            plan = self._plans[(T, N, k)] = self._make(T, N, k)
         prim, packed = plan
         a = dict(packed)
-        a[A.DNNL_ARG_SRC_LAYER] = np.ascontiguousarray(x * F32(1.0 / self.k), F32)
+        a[A.DNNL_ARG_SRC_LAYER] = np.ascontiguousarray(x * F32(1.0 / k), F32)
         a[A.DNNL_ARG_BIAS] = self.bias
         for idx, arg in ((5, A.DNNL_ARG_SRC_ITER), (6, A.DNNL_ARG_SRC_ITER_C)):
             if idx == 6 and self.op != "LSTM":
@@ -189,3 +190,19 @@ class RnnStep(Step):
                 env[name] = v
 
     _fixed_range = False
+
+
+#: plans (packed weights) kept per step: one per (sequence length, batch, input scale)
+_MAX_PLANS = 16
+
+
+def _input_scale(x):
+    """k for an f32 input x without a DequantizeLinear: the smallest power of two at least
+    its largest magnitude (2^-10 at least), so that x / k lies in [-1, 1] -- a function of
+    this input alone (the result does not depend on the inputs run before it), exact to
+    divide by, with at most 2x headroom; inputs of one scale share a plan."""
+    xmax = float(np.abs(x).max()) if x.size else 0.0
+    if not xmax <= 3.0e38:  # inf / NaN: the largest scale (NaN stays NaN)
+        return 2.0 ** 127
+    m, e = math.frexp(max(xmax, 2.0 ** -10))  # xmax = m 2^e, 0.5 <= m < 1
+    return math.ldexp(1.0, e - 1 if m == 0.5 else e)
