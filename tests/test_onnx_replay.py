@@ -208,7 +208,7 @@ def test_views_and_shape_values_are_set_without_running_their_steps(tmp_path):
     assert all(st.outputs_follow_inputs() and st._repeat is None for st in set_steps)
 
 
-def test_f32_steps_between_int8_layers_are_replayed(tmp_path):
+def test_f32_steps_between_int8_layers_are_replayed(tmp_path, monkeypatch):
     """A conv-only QDQ model's f32 attention between its int8 layers (PP-OCRv4 rec's neck
     in the file dnnq.onnx.quantize writes): f32 views and shape values, a layer norm over
     strided rows, quantizes of strided heads, a reshape of a transposed tensor (a copy), a
@@ -267,6 +267,14 @@ def test_f32_steps_between_int8_layers_are_replayed(tmp_path):
     assert all("x" in st.inputs or out in st.outputs for st in ran), \
         [(st.primitive, st.nodes) for st in ran]
     assert any(e[0] == replay_mod._COPY_SET for e in replay.entries)
+    # the steps' own runs (no repeat of the last call, no replay) copy into their staging
+    # arrays again (KeptOutput.staged_copy)
+    from dnnq.onnx.buffers import KeptOutput
+    monkeypatch.setattr(KeptOutput, "_repeated", lambda self, env: False)
+    own = donnx.InferenceSession(qdq, threads=1, profile=True)
+    for _ in range(2):
+        for i, x in enumerate(xs):
+            np.testing.assert_array_equal(own.run(None, {"x": x})[0], fresh[i])
 
 
 @pytest.mark.parametrize("quantized", [True, False], ids=["qdq", "f32"])

@@ -29,6 +29,19 @@ def _nbytes(shape, dtype):
     return n
 
 
+def copies_then(pairs, then=None):
+    """A call that copies each ``(dst, src)`` of ``pairs`` in order, then calls ``then``: the
+    repeat of a step whose call reads staged or own copies of its sources."""
+    copyto = np.copyto
+
+    def call():
+        for dst, src in pairs:
+            copyto(dst, src)
+        if then is not None:
+            then()
+    return call
+
+
 class BufferPool:
     """Buffers by slot; a slot's buffer grows to the largest array asked of it (the arrays
     handed out before stay valid: they keep the old buffer alive)."""
@@ -167,6 +180,28 @@ class KeptOutput:
         if _nbytes(shape, dtype) < KEEP_MIN_BYTES:
             return False
         return aligned_empty(int(np.prod(shape)), dtype).reshape(shape)
+
+    def staged_copy(self, env, key, x, shape, make):
+        """``make()``, a C-order copy of ``x``'s values as an array of ``shape`` (a transposed
+        source folded into rows), and None -- or, in a run that may reuse arrays, that copy
+        in this ``key``'s staging array, the same array every run, and the (array, view of
+        ``x``) pair whose copy a repeat of the call makes first.  (``make()``'s result
+        itself where it is a view of ``x``: nothing to stage.)"""
+        reuse = self.keeps_output and env.get(REUSE)
+        staging = self.__dict__.setdefault("_staging", {})
+        buf = staging.get(key) if reuse else None
+        if buf is not None and buf.shape == shape:
+            view = x.reshape(shape)
+            np.copyto(buf, view)  # (x.reshape made a view when buf was made: same layout)
+            return buf, (buf, view)
+        y = make()
+        if not reuse or y.size == 0 or np.may_share_memory(y, x):
+            return y, None
+        view = x.reshape(shape)
+        if not np.may_share_memory(view, x):
+            return y, None
+        staging[key] = y
+        return y, (y, view)
 
     def _repeated(self, env):
         """Whether this run was the last run's kernel call again: its inputs are the same

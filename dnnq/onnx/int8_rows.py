@@ -13,7 +13,7 @@ import dnnq
 from dnnq.eltwise_math import eltwise_table
 from dnnq.errors import InvalidArguments
 from dnnq.onnx import ops_numpy
-from dnnq.onnx.buffers import REUSE
+from dnnq.onnx.buffers import copies_then
 from dnnq.onnx.move_steps import physical
 from dnnq.onnx.quant import quantize_np
 from dnnq.onnx.steps import BinaryStep, Step, toolkit_isa
@@ -25,15 +25,7 @@ _NP = {"u8": np.uint8, "s8": np.int8}
 
 def _staged_call(call, stage):
     """``call``, after the staging copy ``stage`` ((array, source view) or None)."""
-    if stage is None:
-        return call
-    buf, view = stage
-    copyto = np.copyto
-
-    def staged():
-        copyto(buf, view)
-        call()
-    return staged
+    return call if stage is None else copies_then((stage,), call)
 
 
 def _threads(n):
@@ -70,24 +62,11 @@ class _Int8RowsStep(Step):
 
     def _staged_rows(self, env, x, lead):
         """(``_rows(x, lead)``, None), or where those rows are a copy of ``x`` (a transposed
-        source) in a run that may reuse arrays: (the copy in the step's staging array, the
-        same array every run, (that array, the view of ``x`` it copies)), so that the call
-        can be repeated, the copy first."""
-        x2 = self._rows(x, lead)
-        if not (self.keeps_output and env.get(REUSE)) or x2.size == 0 or \
-                np.may_share_memory(x2, x):
-            return x2, None
-        view = x.reshape(x2.shape)
-        if not np.may_share_memory(view, x):
-            return x2, None
-        staging = self.__dict__.setdefault("_staging", {})
-        key = (x2.shape, x2.dtype)
-        buf = staging.get(key)
-        if buf is None:
-            buf = staging[key] = x2
-        else:
-            np.copyto(buf, view)
-        return buf, (buf, view)
+        source) the staged copy (KeptOutput.staged_copy) and its (array, view) pair."""
+        rows = int(np.prod(x.shape[:lead], dtype=np.int64))
+        shape = (rows, int(np.prod(x.shape[lead:], dtype=np.int64)))
+        return self.staged_copy(env, (x.shape, x.strides, lead), x, shape,
+                                lambda: self._rows(x, lead))
 
 
 class QuantizedSoftmaxStep(_Int8RowsStep):

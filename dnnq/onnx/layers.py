@@ -177,8 +177,9 @@ class WeightedLayer(KeptOutput):
         prim, args, dst_desc, pre, post = plan
         a = dict(args)
         stage = None  # (staging array, view of the source): pre's copy, repeated in place
-        if pre is not None:
-            x, stage = self._pre(key, pre, x, env)
+        if pre is not None:  # (pre copies a transposed source: staged for the repeat)
+            x, stage = self.staged_copy(env, (key, x.strides), x, tuple(plan[0].src_desc.dims),
+                                        lambda: pre(x))
         a[A.DNNL_ARG_SRC] = x
         if self.spec.runtime_weights is not None:
             # packed here: execute then takes its C path (plain weights go through the
@@ -221,25 +222,6 @@ class WeightedLayer(KeptOutput):
         env[self.spec.dst] = self._post(y, post, kept)
         self._remember(env, None if update is False else _direct_call(prim, a, update),
                        kept, views)
-
-    def _pre(self, key, pre, x, env):
-        """(``pre(x)``, None), or where pre copies ``x`` (a transposed source folded into
-        rows) in a run that may reuse arrays: (the copy in this shape's staging array, the
-        same array every run, (that array, the view of ``x`` it copies)), so that the call
-        can be repeated, the copy first."""
-        y = pre(x)
-        if not (self.keeps_output and env.get(REUSE)) or np.may_share_memory(y, x):
-            return y, None
-        view = x.reshape(y.shape)
-        if not np.may_share_memory(view, x):
-            return y, None
-        staging = self.__dict__.setdefault("_staging", {})
-        buf = staging.get(key)
-        if buf is None or buf.shape != y.shape or buf.dtype != y.dtype:
-            buf = staging[key] = y
-        else:
-            np.copyto(buf, view)
-        return buf, (buf, view)
 
     def _post(self, y, post, kept):
         """The output: ``post(y)`` (a reshape) or ``y``; for the kept destination the same

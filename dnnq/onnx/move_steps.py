@@ -10,6 +10,7 @@ from dnnq import args as A
 from dnnq.primitives._kernels import _toolkit
 from dnnq.memory import MemoryDesc
 from dnnq.onnx import ops_numpy
+from dnnq.onnx.buffers import copies_then
 from dnnq.onnx.quant import dequantize_np
 from dnnq.onnx.steps import Step, _is_channels_last, _qargs, layout_tag, toolkit_isa
 
@@ -150,12 +151,7 @@ class NumpyStep(Step):
             sl[axis] = slice(at, at + v.shape[axis])
             copies.append((out[tuple(sl)], v))
             at += v.shape[axis]
-        copyto = np.copyto
-
-        def call():
-            for dst, src in copies:
-                copyto(dst, src)
-
+        call = copies_then(copies)
         call()
         env[self.outputs[0]] = out
         self._remember(env, call, True)  # (the copies read the inputs themselves)

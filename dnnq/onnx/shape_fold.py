@@ -10,7 +10,7 @@ that makes its views from the recorded (shape, strides, offset) of each output.
 """
 import numpy as np
 
-from dnnq.onnx.buffers import REUSE
+from dnnq.onnx.buffers import REUSE, copies_then
 from dnnq.onnx.move_steps import NumpyStep, QuantizedMoveStep
 from dnnq.onnx.steps import Step
 
@@ -184,14 +184,7 @@ class ViewFoldStep(Step):
 
     def follow_call(self):
         copies = self._made[3] if self._made is not None else ()
-        if not copies:
-            return None
-        copyto = np.copyto
-
-        def copy():
-            for src, dst in copies:
-                copyto(dst, src)
-        return copy
+        return copies_then([(dst, src) for src, dst in copies]) if copies else None
 
     def run(self, env):
         x = env[self.root]

@@ -17,7 +17,7 @@ from dnnq.primitives._kernels import _codes
 from dnnq.primitives._pointwise import _same_layout
 from dnnq.errors import InvalidArguments, Unimplemented
 from dnnq.memory import MemoryDesc
-from dnnq.onnx.buffers import REUSE, KeptOutput
+from dnnq.onnx.buffers import REUSE, KeptOutput, copies_then
 from dnnq.onnx.layers import DATA_TAGS, conv_padding
 from dnnq.onnx.quant import dequantize_np
 
@@ -101,15 +101,8 @@ class PrimStep(Step):
             y = self.kept_view(run.kept, run, run.desc.logical_view)
         run.last = None  # (held by the repeat alone: a caller's input is not kept alive)
         if reuse and self.replayable and last is not None:
-            kernel, copyto = run._run, np.copyto
-            if copies:
-                def armed():
-                    for dst, src in copies:
-                        copyto(dst, src)
-                    kernel(last, last["dst"])
-                self._armed = armed
-            else:
-                self._armed = lambda: kernel(last, last["dst"])
+            kernel = run._run
+            self._armed = copies_then(copies, lambda: kernel(last, last["dst"]))
         return y
 
     def _staged(self, run, srcs):
