@@ -128,6 +128,51 @@ def test_scale_residual_is_one_binary(tmp_path):
     assert len([r for r in every.plan() if r["primitive"] == "Binary"]) == 2
 
 
+def _se_and_hardswish_model():
+    """A squeeze-excitation residual (x + x * s) and PaddleOCR's hard swish chain."""
+    b = Builder()
+    x = b.conv("x", 8, 16)
+    s = b.op("GlobalAveragePool", [x])
+    s = b.op("HardSigmoid", [b.conv(s, 16, 16, k=1)])
+    y = b.op("Add", [x, b.op("Mul", [x, s])])
+    y = b.conv(y, 16, 8, k=1)
+    t = b.op("Clip", [b.op("Add", [y, b.const(np.float32(3))]), b.const(np.float32(0)),
+                      b.const(np.float32(6))])
+    y = b.op("Div", [b.op("Mul", [y, t]), b.const(np.float32(6))])
+    return b.model((1, 8, 12, 14), y)
+
+
+def test_quantized_tensors_read_out_of_the_model(tmp_path):
+    """Every QuantizeLinear output of a QDQ model also made a graph output (a user reading
+    the int8 tensors of their model, as one does to find where quantization hurts): the
+    session builds and runs, and each tensor is ONNX Runtime's within a step. A pair read
+    out of the model keeps its rounding, including the product of a squeeze-excitation
+    gate that is otherwise skipped inside the one Binary pass (this failed at creation:
+    'read before anything computes it')."""
+    f32, qdq = str(tmp_path / "f32.onnx"), str(tmp_path / "qdq.onnx")
+    onnx.save(_se_and_hardswish_model(), f32)
+    xs = [RNG.standard_normal((1, 8, 12, 14)).astype(np.float32) for _ in range(3)]
+    quantize_qdq(f32, qdq, [{"x": x} for x in xs])
+    m = onnx.load(qdq)
+    inits = {i.name for i in m.graph.initializer}
+    zps = {i.name: i.data_type for i in m.graph.initializer}
+    outs = [(n.output[0], zps[n.input[2]]) for n in m.graph.node
+            if n.op_type == "QuantizeLinear" and n.input[0] not in inits]
+    assert len(outs) >= 10
+    m.graph.output.extend([helper.make_tensor_value_info(o, dt, None) for o, dt in outs])
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    peer = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    for rounding in ("chain", "every"):
+        sess = donnx.InferenceSession(m.SerializeToString(), rounding=rounding)
+        for x in xs[:2]:
+            ours = sess.run(None, {"x": x})
+            theirs = peer.run(None, {"x": x})
+            for (name, _), a, b in zip(outs, ours[1:], theirs[1:]):
+                assert a.dtype == b.dtype and a.shape == b.shape, name
+                assert np.abs(a.astype(np.int32) - b.astype(np.int32)).max() <= 1, name
+
+
 @pytest.mark.parametrize("kind", ["depthwise", "grouped", "strided"])
 def test_conv_geometries(tmp_path, kind):
     b = Builder()

@@ -137,6 +137,8 @@ class Int8Patterns:
         q0, q1 = self.act_dq(x0), self.act_dq(x1)
         if q0 is None or q1 is None or q0[0] == q1[0]:
             return False
+        if sq[0].output[0] in self.graph.output_names:
+            return False  # the product's rounding is read out of the model: it must stay
         cons = self.graph.consumers.get(sq[0].output[0], [])
         dq = self.graph.nodes[cons[0]] if len(cons) == 1 else None
         if dq is None or dq.op_type != "DequantizeLinear" or \
