@@ -12,7 +12,7 @@ pytest.importorskip("onnxruntime.quantization")
 import dnnq  # noqa: E402
 import dnnq.onnx as donnx  # noqa: E402
 from dnnq.onnx.replay import Replay  # noqa: E402
-from _onnx_builder import RNG, Builder  # noqa: E402
+from _onnx_builder import RNG, Builder, weights as _w  # noqa: E402
 from _onnx_models import quantize_qdq  # noqa: E402
 from test_onnx_warm_runs import _quantized_with_fresh_runs  # noqa: E402
 
@@ -311,3 +311,45 @@ def test_attention_over_inputs_of_several_shapes(tmp_path, quantized):
         for _ in range(3):
             for x, want in zip(xs, fresh):
                 np.testing.assert_array_equal(sess.run(None, {"x": x})[0], want)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_layers_with_binary_post_ops_repeat_their_call(tmp_path, threads):
+    """rounding="every" keeps a BatchNormalization after a rounding pair as per-channel
+    binary post-ops, which the C-level execute does not take: the layer's warm runs repeat
+    the checked path's call prepared once (Convolution._bound_call), a residual sum's copy
+    first.  Results equal fresh sessions' for inputs of different ranges, a buffer rewritten
+    in place among them; every such layer is a replayed call."""
+    b = Builder()
+    c = 16
+    a = b.conv("x", 8, c)
+    a = b.op("BatchNormalization", [a, b.const(_w(c, scale=1.0)), b.const(_w(c)),
+                                    b.const(_w(c)), b.const(np.abs(_w(c)) + 0.5)])
+    a = b.op("Relu", [a])
+    y = b.conv(a, c, c, k=1)
+    y = b.op("BatchNormalization", [y, b.const(_w(c, scale=1.0)), b.const(_w(c)),
+                                    b.const(_w(c)), b.const(np.abs(_w(c)) + 0.5)])
+    y = b.op("Relu", [b.op("Add", [y, a])])
+    y = b.conv(y, c, 8, k=1)
+    f32, qdq = str(tmp_path / "f32.onnx"), str(tmp_path / "qdq.onnx")
+    onnx.save(b.model(SHAPE, y), f32)
+    quantize_qdq(f32, qdq, [{"x": RNG.standard_normal(SHAPE).astype(np.float32)}
+                            for _ in range(2)])
+    xs = [(RNG.standard_normal(SHAPE) * (0.5 + i) + 0.3 * i).astype(np.float32)
+          for i in range(4)]
+    fresh = [donnx.InferenceSession(qdq, threads=1, rounding="every").run(None, {"x": x})[0]
+             for x in xs]
+    sess = donnx.InferenceSession(qdq, threads=threads, rounding="every")
+    buf = xs[0].copy()
+    sess.run(None, {"x": buf})
+    binary = [st for st in sess._steps if any(
+        getattr(plan[0], "_exec", 1) is None for plan in getattr(st, "_plans", {}).values())]
+    assert len(binary) >= 2
+    for _ in range(3):
+        for x, want in zip(xs, fresh):
+            np.testing.assert_array_equal(sess.run(None, {"x": x})[0], want)
+            buf[...] = x
+            np.testing.assert_array_equal(sess.run(None, {"x": buf})[0], want)
+    assert all(st._repeat is not None for st in binary)
+    replays = _replays(sess)
+    assert replays and all(r.calls >= len(binary) for r in replays)

@@ -105,7 +105,17 @@ def _direct_call(prim, a, update=None):
     primitive has none; execute (its checks, its error) where the C path refuses them."""
     direct = _direct_execute(prim)
     if direct is None:
-        return None
+        # the checked path's work done once (a binary post-op, as rounding="every" makes of a
+        # BatchNormalization after a rounding pair), where the primitive can bind
+        bind = getattr(prim, "_bound_call", None)
+        bound = bind(a) if bind is not None else None
+        if bound is None or update is None:
+            return bound
+
+        def updated_call():
+            update(a)
+            bound()
+        return updated_call
 
     def call():
         if update is not None:
