@@ -137,19 +137,18 @@ class Int8Patterns:
         q0, q1 = self.act_dq(x0), self.act_dq(x1)
         if q0 is None or q1 is None or q0[0] == q1[0]:
             return False
-        if sq[0].output[0] in self.graph.output_names:
-            return False  # the product's rounding is read out of the model: it must stay
-        cons = self.graph.consumers.get(sq[0].output[0], [])
-        dq = self.graph.nodes[cons[0]] if len(cons) == 1 else None
-        if dq is None or dq.op_type != "DequantizeLinear" or \
-                dq.output[0] in self.graph.output_names or \
-                self.act_dq(dq.output[0]) is None:
+        # the product's pair and the Add each read by one node alone, not by the model's
+        # outputs (a rounding read out of the model must stay)
+        dq = self._sole_reader(sq[0].output[0])
+        if dq is None or dq[1].op_type != "DequantizeLinear" or \
+                self.act_dq(dq[1].output[0]) is None:
             return False
-        cons = self.graph.consumers.get(dq.output[0], [])
-        add = self.graph.nodes[cons[0]] if len(cons) == 1 else None
-        if add is None or add.op_type != "Add" or cons[0] in self.claimed or \
-                len(add.input) != 2 or dq.output[0] not in add.input:
+        dq = dq[1]
+        add = self._sole_reader(dq.output[0])
+        if add is None or add[1].op_type != "Add" or len(add[1].input) != 2 or \
+                dq.output[0] not in add[1].input:
             return False
+        add = add[1]
         other = add.input[1] if add.input[0] == dq.output[0] else add.input[0]
         qx = self.act_dq(other)
         if qx is None or qx[0] not in (q0[0], q1[0]) or not qx[1].same_as(

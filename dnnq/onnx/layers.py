@@ -100,28 +100,27 @@ def _direct_execute(prim):
 
 
 def _direct_call(prim, a, update=None):
-    """The repeat of ``prim``'s call on the argument dict ``a`` through its C-level execute
-    (``update(a)`` first: this run's values of arguments made per run), or None where the
-    primitive has none; execute (its checks, its error) where the C path refuses them."""
+    """The repeat of ``prim``'s call on the argument dict ``a`` (``update(a)`` first: this
+    run's values of arguments made per run): its C-level execute (execute, its checks and
+    its error, where the C path refuses the arguments), else the checked path's call
+    prepared once where the primitive can bind it (a binary post-op, as rounding="every"
+    makes of a BatchNormalization after a rounding pair); None where it has neither."""
     direct = _direct_execute(prim)
-    if direct is None:
-        # the checked path's work done once (a binary post-op, as rounding="every" makes of a
-        # BatchNormalization after a rounding pair), where the primitive can bind
+    if direct is not None:
+        def once():
+            if direct(a) is None:
+                prim.execute(a)
+    else:
         bind = getattr(prim, "_bound_call", None)
-        bound = bind(a) if bind is not None else None
-        if bound is None or update is None:
-            return bound
-
-        def updated_call():
-            update(a)
-            bound()
-        return updated_call
+        once = bind(a) if bind is not None else None
+        if once is None:
+            return None
+    if update is None:
+        return once
 
     def call():
-        if update is not None:
-            update(a)
-        if direct(a) is None:
-            prim.execute(a)
+        update(a)
+        once()
     return call
 
 

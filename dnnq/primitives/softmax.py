@@ -205,4 +205,3 @@ class Softmax(pw.ToolkitPrimitive, metaclass=CachedPrimitive):
                         pw.DT_CODE[self.src_desc.dt], pw.DT_CODE[self.dst_desc.dt], dims, sst,
                         dst_st, L, sa, da, arrays["scale"], arrays["inv"], src, phys,
                         pw.threads_for(src.size), self._vector_exp)
-
