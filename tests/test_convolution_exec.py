@@ -244,6 +244,14 @@ def test_configurations_without_the_c_path():
         assert dnnq.Convolution(src, wei, dst, attr=attr, **geom)._exec is None
     attr = dnnq.PrimitiveAttr()
     ops = dnnq.PostOps()
-    ops.append_binary("add", dnnq.MemoryDesc((1, 8, 1, 1), "f32"))
+    ops.append_binary("add", dnnq.MemoryDesc((1, 8, 5, 5), "f32"))
     attr.set_post_ops(ops)
     assert dnnq.Convolution(src, wei, dst, attr=attr, **geom)._exec is None
+    # (a binary input the same for every pixel -- per channel or per tensor, f32 -- takes
+    # the C path: tests/test_conv_binary_epilogue.py)
+    for dims, dt, c_path in (((1, 8, 1, 1), "f32", True), ((1, 1, 1, 1), "f32", True),
+                             ((1, 1, 5, 1), "f32", False), ((1, 8, 1, 1), "s8", False)):
+        attr, ops = dnnq.PrimitiveAttr(), dnnq.PostOps()
+        ops.append_binary("mul", dnnq.MemoryDesc(dims, dt))
+        attr.set_post_ops(ops)
+        assert (dnnq.Convolution(src, wei, dst, attr=attr, **geom)._exec is not None) == c_path

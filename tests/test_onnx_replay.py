@@ -316,10 +316,10 @@ def test_attention_over_inputs_of_several_shapes(tmp_path, quantized):
 @pytest.mark.parametrize("threads", [1, 2])
 def test_layers_with_binary_post_ops_repeat_their_call(tmp_path, threads):
     """rounding="every" keeps a BatchNormalization after a rounding pair as per-channel
-    binary post-ops, which the C-level execute does not take: the layer's warm runs repeat
-    the checked path's call prepared once (Convolution._bound_call), a residual sum's copy
-    first.  Results equal fresh sessions' for inputs of different ranges, a buffer rewritten
-    in place among them; every such layer is a replayed call."""
+    binary post-ops, which the fused epilogues and the C-level execute take: the layer's
+    warm runs repeat that call, a residual sum's copy first.  Results equal fresh sessions'
+    for inputs of different ranges, a buffer rewritten in place among them; every such
+    layer is a replayed call."""
     b = Builder()
     c = 16
     a = b.conv("x", 8, c)
@@ -343,8 +343,9 @@ def test_layers_with_binary_post_ops_repeat_their_call(tmp_path, threads):
     buf = xs[0].copy()
     sess.run(None, {"x": buf})
     binary = [st for st in sess._steps if any(
-        getattr(plan[0], "_exec", 1) is None for plan in getattr(st, "_plans", {}).values())]
+        getattr(plan[0], "_binary", None) for plan in getattr(st, "_plans", {}).values())]
     assert len(binary) >= 2
+    assert all(plan[0]._exec is not None for st in binary for plan in st._plans.values())
     for _ in range(3):
         for x, want in zip(xs, fresh):
             np.testing.assert_array_equal(sess.run(None, {"x": x})[0], want)

@@ -339,10 +339,22 @@ class _ConvolutionBase(KernelChoice, CheckedExecute, F32Convolution, metaclass=C
         """The kernels' ISA code, with oneDNN's s16 pair saturation where it applies."""
         return _plan.ISA_CODE[self._isa] | (_codes.NUMERICS["avx2"] if self._pair_sat else 0)
 
+    def _fast_binaries(self):
+        """The binary post-ops as the C-level execute path takes them, [(post-op index, src_1
+        desc)], or None: f32 inputs of one value per output channel or one for all (every
+        other dim 1), the same for every pixel -- what the fused epilogues apply
+        (_gemm.fused_epilogue_flags), a BatchNormalization's scale and shift after a
+        rounding pair in dnnq.onnx's rounding="every"."""
+        for _, desc in self._binary:
+            if desc.dt != "f32" or any(d != 1 for k, d in enumerate(desc.dims) if k != 1):
+                return None
+        return list(self._binary)
+
     def _fast_path_possible(self):
         """The C-level execute path takes this configuration (_fast_plan)."""
         zm = self._zp_mask
-        return not (self._binary or self._selects or A.DNNL_ARG_WEIGHTS in zm or
+        return not ((self._binary and self._fast_binaries() is None) or self._selects or
+                    A.DNNL_ARG_WEIGHTS in zm or
                     zm.get(A.DNNL_ARG_SRC, 0) != 0 or zm.get(A.DNNL_ARG_DST, 0) != 0 or
                     (self.bias_desc is not None and self.bias_desc.dt != "f32"))
 
@@ -424,8 +436,9 @@ class _ConvolutionBase(KernelChoice, CheckedExecute, F32Convolution, metaclass=C
 
     def _fast_plan(self):
         """The C-level execute path (dnnq.primitives._kernels._conv_exec.ConvExec) of the common
-        case: packed weights, f32 or no bias, common scales and zero points, no binary / select
-        post-op, no weights zero point.  Plain (nchw) src / dst take it too, through
+        case: packed weights, f32 or no bias, common scales and zero points, binary post-ops
+        of per-channel or common f32 inputs only (_fast_binaries), no select post-op, no
+        weights zero point.  Plain (nchw) src / dst take it too, through
         channels-last copies in pooled buffers.  None when the configuration needs the
         checked path's generality."""
         geo, sd, dd = self._geo, self.src_desc, self.dst_desc
@@ -449,7 +462,10 @@ class _ConvolutionBase(KernelChoice, CheckedExecute, F32Convolution, metaclass=C
                      shift=128 if sd.dt == "s8" and not geo.depthwise else 0,
                      raw_s32=self._raw_s32, depthwise=geo.depthwise,
                      scale_adjust=self._scale_adjust, dw_plain=self._dw_plain,
-                     dw_column=self._impl.kernel in ("dw3x3", "dw3x3_plain"))
+                     dw_column=self._impl.kernel in ("dw3x3", "dw3x3_plain"),
+                     binaries=[(i, A.DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | A.DNNL_ARG_SRC_1,
+                                tuple(d.dims), tuple(d.physical_order))
+                               for i, d in self._fast_binaries()])
         keys = dict(src=A.DNNL_ARG_SRC, wei=A.DNNL_ARG_WEIGHTS, bias=A.DNNL_ARG_BIAS,
                     dst=A.DNNL_ARG_DST, ss=A.DNNL_ARG_SCALE | A.DNNL_ARG_SRC,
                     ws=A.DNNL_ARG_SCALE | A.DNNL_ARG_WEIGHTS,

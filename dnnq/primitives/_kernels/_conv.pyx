@@ -282,6 +282,9 @@ cdef class ConvPlan:
             if (local_post[i].kind == DNNQ_PO_BINARY and local_post[i].src1 == NULL) or \
                     (local_post[i].kind == DNNQ_PO_SELECT and local_post[i].src2 == NULL):
                 raise ValueError(f"ConvPlan: post-op {i} has no input array")
+            if local_post[i].kind == DNNQ_PO_BINARY and (local_post[i].s1_m != 0 or
+                                                         local_post[i].s1_n > 1):
+                cv.epi.fast_epi_sum = 0  # the fused epilogues take inputs the same for every row
         cv.epi.post = local_post
         if kernel == DNNQ_CONV_K_DW3X3_PLAIN and not r.plain_data:
             kernel = DNNQ_CONV_K_DW3X3

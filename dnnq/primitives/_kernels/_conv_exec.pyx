@@ -1,8 +1,9 @@
 """The C-level execute path of Convolution / Deconvolution (the counterpart of MatMul's GemmExec).
 
 A `ConvExec` is built once, at primitive creation, for the configurations the common case
-covers: packed weights, f32 or no bias, common scales and common zero points, no binary or
-select post-op, no weights zero point.  `run(args)` looks the arrays up and checks them
+covers: packed weights, f32 or no bias, common scales and common zero points, binary post-ops
+whose f32 inputs hold one value per output channel or one for all, no select post-op, no
+weights zero point.  `run(args)` looks the arrays up and checks them
 without Python-level calls -- exact int keys the primitive takes, exact ndarrays of the
 described dtype (native byte order, aligned) and logical shape, dense in the descriptor's
 layout, a writeable dst whose bytes meet no other array of `args`, packed weights of this
@@ -24,7 +25,8 @@ from libc.stdint cimport int8_t, uint8_t, int16_t, int32_t, uint32_t, int64_t, u
 from cython.parallel cimport prange
 
 from dnnq.primitives._kernels._array_extent cimport _extent
-from dnnq.primitives._kernels._gemm cimport GemmPlan, gemm_operands_t
+from dnnq.primitives._kernels._gemm cimport GemmPlan, gemm_operands_t, gemm_post_input_t
+from dnnq.primitives._kernels._kernels cimport DNNQ_MAX_POST
 from dnnq.primitives._kernels._conv cimport (ConvPlan, ConvRun, DNNQ_CONV_MAX_POST,
                                   dnnq_transpose_for_isa, dnnq_transpose_rows_for_isa)
 from libc.string cimport memset
@@ -141,6 +143,13 @@ cdef class ConvExec:
     cdef int isa_code, src_esz, dst_esz
     cdef object dst_dtype, dst_phys, dst_inverse
     cdef list src_pool, dst_pool
+    # binary post-ops (per-channel or common f32 inputs): their post-op indices, arg keys,
+    # arrays' specs and channel strides (1 per channel, 0 one value)
+    cdef int n_bin
+    cdef int bin_index[DNNQ_CONV_MAX_POST]
+    cdef int64_t bin_sn[DNNQ_CONV_MAX_POST]
+    cdef DenseSpec bin_spec[DNNQ_CONV_MAX_POST]
+    cdef list bin_keys
 
     def __init__(self, plan, owner, wtype, packed_sizes, zrow_for, dict layout, dict attrs,
                  dict keys):
@@ -152,7 +161,9 @@ cdef class ConvExec:
         P_src, P_dst (pixels per image), isa_code (the transposes' level).
         attrs: has_bias, has_ss, has_ds, ws_count, has_zs, has_zd, zs_range, has_sum, shift,
         raw_s32, depthwise, scale_adjust, dw_plain (plain src and dst: the depthwise
-        column kernel reads and writes the planes, no copies).  keys: the argument ids (src, wei, bias, dst, ss, ws, ds,
+        column kernel reads and writes the planes, no copies), binaries ([(post-op index,
+        arg key, dims, physical order)] of the binary post-ops' f32 inputs, one value per
+        channel or one for all).  keys: the argument ids (src, wei, bias, dst, ss, ws, ds,
         zs, zd) and n_known (how many ids the primitive takes)."""
         if isinstance(plan, ConvPlan):
             self.conv_plan = plan
@@ -206,6 +217,18 @@ cdef class ConvExec:
         self.comp_cache = (None, 0, None)
         self.zrow_cache = (0, zrow_for(0) if zrow_for is not None else None)
         self.src_pool, self.dst_pool = [], []
+        binaries = attrs.get("binaries", [])
+        if len(binaries) > DNNQ_CONV_MAX_POST:
+            raise ValueError("ConvExec: too many binary post-ops")
+        self.n_bin = len(binaries)
+        self.bin_keys = []
+        for b, (index, key, dims, order) in enumerate(binaries):
+            if any(d != 1 for k, d in enumerate(dims) if k != 1) or dims[1] not in (1, self.OC):
+                raise ValueError("ConvExec: a binary input varies along more than channels")
+            self.bin_index[b] = index
+            self.bin_sn[b] = 1 if dims[1] > 1 else 0
+            _spec_from(&self.bin_spec[b], dims, order, np.float32)
+            self.bin_keys.append(key)
 
     cdef object _take(self, list pool, int64_t nbytes):
         """A pooled scratch buffer of nbytes (the channels-last copy of a plain array): a fresh
@@ -230,7 +253,8 @@ cdef class ConvExec:
         cdef uintptr_t d0, d1, q0, q1
         cdef const uint8_t* a_ptr
         cdef void* d_ptr
-        cdef int nthreads
+        cdef int nthreads, b
+        cdef const float* bin_ptr[DNNQ_CONV_MAX_POST]
         if type(args) is not dict:
             return None
         nargs = PyDict_Size(args)
@@ -305,6 +329,12 @@ cdef class ConvExec:
             if item == NULL or not _vector(<object>item, cnp.NPY_INT32, 1):
                 return None
             dzp_ptr = <const int32_t*>_data(<object>item)
+            found += 1
+        for b in range(self.n_bin):
+            item = PyDict_GetItem(args, self.bin_keys[b])
+            if item == NULL or not _dense(<object>item, &self.bin_spec[b]):
+                return None
+            bin_ptr[b] = <const float*>_data(<object>item)
             found += 1
         # ---- destination ---------------------------------------------------------------------
         item = PyDict_GetItem(args, self.k_dst)
@@ -382,7 +412,7 @@ cdef class ConvExec:
                                       self.dst_esz)
                 d_ptr = _data(dst_copy)
             self._launch(a_ptr, packed, dw, comp, zrow, ss, ws_ptr, ws_sn, bias_ptr, ds,
-                         dzp_ptr, d_ptr, band != 0 or fused,
+                         dzp_ptr, d_ptr, bin_ptr, band != 0 or fused,
                          <const uint8_t*>_data(src) if fused else NULL,
                          _data(out) if fused else NULL)
             if dst_copy is not None and not fused:
@@ -467,11 +497,13 @@ cdef class ConvExec:
 
     cdef int _launch(self, const uint8_t* a_ptr, packed, dw, comp, zrow, float ss,
                      const float* ws_ptr, int64_t ws_sn, const float* bias_ptr, float ds,
-                     const int32_t* dzp_ptr, void* d_ptr, bint panel_outer=False,
-                     const uint8_t* src_plain=NULL, void* dst_plain=NULL) except -1:
+                     const int32_t* dzp_ptr, void* d_ptr, const float** bin_ptr,
+                     bint panel_outer=False, const uint8_t* src_plain=NULL,
+                     void* dst_plain=NULL) except -1:
         cdef gemm_operands_t op
+        cdef gemm_post_input_t post_in[DNNQ_MAX_POST]
         cdef GemmPlan gplan
-        cdef int i, nthreads = _dispatch._num_threads
+        cdef int i, b, nthreads = _dispatch._num_threads
         if self.conv_plan is None:  # 1x1: the GEMM plan's one executor over (image, pixels, OC)
             gplan = <GemmPlan>self.gemm_plan
             memset(&op, 0, sizeof(op))
@@ -492,6 +524,13 @@ cdef class ConvExec:
                 op.dst_zp, op.dst_zp_sn = dzp_ptr, 0
             op.dst = d_ptr
             op.d_sb, op.d_sm = self.d_sb, self.d_sm
+            if self.n_bin:  # the same values for every pixel of every image
+                memset(post_in, 0, sizeof(post_in))
+                for b in range(self.n_bin):
+                    i = self.bin_index[b]
+                    post_in[i].src1 = bin_ptr[b]
+                    post_in[i].s1[0], post_in[i].s1[1], post_in[i].s1[2] = 0, 0, self.bin_sn[b]
+                op.post_in = post_in
             gplan.execute(&op, nthreads)
             return 0
         cdef ConvRun r
@@ -509,6 +548,10 @@ cdef class ConvExec:
         r.dst_scale = ds
         r.dst_zp = dzp_ptr
         r.dst = d_ptr
+        for b in range(self.n_bin):
+            i = self.bin_index[b]
+            r.src1[i] = bin_ptr[b]
+            r.s1[i][0], r.s1[i][1], r.s1[i][2] = 0, 0, self.bin_sn[b]
         r.plain_data = self.dw_plain != 0
         r.panel_outer = panel_outer
         if src_plain != NULL:  # the fused band path (_fused_bands)

@@ -29,6 +29,7 @@ from dnnq.primitives._kernels._codes cimport (
     DNNQ_A_XOR_S8, DNNQ_ISA_AVX512_CORE_AMX, DNNQ_PO_ELTWISE, DNNQ_PO_BINARY, DNNQ_PO_SUM,
     DNNQ_PO_SELECT, DNNQ_ELT_RELU, DNNQ_ELT_LINEAR, DNNQ_ELT_GELU_TANH, DNNQ_ELT_GELU_ERF,
     DNNQ_ELT_CLIP, DNNQ_ELT_CLIP_V2, DNNQ_ELT_HARDSWISH, DNNQ_ELT_HARDSIGMOID, DNNQ_ELT_ROUND,
+    DNNQ_BIN_ADD, DNNQ_BIN_SUB, DNNQ_BIN_MUL, DNNQ_BIN_DIV, DNNQ_BIN_MIN, DNNQ_BIN_MAX,
 )
 
 import numpy as np
@@ -320,11 +321,16 @@ def micro_kernel_rows(int isa):
 # primitive that fills a dnnq_gemm_args_t (GEMM, convolution): the kernels trust the flags.
 # AVX2 / AVX-VNNI: relu and linear.  AVX-512 (epilogue_avx512.h): those, the clips, the hard
 # sigmoid / swish, the GELUs, round (a QuantizeLinear -> DequantizeLinear pair inside a fused
-# ONNX chain is linear, round, clip, linear) and sum.
+# ONNX chain is linear, round, clip, linear), sum, and binary add / sub / mul / div / min / max
+# whose input is the same for every row (a per-channel scale and shift: a BatchNormalization
+# after a rounding pair) -- the executors clear the flag for one that varies along the rows.
 _FAST_ELTWISE = frozenset((DNNQ_ELT_RELU, DNNQ_ELT_LINEAR))
 _FAST_ELTWISE_AVX512 = _FAST_ELTWISE | frozenset((
     DNNQ_ELT_GELU_TANH, DNNQ_ELT_GELU_ERF, DNNQ_ELT_CLIP, DNNQ_ELT_CLIP_V2, DNNQ_ELT_HARDSWISH,
     DNNQ_ELT_HARDSIGMOID, DNNQ_ELT_ROUND))
+
+_FUSED_BINARY = frozenset((DNNQ_BIN_ADD, DNNQ_BIN_SUB, DNNQ_BIN_MUL, DNNQ_BIN_DIV, DNNQ_BIN_MIN,
+                           DNNQ_BIN_MAX))
 
 
 def fused_epilogue_flags(post_ops):
@@ -332,7 +338,8 @@ def fused_epilogue_flags(post_ops):
     alpha, beta): whether every post-op is one the fused epilogues of the AVX2 levels, and of
     the AVX-512 levels, compute."""
     fast = all(k == DNNQ_PO_ELTWISE and alg in _FAST_ELTWISE for k, alg, _, _ in post_ops)
-    fast512 = all((k == DNNQ_PO_ELTWISE and alg in _FAST_ELTWISE_AVX512) or k == DNNQ_PO_SUM
+    fast512 = all((k == DNNQ_PO_ELTWISE and alg in _FAST_ELTWISE_AVX512) or k == DNNQ_PO_SUM or
+                  (k == DNNQ_PO_BINARY and alg in _FUSED_BINARY)
                   for k, alg, _, _ in post_ops)
     return fast, fast512
 
@@ -500,6 +507,9 @@ cdef class GemmPlan:
             if (local_post[i].kind == DNNQ_PO_BINARY and local_post[i].src1 == NULL) or \
                     (local_post[i].kind == DNNQ_PO_SELECT and local_post[i].src2 == NULL):
                 raise ValueError(f"GemmPlan.execute: post-op {i} has no input array")
+            if local_post[i].kind == DNNQ_PO_BINARY and (local_post[i].s1_m != 0 or
+                                                         local_post[i].s1_n > 1):
+                g.fast_epi_sum = 0  # the fused epilogues take inputs the same for every row
         g.post = local_post
         g.a = <const uint8_t*>op.a
         g.a_sb, g.a_sm = op.a_sb, op.a_sm

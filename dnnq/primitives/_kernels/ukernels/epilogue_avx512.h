@@ -38,7 +38,26 @@ typedef struct {
     /* bit 2i: post-op i (a clip or clip_v2) never needs its lower bound, bit 2i + 1: its
      * upper bound (epi_chain_walk); chain_regs chains only */
     uint64_t clip_drop;
+    /* binary post-ops' inputs (one value per column, or one for all): the block's batch and
+     * first column; rep16: the 16 columns of vector 0 in every vector (ech_tile_rows16's
+     * rows of 16 channels) */
+    int64_t bin_b, bin_n0;
+    int bin_rep16;
 } epi_consts_t;
+
+/* the four vectors of binary post-op po's input for the block's columns: an input the same
+ * for every row (fused_epilogue_flags admits no other), per column (s1_n = 1) or one value */
+DNNQ_ALWAYS_INLINE void epi_bin_vectors(const epi_consts_t *k, const dnnq_postop_t *po,
+                                        __m512 *y) {
+    const float *s = po->src1 + k->bin_b * po->s1_b + k->bin_n0 * po->s1_n;
+    if (!po->s1_n) {
+        y[0] = y[1] = y[2] = y[3] = _mm512_set1_ps(s[0]);
+    } else if (k->bin_rep16) {
+        y[0] = y[1] = y[2] = y[3] = _mm512_maskz_loadu_ps(k->km[0], s);
+    } else {
+        for (int j = 0; j < 4; ++j) y[j] = _mm512_maskz_loadu_ps(k->km[j], s + 16 * j);
+    }
+}
 
 enum { EPI_NONE = 0, EPI_RELU0 = 1, EPI_CHAIN = 2 };
 enum { EPI_RAW = 4 }; /* after the DNNQ_DT_* codes: s32 accumulators stored as they are */
@@ -205,6 +224,18 @@ DNNQ_ALWAYS_INLINE void epi_tile_chain(const int DT, const dnnq_gemm_args_t *g,
                         v[r][j] = epo_sum(v[r][j], epi_prev(DT, k, o0 + r * ldd, j), al, be);
                 continue;
             }
+            if (po->kind == DNNQ_PO_BINARY) {
+                __m512 y[4];
+                epi_bin_vectors(k, po, y);
+#define EPI_BIN(ALG, OP)                                                                        \
+    case ALG:                                                                                   \
+        for (int r = 0; r < rr; ++r)                                                            \
+            for (int j = 0; j < nv; ++j) v[r][j] = OP(v[r][j], y[j]);                           \
+        break;
+                switch (po->alg) { EPO_BINARY_ALGS(EPI_BIN) }
+#undef EPI_BIN
+                continue;
+            }
             switch (po->alg) {
             case DNNQ_ELT_RELU:
                 if (po->alpha == 0.0f) { EPI_EACH(epo_relu0(x)) }
@@ -365,6 +396,7 @@ static void epi_prepare_avx512(const dnnq_gemm_args_t *g, int64_t b, int64_t n0,
         k->has_sum |= po->kind == DNNQ_PO_SUM;
         /* not the GELUs: their polynomials need more registers than the tile leaves */
         const int a = po->alg;
+        if (po->kind == DNNQ_PO_BINARY && epo_binary_fused(a)) continue;
         if (po->kind != DNNQ_PO_SUM &&
             (po->kind != DNNQ_PO_ELTWISE ||
              !(a == DNNQ_ELT_RELU || a == DNNQ_ELT_LINEAR || a == DNNQ_ELT_CLIP ||
@@ -374,6 +406,7 @@ static void epi_prepare_avx512(const dnnq_gemm_args_t *g, int64_t b, int64_t n0,
     }
     k->n_post = g->n_post;
     k->post_ops = g->post;
+    k->bin_b = b, k->bin_n0 = n0, k->bin_rep16 = 0;
     float chain_lo = 0.0f, chain_hi = 0.0f;
     int chain_bounded = 0;
     k->clip_drop = 0;

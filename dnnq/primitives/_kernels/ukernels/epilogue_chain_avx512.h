@@ -53,6 +53,20 @@ static inline int ech_alg(const dnnq_postop_t *po, uint64_t drop, int i) {
 #define ECH_HARDSIGMOID(x, r, j) epo_hardsigmoid(x, al, be)
 #define ECH_ROUND(x, r, j) epo_round(x)
 #define ECH_LINEAR(x, r, j) epo_linear(x, al, be)
+/* a binary post-op: OP with the input's vector j (ech_y, epi_bin_vectors) */
+#define ECH_BIN_VEC(r, j, OP) f##r##j = OP(f##r##j, ech_y[j]);
+#define ECH_BIN_ROW(r, OP)                                                                        \
+    if (MR > r) {                                                                                 \
+        ECH_BIN_VEC(r, 0, OP)                                                                     \
+        if (NCB > 1) { ECH_BIN_VEC(r, 1, OP) }                                                    \
+        if (NCB > 2) { ECH_BIN_VEC(r, 2, OP) }                                                    \
+        if (NCB > 3) { ECH_BIN_VEC(r, 3, OP) }                                                    \
+    }
+#define ECH_BIN(ALG, OP)                                                                          \
+    case ALG:                                                                                     \
+        ECH_BIN_ROW(0, OP) ECH_BIN_ROW(1, OP) ECH_BIN_ROW(2, OP) ECH_BIN_ROW(3, OP)               \
+        ECH_BIN_ROW(4, OP) ECH_BIN_ROW(5, OP)                                                     \
+        break;
 #define ECH_SUM(x, r, j) epo_sum(x, epi_prev(ech_dt, k, d0 + (r) * dstep, j), al, be)
 
 /* epi_tail's steps: dst scale and zero point (a zero one too: exact for an integer dst),
@@ -97,6 +111,12 @@ DNNQ_ALWAYS_INLINE __m512 ech_tail(const int DT, const int FUSE, const epi_const
             const __m512 al = _mm512_set1_ps(po->alpha), be = _mm512_set1_ps(po->beta);           \
             if (po->kind == DNNQ_PO_SUM) {                                                        \
                 ECH_ALL(ECH_SUM)                                                                  \
+                continue;                                                                         \
+            }                                                                                     \
+            if (po->kind == DNNQ_PO_BINARY) {                                                     \
+                __m512 ech_y[4];                                                                  \
+                epi_bin_vectors(k, po, ech_y);                                                    \
+                switch (po->alg) { EPO_BINARY_ALGS(ECH_BIN) }                                     \
                 continue;                                                                         \
             }                                                                                     \
             if (ech_drop) {                                                                       \
@@ -168,7 +188,7 @@ static int ech_tile_rows16(const epi_consts_t *k, const int32_t *tile, int mr, c
         k4.cc[j] = k->cc[0], k4.sc[j] = k->sc[0], k4.bi[j] = k->bi[0], k4.zp[j] = k->zp[0];
         k4.km[j] = k->km[0];
     }
-    k4.nc = 64, k4.nv = 4, k4.full = 1, k4.km8 = ~(__mmask64)0, k4.ldd = 64;
+    k4.nc = 64, k4.nv = 4, k4.full = 1, k4.km8 = ~(__mmask64)0, k4.ldd = 64, k4.bin_rep16 = 1;
     const int done = mr & ~3;
     for (int r0 = 0; r0 < done; r0 += 24, tile += 24 * DNNQ_NR, d0 += 24 * 16) {
         const int groups = (done - r0) / 4 < 6 ? (done - r0) / 4 : 6;
