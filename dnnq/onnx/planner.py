@@ -370,7 +370,11 @@ class Planner(Int8Patterns, F32Patterns):
                 self._add(S.ReorderStep([label], src[0], n.output[0], src[1], qp))
             return True
         self.ensure(x)
-        self._add(S.ReorderStep([label], x, n.output[0], None, qp))
+        step = S.ReorderStep([label], x, n.output[0], None, qp)
+        # a model input (a normalised image: values at half steps of the grid) by ONNX's
+        # formula; an f32 op's result as the fused steps quantize theirs (oneDNN's order)
+        step.onnx_formula = x in {v.name for v in self.graph.inputs}
+        self._add(step)
         return True
 
     def _step_links(self):

@@ -15,6 +15,7 @@ from dnnq import args as A
 from dnnq.primitives import _impls
 from dnnq.primitives._kernels import _codes
 from dnnq.primitives._pointwise import _same_layout
+from dnnq.primitives.reorder import QuantizeLinear
 from dnnq.errors import InvalidArguments, Unimplemented
 from dnnq.memory import MemoryDesc
 from dnnq.onnx.buffers import REUSE, KeptOutput, copies_then
@@ -154,13 +155,17 @@ def _qargs(arg, qp, attr, a):
 
 
 class ReorderStep(PrimStep):
-    """Quantize (f32 -> int8), dequantize (int8 -> f32) or requantize (int8 -> int8)."""
+    """Quantize (f32 -> int8; a model input per tensor by ONNX's formula,
+    reorder.QuantizeLinear), dequantize (int8 -> f32) or requantize (int8 -> int8)."""
 
     primitive = "Reorder"
     fresh_output = True
     replayable = True
     #: write a channels-last destination (set by the planner when convolutions read it)
     channels_last_out = False
+    #: quantize by ONNX's formula (reorder.QuantizeLinear; set by the planner for a model
+    #: input) rather than oneDNN's order
+    onnx_formula = False
 
     def __init__(self, nodes, src, dst, src_q, dst_q):
         super().__init__(nodes, [src], [dst])
@@ -177,6 +182,12 @@ class ReorderStep(PrimStep):
         ddt = "f32" if self.dst_q is None else self.dst_q.dt
         tag = layout_tag(len(shape)) if _is_channels_last(x) else None
         dtag = layout_tag(len(shape)) if self.channels_last_out else tag
+        if self.onnx_formula and self.src_q is None and self.dst_q.per_tensor:
+            # ONNX's formula (round, then the zero point), not Reorder's (oneDNN's)
+            prim = QuantizeLinear(MemoryDesc(shape, sdt, tag), MemoryDesc(shape, ddt, dtag),
+                                  float(self.dst_q.scale.reshape(-1)[0]),
+                                  int(self.dst_q.zp.reshape(-1)[0]))
+            return prim, {}, x.shape
         attr = dnnq.PrimitiveAttr()
         a = {}
         _qargs(A.DNNL_ARG_SRC, self.src_q, attr, a)

@@ -45,6 +45,8 @@ from dnnq.primitives import _pointwise as pw
 from dnnq.primitives._kernels import _codes, _conv
 from dnnq.primitives._scratch import Scratch
 
+_RANGE = {"u8": (0, 255), "s8": (-128, 127)}
+
 _DTS = ("f32", "s32", "s8", "u8")
 
 
@@ -107,6 +109,7 @@ class Reorder(pw.ToolkitPrimitive, metaclass=CachedPrimitive):
     """
 
     _kind = "reorder"
+    _quantize_linear = None  # QuantizeLinear's (scale, zero point, type range)
 
     def __init__(self, src_desc, dst_desc, attr=None):
         p = "Reorder"
@@ -142,6 +145,8 @@ class Reorder(pw.ToolkitPrimitive, metaclass=CachedPrimitive):
                           and sm.get(A.DNNL_ARG_SRC) == 0 and sm.get(A.DNNL_ARG_DST) == 0)
         if not sm and not zm and src_desc.dt == dst_desc.dt:
             prog.copy(src_k, dst_k)
+        elif self._quantize_linear is not None:
+            self._quantize_linear_steps(prog, src_k, dst_k)
         else:
             sub = mul1 = mul2 = add = None
             if A.DNNL_ARG_SRC in zm:
@@ -226,6 +231,64 @@ class Reorder(pw.ToolkitPrimitive, metaclass=CachedPrimitive):
         if z is not None:
             arrays["dst_zp"] = z
         return arrays
+
+
+class QuantizeLinear(Reorder):
+    """f32 to u8 / s8 by ONNX's QuantizeLinear formula, ``saturate(round(x / scale) +
+    zero_point)``: a division, and the rounding before the zero point is added -- what the
+    ONNX operator specifies and ONNX Runtime computes (its kernels clamp ``x / scale`` to the
+    type's range less the zero point, round half to even, add the zero point; a NaN gives
+    the type's lowest value).  Reorder follows oneDNN instead, ``x * (1 / scale) +
+    zero_point`` rounded once: a value within an ulp of a half step -- a normalised image's
+    pixels, ``k / 127.5 - 1`` over a scale of ``2 / 255`` -- can round the other way (5 % of a
+    rendered text line's bytes).  dnnq.onnx quantizes f32 tensors with it.
+
+    Parameters
+    ----------
+    src_desc, dst_desc : MemoryDesc
+        f32 source; u8 or s8 destination of the same dims (any layouts).
+    scale : float
+        The per-tensor scale, finite and > 0.
+    zero_point : int
+        The per-tensor zero point, in the destination type's range.
+
+    Examples
+    --------
+    >>> import numpy as np, dnnq
+    >>> from dnnq.primitives.reorder import QuantizeLinear
+    >>> q = QuantizeLinear(dnnq.MemoryDesc((4,), "f32"), dnnq.MemoryDesc((4,), "u8"),
+    ...                    0.5, 128)
+    >>> q.execute({dnnq.DNNL_ARG_SRC: np.float32([-0.25, 0.25, 0.75, 1e9])})
+    array([128, 128, 130, 255], dtype=uint8)
+    """
+
+    def __init__(self, src_desc, dst_desc, scale, zero_point):
+        p = "QuantizeLinear"
+        if getattr(src_desc, "dt", None) != "f32" or getattr(dst_desc, "dt", None) not in _RANGE:
+            raise InvalidArguments(f"{p}: src_desc / dst_desc types "
+                                   f"{getattr(src_desc, 'dt', src_desc)} / "
+                                   f"{getattr(dst_desc, 'dt', dst_desc)}; expected f32 and u8 "
+                                   "or s8")
+        lo, hi = _RANGE[dst_desc.dt]
+        scale = float(scale)
+        if not (np.isfinite(scale) and scale > 0 and np.float32(scale) > 0):
+            raise InvalidArguments(f"{p}: scale {scale}; expected a finite f32 > 0")
+        if int(zero_point) != zero_point or not lo <= int(zero_point) <= hi:
+            raise InvalidArguments(f"{p}: zero_point {zero_point}; expected an integer in "
+                                   f"[{lo}, {hi}] ({dst_desc.dt})")
+        self._quantize_linear = (float(np.float32(scale)), int(zero_point), lo, hi)
+        super().__init__(src_desc, dst_desc)
+        self.impl_info += "_quantize_linear"
+
+    def _quantize_linear_steps(self, prog, src_k, dst_k):
+        s, z, lo, hi = self._quantize_linear
+        prog.load(0, src_k)
+        prog.bin_const(0, "div", s)
+        # max(x, lo - z) first: a NaN goes to lo - z, as ONNX Runtime's maxps
+        prog.eltwise(0, "clip", lo - z, hi - z)
+        prog.eltwise(0, "round")
+        prog.bin_const(0, "add", z)
+        prog.store(0, dst_k)
 
 
 class _PlanesInterleaved:
