@@ -103,8 +103,8 @@ def _direct_call(prim, a, update=None):
     """The repeat of ``prim``'s call on the argument dict ``a`` (``update(a)`` first: this
     run's values of arguments made per run): its C-level execute (execute, its checks and
     its error, where the C path refuses the arguments), else the checked path's call
-    prepared once where the primitive can bind it (a binary post-op, as rounding="every"
-    makes of a BatchNormalization after a rounding pair); None where it has neither."""
+    prepared once where the primitive can bind it (a configuration the C path does not
+    take); None where it has neither."""
     direct = _direct_execute(prim)
     if direct is not None:
         def once():

@@ -370,11 +370,10 @@ class Planner(Int8Patterns, F32Patterns):
                 self._add(S.ReorderStep([label], src[0], n.output[0], src[1], qp))
             return True
         self.ensure(x)
-        step = S.ReorderStep([label], x, n.output[0], None, qp)
         # a model input (a normalised image: values at half steps of the grid) by ONNX's
         # formula; an f32 op's result as the fused steps quantize theirs (oneDNN's order)
-        step.onnx_formula = x in {v.name for v in self.graph.inputs}
-        self._add(step)
+        self._add(S.ReorderStep([label], x, n.output[0], None, qp,
+                                onnx_formula=any(v.name == x for v in self.graph.inputs)))
         return True
 
     def _step_links(self):

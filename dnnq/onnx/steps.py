@@ -163,13 +163,12 @@ class ReorderStep(PrimStep):
     replayable = True
     #: write a channels-last destination (set by the planner when convolutions read it)
     channels_last_out = False
-    #: quantize by ONNX's formula (reorder.QuantizeLinear; set by the planner for a model
-    #: input) rather than oneDNN's order
-    onnx_formula = False
 
-    def __init__(self, nodes, src, dst, src_q, dst_q):
+    def __init__(self, nodes, src, dst, src_q, dst_q, onnx_formula=False):
+        """onnx_formula: quantize by ONNX's formula (reorder.QuantizeLinear: the planner's
+        choice for a model input) rather than oneDNN's order."""
         super().__init__(nodes, [src], [dst])
-        self.src_q, self.dst_q = src_q, dst_q
+        self.src_q, self.dst_q, self.onnx_formula = src_q, dst_q, onnx_formula
 
     def make(self, env):
         x = env[self.inputs[0]]

@@ -109,7 +109,6 @@ class Reorder(pw.ToolkitPrimitive, metaclass=CachedPrimitive):
     """
 
     _kind = "reorder"
-    _quantize_linear = None  # QuantizeLinear's (scale, zero point, type range)
 
     def __init__(self, src_desc, dst_desc, attr=None):
         p = "Reorder"
@@ -143,10 +142,21 @@ class Reorder(pw.ToolkitPrimitive, metaclass=CachedPrimitive):
         self._combined = (src_desc.dt == dst_desc.dt == "f32"
                           and src_desc.physical_order == dst_desc.physical_order
                           and sm.get(A.DNNL_ARG_SRC) == 0 and sm.get(A.DNNL_ARG_DST) == 0)
-        if not sm and not zm and src_desc.dt == dst_desc.dt:
+        self._value_steps(prog, src_k, dst_k, dims, qa)
+        self._plan = prog.build(self._isa)
+        if planes:
+            self._plan = _PlanesInterleaved(self._plan, dims, dst_desc.numpy_dtype,
+                                            _codes.ISA[self._isa])
+        self._known = frozenset({A.DNNL_ARG_SRC, A.DNNL_ARG_DST} | qa.known_args())
+        self.impl_info = f"{pw.kernel_name(self._isa)}:reorder"
+        self._created()
+
+    def _value_steps(self, prog, src_k, dst_k, dims, qa):
+        """The program's stages from the source operand to the destination's: a copy, or the
+        affine map of the scales and zero points."""
+        sm, zm = qa.scale_mask, qa.zp_mask
+        if not sm and not zm and self.src_desc.dt == self.dst_desc.dt:
             prog.copy(src_k, dst_k)
-        elif self._quantize_linear is not None:
-            self._quantize_linear_steps(prog, src_k, dst_k)
         else:
             sub = mul1 = mul2 = add = None
             if A.DNNL_ARG_SRC in zm:
@@ -163,13 +173,6 @@ class Reorder(pw.ToolkitPrimitive, metaclass=CachedPrimitive):
             if A.DNNL_ARG_DST in zm:
                 add = prog.operand("dst_zp", "f32", qa.strides(A.DNNL_ARG_DST, "zp", dims))
             prog.affine(0, src_k, sub, mul1, mul2, add, store_k=dst_k)
-        self._plan = prog.build(self._isa)
-        if planes:
-            self._plan = _PlanesInterleaved(self._plan, dims, dst_desc.numpy_dtype,
-                                            _codes.ISA[self._isa])
-        self._known = frozenset({A.DNNL_ARG_SRC, A.DNNL_ARG_DST} | qa.known_args())
-        self.impl_info = f"{pw.kernel_name(self._isa)}:reorder"
-        self._created()
 
     def _descs(self):
         return (("src", self.src_desc), ("dst", self.dst_desc))
@@ -241,7 +244,7 @@ class QuantizeLinear(Reorder):
     the type's lowest value).  Reorder follows oneDNN instead, ``x * (1 / scale) +
     zero_point`` rounded once: a value within an ulp of a half step -- a normalised image's
     pixels, ``k / 127.5 - 1`` over a scale of ``2 / 255`` -- can round the other way (5 % of a
-    rendered text line's bytes).  dnnq.onnx quantizes f32 tensors with it.
+    rendered text line's bytes).  dnnq.onnx quantizes a model's inputs with it.
 
     Parameters
     ----------
@@ -280,7 +283,8 @@ class QuantizeLinear(Reorder):
         super().__init__(src_desc, dst_desc)
         self.impl_info += "_quantize_linear"
 
-    def _quantize_linear_steps(self, prog, src_k, dst_k):
+    def _value_steps(self, prog, src_k, dst_k, dims, qa):
+        """The formula's stages: divide, clamp, round, add the zero point, store."""
         s, z, lo, hi = self._quantize_linear
         prog.load(0, src_k)
         prog.bin_const(0, "div", s)

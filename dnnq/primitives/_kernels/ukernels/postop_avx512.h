@@ -43,16 +43,19 @@ DNNQ_ALWAYS_INLINE __m512 epo_linear(__m512 x, __m512 al, __m512 be) {
     return _mm512_fmadd_ps(al, x, be);
 }
 /* sum: fma(scale, prev - zp, x), dnnq_po_sum's */
-/* a binary post-op (add, sub, mul, div, min, max) with its input's vector y: the operations
- * of dnnq_binary (eltwise_impl.h) -- vminps / vmaxps are a < b ? a : b and a > b ? a : b */
+DNNQ_ALWAYS_INLINE __m512 epo_sum(__m512 x, __m512 prev, __m512 al, __m512 be) {
+    return _mm512_fmadd_ps(al, _mm512_sub_ps(prev, be), x);
+}
+/* the binary post-ops (add, sub, mul, div, min, max) the fused epilogues apply with their
+ * input's vector: X(code, operation), the operations of dnnq_binary (eltwise_impl.h) --
+ * vminps / vmaxps are a < b ? a : b and a > b ? a : b */
 #define EPO_BINARY_ALGS(X)                                                                        \
     X(DNNQ_BIN_ADD, _mm512_add_ps) X(DNNQ_BIN_SUB, _mm512_sub_ps) X(DNNQ_BIN_MUL, _mm512_mul_ps)  \
     X(DNNQ_BIN_DIV, _mm512_div_ps) X(DNNQ_BIN_MIN, _mm512_min_ps) X(DNNQ_BIN_MAX, _mm512_max_ps)
 static inline int epo_binary_fused(int alg) {
-    return alg == DNNQ_BIN_ADD || alg == DNNQ_BIN_SUB || alg == DNNQ_BIN_MUL ||
-           alg == DNNQ_BIN_DIV || alg == DNNQ_BIN_MIN || alg == DNNQ_BIN_MAX;
-}
-DNNQ_ALWAYS_INLINE __m512 epo_sum(__m512 x, __m512 prev, __m512 al, __m512 be) {
-    return _mm512_fmadd_ps(al, _mm512_sub_ps(prev, be), x);
+#define EPO_BINARY_CASE(ALG, OP) case ALG:
+    switch (alg) { EPO_BINARY_ALGS(EPO_BINARY_CASE) return 1; }
+#undef EPO_BINARY_CASE
+    return 0;
 }
 #endif
