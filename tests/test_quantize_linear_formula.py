@@ -91,7 +91,7 @@ def test_session_input_quantized_as_onnx_runtime_does():
 
 @pytest.mark.parametrize("kwargs,match", [
     (dict(scale=0.0), "scale"), (dict(scale=-1.0), "scale"), (dict(scale=float("nan")), "scale"),
-    (dict(scale=1e-50), "scale"), (dict(zero_point=256), "zero_point"),
+    (dict(scale=1e-50), "scale"), (dict(scale=1e39), "scale"), (dict(zero_point=256), "zero_point"),
     (dict(zero_point=1.5), "zero_point"), (dict(dst="s32"), "types"), (dict(src="u8"), "types")])
 def test_bad_arguments(kwargs, match):
     k = dict(scale=0.5, zero_point=128, src="f32", dst="u8", **{})

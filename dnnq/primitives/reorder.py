@@ -274,12 +274,14 @@ class QuantizeLinear(Reorder):
                                    "or s8")
         lo, hi = _RANGE[dst_desc.dt]
         scale = float(scale)
-        if not (np.isfinite(scale) and scale > 0 and np.float32(scale) > 0):
+        with np.errstate(over="ignore"):
+            s32 = np.float32(scale)  # (what the kernel divides by)
+        if not (np.isfinite(s32) and s32 > 0):
             raise InvalidArguments(f"{p}: scale {scale}; expected a finite f32 > 0")
         if int(zero_point) != zero_point or not lo <= int(zero_point) <= hi:
             raise InvalidArguments(f"{p}: zero_point {zero_point}; expected an integer in "
                                    f"[{lo}, {hi}] ({dst_desc.dt})")
-        self._quantize_linear = (float(np.float32(scale)), int(zero_point), lo, hi)
+        self._quantize_linear = (float(s32), int(zero_point), lo, hi)
         super().__init__(src_desc, dst_desc)
         self.impl_info += "_quantize_linear"
 
