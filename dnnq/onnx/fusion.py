@@ -150,7 +150,8 @@ class Fuser(ChainRules):
             if wq.dt == "u8":  # u8 weights (a weight treated as an activation): shift to s8
                 w = (w.view(np.int8) ^ np.int8(-128))
                 wq = QParams(wq.scale, wq.zp - 128, "s8", wq.axis)
-            if not wq.per_tensor and wq.axis != oc_axis:
+            requantized = not wq.per_tensor and wq.axis != oc_axis
+            if requantized:
                 w, scale = requantize_per_channel(self.p.dequant_const(node.input[1]),
                                                   oc_axis)
                 wq = QParams(scale, 0, "s8", oc_axis)
@@ -177,6 +178,8 @@ class Fuser(ChainRules):
                 raise Unimplemented(f"{spec.label()}: bias {node.input[2]!r} computed at run "
                                     "time; dnnq.onnx takes a constant bias")
             spec.bias = np.ascontiguousarray(b, F32).reshape(-1)
+        if int8 and spec.kind == "conv" and not requantized:
+            self._note_integer_bias(spec, node.input[2] if len(node.input) > 2 else "")
         self._follow(spec, oc, matmul=False)
         return spec
 
@@ -200,6 +203,7 @@ class Fuser(ChainRules):
             spec.wscale = qp.scale
             zp = qp.zp - 128 if qp.dt == "u8" else qp.zp
             spec.wzp = zp if np.any(zp != 0) else None
+            self._note_integer_bias(spec, "")
             self._follow(spec, None, matmul=True)
             return spec
         if w.ndim > 2 and not gemm and wq is not None and wq.per_tensor and src_dq is not None:
@@ -220,7 +224,8 @@ class Fuser(ChainRules):
             if wq.dt == "u8":
                 w = (w.view(np.int8) ^ np.int8(-128))
                 wq = QParams(wq.scale, wq.zp - 128, "s8", wq.axis)
-            if not wq.per_tensor and wq.axis != n_axis:
+            requantized = not wq.per_tensor and wq.axis != n_axis
+            if requantized:
                 w, s = requantize_per_channel(self.p.dequant_const(wname), n_axis)
                 wq = QParams(s, 0, "s8", n_axis)
             spec.src, spec.src_q = src_dq
@@ -244,6 +249,9 @@ class Fuser(ChainRules):
             b = np.asarray(b, F32).reshape(-1) * F32(a.get("beta", 1.0))
             spec.bias = np.ascontiguousarray(np.broadcast_to(b, (spec.weights.shape[1],)),
                                              F32)
+        if int8 and alpha == 1.0 and float(a.get("beta", 1.0)) == 1.0 and not requantized:
+            self._note_integer_bias(spec, node.input[2] if gemm and len(node.input) > 2
+                                    else "")
         self._follow(spec, spec.weights.shape[1], matmul=True)
         return spec
 
@@ -309,6 +317,72 @@ class Fuser(ChainRules):
             spec.sum_src = None
             spec.dst_q = None
             self._end(spec, v)
+        if getattr(spec, "integer_bias", None) is not None:
+            self._requantize_as_qlinear(spec)
+
+    # --- rounding="every": ONNX Runtime's requantization ---------------------------------
+    def _note_integer_bias(self, spec, bias_name):
+        """Rounding at every QuantizeLinear, an int8 layer is computed as ONNX Runtime's
+        QLinearConv / QLinearMatMul compute it (``_requantize_as_qlinear``); this notes what
+        that needs: the bias in int32 with the scale source scale x weights scale (as
+        quantize_static writes it), and the scales and bias as fusion found them (a fold
+        into them later rules the form out)."""
+        spec.integer_bias = None
+        if not self.p.round_every_quantize:
+            return
+        bias = None
+        if bias_name:
+            entry = self.p.qconst.get(bias_name)
+            if entry is None or entry[1].dt != "s32" or np.any(entry[1].zp != 0):
+                return
+            q, qp = np.asarray(entry[0]).reshape(-1), entry[1]
+            want = np.broadcast_to(spec.src_q.scale[0] * spec.wscale.astype(np.float64),
+                                   q.shape)
+            have = np.broadcast_to(qp.scale.astype(np.float64), q.shape)
+            if not np.allclose(have, want, rtol=1e-6, atol=0) or \
+                    np.abs(q.astype(np.int64)).max(initial=0) >= 2 ** 24:
+                return  # not ORT's bias, or one f32 cannot hold exactly
+            bias = q.astype(F32)
+        spec.integer_bias = (bias, spec.wscale, spec.bias)
+
+    def _requantize_as_qlinear(self, spec):
+        """ONNX Runtime runs ``DequantizeLinear -> Conv / MatMul -> QuantizeLinear`` as
+        QLinearConv / QLinearMatMul: the int32 sum plus the int32 bias, converted to f32,
+        times one scale per channel ``x_scale * w_scale / y_scale`` (f32, in that order),
+        rounded half to even, plus the zero point, saturated (MLAS's requantization).
+        oneDNN's order (sum times the source and weights scales, plus the f32 bias, times
+        1 / y_scale, plus the zero point, rounded) differs from it by an f32 rounding now
+        and then: one step in a few values per layer, which grows through a deep model.
+        With post-ops that say the same: no source, weights or destination scale, the
+        integer bias as f32 (exact below 2^24), a per-channel ``mul`` by the combined
+        scale and ``round``; the destination's zero point is then added to an integer.
+        The first quantization after the layer is its destination or the pair that opens
+        its post-ops; anything else before it (an activation ONNX Runtime would run in
+        f32) keeps oneDNN's order."""
+        bias, wscale, fused_bias = spec.integer_bias
+        spec.integer_bias = None
+        if spec.wscale is not wscale or spec.bias is not fused_bias or \
+                getattr(spec, "max_pool_after", None) is not None:
+            return
+        ops = spec.post_ops
+        if not ops:
+            if spec.dst_q is None:
+                return
+            y_scale = spec.dst_q.scale[0]
+            rest = []
+        elif len(ops) >= 4 and [o[:2] for o in ops[:4]] == [
+                ("eltwise", "linear"), ("eltwise", "round"), ("eltwise", "clip"),
+                ("eltwise", "linear")] and ops[0][3] == 0.0 and ops[3][3] == 0.0:
+            y_scale = F32(ops[3][2])
+            rest = ops[2:]
+        else:
+            return
+        combined = (F32(spec.src_q.scale[0]) * wscale.astype(F32)) / F32(y_scale)
+        spec.post_ops = [("binary", "mul", combined.astype(F32)),
+                         ("eltwise", "round", 0.0, 0.0)] + rest
+        spec.bias = bias
+        # the destination's scale is in the combined one, or after the pair in the post-ops
+        spec.qlinear_requant = "destination" if not ops else "pair"
 
     @staticmethod
     def _unfolded(a, b):

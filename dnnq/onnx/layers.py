@@ -243,21 +243,28 @@ class WeightedLayer(KeptOutput):
         """Scales / zero points of an int8 layer into ``attr`` and the execution args."""
         s = self.spec
         a = {}
+        # ONNX Runtime's requantization (fusion._requantize_as_qlinear): the combined
+        # scale is a post-op, the source and weights scales stay 1 (and the destination's
+        # when the combined scale holds it)
+        qlinear = getattr(s, "qlinear_requant", None)
+        scaled = qlinear is None
         if s.src_q is not None:
-            attr.set_scales_mask(A.DNNL_ARG_SRC, 0)
-            a[A.DNNL_ARG_SCALE | A.DNNL_ARG_SRC] = s.src_q.scale
+            wm = 0 if s.wscale.size == 1 else wmask
+            if scaled:
+                attr.set_scales_mask(A.DNNL_ARG_SRC, 0)
+                a[A.DNNL_ARG_SCALE | A.DNNL_ARG_SRC] = s.src_q.scale
+                attr.set_scales_mask(A.DNNL_ARG_WEIGHTS, wm)
+                a[A.DNNL_ARG_SCALE | A.DNNL_ARG_WEIGHTS] = s.wscale
             if s.src_q.zp[0] != 0:
                 attr.set_zero_points_mask(A.DNNL_ARG_SRC, 0)
                 a[A.DNNL_ARG_ATTR_ZERO_POINTS | A.DNNL_ARG_SRC] = s.src_q.zp
-            wm = 0 if s.wscale.size == 1 else wmask
-            attr.set_scales_mask(A.DNNL_ARG_WEIGHTS, wm)
-            a[A.DNNL_ARG_SCALE | A.DNNL_ARG_WEIGHTS] = s.wscale
             if s.wzp is not None and np.any(s.wzp != 0):
                 attr.set_zero_points_mask(A.DNNL_ARG_WEIGHTS, 0 if s.wzp.size == 1 else wm)
                 a[A.DNNL_ARG_ATTR_ZERO_POINTS | A.DNNL_ARG_WEIGHTS] = s.wzp
         if s.dst_q is not None:
-            attr.set_scales_mask(A.DNNL_ARG_DST, 0)
-            a[A.DNNL_ARG_SCALE | A.DNNL_ARG_DST] = s.dst_q.scale
+            if qlinear != "destination":
+                attr.set_scales_mask(A.DNNL_ARG_DST, 0)
+                a[A.DNNL_ARG_SCALE | A.DNNL_ARG_DST] = s.dst_q.scale
             if s.dst_q.zp[0] != 0:
                 attr.set_zero_points_mask(A.DNNL_ARG_DST, 0)
                 a[A.DNNL_ARG_ATTR_ZERO_POINTS | A.DNNL_ARG_DST] = s.dst_q.zp

@@ -1,0 +1,82 @@
+"""rounding="every": int8 layers requantize as ONNX Runtime's QLinearConv / QLinearMatMul do.
+
+ONNX Runtime runs ``DequantizeLinear -> Conv / MatMul -> QuantizeLinear`` as one int8 kernel
+whose output is ``saturate(round(f32(sum + bias_int32) * (x_scale * w_scale / y_scale)) +
+y_zero_point)``; oneDNN's order (the sum times the source and weights scales, plus the f32
+bias, times 1 / y_scale, plus the zero point, rounded) gives the same value except where an
+f32 rounding moves it across a half step -- a few values per layer, which then spread.  With
+rounding="every" dnnq computes ONNX Runtime's form (fusion._requantize_as_qlinear), so its
+int8 tensors are ONNX Runtime's, bit for bit, through a stack of layers.
+"""
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+
+import dnnq.onnx as donnx  # noqa: E402
+from _onnx_builder import RNG, Builder, weights as _w  # noqa: E402
+from _onnx_models import quantize_qdq  # noqa: E402
+
+
+def _files(tmp_path, model, x_shape, scale=1.0):
+    f32, qdq = str(tmp_path / "f32.onnx"), str(tmp_path / "qdq.onnx")
+    onnx.save(model, f32)
+    xs = [(scale * RNG.standard_normal(x_shape)).astype(np.float32) for _ in range(2)]
+    quantize_qdq(f32, qdq, [{"x": x} for x in xs])
+    return qdq
+
+
+def _peer(path):
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    so.intra_op_num_threads = 1
+    return ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+
+
+def _conv_stack():
+    """Convolutions of every kind dnnq runs (3x3 with and without bias, strided, depthwise,
+    1x1, grouped), a BatchNormalization between rounding pairs, a residual Add, ReLU."""
+    b = Builder()
+    y = b.conv("x", 3, 24, stride=2)
+    y = b.op("Relu", [y])
+    y = b.conv(y, 24, 24, group=24)                       # depthwise, bias
+    y = b.conv(y, 24, 40, k=1, bias=False)
+    y = b.op("BatchNormalization", [y, b.const(_w(40) + 1), b.const(_w(40)),
+                                    b.const(_w(40)), b.const(np.abs(_w(40)) + 0.5)])
+    r = y
+    y = b.conv(y, 40, 40, group=4)                        # grouped
+    y = b.op("Add", [y, r])
+    y = b.conv(y, 40, 64, bias=False)
+    y = b.op("Relu", [y])
+    y = b.conv(y, 64, 16, k=1)
+    return b.model((1, 3, 64, 96), y, opset=13)
+
+
+def _matmuls():
+    """MatMul with constant weights, Gemm with a bias, MatMul of two activations."""
+    b = Builder()
+    y = b.op("Reshape", ["x", b.const(np.array([384, 96], np.int64))])
+    y = b.op("MatMul", [y, b.const(_w(96, 128))])
+    y = b.op("Gemm", [y, b.const(_w(128, 128)), b.const(_w(128, scale=0.1))])
+    a = b.op("Transpose", [y], perm=[1, 0])
+    y = b.op("MatMul", [y, a])
+    y = b.op("MatMul", [y, b.const(_w(384, 64))])
+    return b.model((1, 4, 96, 96), y, opset=13)
+
+
+@pytest.mark.parametrize("model, x_shape", [(_conv_stack, (1, 3, 64, 96)),
+                                            (_matmuls, (1, 4, 96, 96))],
+                         ids=["convolutions", "matmuls"])
+def test_every_quantize_is_onnxruntimes_bytes(tmp_path, model, x_shape):
+    qdq = _files(tmp_path, model(), x_shape)
+    peer = _peer(qdq)
+    every = donnx.InferenceSession(qdq, rounding="every")
+    for seed in range(3):
+        x = (1.3 * np.random.default_rng(seed).standard_normal(x_shape)).astype(np.float32)
+        theirs = peer.run(None, {"x": x})[0]
+        ours = every.run(None, {"x": x})[0]
+        # the output is DequantizeLinear of the last int8 tensor: equal ints, equal f32
+        np.testing.assert_array_equal(ours, theirs)
+    rows = every.plan()
+    assert sum(r["primitive"] in ("Convolution", "MatMul") for r in rows) >= 4
