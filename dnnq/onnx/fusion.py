@@ -277,7 +277,7 @@ class Fuser(ChainRules):
                         step = step[:2] + (("ops", self._unfolded(*step[2][1:3])),) + step[3:]
                     if step is not None:
                         spec.nodes += skipped
-                        ops = self._pair_ops(skipped[0])
+                        ops = self._pair_ops(skipped[0], divide=True)
                         if ops[0][2] == 0.0 or every:
                             # the range starts at 0: ORT's quantizer dropped a Relu / Clip
                             # here, the clamp stays (and nothing folds across it)
@@ -319,6 +319,14 @@ class Fuser(ChainRules):
             self._end(spec, v)
         if getattr(spec, "integer_bias", None) is not None:
             self._requantize_as_qlinear(spec)
+        src_scaled, dst_scaled = getattr(spec, "scales_in_post_ops", (False, False))
+        if self.p.round_every_quantize and spec.post_ops and spec.dst_q is not None and \
+                not dst_scaled:
+            # the destination's QuantizeLinear divides: x / s rounded, then the zero point
+            spec.post_ops = spec.post_ops + [
+                ("binary", "div", np.array([spec.dst_q.scale[0]], F32)),
+                ("eltwise", "round", 0.0, 0.0)]
+            spec.scales_in_post_ops = (src_scaled, True)
 
     # --- rounding="every": ONNX Runtime's requantization ---------------------------------
     def _note_integer_bias(self, spec, bias_name):
@@ -371,8 +379,8 @@ class Fuser(ChainRules):
             y_scale = spec.dst_q.scale[0]
             rest = []
         elif len(ops) >= 4 and [o[:2] for o in ops[:4]] == [
-                ("eltwise", "linear"), ("eltwise", "round"), ("eltwise", "clip"),
-                ("eltwise", "linear")] and ops[0][3] == 0.0 and ops[3][3] == 0.0:
+                ("binary", "div"), ("eltwise", "round"), ("eltwise", "clip"),
+                ("eltwise", "linear")] and ops[3][3] == 0.0:
             y_scale = F32(ops[3][2])
             rest = ops[2:]
         else:
@@ -381,8 +389,9 @@ class Fuser(ChainRules):
         spec.post_ops = [("binary", "mul", combined.astype(F32)),
                          ("eltwise", "round", 0.0, 0.0)] + rest
         spec.bias = bias
-        # the destination's scale is in the combined one, or after the pair in the post-ops
-        spec.qlinear_requant = "destination" if not ops else "pair"
+        # (source and weights scales in the post-ops, destination scale in them too): the
+        # destination's is in the combined scale when the destination is the quantization
+        spec.scales_in_post_ops = (True, not ops)
 
     @staticmethod
     def _unfolded(a, b):
@@ -425,7 +434,7 @@ class Fuser(ChainRules):
         spec.dst, spec.dst_q = f"{v}::before {pool.op_type}", qp
         spec.max_pool_after = (pool, q.output[0])
 
-    def _pair_ops(self, q):
+    def _pair_ops(self, q, divide=False):
         """The post-ops standing for a skipped ``QuantizeLinear -> DequantizeLinear`` pair.
         Rounding once per chain: the clamp its saturation applied (ORT's quantizer drops a
         Relu / Clip whose range the QuantizeLinear's saturation reproduces, so the clamp
@@ -438,6 +447,11 @@ class Fuser(ChainRules):
         s, z = float(qp.scale[0]), int(qp.zp[0])
         if not self.p.round_every_quantize:
             return [("eltwise", "clip", s * (lo - z), s * (hi - z))]
+        if divide:  # QuantizeLinear's division (x * (1 / s) rounds differently now and then)
+            return [("binary", "div", np.array([qp.scale[0]], F32)),
+                    ("eltwise", "round", 0.0, 0.0),
+                    ("eltwise", "clip", float(lo - z), float(hi - z)),
+                    ("eltwise", "linear", s, 0.0)]
         return [("eltwise", "linear", 1.0 / s, 0.0), ("eltwise", "round", 0.0, 0.0),
                 ("eltwise", "clip", float(lo - z), float(hi - z)),
                 ("eltwise", "linear", s, 0.0)]
@@ -510,10 +524,17 @@ class Fuser(ChainRules):
                     (not spec.post_ops or self.p.round_every_quantize) and \
                     u.input[0] == v and all(self.const(x) is not None for x in u.input[1:5]) \
                     and len([o for o in u.output if o]) == 1:
+                eps = self.p.attrs(u).get("epsilon", 1e-5)
+                if self.p.round_every_quantize:
+                    # ONNX Runtime's BatchNormalization in f32: x * a + b with
+                    # a = (1 / sqrt(var + eps)) * gamma, b = beta - mean * a
+                    gamma, beta, mean, var = (np.asarray(self.const(x), F32)
+                                              for x in u.input[1:5])
+                    a = (F32(1) / np.sqrt(var + F32(eps))) * gamma
+                    return u.output[0], [u], ("fold", a, beta - mean * a, u), False
                 gamma, beta, mean, var = (np.asarray(self.const(x), np.float64)
                                           for x in u.input[1:5])
-                eps = float(self.p.attrs(u).get("epsilon", 1e-5))
-                a = gamma / np.sqrt(var + eps)
+                a = gamma / np.sqrt(var + float(eps))
                 return u.output[0], [u], ("fold", a, beta - mean * a, u), False
             if op in ("Add", "Sub", "Mul", "Div") and v in u.input[:2]:
                 other = u.input[1] if u.input[0] == v else u.input[0]

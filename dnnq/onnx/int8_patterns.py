@@ -8,6 +8,7 @@ from dnnq.onnx.chains import UNARY, _eltwise_of
 from dnnq.onnx.int8_rows import (F32LayerNormStep, Int8BinaryStep, QuantizedLayerNormStep,
                                  QuantizedSoftmaxStep)
 from dnnq.onnx import ops_numpy
+from dnnq.onnx.ort_arith import AveragePoolStep
 
 F32 = np.float32
 INT8_MOVE = ops_numpy.MOVE_OPS | {"Concat", "Split", "Resize", "Upsample", "MaxPool",
@@ -251,7 +252,11 @@ class Int8Patterns:
         if op in ("AveragePool", "GlobalAveragePool") and sq:
             qin = qs[0]
             self.ensure_q(qin[0])
-            if qin[1].same_as(qd):
+            if op == "AveragePool" and self.round_every_quantize and \
+                    qin[1].dt == qd.dt and qin[0] not in self.graph.output_names:
+                # ONNX Runtime's QLinearAveragePool rounds in its own order (ort_arith)
+                self._add(AveragePoolStep(nodes, qin[0], out, a, qin[1], qd))
+            elif qin[1].same_as(qd):
                 self._add(S.PoolStep(nodes, qin[0], out, op, a, qin[1].dt))
             elif qin[1].scale.size == 1 and qd.scale.size == 1:
                 # the requantization as the pooling's linear post-op: one primitive

@@ -243,11 +243,11 @@ class WeightedLayer(KeptOutput):
         """Scales / zero points of an int8 layer into ``attr`` and the execution args."""
         s = self.spec
         a = {}
-        # ONNX Runtime's requantization (fusion._requantize_as_qlinear): the combined
-        # scale is a post-op, the source and weights scales stay 1 (and the destination's
-        # when the combined scale holds it)
-        qlinear = getattr(s, "qlinear_requant", None)
-        scaled = qlinear is None
+        # rounding="every" computes ONNX Runtime's requantization with post-ops
+        # (fusion._requantize_as_qlinear, a dividing QuantizeLinear): the scales they hold
+        # stay 1 here
+        src_in_post_ops, dst_in_post_ops = getattr(s, "scales_in_post_ops", (False, False))
+        scaled = not src_in_post_ops
         if s.src_q is not None:
             wm = 0 if s.wscale.size == 1 else wmask
             if scaled:
@@ -262,7 +262,7 @@ class WeightedLayer(KeptOutput):
                 attr.set_zero_points_mask(A.DNNL_ARG_WEIGHTS, 0 if s.wzp.size == 1 else wm)
                 a[A.DNNL_ARG_ATTR_ZERO_POINTS | A.DNNL_ARG_WEIGHTS] = s.wzp
         if s.dst_q is not None:
-            if qlinear != "destination":
+            if not dst_in_post_ops:
                 attr.set_scales_mask(A.DNNL_ARG_DST, 0)
                 a[A.DNNL_ARG_SCALE | A.DNNL_ARG_DST] = s.dst_q.scale
             if s.dst_q.zp[0] != 0:

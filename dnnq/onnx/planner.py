@@ -20,7 +20,7 @@ from dnnq.onnx.normalization import match_layernorm
 from dnnq.onnx.int8_rows import QuantizedSoftmaxStep
 from dnnq.onnx.shape_fold import fold_shape_steps, fold_view_steps
 from dnnq.onnx.tables import match_table
-from dnnq.onnx import f32_fusion_steps as FS, move_steps as MS, steps as S
+from dnnq.onnx import f32_fusion_steps as FS, move_steps as MS, ort_arith, steps as S
 from dnnq.onnx.f32_patterns import _F32_ELTWISE, F32Patterns
 from dnnq.onnx.int8_patterns import Int8Patterns
 
@@ -315,6 +315,11 @@ class Planner(Int8Patterns, F32Patterns):
             if tail is not None:
                 self._emit_f32_softmax_tail(n, label, q, qp, axis, opset, sq[0], *tail)
                 return
+            if self.round_every_quantize and sq is not None and qp.dt == sq[1].dt == "u8":
+                self._add(ort_arith.SoftmaxStep([label, self.label(sq[0])], q,
+                                                sq[0].output[0], axis, opset < 13, qp, sq[1]))
+                self._claim(sq[0])
+                return
             self._add(QuantizedSoftmaxStep(
                 [label] + ([] if sq is None else [self.label(sq[0])]), q,
                 n.output[0] if sq is None else sq[0].output[0], axis, qp,
@@ -371,9 +376,11 @@ class Planner(Int8Patterns, F32Patterns):
             return True
         self.ensure(x)
         # a model input (a normalised image: values at half steps of the grid) by ONNX's
-        # formula; an f32 op's result as the fused steps quantize theirs (oneDNN's order)
+        # formula, and every QuantizeLinear when rounding at each (ONNX Runtime's bytes);
+        # otherwise an f32 op's result as the fused steps quantize theirs (oneDNN's order)
         self._add(S.ReorderStep([label], x, n.output[0], None, qp,
-                                onnx_formula=any(v.name == x for v in self.graph.inputs)))
+                                onnx_formula=self.round_every_quantize or
+                                any(v.name == x for v in self.graph.inputs)))
         return True
 
     def _step_links(self):

@@ -215,6 +215,30 @@ def _is_channels_last(x):
         not x.flags.c_contiguous
 
 
+def pool_geometry(label, op, attrs, shape):
+    """(kernel, strides, dilations, padding_l, padding_r, output sizes) of an ONNX pooling
+    node on an input of ``shape``; padding_r is what the output sizes need (ceil_mode)."""
+    nsp = len(shape) - 2
+    a = attrs
+    if op.startswith("Global"):
+        k, s, d, pl, pr = list(shape[2:]), [1] * nsp, [1] * nsp, [0] * nsp, [0] * nsp
+    else:
+        k = list(a["kernel_shape"])
+        s = list(a.get("strides", [1] * nsp))
+        d = list(a.get("dilations", [1] * nsp))
+        pl, pr = conv_padding(label, a, shape[2:], k, s, d)
+    out = []
+    for i in range(nsp):
+        ext = (k[i] - 1) * d[i] + 1
+        span = shape[2 + i] + pl[i] + pr[i] - ext
+        o = (-(-span // s[i]) if a.get("ceil_mode", 0) else span // s[i]) + 1
+        if a.get("ceil_mode", 0) and (o - 1) * s[i] >= shape[2 + i] + pl[i]:
+            o -= 1  # the last window must start inside the input or the left padding
+        pr[i] = (o - 1) * s[i] + ext - shape[2 + i] - pl[i]
+        out.append(o)
+    return k, s, d, pl, pr, out
+
+
 class PoolStep(PrimStep):
     """MaxPool / AveragePool / GlobalAveragePool / GlobalMaxPool on dnnq.Pooling: int8 (the
     destination type the source's, or f32 for an average requantized by a Reorder) or f32."""
@@ -235,24 +259,8 @@ class PoolStep(PrimStep):
         if x.ndim not in (3, 4, 5):
             raise InvalidArguments(f"node {self.nodes[0]!r}: input of shape {x.shape}; "
                                    "expected 3, 4 or 5 dims")
-        nsp = x.ndim - 2
         a = self.attrs
-        if self.op.startswith("Global"):
-            k, s, d, pl, pr = list(x.shape[2:]), [1] * nsp, [1] * nsp, [0] * nsp, [0] * nsp
-        else:
-            k = list(a["kernel_shape"])
-            s = list(a.get("strides", [1] * nsp))
-            d = list(a.get("dilations", [1] * nsp))
-            pl, pr = conv_padding(self.nodes[0], a, x.shape[2:], k, s, d)
-        out = []
-        for i in range(nsp):
-            ext = (k[i] - 1) * d[i] + 1
-            span = x.shape[2 + i] + pl[i] + pr[i] - ext
-            o = (-(-span // s[i]) if a.get("ceil_mode", 0) else span // s[i]) + 1
-            if a.get("ceil_mode", 0) and (o - 1) * s[i] >= x.shape[2 + i] + pl[i]:
-                o -= 1  # the last window must start inside the input or the left padding
-            pr[i] = (o - 1) * s[i] + ext - x.shape[2 + i] - pl[i]
-            out.append(o)
+        k, s, d, pl, pr, out = pool_geometry(self.nodes[0], self.op, a, x.shape)
         if "Max" in self.op:
             alg = "max"
         else:
