@@ -5,6 +5,7 @@ file, and with the f32 model.
 dnnq rounds once per fused chain where ONNX Runtime rounds after every op, so the outputs may
 differ by a few quantization steps; dnnq's must be at least as close to the f32 output.
 """
+import platform
 import types
 
 import numpy as np
@@ -488,11 +489,14 @@ def test_softmax_dequantized_to_the_output(rounding, moves):
         assert soft[0]["dtypes_out"] == ["u8"], plan
         np.testing.assert_allclose(got * 255, np.rint(ref * 255), atol=1.01)
         assert np.all(np.abs(got * 255 - np.rint(got * 255)) < 1e-3)
-        so = ort.SessionOptions()
-        so.log_severity_level = 3
-        peer = ort.InferenceSession(m.SerializeToString(), so,
-                                    providers=["CPUExecutionProvider"])
-        np.testing.assert_array_equal(got, peer.run(None, {"x": x})[0])
+        if platform.machine() in ("x86_64", "AMD64") and dnnq.cpu_info().get("avx2"):
+            # ONNX Runtime's QLinearSoftmax is MLAS's AVX2 kernel on such a host (its lane
+            # order decides the sum's roundings; other hosts run other kernels)
+            so = ort.SessionOptions()
+            so.log_severity_level = 3
+            peer = ort.InferenceSession(m.SerializeToString(), so,
+                                        providers=["CPUExecutionProvider"])
+            np.testing.assert_array_equal(got, peer.run(None, {"x": x})[0])
 
 
 @pytest.mark.parametrize("opset,axis,x_shape,tail", [

@@ -53,6 +53,12 @@ class LayerSpec:
         self.dst_q = None
         self.sum_src = None
         self.runtime_weights = None
+        # rounding="every": (int32 bias as f32 or None, the weights scales and bias as fusion
+        # found them) for _requantize_as_qlinear, None where the form does not apply
+        self.integer_bias = None
+        # (source and weights scales, destination scale) computed by post-ops rather than
+        # the primitive's scales (ONNX Runtime's order; layers._qargs leaves them out)
+        self.scales_in_post_ops = (False, False)
 
     def label(self):
         n = self.anchor
@@ -278,7 +284,7 @@ class Fuser(ChainRules):
                     if step is not None:
                         spec.nodes += skipped
                         ops = self._pair_ops(skipped[0], divide=True)
-                        if ops[0][2] == 0.0 or every:
+                        if every or ops[0][2] == 0.0:
                             # the range starts at 0: ORT's quantizer dropped a Relu / Clip
                             # here, the clamp stays (and nothing folds across it)
                             spec.post_ops += ops
@@ -317,9 +323,9 @@ class Fuser(ChainRules):
             spec.sum_src = None
             spec.dst_q = None
             self._end(spec, v)
-        if getattr(spec, "integer_bias", None) is not None:
+        if spec.integer_bias is not None:
             self._requantize_as_qlinear(spec)
-        src_scaled, dst_scaled = getattr(spec, "scales_in_post_ops", (False, False))
+        src_scaled, dst_scaled = spec.scales_in_post_ops
         if self.p.round_every_quantize and spec.post_ops and spec.dst_q is not None and \
                 not dst_scaled:
             # the destination's QuantizeLinear divides: x / s rounded, then the zero point
@@ -335,7 +341,6 @@ class Fuser(ChainRules):
         that needs: the bias in int32 with the scale source scale x weights scale (as
         quantize_static writes it), and the scales and bias as fusion found them (a fold
         into them later rules the form out)."""
-        spec.integer_bias = None
         if not self.p.round_every_quantize:
             return
         bias = None

@@ -246,11 +246,10 @@ class WeightedLayer(KeptOutput):
         # rounding="every" computes ONNX Runtime's requantization with post-ops
         # (fusion._requantize_as_qlinear, a dividing QuantizeLinear): the scales they hold
         # stay 1 here
-        src_in_post_ops, dst_in_post_ops = getattr(s, "scales_in_post_ops", (False, False))
-        scaled = not src_in_post_ops
+        src_in_post_ops, dst_in_post_ops = s.scales_in_post_ops
         if s.src_q is not None:
             wm = 0 if s.wscale.size == 1 else wmask
-            if scaled:
+            if not src_in_post_ops:
                 attr.set_scales_mask(A.DNNL_ARG_SRC, 0)
                 a[A.DNNL_ARG_SCALE | A.DNNL_ARG_SRC] = s.src_q.scale
                 attr.set_scales_mask(A.DNNL_ARG_WEIGHTS, wm)

@@ -12,6 +12,10 @@ from dnnq.errors import InvalidArguments, Unimplemented
 from dnnq.memory import MemoryDesc
 
 
+#: the 8-bit data types' value ranges
+INT8_RANGE = {"u8": (0, 255), "s8": (-128, 127)}
+
+
 @functools.lru_cache(maxsize=4096)
 def arg_name(key):
     """dnnq.args.name(key), or repr(key) for something that is not an argument id."""

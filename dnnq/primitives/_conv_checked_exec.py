@@ -11,13 +11,12 @@ from dnnq import args as A
 from dnnq import masks as _masks
 from dnnq.primitives import _dispatch, _verbose
 from dnnq.errors import InvalidArguments, Unimplemented
-from dnnq.primitives._common import arg_name, check_known_args, check_overlaps
+from dnnq.primitives._common import INT8_RANGE, arg_name, check_known_args, check_overlaps
 from dnnq.primitives._conv_geometry import pack_depthwise, window_sums
 from dnnq.primitives._gemm_primitive import wrap_s32
 from dnnq.primitives._kernels import _conv
 
 _ONE = np.ones(1, np.float32)
-_RANGE = {"u8": (0, 255), "s8": (-128, 127)}
 
 
 class CheckedExecute:
@@ -163,7 +162,7 @@ class CheckedExecute:
                                 1 if zm[A.DNNL_ARG_DST] == 0 else geo.OC, _masks.check_zero_points)
             dzp_sn = int(dzp.size > 1)
         # the zero-point rows the padded taps read, and what the compensation needs
-        lo, hi = _RANGE[src_dt]
+        lo, hi = INT8_RANGE[src_dt]
         zs64 = zs.astype(np.int64)
         zrow_vals = np.clip(zs64, lo, hi)
         delta = zs64 - zrow_vals  # zero points the source type cannot hold

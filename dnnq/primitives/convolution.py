@@ -57,7 +57,8 @@ from dnnq.memory import MemoryDesc
 from dnnq.primitives import _plan
 from dnnq.primitives._attr_plan import AttrPlan, check_attr_object
 from dnnq.primitives import _post_op_spec
-from dnnq.primitives._common import arg_name, check_md, check_known_args, check_overlaps
+from dnnq.primitives._common import (INT8_RANGE, arg_name, check_md, check_known_args,
+                                     check_overlaps)
 from dnnq.post_ops import PostOps
 from dnnq.primitives._conv_geometry import (ConvGeometry, PackedConvWeights, pack_depthwise,
                                             depthwise_panel_stride, packed_sizes,
@@ -68,7 +69,7 @@ from dnnq.primitives._conv_impl import (avx2_deconv_gemm, avx2_numerics,
 from dnnq.primitives._gemm_primitive import wrap_s32
 from dnnq.primitives._kernels import _codes, _conv, _conv_exec, _gemm
 from dnnq.primitives._scratch import Scratch as _Scratch
-from dnnq.primitives._conv_checked_exec import CheckedExecute, _RANGE
+from dnnq.primitives._conv_checked_exec import CheckedExecute
 from dnnq.primitives._conv_kernel_choice import (KernelChoice, _balanced_block,
                                                   deconv_ks_rows, depthwise_item_pixels,
                                                   image_rows_per_item)
@@ -458,7 +459,7 @@ class _ConvolutionBase(KernelChoice, CheckedExecute, F32Convolution, metaclass=C
         attrs = dict(has_bias=self.bias_desc is not None, has_ss=A.DNNL_ARG_SRC in sm,
                      has_ds=A.DNNL_ARG_DST in sm, ws_count=ws_count,
                      has_zs=A.DNNL_ARG_SRC in zm, has_zd=A.DNNL_ARG_DST in zm,
-                     zs_range=_RANGE.get(sd.dt, (0, 0)), has_sum=self._has_sum,
+                     zs_range=INT8_RANGE.get(sd.dt, (0, 0)), has_sum=self._has_sum,
                      shift=128 if sd.dt == "s8" and not geo.depthwise else 0,
                      raw_s32=self._raw_s32, depthwise=geo.depthwise,
                      scale_adjust=self._scale_adjust, dw_plain=self._dw_plain,

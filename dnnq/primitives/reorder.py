@@ -42,10 +42,9 @@ from dnnq.primitives._cache import CachedPrimitive
 from dnnq.errors import InvalidArguments
 from dnnq.memory import MemoryDesc, as_dt
 from dnnq.primitives import _pointwise as pw
+from dnnq.primitives._common import INT8_RANGE
 from dnnq.primitives._kernels import _codes, _conv
 from dnnq.primitives._scratch import Scratch
-
-_RANGE = {"u8": (0, 255), "s8": (-128, 127)}
 
 _DTS = ("f32", "s32", "s8", "u8")
 
@@ -267,12 +266,13 @@ class QuantizeLinear(Reorder):
 
     def __init__(self, src_desc, dst_desc, scale, zero_point):
         p = "QuantizeLinear"
-        if getattr(src_desc, "dt", None) != "f32" or getattr(dst_desc, "dt", None) not in _RANGE:
+        ddt = getattr(dst_desc, "dt", None)
+        if getattr(src_desc, "dt", None) != "f32" or ddt not in INT8_RANGE:
             raise InvalidArguments(f"{p}: src_desc / dst_desc types "
                                    f"{getattr(src_desc, 'dt', src_desc)} / "
                                    f"{getattr(dst_desc, 'dt', dst_desc)}; expected f32 and u8 "
                                    "or s8")
-        lo, hi = _RANGE[dst_desc.dt]
+        lo, hi = INT8_RANGE[dst_desc.dt]
         scale = float(scale)
         with np.errstate(over="ignore"):
             s32 = np.float32(scale)  # (what the kernel divides by)

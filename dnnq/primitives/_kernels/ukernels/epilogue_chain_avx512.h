@@ -15,16 +15,20 @@
 #ifndef DNNQ_EPILOGUE_CHAIN_AVX512_H
 #define DNNQ_EPILOGUE_CHAIN_AVX512_H
 
+/* VEC(r, j, OP) on each vector of the tile (rows < MR, vectors < NCB) */
+#define ECH_ROW_OF(VEC, r, OP)                                                                    \
+    if (MR > r) {                                                                                 \
+        VEC(r, 0, OP)                                                                             \
+        if (NCB > 1) { VEC(r, 1, OP) }                                                            \
+        if (NCB > 2) { VEC(r, 2, OP) }                                                            \
+        if (NCB > 3) { VEC(r, 3, OP) }                                                            \
+    }
+#define ECH_ALL_OF(VEC, OP)                                                                       \
+    ECH_ROW_OF(VEC, 0, OP) ECH_ROW_OF(VEC, 1, OP) ECH_ROW_OF(VEC, 2, OP)                          \
+    ECH_ROW_OF(VEC, 3, OP) ECH_ROW_OF(VEC, 4, OP) ECH_ROW_OF(VEC, 5, OP)
 /* OP(x, r, j) on each vector of the tile, in place (f<r><j>: the f32 values) */
 #define ECH_VEC(r, j, OP) f##r##j = OP(f##r##j, r, j);
-#define ECH_ROW(r, OP)                                                                            \
-    if (MR > r) {                                                                                 \
-        ECH_VEC(r, 0, OP)                                                                         \
-        if (NCB > 1) { ECH_VEC(r, 1, OP) }                                                        \
-        if (NCB > 2) { ECH_VEC(r, 2, OP) }                                                        \
-        if (NCB > 3) { ECH_VEC(r, 3, OP) }                                                        \
-    }
-#define ECH_ALL(OP) ECH_ROW(0, OP) ECH_ROW(1, OP) ECH_ROW(2, OP) ECH_ROW(3, OP) ECH_ROW(4, OP) ECH_ROW(5, OP)
+#define ECH_ALL(OP) ECH_ALL_OF(ECH_VEC, OP)
 #define ECH_DECL(r)                                                                               \
     __m512 f##r##0 = _mm512_castsi512_ps(c##r##0), f##r##1 = _mm512_castsi512_ps(c##r##1),       \
            f##r##2 = _mm512_castsi512_ps(c##r##2), f##r##3 = _mm512_castsi512_ps(c##r##3);
@@ -55,17 +59,9 @@ static inline int ech_alg(const dnnq_postop_t *po, uint64_t drop, int i) {
 #define ECH_LINEAR(x, r, j) epo_linear(x, al, be)
 /* a binary post-op: OP with the input's vector j (ech_y, epi_bin_vectors) */
 #define ECH_BIN_VEC(r, j, OP) f##r##j = OP(f##r##j, ech_y[j]);
-#define ECH_BIN_ROW(r, OP)                                                                        \
-    if (MR > r) {                                                                                 \
-        ECH_BIN_VEC(r, 0, OP)                                                                     \
-        if (NCB > 1) { ECH_BIN_VEC(r, 1, OP) }                                                    \
-        if (NCB > 2) { ECH_BIN_VEC(r, 2, OP) }                                                    \
-        if (NCB > 3) { ECH_BIN_VEC(r, 3, OP) }                                                    \
-    }
 #define ECH_BIN(ALG, OP)                                                                          \
     case ALG:                                                                                     \
-        ECH_BIN_ROW(0, OP) ECH_BIN_ROW(1, OP) ECH_BIN_ROW(2, OP) ECH_BIN_ROW(3, OP)               \
-        ECH_BIN_ROW(4, OP) ECH_BIN_ROW(5, OP)                                                     \
+        ECH_ALL_OF(ECH_BIN_VEC, OP)                                                               \
         break;
 #define ECH_SUM(x, r, j) epo_sum(x, epi_prev(ech_dt, k, d0 + (r) * dstep, j), al, be)
 
