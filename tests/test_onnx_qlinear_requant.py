@@ -103,3 +103,26 @@ def test_every_quantize_is_onnxruntimes_bytes(tmp_path, monkeypatch, model, x_sh
     rows = every.plan()
     assert sum(r["primitive"] in ("Convolution", "MatMul") for r in rows) >= 4
 
+
+@pytest.mark.parametrize("pool", [
+    dict(kernel_shape=[2, 2], strides=[2, 2]),                      # windows stop short
+    dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),   # padding excluded
+    dict(kernel_shape=[3, 2], strides=[1, 2], pads=[1, 0, 1, 0], count_include_pad=1),
+    dict(kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1),
+], ids=["floor", "pads", "include-pad", "ceil"])
+def test_every_average_pool_is_onnxruntimes_bytes(tmp_path, monkeypatch, pool):
+    """AveragePool between a DequantizeLinear and a QuantizeLinear as ONNX Runtime's
+    QLinearAveragePool (ort_arith.AveragePoolStep), on an odd-sized map whose last column
+    and row no window of the first geometry reaches."""
+    rng = np.random.default_rng(5)
+    monkeypatch.setattr(_onnx_builder, "RNG", rng)
+    b = Builder()
+    y = b.conv("x", 3, 16)
+    y = b.op("AveragePool", [y], **pool)
+    y = b.conv(y, 16, 8, k=1)
+    qdq = _files(tmp_path, b.model((1, 3, 15, 15), y, opset=13), (1, 3, 15, 15), rng)
+    every = donnx.InferenceSession(qdq, rounding="every")
+    assert any(r["primitive"] == "numpy:AveragePool" for r in every.plan())
+    x = (1.3 * rng.standard_normal((1, 3, 15, 15))).astype(np.float32)
+    np.testing.assert_array_equal(every.run(None, {"x": x})[0],
+                                  _peer(qdq).run(None, {"x": x})[0])

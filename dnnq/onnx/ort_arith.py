@@ -38,11 +38,13 @@ class AveragePoolStep(Step):
         if g is None:
             k, s, d, pl, pr, out = pool_geometry(self.nodes[0], "AveragePool", self.attrs,
                                                  shape)
-            ones = np.pad(np.ones(shape[2:], F32), list(zip(pl, pr)))
+            # (pr < 0: the windows stop short of the input's end; nothing to pad there)
+            pads = [(a, max(b, 0)) for a, b in zip(pl, pr)]
+            ones = np.pad(np.ones(shape[2:], F32), pads)
             count = self._window_sum(ones[None, None], k, s, d, out)
             if self.attrs.get("count_include_pad", 0):
                 count = np.full_like(count, F32(np.prod(k)))
-            g = self._geo[shape] = (k, s, d, pl, pr, out, count)
+            g = self._geo[shape] = (k, s, d, pads, out, count)
         return g
 
     @staticmethod
@@ -57,11 +59,12 @@ class AveragePoolStep(Step):
 
     def run(self, env):
         x = env[self.inputs[0]]
-        k, s, d, pl, pr, out, count = self._geometry(x.shape)
+        k, s, d, pads, out, count = self._geometry(x.shape)
         deq = F32(self.qin.scale[0]) * (x.astype(np.int32) -
                                         np.int32(self.qin.zp[0])).astype(F32)
-        xp = np.pad(deq, [(0, 0), (0, 0)] + list(zip(pl, pr)))
-        y = self._window_sum(xp, k, s, d, out) / count
+        if any(a or b for a, b in pads):  # (no copy for unpadded windows)
+            deq = np.pad(deq, [(0, 0), (0, 0)] + pads)
+        y = self._window_sum(deq, k, s, d, out) / count
         y = y / F32(self.qout.scale[0]) + F32(self.qout.zp[0])
         lo, hi = RANGE[self.qout.dt]
         q = np.clip(np.rint(y), lo, hi)
