@@ -12,6 +12,12 @@ import dnnq
 import dnnq.testing
 from dnnq.primitives import _dispatch
 
+# Where oneDNN 3.2's int8 LSTM dies with SIGILL at the AMX level (some Intel hosts:
+# dnnq/testing/_rnn_amx_probe.py), oneDNN runs capped at AVX512_CORE_VNNI for the whole session
+# -- its int8 results are the same at both levels -- unless a cap is set already.  This must run
+# before the first oneDNN primitive (oneDNN fixes its ISA once), hence at import.
+ONEDNN_CAPPED = dnnq.testing.cap_below_faulting_amx() if dnnq.testing.available() else None
+
 ISA_LEVELS = list(_dispatch.available_isa_levels())
 # DNNQ_MAX_CPU_ISA given in the environment limits the sweep too (.ci/run runs the kernel and
 # MatMul tests once more with DNNQ_MAX_CPU_ISA=default to prove the portable path on its own).
@@ -29,6 +35,13 @@ def pytest_configure(config):
         raise pytest.UsageError(
             "the tests compare dnnq with the real oneDNN 3.2, which did not load: "
             f"{dnnq.testing.SKIP_REASON}")
+
+
+def pytest_report_header(config):
+    if ONEDNN_CAPPED:
+        return [f"oneDNN capped at {ONEDNN_CAPPED}: its int8 LSTM dies with SIGILL at the AMX "
+                "level on this host"]
+    return []
 
 
 @pytest.fixture(params=ISA_LEVELS)

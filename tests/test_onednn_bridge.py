@@ -608,3 +608,44 @@ def test_gru_int8_requantizes_r_times_h(mask):
         hs.append(h)
     np.testing.assert_array_equal(dl, hs)
     np.testing.assert_array_equal(di[0, 0], h)
+
+
+# ----------------------------------------------------------------------------- AMX LSTM probe
+
+_LSTM_AT_AMX = """
+import numpy as np, dnnq.testing as t
+from dnnq.testing import _rnn_amx_probe as probe
+rng = np.random.default_rng(1)
+T, N, C, H = 8, 1, 64, 64  # a shape oneDNN 3.2's AMX LSTM dies on (tests/test_rnn.py's draw)
+try:
+    t.lstm(rng.integers(0, 256, (T, N, C), dtype=np.uint8), None, None,
+           rng.integers(-127, 128, (1, 1, C, 4, H), dtype=np.int8),
+           rng.integers(-127, 128, (1, 1, H, 4, H), dtype=np.int8),
+           np.zeros((1, 1, 4, H), np.float32), data_scale=64.0, data_shift=128.0,
+           wei_scales=np.array([100.0], np.float32), absent_states=True)
+    print("ran", t.cpu_isa(), probe.faults())
+except t.OnednnError as e:
+    print("refused", t.cpu_isa(), probe.faults(), e)
+"""
+
+
+def test_amx_lstm_is_refused_where_it_would_kill_the_process():
+    """oneDNN 3.2's AMX LSTM dies with SIGILL on some hosts (dnnq/testing/_rnn_amx_probe.py):
+    there the bridge must refuse it with OnednnError and say how to avoid it; elsewhere it
+    runs.  The child runs oneDNN at AMX and probes afresh (no verdict inherited)."""
+    import os
+    import subprocess
+    import sys
+    env = dict(os.environ, ONEDNN_MAX_CPU_ISA="AVX512_CORE_AMX", DNNL_MAX_CPU_ISA="AVX512_CORE_AMX",
+               OMP_NUM_THREADS="1")
+    env.pop("DNNQ_ONEDNN_AMX_RNN_FAULTS", None)
+    r = subprocess.run([sys.executable, "-P", "-c", _LSTM_AT_AMX], env=env, capture_output=True,
+                       text=True, timeout=300)
+    out = (r.stdout + r.stderr).strip()
+    assert r.returncode == 0, out[-3000:]
+    word, isa, faults = out.split()[:3]
+    if faults == "True":
+        assert word == "refused" and isa.startswith("avx512_core_amx"), out
+        assert "ONEDNN_MAX_CPU_ISA=AVX512_CORE_VNNI" in out, out
+    else:
+        assert word == "ran", out

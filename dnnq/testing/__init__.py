@@ -53,6 +53,7 @@ from ._primitives import (ConvHandle, InnerProductHandle, MatmulHandle, binary, 
                           convolution, convolution_dw, deconvolution, eltwise, gemm_s8s8s32,
                           gemm_u8s8s32, inner_product, matmul, pooling, reorder, softmax, sum)
 from ._rnn import RnnHandle, gru, int8_support as rnn_int8_support, lstm
+from ._rnn_amx_probe import cap_below_faulting_amx
 
 
 
@@ -74,12 +75,22 @@ if pytest is not None:
     requires_onednn = pytest.mark.skipif(not available() and not onednn_expected(),
                                          reason=SKIP_REASON or "oneDNN available")
 
-    #: For tests comparing int8 conv / matmul / ip / gemm results with the exact model:
-    #: oneDNN's kernels are exact only with VNNI (``DNNL_MAX_CPU_ISA=AVX2`` or an older CPU
-    #: saturates).  A CPU without VNNI skips; a missing oneDNN behaves as ``requires_onednn``.
-    requires_vnni = pytest.mark.skipif(
-        (not available() and not onednn_expected()) or (available() and not has_vnni()),
-        reason=SKIP_REASON or "oneDNN int8 kernels without VNNI saturate in s16")
+
+def __getattr__(name):
+    # ``requires_vnni`` is built on first use: asking oneDNN its ISA fixes the ISA for the
+    # process, and a test suite may still cap it after importing this module
+    # (``cap_below_faulting_amx``).
+    if name == "requires_vnni" and pytest is not None:
+        #: For tests comparing int8 conv / matmul / ip / gemm results with the exact model:
+        #: oneDNN's kernels are exact only with VNNI (``DNNL_MAX_CPU_ISA=AVX2`` or an older
+        #: CPU saturates).  A CPU without VNNI skips; a missing oneDNN behaves as
+        #: ``requires_onednn``.
+        marker = pytest.mark.skipif(
+            (not available() and not onednn_expected()) or (available() and not has_vnni()),
+            reason=SKIP_REASON or "oneDNN int8 kernels without VNNI saturate in s16")
+        globals()["requires_vnni"] = marker
+        return marker
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def version() -> tuple:
@@ -99,6 +110,6 @@ __all__ = ["available", "onednn_expected", "require", "SKIP_REASON", "INSTALL_HI
            "arg_multiple_post_op", "version", "header_values", "matmul", "reorder",
            "gemm_u8s8s32", "gemm_s8s8s32", "inner_product", "convolution", "deconvolution",
            "pooling", "eltwise", "binary", "sum", "concat", "softmax", "lstm", "gru",
-           "RnnHandle", "rnn_int8_support"]
+           "RnnHandle", "rnn_int8_support", "cap_below_faulting_amx"]
 if pytest is not None:
     __all__ += ["requires_onednn", "requires_vnni"]

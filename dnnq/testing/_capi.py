@@ -76,6 +76,7 @@ _PROTOTYPES = {
     "dnnl_stream_wait": (None, [_H]),
     "dnnl_version": (POINTER(_DnnlVersion), []),
     "dnnl_get_effective_cpu_isa": (c_int, []),
+    "dnnl_set_max_cpu_isa": (c_int, [c_int]),
     "dnnl_memory_desc_create_with_strides": (None, [_PH, c_int, _D, c_int, _D]),
     "dnnl_memory_desc_create_with_tag": (None, [_PH, c_int, _D, c_int, c_int]),
     "dnnl_memory_desc_destroy": (None, [_H]),

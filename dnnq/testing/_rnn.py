@@ -20,6 +20,7 @@ import numpy as np
 from ._capi import (OnednnError, Scope, as_operand, const, dt_name, impl_name, md_equal,
                     np_dtype, query_md)
 from ._attr import run
+from . import _rnn_amx_probe
 
 _DIRECTIONS = ("unidirectional_left2right", "unidirectional_right2left",
                "bidirectional_concat", "bidirectional_sum")
@@ -124,9 +125,21 @@ def _prepare(s, cell, src_layer, src_iter, src_iter_c, wei_layer, wei_iter, bias
     return pd, inputs, outputs, extra
 
 
+def _refuse_faulting_amx(pd):
+    """oneDNN 3.2's AMX LSTM dies with SIGILL on some hosts (``_rnn_amx_probe``): refuse its AMX
+    kernels there, as oneDNN refuses a problem, rather than lose the process."""
+    impl = impl_name(pd)
+    if "amx" in impl and _rnn_amx_probe.faults():
+        err = OnednnError("unimplemented", "dnnl_primitive_create")
+        err.args = (f"oneDNN 3.2 chose {impl}, whose int8 LSTM dies with SIGILL on this host; "
+                    f"cap oneDNN below AMX: ONEDNN_MAX_CPU_ISA={_rnn_amx_probe.SAFE_CAP}",)
+        raise err
+
+
 def _run_rnn(cell, *arrays, return_impl, **kw):
     with Scope() as s:
         pd, inputs, outputs, extra = _prepare(s, cell, *arrays, **kw)
+        _refuse_faulting_amx(pd)
         run(s, pd, inputs, outputs, extra)
         result = tuple(outputs.values())
         return (result, impl_name(pd)) if return_impl else result
@@ -146,6 +159,7 @@ class RnnHandle:
         self.scope = s = Scope()
         pd, inputs, outputs, extra = _prepare(s, cell, src_layer, src_iter, src_iter_c,
                                               wei_layer, wei_iter, bias, **kw)
+        _refuse_faulting_amx(pd)
         self.impl = impl_name(pd)
         args = dict(extra)
         for arg, a in list(inputs.items()) + list(outputs.items()):
