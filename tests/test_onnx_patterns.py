@@ -339,12 +339,46 @@ def test_rounding_every_tables_one_input_graphs(tmp_path):
     ours = every.run(None, {"x": x})[0]
     tables = [r for r in every.plan() if r["primitive"] == "lookup table"]
     assert len(tables) == 1
-    # the table starts at the rounding of y (read twice); ORT's quantizer may drop the Clip
+    # the convolution ends at its first rounding (after the Relu) and the table takes all the
+    # rest, from the Mul on (a lookup, not a dozen post-ops per element); ORT's quantizer may
+    # drop the Clip
     info = tables[0]["impl_info"]
-    assert info.startswith("graph:Add+") and info.endswith("+Mul+Div+Mul"), info
+    assert info.startswith("graph:Mul+Add+Add+") and info.endswith("+Mul+Div+Mul"), info
     theirs = peer.run(None, {"x": x})[0]
     step = float(np.abs(theirs).max()) / 100
     assert np.abs(ours - theirs).max() <= step
+
+
+def test_rounding_every_layer_cut_before_a_table_still_divides(tmp_path):
+    """rounding="every": a convolution whose chain the planner cuts at its first rounding (a
+    table takes the rest) keeps that rounding's QuantizeLinear division (x / s, rounded) --
+    also where its bias is f32 (ONNX Runtime then runs the convolution in f32, not as a
+    QLinearConv, and the layer has no requantization post-ops of its own)."""
+    b = Builder()
+    y = b.conv("x", 8, 16)
+    y = b.op("Mul", [y, b.const(np.float32(-0.7))])
+    y = b.op("Add", [y, b.const(np.float32(0.2))])
+    y = b.op("HardSwish", [y])
+    y = b.conv(y, 16, 8, k=1)
+    qdq, _ = _quantized_and_peer(tmp_path, b.model((1, 8, 12, 12), y, opset=14),
+                                 (1, 8, 12, 12))
+    m = onnx.load(qdq)
+    conv = next(n for n in m.graph.node if n.op_type == "Conv")
+    producer = {o: n for n in m.graph.node for o in n.output}
+    deq = producer[conv.input[2]]  # the int32 bias's DequantizeLinear: an f32 bias instead
+    inits = {t.name: numpy_helper.to_array(t) for t in m.graph.initializer}
+    bias = ((inits[deq.input[0]].astype(np.float64) * inits[deq.input[1]]).astype(np.float32))
+    m.graph.node.remove(deq)
+    m.graph.initializer.append(numpy_helper.from_array(bias, conv.input[2]))
+    # int32 bias: QLinearConv's requantization (times x_s * w_s / y_s); f32 bias: the division
+    for model, requant in ((m, "div"), (onnx.load(qdq), "mul")):
+        every = donnx.InferenceSession(model.SerializeToString(), rounding="every")
+        rows = every.plan()
+        assert [r["primitive"] for r in rows].count("lookup table") == 1, rows
+        first = next(st for st in every._steps if getattr(st, "spec", None) is not None)
+        assert first.spec.nodes[0].op_type == "Conv" and len(first.spec.nodes) == 2
+        ops = [op[:2] for op in first.spec.post_ops]
+        assert ops[-2:] == [("binary", requant), ("eltwise", "round")], ops
 
 
 def _decomposed_layernorm(b, x, c):

@@ -264,7 +264,7 @@ class Fuser(ChainRules):
     # --- the chain after the anchor ------------------------------------------------------
     def _follow(self, spec, channels, matmul):
         v = spec.anchor.output[0]
-        snapshot = None
+        snapshot = first_pair = None
         while True:
             state = (len(spec.post_ops), len(spec.nodes), v)
             step = self._next(v, spec, channels, matmul)
@@ -272,6 +272,8 @@ class Fuser(ChainRules):
                 step = None  # rounded here; the activation runs as a lookup table (match_lut)
             if step is None:
                 nxt, skipped = self.through_qdq(v, rounded=True)
+                if skipped and first_pair is None:
+                    first_pair = (len(spec.post_ops), len(spec.nodes), v, skipped[1])
                 if skipped:
                     step = self._next(nxt, spec, channels, matmul)
                     if step is not None and self._expensive(step):
@@ -323,11 +325,14 @@ class Fuser(ChainRules):
             spec.sum_src = None
             spec.dst_q = None
             self._end(spec, v)
+        # (a chain cut short keeps its first pair's division, as its destination's below)
+        cut = first_pair is not None and self.p.round_every_quantize and \
+            self._end_where_a_table_follows(spec, *first_pair)
         if spec.integer_bias is not None:
             self._requantize_as_qlinear(spec)
         src_scaled, dst_scaled = spec.scales_in_post_ops
-        if self.p.round_every_quantize and spec.post_ops and spec.dst_q is not None and \
-                not dst_scaled:
+        if self.p.round_every_quantize and (spec.post_ops or cut) and \
+                spec.dst_q is not None and not dst_scaled:
             # the destination's QuantizeLinear divides: x / s rounded, then the zero point
             spec.post_ops = spec.post_ops + [
                 ("binary", "div", np.array([spec.dst_q.scale[0]], F32)),
@@ -460,6 +465,28 @@ class Fuser(ChainRules):
         return [("eltwise", "linear", 1.0 / s, 0.0), ("eltwise", "round", 0.0, 0.0),
                 ("eltwise", "clip", float(lo - z), float(hi - z)),
                 ("eltwise", "linear", s, 0.0)]
+
+    def _end_where_a_table_follows(self, spec, n_ops, n_nodes, v, dq):
+        """Rounding at every QuantizeLinear: when all the chain takes after its first
+        ``QuantizeLinear -> DequantizeLinear`` pair depends on that int8 tensor alone (scalar
+        element-wise ops and pairs, up to a QuantizeLinear), end the layer at that pair's
+        rounding; the planner runs the rest as one 256-entry table (tables.match_table), a
+        lookup per element instead of a dozen f32 post-ops (the same values: both compute the
+        model's own ops between its roundings)."""
+        if spec.sum_src is not None or spec.max_pool_after is not None or spec.dst_q is None:
+            return False
+        from dnnq.onnx.tables import match_table
+        table = match_table(self, dq)
+        if table is None:
+            return False
+        covered = {id(n) for n in table.nodes}
+        if not all(id(n) in covered for n in spec.nodes[n_nodes + 2:]):
+            return False
+        del spec.post_ops[n_ops:]
+        del spec.nodes[n_nodes:]
+        spec.dst = spec.dst_q = None
+        self._end(spec, v)
+        return True
 
     @staticmethod
     def _expensive(step):

@@ -9,8 +9,10 @@ operations (the convolutions' and matrix products' requantization is the layers'
 """
 import numpy as np
 
+import dnnq
 from dnnq.onnx.quant import RANGE
 from dnnq.onnx.steps import Step, pool_geometry
+from dnnq.primitives._kernels import _ort_arith
 
 F32 = np.float32
 
@@ -83,7 +85,9 @@ class SoftmaxStep(Step):
       own from 0, then the 8 lanes are added to that, lane 0 first;
     * ``scale = (1 / sum) * floor(1 / y_scale)`` (f32; the floor is ONNX Runtime's), each
       entry times ``scale``, plus the zero point (two roundings), rounded half to even,
-      saturated."""
+      saturated.
+
+    The rows run in ``_kernels._ort_arith.qlinear_softmax_u8`` (one thread per row)."""
 
     primitive = "numpy:Softmax"
     fresh_output = True
@@ -117,18 +121,10 @@ class SoftmaxStep(Step):
             xm = np.moveaxis(x.reshape(x.shape or (1,)), a, -1)
             back = xm.shape
             rows = xm.reshape(-1, xm.shape[-1])
-        n, d = rows.shape
-        e = self._table(d)[rows + (255 - rows.max(axis=1, keepdims=True)).astype(np.uint8)]
-        full = d // 16 * 16
-        lanes = np.add.accumulate(e[:, :full].reshape(n, -1, 8), axis=1)[:, -1] \
-            if full else np.zeros((n, 8), F32)
-        total = np.add.accumulate(e[:, full:], axis=1)[:, -1] if d > full \
-            else np.zeros(n, F32)
-        for j in range(8):
-            total = total + lanes[:, j]
-        scale = (F32(1) / total) * self._y_scale
-        y = e * scale[:, None] + F32(self.qout.zp[0])
-        q = np.clip(np.rint(y), 0, 255).astype(np.uint8)
+        rows = np.ascontiguousarray(rows)
+        q = np.empty(rows.shape, np.uint8)
+        _ort_arith.qlinear_softmax_u8(rows, q, self._table(rows.shape[1]), self._y_scale,
+                                      F32(self.qout.zp[0]), dnnq.get_num_threads())
         if back is None:
             q = q.reshape(x.shape)
         else:
