@@ -6,8 +6,11 @@ Every function works on C-contiguous rows and splits the rows over OpenMP thread
 computed by one thread in a fixed order, so the result does not depend on the thread count.
 """
 from libc.stdint cimport int64_t, uint8_t
-from libc.math cimport nearbyintf
 from cython.parallel cimport prange
+
+# (x + 1.5 * 2^23) - 1.5 * 2^23 is x rounded half to even for |x| < 2^22, in f32 arithmetic
+# (nearbyintf is a library call that saves and restores the floating-point environment)
+cdef float MAGIC = 12582912.0
 
 
 cdef void _qlinear_softmax_row(const uint8_t* x, uint8_t* y, int64_t d, const float* table,
@@ -35,8 +38,13 @@ cdef void _qlinear_softmax_row(const uint8_t* x, uint8_t* y, int64_t d, const fl
         total += lanes[j]
     scale = (<float>1.0 / total) * scale_floor
     for k in range(d):
-        v = nearbyintf(e[x[k]] * scale + zp)
-        y[k] = 0 if v < 0 else (255 if v > 255 else <uint8_t>v)
+        v = e[x[k]] * scale + zp
+        if v >= 255.0:
+            y[k] = 255
+        elif v <= 0.0:
+            y[k] = 0
+        else:  # round half to even in (0, 255): 1.5 * 2^23 added and taken off
+            y[k] = <uint8_t>((v + MAGIC) - MAGIC)
 
 
 def qlinear_softmax_u8(const uint8_t[:, ::1] x, uint8_t[:, ::1] y, const float[::1] table,
