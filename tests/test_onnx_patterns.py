@@ -509,7 +509,7 @@ def test_softmax_dequantized_to_the_output(rounding, moves):
     got = sess.run(None, {"x": x})[0]
     plan = sess.plan()
     soft = [r for r in plan if r["primitive"] == ("Softmax (int8 rows)" if rounding == "chain"
-                                                   else "numpy:Softmax")]
+                                                   else "Softmax (QLinearSoftmax rows)")]
     assert len(soft) == 1
     q = np.clip(np.rint(x / np.float32(0.05)) + 120, 0, 255)
     d = (q - 120) * 0.05

@@ -89,7 +89,7 @@ class SoftmaxStep(Step):
 
     The rows run in ``_kernels._ort_arith.qlinear_softmax_u8`` (one thread per row)."""
 
-    primitive = "numpy:Softmax"
+    primitive = "Softmax (QLinearSoftmax rows)"
     fresh_output = True
 
     def __init__(self, nodes, src, dst, axis, coerce, qin, qout):
