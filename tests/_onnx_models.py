@@ -57,6 +57,16 @@ def prepare_f32(src):
     return m
 
 
+def ort_session(path):
+    """ONNX Runtime's CPU session on ``path``: one thread, warnings off (the peer the tests
+    compare with, as its users create it)."""
+    import onnxruntime as ort
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    so.log_severity_level = 3
+    return ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+
+
 def quantize_qdq(f32_path, dst, feeds, op_types=None):
     """ORT's quantize_static: QDQ, u8 activations, s8 per-channel weights, MinMax."""
     from onnxruntime.quantization import (CalibrationDataReader, QuantFormat, QuantType,

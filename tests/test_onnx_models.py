@@ -57,18 +57,12 @@ def quantized(tmp_path_factory, request):
     return get
 
 
-def _ort(path):
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = 1
-    so.log_severity_level = 3
-    return ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
-
 
 def _three_way(paths, feed):
     src, f32, qdq = paths
     ours = donnx.InferenceSession(qdq).run(None, feed)
-    theirs = _ort(qdq).run(None, feed)
-    ref = _ort(src).run(None, feed)
+    theirs = M.ort_session(qdq).run(None, feed)
+    ref = M.ort_session(src).run(None, feed)
     return ours, theirs, ref
 
 
@@ -186,5 +180,5 @@ def test_f32_models_on_f32_layers(name):
         x = M.ppocr_input(M.render_text("Hello World 2026", 48,
                                         width=320 if name == "ppocr_rec" else 192))
     ours = donnx.InferenceSession(src).run(None, {"x": x})[0]
-    ref = _ort(src).run(None, {"x": x})[0]
+    ref = M.ort_session(src).run(None, {"x": x})[0]
     np.testing.assert_allclose(ours, ref, rtol=1e-3, atol=1e-3)

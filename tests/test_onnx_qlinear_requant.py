@@ -20,7 +20,7 @@ import _onnx_builder  # noqa: E402
 import dnnq  # noqa: E402
 import dnnq.onnx as donnx  # noqa: E402
 from _onnx_builder import Builder, weights as _w  # noqa: E402
-from _onnx_models import quantize_qdq  # noqa: E402
+from _onnx_models import ort_session, quantize_qdq  # noqa: E402
 
 
 # The comparison is with ONNX Runtime's own kernels, which depend on the host: its u8 x s8
@@ -41,12 +41,6 @@ def _files(tmp_path, model, x_shape, rng):
     quantize_qdq(f32, qdq, [{"x": x} for x in xs])
     return qdq
 
-
-def _peer(path):
-    so = ort.SessionOptions()
-    so.log_severity_level = 3
-    so.intra_op_num_threads = 1
-    return ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
 
 
 def _conv_stack():
@@ -92,7 +86,7 @@ def test_every_quantize_is_onnxruntimes_bytes(tmp_path, monkeypatch, model, x_sh
     rng = np.random.default_rng(seed)
     monkeypatch.setattr(_onnx_builder, "RNG", rng)  # the weights of this seed
     qdq = _files(tmp_path, model(), x_shape, rng)
-    peer = _peer(qdq)
+    peer = ort_session(qdq)
     for threads in (1, None):
         every = donnx.InferenceSession(qdq, rounding="every", threads=threads)
         for run in range(4):  # the first run, the threads' choice, warm runs
@@ -125,4 +119,4 @@ def test_every_average_pool_is_onnxruntimes_bytes(tmp_path, monkeypatch, pool):
     assert any(r["primitive"] == "numpy:AveragePool" for r in every.plan())
     x = (1.3 * rng.standard_normal((1, 3, 15, 15))).astype(np.float32)
     np.testing.assert_array_equal(every.run(None, {"x": x})[0],
-                                  _peer(qdq).run(None, {"x": x})[0])
+                                  ort_session(qdq).run(None, {"x": x})[0])

@@ -77,12 +77,6 @@ def models(tmp_path_factory, request):
     return get
 
 
-def _ort(path):
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = 1
-    so.log_severity_level = 3
-    return ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
-
 
 def _openvino(path):
     """dnnq's QDQ model compiled by OpenVINO (f32 precision for what stays f32), or None."""
@@ -99,7 +93,7 @@ def _openvino(path):
 def _runs(paths, feeds):
     """Per feed: f32 (ORT on the original file), dnnq's model by dnnq, ORT's model by ORT,
     dnnq's model by ORT (and by OpenVINO, where installed)."""
-    f32, theirs, ours_ort = _ort(paths["src"]), _ort(paths["ort"]), _ort(paths["ours"])
+    f32, theirs, ours_ort = (M.ort_session(paths[k]) for k in ("src", "ort", "ours"))
     ours = donnx.InferenceSession(paths["ours"])
     ov = _openvino(paths["ours"])
     return [(f32.run(None, f), ours.run(None, f), theirs.run(None, f),

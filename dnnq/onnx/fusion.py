@@ -59,6 +59,8 @@ class LayerSpec:
         # (source and weights scales, destination scale) computed by post-ops rather than
         # the primitive's scales (ONNX Runtime's order; layers._qargs leaves them out)
         self.scales_in_post_ops = (False, False)
+        # (MaxPool node, its QuantizeLinear's output) run on the layer's result (_end)
+        self.max_pool_after = None
 
     def label(self):
         n = self.anchor
@@ -380,7 +382,7 @@ class Fuser(ChainRules):
         bias, wscale, fused_bias = spec.integer_bias
         spec.integer_bias = None
         if spec.wscale is not wscale or spec.bias is not fused_bias or \
-                getattr(spec, "max_pool_after", None) is not None:
+                spec.max_pool_after is not None:
             return
         ops = spec.post_ops
         if not ops:

@@ -246,7 +246,7 @@ class Planner(Int8Patterns, F32Patterns):
             self._add(MS.LutStep([self.label(m) for m in spec.nodes], spec))
             return
         layer = MatMulLayer(spec) if spec.kind == "matmul" else ConvLayer(spec)
-        pool = getattr(spec, "max_pool_after", None)
+        pool = spec.max_pool_after
         layer.nodes = [self.label(m) for m in spec.nodes if pool is None or m is not pool[0]]
         for name in layer.inputs:
             if spec.src_q is None and name == spec.src:

@@ -136,11 +136,13 @@ class OnednnError(RuntimeError):
     """A oneDNN call returned a status other than ``dnnl_success``.
 
     ``status`` is the status name without its ``dnnl_`` prefix (``"unimplemented"``,
-    ``"invalid_arguments"``, ...), ``code`` its value and ``call`` the C function.
+    ``"invalid_arguments"``, ...), ``code`` its value and ``call`` the C function;
+    ``message`` replaces the default "<call> returned dnnl_<status>".
     """
 
-    def __init__(self, status: str, call: str, code: int | None = None):
-        super().__init__(f"{call} returned dnnl_{status}")
+    def __init__(self, status: str, call: str, code: int | None = None,
+                 message: str | None = None):
+        super().__init__(message or f"{call} returned dnnl_{status}")
         self.status, self.call, self.code = status, call, code
 
 

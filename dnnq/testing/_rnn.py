@@ -130,10 +130,10 @@ def _refuse_faulting_amx(pd):
     kernels there, as oneDNN refuses a problem, rather than lose the process."""
     impl = impl_name(pd)
     if "amx" in impl and _rnn_amx_probe.faults():
-        err = OnednnError("unimplemented", "dnnl_primitive_create")
-        err.args = (f"oneDNN 3.2 chose {impl}, whose int8 LSTM dies with SIGILL on this host; "
-                    f"cap oneDNN below AMX: ONEDNN_MAX_CPU_ISA={_rnn_amx_probe.SAFE_CAP}",)
-        raise err
+        raise OnednnError(
+            "unimplemented", "dnnl_primitive_create",
+            message=f"oneDNN 3.2 chose {impl}, whose int8 LSTM dies with SIGILL on this host; "
+                    f"cap oneDNN below AMX: ONEDNN_MAX_CPU_ISA={_rnn_amx_probe.SAFE_CAP}")
 
 
 def _run_rnn(cell, *arrays, return_impl, **kw):
