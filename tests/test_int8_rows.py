@@ -147,39 +147,77 @@ def test_row_kernels_refuse_bad_shapes():
                                 np.zeros(8, F32), 1e-5, 1.0, 0)
 
 
-def _q8_model(op, x0, x1, z0, z1, zd, a0, a1, cols, dt):
+def _fma32(a, b, c):
+    """f32 fma, elementwise: the f64 product of two f32 values is exact, and the sum with
+    an f32 of these tests' magnitudes too (integers below 2^8 times f32 constants)."""
+    return (np.asarray(a, np.float64) * np.asarray(b, np.float64) + np.float64(c)).astype(F32)
+
+
+def _q8_model(op, x0, x1, z0, z1, zd, a0, a1, cols, dt, c=0.0):
     v0 = (x0.astype(np.int64) - z0).astype(F32)
     if op == "cols":
-        y = v0 * cols
+        y = (v0 * cols) * F32(a0) + F32(c)
     else:
         v1 = (x1.astype(np.int64) - z1).astype(F32)
-        y = v0 * F32(a0) + v1 * F32(a1) if op == "add" else (v0 * v1) * F32(a0)
+        if op == "add":
+            y = (v0 * F32(a0) + v1 * F32(a1)) + F32(c)
+        elif op == "add_fma":
+            y = _fma32(v0, F32(a0), _fma32(v1, F32(a1), F32(c)))
+        else:
+            y = (v0 * v1) * F32(a0) + F32(c)
     return _quantize(y, 1.0, zd, dt)
 
 
 @pytest.mark.parametrize("level", LEVELS)
 def test_int8_binary_rows_bit_exact(level):
-    """tk_rows8.h's binary ops: y = x0 a0 + x1 a1, (x0 x1) a0, x0 cols (x = q - z), each
-    product and sum rounded once, then rounded half to even and saturated."""
+    """tk_rows8.h's binary ops: y = x0 a0 + x1 a1 + c, (x0 x1) a0 + c, (x0 cols) a0 + c
+    (x = q - z), each product and sum rounded once, and fma(x0, a0, fma(x1, a1, c)) (one
+    rounding per FMA: ONNX Runtime's QLinearAdd), then rounded half to even and saturated.
+    The constants are such that an FMA's single rounding differs from a product and a sum
+    somewhere in the values."""
     rng = np.random.default_rng(5 + len(level))
-    ops = {"add": _toolkit.Q8_ADD, "mul": _toolkit.Q8_MUL, "cols": _toolkit.Q8_MUL_COLS}
+    ops = {"add": _toolkit.Q8_ADD, "mul": _toolkit.Q8_MUL, "cols": _toolkit.Q8_MUL_COLS,
+           "add_fma": _toolkit.Q8_ADD_FMA}
     for n in [1, 7, 16, 24, 33, 96, 1000]:
         for op in ops:
             for d0, d1, dd, z0, z1, zd in [("u8", "u8", "u8", 128, 3, 7), ("s8", "u8", "s8", -5, 0, 0),
                                            ("u8", "s8", "u8", 0, 9, 250)]:
                 x0, x1 = _values(rng, d0, 5, n), _values(rng, d1, 5, n)
                 a0, a1 = float(F32(0.0123)), float(F32(-0.77))
+                c = float(F32(0.3)) if op != "cols" else float(F32(-1.25))
+                if op == "add_fma":
+                    a0, a1 = float(F32(0.61803)), float(F32(0.3819661))
                 cols = (rng.standard_normal(n) * 0.5).astype(F32)
-                want = _q8_model(op, x0, x1, z0, z1, zd, a0, a1, cols, dd)
+                want = _q8_model(op, x0, x1, z0, z1, zd, a0, a1, cols, dd, c)
                 for threads in (1, 2):
                     guard = np.full((5, n + 32), 77, NP[dd])
                     dst = guard[:, :n]
                     _toolkit.q8_binary_run(_codes.ISA[level], ops[op], x0.view(np.uint8),
                                            x1.view(np.uint8), dst.view(np.uint8),
                                            _codes.DT[d0], _codes.DT[d1], _codes.DT[dd], z0, z1,
-                                           zd, a0, a1, cols if op == "cols" else None, threads)
+                                           zd, a0, a1, cols if op == "cols" else None, threads,
+                                           c)
                     np.testing.assert_array_equal(dst, want, err_msg=f"n={n} {op} {d0}{d1}{dd}")
                     assert (guard[:, n:] == 77).all(), "written past a row"
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_int8_add_fma_rounds_once_per_fma(level):
+    """ADD_FMA on every pair of u8 values: the kernel's result equals two FMAs rounded once
+    each, and differs from the product-and-sum form somewhere (else the test could not tell
+    them apart)."""
+    a0, a1, c = float(F32(0.544281)), float(F32(0.298859)), float(F32(-41.53))
+    x0 = np.repeat(np.arange(256, dtype=np.uint8)[:, None], 256, 1)
+    x1 = np.ascontiguousarray(x0.T)
+    want = _q8_model("add_fma", x0, x1, 0, 0, 0, a0, a1, None, "u8", c)
+    unfused = _q8_model("add", x0, x1, 0, 0, 0, a0, a1, None, "u8", c)
+    assert (want != unfused).any()
+    for threads in (1, 2):
+        dst = np.zeros_like(x0)
+        _toolkit.q8_binary_run(_codes.ISA[level], _toolkit.Q8_ADD_FMA, x0, x1, dst,
+                               _codes.DT["u8"], _codes.DT["u8"], _codes.DT["u8"], 0, 0, 0, a0,
+                               a1, None, threads, c)
+        np.testing.assert_array_equal(dst, want)
 
 
 def test_int8_gate_columns():

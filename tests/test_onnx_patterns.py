@@ -290,12 +290,15 @@ def _quantized_and_peer(tmp_path, model, x_shape):
     return qdq, ort.InferenceSession(qdq, so, providers=["CPUExecutionProvider"])
 
 
+@pytest.mark.skipif(platform.machine().lower() not in ("x86_64", "amd64"),
+                    reason="ONNX Runtime's QLinearAdd is its x86-64 AVX2 kernel's arithmetic")
 def test_rounding_every_quantize_follows_onnxruntime(tmp_path):
-    """rounding="every": each QuantizeLinear of the model rounds, so the output follows ONNX
-    Runtime's within a rounding step where the default fused chain may drift further.  The
-    pairs inside a layer's chain are emulated by its post-ops (linear, round, clip, linear)
-    and the scalar Mul / per-channel Add after the first pair become post-ops instead of
-    folds: as many steps as the default."""
+    """rounding="every": each QuantizeLinear of the model rounds, and where ONNX Runtime
+    runs a quantized Add / Mul as QLinearAdd / QLinearMul (here the scalar Mul and the
+    per-channel Add after the convolution, their constants quantized), its arithmetic is
+    computed, not the f32 op's: the layer's chain ends at its first rounding, the Mul runs
+    in a table, the Add as a step of its own (two FMAs per value): ONNX Runtime's bytes,
+    where the default fused chain may drift by a few steps."""
     b = Builder()
     y = b.conv("x", 8, 16)
     y = b.op("Mul", [y, b.const(np.float32(0.7))])
@@ -305,14 +308,9 @@ def test_rounding_every_quantize_follows_onnxruntime(tmp_path):
     y = b.conv(y, 16, 8, k=1)
     qdq, peer = _quantized_and_peer(tmp_path, b.model((1, 8, 12, 12), y, opset=14),
                                     (1, 8, 12, 12))
-    chain = donnx.InferenceSession(qdq)
-    every = donnx.InferenceSession(qdq, rounding="every")
-    assert len(every.plan()) == len(chain.plan())
-    x = 1.5 * RNG.standard_normal((1, 8, 12, 12)).astype(np.float32)  # beyond calibration
-    theirs = peer.run(None, {"x": x})[0]
-    ours = every.run(None, {"x": x})[0]
-    step = float(np.abs(theirs).max()) / 100  # output grid step is about span / 255
-    assert np.abs(ours - theirs).max() <= step
+    every = _bit_exact_with_onnxruntime(qdq, peer, (1, 8, 12, 12))
+    rows = [(r["primitive"], r["impl_info"]) for r in every.plan()]
+    assert ("Binary", "int8 one pass (ONNX Runtime's QLinearAdd)") in rows, rows
     with pytest.raises(dnnq.InvalidArguments, match="rounding"):
         donnx.InferenceSession(qdq, rounding="once")
 
@@ -380,6 +378,88 @@ def test_rounding_every_layer_cut_before_a_table_still_divides(tmp_path):
         ops = [op[:2] for op in first.spec.post_ops]
         assert ops[-2:] == [("binary", requant), ("eltwise", "round")], ops
 
+
+def _bit_exact_with_onnxruntime(qdq, peer, shape, seeds=range(4)):
+    """rounding="every" against ONNX Runtime on the same QDQ file: the same bytes on inputs
+    beyond the calibration range (every rounding of the model, saturation included)."""
+    every = donnx.InferenceSession(qdq, rounding="every")
+    for seed in seeds:
+        x = (1.5 * np.random.default_rng(seed).standard_normal(shape)).astype(np.float32)
+        np.testing.assert_array_equal(every.run(None, {"x": x})[0], peer.run(None, {"x": x})[0])
+    return every
+
+
+@pytest.mark.skipif(platform.machine().lower() not in ("x86_64", "amd64"),
+                    reason="ONNX Runtime's QLinearAdd is its x86-64 AVX2 kernel's arithmetic")
+def test_rounding_every_int8_add_and_mul_are_onnxruntimes(tmp_path):
+    """rounding="every": an Add of two int8 activations is ONNX Runtime's QLinearAdd (two
+    FMAs on the raw values with the zero points in a constant), a Mul ONNX Runtime's
+    QLinearMul (the exact integer product times (s_a s_b) / s_c, plus the zero point), also
+    as a channel gate on a channels-last tensor: bit for bit with ONNX Runtime."""
+    b = Builder()
+    a = b.conv("x", 8, 16)
+    c = b.conv("x", 8, 16)
+    s = b.op("Add", [a, c])
+    m = b.op("Mul", [b.op("Relu", [s]), c])
+    g = b.op("HardSigmoid", [b.conv(b.op("GlobalAveragePool", [m]), 16, 16, k=1)])
+    y = b.conv(b.op("Mul", [m, g]), 16, 8, k=1)
+    qdq, peer = _quantized_and_peer(tmp_path, b.model((1, 8, 24, 24), y, opset=14),
+                                    (1, 8, 24, 24))
+    every = _bit_exact_with_onnxruntime(qdq, peer, (1, 8, 24, 24))
+    infos = [r["impl_info"] for r in every.plan() if r["primitive"] == "Binary"]
+    assert "int8 one pass (ONNX Runtime's QLinearAdd)" in infos, infos
+    assert infos.count("int8 one pass (ONNX Runtime's QLinearMul)") == 2, infos
+
+
+def test_rounding_every_int32_bias_beyond_24_bits(tmp_path):
+    """rounding="every": QLinearConv adds its int32 bias to the int32 sum and converts once;
+    a bias of 2^24 or more (no f32 holds it) is split into an f32-exact high part, added
+    after the layer's sum as a post-op, and a low part within +-127 as the layer's bias, so
+    the sum is still rounded once: bit for bit with ONNX Runtime."""
+    b = Builder()
+    y = b.conv(b.conv("x", 8, 32), 32, 16, k=1)
+    qdq, _ = _quantized_and_peer(tmp_path, b.model((1, 8, 24, 24), y, opset=14),
+                                 (1, 8, 24, 24))
+    m = onnx.load(qdq)
+    conv = [n for n in m.graph.node if n.op_type == "Conv"][1]
+    producer = {o: n for n in m.graph.node for o in n.output}
+    inits = {t.name: t for t in m.graph.initializer}
+    qb = inits[producer[conv.input[2]].input[0]]
+    bias = numpy_helper.to_array(qb).astype(np.int64)
+    # large biases (in the units of x_s * w_s), each channel's sum kept near its range
+    big = bias + np.array([(-1) ** i * (2 ** 24 + 12345 * i) for i in range(bias.size)])
+    qb.CopyFrom(numpy_helper.from_array(big.astype(np.int32), qb.name))
+    qy = next(n for n in m.graph.node if n.op_type == "QuantizeLinear" and
+              n.input[0] == conv.output[0])
+    ys = inits[qy.input[1]]
+    ys.CopyFrom(numpy_helper.from_array(
+        numpy_helper.to_array(ys) * np.float32(40), ys.name))  # the output scale grown
+    path = str(tmp_path / "big_bias.onnx")
+    onnx.save(m, path)
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    peer = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+    every = _bit_exact_with_onnxruntime(path, peer, (1, 8, 24, 24))
+    layer = [st.spec for st in every._steps if getattr(st, "spec", None) is not None][1]
+    assert layer.post_ops[0][:2] == ("binary", "add")
+    assert np.abs(layer.bias).max() <= 127
+
+
+
+def test_split_integer_bias_is_exact():
+    """The split of an int32 bias: low + high is the bias exactly, high exact in f32, low
+    within +-127 where the bias needs more than 24 bits (then f32(sum + low) is exact and
+    adding high rounds once), the bias whole where it fits."""
+    from dnnq.onnx.fusion import _split_integer_bias
+    small = np.array([0, 1, -7, 2 ** 24 - 1, -(2 ** 24 - 1)])
+    low, high = _split_integer_bias(small)
+    assert high is None and (low.astype(np.int64) == small).all()
+    b = np.array([0, 5, -7, 2 ** 24, -(2 ** 24) - 1, 232414431, -2 ** 31, 2 ** 31 - 1,
+                  123456789, -99999999])
+    low, high = _split_integer_bias(b)
+    assert (low.astype(np.int64) + high.astype(np.int64) == b).all()
+    assert (np.abs(low[np.abs(b) >= 2 ** 24]) <= 127).all()
+    assert (high.astype(np.float64) == high.astype(np.int64)).all()
 
 def _decomposed_layernorm(b, x, c):
     mean = b.op("ReduceMean", [x], axes=[-1])

@@ -359,10 +359,9 @@ class Fuser(ChainRules):
             want = np.broadcast_to(spec.src_q.scale[0] * spec.wscale.astype(np.float64),
                                    q.shape)
             have = np.broadcast_to(qp.scale.astype(np.float64), q.shape)
-            if not np.allclose(have, want, rtol=1e-6, atol=0) or \
-                    np.abs(q.astype(np.int64)).max(initial=0) >= 2 ** 24:
-                return  # not ORT's bias, or one f32 cannot hold exactly
-            bias = q.astype(F32)
+            if not np.allclose(have, want, rtol=1e-6, atol=0):
+                return  # not ORT's bias
+            bias = q.astype(np.int64)
         spec.integer_bias = (bias, spec.wscale, spec.bias)
 
     def _requantize_as_qlinear(self, spec):
@@ -400,10 +399,35 @@ class Fuser(ChainRules):
         combined = (F32(spec.src_q.scale[0]) * wscale.astype(F32)) / F32(y_scale)
         spec.post_ops = [("binary", "mul", combined.astype(F32)),
                          ("eltwise", "round", 0.0, 0.0)] + rest
+        if bias is not None:
+            bias, high = _split_integer_bias(bias)
+            if high is not None:
+                spec.post_ops.insert(0, ("binary", "add", high))
         spec.bias = bias
         # (source and weights scales in the post-ops, destination scale in them too): the
         # destination's is in the combined scale when the destination is the quantization
         spec.scales_in_post_ops = (True, not ops)
+
+    def _qlinear_binary(self, u, v, other):
+        """Whether ONNX Runtime runs ``u`` (reading ``v`` and ``other``) as QLinearAdd /
+        QLinearMul: an Add / Mul of two per-tensor DequantizeLinear outputs (activations or
+        constants) of one 8-bit type whose result goes to one QuantizeLinear of that type.
+        Rounding at every QuantizeLinear, such a node is not a post-op of the layer before
+        it (its arithmetic is not the post-ops'): the chain ends at the pair before it."""
+        if u.op_type not in ("Add", "Mul"):
+            return False
+
+        def dq_type(name):
+            i = self.g.producer.get(name)
+            n = None if i is None else self.g.nodes[i]
+            qp = None if n is None or n.op_type != "DequantizeLinear" else \
+                self.p.node_qparams(n)
+            return qp.dt if qp is not None and qp.per_tensor else None
+
+        t = dq_type(v)
+        sq = self.p._sole_q(u.output[0])
+        return t in ("u8", "s8") and dq_type(other) == t and sq is not None and \
+            sq[1].dt == t
 
     @staticmethod
     def _unfolded(a, b):
@@ -572,7 +596,8 @@ class Fuser(ChainRules):
                 return u.output[0], [u], ("fold", a, beta - mean * a, u), False
             if op in ("Add", "Sub", "Mul", "Div") and v in u.input[:2]:
                 other = u.input[1] if u.input[0] == v else u.input[0]
-                if other == v:
+                if other == v or (self.p.round_every_quantize and
+                                  self._qlinear_binary(u, v, other)):
                     return None
                 c = self.const(other)
                 fold = None if spec.post_ops or c is None else \
@@ -592,3 +617,18 @@ class Fuser(ChainRules):
         if len(users) == 2 and n_cons == 2:
             return self._gated(v, users)
         return None
+
+
+def _split_integer_bias(bias):
+    """An int32 bias as (low, high), f32 arrays with ``low + high == bias`` exactly, ``low``
+    within +-127 where ``bias`` does not fit in 24 bits (else all of it; high None), and
+    ``high`` exact in f32.  ONNX Runtime adds the bias to the int32 sum and converts once:
+    the layer's f32 sum plus ``low`` is exact (below 2^24), and adding ``high`` to it then
+    rounds once, to the f32 of the int32 total."""
+    b = np.asarray(bias, np.int64)
+    mag = np.abs(b)
+    if mag.max(initial=0) < 2 ** 24:
+        return b.astype(F32), None
+    shift = np.maximum(0, np.ceil(np.log2(np.maximum(mag, 1) + 1)).astype(np.int64) - 24)
+    high = np.sign(b) * ((mag >> shift) << shift)
+    return (b - high).astype(F32), high.astype(F32)

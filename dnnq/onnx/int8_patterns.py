@@ -286,8 +286,12 @@ class Int8Patterns:
                 self.ensure_q(q1[0])
             cls = Int8BinaryStep if q1 is not None and qd is not None and \
                 op in ("Add", "Sub", "Mul") else S.BinaryStep
+            extra = {"ort_form": self.round_every_quantize} if cls is Int8BinaryStep else {}
+            qc = _qlinear_constant_of(self, op, x1, q0[1], qd) if c is not None else None
+            if qc is not None:  # ONNX Runtime's QLinearAdd / QLinearMul with a constant
+                cls, extra = Int8BinaryStep, {"ort_form": True, "qconst": qc}
             step = cls(nodes, BINARY[op], q0[0], q1[0] if q1 else None, out, q0[1],
-                       q1[1] if q1 else None, qd, const1=c)
+                       q1[1] if q1 else None, qd, const1=c, **extra)
             step.swappable = op in ("Add", "Mul", "Min", "Max")
             self._add(step)
             if sq:
@@ -303,6 +307,19 @@ class Int8Patterns:
                 self._claim(sq[0])
             return True
         return False
+
+
+def _qlinear_constant_of(planner, op, name, q0, qd):
+    """(8-bit values, QParams) of the constant operand ``name`` of an Add / Mul that ONNX
+    Runtime runs as QLinearAdd / QLinearMul (the constant a per-tensor DequantizeLinear of
+    the activation's 8-bit type, the result quantized to it too), when the session rounds
+    at every QuantizeLinear; else None."""
+    if not planner.round_every_quantize or op not in ("Add", "Mul") or qd is None:
+        return None
+    entry = planner.qconst.get(name)
+    if entry is None or not entry[1].per_tensor or not q0.dt == qd.dt == entry[1].dt:
+        return None
+    return np.asarray(entry[0]), entry[1]
 
 
 def _reorder_fn(src_q, dst_q):

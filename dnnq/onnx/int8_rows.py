@@ -12,7 +12,7 @@ import numpy as np
 import dnnq
 from dnnq.eltwise_math import eltwise_table
 from dnnq.errors import InvalidArguments
-from dnnq.onnx import ops_numpy
+from dnnq.onnx import ops_numpy, ort_arith
 from dnnq.onnx.buffers import copies_then
 from dnnq.onnx.move_steps import physical
 from dnnq.onnx.quant import quantize_np
@@ -224,27 +224,64 @@ class Int8BinaryStep(BinaryStep):
     in the same memory order, or a channels-last source times a per-channel gate (1, C, 1,
     ...; ``x * (1 + s)`` too). Other shapes and layouts run dnnq.Binary (BinaryStep)."""
 
-    def __init__(self, *a, **k):
+    def __init__(self, *a, ort_form=False, qconst=None, **k):
+        """ort_form: compute ONNX Runtime's QLinearAdd / QLinearMul (ort_arith) where ONNX
+        Runtime runs them (Add / Mul, the three tensors of one 8-bit type), for a session
+        rounding at every QuantizeLinear; qconst: (8-bit values, QParams) of a quantized
+        constant second operand (with ort_form; ``const1`` its f32 values)."""
         super().__init__(*a, **k)
         self._isa = toolkit_isa()[0]
         self._layouts = {}  # (shapes, strides) -> how to run them, or None: dnnq.Binary
         q0, qd = self.q0, self.qd
-        q1 = self.one_plus if self.one_plus is not None else self.q1
+        q1 = self.one_plus if self.one_plus is not None else \
+            qconst[1] if qconst is not None else self.q1
+        self._qconst = None  # the constant's columns (f32, its shape) with qconst
         inv = F32(1) / F32(qd.scale[0])
         s0, s1 = F32(q0.scale[0]), F32(q1.scale[0])
         self._dts = (_codes.DT[q0.dt], _codes.DT[q1.dt], _codes.DT[qd.dt])
         self._zps = (int(q0.zp[0]), int(q1.zp[0]), int(qd.zp[0]))
+        self._op = {"mul": _toolkit.Q8_MUL}.get(self.alg, _toolkit.Q8_ADD)
+        self._c = 0.0  # the f32 the kernel adds last
         if self.alg == "mul":
             self._a = (float(s0 * s1 * inv), 0.0)
         else:
             self._a = (float(s0 * inv), float((s1 if self.alg == "add" else -s1) * inv))
-        self._gate = (float(s1), self.one_plus is not None, float(s0 * inv))
+        self._gate = (float(s1), self.one_plus is not None, float(s0 * inv), 1.0)
         # Mul(gate, x): the gate first (its scale and zero point those of source 0)
-        self._gate_first = (float(s0), False, float(s1 * inv))
+        self._gate_first = (float(s0), False, float(s1 * inv), 1.0)
+        self.ort_form = ort_form and self.one_plus is None and self.alg in ("add", "mul") \
+            and q0.dt == q1.dt == qd.dt
+        if self.ort_form:
+            z0, z1, zd = self._zps
+            if self.alg == "mul":  # y = f32((q0 - z0)(q1 - z1)) r + f32(zd)
+                r = ort_arith.qlinear_mul_ratio(s0, s1, qd.scale[0])
+                self._a, self._c, self._zps = (float(r), 0.0), float(zd), (z0, z1, 0)
+                self._gate = self._gate_first = (1.0, False, 1.0, float(r))
+            else:  # y = fma(q0, r0, fma(q1, r1, fixed))
+                r0, r1, fixed = ort_arith.qlinear_add_constants(s0, z0, s1, z1,
+                                                                qd.scale[0], zd)
+                self._op, self._a, self._c = _toolkit.Q8_ADD_FMA, (float(r0), float(r1)), \
+                    float(fixed)
+                self._zps = (0, 0, 0)
+            if qconst is not None:
+                b = np.asarray(qconst[0]).astype(np.int64)
+                if self.alg == "mul":  # the constant's offsets, exact in f32
+                    self._op, cols = _toolkit.Q8_MUL_COLS, (b - z1).astype(F32)
+                else:  # the inner FMA, fma(b, r1, fixed), once per constant value
+                    self._op, cols = _toolkit.Q8_ADD_FMA_COLS, np.array(
+                        [ort_arith.f32_fma(v, r1, fixed) for v in b.reshape(-1)],
+                        F32).reshape(b.shape)
+                self._qconst = cols
+        elif qconst is not None:
+            raise ValueError("Int8BinaryStep: a quantized constant needs ort_form")
         self.out_dtype = _NP[qd.dt]
-        self.impl_info = "int8 one pass"
+        self.impl_info = "int8 one pass" + (" (ONNX Runtime's QLinear%s)" % self.alg.title()
+                                            if self.ort_form else "")
 
     def run(self, env):
+        if self._qconst is not None:
+            self._run_const(env)
+            return
         x0 = env[self.inputs[0]]
         x1 = env[self.inputs[1]]
         if self._repeated(env):  # (a gate's multipliers are recomputed in the call)
@@ -257,6 +294,7 @@ class Int8BinaryStep(BinaryStep):
             super().run(env)
             self.impl_info = "dnnq.Binary: " + str(self.impl_info)
             return
+        c = self._c
         order, inv, rows, rep, swap = lay
         if swap:
             x0, x1 = x1, x0
@@ -270,24 +308,75 @@ class Int8BinaryStep(BinaryStep):
         binary, gate_cols = _toolkit.q8_binary_run, _toolkit.q8_gate_cols
         if rep == 0:  # same shapes
             v1 = x1 if order is None else x1.transpose(order)
-            a = (self._isa, _toolkit.Q8_MUL if self.alg == "mul" else _toolkit.Q8_ADD,
-                 v0.reshape(rows, -1), v1.reshape(rows, -1), y.reshape(rows, -1), d0, d1, dd,
-                 z0, z1, zd, *self._a, None)
+            a = (self._isa, self._op, v0.reshape(rows, -1), v1.reshape(rows, -1),
+                 y.reshape(rows, -1), d0, d1, dd, z0, z1, zd, *self._a, None)
 
             def call():
-                binary(*a, _threads(n))
+                binary(*a, _threads(n), c)
         else:
-            scale, one_plus, m = self._gate_first if swap else self._gate
+            scale, one_plus, m, a0 = self._gate_first if swap else self._gate
             g = np.ascontiguousarray(x1).reshape(-1).view(np.uint8)
             a = (self._isa, _toolkit.Q8_MUL_COLS, v0.reshape(rows, -1), None,
-                 y.reshape(rows, -1), d0, d0, dd, z0, 0, zd, 0.0, 0.0)
+                 y.reshape(rows, -1), d0, d0, dd, z0, 0, zd, a0, 0.0)
 
             def call():
-                binary(*a, gate_cols(g, d1, scale, z1, one_plus, m, rep), _threads(n))
+                binary(*a, gate_cols(g, d1, scale, z1, one_plus, m, rep), _threads(n), c)
         call()
         env[self.outputs[0]] = self.transposed(y, inv, kept)
         self._remember(env, call, kept, ((a[2], x0), (a[4], y)) +
                        (((g, x1),) if rep else ((a[3], x1),)))
+
+    def _run_const(self, env):
+        """x op constant: the constant's columns along x's memory order, rows of them."""
+        x0 = env[self.inputs[0]]
+        if self._repeated(env):
+            return
+        key = (x0.shape, x0.strides)
+        lay = self._layouts.get(key, 0)
+        if lay == 0:
+            lay = self._layouts[key] = self._const_layout(x0)
+        if lay is None:
+            super().run(env)
+            self.impl_info = "dnnq.Binary: " + str(self.impl_info)
+            return
+        order, inv, rows, cols = lay
+        v0 = x0 if order is None else x0.transpose(order)
+        y, kept = self.out_array(env, v0.shape, self.out_dtype)
+        d0, _, dd = self._dts
+        a = (self._isa, self._op, v0.reshape(rows, -1), None, y.reshape(rows, -1), d0, d0, dd,
+             self._zps[0], 0, self._zps[2], self._a[0], 0.0, cols)
+        n = v0.size
+
+        def call():
+            _toolkit.q8_binary_run(*a, _threads(n), self._c)
+        call()
+        env[self.outputs[0]] = self.transposed(y, inv, kept)
+        self._remember(env, call, kept, ((a[2], x0), (a[4], y)))
+
+    def _const_layout(self, x0):
+        """(memory order of x0 or None, its inverse, rows, columns) where the constant,
+        broadcast to x0 and laid out in x0's memory order, is the same row of columns
+        repeated; None where x0's memory is not dense or the constant grows it."""
+        c = self._qconst
+        try:
+            if np.broadcast_shapes(x0.shape, c.shape) != x0.shape:
+                return None
+        except ValueError:
+            return None
+        v0, inv = _dense_order(x0)
+        if v0 is None or v0.size == 0:
+            return None
+        order = None if inv is None else tuple(int(i) for i in np.argsort(inv))
+        full = np.broadcast_to(c.reshape((1,) * (x0.ndim - c.ndim) + c.shape), x0.shape)
+        if order is not None:
+            full = full.transpose(order)
+        varies = [d for d in range(full.ndim) if full.strides[d] != 0 and full.shape[d] > 1]
+        k = varies[0] if varies else full.ndim  # the leading dims repeat the same row
+        row = np.ascontiguousarray(full[(0,) * k]).reshape(-1)
+        length = row.size
+        if length < 16 and v0.size % 16 == 0 and (16 % length == 0 or length == 1):
+            row = np.tile(row, 16 // length)  # whole vectors per row
+        return order, inv, v0.size // row.size, row.astype(F32)
 
     def _layout(self, x0, x1):
         """(memory order of the large source or None, its inverse, rows, rep, swapped) for

@@ -7,6 +7,8 @@ single roundings spread through a deep model. The steps here follow those kernel
 operations (the convolutions' and matrix products' requantization is the layers' form, see
 ``fusion._requantize_as_qlinear``).
 """
+from fractions import Fraction
+
 import numpy as np
 
 import dnnq
@@ -15,6 +17,90 @@ from dnnq.onnx.steps import Step, pool_geometry
 from dnnq.primitives._kernels import _ort_arith
 
 F32 = np.float32
+
+
+def f32_fma(a, b, c):
+    """fma(a, b, c) of f32 values rounded once to f32 (half to even), as the FMA
+    instructions compute it: the exact value as a fraction, then the nearest f32."""
+    exact = Fraction(float(F32(a))) * Fraction(float(F32(b))) + Fraction(float(F32(c)))
+    near = F32(float(exact))  # within one f32 step of the exact value
+    best = None
+    for v in (np.nextafter(near, F32(-np.inf)), near, np.nextafter(near, F32(np.inf))):
+        d = abs(Fraction(float(v)) - exact)
+        if best is None or d < best[0] or (d == best[0] and
+                                           int(v.view(np.uint32)) % 2 == 0):
+            best = (d, v)
+    return F32(best[1])
+
+
+def f32_fma_small(a, b, c):
+    """fma(a, b, c) rounded once to f32, elementwise, for integer ``a`` below 2^20 in
+    magnitude and f32 ``b``, ``c`` (arrays broadcast): the product is exact in f64, the
+    sum's f64 rounding error is found exactly (Knuth's two-sum) and only a sum that f64
+    rounded onto the middle between two f32 values is decided by that error (f32_fma)."""
+    a = np.asarray(a, np.float64)
+    p = a * np.asarray(b, F32).astype(np.float64)
+    c64 = np.asarray(c, F32).astype(np.float64)
+    p, c64 = np.broadcast_arrays(p, c64)
+    s = p + c64
+    t = s - p
+    err = (p - (s - t)) + (c64 - t)
+    r = s.astype(F32)
+    other = np.nextafter(r, np.where(s > r, F32(np.inf), F32(-np.inf)).astype(F32))
+    tie = (err != 0) & ((r.astype(np.float64) + other.astype(np.float64)) * 0.5 == s)
+    if tie.any():
+        bf, cf = np.broadcast_to(np.asarray(b, F32), r.shape), np.broadcast_to(
+            np.asarray(c, F32), r.shape)
+        af = np.broadcast_to(a, r.shape)
+        for i in zip(*np.nonzero(tie)):
+            r[i] = f32_fma(af[i], bf[i], cf[i])
+    return r
+
+
+def _saturate(v, dt):
+    lo, hi = RANGE[dt]
+    return np.clip(np.rint(v.astype(np.float64)), lo, hi).astype(np.uint8 if dt == "u8"
+                                                                  else np.int8)
+
+
+def qlinear_add(a, a_q, b, b_q, c_q):
+    """ONNX Runtime's QLinearAdd of 8-bit arrays ``a``, ``b`` (broadcast; ``a`` the operand
+    of full size) with QParams a_q, b_q, c_q (per tensor): see qlinear_add_constants."""
+    ra, rb, fixed = qlinear_add_constants(a_q.scale[0], a_q.zp[0], b_q.scale[0], b_q.zp[0],
+                                          c_q.scale[0], c_q.zp[0])
+    inner = f32_fma_small(np.asarray(b, np.int64), rb, fixed)
+    return _saturate(f32_fma_small(np.asarray(a, np.int64), ra, inner), c_q.dt)
+
+
+def qlinear_mul(a, a_q, b, b_q, c_q):
+    """ONNX Runtime's QLinearMul of 8-bit arrays (broadcast): f32((a - a_zp)(b - b_zp)) times
+    qlinear_mul_ratio, plus f32(c_zp), rounded half to even, saturated."""
+    prod = ((np.asarray(a, np.int64) - int(a_q.zp[0])) *
+            (np.asarray(b, np.int64) - int(b_q.zp[0]))).astype(F32)
+    r = qlinear_mul_ratio(a_q.scale[0], b_q.scale[0], c_q.scale[0])
+    return _saturate((prod * r) + F32(c_q.zp[0]), c_q.dt)
+
+
+def qlinear_mul_ratio(a_scale, b_scale, c_scale):
+    """ONNX Runtime's QLinearMul (MLAS) multiplies the exact product of the two operands'
+    offsets ``(a - a_zp)(b - b_zp)``, converted to f32, by ``a_scale * b_scale / c_scale``
+    (f32, in that order), adds ``f32(c_zp)`` (a separate rounding) and rounds half to even:
+    the ratio."""
+    return F32(F32(F32(a_scale) * F32(b_scale)) / F32(c_scale))
+
+
+def qlinear_add_constants(a_scale, a_zp, b_scale, b_zp, c_scale, c_zp):
+    """ONNX Runtime's QLinearAdd (MLAS's AVX2 kernel, on every x86-64 CPU with AVX2)
+    computes ``fma(a, r_a, fma(b, r_b, fixed))`` from the raw 8-bit values, rounds half to
+    even and saturates, with ``r_a = a_scale / c_scale``, ``r_b = b_scale / c_scale`` and
+    ``fixed = c_zp - (r_a a_zp + r_b b_zp)`` where the compiler made the sum one FMA,
+    ``fma(r_a, a_zp, r_b b_zp)`` (checked against ONNX Runtime 1.32: the other groupings
+    differ from it on some scales).  ``a`` is the operand of full size: ONNX Runtime swaps
+    the operands when the first one is the broadcast one.  Returns (r_a, r_b, fixed)."""
+    ra = F32(F32(a_scale) / F32(c_scale))
+    rb = F32(F32(b_scale) / F32(c_scale))
+    fixed = F32(F32(c_zp) - f32_fma(ra, F32(a_zp), F32(rb * F32(b_zp))))
+    return ra, rb, fixed
 
 
 class AveragePoolStep(Step):

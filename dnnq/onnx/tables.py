@@ -16,7 +16,7 @@ import heapq
 import numpy as np
 
 from dnnq.eltwise_math import _erf_table, _power_table, eltwise_table
-from dnnq.onnx import ops_numpy
+from dnnq.onnx import ops_numpy, ort_arith
 from dnnq.onnx.fusion import LayerSpec
 from dnnq.onnx.quant import RANGE, dequantize_np
 
@@ -144,8 +144,20 @@ def _evaluate(fuser, sub, start, qs, qd, round_inner=True):
     grid = np.arange(256, dtype=np.int64) - (128 if qs.dt == "s8" else 0)
     env = {start: dequantize_np(grid, qs.scale[0], qs.zp[0])}
     p = fuser.p
+    src = fuser.g.producer.get(start)
+    if src is not None:  # the source's 8-bit values (ONNX Runtime's QLinear ops read them)
+        env[fuser.g.nodes[src].input[0]] = grid.astype(np.uint8 if qs.dt == "u8" else np.int8)
     last = sub[-1]
+    done = set()  # QuantizeLinear nodes a QLinear op below computed
     for n in sub:
+        if id(n) in done:
+            continue
+        if round_inner and n.op_type in ("Add", "Mul"):
+            got = _qlinear_binary(fuser, n, env, sub)
+            if got is not None:
+                env[got[0].output[0]] = got[1]
+                done.add(id(got[0]))
+                continue
         xs = [None if not x else env[x] if x in env else np.asarray(fuser.const(x))
               for x in n.input]
         if not round_inner and n is not last and n.op_type in ("QuantizeLinear",
@@ -166,6 +178,42 @@ def _evaluate(fuser, sub, start, qs, qd, round_inner=True):
     if table.dtype != dt or table.size != 256:
         return None
     return np.roll(table, -128) if qs.dt == "s8" else table
+
+
+def _qlinear_binary(fuser, n, env, sub):
+    """(the QuantizeLinear after ``n``, its values) where ONNX Runtime runs the Add / Mul
+    ``n`` as QLinearAdd / QLinearMul (both operands per-tensor DequantizeLinear outputs of
+    one 8-bit type, the result's one QuantizeLinear, in the graph, of that type too): its
+    arithmetic, not the f32 op's (ort_arith); else None."""
+    g, p = fuser.g, fuser.p
+    cons = g.consumers.get(n.output[0], [])
+    q = g.nodes[cons[0]] if len(cons) == 1 else None
+    if q is None or q.op_type != "QuantizeLinear" or all(m is not q for m in sub):
+        return None
+    qq = p.node_qparams(q)
+    if qq is None or not qq.per_tensor:
+        return None
+    ops = []
+    for x in n.input[:2]:
+        i = g.producer.get(x)
+        d = None if i is None else g.nodes[i]
+        qp = None if d is None or d.op_type != "DequantizeLinear" else p.node_qparams(d)
+        if qp is None or not qp.per_tensor or qp.dt != qq.dt:
+            return None
+        if x in p.qconst:
+            vals = np.asarray(p.qconst[x][0])
+        elif d.input[0] in env:
+            vals = np.asarray(env[d.input[0]])
+        else:
+            return None
+        ops.append((vals, qp))
+    if len(ops) != 2:
+        return None
+    if ops[0][0].size == 1 and ops[1][0].size > 1:  # ONNX Runtime: the full operand first
+        ops.reverse()
+    (a, aq), (b, bq) = ops
+    fn = ort_arith.qlinear_add if n.op_type == "Add" else ort_arith.qlinear_mul
+    return q, fn(a, aq, b.reshape(-1) if b.size > 1 else b.reshape(()), bq, qq)
 
 
 def _run(op, xs, attrs, opset):

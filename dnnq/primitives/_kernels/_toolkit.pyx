@@ -114,10 +114,12 @@ cdef extern from "dnnq_toolkit.h" nogil:
         DNNQ_Q8_ADD
         DNNQ_Q8_MUL
         DNNQ_Q8_MUL_COLS
+        DNNQ_Q8_ADD_FMA
+        DNNQ_Q8_ADD_FMA_COLS
     ctypedef struct dnnq_q8_binary_args_t:
         int64_t rows, len, src0_rs, src1_rs, dst_rs
         int op, src0_dt, src1_dt, dst_dt, z0, z1, zd
-        float a0, a1
+        float a0, a1, c
         const float *cols
         const uint8_t *src0
         const uint8_t *src1
@@ -580,7 +582,8 @@ def qlayernorm_run(int isa, src, dst, int src_dt, int dst_dt, float src_scale, i
         _split_rows(_ROWS_LAYERNORM, <void*>dnnq_qlayernorm_run_for_isa(isa), &a, a.rows, nt)
 
 
-Q8_ADD, Q8_MUL, Q8_MUL_COLS = DNNQ_Q8_ADD, DNNQ_Q8_MUL, DNNQ_Q8_MUL_COLS
+Q8_ADD, Q8_MUL, Q8_MUL_COLS, Q8_ADD_FMA, Q8_ADD_FMA_COLS = (
+    DNNQ_Q8_ADD, DNNQ_Q8_MUL, DNNQ_Q8_MUL_COLS, DNNQ_Q8_ADD_FMA, DNNQ_Q8_ADD_FMA_COLS)
 
 
 def q8_gate_cols(gate, int gate_dt, float scale, int zp, bint one_plus, float m,
@@ -608,9 +611,12 @@ def q8_gate_cols(gate, int gate_dt, float scale, int zp, bint one_plus, float m,
 
 
 def q8_binary_run(int isa, int op, src0, src1, dst, int src0_dt, int src1_dt, int dst_dt,
-                  int z0, int z1, int zd, float a0, float a1, cols=None, int nthreads=1):
-    """tk_rows8.h's binary op of 8-bit (rows x len) arrays with dense rows: ADD / MUL of
-    same-shape sources, MUL_COLS of src0 by `cols` (len f32 multipliers; src1 ignored)."""
+                  int z0, int z1, int zd, float a0, float a1, cols=None, int nthreads=1,
+                  float c=0.0):
+    """tk_rows8.h's binary op of 8-bit (rows x len) arrays with dense rows: ADD / MUL /
+    ADD_FMA of same-shape sources, MUL_COLS / ADD_FMA_COLS of src0 and `cols` (len f32
+    values; src1 ignored); `c` the f32 added last (inside the FMAs for ADD_FMA)."""
+    cdef bint by_cols = op == DNNQ_Q8_MUL_COLS or op == DNNQ_Q8_ADD_FMA_COLS
     cdef dnnq_q8_binary_args_t a
     cdef int64_t nt = nthreads
     cdef const float[::1] cv
@@ -618,7 +624,7 @@ def q8_binary_run(int isa, int op, src0, src1, dst, int src0_dt, int src1_dt, in
     a.rows, a.len = src0.shape[0], src0.shape[1]
     a.src0_rs = _row_stride(src0, a.rows, a.len, "q8_binary_run src0")
     a.dst_rs = _row_stride(dst, a.rows, a.len, "q8_binary_run dst")
-    if op == DNNQ_Q8_MUL_COLS:
+    if by_cols:
         if cols is None or cols.shape[0] != a.len:
             raise ValueError("q8_binary_run: cols of the row's length expected")
         cv = cols
@@ -626,11 +632,11 @@ def q8_binary_run(int isa, int op, src0, src1, dst, int src0_dt, int src1_dt, in
     else:
         a.src1_rs = _row_stride(src1, a.rows, a.len, "q8_binary_run src1")
     a.op, a.src0_dt, a.src1_dt, a.dst_dt = op, src0_dt, src1_dt, dst_dt
-    a.z0, a.z1, a.zd, a.a0, a.a1 = z0, z1, zd, a0, a1
+    a.z0, a.z1, a.zd, a.a0, a.a1, a.c = z0, z1, zd, a0, a1, c
     if a.rows == 0 or a.len == 0:
         return
     a.src0 = <const uint8_t*>_addr(src0[0:1], False)
-    if op != DNNQ_Q8_MUL_COLS:
+    if not by_cols:
         a.src1 = <const uint8_t*>_addr(src1[0:1], False)
     a.dst = <uint8_t*>_addr(dst[0:1], True)
     with nogil:

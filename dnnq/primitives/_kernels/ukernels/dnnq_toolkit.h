@@ -161,13 +161,15 @@ typedef struct {
 } dnnq_qlayernorm_args_t;
 
 /* Binary ops of 8-bit tensors (tk_rows8.h): rows of `len` dense elements; op one of */
-#define DNNQ_Q8_ADD 0      /* same-shape sources: y = x0 a0 + x1 a1 */
-#define DNNQ_Q8_MUL 1      /* same-shape sources: y = (x0 x1) a0 */
-#define DNNQ_Q8_MUL_COLS 2 /* y = x0 cols[i] (per-column multipliers; src1 unused) */
+#define DNNQ_Q8_ADD 0      /* same-shape sources: y = x0 a0 + x1 a1 + c */
+#define DNNQ_Q8_MUL 1      /* same-shape sources: y = (x0 x1) a0 + c */
+#define DNNQ_Q8_MUL_COLS 2 /* y = (x0 cols[i]) a0 + c (per-column multipliers; src1 unused) */
+#define DNNQ_Q8_ADD_FMA 3  /* same-shape sources: y = fma(x0, a0, fma(x1, a1, c)) */
+#define DNNQ_Q8_ADD_FMA_COLS 4 /* y = fma(x0, a0, cols[i]) (src1 unused) */
 typedef struct {
     int64_t rows, len, src0_rs, src1_rs, dst_rs;
     int op, src0_dt, src1_dt, dst_dt, z0, z1, zd;
-    float a0, a1;
+    float a0, a1, c;
     const float *cols;
     const uint8_t *src0, *src1;
     uint8_t *dst;

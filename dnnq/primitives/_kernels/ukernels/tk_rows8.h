@@ -391,15 +391,18 @@ void DNNQ_TK_FN(dnnq_qlayernorm_run)(const dnnq_qlayernorm_args_t *a, int64_t r0
     }
 }
 /* ---- binary ops of 8-bit tensors -------------------------------------------------------------
- * x0 = f32(q0 - z0), x1 = f32(q1 - z1) (exact); ADD: y = x0 a0 + x1 a1; MUL: y = (x0 x1) a0
- * (the product of two 8-bit integers is exact); MUL_COLS: y = x0 cols[i] (a per-column
- * multiplier: a channel's gate in a channels-last row); each product and sum rounded once;
- * then tk_row8_store with zd. */
+ * x0 = f32(q0 - z0), x1 = f32(q1 - z1) (exact); ADD: y = x0 a0 + x1 a1 + c; MUL: y =
+ * (x0 x1) a0 + c (the product of two 8-bit integers is exact); MUL_COLS: y = (x0 cols[i]) a0
+ * + c (a per-column multiplier: a channel's gate in a channels-last row); ADD_FMA: y =
+ * fma(x0, a0, fma(x1, a1, c)) (ONNX Runtime's QLinearAdd: zero points in c), ADD_FMA_COLS:
+ * y = fma(x0, a0, cols[i]) (the same with a constant operand: cols[i] its inner FMA); each product
+ * and sum rounded once (c = 0 and a0 = 1 where unused add nothing to the bits); then
+ * tk_row8_store with zd. */
 /* one vector of the op: the sources' TK_VF elements at p0 / p1 (per-column multipliers at
  * pc), stored at pd */
 TK_INLINE void tk_q8_binary_vec(int op, int s80, int s81, int ddt, const uint8_t *p0,
                                 const uint8_t *p1, const float *pc, uint8_t *pd, tk_vf a0,
-                                tk_vf a1, tk_vi z0, tk_vi z1, tk_vi zd) {
+                                tk_vf a1, tk_vf c, tk_vi z0, tk_vi z1, tk_vi zd) {
 #if TK_VEC
 #define TK_Q8_SUB(x, z) TK_P(sub_epi32)(x, z)
 #else
@@ -408,12 +411,18 @@ TK_INLINE void tk_q8_binary_vec(int op, int s80, int s81, int ddt, const uint8_t
     const tk_vf x0 = tk_vf_from_vi(TK_Q8_SUB(s80 ? tk_vi_from_s8(p0) : tk_vi_from_u8(p0), z0));
     tk_vf y;
     if (op == DNNQ_Q8_MUL_COLS) {
-        y = tk_vf_mul(x0, tk_vf_loadu(pc));
+        y = tk_vf_add(tk_vf_mul(tk_vf_mul(x0, tk_vf_loadu(pc)), a0), c);
+    } else if (op == DNNQ_Q8_ADD_FMA_COLS) {
+        y = tk_vf_fma(x0, a0, tk_vf_loadu(pc));
     } else {
         const tk_vf x1 = tk_vf_from_vi(TK_Q8_SUB(s81 ? tk_vi_from_s8(p1) : tk_vi_from_u8(p1),
                                                  z1));
-        y = op == DNNQ_Q8_ADD ? tk_vf_add(tk_vf_mul(x0, a0), tk_vf_mul(x1, a1))
-                              : tk_vf_mul(tk_vf_mul(x0, x1), a0);
+        if (op == DNNQ_Q8_ADD)
+            y = tk_vf_add(tk_vf_add(tk_vf_mul(x0, a0), tk_vf_mul(x1, a1)), c);
+        else if (op == DNNQ_Q8_ADD_FMA)
+            y = tk_vf_fma(x0, a0, tk_vf_fma(x1, a1, c));
+        else
+            y = tk_vf_add(tk_vf_mul(tk_vf_mul(x0, x1), a0), c);
     }
     tk_row8_store((char *)pd, ddt, y, zd);
 #undef TK_Q8_SUB
@@ -429,7 +438,7 @@ void DNNQ_TK_FN(dnnq_q8_binary_run)(const dnnq_q8_binary_args_t *a, int64_t r0, 
     uint8_t *const dst = a->dst;
     const int64_t rs0 = a->src0_rs, rs1 = a->src1_rs, rsd = a->dst_rs;
     const float *const cols = a->cols;
-    const tk_vf a0 = tk_vf_set1(a->a0), a1 = tk_vf_set1(a->a1);
+    const tk_vf a0 = tk_vf_set1(a->a0), a1 = tk_vf_set1(a->a1), c = tk_vf_set1(a->c);
 #if TK_VEC
     const tk_vi zd = TK_P(set1_epi32)(a->zd), z0 = TK_P(set1_epi32)(a->z0),
                 z1 = TK_P(set1_epi32)(a->z1);
@@ -440,20 +449,28 @@ void DNNQ_TK_FN(dnnq_q8_binary_run)(const dnnq_q8_binary_args_t *a, int64_t r0, 
     float tc[TK_VF];
     for (int64_t r = r0; r < r1; ++r) {
         const uint8_t *s0 = src0 + r * rs0;
-        const uint8_t *s1 = op == DNNQ_Q8_MUL_COLS ? NULL : src1 + r * rs1;
+        const uint8_t *s1 = cols ? NULL : src1 + r * rs1;
         uint8_t *d = dst + r * rsd;
         /* the whole vectors, one loop per op (the same operations as the tail's) */
         if (op == DNNQ_Q8_MUL_COLS) {
             for (int64_t i = 0; i < nfull; i += TK_VF)
                 tk_q8_binary_vec(DNNQ_Q8_MUL_COLS, s80, s81, ddt, s0 + i, NULL, cols + i,
-                                 d + i, a0, a1, z0, z1, zd);
+                                 d + i, a0, a1, c, z0, z1, zd);
+        } else if (op == DNNQ_Q8_ADD_FMA_COLS) {
+            for (int64_t i = 0; i < nfull; i += TK_VF)
+                tk_q8_binary_vec(DNNQ_Q8_ADD_FMA_COLS, s80, s81, ddt, s0 + i, NULL, cols + i,
+                                 d + i, a0, a1, c, z0, z1, zd);
         } else if (op == DNNQ_Q8_ADD) {
             for (int64_t i = 0; i < nfull; i += TK_VF)
                 tk_q8_binary_vec(DNNQ_Q8_ADD, s80, s81, ddt, s0 + i, s1 + i, NULL, d + i, a0,
-                                 a1, z0, z1, zd);
+                                 a1, c, z0, z1, zd);
+        } else if (op == DNNQ_Q8_ADD_FMA) {
+            for (int64_t i = 0; i < nfull; i += TK_VF)
+                tk_q8_binary_vec(DNNQ_Q8_ADD_FMA, s80, s81, ddt, s0 + i, s1 + i, NULL, d + i,
+                                 a0, a1, c, z0, z1, zd);
         } else {
             for (int64_t i = 0; i < nfull; i += TK_VF)
-                tk_q8_binary_vec(op, s80, s81, ddt, s0 + i, s1 + i, NULL, d + i, a0, a1, z0,
+                tk_q8_binary_vec(op, s80, s81, ddt, s0 + i, s1 + i, NULL, d + i, a0, a1, c, z0,
                                  z1, zd);
         }
         if (nfull < n) { /* the tail through zero-padded copies */
@@ -469,7 +486,7 @@ void DNNQ_TK_FN(dnnq_q8_binary_run)(const dnnq_q8_binary_args_t *a, int64_t r0, 
                 memcpy(tc, cols + nfull, sizeof(float) * (size_t)rem);
             }
             tk_q8_binary_vec(op, s80, s81, ddt, t0, s1 ? t1 : NULL, cols ? tc : NULL, td, a0,
-                             a1, z0, z1, zd);
+                             a1, c, z0, z1, zd);
             memcpy(d + nfull, td, (size_t)rem);
         }
     }
