@@ -161,19 +161,22 @@ class AveragePoolStep(Step):
 
 class SoftmaxStep(Step):
     """``DequantizeLinear -> Softmax -> QuantizeLinear`` on u8 as ONNX Runtime's
-    QLinearSoftmax (MLAS's AVX2 kernel, which it runs on AVX2 and AVX-512 hosts alike):
+    QLinearSoftmax (MLAS's portable kernel, which ONNX Runtime 1.32 runs on every x86-64
+    CPU: it registers none of its AVX2 / AVX-512 ones):
 
     * a 256-entry f32 table ``exp((i - 255 + shift) * x_scale)`` computed in double, with
-      ``shift = max(0, log(FLT_MAX / D) - 5) / x_scale`` (the row's sum cannot overflow);
+      ``shift = max(0, logf(FLT_MAX / D) - 5) / x_scale`` (the logarithm in f32: the row's
+      sum cannot overflow);
     * each value's entry at ``q + 255 - max(row)``;
-    * the sum in f32: blocks of 16 values go to 8 lanes (lane ``j`` takes values ``j`` and
-      ``8 + j`` of each block, in order), the ``D mod 16`` values left are summed on their
-      own from 0, then the 8 lanes are added to that, lane 0 first;
-    * ``scale = (1 / sum) * floor(1 / y_scale)`` (f32; the floor is ONNX Runtime's), each
-      entry times ``scale``, plus the zero point (two roundings), rounded half to even,
-      saturated.
+    * the sum in f32, one value after the other;
+    * each entry times ``floor(1 / y_scale) / sum`` (f32; the floor is ONNX Runtime's, and
+      the division comes first: checked against ONNX Runtime 1.32, which gives that and not
+      ``(entry * floor) / sum`` on rows where they differ), rounded half to even, plus the
+      zero point as an integer, saturated at 255.
 
-    The rows run in ``_kernels._ort_arith.qlinear_softmax_u8`` (one thread per row)."""
+    The table comes from ``_kernels._ort_arith.qlinear_softmax_table`` (the C library's
+    ``logf`` and ``exp``, as ONNX Runtime's), the rows run in ``qlinear_softmax_u8`` (one
+    thread per row)."""
 
     primitive = "Softmax (QLinearSoftmax rows)"
     fresh_output = True
@@ -189,11 +192,7 @@ class SoftmaxStep(Step):
     def _table(self, d):
         t = self._tables.get(d)
         if t is None:
-            xs = float(F32(self.qin.scale[0]))
-            shift = max(0.0, float(np.log(np.float64(F32(np.finfo(F32).max) / F32(d)))) - 5.0) \
-                / xs
-            i = np.arange(256, dtype=np.float64)
-            t = self._tables[d] = np.exp((i - 255 + shift) * xs).astype(F32)
+            t = self._tables[d] = _ort_arith.qlinear_softmax_table(F32(self.qin.scale[0]), d)
         return t
 
     def run(self, env):
@@ -210,7 +209,7 @@ class SoftmaxStep(Step):
         rows = np.ascontiguousarray(rows)
         q = np.empty(rows.shape, np.uint8)
         _ort_arith.qlinear_softmax_u8(rows, q, self._table(rows.shape[1]), self._y_scale,
-                                      F32(self.qout.zp[0]), dnnq.get_num_threads())
+                                      int(self.qout.zp[0]), dnnq.get_num_threads())
         if back is None:
             q = q.reshape(x.shape)
         else:
