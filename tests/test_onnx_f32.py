@@ -322,7 +322,7 @@ def _session_without(model, pattern, monkeypatch):
     steps it replaces run instead): the reference the fused steps are checked against."""
     from dnnq.onnx.planner import Planner
     monkeypatch.setattr(Planner, pattern, lambda self, n, label: False)
-    return donnx.InferenceSession(model, threads=1)
+    return donnx.InferenceSession(model, threads=1, rounding="chain")
 
 
 def _f32_int8_add_model(order):
@@ -355,7 +355,7 @@ def test_f32_plus_int8_add_into_quantize(order, monkeypatch):
     int8 and writing the Add's QuantizeLinear: the bits of the dequantize / numpy add /
     quantize steps it replaces, and ONNX Runtime's values within one step."""
     m = _f32_int8_add_model(order)
-    s = donnx.InferenceSession(m, threads=1)
+    s = donnx.InferenceSession(m, threads=1, rounding="chain")
     rows = {tuple(r["nodes"]): r for r in s.plan()}
     assert rows[("add", "qy")]["primitive"] == "Binary"
     assert rows[("add", "qy")]["dtypes_out"] == ["u8"]
@@ -390,7 +390,7 @@ def test_f32_product_into_quantize(gate_shape, monkeypatch):
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)], inits)
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
     m.ir_version = 8
-    s = donnx.InferenceSession(m, threads=1)
+    s = donnx.InferenceSession(m, threads=1, rounding="chain")
     assert {tuple(r["nodes"]): r["primitive"] for r in s.plan()}[("mul", "qy")] == "Binary"
     apart = _session_without(m, "_emit_f32_binary_quantized", monkeypatch)
     for _ in range(2):
@@ -461,7 +461,7 @@ def test_f32_concat_into_quantize(three_d, monkeypatch):
     resize / concatenate / quantize steps it replaces (3-D inputs run those steps), and ONNX
     Runtime's values."""
     m, shapes = _concat_quantize_model(three_d)
-    s = donnx.InferenceSession(m, threads=1)
+    s = donnx.InferenceSession(m, threads=1, rounding="chain")
     rows = [r for r in s.plan() if "cat" in r["nodes"]]
     assert len(rows) == 1 and rows[0]["primitive"] == "Concat" and "q" in rows[0]["nodes"]
     if not three_d:
@@ -517,7 +517,7 @@ def _swish_sessions(m, form, dt_out, monkeypatch):
     """dnnq's session of a _swish_model (its plan checked: one Eltwise for the swish nodes
     writing ``dt_out``, none where the gate is exposed), the session with the fusion off
     and ORT's."""
-    s = donnx.InferenceSession(m, threads=1)
+    s = donnx.InferenceSession(m, threads=1, rounding="chain")
     rows = [r for r in s.plan() if "mul" in r["nodes"]]
     assert len(rows) == 1
     fused = rows[0]["primitive"] == "Eltwise"

@@ -382,3 +382,12 @@ def test_batched_matmul_weights_per_tensor():
     assert sess.plan()[-1]["primitive"] == "MatMul" and sess.plan()[-1]["dtypes_in"][0] == "u8"
     ours, theirs = sess.run(None, f[0])[0], _ort(q).run(None, f[0])[0]
     np.testing.assert_allclose(ours, theirs, rtol=1e-4, atol=1e-4 * np.abs(theirs).max())
+
+
+def test_quantized_file_says_how_dnnq_rounds_it():
+    """dnnq's QDQ file carries the metadata property dnnq.rounding = "chain": dnnq's sessions
+    round it once per fused chain by default (ONNX Runtime's files: at every QuantizeLinear)."""
+    q = donnx.quantize(small_cnn(), feeds(2))
+    assert {p.key: p.value for p in q.metadata_props}["dnnq.rounding"] == "chain"
+    assert donnx.InferenceSession(q).rounding == "chain"
+    assert donnx.InferenceSession(q, rounding="every").rounding == "every"

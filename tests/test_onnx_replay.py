@@ -249,9 +249,10 @@ def test_f32_steps_between_int8_layers_are_replayed(tmp_path, monkeypatch):
     qdq = donnx.quantize(m, [{"x": RNG.standard_normal(shape).astype(np.float32)}
                              for _ in range(2)]).SerializeToString()
     xs = [(RNG.standard_normal(shape) * (1 + 0.5 * i)).astype(np.float32) for i in range(4)]
-    fresh = [donnx.InferenceSession(qdq, threads=1).run(None, {"x": x})[0] for x in xs]
+    fresh = [donnx.InferenceSession(qdq, threads=1, rounding="chain").run(None, {"x": x})[0]
+             for x in xs]
     assert len({f.tobytes() for f in fresh}) == 4
-    sess = donnx.InferenceSession(qdq, threads=1)
+    sess = donnx.InferenceSession(qdq, threads=1, rounding="chain")
     kinds = {r["primitive"] for r in sess.plan()}
     assert {"Softmax", "LayerNormalization (f32 rows)", "views (cached)", "numpy:Concat",
             "Concat"} <= kinds, kinds
@@ -271,7 +272,7 @@ def test_f32_steps_between_int8_layers_are_replayed(tmp_path, monkeypatch):
     # arrays again (KeptOutput.staged_copy)
     from dnnq.onnx.buffers import KeptOutput
     monkeypatch.setattr(KeptOutput, "_repeated", lambda self, env: False)
-    own = donnx.InferenceSession(qdq, threads=1, profile=True)
+    own = donnx.InferenceSession(qdq, threads=1, profile=True, rounding="chain")
     for _ in range(2):
         for i, x in enumerate(xs):
             np.testing.assert_array_equal(own.run(None, {"x": x})[0], fresh[i])

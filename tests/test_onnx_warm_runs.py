@@ -134,9 +134,10 @@ def test_warm_runs_read_the_current_input_values(tmp_path):
     # inputs of different means: the pooled averages (and so the gates) differ too
     xs = [(RNG.standard_normal(shape) + 0.7 * i - 1).astype(np.float32) for i in range(4)]
     # the reference: the first run of one-thread sessions (no earlier run to repeat)
-    fresh = [donnx.InferenceSession(qdq, threads=1).run(None, {"x": x})[0] for x in xs]
+    fresh = [donnx.InferenceSession(qdq, threads=1, rounding="chain").run(None, {"x": x})[0]
+             for x in xs]
     assert len({f.tobytes() for f in fresh}) == 4
-    sess = donnx.InferenceSession(qdq)
+    sess = donnx.InferenceSession(qdq, rounding="chain")
     kinds = {r["primitive"] for r in sess.plan()}
     assert {"Reorder", "Pooling", "Convolution"} <= kinds, kinds
     buf = xs[0].copy()
@@ -185,9 +186,10 @@ def test_warm_runs_of_int8_softmax_and_layer_norm(tmp_path):
     quantize_qdq(f32, qdq, [{"x": RNG.standard_normal(shape).astype(np.float32)}
                             for _ in range(2)])
     xs = [(RNG.standard_normal(shape) * (1 + i)).astype(np.float32) for i in range(4)]
-    fresh = [donnx.InferenceSession(qdq, threads=1).run(None, {"x": x})[0] for x in xs]
+    fresh = [donnx.InferenceSession(qdq, threads=1, rounding="chain").run(None, {"x": x})[0]
+             for x in xs]
     assert len({f.tobytes() for f in fresh}) == 4
-    sess = donnx.InferenceSession(qdq)
+    sess = donnx.InferenceSession(qdq, rounding="chain")
     kinds = {r["primitive"] for r in sess.plan()}
     assert {"Softmax (int8 rows)", "LayerNormalization (int8 rows)"} <= kinds, kinds
     for _ in range(3):
@@ -199,15 +201,16 @@ def test_warm_runs_of_int8_softmax_and_layer_norm(tmp_path):
                if getattr(st, "spec", None) is not None and st.spec.runtime_weights)
 
 
-def _quantized_with_fresh_runs(tmp_path, b, out, shape, opset, n):
+def _quantized_with_fresh_runs(tmp_path, b, out, shape, opset, n, rounding="every"):
     """(the QDQ file of the Builder's model, n inputs of growing range, each one's output
-    from the first run of a one-thread session: what no repeat has touched)."""
+    from the first run of a one-thread session rounding so: what no repeat has touched)."""
     f32, qdq = str(tmp_path / "f32.onnx"), str(tmp_path / "qdq.onnx")
     onnx.save(b.model(shape, out, opset=opset), f32)
     quantize_qdq(f32, qdq, [{"x": RNG.standard_normal(shape).astype(np.float32)}
                             for _ in range(2)])
     xs = [(RNG.standard_normal(shape) * (1 + 0.5 * i)).astype(np.float32) for i in range(n)]
-    fresh = [donnx.InferenceSession(qdq, threads=1).run(None, {"x": x})[0] for x in xs]
+    fresh = [donnx.InferenceSession(qdq, threads=1, rounding=rounding).run(None, {"x": x})[0]
+             for x in xs]
     return qdq, xs, fresh
 
 
@@ -244,9 +247,9 @@ def test_warm_runs_repeat_every_step_after_copies_and_views(tmp_path, monkeypatc
                                     b.const(np.linspace(-1, 1, 16).astype(np.float32))],
              axis=-1, epsilon=1e-5)
     y = b.op("MatMul", [y, b.const(_w(16, 8))])
-    qdq, xs, fresh = _quantized_with_fresh_runs(tmp_path, b, y, (1, 8, 6, 6), 17, 4)
+    qdq, xs, fresh = _quantized_with_fresh_runs(tmp_path, b, y, (1, 8, 6, 6), 17, 4, "chain")
     assert len({f.tobytes() for f in fresh}) == 4
-    sess = donnx.InferenceSession(qdq)
+    sess = donnx.InferenceSession(qdq, rounding="chain")
     kinds = {r["primitive"] for r in sess.plan()}
     assert {"Concat", "lookup table", "MatMul", "LayerNormalization (int8 rows)",
             "int8 views (cached)"} <= kinds, kinds

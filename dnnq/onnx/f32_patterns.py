@@ -25,9 +25,8 @@ class F32Patterns:
         alone, as one Eltwise swish (alpha c) writing the QuantizeLinear's int8: dnnq's swish
         is x * logistic(alpha * x) with the logistic the Sigmoid step runs, so the same bits
         (PP-OCRv4 rec's SVTR neck in a conv-only QDQ file: three steps and an f32 map each).
-        Without the QuantizeLinear, one F32SwishStep writing the f32 result."""
-        if self.round_every_quantize:
-            return False
+        Without the QuantizeLinear, one F32SwishStep writing the f32 result (the only form
+        when rounding at every QuantizeLinear: that one divides, as ONNX Runtime's does)."""
         first, alpha = [], 1.0
         if n.op_type == "Mul":
             if len(n.input) != 2:
@@ -55,6 +54,8 @@ class F32Patterns:
             return False
         mul = got[1]
         sq = self._sole_q(mul.output[0])
+        if sq is not None and self.round_every_quantize:
+            return False
         self.ensure(x)
         if sq is None:  # an f32 result (a layer norm reads it in PP-OCRv4 rec's neck)
             taken = first + [mul]

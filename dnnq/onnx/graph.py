@@ -54,6 +54,22 @@ def load_model(model):
                            "onnx.ModelProto")
 
 
+#: the model metadata property saying how dnnq's sessions round the file by default
+ROUNDING_KEY = "dnnq.rounding"
+
+
+def model_rounding(model):
+    """The rounding a session of ``model`` uses by default: the ``dnnq.rounding`` metadata
+    property ("chain" or "every"; dnnq.onnx.quantize writes "chain"), else "every"."""
+    for p in model.metadata_props:
+        if p.key == ROUNDING_KEY:
+            if p.value not in ("chain", "every"):
+                raise InvalidArguments(f"model: metadata property {ROUNDING_KEY!r} is "
+                                       f"{p.value!r}; expected 'chain' or 'every'")
+            return p.value
+    return "every"
+
+
 def attrs_of(node):
     """A node's attributes as a plain dict (tensors as numpy arrays)."""
     out = {}

@@ -6,7 +6,7 @@ import numpy as np
 
 import dnnq
 from dnnq.errors import InvalidArguments
-from dnnq.onnx.graph import Graph, load_model
+from dnnq.onnx.graph import Graph, load_model, model_rounding
 from dnnq.onnx.buffers import REUSE, BufferPool, plan_slots
 from dnnq.onnx.busy_cores import BusyCoreGuard
 from dnnq.onnx.planner import Planner
@@ -96,22 +96,26 @@ class InferenceSession:
     again now and then (busy_cores.py). ``plan()`` gives each row's ``threads``. Results do
     not depend on the thread count.
 
-    ``rounding`` says where a fused chain rounds: ``"chain"`` (default) skips the
-    ``QuantizeLinear -> DequantizeLinear`` pairs inside a chain of element-wise ops after a
-    layer (the chain runs in f32 inside the layer and is rounded once, at its end: one pass
-    over the data); ``"every"`` rounds at every ``QuantizeLinear`` of the model, as ONNX
-    Runtime does (a pair inside a layer's chain becomes round post-ops; element-wise graphs
-    of one int8 input become one table). Which one is closer to the f32 model depends on
-    the model and on how its calibration fits the input; over many inputs the default is
-    (docs/onnx.md, "Accuracy and speed").
+    ``rounding`` says where a quantized model rounds. ``"every"`` rounds at every
+    ``QuantizeLinear`` of the model, and where ONNX Runtime replaces a quantized group by an
+    int8 kernel of its own (QLinearConv, QLinearMatMul, QLinearAdd, QLinearMul,
+    QLinearSoftmax, QLinearAveragePool) computes that kernel's arithmetic: a QDQ model gives
+    ONNX Runtime's output bytes wherever ONNX Runtime runs it in int8 (its f32 recurrent ops
+    aside). ``"chain"`` skips the ``QuantizeLinear -> DequantizeLinear`` pairs inside a chain
+    of element-wise ops after a layer (the chain runs in f32 inside the layer and is rounded
+    once, at its end: fewer passes over the data, often closer to the f32 model, not always).
+    ``None`` (default): what the model's metadata property ``dnnq.rounding`` says (
+    ``dnnq.onnx.quantize`` writes ``"chain"``), else ``"every"``. docs/onnx.md, "Accuracy
+    and speed".
     """
 
     def __init__(self, model, sess_options=None, providers=None, *, threads=None,
-                 profile=False, rounding="chain"):
+                 profile=False, rounding=None):
         if not isinstance(profile, bool):
             raise InvalidArguments(f"profile: got {profile!r}; expected True or False")
-        if rounding not in ("chain", "every"):
-            raise InvalidArguments(f"rounding: got {rounding!r}; expected 'chain' or 'every'")
+        if rounding not in (None, "chain", "every"):
+            raise InvalidArguments(f"rounding: got {rounding!r}; expected None, 'chain' or "
+                                   "'every'")
         if threads is not None:
             if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or \
                     not 1 <= threads <= dnnq.MAX_NUM_THREADS:
@@ -129,6 +133,9 @@ class InferenceSession:
             raise InvalidArguments(f"model: a QOperator node with missing or malformed inputs "
                                    f"({type(exc).__name__}: {exc})") from None
         self._graph = Graph(self._model)
+        if rounding is None:
+            rounding = model_rounding(self._model)
+        self.rounding = rounding
         planner = Planner(self._graph, round_every_quantize=rounding == "every")
         self._steps = planner.steps
         needed = {x for st in self._steps for x in st.inputs} | \
