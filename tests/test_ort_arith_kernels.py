@@ -163,3 +163,41 @@ def test_qlinear_softmax_is_onnxruntimes():
     _ort_arith.qlinear_softmax_u8(x, ours, table, F32(np.floor(F32(1) / F32(ys))), 0)
     np.testing.assert_array_equal(ours, _ort_softmax_session(d, xs, 171, ys, 0).run(
         None, {"X": x})[0])
+
+
+def _average_pool_model(x, k, s, d, p, out, count, xs, xz, ys, yz, s8):
+    n, c, h, w = x.shape
+    y = np.empty((n, c) + out, np.int64)
+    deq = F32(xs) * (x.astype(np.int64) - xz).astype(F32)
+    for i in range(out[0]):
+        for j in range(out[1]):
+            acc = np.zeros((n, c), F32)
+            for a in range(k[0]):
+                for b in range(k[1]):
+                    r, t = i * s[0] - p[0] + a * d[0], j * s[1] - p[1] + b * d[1]
+                    if 0 <= r < h and 0 <= t < w:
+                        acc = (acc + deq[:, :, r, t]).astype(F32)
+            v = ((acc / F32(count[i, j])).astype(F32) / F32(ys)).astype(F32) + F32(yz)
+            y[:, :, i, j] = np.rint(v.astype(F32))
+    lo, hi = (-128, 127) if s8 else (0, 255)
+    return np.clip(y, lo, hi).astype(np.int8 if s8 else np.uint8)
+
+
+@pytest.mark.parametrize("s8", [False, True])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_qlinear_average_pool_2d_follows_the_definition(s8, threads):
+    """Windows in row-major order from 0 (the padding adds nothing), dilation, counts given,
+    a channels-last source (strides), s8 and u8."""
+    rng = np.random.default_rng(3)
+    dt = np.int8 if s8 else np.uint8
+    info = np.iinfo(dt)
+    x = rng.integers(info.min, info.max + 1, (2, 9, 11, 5), dtype=dt).transpose(0, 3, 1, 2)
+    k, s, d, p = (3, 2), (2, 1), (1, 2), (1, 1)
+    out = (5, 9)
+    count = rng.integers(1, 7, out).astype(F32)
+    xs, xz, ys, yz = 0.037, (-3 if s8 else 120), 0.021, (5 if s8 else 130)
+    y = np.empty((2, 5) + out, dt)
+    _ort_arith.qlinear_average_pool_2d(x.view(np.uint8), y.view(np.uint8), count, *k, *s, *d,
+                                       *p, F32(xs), xz, F32(ys), yz, s8, threads)
+    np.testing.assert_array_equal(
+        y, _average_pool_model(x, k, s, d, p, out, count, xs, xz, ys, yz, s8))

@@ -109,10 +109,11 @@ class AveragePoolStep(Step):
     window's values added in f32 one by one in row-major window order, divided by the count
     (the window's size, or its part inside the input without ``count_include_pad``), then
     ``round_half_even(y / y_scale + y_zero_point)`` saturated -- the zero point added before
-    the rounding, unlike QuantizeLinear's. In numpy: the window offsets' shifted maps added
-    in order (padding adds +0, which leaves an f32 sum as it is)."""
+    the rounding, unlike QuantizeLinear's. 2-D maps in a compiled pass
+    (``_kernels._ort_arith.qlinear_average_pool_2d``), others in numpy: the window offsets'
+    shifted maps added in order (padding adds +0, which leaves an f32 sum as it is)."""
 
-    primitive = "numpy:AveragePool"
+    primitive = "AveragePool (QLinearAveragePool)"
     fresh_output = True
 
     def __init__(self, nodes, src, dst, attrs, qin, qout):
@@ -148,6 +149,15 @@ class AveragePoolStep(Step):
     def run(self, env):
         x = env[self.inputs[0]]
         k, s, d, pads, out, count = self._geometry(x.shape)
+        if x.ndim == 4:  # the compiled pass (any memory order of x)
+            y = np.empty(x.shape[:2] + tuple(out), x.dtype)
+            _ort_arith.qlinear_average_pool_2d(
+                x.view(np.uint8), y.view(np.uint8), np.ascontiguousarray(count[0, 0], F32),
+                k[0], k[1], s[0], s[1], d[0], d[1], pads[0][0], pads[1][0],
+                F32(self.qin.scale[0]), int(self.qin.zp[0]), F32(self.qout.scale[0]),
+                int(self.qout.zp[0]), self.qout.dt == "s8", dnnq.get_num_threads())
+            env[self.outputs[0]] = y
+            return
         deq = F32(self.qin.scale[0]) * (x.astype(np.int32) -
                                         np.int32(self.qin.zp[0])).astype(F32)
         if any(a or b for a, b in pads):  # (no copy for unpadded windows)

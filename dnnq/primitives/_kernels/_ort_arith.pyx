@@ -17,26 +17,43 @@ cdef float MAGIC = 12582912.0
 cdef float FLT_MAX_F = 3.4028234663852886e38
 
 
-cdef void _qlinear_softmax_row(const uint8_t* x, uint8_t* y, int64_t d, const float* table,
-                               float scale_floor, int zp) noexcept nogil:
-    cdef int64_t k
-    cdef int m = 0, q
-    cdef float total = 0.0, ratio, v
-    cdef const float* e
-    for k in range(d):
-        if x[k] > m:
-            m = x[k]
-    e = table + (255 - m)
-    for k in range(d):  # one sum, in order
-        total += e[x[k]]
-    ratio = scale_floor / total
-    for k in range(d):
-        v = e[x[k]] * ratio  # (>= 0)
-        if v >= 255.0:
-            y[k] = 255
-        else:  # rounded half to even, then the zero point added to the integer
-            q = <int>((v + MAGIC) - MAGIC) + zp
-            y[k] = 255 if q > 255 else <uint8_t>q
+cdef enum:
+    GROUP = 8  # rows summed side by side: independent chains of additions, each in order
+
+
+cdef void _qlinear_softmax_rows(const uint8_t* x, uint8_t* y, int64_t d, int64_t nrows,
+                                const float* table, float scale_floor, int zp) noexcept nogil:
+    """Up to GROUP rows (consecutive, d apart): each row's sum is its own f32 chain of
+    additions in order; the chains are interleaved so that they run side by side."""
+    cdef int64_t k, j
+    cdef int m, q
+    cdef float total[GROUP]
+    cdef const float* e[GROUP]
+    cdef float ratio, v
+    for j in range(nrows):
+        m = 0
+        for k in range(d):
+            if x[j * d + k] > m:
+                m = x[j * d + k]
+        e[j] = table + (255 - m)
+        total[j] = 0.0
+    if nrows == GROUP:
+        for k in range(d):
+            for j in range(GROUP):
+                total[j] += e[j][x[j * d + k]]
+    else:
+        for j in range(nrows):
+            for k in range(d):
+                total[j] += e[j][x[j * d + k]]
+    for j in range(nrows):
+        ratio = scale_floor / total[j]
+        for k in range(d):
+            v = e[j][x[j * d + k]] * ratio  # (>= 0)
+            if v >= 255.0:
+                y[j * d + k] = 255
+            else:  # rounded half to even, then the zero point added to the integer
+                q = <int>((v + MAGIC) - MAGIC) + zp
+                y[j * d + k] = 255 if q > 255 else <uint8_t>q
 
 
 def qlinear_softmax_table(float x_scale, int64_t d):
@@ -73,10 +90,70 @@ def qlinear_softmax_u8(const uint8_t[:, ::1] x, uint8_t[:, ::1] y, const float[:
         raise ValueError(f"qlinear_softmax_u8: zp {zp} (0 - 255 expected)")
     if n == 0 or d == 0:
         return
-    if nt > n:
-        nt = <int>n
+    cdef int64_t groups = (n + GROUP - 1) // GROUP
+    if nt > groups:
+        nt = <int>groups
     if nt < 1:
         nt = 1
     with nogil:
-        for r in prange(n, num_threads=nt, schedule='static'):
-            _qlinear_softmax_row(&x[r, 0], &y[r, 0], d, &table[0], scale_floor, zp)
+        for r in prange(groups, num_threads=nt, schedule='static'):
+            _qlinear_softmax_rows(&x[r * GROUP, 0], &y[r * GROUP, 0], d,
+                                  min(GROUP, n - r * GROUP), &table[0], scale_floor, zp)
+
+
+def qlinear_average_pool_2d(const uint8_t[:, :, :, :] x, uint8_t[:, :, :, ::1] y,
+                            const float[:, ::1] count, int kh, int kw, int sh, int sw, int dh,
+                            int dw, int ph, int pw, float x_scale, int x_zp, float y_scale,
+                            int y_zp, bint s8, int nthreads=1):
+    """ONNX Runtime's QLinearAveragePool of 2-D maps: ``x`` (N, C, H, W) 8-bit (the bytes of
+    u8, or of s8 with ``s8``) in any memory order, ``y`` (N, C, OH, OW) of the same type; each
+    value dequantized in f32, ``x_scale * f32(q - x_zp)``, the window's values inside the input
+    added in f32 in row-major window order (from 0: the padding adds nothing), divided by
+    ``count[oh, ow]``, then ``round_half_even(v / y_scale + f32(y_zp))`` saturated. One plane
+    per thread at a time."""
+    cdef int64_t n = x.shape[0], c = x.shape[1], h = x.shape[2], w = x.shape[3]
+    cdef int64_t oh = y.shape[2], ow = y.shape[3], p, i, j, a, b, r, t
+    cdef int nt = nthreads, lo = -128 if s8 else 0, hi = 127 if s8 else 255, q
+    cdef float acc, v, zf = <float>y_zp
+    if y.shape[0] != n or y.shape[1] != c or count.shape[0] != oh or count.shape[1] != ow:
+        raise ValueError(f"qlinear_average_pool_2d: x ({n}, {c}, {h}, {w}), y ({y.shape[0]}, "
+                         f"{y.shape[1]}, {oh}, {ow}), count ({count.shape[0]}, "
+                         f"{count.shape[1]})")
+    if n * c == 0 or oh * ow == 0:
+        return
+    if nt < 1:
+        nt = 1
+    if nt > n * c:
+        nt = <int>(n * c)
+    cdef Py_ssize_t rs = x.strides[2], cs = x.strides[3]
+    cdef const uint8_t* plane
+    cdef uint8_t* dst
+    with nogil:
+        for p in prange(n * c, num_threads=nt, schedule='static'):
+            plane = &x[p // c, p % c, 0, 0]
+            dst = &y[p // c, p % c, 0, 0]
+            for i in range(oh):
+                for j in range(ow):
+                    acc = 0.0
+                    for a in range(kh):
+                        r = i * sh - ph + a * dh
+                        if r < 0 or r >= h:
+                            continue
+                        for b in range(kw):
+                            t = j * sw - pw + b * dw
+                            if t < 0 or t >= w:
+                                continue
+                            if s8:
+                                q = <int>(<const signed char*>plane)[r * rs + t * cs]
+                            else:
+                                q = plane[r * rs + t * cs]
+                            acc = acc + x_scale * <float>(q - x_zp)
+                    v = acc / count[i, j]
+                    v = v / y_scale + zf
+                    if v >= <float>hi:
+                        q = hi
+                    elif v <= <float>lo:
+                        q = lo
+                    else:
+                        q = <int>((v + MAGIC) - MAGIC)
+                    dst[i * ow + j] = <uint8_t>(q & 255)
