@@ -120,3 +120,30 @@ def test_every_average_pool_is_onnxruntimes_bytes(tmp_path, monkeypatch, pool):
     x = (1.3 * rng.standard_normal((1, 3, 15, 15))).astype(np.float32)
     np.testing.assert_array_equal(every.run(None, {"x": x})[0],
                                   ort_session(qdq).run(None, {"x": x})[0])
+
+
+def test_every_batch_normalization_between_roundings_is_a_table_per_channel(tmp_path,
+                                                                           monkeypatch):
+    """A BatchNormalization between a DequantizeLinear and a QuantizeLinear (PP-OCRv4 det's
+    head: ONNX Runtime runs it in f32 there) as one 256-entry table per channel, computed by
+    the op itself: ONNX Runtime's bytes, also where the source is channels-last."""
+    rng = np.random.default_rng(8)
+    monkeypatch.setattr(_onnx_builder, "RNG", rng)
+    b = Builder()
+    y = b.op("Relu", [b.conv("x", 3, 12)])
+    y = b.op("Add", [y, b.const(rng.standard_normal((12, 1, 1)).astype(np.float32))])
+    c = 12
+    y = b.op("BatchNormalization", [y, b.const((1 + 0.3 * rng.standard_normal(c)).astype(
+        np.float32)), b.const(rng.standard_normal(c).astype(np.float32)),
+        b.const(rng.standard_normal(c).astype(np.float32)),
+        b.const((0.5 + rng.random(c)).astype(np.float32))])
+    y = b.conv(y, 12, 8, k=1)
+    qdq = _files(tmp_path, b.model((1, 3, 15, 15), y, opset=13), (1, 3, 15, 15), rng)
+    every = donnx.InferenceSession(qdq)
+    rows = [r for r in every.plan() if r["primitive"] == "lookup table (per channel)"]
+    assert len(rows) == 1 and rows[0]["impl_info"].startswith("graph:BatchNormalization")
+    for seed in range(3):
+        x = (1.3 * np.random.default_rng(seed).standard_normal((1, 3, 15, 15))).astype(
+            np.float32)
+        np.testing.assert_array_equal(every.run(None, {"x": x})[0],
+                                      ort_session(qdq).run(None, {"x": x})[0])

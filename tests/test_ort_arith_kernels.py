@@ -201,3 +201,21 @@ def test_qlinear_average_pool_2d_follows_the_definition(s8, threads):
                                        *p, F32(xs), xz, F32(ys), yz, s8, threads)
     np.testing.assert_array_equal(
         y, _average_pool_model(x, k, s, d, p, out, count, xs, xz, ys, yz, s8))
+
+
+@pytest.mark.parametrize("layout", ["nchw", "channels-last", "mixed"])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_channel_lookup(layout, threads):
+    """y[n, c, h, w] = table[c, x[n, c, h, w]] in either memory order of source and
+    destination (the channels-last fast path and the plane path)."""
+    rng = np.random.default_rng(4)
+    x = rng.integers(0, 256, (2, 7, 5, 9), dtype=np.uint8)
+    if layout != "nchw":
+        x = np.ascontiguousarray(x.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
+    y = np.empty((2, 5, 9, 7), np.uint8).transpose(0, 3, 1, 2) if layout == "channels-last" \
+        else np.empty((2, 7, 5, 9), np.uint8)
+    table = rng.integers(0, 256, (7, 256), dtype=np.uint8)
+    _ort_arith.channel_lookup(x, y, table, threads)
+    np.testing.assert_array_equal(y, table[np.arange(7)[None, :, None, None], x])
+    with pytest.raises(ValueError, match="7, 256 expected"):
+        _ort_arith.channel_lookup(x, y, table[:6], threads)

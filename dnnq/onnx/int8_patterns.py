@@ -8,7 +8,7 @@ from dnnq.onnx.chains import UNARY, _eltwise_of
 from dnnq.onnx.int8_rows import (F32LayerNormStep, Int8BinaryStep, QuantizedLayerNormStep,
                                  QuantizedSoftmaxStep)
 from dnnq.onnx import ops_numpy
-from dnnq.onnx.ort_arith import AveragePoolStep
+from dnnq.onnx.ort_arith import AveragePoolStep, ChannelTableStep, channel_table
 
 F32 = np.float32
 INT8_MOVE = ops_numpy.MOVE_OPS | {"Concat", "Split", "Resize", "Upsample", "MaxPool",
@@ -168,6 +168,21 @@ class Int8Patterns:
             self._claim(m)
         return True
 
+    def _emit_channel_table(self, n, label, q, a):
+        """A BatchNormalization between a DequantizeLinear and a QuantizeLinear (both per
+        tensor, 8-bit, of 4-D maps): one 256-entry table per channel (ort_arith)."""
+        sq = self._sole_q(n.output[0])
+        consts = [np.asarray(self.consts[x]) for x in n.input[1:5]]
+        if sq is None or any(c.ndim != 1 or c.size != consts[0].size for c in consts):
+            return False
+        table = channel_table("BatchNormalization", a, self.graph.opset_of(n), consts, q[1],
+                              sq[1], consts[0].size)
+        self.ensure_q(q[0])
+        self._add(ChannelTableStep([label, self.label(sq[0])], q[0], sq[0].output[0], table,
+                                   np.uint8 if sq[1].dt == "u8" else np.int8, n.op_type))
+        self._claim(sq[0])
+        return True
+
     def _emit_int8(self, n, label):
         op = n.op_type
         acts = [x for x in n.input if x and x not in self.consts]
@@ -183,6 +198,9 @@ class Int8Patterns:
             return False
         qs = [self.act_dq(x) for x in acts]
         a = self.attrs(n)
+        if op == "BatchNormalization" and acts == [n.input[0]] and len(n.input) == 5 and \
+                len([o for o in n.output if o]) == 1:
+            return self._emit_channel_table(n, label, qs[0], a)
         if op == "Concat" and all(x in acts for x in n.input if x):
             sq = self._sole_q(n.output[0])
             same = len({(q[1].dt, float(q[1].scale[0]), int(q[1].zp[0])) for q in qs}) == 1

@@ -225,3 +225,44 @@ class SoftmaxStep(Step):
         else:
             q = np.moveaxis(q.reshape(back), -1, a).reshape(x.shape)
         env[self.outputs[0]] = np.ascontiguousarray(q)
+
+
+class ChannelTableStep(Step):
+    """An op with per-channel constants between a ``DequantizeLinear`` and a
+    ``QuantizeLinear`` of 8-bit maps (a BatchNormalization ONNX Runtime runs in f32 there) as
+    one 256-entry table per channel: each table computed at creation by the op itself on the
+    256 dequantized values and quantized as the ``QuantizeLinear`` does, so the same bytes as
+    dequantize, op, quantize; a lookup per value (``_kernels._ort_arith.channel_lookup``)."""
+
+    primitive = "lookup table (per channel)"
+    fresh_output = True
+
+    def __init__(self, nodes, src, dst, table, out_dtype, op):
+        super().__init__(nodes, [src], [dst])
+        self.table, self.out_dtype = table, out_dtype
+        self.impl_info = f"graph:{op}, {table.shape[0]} channels"
+
+    def run(self, env):
+        x = env[self.inputs[0]]
+        if x.ndim != 4 or x.shape[1] != self.table.shape[0]:
+            c = np.arange(self.table.shape[0]).reshape((1, -1) + (1,) * max(x.ndim - 2, 0))
+            y = self.table[c, x.view(np.uint8)]  # (other ranks: numpy's indexing)
+        else:
+            y = np.empty_like(x, dtype=np.uint8)
+            _ort_arith.channel_lookup(x.view(np.uint8), y, self.table, dnnq.get_num_threads())
+        env[self.outputs[0]] = y.view(self.out_dtype)
+
+
+def channel_table(op, attrs, opset, consts, qin, qout, channels):
+    """(channels, 256) bytes: ``op`` (ONNX semantics, ops_numpy) on each channel's 256
+    dequantized values, indexed by the source byte, quantized by qout (ONNX's formula)."""
+    from dnnq.onnx import ops_numpy
+    from dnnq.onnx.quant import dequantize_np, quantize_np
+    byte = np.arange(256)
+    vals = byte.astype(np.uint8).view(np.int8) if qin.dt == "s8" else byte.astype(np.uint8)
+    deq = dequantize_np(vals, qin.scale[0], qin.zp[0]).astype(F32)
+    x = np.ascontiguousarray(np.broadcast_to(deq, (1, channels, 256)))
+    y = ops_numpy.run_op(op, [x] + list(consts), attrs, opset)[0]
+    q = quantize_np(y, qout.scale[0], np.asarray(qout.zp[0]).astype(
+        np.uint8 if qout.dt == "u8" else np.int8))
+    return np.ascontiguousarray(q.reshape(channels, 256).view(np.uint8))

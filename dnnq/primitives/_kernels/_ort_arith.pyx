@@ -157,3 +157,47 @@ def qlinear_average_pool_2d(const uint8_t[:, :, :, :] x, uint8_t[:, :, :, ::1] y
                     else:
                         q = <int>((v + MAGIC) - MAGIC)
                     dst[i * ow + j] = <uint8_t>(q & 255)
+
+
+def channel_lookup(const uint8_t[:, :, :, :] x, uint8_t[:, :, :, :] y,
+                   const uint8_t[:, ::1] table, int nthreads=1):
+    """``y[n, c, h, w] = table[c, x[n, c, h, w]]`` for 8-bit maps (a per-channel op between two
+    roundings, as a table per channel): ``x`` and ``y`` of one shape, any memory order each;
+    channels-last maps (channels innermost in both) a pixel at a time, others a plane at a
+    time."""
+    cdef int64_t n = x.shape[0], c = x.shape[1], h = x.shape[2], w = x.shape[3]
+    cdef int64_t p, k, i, j
+    cdef int nt = nthreads
+    cdef const uint8_t* src
+    cdef uint8_t* dst
+    if y.shape[0] != n or y.shape[1] != c or y.shape[2] != h or y.shape[3] != w or \
+            table.shape[0] != c or table.shape[1] != 256:
+        raise ValueError(f"channel_lookup: x ({n}, {c}, {h}, {w}), y ({y.shape[0]}, "
+                         f"{y.shape[1]}, {y.shape[2]}, {y.shape[3]}), table ({table.shape[0]}, "
+                         f"{table.shape[1]}) ({c}, 256 expected)")
+    if n * c * h * w == 0:
+        return
+    cdef Py_ssize_t xs0 = x.strides[0], xs1 = x.strides[1], xs2 = x.strides[2]
+    cdef Py_ssize_t xs3 = x.strides[3], ys0 = y.strides[0], ys1 = y.strides[1]
+    cdef Py_ssize_t ys2 = y.strides[2], ys3 = y.strides[3]
+    cdef const uint8_t* x0 = &x[0, 0, 0, 0]
+    cdef uint8_t* y0 = &y[0, 0, 0, 0]
+    cdef const uint8_t* t0 = &table[0, 0]
+    if nt < 1:
+        nt = 1
+    if xs1 == 1 and ys1 == 1:  # channels-last: a pixel's channels are adjacent
+        with nogil:
+            for p in prange(n * h, num_threads=nt, schedule='static'):
+                for j in range(w):
+                    src = x0 + (p // h) * xs0 + (p % h) * xs2 + j * xs3
+                    dst = y0 + (p // h) * ys0 + (p % h) * ys2 + j * ys3
+                    for k in range(c):
+                        dst[k] = t0[k * 256 + src[k]]
+    else:
+        with nogil:
+            for p in prange(n * c, num_threads=nt, schedule='static'):
+                for i in range(h):
+                    src = x0 + (p // c) * xs0 + (p % c) * xs1 + i * xs2
+                    dst = y0 + (p // c) * ys0 + (p % c) * ys1 + i * ys2
+                    for j in range(w):
+                        dst[j * ys3] = t0[(p % c) * 256 + src[j * xs3]]
