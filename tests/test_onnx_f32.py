@@ -1,6 +1,8 @@
 """Plain f32 models through dnnq.onnx: convolutions and matrix products on dnnq's f32 layers
 (SPEC section 6, "f32 layers"), the rest in numpy; compared with ONNX Runtime. Where this dnnq
 has no f32 layers the session must refuse the model at creation, naming the node."""
+import platform
+
 import numpy as np
 import pytest
 
@@ -561,3 +563,27 @@ def test_f32_swish(form, channels_last, monkeypatch):
             assert np.array_equal(y.view(np.uint32), want.view(np.uint32))
             assert y.strides == want.strides
         np.testing.assert_allclose(y, ref.run(None, feed)[0], rtol=1e-5, atol=1e-6)
+
+
+def test_standalone_batch_normalization_is_onnxruntimes():
+    """A BatchNormalization no layer takes runs ONNX Runtime's order: a = (1 / sqrt(var +
+    eps)) * scale, b = B - mean * a, y = x * a + b (scale / sqrt(var + eps) rounds otherwise
+    for some channels): the same bytes as ONNX Runtime (x86-64)."""
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        pytest.skip("compares bytes with ONNX Runtime's x86-64 build")
+    rng = np.random.default_rng(12)
+    c = 64
+    inits = [numpy_helper.from_array(v.astype(np.float32), n) for n, v in (
+        ("s", 1 + 0.5 * rng.standard_normal(c)), ("b", rng.standard_normal(c)),
+        ("m", rng.standard_normal(c)), ("v", 0.1 + rng.random(c)))]
+    g = helper.make_graph([helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"],
+                                            ["y"], epsilon=1e-3)], "bn",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, c, 7, 9])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, c, 7, 9])],
+                          inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 15)])
+    m.ir_version = 8
+    ours = donnx.InferenceSession(m)
+    ref = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    x = rng.standard_normal((2, c, 7, 9)).astype(np.float32)
+    np.testing.assert_array_equal(ours.run(None, {"x": x})[0], ref.run(None, {"x": x})[0])

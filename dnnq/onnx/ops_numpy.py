@@ -320,10 +320,14 @@ def _softmax_np(x, attrs, opset):
 
 
 def _batchnorm(x, attrs, opset):
+    """ONNX Runtime's order: a = (1 / sqrt(var + eps)) * scale, b = B - mean * a (f32),
+    y = x * a + b."""
     eps = attrs.get("epsilon", 1e-5)
     shp = (1, -1) + (1,) * (x[0].ndim - 2)
-    inv = (x[1] / np.sqrt(x[4] + F32(eps))).astype(F32)
-    return [(x[0] * inv.reshape(shp) + (x[2] - x[3] * inv).reshape(shp)).astype(F32)]
+    inv = ((F32(1) / np.sqrt(np.asarray(x[4], F32) + F32(eps))).astype(F32) *
+           np.asarray(x[1], F32)).astype(F32)
+    b = (np.asarray(x[2], F32) - (np.asarray(x[3], F32) * inv).astype(F32)).astype(F32)
+    return [(x[0] * inv.reshape(shp) + b.reshape(shp)).astype(F32)]
 
 
 def _layernorm(x, attrs, opset):
