@@ -1,5 +1,6 @@
 """dnnq.onnx.InferenceSession: the ONNX Runtime interface, bad models and bad inputs, the
 onnx package's backend node tests for the quantized ops, QOperator and FakeQuantize models."""
+import platform
 import subprocess
 import sys
 
@@ -234,7 +235,13 @@ def test_qoperator_model_matches_onnxruntime(tmp_path):
         a, b_, c = (s.run(None, {"x": x})[0] for s in (ours, theirs, ref))
         assert cosine(a, c) >= cosine(b_, c) - 1e-3
         assert np.abs(a - b_).max() <= 4 * np.abs(c).max() / 127
+        if platform.machine().lower() in ("x86_64", "amd64"):  # ORT's kernels' arithmetic:
+            np.testing.assert_array_equal(a, b_)  # its bytes (QLinearConv's int32 bias too)
     assert "Convolution" in [r["primitive"] for r in ours.plan()]
+    # QLinearConv's int32 bias stays an integer bias (added to the int32 sum, then one
+    # conversion: the requantization post-ops of ORT's form, no f32 bias in oneDNN's order)
+    conv = next(st.spec for st in ours._steps if getattr(st, "spec", None) is not None)
+    assert conv.post_ops[0][:2] == ("binary", "mul"), conv.post_ops
 
 
 @pytest.mark.parametrize("levels", [256, 16])

@@ -56,9 +56,21 @@ class _Rewriter:
         return self.node("QuantizeLinear", [x, s] + ([z] if z else []), [out], label)
 
     def bias_f32(self, b, scales, label):
-        """Cast(B) * scale_a * scale_b: folded at creation when the three are constants."""
+        """Cast(B) * scale_a * scale_b: folded at creation when the three are constants.  An
+        int32 constant B (opset 13 on) becomes ``DequantizeLinear(B, scale_a * scale_b,
+        axis=0)`` instead, as ``quantize_static``'s QDQ files write it, so that a session
+        rounding at every QuantizeLinear adds it to the int32 sum as QLinearConv does."""
         bf = self.name(label + "/bias")
         prod = self.name(label + "/bias_scale")
+        bv = self.value(b)
+        sv = [self.value(x) for x in scales]
+        if self.opset >= 13 and bv is not None and bv.dtype == np.int32 and bv.ndim == 1 and \
+                all(v is not None and v.size in (1, bv.size) for v in sv):
+            shape = (bv.size,) if max(v.size for v in sv) > 1 else ()
+            zero = self.const(np.zeros(shape, np.int32), label + "/bias_zero")
+            return bf, [self.node("Mul", scales, [prod], label + "/s"),
+                        self.node("DequantizeLinear", [b, prod, zero], [bf], label + "/b",
+                                  axis=0)]
         return bf, [self.node("Mul", scales, [prod], label + "/s"),
                     self.node("Cast", [b], [bf + "c"], label, to=1),
                     self.node("Mul", [bf + "c", prod], [bf], label + "/b")]
