@@ -5,10 +5,20 @@ and silero-vad import OpenCV / PyTorch at import time. Nothing is downloaded.
 """
 import importlib.util
 import os
+import platform
 
 import numpy as np
 
 FONT = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
+
+
+def ort_arithmetic():
+    """Whether ONNX Runtime here runs the int8 kernels whose arithmetic dnnq's rounding="every"
+    computes: its x86-64 build on a CPU with AVX2 (QLinearAdd is MLAS's AVX2 kernel there;
+    other CPUs run other kernels). Tests comparing bytes with ONNX Runtime ask this."""
+    import dnnq
+    return platform.machine().lower() in ("x86_64", "amd64") and \
+        bool(dnnq.cpu_info().get("avx2"))
 
 
 def package_file(package, *parts):

@@ -11,7 +11,6 @@ model and is at least as close to it as ONNX Runtime on the recognizer, classifi
 ddddocr. The quantized files are made once per session (a few seconds each).
 """
 import os
-import platform
 
 import numpy as np
 import pytest
@@ -64,7 +63,7 @@ def quantized(tmp_path_factory, request):
 
 
 #: the default session computes ONNX Runtime's x86-64 (AVX2) int8 kernels' arithmetic
-ORT_ARITHMETIC = platform.machine().lower() in ("x86_64", "amd64")
+ORT_ARITHMETIC = M.ort_arithmetic()
 
 
 def _three_way(paths, feed, rounding=None):

@@ -5,7 +5,6 @@ file, and with the f32 model.
 dnnq rounds once per fused chain where ONNX Runtime rounds after every op, so the outputs may
 differ by a few quantization steps; dnnq's must be at least as close to the f32 output.
 """
-import platform
 import types
 
 import numpy as np
@@ -19,11 +18,11 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 import dnnq  # noqa: E402
 import dnnq.onnx as donnx  # noqa: E402
 from _onnx_builder import RNG, Builder, weights as _w  # noqa: E402
-from _onnx_models import cosine, quantize_qdq  # noqa: E402
+from _onnx_models import cosine, ort_arithmetic, quantize_qdq  # noqa: E402
 
 
 #: dnnq's default rounding computes ONNX Runtime's x86-64 (AVX2) int8 kernels' arithmetic
-ORT_ARITHMETIC = platform.machine().lower() in ("x86_64", "amd64")
+ORT_ARITHMETIC = ort_arithmetic()
 
 
 def _run(tmp_path, model, x_shape, *, steps=4, calib=3, expect=(), op_types=None):
@@ -300,7 +299,7 @@ def _quantized_and_peer(tmp_path, model, x_shape):
     return qdq, ort.InferenceSession(qdq, so, providers=["CPUExecutionProvider"])
 
 
-@pytest.mark.skipif(platform.machine().lower() not in ("x86_64", "amd64"),
+@pytest.mark.skipif(not ORT_ARITHMETIC,
                     reason="ONNX Runtime's QLinearAdd is its x86-64 AVX2 kernel's arithmetic")
 def test_rounding_every_quantize_follows_onnxruntime(tmp_path):
     """rounding="every": each QuantizeLinear of the model rounds, and where ONNX Runtime
@@ -417,7 +416,7 @@ def _bit_exact_with_onnxruntime(qdq, peer, shape, seeds=range(4)):
     return every
 
 
-@pytest.mark.skipif(platform.machine().lower() not in ("x86_64", "amd64"),
+@pytest.mark.skipif(not ORT_ARITHMETIC,
                     reason="ONNX Runtime's QLinearAdd is its x86-64 AVX2 kernel's arithmetic")
 def test_rounding_every_int8_add_and_mul_are_onnxruntimes(tmp_path):
     """rounding="every": an Add of two int8 activations is ONNX Runtime's QLinearAdd (two
@@ -631,9 +630,9 @@ def test_softmax_dequantized_to_the_output(rounding, moves):
         assert soft[0]["dtypes_out"] == ["u8"], plan
         np.testing.assert_allclose(got * 255, np.rint(ref * 255), atol=1.01)
         assert np.all(np.abs(got * 255 - np.rint(got * 255)) < 1e-3)
-        if platform.machine() in ("x86_64", "AMD64") and dnnq.cpu_info().get("avx2"):
-            # ONNX Runtime's QLinearSoftmax is MLAS's AVX2 kernel on such a host (its lane
-            # order decides the sum's roundings; other hosts run other kernels)
+        if ORT_ARITHMETIC:
+            # ONNX Runtime 1.32's QLinearSoftmax is MLAS's portable kernel on x86-64 (its
+            # order of additions decides the sum's roundings)
             so = ort.SessionOptions()
             so.log_severity_level = 3
             peer = ort.InferenceSession(m.SerializeToString(), so,

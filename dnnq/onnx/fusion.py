@@ -28,6 +28,7 @@ import numpy as np
 from dnnq.errors import Unimplemented
 from dnnq.onnx.chains import (EXPENSIVE, UNARY, ChainRules, _eltwise_of,
                               requantize_per_channel)
+from dnnq.onnx.ort_arith import qlinear_binary_group
 from dnnq.onnx.quant import QParams
 
 F32 = np.float32
@@ -408,26 +409,6 @@ class Fuser(ChainRules):
         # destination's is in the combined scale when the destination is the quantization
         spec.scales_in_post_ops = (True, not ops)
 
-    def _qlinear_binary(self, u, v, other):
-        """Whether ONNX Runtime runs ``u`` (reading ``v`` and ``other``) as QLinearAdd /
-        QLinearMul: an Add / Mul of two per-tensor DequantizeLinear outputs (activations or
-        constants) of one 8-bit type whose result goes to one QuantizeLinear of that type.
-        Rounding at every QuantizeLinear, such a node is not a post-op of the layer before
-        it (its arithmetic is not the post-ops'): the chain ends at the pair before it."""
-        if u.op_type not in ("Add", "Mul"):
-            return False
-
-        def dq_type(name):
-            i = self.g.producer.get(name)
-            n = None if i is None else self.g.nodes[i]
-            qp = None if n is None or n.op_type != "DequantizeLinear" else \
-                self.p.node_qparams(n)
-            return qp.dt if qp is not None and qp.per_tensor else None
-
-        t = dq_type(v)
-        sq = self.p._sole_q(u.output[0])
-        return t in ("u8", "s8") and dq_type(other) == t and sq is not None and \
-            sq[1].dt == t
 
     @staticmethod
     def _unfolded(a, b):
@@ -597,7 +578,9 @@ class Fuser(ChainRules):
             if op in ("Add", "Sub", "Mul", "Div") and v in u.input[:2]:
                 other = u.input[1] if u.input[0] == v else u.input[0]
                 if other == v or (self.p.round_every_quantize and
-                                  self._qlinear_binary(u, v, other)):
+                                  qlinear_binary_group(self.p, self.g, u) is not None):
+                    # ONNX Runtime's QLinearAdd / QLinearMul, whose arithmetic is not the
+                    # post-ops': the chain ends at the pair before it
                     return None
                 c = self.const(other)
                 fold = None if spec.post_ops or c is None else \
@@ -629,6 +612,6 @@ def _split_integer_bias(bias):
     mag = np.abs(b)
     if mag.max(initial=0) < 2 ** 24:
         return b.astype(F32), None
-    shift = np.maximum(0, np.ceil(np.log2(np.maximum(mag, 1) + 1)).astype(np.int64) - 24)
+    shift = np.maximum(0, np.frexp(mag.astype(np.float64))[1] - 24)  # bit length - 24
     high = np.sign(b) * ((mag >> shift) << shift)
     return (b - high).astype(F32), high.astype(F32)

@@ -268,9 +268,8 @@ class Int8BinaryStep(BinaryStep):
                 if self.alg == "mul":  # the constant's offsets, exact in f32
                     self._op, cols = _toolkit.Q8_MUL_COLS, (b - z1).astype(F32)
                 else:  # the inner FMA, fma(b, r1, fixed), once per constant value
-                    self._op, cols = _toolkit.Q8_ADD_FMA_COLS, np.array(
-                        [ort_arith.f32_fma(v, r1, fixed) for v in b.reshape(-1)],
-                        F32).reshape(b.shape)
+                    self._op, cols = _toolkit.Q8_ADD_FMA_COLS, \
+                        ort_arith.f32_fma_small(b, r1, fixed)
                 self._qconst = cols
         elif qconst is not None:
             raise ValueError("Int8BinaryStep: a quantized constant needs ort_form")

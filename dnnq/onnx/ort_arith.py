@@ -12,7 +12,8 @@ from fractions import Fraction
 import numpy as np
 
 import dnnq
-from dnnq.onnx.quant import RANGE
+from dnnq.onnx import ops_numpy
+from dnnq.onnx.quant import RANGE, dequantize_np, quantize_np
 from dnnq.onnx.steps import Step, pool_geometry
 from dnnq.primitives._kernels import _ort_arith
 
@@ -103,6 +104,30 @@ def qlinear_add_constants(a_scale, a_zp, b_scale, b_zp, c_scale, c_zp):
     return ra, rb, fixed
 
 
+def qlinear_binary_group(p, g, n):
+    """(QuantizeLinear node, its QParams, the two operands' QParams) where ONNX Runtime runs
+    the Add / Mul ``n`` as QLinearAdd / QLinearMul: both operands per-tensor
+    ``DequantizeLinear`` outputs (activations or constants) of one 8-bit type, the result
+    read by one per-tensor ``QuantizeLinear`` of that type; else None.  ``p``: the planner
+    (``node_qparams``), ``g``: the graph."""
+    if n.op_type not in ("Add", "Mul") or len(n.input) != 2:
+        return None
+    cons = g.consumers.get(n.output[0], [])
+    q = g.nodes[cons[0]] if len(cons) == 1 else None
+    qq = None if q is None or q.op_type != "QuantizeLinear" else p.node_qparams(q)
+    if qq is None or not qq.per_tensor or qq.dt not in ("u8", "s8"):
+        return None
+    qps = []
+    for x in n.input:
+        i = g.producer.get(x)
+        d = None if i is None else g.nodes[i]
+        qp = None if d is None or d.op_type != "DequantizeLinear" else p.node_qparams(d)
+        if qp is None or not qp.per_tensor or qp.dt != qq.dt:
+            return None
+        qps.append(qp)
+    return q, qq, qps
+
+
 class AveragePoolStep(Step):
     """``DequantizeLinear -> AveragePool -> QuantizeLinear`` as ONNX Runtime's
     QLinearAveragePool: each value dequantized in f32 (``x_scale * (q - zero_point)``), the
@@ -133,7 +158,10 @@ class AveragePoolStep(Step):
             count = self._window_sum(ones[None, None], k, s, d, out)
             if self.attrs.get("count_include_pad", 0):
                 count = np.full_like(count, F32(np.prod(k)))
-            g = self._geo[shape] = (k, s, d, pads, out, count)
+            # (the compiled pass reads the counts as one C-contiguous 2-D map)
+            g = self._geo[shape] = (k, s, d, pads, out, count,
+                                    np.ascontiguousarray(count.reshape(count.shape[-2:]), F32)
+                                    if len(shape) == 4 else None)
         return g
 
     @staticmethod
@@ -148,11 +176,11 @@ class AveragePoolStep(Step):
 
     def run(self, env):
         x = env[self.inputs[0]]
-        k, s, d, pads, out, count = self._geometry(x.shape)
+        k, s, d, pads, out, count, count_2d = self._geometry(x.shape)
         if x.ndim == 4:  # the compiled pass (any memory order of x)
             y = np.empty(x.shape[:2] + tuple(out), x.dtype)
             _ort_arith.qlinear_average_pool_2d(
-                x.view(np.uint8), y.view(np.uint8), np.ascontiguousarray(count[0, 0], F32),
+                x.view(np.uint8), y.view(np.uint8), count_2d,
                 k[0], k[1], s[0], s[1], d[0], d[1], pads[0][0], pads[1][0],
                 F32(self.qin.scale[0]), int(self.qin.zp[0]), F32(self.qout.scale[0]),
                 int(self.qout.zp[0]), self.qout.dt == "s8", dnnq.get_num_threads())
@@ -256,8 +284,6 @@ class ChannelTableStep(Step):
 def channel_table(op, attrs, opset, consts, qin, qout, channels):
     """(channels, 256) bytes: ``op`` (ONNX semantics, ops_numpy) on each channel's 256
     dequantized values, indexed by the source byte, quantized by qout (ONNX's formula)."""
-    from dnnq.onnx import ops_numpy
-    from dnnq.onnx.quant import dequantize_np, quantize_np
     byte = np.arange(256)
     vals = byte.astype(np.uint8).view(np.int8) if qin.dt == "s8" else byte.astype(np.uint8)
     deq = dequantize_np(vals, qin.scale[0], qin.zp[0]).astype(F32)

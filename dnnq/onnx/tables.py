@@ -186,29 +186,20 @@ def _qlinear_binary(fuser, n, env, sub):
     one 8-bit type, the result's one QuantizeLinear, in the graph, of that type too): its
     arithmetic, not the f32 op's (ort_arith); else None."""
     g, p = fuser.g, fuser.p
-    cons = g.consumers.get(n.output[0], [])
-    q = g.nodes[cons[0]] if len(cons) == 1 else None
-    if q is None or q.op_type != "QuantizeLinear" or all(m is not q for m in sub):
+    group = ort_arith.qlinear_binary_group(p, g, n)
+    if group is None or all(m is not group[0] for m in sub):
         return None
-    qq = p.node_qparams(q)
-    if qq is None or not qq.per_tensor:
-        return None
+    q, qq, qps = group
     ops = []
-    for x in n.input[:2]:
-        i = g.producer.get(x)
-        d = None if i is None else g.nodes[i]
-        qp = None if d is None or d.op_type != "DequantizeLinear" else p.node_qparams(d)
-        if qp is None or not qp.per_tensor or qp.dt != qq.dt:
-            return None
+    for x, qp in zip(n.input, qps):
+        src = g.nodes[g.producer[x]].input[0]  # the DequantizeLinear's 8-bit source
         if x in p.qconst:
             vals = np.asarray(p.qconst[x][0])
-        elif d.input[0] in env:
-            vals = np.asarray(env[d.input[0]])
+        elif src in env:
+            vals = np.asarray(env[src])
         else:
             return None
         ops.append((vals, qp))
-    if len(ops) != 2:
-        return None
     if ops[0][0].size == 1 and ops[1][0].size > 1:  # ONNX Runtime: the full operand first
         ops.reverse()
     (a, aq), (b, bq) = ops
