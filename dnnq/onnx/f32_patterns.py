@@ -120,7 +120,9 @@ class F32Patterns:
 
     def _emit_f32_scale_residual(self, mul, label):
         """``Add(x, Mul(x, s))`` of f32 activations, the product read by the Add alone, as
-        one F32ScaleResidualStep (x the operand both read)."""
+        one F32ScaleResidualStep (x the operand both read); with an Add of another map and
+        a QuantizeLinear after it, as one F32ScaleResidualQuantizeStep at that Add
+        (_scale_residual_quantized)."""
         got = self._sole_reader(mul.output[0]) if len(mul.input) == 2 else None
         add = got[1] if got is not None else None
         if add is None or add.op_type != "Add" or len(add.input) != 2 or \
@@ -131,9 +133,49 @@ class F32Patterns:
                 any(v in self.consts for v in mul.input):
             return False
         s = mul.input[1] if mul.input[0] == other else mul.input[0]
-        self._add(FS.F32ScaleResidualStep([label, self.label(add)], other, s, add.output[0]))
         self._claim(add)
+        end = self._scale_residual_quantized(add)
+        if end is not None:
+            outer, y, sq = end
+            labels = [label, self.label(add)]
+
+            def emit(node, outer_label):
+                qy = self.act_dq(y)
+                if qy is None:
+                    self.ensure(y)
+                else:
+                    self.ensure_q(qy[0])
+                self._add(FS.F32ScaleResidualQuantizeStep(
+                    labels + [outer_label, self.label(sq[0])], other, s,
+                    y if qy is None else qy[0], add.output[0], sq[0].output[0],
+                    None if qy is None else qy[1], sq[1]))
+            self.deferred[id(outer)] = emit
+            self._claim(sq[0])
+            return True
+        self._add(FS.F32ScaleResidualStep([label, self.label(add)], other, s, add.output[0]))
         return True
+
+    def _scale_residual_quantized(self, add):
+        """(outer Add, its other operand y, (QuantizeLinear, QParams)) when ``add`` (x + x * s)
+        is read alone by an Add whose result a per-tensor QuantizeLinear alone reads, y an
+        activation (f32, or dequantized 8-bit per tensor): the four nodes then run as one
+        F32ScaleResidualQuantizeStep, made at the outer Add (y may be computed after the
+        Mul).  Not when rounding at every QuantizeLinear (a different pattern there)."""
+        if self.round_every_quantize:
+            return None
+        got = self._sole_reader(add.output[0])
+        outer = got[1] if got is not None else None
+        if outer is None or outer.op_type != "Add" or len(outer.input) != 2 or \
+                outer.input[0] == outer.input[1] or outer.domain not in ("", "ai.onnx"):
+            return None
+        y = outer.input[1] if outer.input[0] == add.output[0] else outer.input[0]
+        if not y or y in self.consts:
+            return None
+        qy = self.dq_info.get(y)
+        if qy is not None and self.act_dq(y) is None:  # (a per-channel DequantizeLinear)
+            return None
+        sq = self._sole_q(outer.output[0])
+        return None if sq is None else (outer, y, sq)
 
     def _emit_f32_product(self, n, label):
         """MatMul of two f32 activations (the Conv / MatMul layers with constant weights

@@ -43,6 +43,9 @@ class Planner(Int8Patterns, F32Patterns):
         self._index = {id(n): i for i, n in enumerate(graph.nodes)}
         self.avail = {v.name for v in graph.inputs}
         self.qnames = {}   # f32 value name -> its int8 twin produced by an int8 step
+        #: id(node) -> emit(node, label): a pattern whose steps wait for its last node (an
+        #: operand it reads is computed after its first node)
+        self.deferred = {}
         self._fold_constants()
         self._index_dq()
         self.layer_at = {}
@@ -267,6 +270,10 @@ class Planner(Int8Patterns, F32Patterns):
         if n.domain not in ("", "ai.onnx"):
             raise Unimplemented(f"node {label!r}: op type {op} of domain {n.domain!r} (opset "
                                 f"{opset}) is not supported by dnnq.onnx")
+        deferred = self.deferred.pop(id(n), None)
+        if deferred is not None:  # the end of a pattern its first node left for here
+            deferred(n, label)
+            return
         if op == "DequantizeLinear":
             if n.output[0] in self.dq_info:
                 return  # dequantized where an f32 op reads it (ensure)

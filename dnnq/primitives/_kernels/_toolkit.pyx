@@ -14,7 +14,7 @@ from libc.stdlib cimport malloc, free
 from libc.string cimport memset, memcpy
 from cython.parallel cimport prange
 
-from dnnq.primitives._kernels._codes cimport DNNQ_DT_S8, DNNQ_DT_U8
+from dnnq.primitives._kernels._codes cimport DNNQ_DT_F32, DNNQ_DT_S8, DNNQ_DT_U8
 
 cdef extern from "dnnq_toolkit.h" nogil:
     enum:
@@ -127,6 +127,17 @@ cdef extern from "dnnq_toolkit.h" nogil:
     ctypedef void (*dnnq_q8_binary_run_fn)(const dnnq_q8_binary_args_t *a, int64_t r0,
                                            int64_t r1)
     dnnq_q8_binary_run_fn dnnq_q8_binary_run_for_isa(int isa)
+    ctypedef struct dnnq_scale_residual_args_t:
+        int64_t rows, len, x_rs, y_rs, dst_rs
+        int y_dt, dst_dt
+        float y_zp, y_scale, inv_dst_scale, dst_zp
+        const float *x
+        const float *s
+        const char *y
+        char *dst
+    ctypedef void (*dnnq_scale_residual_run_fn)(const dnnq_scale_residual_args_t *a,
+                                                int64_t r0, int64_t r1)
+    dnnq_scale_residual_run_fn dnnq_scale_residual_run_for_isa(int isa)
     dnnq_qlayernorm_run_fn dnnq_qlayernorm_run_for_isa(int isa)
     const char *dnnq_toolkit_isa_name(int isa)
     int64_t dnnq_pw_items(const dnnq_pw_plan_t *p)
@@ -508,7 +519,7 @@ cdef int64_t _row_stride(object a, int64_t rows, int64_t n, str name) except -1:
 
 
 cdef enum:
-    _ROWS_SOFTMAX, _ROWS_LAYERNORM, _ROWS_BINARY
+    _ROWS_SOFTMAX, _ROWS_LAYERNORM, _ROWS_BINARY, _ROWS_SCALE_RESIDUAL
 
 
 cdef inline void _rows_call(int kind, void* fn, const void* a, int64_t r0,
@@ -517,6 +528,8 @@ cdef inline void _rows_call(int kind, void* fn, const void* a, int64_t r0,
         (<dnnq_qsoftmax_run_fn>fn)(<const dnnq_qsoftmax_args_t*>a, r0, r1)
     elif kind == _ROWS_LAYERNORM:
         (<dnnq_qlayernorm_run_fn>fn)(<const dnnq_qlayernorm_args_t*>a, r0, r1)
+    elif kind == _ROWS_SCALE_RESIDUAL:
+        (<dnnq_scale_residual_run_fn>fn)(<const dnnq_scale_residual_args_t*>a, r0, r1)
     else:
         (<dnnq_q8_binary_run_fn>fn)(<const dnnq_q8_binary_args_t*>a, r0, r1)
 
@@ -641,6 +654,41 @@ def q8_binary_run(int isa, int op, src0, src1, dst, int src0_dt, int src1_dt, in
     a.dst = <uint8_t*>_addr(dst[0:1], True)
     with nogil:
         _split_rows(_ROWS_BINARY, <void*>dnnq_q8_binary_run_for_isa(isa), &a, a.rows, nt)
+
+
+def scale_residual_run(int isa, x, const float[::1] s, y, dst, int y_dt, int dst_dt,
+                       float y_zp, float y_scale, float inv_dst_scale, float dst_zp,
+                       int nthreads=1):
+    """tk_scale_residual.h's ``Q((x + x * s) + y)`` of (rows x len) arrays with dense rows:
+    x f32, s len f32 values (one per column), y None or f32 / u8 / s8 (y_dt), dst u8 / s8."""
+    cdef dnnq_scale_residual_args_t a
+    cdef int64_t nt = nthreads
+    memset(&a, 0, sizeof(a))
+    if x.dtype != np.float32:
+        raise ValueError("scale_residual_run: f32 x expected")
+    a.rows, a.len = x.shape[0], x.shape[1]
+    if s.shape[0] != a.len:
+        raise ValueError("scale_residual_run: s of the row's length expected")
+    a.x_rs = _row_stride(x, a.rows, a.len, "scale_residual_run x")
+    a.dst_rs = _row_stride(dst, a.rows, a.len, "scale_residual_run dst")
+    if dst.itemsize != 1 or (dst_dt != DNNQ_DT_U8 and dst_dt != DNNQ_DT_S8):
+        raise ValueError("scale_residual_run: a u8 / s8 dst expected")
+    a.y_dt, a.dst_dt = y_dt, dst_dt
+    if y is not None:
+        if y.itemsize != (4 if y_dt == DNNQ_DT_F32 else 1):
+            raise ValueError("scale_residual_run: y's itemsize does not match y_dt")
+        a.y_rs = _row_stride(y, a.rows, a.len, "scale_residual_run y")
+    a.y_zp, a.y_scale, a.inv_dst_scale, a.dst_zp = y_zp, y_scale, inv_dst_scale, dst_zp
+    if a.rows == 0 or a.len == 0:
+        return
+    a.x = <const float*>_addr(x[0:1], False)
+    a.s = &s[0]
+    if y is not None:
+        a.y = _addr(y[0:1], False)
+    a.dst = <char*>_addr(dst[0:1], True)
+    with nogil:
+        _split_rows(_ROWS_SCALE_RESIDUAL, <void*>dnnq_scale_residual_run_for_isa(isa), &a,
+                    a.rows, nt)
 
 
 cdef extern from *:

@@ -175,6 +175,20 @@ typedef struct {
     uint8_t *dst;
 } dnnq_q8_binary_args_t;
 
+/* Q((x + x * s) + y) of channels-last rows (tk_scale_residual.h): rows of `len` elements at
+ * row strides x_rs / y_rs / dst_rs (elements); x f32; s one f32 per column (a channel's
+ * gate); y absent (NULL), f32, or u8 / s8 dequantized as (f32(y) - y_zp) * y_scale; the sum
+ * times inv_dst_scale plus dst_zp stored as u8 / s8.  Each operation rounded once, in the
+ * order written. */
+typedef struct {
+    int64_t rows, len, x_rs, y_rs, dst_rs;
+    int y_dt, dst_dt;
+    float y_zp, y_scale, inv_dst_scale, dst_zp;
+    const float *x, *s;
+    const char *y;
+    char *dst;
+} dnnq_scale_residual_args_t;
+
 /* The run functions return 0, or DNNQ_TK_ENOMEM when a scratch allocation failed (the
  * driver raises MemoryError: the destination is then incomplete). */
 #define DNNQ_TK_ENOMEM 1
@@ -193,6 +207,8 @@ typedef void (*dnnq_table_run_fn)(uint8_t *dst, const uint8_t *src, const uint8_
 typedef void (*dnnq_qsoftmax_run_fn)(const dnnq_qsoftmax_args_t *a, int64_t r0, int64_t r1);
 typedef void (*dnnq_qlayernorm_run_fn)(const dnnq_qlayernorm_args_t *a, int64_t r0, int64_t r1);
 typedef void (*dnnq_q8_binary_run_fn)(const dnnq_q8_binary_args_t *a, int64_t r0, int64_t r1);
+typedef void (*dnnq_scale_residual_run_fn)(const dnnq_scale_residual_args_t *a, int64_t r0,
+                                           int64_t r1);
 
 #define DNNQ_DECLARE_TOOLKIT(isa)                                                             \
     int dnnq_pw_run_##isa(const dnnq_pw_plan_t *p, int64_t it0, int64_t it1);                 \
@@ -205,7 +221,9 @@ typedef void (*dnnq_q8_binary_run_fn)(const dnnq_q8_binary_args_t *a, int64_t r0
                               int64_t n, int vbmi);                                       \
     void dnnq_qsoftmax_run_##isa(const dnnq_qsoftmax_args_t *a, int64_t r0, int64_t r1);      \
     void dnnq_qlayernorm_run_##isa(const dnnq_qlayernorm_args_t *a, int64_t r0, int64_t r1);  \
-    void dnnq_q8_binary_run_##isa(const dnnq_q8_binary_args_t *a, int64_t r0, int64_t r1);
+    void dnnq_q8_binary_run_##isa(const dnnq_q8_binary_args_t *a, int64_t r0, int64_t r1);  \
+    void dnnq_scale_residual_run_##isa(const dnnq_scale_residual_args_t *a, int64_t r0,      \
+                                       int64_t r1);
 
 DNNQ_DECLARE_TOOLKIT(portable)
 DNNQ_DECLARE_TOOLKIT(avx2)
@@ -220,6 +238,7 @@ dnnq_table_run_fn dnnq_table_run_for_isa(int isa);
 dnnq_qsoftmax_run_fn dnnq_qsoftmax_run_for_isa(int isa);
 dnnq_qlayernorm_run_fn dnnq_qlayernorm_run_for_isa(int isa);
 dnnq_q8_binary_run_fn dnnq_q8_binary_run_for_isa(int isa);
+dnnq_scale_residual_run_fn dnnq_scale_residual_run_for_isa(int isa);
 const char *dnnq_toolkit_isa_name(int isa);
 
 /* Number of work items of a pointwise plan: rows * blocks per row. */

@@ -16,6 +16,7 @@
  *   tk_softmax.h      softmax / log-softmax
  *   tk_table.h        a 256-entry byte table applied element by element
  *   tk_rows8.h        softmax / layer normalization of quantized 8-bit rows
+ *   tk_scale_residual.h  Q(x + x * s + y) of channels-last rows
  *
  * Plain C written so that gcc -O3 vectorises the remaining loops (contiguous, no aliasing
  * between buffers, no function calls on the exact paths).  -ffp-contract=off (project-wide)
@@ -30,3 +31,4 @@
 #include "tk_softmax.h"
 #include "tk_table.h"
 #include "tk_rows8.h"
+#include "tk_scale_residual.h"
