@@ -253,3 +253,75 @@ def test_each_operation_rounded_once_in_order(stage):
         ScaleResidualQuantizer(q_other, qd).run(layout(x4), s.reshape(1, C, 1, 1),
                                                 None if y4 is None else layout(y4), out)
         np.testing.assert_array_equal(out, want)
+
+
+def _concat_model():
+    """Two squeeze-excitation residuals on f32 convolution outputs, the second at half size
+    and upsampled (nearest x2), concatenated and quantized: PP-OCRv4 det's neck output."""
+    inits = []
+
+    def const(arr, name):
+        inits.append(numpy_helper.from_array(np.asarray(arr), name))
+        return name
+
+    nodes = [
+        helper.make_node("QuantizeLinear", ["x", const(F32(0.02), "sx"),
+                                            const(np.uint8(128), "zx")], ["xq"]),
+        helper.make_node("DequantizeLinear", ["xq", "sx", "zx"], ["xd"])]
+    outs = []
+    for j, (c, stride) in enumerate(((24, 1), (20, 2))):
+        w = RNG.integers(-127, 128, (c, 8, 1, 1)).astype(np.int8)
+        ws = (RNG.random(c) * 0.01 + 0.002).astype(F32)
+        nodes += [
+            helper.make_node("DequantizeLinear", [const(w, f"w{j}"), const(ws, f"ws{j}"),
+                                                  const(np.zeros(c, np.int8), f"wz{j}")],
+                             [f"wd{j}"], axis=0),
+            helper.make_node("Conv", ["xd", f"wd{j}"], [f"c{j}"], kernel_shape=[1, 1],
+                             strides=[stride, stride]),
+            helper.make_node("GlobalAveragePool", [f"c{j}"], [f"g{j}"]),
+            helper.make_node("HardSigmoid", [f"g{j}"], [f"s{j}"]),
+            helper.make_node("Mul", [f"c{j}", f"s{j}"], [f"m{j}"], name=f"gate{j}"),
+            helper.make_node("Add", [f"m{j}", f"c{j}"], [f"t{j}"], name=f"residual{j}")]
+        outs.append(f"t{j}")
+    nodes += [
+        helper.make_node("Resize", ["t1", "", const(np.array([1, 1, 2, 2], F32), "rs")],
+                         ["r1"], mode="nearest"),
+        helper.make_node("Concat", ["t0", "r1"], ["cat"], axis=1, name="concat"),
+        helper.make_node("QuantizeLinear", ["cat", const(F32(0.043), "sq"),
+                                            const(np.uint8(7), "zq")], ["catq"]),
+        helper.make_node("DequantizeLinear", ["catq", "sq", "zq"], ["out"])]
+    g = helper.make_graph(
+        nodes, "cat", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 10, 14])],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, [1, 44, 10, 14])], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    return m
+
+
+def test_concat_quantizes_the_residuals_it_reads(monkeypatch):
+    """QuantizeLinear(Concat(x0 + x0 * s0, Resize(x1 + x1 * s1))): the Concat quantizes each
+    residual from x and s (no f32 map of it): the bytes of numpy's operations and of the
+    steps it replaces, run after run, at 1 and 2 threads."""
+    from dnnq.onnx import f32_fusion_steps as FS
+    model = _concat_model()
+    x = RNG.standard_normal((1, 8, 10, 14)).astype(F32)
+    sess = donnx.InferenceSession(model, rounding="chain")
+    row = [r for r in sess.plan() if r["primitive"] == "Concat"]
+    assert len(row) == 1 and "x + x * s" in row[0]["impl_info"]
+    assert {"gate0", "residual0", "gate1", "residual1"} <= set(row[0]["nodes"])
+    c0, s0, c1, s1 = donnx.InferenceSession(_probe(model, ["c0", "s0", "c1", "s1"]),
+                                            rounding="chain").run(None, {"x": x})[1:]
+    t0, t1 = c0 * s0 + c0, c1 * s1 + c1
+    cat = np.concatenate([t0, t1.repeat(2, axis=2).repeat(2, axis=3)], axis=1)
+    q = _numpy_reference(cat, np.zeros((1, 1, 1, 1), F32), None, None,
+                         QParams(0.043, 7, "u8"))
+    want = (q.astype(F32) - F32(7)) * F32(0.043)
+    with monkeypatch.context() as mp:
+        mp.setattr(FS.F32ConcatQuantizeStep, "take_scale_residual", lambda self, i, st: False)
+        apart = donnx.InferenceSession(model, rounding="chain")
+    assert all("x + x * s" not in str(r["impl_info"]) for r in apart.plan())
+    np.testing.assert_array_equal(apart.run(None, {"x": x})[0], want)
+    for th in (1, 2):
+        s2 = donnx.InferenceSession(model, rounding="chain", threads=th)
+        for _ in range(3):
+            np.testing.assert_array_equal(s2.run(None, {"x": x})[0], want)

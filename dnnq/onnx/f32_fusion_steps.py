@@ -2,6 +2,9 @@
 the numpy steps they replace (planner's f32 patterns; docs/onnx.md): a QuantizeLinear after
 an Add / Mul or a Concat, ``x + x * s`` (and the QuantizeLinear of it plus another map), and
 the f32 unary activations."""
+from collections import ChainMap
+from functools import partial
+
 import numpy as np
 
 import dnnq
@@ -83,8 +86,25 @@ class F32ConcatQuantizeStep(Step):
         self.n_data = len(inputs)
         self._resized = {}  # input i -> the nearest Resize step it stands for
         self._quant = {}    # tag -> ReorderStep quantizing input i into a channels-last temp
+        self._residual = {}  # input i -> (F32ScaleResidualStep, its quantizer, gate's name)
+        self._temps = {}    # (input i, shape) -> the channels-last int8 array it is quantized to
         self._apart = None
         self.impl_info = "quantize, copy"
+
+    def take_scale_residual(self, i, step):
+        """Input i is ``x + x * s``, the output of ``step`` (an F32ScaleResidualStep nothing
+        else reads): quantize it from x and s in one pass (ScaleResidualQuantizer) instead
+        of reading the f32 map ``step`` writes.  Returns True (taken)."""
+        x, s = step.inputs
+        self._residual[i] = (step, ScaleResidualQuantizer(None, self.qd), s)
+        self.nodes = self.nodes + step.nodes
+        self.inputs = list(self.inputs)
+        self.inputs[i] = x
+        if s not in self.inputs:
+            self.inputs.append(s)
+        self.impl_info = self.impl_info.replace("quantize,", "x + x * s, quantize,", 1) \
+            if "x + x * s" not in self.impl_info else self.impl_info
+        return True
 
     def take_resize(self, i, step):
         """Input i is the output of ``step``, a nearest Resize nothing else reads: quantize
@@ -100,13 +120,32 @@ class F32ConcatQuantizeStep(Step):
         st = self._resized.get(i)
         if st is None:
             return (1, 1, 1, 1), x.shape
+        if i in self._residual:  # (its input is x + x * s, of x's shape, not computed)
+            env = ChainMap({st.inputs[0]: x}, env)
         sizes, reps = st.nearest_geometry(env)
         return reps, None if reps is None else tuple(sizes)
+
+    def _residual_inputs(self, env, xs, force=False):
+        """xs with each taken ``x + x * s`` computed by its step (the replaced path), or None
+        when every one of them fits its quantizer (and not ``force``)."""
+        if not force and all(r[1].fits(xs[i], env[r[2]]) for i, r in self._residual.items()):
+            return None
+        xs = list(xs)
+        for i, (step, _, _) in self._residual.items():
+            step.run(env)
+            xs[i] = env.pop(step.outputs[0])
+        return xs
 
     def run(self, env):
         if self._repeated(env):
             return
         xs = [env[n] for n in self.inputs[:self.n_data]]
+        if self._residual:
+            apart = self._residual_inputs(env, xs)
+            if apart is not None:
+                self._repeat = None
+                self._run_apart(env, apart)
+                return
         geo = [self._reps(env, i, x) if isinstance(x, np.ndarray) else (None, None)
                for i, x in enumerate(xs)]
         ok = all(isinstance(x, np.ndarray) and x.dtype == np.float32 and x.ndim == 4 and
@@ -116,13 +155,27 @@ class F32ConcatQuantizeStep(Step):
             ok = all(sh[0] == n and sh[2:] == (h, w) for _, sh in geo)
         if not ok:
             self._repeat = None
-            self._run_apart(env, xs)
+            self._run_apart(env, self._residual_inputs(env, xs, True) if self._residual else xs)
             return
         dtype = np.uint8 if self.qd.dt == "u8" else np.int8
         shape = (n, h, w, sum(sh[1] for _, sh in geo))
         y, kept = self.out_array(env, shape, dtype)
         yb, copy, off, parts = y.view(np.uint8), _toolkit.repeat_pixels_into, 0, []
         for i, (x, (reps, sh)) in enumerate(zip(xs, geo)):
+            if i in self._residual:
+                _, fuse, s_name = self._residual[i]
+                tmp = self._temps.get((i, x.shape))
+                if tmp is None:
+                    n_, c_, h_, w_ = x.shape
+                    tmp = self._temps[(i, x.shape)] = np.empty((n_, h_, w_, c_), dtype)
+                q, s = tmp.transpose(0, 3, 1, 2), env[s_name]
+                fuse.run(x, s, None, q)
+                qb = tmp.view(np.uint8)
+                copy(qb, yb, reps[2], reps[3], off, dnnq.get_num_threads())
+                parts.append(((None, partial(fuse.run, x, s, None, q)), qb, qb, reps[2],
+                              reps[3], off))
+                off += sh[1]
+                continue
             st = self._quant.get(i)
             if st is None:
                 tmp = f"{self.outputs[0]}::q{i}"
@@ -159,7 +212,7 @@ class F32ConcatQuantizeStep(Step):
         for i, x in enumerate(xs):
             st = self._resized.get(i)
             if st is not None:
-                params = [None if not p else env[p] for p in st.inputs]
+                params = [x] + [None if not p else env[p] for p in st.inputs[1:]]
                 x = ops_numpy.run_op(st.op, params, st.attrs, st.opset)[0]
             full.append(x)
         tmp = f"{self.outputs[0]}::f32"
@@ -278,6 +331,11 @@ class F32ScaleResidualStep(PrimStep):
         env[self.outputs[0]] = y
 
 
+#: rows of the scale-residual kernel shorter than this are grouped into rows of about this
+#: many elements (the per-row tail through padded copies made 24-channel rows slow)
+_ROW_GROUP = 256
+
+
 class ScaleResidualQuantizer:
     """``QuantizeLinear((x + x * s) [+ y])`` -- x an f32 map, s an f32 gate broadcast into it
     (a squeeze-excitation's per-channel scales), y an f32 map or the dequantized form of an
@@ -374,18 +432,30 @@ class ScaleResidualQuantizer:
             rows.append(p.reshape(-1, x.shape[1]))
         return rows[0], np.ascontiguousarray(s, F32).reshape(-1), rows[1], rows[2]
 
+    def _rows_run(self, x, y, dst, s, size):
+        q, qd = self.q_other, self.qd
+        _toolkit.scale_residual_run(
+            toolkit_isa()[0], x, s, y, dst, _codes.DT["f32" if q is None else q.dt],
+            _codes.DT[qd.dt], 0.0 if q is None else float(F32(q.zp[0])),
+            1.0 if q is None else float(q.scale[0]), float(pw.reciprocal(qd.scale[:1])[0]),
+            float(F32(qd.zp[0])), pw.threads_for(size))
+
     def run(self, x, s, y, dst):
         """Write the result into ``dst`` (x's shape, the destination's 8-bit type)."""
         rows = self._rows(x, s, y, dst)
         if rows is not None:
-            q, qd = self.q_other, self.qd
-            ydt = _codes.DT["f32" if q is None else q.dt]
-            _toolkit.scale_residual_run(
-                toolkit_isa()[0], rows[0], rows[1], rows[2], rows[3], ydt, _codes.DT[qd.dt],
-                0.0 if q is None else float(F32(q.zp[0])),
-                1.0 if q is None else float(q.scale[0]),
-                float(pw.reciprocal(qd.scale[:1])[0]), float(F32(qd.zp[0])),
-                pw.threads_for(x.size))
+            xr, sr, yr, dr = rows
+            R, C = xr.shape
+            k = _ROW_GROUP // C
+            if k > 1 and R >= k:  # short rows (24 channels): k pixels per row, s k times
+                q, rest = divmod(R, k)
+                self._rows_run(*(None if a is None else a[:q * k].reshape(q, k * C)
+                                 for a in (xr, yr, dr)), np.tile(sr, k), x.size)
+                if rest:
+                    self._rows_run(xr[q * k:], yr if yr is None else yr[q * k:],
+                                   dr[q * k:], sr, x.size)
+            else:
+                self._rows_run(xr, yr, dr, sr, x.size)
             return
         bound, consts = self._plan(x, s, y, dst)
         arrays = dict(consts)

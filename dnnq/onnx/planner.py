@@ -447,6 +447,19 @@ class Planner(Int8Patterns, F32Patterns):
                     st.take_resize(i, prod)
                     taken.add(id(prod))
         self.steps[:] = [st for st in self.steps if id(st) not in taken]
+        # an f32 x + x * s read only by the f32 Concat (or by a Resize it took): quantized
+        # from x and s by the Concat itself (F32ConcatQuantizeStep.take_scale_residual)
+        readers, producer, outputs = self._step_links()
+        for st in self.steps:
+            if not isinstance(st, FS.F32ConcatQuantizeStep):
+                continue
+            for i, name in enumerate(list(st.inputs[:st.n_data])):
+                prod = producer.get(name)
+                if type(prod) is FS.F32ScaleResidualStep and readers.get(name) == 1 and \
+                        name not in outputs and st.inputs.count(name) == 1 and \
+                        st.take_scale_residual(i, prod):
+                    taken.add(id(prod))
+        self.steps[:] = [st for st in self.steps if id(st) not in taken]
         # a lookup table read only by the Concat: its entries requantized to the Concat's
         # scale and zero point once (the same bytes as requantizing its output each run)
         for st in self.steps:
