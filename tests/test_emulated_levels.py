@@ -219,7 +219,10 @@ def test_amx_keeps_the_vnni_kernels_below_8_pixels_and_for_other_convolutions():
     assert not _conv("avx512_core_amx", (4, 64, 1, 7), 64, "u8", "u8").impl_info.startswith(
         "avx512_core_amx")
     amx = "avx512_core_amx"
+    # (32 channels: a kernel row's three taps folded into one K of 96 at this level)
     assert _kxk(amx, (1, 32, 9, 9), 32, 3, 1, 1, "u8", "s32").impl_info == \
+        "avx512_core_amx:brgconv_fold"
+    assert _kxk(amx, (1, 64, 9, 9), 32, 3, 1, 1, "u8", "s32").impl_info == \
         "avx512_core_amx:brgconv"
     assert _kxk(amx, (1, 32, 2, 3), 32, 3, 1, 1, "u8", "s32").impl_info.startswith(
         "avx512_core_vnni:")  # 6 pixels
@@ -295,6 +298,8 @@ KXK = [
     ((3, 63, 4, 15), 65, 3, 1, 1, 1, 0),
     ((1, 24, 8, 48), 24, 3, 1, 1, 1, 0),      # 24 bytes of K per tap: one staged block
     ((1, 64, 5, 20), 64, 3, 1, 1, 4, 0),      # 16 channels per group
+    ((1, 96, 9, 70), 24, 3, 1, 1, 1, 0),      # 96 channels: kernel rows folded (K = 288)
+    ((2, 40, 7, 33), 17, 3, 2, 1, 1, 0),      # folded, stride 2
 ]
 
 

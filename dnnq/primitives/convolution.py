@@ -109,7 +109,9 @@ class _ConvolutionBase(KernelChoice, CheckedExecute, F32Convolution, metaclass=C
         self._numerics = "exact" if self._f32 else _dispatch.get_int8_numerics()
         geo = ConvGeometry(p, self._deconv, src_desc.dims, weights_desc.dims, dst_desc.dims,
                            strides, padding_l, padding_r, dilates,
-                           fold=self._numerics == "exact")
+                           fold=self._numerics == "exact",
+                           fold_wide=(not self._f32 and
+                                      _dispatch.get_effective_cpu_isa() == "avx512_core_amx"))
         if bias_desc is not None and tuple(bias_desc.dims) != (geo.OC,):
             raise InvalidArguments(f"{p}: bias dims {bias_desc.dims}; expected ({geo.OC},)")
         self.src_desc, self.weights_desc, self.dst_desc = src_desc, weights_desc, dst_desc

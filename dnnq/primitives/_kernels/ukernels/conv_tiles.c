@@ -166,6 +166,9 @@ int dnnq_conv_build_tiles(dnnq_conv_t *cv) {
         if (!cv->brgemm) return -1;
     }
     cv->epi_prepare = dnnq_epi_prepare_for_isa(cv->isa);
+    cv->epi_tile_prepare = dnnq_epi_tile_prepare_for_isa(cv->isa);
+    cv->epi_tile = dnnq_epi_tile_for_isa(cv->isa);
+    if (!cv->epi_tile_prepare || !cv->epi_tile) cv->epi_tile_prepare = NULL, cv->epi_tile = NULL;
     if (dnnq_conv_build_coords(cv) != 0) return -1;
     /* only for the kernels that run them (the implementation list chose the tiles within
      * the planner's sizes: dnnq.primitives._impls.CONV; dnnq_conv_check_kernel sees the tiles) */
@@ -292,6 +295,11 @@ int dnnq_conv_run_item_tiles(const dnnq_conv_t *cv, int64_t item) {
      * padcorr): no s32 tile, the epilogue prepared once per item */
     dnnq_epi_state_t fst;
     const int fuse = pc ? 0 : dnnq_conv_fuse_kind(cv, &ge, p, &fst);
+    /* else the separate epilogue's constants prepared once per item too, where it can be */
+    const int prepared = !fuse && cv->epi_tile && cv->epi_tile_prepare(&ge, 0, p, &fst);
+#define TILE_EPILOGUE(m_, mr_, t_)                                                             \
+    (prepared ? cv->epi_tile(&ge, &fst, (m_), (mr_), (t_))                                     \
+              : cv->epilogue(&ge, 0, (m_), (mr_), p, (t_)))
     int32_t tile[DNNQ_CONV_TILE_ROWS * DNNQ_NR] __attribute__((aligned(64)));
     int32_t col[DNNQ_CONV_MR_MAX * DNNQ_NR] __attribute__((aligned(64)));
     int64_t tm = 0; /* first pixel of the pending tile (consecutive pixels) */
@@ -308,7 +316,7 @@ int dnnq_conv_run_item_tiles(const dnnq_conv_t *cv, int64_t item) {
             /* decided below, once the pairs are known */
         } else if (q->mstep <= 1) {
             if (trows && (q->m != tm + trows || trows + mr > DNNQ_CONV_TILE_ROWS)) {
-                cv->epilogue(&ge, 0, tm, trows, p, tile);
+                TILE_EPILOGUE(tm, trows, tile);
                 trows = 0;
             }
             if (!trows) tm = q->m;
@@ -446,14 +454,15 @@ int dnnq_conv_run_item_tiles(const dnnq_conv_t *cv, int64_t item) {
         if (q->mstep <= 1 && !fuse) {
             trows += mr;
         } else if (q->mstep <= 1) { /* fuse's fallback: the run's rows in one call */
-            cv->epilogue(&ge, 0, q->m, mr, p, col);
+            TILE_EPILOGUE(q->m, mr, col);
         } else { /* a column at a border: one epilogue call per pixel */
             for (int r = 0; r < mr; ++r)
-                cv->epilogue(&ge, 0, q->m + r * q->mstep, 1, p, col + r * DNNQ_NR);
+                TILE_EPILOGUE(q->m + r * q->mstep, 1, col + r * DNNQ_NR);
         }
     }
-    if (trows) cv->epilogue(&ge, 0, tm, trows, p, tile);
+    if (trows) TILE_EPILOGUE(tm, trows, tile);
     if (cv->amx) dnnq_amx_release(); /* the tile state ends with the item, on its thread */
     free(pairs);
     return 0;
+#undef TILE_EPILOGUE
 }

@@ -68,6 +68,9 @@ DNNQ_DEFINE_AVX512_INT8_FOR_ISA(dnnq_brgemm_ukr_fn, dnnq_brgemm_ukr_n16_for_isa,
                                 dnnq_brgemm_ukr_n16)
 DNNQ_DEFINE_AVX512_INT8_FOR_ISA(dnnq_brgemm_epi_fn, dnnq_brgemm_epi_for_isa, dnnq_brgemm_epi)
 DNNQ_DEFINE_AVX512_INT8_FOR_ISA(dnnq_epi_prepare_fn, dnnq_epi_prepare_for_isa, dnnq_epi_prepare)
+DNNQ_DEFINE_AVX512_INT8_FOR_ISA(dnnq_epi_tile_prepare_fn, dnnq_epi_tile_prepare_for_isa,
+                                dnnq_epi_tile_prepare)
+DNNQ_DEFINE_AVX512_INT8_FOR_ISA(dnnq_epi_tile_fn, dnnq_epi_tile_for_isa, dnnq_epi_tile)
 
 /* the AMX batch-reduce kernel for a panel of ncols columns: the emulated set where the
  * emulation is on, else the tiles' own (the caller chose the AMX level) */

@@ -110,6 +110,8 @@ typedef struct dnnq_conv_s {
     dnnq_brgemm_ukr_fn brgemm_n32;   /* brgemm for panels of <= 32 columns, or NULL */
     dnnq_brgemm_ukr_fn brgemm_n16;   /* brgemm for panels of <= 16 columns, or NULL */
     dnnq_epi_prepare_fn epi_prepare; /* (set by dnnq_conv_build_tiles from isa) */
+    dnnq_epi_tile_prepare_fn epi_tile_prepare; /* the prepared separate epilogue, or NULL */
+    dnnq_epi_tile_fn epi_tile;                 /* (both set by dnnq_conv_build_tiles) */
     int isa;
     /* the tiled path (built at creation by dnnq_conv_build_tiles; NULL: the general driver):
      * the tiles of one image by first pixel, cut into n_chunks chunks [chunks[c], chunks[c+1]) */

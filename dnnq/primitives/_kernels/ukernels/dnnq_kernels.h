@@ -245,6 +245,22 @@ static inline int dnnq_epi_kind_xor(int kind) {
 dnnq_epi_prepare_fn dnnq_epi_prepare_for_isa(int isa);
 int dnnq_epi_prepare_avx512vnni(const dnnq_gemm_args_t *g, int64_t b, int64_t p,
                                 dnnq_epi_state_t *st);
+/* The separate epilogue of an s32 tile on constants prepared once per (batch b, panel p)
+ * block (a convolution's AMX micro-tiles, whose tiles have no fused epilogue: preparing them
+ * per call of 32 rows took 40 % of a 3x3 layer's time).  prepare fills st and returns 1 when
+ * dnnq_gemm_epilogue_fn would run its fast epilogue for g (0: call that one instead); then
+ * each call writes rows m .. m + mr - 1 of the tile exactly as dnnq_gemm_epilogue_fn does.
+ * NULL at levels without them. */
+typedef int (*dnnq_epi_tile_prepare_fn)(const dnnq_gemm_args_t *g, int64_t b, int64_t p,
+                                        dnnq_epi_state_t *st);
+typedef void (*dnnq_epi_tile_fn)(const dnnq_gemm_args_t *g, const dnnq_epi_state_t *st,
+                                 int64_t m, int mr, const int32_t *tile);
+dnnq_epi_tile_prepare_fn dnnq_epi_tile_prepare_for_isa(int isa);
+dnnq_epi_tile_fn dnnq_epi_tile_for_isa(int isa);
+int dnnq_epi_tile_prepare_avx512vnni(const dnnq_gemm_args_t *g, int64_t b, int64_t p,
+                                     dnnq_epi_state_t *st);
+void dnnq_epi_tile_avx512vnni(const dnnq_gemm_args_t *g, const dnnq_epi_state_t *st, int64_t m,
+                              int mr, const int32_t *tile);
 void dnnq_brgemm_epi_avx512vnni(int mr, int64_t npairs, const dnnq_br_pair_t *pairs,
                                 const dnnq_epi_state_t *st, int kind, int64_t m, int64_t mstep);
 

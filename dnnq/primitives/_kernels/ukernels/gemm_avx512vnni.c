@@ -322,6 +322,21 @@ int dnnq_epi_prepare_avx512vnni(const dnnq_gemm_args_t *g, int64_t b, int64_t p,
     return epi_fuse_kind(k);
 }
 
+int dnnq_epi_tile_prepare_avx512vnni(const dnnq_gemm_args_t *g, int64_t b, int64_t p,
+                                     dnnq_epi_state_t *st) {
+    /* (gemm_impl.h's dnnq_gemm_epilogue: the fast epilogue unless wzp, which needs a copy) */
+    if (!dnnq_fast_epi_ok(g) || g->wzp) return 0;
+    const int64_t n0 = p * DNNQ_NR;
+    const int nc = (int)(g->N - n0 < DNNQ_NR ? g->N - n0 : DNNQ_NR);
+    epi_prepare_avx512(g, b, n0, nc, (epi_consts_t *)st);
+    return 1;
+}
+
+void dnnq_epi_tile_avx512vnni(const dnnq_gemm_args_t *g, const dnnq_epi_state_t *st, int64_t m,
+                              int mr, const int32_t *tile) {
+    fast_epilogue_avx512(g, (const epi_consts_t *)st, m, mr, tile);
+}
+
 void dnnq_brgemm_epi_avx512vnni(int mr, int64_t npairs, const dnnq_br_pair_t *pairs,
                                 const dnnq_epi_state_t *st, int kind, int64_t m, int64_t mstep) {
     fused_tile_avx512(mr, kind, npairs, pairs, (const epi_consts_t *)st, m, mstep);
