@@ -585,7 +585,9 @@ cdef class GemmPlan:
         # rows share lines between panels: one item at a time, the threads took alternate
         # panels and wrote into every line together (PP-OCRv4 rec's 120 -> 6625 head at 2
         # threads: 1.2x its one-thread speed); whole runs keep the dynamic balance
-        cdef int64_t chunk = max(1, nitems // (4 * nthreads)) if shared and not m_outer else 1
+        # (rows outermost with one row block is the same panel order: runs too)
+        cdef int64_t chunk = (max(1, nitems // (4 * nthreads))
+                              if shared and (not m_outer or nmb == 1) else 1)
         for it in prange(nitems, schedule='dynamic', chunksize=chunk, num_threads=nthreads):
             _run_item(fn, g, it, npan, nmb, mc, M, m_outer)
 
