@@ -101,7 +101,7 @@ def test_quantizer_kernel_and_program_agree_on_non_finite_values():
     np.testing.assert_array_equal(a, b)
 
 
-def _model(channels, y_quantized, y_first, dst):
+def _model(channels, y_quantized, y_first, dst, z_shape=None):
     """x -> QDQ -> 1x1 Conv (int8, f32 output c) -> GlobalAveragePool -> Sigmoid = s;
     t = c + c * s; u = t + y (y = DQ(Q(z)) or the f32 input z); out = DQ(Q(u))."""
     inits = []
@@ -143,7 +143,7 @@ def _model(channels, y_quantized, y_first, dst):
     g = helper.make_graph(
         nodes, "se",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, cin, 6, 9]),
-         helper.make_tensor_value_info("z", TensorProto.FLOAT, shape)],
+         helper.make_tensor_value_info("z", TensorProto.FLOAT, z_shape or shape)],
         [helper.make_tensor_value_info("out", TensorProto.FLOAT, shape)], inits)
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
     m.ir_version = 8
@@ -196,6 +196,22 @@ def test_session_fuses_the_four_nodes_with_their_bytes(channels, y_quantized, y_
         s2 = donnx.InferenceSession(model, rounding="chain", threads=th)
         for _ in range(3):  # first run, then warm runs (kept arrays, repeated calls)
             np.testing.assert_array_equal(s2.run(None, feed)[0], want)
+
+
+def test_a_broadcast_operand_runs_the_replaced_steps():
+    """y a per-channel f32 vector (broadcast by the Add): the fused pass does not take it,
+    the two steps it replaces run, with numpy's bytes."""
+    model = _model(24, False, False, "u8", z_shape=[1, 24, 1, 1])
+    x = RNG.standard_normal((1, 8, 6, 9)).astype(F32)
+    z = RNG.standard_normal((1, 24, 1, 1)).astype(F32)
+    sess = donnx.InferenceSession(model, rounding="chain")
+    assert any(r["impl_info"] == FUSED for r in sess.plan())
+    c, s = donnx.InferenceSession(_probe(model, ["c", "s"]), rounding="chain").run(
+        None, {"x": x, "z": z})[1:]
+    q = _numpy_reference(c, s, np.broadcast_to(z, c.shape), None, QParams(0.047, 5, "u8"))
+    want = (q.astype(F32) - F32(5)) * F32(0.047)
+    for _ in range(2):
+        np.testing.assert_array_equal(sess.run(None, {"x": x, "z": z})[0], want)
 
 
 def test_not_fused_where_rounding_at_every_quantize_or_the_sum_is_read():
