@@ -42,7 +42,7 @@ def test_formula_at_half_steps(dt, zp, n):
     np.testing.assert_array_equal(q.execute({dnnq.DNNL_ARG_SRC: x}), onnx_formula(x, s, zp, dt))
 
 
-@pytest.mark.parametrize("channels", [1, 3, 4, 16])
+@pytest.mark.parametrize("channels", [1, 2, 3, 4, 5, 16])
 def test_images_going_channels_last(channels):
     """An NCHW image into the channels-last bytes the first convolution reads (2 - 4 planes
     take the interleaving path)."""
@@ -54,6 +54,41 @@ def test_images_going_channels_last(channels):
     out = q.execute({dnnq.DNNL_ARG_SRC: x})
     np.testing.assert_array_equal(out, onnx_formula(x, s, 128, "u8"))
     assert out.strides[1] == 1  # channels-last
+
+
+@pytest.mark.parametrize("channels", [2, 3, 4])
+@pytest.mark.parametrize("width", [1, 7, 8, 15, 16, 17, 33])
+@pytest.mark.parametrize("dt,zp", [("u8", 128), ("u8", 0), ("s8", -7)])
+def test_planes_one_pass_kernel(channels, width, dt, zp):
+    """2 - 4 planes into channels-last bytes in one pass (tk_quantize_planes.h): ONNX's
+    formula at half steps of the grid, with NaN, infinities and huge values in the whole
+    vectors and in the tail, at 1 and 2 threads, and the same bytes as the two-pass plan (the
+    pointwise program, then the interleaving) it replaced."""
+    from dnnq.primitives.reorder import _QuantizePlanes
+    rng = np.random.default_rng(width * 10 + channels)
+    x = half_steps(rng, (2, channels, 5, width)) * np.float32(1.7)
+    flat = x.reshape(-1)
+    flat[::11] = np.nan
+    flat[3::13] = np.inf
+    flat[5::17] = -np.inf
+    flat[7::19] = -3e38
+    s = float(np.float32(2 / 255))
+    q = QuantizeLinear(dnnq.MemoryDesc(x.shape, "f32"), dnnq.MemoryDesc(x.shape, dt, "nhwc"),
+                       s, zp)
+    assert isinstance(q._plan, _QuantizePlanes)
+    want = onnx_formula(x, s, zp, dt)
+    before = dnnq.get_num_threads()
+    try:
+        for th in (1, 2):
+            dnnq.set_num_threads(th)
+            out = q.execute({dnnq.DNNL_ARG_SRC: x})
+            np.testing.assert_array_equal(out, want)
+            assert out.strides[1] == out.itemsize
+    finally:
+        dnnq.set_num_threads(before)
+    phys = np.empty((2, 5, width, channels), NP[dt])
+    q._plan.apart.run({"src": x, "dst": phys})
+    np.testing.assert_array_equal(phys.transpose(0, 3, 1, 2), want)
 
 
 def test_reorder_rounds_otherwise():

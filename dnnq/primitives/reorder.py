@@ -43,7 +43,7 @@ from dnnq.errors import InvalidArguments
 from dnnq.memory import MemoryDesc, as_dt
 from dnnq.primitives import _pointwise as pw
 from dnnq.primitives._common import INT8_RANGE
-from dnnq.primitives._kernels import _codes, _conv
+from dnnq.primitives._kernels import _codes, _conv, _toolkit
 from dnnq.primitives._scratch import Scratch
 
 _DTS = ("f32", "s32", "s8", "u8")
@@ -284,6 +284,12 @@ class QuantizeLinear(Reorder):
         self._quantize_linear = (float(s32), int(zero_point), lo, hi)
         super().__init__(src_desc, dst_desc)
         self.impl_info += "_quantize_linear"
+        if isinstance(self._plan, _PlanesInterleaved) and \
+                tuple(src_desc.physical_order) == tuple(range(len(src_desc.dims))):
+            # 2 - 4 plain planes going channels-last
+            self._plan = _QuantizePlanes(self._plan, src_desc.dims, _codes.ISA[self._isa],
+                                         float(s32), int(zero_point),
+                                         _codes.DT[dst_desc.dt])
 
     def _value_steps(self, prog, src_k, dst_k, dims, qa):
         """The formula's stages: divide, clamp, round, add the zero point, store."""
@@ -295,6 +301,30 @@ class QuantizeLinear(Reorder):
         prog.eltwise(0, "round")
         prog.bin_const(0, "add", z)
         prog.store(0, dst_k)
+
+
+class _QuantizePlanes:
+    """QuantizeLinear of 2 - 4 f32 planes into channels-last bytes in one pass
+    (``ukernels/tk_quantize_planes.h``): the stages of QuantizeLinear's program per value,
+    each pixel's bytes written together -- no plain scratch array, no interleaving pass (a
+    1x3x736x960 image, one thread: 1.4 -> 0.6 ms).  Arrays it cannot take in place (not
+    C-contiguous) go to the two-pass plan."""
+
+    __slots__ = ("apart", "dims", "isa", "scale", "zp", "dt")
+
+    def __init__(self, apart, dims, isa, scale, zp, dt):
+        self.apart, self.dims, self.isa = apart, tuple(dims), isa
+        self.scale, self.zp, self.dt = scale, zp, dt
+
+    def run(self, arrays):
+        src, dst = arrays["src"], arrays["dst"]
+        if not (src.flags.c_contiguous and dst.flags.c_contiguous):
+            self.apart.run(arrays)
+            return
+        N, C = self.dims[0], self.dims[1]
+        P = src.size // max(N * C, 1)
+        _toolkit.quantize_planes_run(self.isa, src.reshape(N, C, P), dst.reshape(N, P, C),
+                                     self.scale, self.zp, self.dt, pw.threads_for(src.size))
 
 
 class _PlanesInterleaved:

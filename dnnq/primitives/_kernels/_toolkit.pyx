@@ -138,6 +138,15 @@ cdef extern from "dnnq_toolkit.h" nogil:
     ctypedef void (*dnnq_scale_residual_run_fn)(const dnnq_scale_residual_args_t *a,
                                                 int64_t r0, int64_t r1)
     dnnq_scale_residual_run_fn dnnq_scale_residual_run_for_isa(int isa)
+    ctypedef struct dnnq_qplanes_args_t:
+        int64_t n_pix
+        int C, dst_dt, zp
+        float scale, lo, hi
+        const float *src
+        uint8_t *dst
+    ctypedef void (*dnnq_quantize_planes_run_fn)(const dnnq_qplanes_args_t *a, int64_t p0,
+                                                 int64_t p1)
+    dnnq_quantize_planes_run_fn dnnq_quantize_planes_run_for_isa(int isa)
     dnnq_qlayernorm_run_fn dnnq_qlayernorm_run_for_isa(int isa)
     const char *dnnq_toolkit_isa_name(int isa)
     int64_t dnnq_pw_items(const dnnq_pw_plan_t *p)
@@ -519,7 +528,7 @@ cdef int64_t _row_stride(object a, int64_t rows, int64_t n, str name) except -1:
 
 
 cdef enum:
-    _ROWS_SOFTMAX, _ROWS_LAYERNORM, _ROWS_BINARY, _ROWS_SCALE_RESIDUAL
+    _ROWS_SOFTMAX, _ROWS_LAYERNORM, _ROWS_BINARY, _ROWS_SCALE_RESIDUAL, _ROWS_QPLANES
 
 
 cdef inline void _rows_call(int kind, void* fn, const void* a, int64_t r0,
@@ -530,6 +539,8 @@ cdef inline void _rows_call(int kind, void* fn, const void* a, int64_t r0,
         (<dnnq_qlayernorm_run_fn>fn)(<const dnnq_qlayernorm_args_t*>a, r0, r1)
     elif kind == _ROWS_SCALE_RESIDUAL:
         (<dnnq_scale_residual_run_fn>fn)(<const dnnq_scale_residual_args_t*>a, r0, r1)
+    elif kind == _ROWS_QPLANES:
+        (<dnnq_quantize_planes_run_fn>fn)(<const dnnq_qplanes_args_t*>a, r0, r1)
     else:
         (<dnnq_q8_binary_run_fn>fn)(<const dnnq_q8_binary_args_t*>a, r0, r1)
 
@@ -689,6 +700,36 @@ def scale_residual_run(int isa, x, const float[::1] s, y, dst, int y_dt, int dst
     with nogil:
         _split_rows(_ROWS_SCALE_RESIDUAL, <void*>dnnq_scale_residual_run_for_isa(isa), &a,
                     a.rows, nt)
+
+
+def quantize_planes_run(int isa, src, dst, float scale, int zp, int dst_dt, int nthreads=1):
+    """tk_quantize_planes.h: ONNX QuantizeLinear of src (N, C, P) f32, C-contiguous, 2 <= C
+    <= 4, into dst (N, P, C) bytes (u8 / s8 by dst_dt), C-contiguous."""
+    cdef dnnq_qplanes_args_t a
+    cdef int64_t n, N, nt = nthreads
+    memset(&a, 0, sizeof(a))
+    if src.dtype != np.float32 or src.ndim != 3 or not src.flags.c_contiguous:
+        raise ValueError("quantize_planes_run: C-contiguous (N, C, P) f32 src expected")
+    N, a.C, a.n_pix = src.shape[0], src.shape[1], src.shape[2]
+    if not 2 <= a.C <= 4:
+        raise ValueError("quantize_planes_run: 2 to 4 planes expected")
+    if dst.itemsize != 1 or dst.shape != (N, a.n_pix, a.C) or not dst.flags.c_contiguous:
+        raise ValueError("quantize_planes_run: C-contiguous (N, P, C) bytes dst expected")
+    if dst_dt == DNNQ_DT_U8:
+        a.lo, a.hi = <float>(0 - zp), <float>(255 - zp)
+    elif dst_dt == DNNQ_DT_S8:
+        a.lo, a.hi = <float>(-128 - zp), <float>(127 - zp)
+    else:
+        raise ValueError("quantize_planes_run: a u8 / s8 dst expected")
+    a.dst_dt, a.zp, a.scale = dst_dt, zp, scale
+    if N == 0 or a.n_pix == 0:
+        return
+    cdef void* fn = <void*>dnnq_quantize_planes_run_for_isa(isa)
+    for n in range(N):
+        a.src = <const float*>_addr(src[n], False)
+        a.dst = <uint8_t*>_addr(dst[n], True)
+        with nogil:
+            _split_rows(_ROWS_QPLANES, fn, &a, a.n_pix, nt)
 
 
 cdef extern from *:

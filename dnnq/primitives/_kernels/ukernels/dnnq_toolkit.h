@@ -189,6 +189,18 @@ typedef struct {
     char *dst;
 } dnnq_scale_residual_args_t;
 
+/* ONNX QuantizeLinear of C (2 - 4) f32 planes of n_pix values into n_pix channels-last
+ * pixels of C bytes (tk_quantize_planes.h): x / scale clamped to [lo, hi] (the type's range
+ * less zp; the lower bound first, a NaN goes to it), rounded half to even, plus zp; dst_dt
+ * DNNQ_DT_U8 or DNNQ_DT_S8.  Run on pixels [p0, p1) of one image. */
+typedef struct {
+    int64_t n_pix;
+    int C, dst_dt, zp;
+    float scale, lo, hi;
+    const float *src;
+    uint8_t *dst;
+} dnnq_qplanes_args_t;
+
 /* The run functions return 0, or DNNQ_TK_ENOMEM when a scratch allocation failed (the
  * driver raises MemoryError: the destination is then incomplete). */
 #define DNNQ_TK_ENOMEM 1
@@ -209,6 +221,8 @@ typedef void (*dnnq_qlayernorm_run_fn)(const dnnq_qlayernorm_args_t *a, int64_t 
 typedef void (*dnnq_q8_binary_run_fn)(const dnnq_q8_binary_args_t *a, int64_t r0, int64_t r1);
 typedef void (*dnnq_scale_residual_run_fn)(const dnnq_scale_residual_args_t *a, int64_t r0,
                                            int64_t r1);
+typedef void (*dnnq_quantize_planes_run_fn)(const dnnq_qplanes_args_t *a, int64_t p0,
+                                            int64_t p1);
 
 #define DNNQ_DECLARE_TOOLKIT(isa)                                                             \
     int dnnq_pw_run_##isa(const dnnq_pw_plan_t *p, int64_t it0, int64_t it1);                 \
@@ -223,7 +237,8 @@ typedef void (*dnnq_scale_residual_run_fn)(const dnnq_scale_residual_args_t *a, 
     void dnnq_qlayernorm_run_##isa(const dnnq_qlayernorm_args_t *a, int64_t r0, int64_t r1);  \
     void dnnq_q8_binary_run_##isa(const dnnq_q8_binary_args_t *a, int64_t r0, int64_t r1);  \
     void dnnq_scale_residual_run_##isa(const dnnq_scale_residual_args_t *a, int64_t r0,      \
-                                       int64_t r1);
+                                       int64_t r1);                                          \
+    void dnnq_quantize_planes_run_##isa(const dnnq_qplanes_args_t *a, int64_t p0, int64_t p1);
 
 DNNQ_DECLARE_TOOLKIT(portable)
 DNNQ_DECLARE_TOOLKIT(avx2)
@@ -239,6 +254,7 @@ dnnq_qsoftmax_run_fn dnnq_qsoftmax_run_for_isa(int isa);
 dnnq_qlayernorm_run_fn dnnq_qlayernorm_run_for_isa(int isa);
 dnnq_q8_binary_run_fn dnnq_q8_binary_run_for_isa(int isa);
 dnnq_scale_residual_run_fn dnnq_scale_residual_run_for_isa(int isa);
+dnnq_quantize_planes_run_fn dnnq_quantize_planes_run_for_isa(int isa);
 const char *dnnq_toolkit_isa_name(int isa);
 
 /* Number of work items of a pointwise plan: rows * blocks per row. */

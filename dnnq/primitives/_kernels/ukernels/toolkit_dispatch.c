@@ -12,6 +12,7 @@ DNNQ_DEFINE_FOR_ISA(dnnq_qsoftmax_run_fn, dnnq_qsoftmax_run, DNNQ_WIDTH_SETS)
 DNNQ_DEFINE_FOR_ISA(dnnq_qlayernorm_run_fn, dnnq_qlayernorm_run, DNNQ_WIDTH_SETS)
 DNNQ_DEFINE_FOR_ISA(dnnq_q8_binary_run_fn, dnnq_q8_binary_run, DNNQ_WIDTH_SETS)
 DNNQ_DEFINE_FOR_ISA(dnnq_scale_residual_run_fn, dnnq_scale_residual_run, DNNQ_WIDTH_SETS)
+DNNQ_DEFINE_FOR_ISA(dnnq_quantize_planes_run_fn, dnnq_quantize_planes_run, DNNQ_WIDTH_SETS)
 
 #define DNNQ_SET_NAME_CASE(level, set, fn) case level: return #set;
 const char *dnnq_toolkit_isa_name(int isa) {

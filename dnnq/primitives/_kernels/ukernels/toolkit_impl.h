@@ -17,6 +17,7 @@
  *   tk_table.h        a 256-entry byte table applied element by element
  *   tk_rows8.h        softmax / layer normalization of quantized 8-bit rows
  *   tk_scale_residual.h  Q(x + x * s + y) of channels-last rows
+ *   tk_quantize_planes.h ONNX QuantizeLinear of 2 - 4 planes into channels-last bytes
  *
  * Plain C written so that gcc -O3 vectorises the remaining loops (contiguous, no aliasing
  * between buffers, no function calls on the exact paths).  -ffp-contract=off (project-wide)
@@ -32,3 +33,4 @@
 #include "tk_table.h"
 #include "tk_rows8.h"
 #include "tk_scale_residual.h"
+#include "tk_quantize_planes.h"
