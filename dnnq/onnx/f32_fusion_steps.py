@@ -2,7 +2,6 @@
 the numpy steps they replace (planner's f32 patterns; docs/onnx.md): a QuantizeLinear after
 an Add / Mul or a Concat, ``x + x * s`` (and the QuantizeLinear of it plus another map), and
 the f32 unary activations."""
-from collections import ChainMap
 from functools import partial
 
 import numpy as np
@@ -15,7 +14,7 @@ from dnnq.memory import MemoryDesc
 from dnnq.onnx import ops_numpy
 from dnnq.onnx.buffers import BufferPool
 from dnnq.onnx.steps import (BinaryStep, EltwiseStep, PrimStep, ReorderStep, Step,
-                             _is_channels_last, layout_tag, toolkit_isa)
+                             _is_channels_last, layout_tag)
 
 F32 = np.float32
 
@@ -89,7 +88,6 @@ class F32ConcatQuantizeStep(Step):
         self._residual = {}  # input i -> (F32ScaleResidualStep, its quantizer, gate's name)
         self._temps = {}    # (input i, shape) -> the channels-last int8 array it is quantized to
         self._apart = None
-        self.impl_info = "quantize, copy"
 
     def take_scale_residual(self, i, step):
         """Input i is ``x + x * s``, the output of ``step`` (an F32ScaleResidualStep nothing
@@ -102,9 +100,12 @@ class F32ConcatQuantizeStep(Step):
         self.inputs[i] = x
         if s not in self.inputs:
             self.inputs.append(s)
-        self.impl_info = self.impl_info.replace("quantize,", "x + x * s, quantize,", 1) \
-            if "x + x * s" not in self.impl_info else self.impl_info
         return True
+
+    @property
+    def impl_info(self):
+        return ("resize into, " if self._resized else "") + \
+            ("x + x * s, " if self._residual else "") + "quantize, copy"
 
     def take_resize(self, i, step):
         """Input i is the output of ``step``, a nearest Resize nothing else reads: quantize
@@ -114,15 +115,13 @@ class F32ConcatQuantizeStep(Step):
         self.inputs = list(self.inputs)
         self.inputs[i] = step.inputs[0]
         self.inputs += [x for x in step.inputs[1:] if x and x not in self.inputs]
-        self.impl_info = "resize into, quantize, copy"
 
     def _reps(self, env, i, x):
         st = self._resized.get(i)
         if st is None:
             return (1, 1, 1, 1), x.shape
-        if i in self._residual:  # (its input is x + x * s, of x's shape, not computed)
-            env = ChainMap({st.inputs[0]: x}, env)
-        sizes, reps = st.nearest_geometry(env)
+        # (a residual's x + x * s is not computed: x has its shape)
+        sizes, reps = st.nearest_geometry(env, x if i in self._residual else None)
         return reps, None if reps is None else tuple(sizes)
 
     def _residual_inputs(self, env, xs, force=False):
@@ -299,14 +298,7 @@ class F32ScaleResidualStep(PrimStep):
         return prim, {}, s1
 
     def _fits(self, x, s):
-        if not (isinstance(x, np.ndarray) and isinstance(s, np.ndarray) and
-                x.dtype == np.float32 and s.dtype == np.float32 and x.ndim >= 1 and
-                s.ndim <= x.ndim and (x.flags.c_contiguous or _is_channels_last(x))):
-            return False
-        try:
-            return np.broadcast_shapes(x.shape, s.shape) == x.shape
-        except ValueError:
-            return False
+        return _gate_fits(x, s)
 
     def run(self, env):
         x, s = env[self.inputs[0]], env[self.inputs[1]]
@@ -350,17 +342,17 @@ class ScaleResidualQuantizer:
     def __init__(self, q_other, qd):
         self.q_other, self.qd = q_other, qd
         self._plans = {}
+        self._isa = _impls.choose("binary", _impls.TOOLKIT).isa  # (the toolkit's level)
+        q = q_other
+        # the row kernel's arguments after the arrays: y's and dst's types, y_zp, y_scale,
+        # f32(1 / dst scale), dst_zp
+        self._row_args = (_codes.DT["f32" if q is None else q.dt], _codes.DT[qd.dt],
+                          0.0 if q is None else float(F32(q.zp[0])),
+                          1.0 if q is None else float(q.scale[0]),
+                          float(pw.reciprocal(qd.scale[:1])[0]), float(F32(qd.zp[0])))
 
     def fits(self, x, s, y=None, with_y=False):
-        if not (type(x) is np.ndarray and type(s) is np.ndarray and x.dtype == F32 and
-                s.dtype == F32 and 1 <= x.ndim and s.ndim <= x.ndim and x.size and
-                (x.flags.c_contiguous or _is_channels_last(x)) and
-                _physical(s) is not None):
-            return False
-        try:
-            if np.broadcast_shapes(x.shape, s.shape) != x.shape:
-                return False
-        except ValueError:
+        if not (_gate_fits(x, s) and x.size and _physical(s) is not None):
             return False
         if not with_y:
             return True
@@ -383,8 +375,7 @@ class ScaleResidualQuantizer:
         if plan is not None:
             return plan
         nd = x.ndim
-        order = tuple(int(i) for i in np.argsort([-b for b in dst.strides], kind="stable"))
-        prog = pw.Program(x.shape, order)
+        prog = pw.Program(x.shape, ops_numpy.memory_order(dst))
         zero = (0,) * nd
         xk = prog.operand("x", "f32", self._strides(x, nd))
         sk = prog.operand("s", "f32", self._strides(s, nd))
@@ -410,8 +401,7 @@ class ScaleResidualQuantizer:
         if self.q_other is not None:
             arrays["y_scale"] = np.asarray(self.q_other.scale, F32).reshape(1)
             arrays["y_zp"] = np.asarray(self.q_other.zp).astype(F32).reshape(1)
-        plan = self._plans[key] = (prog.build(_impls.choose("binary", _impls.TOOLKIT).isa),
-                                   arrays)
+        plan = self._plans[key] = (prog.build(self._isa), arrays)
         return plan
 
     def _rows(self, x, s, y, dst):
@@ -433,12 +423,8 @@ class ScaleResidualQuantizer:
         return rows[0], np.ascontiguousarray(s, F32).reshape(-1), rows[1], rows[2]
 
     def _rows_run(self, x, y, dst, s, size):
-        q, qd = self.q_other, self.qd
-        _toolkit.scale_residual_run(
-            toolkit_isa()[0], x, s, y, dst, _codes.DT["f32" if q is None else q.dt],
-            _codes.DT[qd.dt], 0.0 if q is None else float(F32(q.zp[0])),
-            1.0 if q is None else float(q.scale[0]), float(pw.reciprocal(qd.scale[:1])[0]),
-            float(F32(qd.zp[0])), pw.threads_for(size))
+        _toolkit.scale_residual_run(_codes.ISA[self._isa], x, s, y, dst, *self._row_args,
+                                    pw.threads_for(size))
 
     def run(self, x, s, y, dst):
         """Write the result into ``dst`` (x's shape, the destination's 8-bit type)."""
@@ -465,12 +451,23 @@ class ScaleResidualQuantizer:
         bound.run(arrays)
 
 
+def _gate_fits(x, s):
+    """x an f32 map (C-contiguous or channels-last) and s an f32 gate broadcast into it
+    without growing it: what dnnq.Binary's ``x * s`` (and the one-pass quantizer) take."""
+    if not (type(x) is np.ndarray and type(s) is np.ndarray and x.dtype == F32 and
+            s.dtype == F32 and x.ndim >= 1 and s.ndim <= x.ndim and
+            (x.flags.c_contiguous or _is_channels_last(x))):
+        return False
+    try:
+        return np.broadcast_shapes(x.shape, s.shape) == x.shape
+    except ValueError:
+        return False
+
+
 def _physical(a):
-    """``a`` as the engine binds it: its memory in order (a C- or F-contiguous array, or a
-    transposed view of one -- channels-last), else None."""
-    if a.flags.c_contiguous or a.flags.f_contiguous:
-        return a
-    p = a.transpose(np.argsort([-b for b in a.strides], kind="stable"))
+    """``a`` as the engine binds it: its memory in order (a transpose of ``a`` that is
+    C-contiguous: channels-last maps too), else None."""
+    p = a.transpose(ops_numpy.memory_order(a))
     return p if p.flags.c_contiguous else None
 
 
@@ -505,8 +502,7 @@ class F32ScaleResidualQuantizeStep(Step):
         if _is_channels_last(x):
             order = (0,) + tuple(range(2, x.ndim)) + (1,)
             y_out, kept = self.out_array(env, tuple(x.shape[i] for i in order), dtype)
-            back = tuple(int(i) for i in np.argsort(order))
-            out = self.transposed(y_out, back, kept)
+            out = self.transposed(y_out, ops_numpy.inverse_order(order), kept)
         else:
             y_out, kept = self.out_array(env, x.shape, dtype)
             out = y_out

@@ -60,12 +60,13 @@ class NumpyStep(Step):
             if n:
                 env[n] = y
 
-    def nearest_geometry(self, env):
+    def nearest_geometry(self, env, x=None):
         """(output sizes, whole repeat factors per axis or None) of this nearest Resize for
-        this run's input, cached per input shape and parameters (the nearest indices cost
-        more than the key); (None, None) for other modes."""
-        x = env[self.inputs[0]]
-        params = [None if not p else env[p] for p in self.inputs]
+        this run's input (``x``: an array of its shape, where the input itself is not in
+        ``env``), cached per input shape and parameters (the nearest indices cost more than
+        the key); (None, None) for other modes."""
+        x = env[self.inputs[0]] if x is None else x
+        params = [x] + [None if not p else env[p] for p in self.inputs[1:]]
         key = (x.shape,) + tuple(None if p is None else tuple(np.ravel(p).tolist())
                                  for p in params[1:])
         got = self._geometry.get(key)

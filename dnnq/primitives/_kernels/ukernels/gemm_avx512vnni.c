@@ -312,16 +312,6 @@ static void swap_fold_avx512(const uint8_t *a, int64_t lda, int mr, int64_t K, i
 
 _Static_assert(sizeof(epi_consts_t) <= sizeof(dnnq_epi_state_t), "dnnq_epi_state_t too small");
 
-int dnnq_epi_prepare_avx512vnni(const dnnq_gemm_args_t *g, int64_t b, int64_t p,
-                                dnnq_epi_state_t *st) {
-    if (!dnnq_fast_epi_ok(g) || g->wzp) return 0;  /* (the fused tile has no wzp term) */
-    const int64_t n0 = p * DNNQ_NR;
-    const int nc = (int)(g->N - n0 < DNNQ_NR ? g->N - n0 : DNNQ_NR);
-    epi_consts_t *k = (epi_consts_t *)st;
-    epi_prepare_avx512(g, b, n0, nc, k);
-    return epi_fuse_kind(k);
-}
-
 int dnnq_epi_tile_prepare_avx512vnni(const dnnq_gemm_args_t *g, int64_t b, int64_t p,
                                      dnnq_epi_state_t *st) {
     /* (gemm_impl.h's dnnq_gemm_epilogue: the fast epilogue unless wzp, which needs a copy) */
@@ -330,6 +320,13 @@ int dnnq_epi_tile_prepare_avx512vnni(const dnnq_gemm_args_t *g, int64_t b, int64
     const int nc = (int)(g->N - n0 < DNNQ_NR ? g->N - n0 : DNNQ_NR);
     epi_prepare_avx512(g, b, n0, nc, (epi_consts_t *)st);
     return 1;
+}
+
+int dnnq_epi_prepare_avx512vnni(const dnnq_gemm_args_t *g, int64_t b, int64_t p,
+                                dnnq_epi_state_t *st) {
+    /* (the fused tile has no wzp term either) */
+    if (!dnnq_epi_tile_prepare_avx512vnni(g, b, p, st)) return 0;
+    return epi_fuse_kind((const epi_consts_t *)st);
 }
 
 void dnnq_epi_tile_avx512vnni(const dnnq_gemm_args_t *g, const dnnq_epi_state_t *st, int64_t m,
